@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Run every unit test binary and integration script, count TAP results and
+# finish with one plain line: "N passed, N failed".
+# Usage: scripts/run-tests.sh BUILD_DIR [FILTER]
+set -u
+B=${1:-build}
+FILTER=${2:-${TESTS:-}}
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+export KRIA="$top/$B/kria" KTS="$top/$B/kts" KRIA_BUILD="$top/$B" KRIA_TOP="$top"
+export CMOCKA_MESSAGE_OUTPUT=TAP
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+logdir="$top/$B/test-logs"
+mkdir -p "$logdir"
+
+pass=0 fail=0 failed_names=()
+
+run_one() { # name timeout cmd...
+  local name=$1 limit=$2; shift 2
+  local log="$logdir/$name.log"
+  timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1
+  local rc=$?
+  local p f
+  p=$(grep -cE '^ok [0-9]+' "$log")
+  f=$(grep -cE '^not ok [0-9]+' "$log")
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+    f=1 # crashed, timed out or failed outside a test case
+    echo "  $name: exit status $rc" >>"$log"
+  fi
+  pass=$((pass + p)); fail=$((fail + f))
+  if [ "$f" -gt 0 ]; then
+    failed_names+=("$name")
+    printf 'FAIL %-28s %3d passed, %d failed (log: %s)\n' "$name" "$p" "$f" "${log#"$top"/}"
+    grep -E '^not ok|^# |ERROR|runtime error|Sanitizer' "$log" | head -20 | sed 's/^/     /'
+  else
+    printf 'ok   %-28s %3d passed\n' "$name" "$p"
+  fi
+}
+
+for t in "$B"/test/test_*; do
+  [ -x "$t" ] || continue
+  name=$(basename "$t")
+  [ -n "$FILTER" ] && [[ "$name" != *"$FILTER"* ]] && continue
+  run_one "$name" 300 "$t"
+done
+
+for t in test/integration/*.sh; do
+  [ -f "$t" ] || continue
+  name=$(basename "$t" .sh)
+  [ -n "$FILTER" ] && [[ "$name" != *"$FILTER"* ]] && continue
+  run_one "$name" 600 bash "$t"
+done
+
+echo
+[ ${#failed_names[@]} -gt 0 ] && echo "failed: ${failed_names[*]}"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,65 @@
+/*
+ * Command dispatch for the kria binary: a table of commands, the shared
+ * error printer and usage text. Exit statuses are part of the contract
+ * other tools rely on: 0 success, 1 a "no" answer (invalid URL,
+ * disallowed), 2 an error, 64 a usage error.
+ */
+#include "cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Weak while the commands are under construction in parallel. */
+#pragma weak kr_cmd_url
+#pragma weak kr_cmd_fetch
+
+struct command {
+  const char *name;
+  int (*run)(int argc, char **argv);
+  const char *summary;
+};
+
+static const struct command commands[] = {
+    {"url", kr_cmd_url, "parse | resolve | canon | surt  URL tools"},
+    {"fetch", kr_cmd_fetch, "fetch one URL through the engine"},
+};
+
+void kr_cli_error(int err, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "kria: error: %s: %s\n", err < 0 ? kr_err_name(err) : "usage", msg);
+}
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: kria <command> [args]\n\ncommands:\n");
+  for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+    if (commands[i].run) fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+  fprintf(f, "  %-8s %s\n", "version", "print the version");
+}
+
+int kr_cli_main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 64;
+  }
+  const char *name = argv[1];
+  if (!strcmp(name, "help") || !strcmp(name, "--help") || !strcmp(name, "-h")) {
+    usage(stdout);
+    return 0;
+  }
+  if (!strcmp(name, "version") || !strcmp(name, "--version")) {
+    printf("kria %s\n", KRIA_VERSION);
+    return 0;
+  }
+  for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
+    if (!strcmp(name, commands[i].name) && commands[i].run)
+      return commands[i].run(argc - 1, argv + 1);
+  kr_cli_error(0, "unknown command '%s' (try 'kria help')", name);
+  return 64;
+}

@@ -1,0 +1,20 @@
+/*
+ * Command-line front end: `kria <command> [args]`. Each command is one
+ * function taking the arguments after its name (argv[0] is the command
+ * name) and returning the process exit status.
+ */
+#ifndef KRIA_CLI_H
+#define KRIA_CLI_H
+
+#define KRIA_VERSION "0.1.0"
+
+int kr_cli_main(int argc, char **argv);
+
+/* Print `kria: error: <kind>: <detail>` to stderr (kind from kr_err_name
+ * when err < 0, else the literal "usage"). */
+void kr_cli_error(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+int kr_cmd_url(int argc, char **argv);
+int kr_cmd_fetch(int argc, char **argv);
+
+#endif

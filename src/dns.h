@@ -1,0 +1,63 @@
+/*
+ * Asynchronous name resolution: c-ares driven by the libuv loop through
+ * one uv_poll_t per c-ares socket (sock_state_cb) and one uv_timer_t for
+ * c-ares timeouts. A and AAAA, a TTL cache clamped to [min_ttl, max_ttl],
+ * a negative cache, configurable name servers, /etc/hosts lookups. Never
+ * touches libuv's thread pool.
+ */
+#ifndef KRIA_DNS_H
+#define KRIA_DNS_H
+
+#include <stdint.h>
+#include <sys/socket.h>
+#include <uv.h>
+
+#include "clock.h"
+
+#define KR_DNS_MAX_ADDRS 8
+
+typedef struct kr_dns kr_dns_t;
+typedef struct kr_dns_req kr_dns_req_t;
+
+typedef struct kr_dns_opts {
+  const char *servers;     /* "ip[:port],[ip6]:port,..."; NULL = resolv.conf */
+  int use_hosts_file;      /* 1 = consult hosts_file first (default 1) */
+  const char *hosts_file;  /* NULL = /etc/hosts */
+  int family;              /* AF_UNSPEC (A and AAAA), AF_INET or AF_INET6 */
+  uint32_t min_ttl_s;      /* clamp for cached answers (default 60) */
+  uint32_t max_ttl_s;      /* (default 86400) */
+  uint32_t negative_ttl_s; /* NXDOMAIN / no-data caching (default 300) */
+  uint32_t timeout_ms;     /* per try (default 2000) */
+  int tries;               /* (default 2) */
+} kr_dns_opts_t;
+
+/* Fill opts with the defaults above. */
+void kr_dns_opts_default(kr_dns_opts_t *opts);
+
+typedef struct kr_dns_result {
+  int naddrs;                                       /* >= 1 on success */
+  struct sockaddr_storage addrs[KR_DNS_MAX_ADDRS];  /* port 0 */
+  uint32_t ttl_s;                                   /* clamped TTL */
+  int from_cache;                                   /* 1 = cache hit */
+} kr_dns_result_t;
+
+/* status 0 with res, or KR_EDNS_NXDOMAIN / KR_EDNS_NODATA / KR_EDNS_TIMEOUT
+ * / KR_EDNS_FAIL / KR_ECANCELED (only from kr_dns_free) with res NULL. res
+ * is valid only during the call. */
+typedef void (*kr_dns_cb)(void *data, int status, const kr_dns_result_t *res);
+
+int kr_dns_new(uv_loop_t *loop, kr_clock_t *clock, const kr_dns_opts_t *opts,
+               kr_dns_t **out);
+/* Start a lookup of host (a name, or an IPv4/IPv6 literal without
+ * brackets). The callback is never called from inside kr_dns_resolve:
+ * cache hits and literals are delivered on a later loop turn. *req (if
+ * req != NULL) can be passed to kr_dns_cancel until the callback runs. */
+int kr_dns_resolve(kr_dns_t *dns, const char *host, kr_dns_cb cb, void *data,
+                   kr_dns_req_t **req);
+/* The callback of req will not be called. */
+void kr_dns_cancel(kr_dns_req_t *req);
+/* Cancel everything pending (callbacks get KR_ECANCELED), close every
+ * handle; memory is released once the loop has run the close callbacks. */
+void kr_dns_free(kr_dns_t *dns);
+
+#endif
