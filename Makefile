@@ -6,15 +6,17 @@
 #   make demo            build, then run the demo against the test server
 #   make deps            install the Debian packages (idempotent)
 #   make src/url.o       build one object (lands in $(B)/src/url.o)
+#   make BUILD=dir       build elsewhere (dir, or dir-san with SANITIZE=1)
 #
 # llhttp is compiled from Debian's node-llhttp sources, never copied here.
 
 SANITIZE ?= 0
+BUILD ?= build
 ifeq ($(SANITIZE),1)
-B := build-san
+B := $(BUILD)-san
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 else
-B := build
+B := $(BUILD)
 SANFLAGS :=
 endif
 
@@ -28,7 +30,7 @@ LLHTTP_INC := /usr/share/include/llhttp
 OPT ?= -O2
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(OPT) -g -pipe
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
-CPPFLAGS_ALL := -Iinclude -Isrc -I$(LLHTTP_INC) $(PKG_CFLAGS)
+CPPFLAGS_ALL := -Iinclude -Isrc -I$(LLHTTP_INC) $(PKG_CFLAGS) $(shell pkg-config --cflags json-c 2>/dev/null)
 ALL_CFLAGS = $(CFLAGS_BASE) $(WARN) $(SANFLAGS) $(CPPFLAGS_ALL) $(CFLAGS)
 ALL_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
 LIBS := $(PKG_LIBS) -lm
@@ -73,7 +75,7 @@ $(KTS): $(KTS_OBJS) $(B)/libkria.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $(KTS_OBJS) $(B)/libkria.a $(LIBS)
 
 $(B)/test/%: $(B)/test/unit/%.o $(UNIT_SUPPORT_OBJS) $(B)/libkria.a
-	$(CC) $(ALL_LDFLAGS) -o $@ $< $(UNIT_SUPPORT_OBJS) $(B)/libkria.a $(LIBS) $(shell pkg-config --libs cmocka)
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(UNIT_SUPPORT_OBJS) $(B)/libkria.a $(LIBS) $(shell pkg-config --libs cmocka json-c)
 
 $(B)/%.o: %.c
 	@mkdir -p $(@D)
@@ -100,6 +102,6 @@ bench: all
 	@echo "see bench/README.md"
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-*
 
 -include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -9,7 +9,7 @@ PKGS=(
   libuv1-dev libc-ares-dev node-llhttp libssl-dev libsqlite3-dev libpcre2-dev
   zlib1g-dev libinih-dev libidn2-dev libpsl-dev libexpat1-dev libdeflate-dev
   # tests
-  libcmocka-dev openssl nginx-light valgrind curl
+  libcmocka-dev libjson-c-dev openssl nginx-light valgrind curl
   # benchmarks
   wget wget2 dnsmasq-base util-linux time
 )
