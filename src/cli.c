@@ -15,6 +15,7 @@
 /* Weak while the commands are under construction in parallel. */
 #pragma weak kr_cmd_url
 #pragma weak kr_cmd_fetch
+#pragma weak kr_cmd_robots
 
 struct command {
   const char *name;
@@ -25,6 +26,7 @@ struct command {
 static const struct command commands[] = {
     {"url", kr_cmd_url, "parse | resolve | canon | surt  URL tools"},
     {"fetch", kr_cmd_fetch, "fetch one URL through the engine"},
+    {"robots", kr_cmd_robots, "FILE USER-AGENT URL  robots.txt decision"},
 };
 
 void kr_cli_error(int err, const char *fmt, ...) {
