@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# bench/fetch/run.sh — kria's fetch engine against wget and wget2.
+#
+# Generates a deterministic site of N ≈10 KB pages, serves it with nginx
+# (one worker pinned to CPU 1, keep-alive, open-file cache, no access log),
+# and fetches the same URL list with each client pinned to CPU 0, side by
+# side, R repetitions (interleaved, rotating the order). Reports per client
+# the median (min–max) of pages/s, wall time, client CPU-µs per page, peak
+# RSS, and nginx's CPU time during the run, plus the ratios of kria to wget
+# and wget2. Each run is checked: exit status 0 and nginx served exactly N
+# requests. See bench/README.md.
+#
+# Usage: bench/fetch/run.sh [--pages N] [--reps R] [--conns "16 64 256"]
+#            [--clients "kria wget wget2-t1 wget2"] [--kria PATH] [--record]
+#            [--quick]
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../lib/common.sh
+. "$HERE/../lib/common.sh"
+# shellcheck source=../lib/nginx.sh
+. "$HERE/../lib/nginx.sh"
+
+ARGS=("$@")
+PAGES=20000
+REPS=3
+CONNS="16 64 256"
+CLIENTS=""
+KRIA=${KRIA:-$KB_ROOT/build-bench/kria}
+RECORD=0
+CLIENT_CPU=${KB_CLIENT_CPU:-0}
+RUN_LIMIT=${KB_RUN_LIMIT:-300}
+TOTAL_LIMIT=${KB_TOTAL_LIMIT:-5400}
+
+while [ $# -gt 0 ]; do
+	case $1 in
+	--pages) PAGES=$2; shift 2 ;;
+	--reps) REPS=$2; shift 2 ;;
+	--conns) CONNS=$2; shift 2 ;;
+	--clients) CLIENTS=$2; shift 2 ;;
+	--kria) KRIA=$2; shift 2 ;;
+	--record) RECORD=1; shift ;;
+	--quick) PAGES=2000; REPS=1; shift ;;
+	-h | --help) sed -n '2,17p' "$0"; exit 0 ;;
+	*) kb_die "unknown option $1 (try --help)" ;;
+	esac
+done
+[[ $PAGES =~ ^[0-9]+$ && $PAGES -ge 1 && $PAGES -le 1000000 ]] || kb_die "--pages: 1..1000000"
+[[ $REPS =~ ^[0-9]+$ && $REPS -ge 1 && $REPS -le 50 ]] || kb_die "--reps: 1..50"
+
+kb_bound "$TOTAL_LIMIT" "${ARGS[@]}"
+
+for t in wget wget2 taskset curl cc; do
+	command -v "$t" >/dev/null || kb_die "$t not found; run scripts/deps.sh"
+done
+[ "$(nproc)" -ge 2 ] || kb_log "warning: one CPU only; client and server share it"
+
+# --- clients, site, server, URL list ----------------------------------------
+# shellcheck source=setup.sh
+. "$HERE/setup.sh"
+fetch_kria_caps
+if [ -z "$CLIENTS" ]; then
+	if [ $KRIA_OK = 1 ]; then
+		CLIENTS="kria"
+		if [ $KRIA_CONNS = 1 ]; then
+			for n in $CONNS; do CLIENTS+=" kria-c$n"; done
+		fi
+	else
+		kb_log "warning: $KRIA has no 'fetch --input'; measuring wget and wget2 only"
+	fi
+	CLIENTS+=" wget wget2-t1 wget2"
+fi
+read -r -a CLIENT_LIST <<<"$CLIENTS"
+LIST=LIST
+for c in "${CLIENT_LIST[@]}"; do client_cmd "$c"; done # validate names early
+
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+RUN=$KB_OUT/fetch/run-$STAMP
+mkdir -p "$RUN/logs"
+ln -sfn "run-$STAMP" "$KB_OUT/fetch/last"
+fetch_setup "$PAGES" "$RUN"
+
+# --- runs --------------------------------------------------------------------
+TSV=$RUN/runs.tsv
+printf 'rep\tclient\twall_s\tuser_s\tsys_s\tmaxrss_kb\texit\tnginx_cpu_s\trequests\tnginx_errors\tok\n' >"$TSV"
+nclients=${#CLIENT_LIST[@]}
+for ((rep = 1; rep <= REPS; rep++)); do
+	for ((k = 0; k < nclients; k++)); do
+		c=${CLIENT_LIST[$(((k + rep - 1) % nclients))]}
+		client_cmd "$c"
+		log=$RUN/logs/$c.$rep.log
+		err0=$(kb_nginx_errors)
+		req0=$(kb_nginx_requests)
+		cpu0=$(kb_cpu_ns "$KB_NGINX_WORKER")
+		set +e
+		kb_measure "$RUN/m.tmp" "$RUN_LIMIT" taskset -c "$CLIENT_CPU" "${CMD[@]}" >"$log" 2>&1
+		set -e
+		cpu1=$(kb_cpu_ns "$KB_NGINX_WORKER")
+		req1=$(kb_nginx_requests)
+		errs=$(($(kb_nginx_errors) - err0))
+		read -r wall user sys rss code <"$RUN/m.tmp"
+		reqs=$((req1 - req0 - 1)) # minus the second status request itself
+		ok=1
+		[ "$code" = 0 ] && [ "$reqs" = "$PAGES" ] && [ "$errs" = 0 ] || ok=0
+		ncpu=$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.6f", (b - a) / 1e9 }')
+		printf '%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rep" "$c" "$wall" "$user" "$sys" "$rss" "$code" \
+			"$ncpu" "$reqs" "$errs" "$ok" >>"$TSV"
+		kb_log "rep $rep $c: $(awk -v n="$PAGES" -v w="$wall" -v u="$user" -v s="$sys" \
+			'BEGIN { printf "%.2f s, %.0f pages/s, %.0f CPU-µs/page", w, n / w, (u + s) * 1e6 / n }'), exit $code, $reqs requests, $errs nginx errors$([ $ok = 1 ] || echo ' — FAILED')"
+	done
+done
+rm -f "$RUN/m.tmp"
+NGINX_CACHE=$(kb_nginx_cache_desc)
+kb_nginx_stop
+
+# --- report --------------------------------------------------------------------
+# per client: median/min/max of pages/s, wall, CPU-µs/page, RSS, nginx CPU
+col() { # col CLIENT AWK-EXPR -> values of valid runs, one per line
+	awk -F'\t' -v c="$1" -v n="$PAGES" "NR > 1 && \$2 == c && \$11 == 1 { print $2 }" "$TSV"
+}
+fmt() { awk -v p="$2" '{ printf "%." p "f (%." p "f–%." p "f)", $1, $2, $3 }' <<<"$1"; }
+
+REPORT=$RUN/report.md
+{
+	echo "### Fetch benchmark, $PAGES pages, $REPS repetitions"
+	echo
+	kb_machine_md
+	echo "- command: \`bench/fetch/run.sh${ARGS[*]:+ ${ARGS[*]}}\`"
+	echo "- server: nginx $(nginx -v 2>&1 | sed 's/.*\///'), 1 worker on CPU ${KB_NGINX_CPU:-1}, keep-alive, sendfile, access_log off; $NGINX_CACHE"
+	echo "- pages: $(find "$SITE/h0.test/p" -name '*.html' -printf '%s\n' | awk '{ s += $1 } END { printf "%d pages, %.0f bytes on average", NR, s / NR }'), ~33 links each, served as-is (no gzip)"
+	echo "- clients pinned with \`taskset -c $CLIENT_CPU\`; medians (min–max) over valid runs"
+	echo
+	echo "| client | command | pages/s | wall s | CPU-µs/page | peak RSS MiB | nginx CPU s | nginx busy | client busy | valid runs |"
+	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+	for c in "${CLIENT_LIST[@]}"; do
+		client_cmd "$c"
+		cmdtxt=$(printf '%s ' "${CMD[@]}" | sed "s|$LIST|LIST|; s|$KB_ROOT/||; s/ $//")
+		valid=$(col "$c" 1 | wc -l)
+		total=$(awk -F'\t' -v c="$c" 'NR > 1 && $2 == c' "$TSV" | wc -l)
+		if [ "$valid" -eq 0 ]; then
+			echo "| $c | \`$cmdtxt\` | – | – | – | – | – | – | – | 0/$total |"
+			continue
+		fi
+		pps=$(col "$c" 'n / $3' | kb_stats)
+		wall=$(col "$c" '$3' | kb_stats)
+		cpu=$(col "$c" '($4 + $5) * 1e6 / n' | kb_stats)
+		rss=$(col "$c" '$6 / 1024' | kb_stats)
+		ncpu=$(col "$c" '$8' | kb_stats)
+		nbusy=$(col "$c" '100 * $8 / $3' | kb_stats | awk '{ printf "%.0f", $1 }')
+		cbusy=$(col "$c" '100 * ($4 + $5) / $3' | kb_stats | awk '{ printf "%.0f", $1 }')
+		echo "| $c | \`$cmdtxt\` | $(fmt "$pps" 0) | $(fmt "$wall" 2) | $(fmt "$cpu" 0) | $(fmt "$rss" 1) | $(fmt "$ncpu" 2) | $nbusy % | $cbusy % | $valid/$total |"
+		echo "$c ${pps%% *} ${cpu%% *}" >>"$RUN/medians.txt"
+	done
+	echo
+	if [ -s "$RUN/medians.txt" ]; then
+		best=$(awk '$1 ~ /^kria/ { if ($2 > b) { b = $2; l = $0 } } END { print l }' "$RUN/medians.txt")
+		def=$(awk '$1 == "kria"' "$RUN/medians.txt")
+		for k in "$best" "$def"; do
+			[ -n "$k" ] || continue
+			read -r kn kp kc <<<"$k"
+			[ "$k" = "$best" ] && label="best kria ($kn)" || label="default kria ($kn)"
+			[ "$k" = "$def" ] && [ "$k" = "$best" ] && label="kria ($kn, best and default)"
+			for o in wget wget2-t1 wget2; do
+				other=$(awk -v o="$o" '$1 == o' "$RUN/medians.txt")
+				[ -n "$other" ] || continue
+				read -r _ op oc <<<"$other"
+				awk -v l="$label" -v o="$o" -v kp="$kp" -v op="$op" -v kc="$kc" -v oc="$oc" \
+					'BEGIN { printf "- %s / %s: %.2f× pages/s, %.2f× less CPU per page\n", l, o, kp / op, oc / kc }'
+			done
+			[ "$k" = "$def" ] && [ "$k" = "$best" ] && break
+		done
+		if [ -n "$best" ]; then
+			read -r kn kp kc <<<"$best"
+			wp=$(awk '$1 == "wget" { print $2 }' "$RUN/medians.txt")
+			echo
+			awk -v kp="$kp" -v kc="$kc" -v wp="$wp" 'BEGIN {
+				printf "- target ≥ 20,000 pages/s: %s (%.0f pages/s, %.0f CPU-µs/page)\n", kp >= 20000 ? "met" : "MISSED", kp, kc
+				if (wp != "") printf "- target ≥ 5× wget: %s (%.2f×)\n", kp >= 5 * wp ? "met" : "MISSED", kp / wp }'
+		fi
+	fi
+	echo
+	echo "Raw runs: \`${RUN#"$KB_ROOT"/}/runs.tsv\`."
+} >"$REPORT"
+cat "$REPORT"
+
+if [ $RECORD = 1 ]; then
+	RES=$KB_ROOT/bench/RESULTS.md
+	begin='<!-- fetch:begin (written by bench/fetch/run.sh --record) -->'
+	end='<!-- fetch:end -->'
+	if [ -f "$RES" ] && grep -qF "$begin" "$RES"; then
+		awk -v b="$begin" -v e="$end" -v f="$REPORT" '
+			$0 == b { print; while ((getline l < f) > 0) print l; skip = 1; next }
+			$0 == e { skip = 0 }
+			!skip' "$RES" >"$RES.tmp" && mv "$RES.tmp" "$RES"
+	else
+		{ echo; echo "$begin"; cat "$REPORT"; echo "$end"; } >>"$RES"
+	fi
+	kb_log "recorded in bench/RESULTS.md"
+fi
