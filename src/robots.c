@@ -450,6 +450,7 @@ int kr_robots_parse_opts(const char *data, size_t len,
                          const char *product_token,
                          const kr_robots_options_t *opts, kr_robots_t **out) {
   if (!out || !product_token || (!data && len)) return KR_EINVAL;
+  if (!data) data = ""; /* len is 0: no pointer arithmetic on NULL */
   static const kr_robots_options_t none = {0};
   if (!opts) opts = &none;
   size_t max_bytes = opts->max_bytes ? opts->max_bytes
