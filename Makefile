@@ -38,16 +38,17 @@ LIBS := $(PKG_LIBS) -lm
 # Explicit source lists, one variable per area. Pure modules
 # (include/kria/*.h) have no loop, no database and no global state.
 BASE_SRCS := src/error.c src/mem.c src/buf.c src/arena.c src/log.c
-URL_SRCS := src/url.c src/cmd_url.c
+URL_SRCS := src/url.c src/url_canon.c src/surt.c src/cmd_url.c
 TIME_SRCS := src/clock.c src/wheel.c src/timer.c
 DNS_SRCS := src/dns.c
 NET_SRCS := src/digest.c src/inflate.c src/conn.c src/tls.c src/http.c src/cmd_fetch.c
 ROBOTS_SRCS := src/robots.c src/cmd_robots.c
 CONFIG_SRCS := src/config.c
+EXTRACT_SRCS := src/extract_html.c src/extract_css.c
 CLI_SRCS := src/cli.c
 
 # While modules are under construction a listed file may not exist yet.
-LIB_SRCS := $(wildcard $(BASE_SRCS) $(URL_SRCS) $(TIME_SRCS) $(DNS_SRCS) $(NET_SRCS) $(ROBOTS_SRCS) $(CONFIG_SRCS) $(CLI_SRCS))
+LIB_SRCS := $(wildcard $(BASE_SRCS) $(URL_SRCS) $(TIME_SRCS) $(DNS_SRCS) $(NET_SRCS) $(ROBOTS_SRCS) $(CONFIG_SRCS) $(EXTRACT_SRCS) $(CLI_SRCS))
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
 LLHTTP_OBJS := $(B)/llhttp/api.o $(B)/llhttp/http.o $(B)/llhttp/llhttp.o
 MAIN_OBJS := $(B)/src/main.o
@@ -70,8 +71,10 @@ $(B)/libkria.a: $(LIB_OBJS) $(LLHTTP_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
+# Commands are weak in cli.c while under construction: -u pulls them in.
+CMD_SYMS := kr_cmd_url kr_cmd_fetch kr_cmd_robots
 $(KRIA): $(MAIN_OBJS) $(B)/libkria.a
-	$(CC) $(ALL_LDFLAGS) -o $@ $(MAIN_OBJS) $(B)/libkria.a $(LIBS)
+	$(CC) $(ALL_LDFLAGS) $(CMD_SYMS:%=-Wl,-u,%) -o $@ $(MAIN_OBJS) $(B)/libkria.a $(LIBS)
 
 $(KTS): $(KTS_OBJS) $(B)/libkria.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $(KTS_OBJS) $(B)/libkria.a $(LIBS)
