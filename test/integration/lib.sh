@@ -1,0 +1,249 @@
+# shellcheck shell=bash
+# Shared helpers for kria's integration tests; every test/integration/*.sh
+# sources this file. scripts/run-tests.sh sets KRIA, KTS, KRIA_BUILD and
+# KRIA_TOP; run by hand, they default to the build/ tree.
+#
+#   TAP:      ok DESC | not_ok DESC | check DESC CMD... | is GOT WANT DESC |
+#             isnt GOT WANT DESC | like GOT ERE DESC | unlike GOT ERE DESC |
+#             skip WHY DESC | diag MSG | bail MSG | done_testing
+#   temp:     $T, a directory removed at exit
+#   servers:  kts_start ROUTES [kts args]  -> KTS_PID KTS_PORT KTS_URL
+#             kts_stop [PID]               -> kts's exit status
+#             nginx_start DOCROOT [--tls] [--gzip] -> NGINX_PID NGINX_PORT NGINX_URL
+#             make_cert DIR                -> DIR/cert.pem DIR/key.pem
+#   kria:     kfetch ARGS...   runs "$KRIA fetch ARGS"; sets RC, OUT, ERR
+#             field NAME       value of "NAME: v" in $OUT
+#             sha1_b32 FILE    SHA-1 in base32 (Heritrix/WARC style)
+#
+# Only processes started here are ever signalled, by their PIDs; the exit
+# trap stops them all. Waits are on events (a line on a fifo, a process
+# exit) with bounded timeouts, never sleeps.
+set -u
+
+KRIA_TOP=${KRIA_TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+KRIA_BUILD=${KRIA_BUILD:-$KRIA_TOP/build}
+KRIA=${KRIA:-$KRIA_BUILD/kria}
+KTS=${KTS:-$KRIA_BUILD/kts}
+export KRIA KTS KRIA_BUILD KRIA_TOP
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/kria-it.XXXXXX")
+_tap_n=0
+_tap_fail=0
+_pids=()      # servers we started, stopped at exit
+_helpers=()   # log drains, killed at exit
+
+_lib_cleanup() {
+  local p
+  for p in "${_pids[@]}"; do
+    kill -0 "$p" 2>/dev/null || continue
+    kill -TERM "$p" 2>/dev/null
+    # bounded: a server that ignores SIGTERM for 5 s is killed
+    timeout 5 tail -s 0.05 --pid="$p" -f /dev/null 2>/dev/null || kill -KILL "$p" 2>/dev/null
+  done
+  for p in "${_helpers[@]}"; do kill "$p" 2>/dev/null; done
+  wait 2>/dev/null
+  rm -rf "$T"
+}
+trap _lib_cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---- TAP ----------------------------------------------------------------
+
+ok() { _tap_n=$((_tap_n + 1)); echo "ok $_tap_n - $*"; }
+not_ok() {
+  _tap_n=$((_tap_n + 1)); _tap_fail=$((_tap_fail + 1))
+  echo "not ok $_tap_n - $*"
+}
+diag() { local l; while IFS= read -r l; do echo "# $l"; done <<<"$*"; }
+# check DESC CMD...: ok when CMD exits 0
+check() {
+  local d=$1; shift
+  if "$@"; then ok "$d"; else not_ok "$d"; diag "command failed: $*"; fi
+}
+is() {
+  if [ "$1" == "$2" ]; then ok "$3"; else
+    not_ok "$3"; diag "     got: '$(printf %s "$1" | head -c 400)'"
+    diag "expected: '$(printf %s "$2" | head -c 400)'"
+  fi
+}
+isnt() {
+  if [ "$1" != "$2" ]; then ok "$3"; else not_ok "$3"; diag "got '$1', wanted anything else"; fi
+}
+like() {
+  if [[ $1 =~ $2 ]]; then ok "$3"; else
+    not_ok "$3"; diag "got: '$(printf %s "$1" | head -c 600)'"; diag "does not match: $2"
+  fi
+}
+unlike() {
+  if [[ $1 =~ $2 ]]; then not_ok "$3"; diag "got: '$(printf %s "$1" | head -c 600)'"; diag "matches: $2"; else ok "$3"; fi
+}
+skip() { _tap_n=$((_tap_n + 1)); echo "ok $_tap_n - $2 # SKIP $1"; }
+bail() { echo "Bail out! $*"; exit 1; }
+done_testing() {
+  echo "1..$_tap_n"
+  [ "$_tap_fail" -eq 0 ] && exit 0
+  diag "$_tap_fail of $_tap_n failed"
+  exit 1
+}
+
+# ---- kts ----------------------------------------------------------------
+
+# kts_start ROUTES [ARGS...]: start kts, wait (≤ 10 s) for its
+# "listening" line on a fifo, set KTS_PID, KTS_PORT, KTS_URL.
+kts_start() {
+  local routes=$1; shift
+  [ -x "$KTS" ] || bail "kts not built: $KTS"
+  local fifo="$T/kts-fifo.$_tap_n.$RANDOM" fd line
+  mkfifo "$fifo"
+  "$KTS" -c "$routes" "$@" >"$fifo" 2>>"$T/kts.stderr" &
+  KTS_PID=$!
+  _pids+=("$KTS_PID")
+  exec {fd}<"$fifo"
+  if ! read -r -t 10 -u "$fd" line || [[ $line != listening\ * ]]; then
+    exec {fd}<&-
+    rm -f "$fifo"
+    diag "kts did not start: $(tail -5 "$T/kts.stderr")"
+    return 1
+  fi
+  exec {fd}<&-
+  rm -f "$fifo"
+  KTS_PORT=${line##*:}
+  KTS_ADDR=${line#listening }
+  KTS_URL="http://$KTS_ADDR"
+  export KTS_PID KTS_PORT KTS_URL KTS_ADDR
+}
+
+# kts_stop [PID]: SIGTERM, wait (≤ 10 s); returns kts's exit status (0
+# for a clean shutdown; ASan leak reports make it nonzero).
+kts_stop() {
+  local pid=${1:-$KTS_PID} rc
+  kill -TERM "$pid" 2>/dev/null || return 127
+  if ! timeout 10 tail -s 0.05 --pid="$pid" -f /dev/null; then
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    return 124
+  fi
+  wait "$pid"
+  rc=$?
+  return "$rc"
+}
+
+# ---- nginx --------------------------------------------------------------
+
+# make_cert DIR: a self-signed EC certificate for localhost / 127.0.0.1.
+make_cert() {
+  local d=$1
+  mkdir -p "$d"
+  [ -s "$d/cert.pem" ] && return 0
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+    -keyout "$d/key.pem" -out "$d/cert.pem" -days 2 -subj "/CN=localhost" \
+    -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" >/dev/null 2>&1
+}
+
+# nginx_start DOCROOT [--tls] [--gzip]: our own nginx on a free port,
+# serving DOCROOT with nginx's default ETag / Last-Modified handling. Its
+# error log goes to stderr on a fifo: readiness is the master's "start
+# worker processes" line, a bind failure ("emerg") means another port.
+nginx_start() {
+  local root=$1; shift
+  local tls=0 gz=0 a
+  for a in "$@"; do
+    case $a in --tls) tls=1 ;; --gzip) gz=1 ;; *) bail "nginx_start: unknown $a" ;; esac
+  done
+  command -v nginx >/dev/null || { diag "nginx not installed"; return 1; }
+  local pfx="$T/nginx.$RANDOM" try port fifo fd line ready
+  mkdir -p "$pfx/tmp" "$pfx/logs"
+  [ "$tls" = 1 ] && make_cert "$pfx"
+  local extra_tmp="" user=""
+  nginx -V 2>&1 | grep -q -- --without-http_uwsgi_module || extra_tmp+="uwsgi_temp_path $pfx/tmp/uwsgi; "
+  nginx -V 2>&1 | grep -q -- --without-http_scgi_module || extra_tmp+="scgi_temp_path $pfx/tmp/scgi; "
+  [ "$(id -u)" = 0 ] && user="user $(id -un) $(id -gn);"
+  for try in 1 2 3 4 5 6 7 8 9 10; do
+    port=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+    cat >"$pfx/nginx.conf" <<EOF
+$user
+worker_processes 1;
+daemon off;
+master_process on;
+pid $pfx/nginx.pid;
+error_log stderr notice;
+events { worker_connections 1024; }
+http {
+  access_log $pfx/logs/access.log;
+  client_body_temp_path $pfx/tmp/body;
+  proxy_temp_path $pfx/tmp/proxy;
+  fastcgi_temp_path $pfx/tmp/fastcgi;
+  $extra_tmp
+  types { text/html html htm; text/plain txt; text/css css; image/png png; application/octet-stream bin; }
+  default_type application/octet-stream;
+  keepalive_requests 100000;
+  server {
+    listen 127.0.0.1:$port$([ "$tls" = 1 ] && echo " ssl");
+    $([ "$tls" = 1 ] && echo "ssl_certificate $pfx/cert.pem; ssl_certificate_key $pfx/key.pem;")
+    $([ "$gz" = 1 ] && echo "gzip on; gzip_min_length 0; gzip_types text/plain text/css;")
+    root $root;
+    etag on;
+  }
+}
+EOF
+    fifo="$pfx/err.fifo"
+    rm -f "$fifo"
+    mkfifo "$fifo"
+    nginx -p "$pfx" -c "$pfx/nginx.conf" -e stderr 2>"$fifo" &
+    NGINX_PID=$!
+    _pids+=("$NGINX_PID")
+    exec {fd}<"$fifo"
+    ready=0
+    while read -r -t 10 -u "$fd" line; do
+      echo "$line" >>"$pfx/logs/error.log"
+      if [[ $line == *"start worker process"* ]]; then ready=1; break; fi
+      if [[ $line == *"[emerg]"* ]]; then break; fi
+    done
+    if [ "$ready" = 1 ]; then
+      # keep draining the log so nginx never blocks or dies on a full pipe
+      cat <&"$fd" >>"$pfx/logs/error.log" &
+      _helpers+=("$!")
+      exec {fd}<&-
+      NGINX_PORT=$port
+      NGINX_PREFIX=$pfx
+      if [ "$tls" = 1 ]; then NGINX_URL="https://127.0.0.1:$port"; else NGINX_URL="http://127.0.0.1:$port"; fi
+      export NGINX_PID NGINX_PORT NGINX_URL NGINX_PREFIX
+      return 0
+    fi
+    exec {fd}<&-
+    timeout 10 tail -s 0.05 --pid="$NGINX_PID" -f /dev/null || kill -KILL "$NGINX_PID" 2>/dev/null
+    wait "$NGINX_PID" 2>/dev/null
+    grep -q "Address already in use" "$pfx/logs/error.log" || break
+  done
+  diag "nginx did not start: $(tail -3 "$pfx/logs/error.log")"
+  return 1
+}
+
+# ---- kria ---------------------------------------------------------------
+
+# kfetch ARGS...: run `kria fetch` (bounded to 60 s); RC, OUT, ERR.
+kfetch() {
+  timeout 60 "$KRIA" fetch "$@" >"$T/kfetch.out" 2>"$T/kfetch.err"
+  RC=$?
+  OUT=$(cat "$T/kfetch.out")
+  ERR=$(cat "$T/kfetch.err")
+}
+
+# field NAME: the value of the first "NAME: value" line of $OUT.
+field() {
+  local l
+  while IFS= read -r l; do
+    if [[ $l == "$1: "* ]]; then printf '%s\n' "${l#"$1: "}"; return 0; fi
+  done <<<"$OUT"
+  return 1
+}
+
+# sha1_b32 FILE (or - for stdin): SHA-1 as 32 base32 characters.
+sha1_b32() {
+  sha1sum "${1:--}" | cut -c1-40 | tr a-f A-F | basenc --base16 -d | base32
+}
+
+# kria_has_fetch: 0 once `kria fetch` exists in this build.
+kria_has_fetch() {
+  [ -x "$KRIA" ] && timeout 10 "$KRIA" fetch --help >/dev/null 2>&1
+}
