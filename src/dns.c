@@ -40,6 +40,7 @@
 #define HOSTS_MAX_BYTES (4u << 20) /* a larger hosts file is an error */
 #define HOSTS_MAX_NAMES 65536
 #define NAME_MAX_LEN 253
+#define DELIVER_BUDGET 1024 /* callbacks per loop turn */
 
 /* ---- lists and tables ------------------------------------------------ */
 
@@ -476,13 +477,16 @@ static void req_deliver(kr_dns_req_t *req) {
 
 static void on_idle(uv_idle_t *h) {
   kr_dns_t *dns = container_of(h, kr_dns_t, idle);
-  /* Only what was ready before this turn: answers queued by these
-   * callbacks (cache hits, say) wait for the next turn, so a callback
-   * that resolves again cannot keep us here. */
+  /* Only what was ready before this turn, and at most DELIVER_BUDGET of
+   * it: answers queued by these callbacks (cache hits, say) wait for the
+   * next turn, so a callback that resolves again cannot keep us here, and
+   * a burst of answers cannot starve the network. */
   dl_splice(&dns->delivering, &dns->ready);
-  while (!dns->closing && !dl_empty(&dns->delivering))
+  for (int n = 0; n < DELIVER_BUDGET && !dns->closing &&
+                  !dl_empty(&dns->delivering); n++)
     req_deliver(container_of(dns->delivering.next, kr_dns_req_t, link));
-  if (!dns->closing && dl_empty(&dns->ready)) uv_idle_stop(&dns->idle);
+  if (!dns->closing && dl_empty(&dns->ready) && dl_empty(&dns->delivering))
+    uv_idle_stop(&dns->idle);
 }
 
 /* ---- c-ares plumbing -------------------------------------------------- */

@@ -865,6 +865,32 @@ static void cache_is_lru_capped(void **state) {
   env_close(&e);
 }
 
+/* A burst of answers is delivered at most 1,024 per loop turn, in order. */
+static int burst_order_ok = 1, burst_next;
+static void on_burst(void *data, int status, const kr_dns_result_t *res) {
+  int i = (int)(intptr_t)data;
+  if (i != burst_next++ || status != 0 || !res) burst_order_ok = 0;
+}
+
+static void answers_are_budgeted_per_turn(void **state) {
+  (void)state;
+  static env_t e;
+  kr_dns_opts_t o;
+  env_init(&e, &o);
+  env_start(&e, &o);
+  enum { N = 2500 };
+  burst_next = 0;
+  for (int i = 0; i < N; i++)
+    assert_int_equal(kr_dns_resolve(e.dns, "192.0.2.1", on_burst,
+                                    (void *)(intptr_t)i, NULL), 0);
+  uv_run(&e.loop, UV_RUN_NOWAIT);
+  assert_true(burst_next > 0 && burst_next <= 1024);
+  wait_for(&e, &burst_next, N);
+  assert_int_equal(burst_next, N);
+  assert_true(burst_order_ok);
+  env_close(&e);
+}
+
 /* libuv#1148: when a query ends c-ares closes its socket, and a new
  * lookup in the same loop turn gets a socket with the same fd number while
  * the old poll handle is still closing. A uv_check handle (after the poll
@@ -1059,6 +1085,7 @@ int main(void) {
       cmocka_unit_test(hosts_file_answers_first),
       cmocka_unit_test(bad_input_is_refused),
       cmocka_unit_test(cache_is_lru_capped),
+      cmocka_unit_test(answers_are_budgeted_per_turn),
       cmocka_unit_test(socket_reuse_while_closing),
       cmocka_unit_test(real_resolver_dnsmasq),
   };
