@@ -865,6 +865,45 @@ static void cache_is_lru_capped(void **state) {
   env_close(&e);
 }
 
+/* A name server on IPv6 loopback, given as "[::1]:port". */
+static void ipv6_name_server(void **state) {
+  (void)state;
+  static env_t e;
+  static fakedns_t srv6;
+  kr_dns_opts_t o;
+  env_init(&e, &o);
+  memset(&srv6, 0, sizeof(srv6));
+  struct sockaddr_in6 a;
+  struct sockaddr_storage ss;
+  int len = sizeof(ss);
+  uv_ip6_addr("::1", 0, &a);
+  assert_int_equal(uv_udp_init(&e.loop, &srv6.udp), 0);
+  srv6.udp.data = &srv6;
+  if (uv_udp_bind(&srv6.udp, (const struct sockaddr *)&a, 0) != 0) {
+    printf("# no IPv6 loopback here: not tested\n");
+    uv_close((uv_handle_t *)&srv6.udp, NULL);
+    env_close(&e);
+    return;
+  }
+  uv_udp_getsockname(&srv6.udp, (struct sockaddr *)&ss, &len);
+  uv_udp_recv_start(&srv6.udp, fake_alloc, fake_recv);
+  fake_a(fake_add(&srv6, "six.test", F_ANSWER), "192.0.2.6", 300);
+  snprintf(e.servers, sizeof(e.servers), "[::1]:%d",
+           ntohs(((struct sockaddr_in6 *)&ss)->sin6_port));
+  o.family = AF_INET;
+  env_start(&e, &o);
+  got_t g = {0};
+  char buf[64];
+  resolve(e.dns, "six.test", &g, NULL);
+  wait_for(&e, &g.called, 1);
+  assert_int_equal(g.status, 0);
+  assert_string_equal(ip_of(&g.res, 0, buf), "192.0.2.6");
+  assert_int_equal(srv6.queries, 1);
+  assert_int_equal(e.srv.queries, 0);
+  uv_close((uv_handle_t *)&srv6.udp, NULL);
+  env_close(&e);
+}
+
 /* A burst of answers is delivered at most 1,024 per loop turn, in order. */
 static int burst_order_ok = 1, burst_next;
 static void on_burst(void *data, int status, const kr_dns_result_t *res) {
@@ -1085,6 +1124,7 @@ int main(void) {
       cmocka_unit_test(hosts_file_answers_first),
       cmocka_unit_test(bad_input_is_refused),
       cmocka_unit_test(cache_is_lru_capped),
+      cmocka_unit_test(ipv6_name_server),
       cmocka_unit_test(answers_are_budgeted_per_turn),
       cmocka_unit_test(socket_reuse_while_closing),
       cmocka_unit_test(real_resolver_dnsmasq),
