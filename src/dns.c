@@ -567,7 +567,8 @@ static void update_timer(kr_dns_t *dns) {
     uv_timer_stop(&dns->ares_timer);
     return;
   }
-  uint64_t ms = (uint64_t)tv->tv_sec * 1000u + ((uint64_t)tv->tv_usec + 999) / 1000;
+  uint64_t ms = (uint64_t)tv->tv_sec * 1000u +
+                ((uint64_t)tv->tv_usec + 999) / 1000;
   uv_timer_start(&dns->ares_timer, on_ares_timer, ms, 0);
 }
 
@@ -595,7 +596,8 @@ static void on_addrinfo(void *arg, int status, int timeouts,
       if (naddrs >= KR_DNS_MAX_ADDRS) break;
       ipaddr_t *a = &addrs[naddrs];
       memset(a, 0, sizeof(*a));
-      if (n->ai_family == AF_INET && n->ai_addrlen >= sizeof(struct sockaddr_in)) {
+      if (n->ai_family == AF_INET &&
+          n->ai_addrlen >= sizeof(struct sockaddr_in)) {
         a->family = AF_INET;
         memcpy(a->ip, &((struct sockaddr_in *)n->ai_addr)->sin_addr, 4);
       } else if (n->ai_family == AF_INET6 &&

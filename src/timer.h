@@ -29,9 +29,9 @@ struct kr_timers {
   uv_timer_t handle;           /* real clock: armed at armed_at */
   uv_loop_t *loop;             /* NULL allowed with a virtual clock */
   kr_clock_t *clock;           /* not owned */
-  uint64_t armed_at;           /* due time handle is armed for; UINT64_MAX: stopped */
+  uint64_t armed_at;           /* handle armed for this; UINT64_MAX: stopped */
   size_t budget;               /* callbacks per uv timer callback */
-  int running;                 /* inside the wheel's run: re-arm once at the end */
+  int running;                 /* in the wheel's run: re-arm once, after */
   int closing;                 /* kr_timers_close() was called */
   kr_timers_close_cb close_cb; /* called once the handle is closed */
   uint64_t uv_fires;           /* uv timer callbacks so far (stats, tests) */

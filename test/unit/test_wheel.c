@@ -352,7 +352,8 @@ static void far_future(void **state) {
   uint64_t start = 1700000000123ull;
   kr_wheel_init(&w, start);
   reset_log(&w);
-  uint64_t due[4] = {start + 50 * DAY_MS, start + 49 * DAY_MS + 17 * 3600000ull + 5,
+  uint64_t due[4] = {start + 50 * DAY_MS,
+                     start + 49 * DAY_MS + 17 * 3600000ull + 5,
                      (uint64_t)1 << 63, UINT64_MAX};
   for (int i = 0; i < 4; i++) {
     kr_wheel_entry_init(&it[i].e, log_cb);
