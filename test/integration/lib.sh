@@ -10,6 +10,8 @@
 #   servers:  kts_start ROUTES [kts args]  -> KTS_PID KTS_PORT KTS_URL
 #             kts_stop [PID]               -> kts's exit status
 #             nginx_start DOCROOT [--tls] [--gzip] -> NGINX_PID NGINX_PORT NGINX_URL
+#             dnsmasq_start ARGS...        -> DNS_PID DNS_PORT
+#             spawn_wait LOG READY FAIL CMD... (a server that logs to stderr)
 #             make_cert DIR                -> DIR/cert.pem DIR/key.pem
 #   kria:     kfetch ARGS...   runs "$KRIA fetch ARGS"; sets RC, OUT, ERR
 #             field NAME       value of "NAME: v" in $OUT
@@ -128,6 +130,67 @@ kts_stop() {
   return "$rc"
 }
 
+# ---- servers that log to stderr -------------------------------------------
+
+# spawn_wait LOG READY_ERE FAIL_ERE CMD...: start CMD with stderr on a fifo
+# and read its lines (each ≤ 10 s apart) into LOG until one matches
+# READY_ERE (return 0, SPAWN_PID set; a background cat keeps draining so
+# the server never blocks or dies on a full or closed pipe) or FAIL_ERE,
+# EOF or silence (return 1, the process stopped and reaped).
+spawn_wait() {
+  local log=$1 ready=$2 fail=$3 fifo fd line ok=0; shift 3
+  fifo="$T/spawn.$RANDOM.fifo"
+  mkfifo "$fifo"
+  "$@" 2>"$fifo" >>"$log" &
+  SPAWN_PID=$!
+  _pids+=("$SPAWN_PID")
+  exec {fd}<"$fifo"
+  rm -f "$fifo"
+  while read -r -t 10 -u "$fd" line; do
+    printf '%s\n' "$line" >>"$log"
+    if [[ $line =~ $ready ]]; then ok=1; break; fi
+    [[ $line =~ $fail ]] && break
+  done
+  if [ "$ok" = 1 ]; then
+    cat <&"$fd" >>"$log" &
+    _helpers+=("$!")
+    exec {fd}<&-
+    return 0
+  fi
+  exec {fd}<&-
+  kill -TERM "$SPAWN_PID" 2>/dev/null
+  timeout 10 tail -s 0.05 --pid="$SPAWN_PID" -f /dev/null || kill -KILL "$SPAWN_PID" 2>/dev/null
+  wait "$SPAWN_PID" 2>/dev/null
+  return 1
+}
+
+# random_port: a port number to try (callers retry when it is taken).
+random_port() { echo $((20000 + (RANDOM * 32768 + RANDOM) % 40000)); }
+
+# dnsmasq_start ARGS...: a dnsmasq answering only from ARGS (e.g.
+# --address=/ok.test/127.0.0.1, --local=/invalid/ for NXDOMAIN) on
+# 127.0.0.1:DNS_PORT (UDP and TCP); DNS_PID. No upstream, no /etc/hosts.
+dnsmasq_start() {
+  command -v dnsmasq >/dev/null || { diag "dnsmasq not installed"; return 1; }
+  local try port user=()
+  [ "$(id -u)" = 0 ] && user=(--user="$(id -un)")
+  for try in 1 2 3 4 5 6 7 8 9 10; do
+    port=$(random_port)
+    if spawn_wait "$T/dnsmasq.log" "started, version" "failed|FAILED|illegal|bad " \
+      dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts --bind-interfaces \
+      --listen-address=127.0.0.1 --port="$port" --log-facility=- --pid-file= \
+      "${user[@]}" "$@"; then
+      DNS_PID=$SPAWN_PID
+      DNS_PORT=$port
+      export DNS_PID DNS_PORT
+      return 0
+    fi
+    grep -q "in use" "$T/dnsmasq.log" || break
+  done
+  diag "dnsmasq did not start: $(tail -3 "$T/dnsmasq.log")"
+  return 1
+}
+
 # ---- nginx --------------------------------------------------------------
 
 # make_cert DIR: a self-signed EC certificate for localhost / 127.0.0.1.
@@ -151,7 +214,7 @@ nginx_start() {
     case $a in --tls) tls=1 ;; --gzip) gz=1 ;; *) bail "nginx_start: unknown $a" ;; esac
   done
   command -v nginx >/dev/null || { diag "nginx not installed"; return 1; }
-  local pfx="$T/nginx.$RANDOM" try port fifo fd line ready
+  local pfx="$T/nginx.$RANDOM" try port
   mkdir -p "$pfx/tmp" "$pfx/logs"
   [ "$tls" = 1 ] && make_cert "$pfx"
   local extra_tmp="" user=""
@@ -159,7 +222,7 @@ nginx_start() {
   nginx -V 2>&1 | grep -q -- --without-http_scgi_module || extra_tmp+="scgi_temp_path $pfx/tmp/scgi; "
   [ "$(id -u)" = 0 ] && user="user $(id -un) $(id -gn);"
   for try in 1 2 3 4 5 6 7 8 9 10; do
-    port=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+    port=$(random_port)
     cat >"$pfx/nginx.conf" <<EOF
 $user
 worker_processes 1;
@@ -186,33 +249,15 @@ http {
   }
 }
 EOF
-    fifo="$pfx/err.fifo"
-    rm -f "$fifo"
-    mkfifo "$fifo"
-    nginx -p "$pfx" -c "$pfx/nginx.conf" -e stderr 2>"$fifo" &
-    NGINX_PID=$!
-    _pids+=("$NGINX_PID")
-    exec {fd}<"$fifo"
-    ready=0
-    while read -r -t 10 -u "$fd" line; do
-      echo "$line" >>"$pfx/logs/error.log"
-      if [[ $line == *"start worker process"* ]]; then ready=1; break; fi
-      if [[ $line == *"[emerg]"* ]]; then break; fi
-    done
-    if [ "$ready" = 1 ]; then
-      # keep draining the log so nginx never blocks or dies on a full pipe
-      cat <&"$fd" >>"$pfx/logs/error.log" &
-      _helpers+=("$!")
-      exec {fd}<&-
+    if spawn_wait "$pfx/logs/error.log" "start worker process" '\[emerg\]' \
+      nginx -p "$pfx" -c "$pfx/nginx.conf" -e stderr; then
+      NGINX_PID=$SPAWN_PID
       NGINX_PORT=$port
       NGINX_PREFIX=$pfx
       if [ "$tls" = 1 ]; then NGINX_URL="https://127.0.0.1:$port"; else NGINX_URL="http://127.0.0.1:$port"; fi
       export NGINX_PID NGINX_PORT NGINX_URL NGINX_PREFIX
       return 0
     fi
-    exec {fd}<&-
-    timeout 10 tail -s 0.05 --pid="$NGINX_PID" -f /dev/null || kill -KILL "$NGINX_PID" 2>/dev/null
-    wait "$NGINX_PID" 2>/dev/null
     grep -q "Address already in use" "$pfx/logs/error.log" || break
   done
   diag "nginx did not start: $(tail -3 "$pfx/logs/error.log")"
