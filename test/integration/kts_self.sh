@@ -428,6 +428,15 @@ like "$last" 'Accept-Encoding: gzip' "log: Accept-Encoding"
 # concurrency: 200 requests over 40 parallel clients
 seq 200 | xargs -P 40 -I{} curl -s --max-time 20 -o /dev/null -w '%{http_code}\n' "$U/gen" >"$T/par"
 is "$(grep -c '^200$' "$T/par")" 200 "200 concurrent requests answered"
+# 300 connections open at once (curl --parallel), 1000 requests
+for i in $(seq 1000); do printf 'url = "%s/p/%d"\noutput = /dev/null\n' "$U" $((i % 20)); done >"$T/many.cfg"
+n0=$(wc -l <"$T/req.log")
+curl -s --max-time 60 --parallel --parallel-immediate --parallel-max 300 -K "$T/many.cfg" \
+  -w '%{http_code}\n' >"$T/many.out" 2>/dev/null
+is "$(grep -c '^200$' "$T/many.out")" 1000 "1000 requests over up to 300 parallel connections"
+is "$(($(wc -l <"$T/req.log") - n0))" 1000 "each logged once"
+check "parallel requests used many connections" \
+  test "$(tail -n 1000 "$T/req.log" | cut -d' ' -f1 | sort -u | wc -l)" -gt 50
 
 # ---- clock control ----------------------------------------------------------
 # a client stalled on an open connection: its head arrives on a fifo
