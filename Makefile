@@ -43,7 +43,7 @@ TIME_SRCS := src/clock.c src/wheel.c src/timer.c
 DNS_SRCS := src/dns.c
 NET_SRCS := src/digest.c src/inflate.c src/conn.c src/tls.c src/http.c src/cmd_fetch.c
 ROBOTS_SRCS := src/robots.c src/cmd_robots.c
-CONFIG_SRCS := src/config.c
+CONFIG_SRCS := src/config.c src/config_schema.c
 EXTRACT_SRCS := src/extract_html.c src/extract_css.c
 CLI_SRCS := src/cli.c
 
