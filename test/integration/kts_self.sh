@@ -227,6 +227,29 @@ body = until close
 
 [route "/q?x=1"]
 body = with query
+
+[site "/chain/"]
+pages = 101
+redirect = /chain/{next}
+
+[route "/loop"]
+redirect = {path}
+
+[route "/cal/*"]
+links = 2
+link-prefix = {path}/
+
+[route "/resetat"]
+reset-at = 10
+body = a body that is long enough
+
+[route "/dropat"]
+drop-at = 20
+body = a body that is long enough
+
+[route "/nulhdr"]
+header = X-Bin: a\x00b\xff
+body = x
 EOF
 out=$("$KTS" -c "$T/routes.ini" --check 2>&1)
 like "$out" "^ok [0-9]+ routes" "--check accepts the routes file"
@@ -380,6 +403,21 @@ isnt "$rc" 0 "status-line: bad status line rejected by curl"
 is "$(curl -s --max-time 10 "$U/endless" | head -c 3000000 | wc -c)" 3000000 "endless body keeps coming"
 like "$("${C[@]}" -I "$U/giga")" $'Content-Length: 1073741824\r' "1 GiB body announced (HEAD)"
 is "$("${C[@]}" "$U/nolen")" "until close" "no-length: body ends at close"
+is "$("${C[@]}" -L --max-redirs 200 -o /dev/null -w '%{http_code} %{num_redirects}' "$U/chain/0")" "404 101" \
+  "redirect chain: /chain/0 .. /chain/100, then 404"
+"${C[@]}" -L --max-redirs 5 -o /dev/null "$U/loop"; rc=$?
+is "$rc" 47 "redirect loop: {path}"
+like "$("${C[@]}" "$U/cal/a/1")" 'href="/cal/a/1/0".*href="/cal/a/1/1"' "calendar trap: links below the path"
+"${C[@]}" -o /dev/null "$U/resetat"; rc=$?
+is "$rc" 56 "reset-at: reset inside the status line"
+exec {s}<>"/dev/tcp/127.0.0.1/$KTS_PORT"
+printf 'GET /dropat HTTP/1.1\r\nHost: x\r\n\r\n' >&"$s"
+is "$(timeout 10 cat <&"$s" | wc -c)" 20 "drop-at = 20: 20 bytes, then close"; exec {s}<&-
+exec {s}<>"/dev/tcp/127.0.0.1/$KTS_PORT"
+printf 'GET /nulhdr HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' >&"$s"
+timeout 10 cat <&"$s" >"$T/nul"; exec {s}<&-
+is "$(grep -a '^X-Bin' "$T/nul" | od -An -c | tr -s ' ')" " X - B i n : a \\0 b 377 \\r \\n" \
+  "header with NUL and 0xff bytes"
 
 # ---- connections ------------------------------------------------------------
 before=$(wc -l <"$T/req.log")
@@ -465,6 +503,8 @@ is "$lm" "Thu, 01 Jan 1970 00:00:01 GMT" "change-every-ms: Last-Modified follows
 is "$(code -H "If-Modified-Since: $lm" "$U/timed")" 304 "If-Modified-Since on a timed route"
 is "$("${C[@]}" "$U/_kts/set?ms=5000")" 5000 "set moves the clock"
 like "$("${C[@]}" "$U/_kts/stats")" "requests [0-9]+" "stats"
+"${C[@]}" -o /dev/null "$U/timed"
+like "$("${C[@]}" "$U/_kts/paths")" "/timed count=[0-9]+ version=5" "paths: ground truth per path"
 # keep-alive idle timeout: the server closes an idle connection itself
 exec {s}<>"/dev/tcp/127.0.0.1/$KTS_PORT"
 timeout 10 cat <&"$s" >/dev/null; rc=$?; exec {s}<&-

@@ -46,7 +46,7 @@
  *                          KiB/MiB/GiB) for seed = S; fill = text|zero|space
  *   links = N              N links in the body to link-prefix + 0..N-1
  *   link-prefix = P        default /p/ (the site's prefix for sites);
- *                          {port} is replaced
+ *                          {port} {path} {page} {next} are replaced
  *   pages = N              make a prefix route a site (see [site])
  *   chunked = 1            chunk-size = N (default 1024)
  *   no-length = 1          no Content-Length, body ends at close
@@ -65,12 +65,14 @@
  *                          trickle-headers = 1 trickles the head too
  *   drop-after = N         close (FIN) after N body bytes
  *   reset-after = N        RST (SO_LINGER 0) after N body bytes
+ *   drop-at / reset-at = N the same, counted from the first response byte
  *   garbage = 1            garbage-bytes (512) random bytes, then close
  *   bad-chunk = 1          chunked, then an invalid chunk-size line
  *   header-bytes = N       one header of N bytes; header-count = N headers
  *   content-length-lie = N announce N, send the real body, close
  *   bad-gzip = 1           Content-Encoding: gzip, invalid deflate data
- *   redirect = URL         Location ({port} is replaced)
+ *   redirect = URL         Location ({port} {path} {page} {next} too:
+ *                          /r/{next} on a site is a redirect chain)
  *   keep-alive = 0         Connection: close
  *   change-every = N       the version moves every N requests of the path
  *   change-every-ms = N    ... and every N ms of the kts clock
@@ -81,7 +83,8 @@
  * lists, *) or else If-Modified-Since answer 304 without a body. The kts
  * clock is --start-ms (default: now) plus elapsed time (times
  * --clock-rate), or frozen with --frozen; GET /_kts/advance?ms=N,
- * /_kts/set?ms=N and /_kts/time move and read it; /_kts/stats counts.
+ * /_kts/set?ms=N and /_kts/time move and read it; /_kts/stats counts;
+ * /_kts/paths lists "PATH count=N version=V" (ground truth for tests).
  * Unknown paths get 404.
  *
  * --log FILE gets one line per request, written before the response:

@@ -73,6 +73,7 @@ typedef struct kts_route {
   uint64_t trickle_ms, trickle_bytes;
   int trickle_headers;
   uint64_t drop_after, reset_after; /* KTS_INFINITE: unset */
+  uint64_t drop_at, reset_at;       /* same, counted from the first byte */
   int garbage;
   size_t garbage_bytes;
   int bad_chunk;
@@ -91,6 +92,7 @@ typedef struct kts_pathstate {
   uint64_t count;        /* requests so far, this one included */
   uint64_t version;      /* last version seen (change-every) */
   int64_t lm_sec;        /* Last-Modified of that version */
+  uint64_t last_version; /* version served to the latest request */
 } kts_pathstate_t;
 
 typedef struct kts_routes {

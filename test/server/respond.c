@@ -149,13 +149,33 @@ static void append_safe_path(kr_buf_t *b, const char *p, size_t n) {
   }
 }
 
-/* Expand {port} (for link-prefix and redirect). */
-static char *expand_port(const kts_server_t *s, const char *v) {
+typedef struct vars {
+  uint64_t version, count;
+  int64_t now_ms;
+  const char *path;
+  size_t path_len;
+  int port;
+  uint64_t page;  /* site page number */
+  int is_page;
+} vars_t;
+
+/* Expand {port} {path} {page} {next} in link-prefix and redirect: a
+ * site of redirects (/r/{next}) makes a chain, {path} an endless one. */
+static char *expand_url(const char *v, const vars_t *vars) {
   kr_buf_t b;
-  kr_buf_init(&b, 1u << 20);
+  kr_buf_init(&b, 1u << 16);
   for (const char *p = v; *p; p++) {
     if (!strncmp(p, "{port}", 6)) {
-      kr_buf_printf(&b, "%d", s->port);
+      kr_buf_printf(&b, "%d", vars->port);
+      p += 5;
+    } else if (!strncmp(p, "{path}", 6)) {
+      kr_buf_append(&b, vars->path, KR_MIN(vars->path_len, (size_t)4096));
+      p += 5;
+    } else if (!strncmp(p, "{page}", 6) && vars->is_page) {
+      kr_buf_printf(&b, "%" PRIu64, vars->page);
+      p += 5;
+    } else if (!strncmp(p, "{next}", 6) && vars->is_page) {
+      kr_buf_printf(&b, "%" PRIu64, vars->page + 1);
       p += 5;
     } else {
       kr_buf_append(&b, p, 1);
@@ -164,13 +184,6 @@ static char *expand_port(const kts_server_t *s, const char *v) {
   return b.data ? b.data : kr_xstrdup("");
 }
 
-typedef struct vars {
-  uint64_t version, count;
-  int64_t now_ms;
-  const char *path;
-  size_t path_len;
-  int port;
-} vars_t;
 
 /* Inline bodies: {version} {count} {clock} are fixed width so a change
  * never moves the bytes after them; {path} {port} as they are. */
@@ -302,6 +315,20 @@ static int control(kts_conn_t *c, const char *target) {
              s->requests, s->next_conn_id, s->nconns);
     simple(c, 200, "text/plain", out, want_close(c));
     return 1;
+  } else if (!strncmp(target, "/_kts/paths", 11)) {
+    /* ground truth for change tests: every path's count and version */
+    kr_buf_t b;
+    kr_buf_init(&b, 64u << 20);
+    for (size_t i = 0; i < s->routes.cap; i++) {
+      const kts_pathstate_t *st = &s->routes.states[i];
+      if (!st->key) continue;
+      const char *sp = strchr(st->key, ' ');
+      kr_buf_printf(&b, "%s count=%" PRIu64 " version=%" PRIu64 "\n", sp ? sp + 1 : st->key,
+                    st->count, st->last_version);
+    }
+    simple(c, 200, "text/plain", b.data ? b.data : "", want_close(c));
+    kr_buf_free(&b);
+    return 1;
   } else if (strncmp(target, "/_kts/time", 10)) {
     return 0;
   }
@@ -395,7 +422,9 @@ void kts_respond(kts_conn_t *c) {
   if (rt->lm_set) lm = rt->last_modified;
   int has_lm = rt->lm_set || rt->lm_auto;
   vars_t vars = {.version = v_req + v_ms, .count = st->count, .now_ms = now_ms,
-                 .path = path, .path_len = path_len, .port = s->port};
+                 .path = path, .path_len = path_len, .port = s->port,
+                 .page = page, .is_page = rt->pages != 0};
+  st->last_version = vars.version;
   char etag[64] = "";
   const char *etag_v = rt->etag;
   if (rt->etag_auto) {
@@ -437,9 +466,10 @@ void kts_respond(kts_conn_t *c) {
     }
     if (rt->links) {
       g->nlinks = rt->links;
-      g->link_prefix = expand_port(s, rt->link_prefix ? rt->link_prefix
-                                      : rt->pages     ? rt->path
-                                                      : "/p/");
+      g->link_prefix = expand_url(rt->link_prefix ? rt->link_prefix
+                                  : rt->pages     ? rt->path
+                                                  : "/p/",
+                                  &vars);
       if (rt->pages) {
         g->link_base = page * rt->links + 1;
         g->link_mod = rt->pages;
@@ -494,7 +524,7 @@ void kts_respond(kts_conn_t *c) {
       kr_buf_printf(&r->head, "Last-Modified: %s\r\n", lmd);
     }
     if (rt->redirect) {
-      char *loc = expand_port(s, rt->redirect);
+      char *loc = expand_url(rt->redirect, &vars);
       kr_buf_printf(&r->head, "Location: %s\r\n", loc);
       free(loc);
     }
@@ -533,6 +563,8 @@ void kts_respond(kts_conn_t *c) {
   if (rt->stall) r->action = END_STALL;
   else if (rt->drop_after != KTS_INFINITE) r->action = END_DROP, r->limit = r->hlen + rt->drop_after;
   else if (rt->reset_after != KTS_INFINITE) r->action = END_RESET, r->limit = r->hlen + rt->reset_after;
+  else if (rt->drop_at != KTS_INFINITE) r->action = END_DROP, r->limit = rt->drop_at;
+  else if (rt->reset_at != KTS_INFINITE) r->action = END_RESET, r->limit = rt->reset_at;
   if (rt->trickle_ms) {
     r->trickle_ms = rt->trickle_ms;
     r->trickle_bytes = rt->trickle_bytes;

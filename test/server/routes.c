@@ -63,6 +63,7 @@ static kts_route_t *route_new(const char *path, int line) {
   r->chunk_size = 1024;
   r->gzip_level = 6;
   r->drop_after = r->reset_after = r->cl_lie = KTS_INFINITE;
+  r->drop_at = r->reset_at = KTS_INFINITE;
   r->keep_alive = 1;
   r->trickle_bytes = 1;
   r->garbage_bytes = 512;
@@ -348,6 +349,10 @@ static int handler(void *user, const char *section, const char *name, const char
     if (parse_u64(value, &r->drop_after) || r->drop_after == KTS_INFINITE) BAD("bad drop-after: %s");
   } else if (!strcmp(name, "reset-after")) {
     if (parse_u64(value, &r->reset_after) || r->reset_after == KTS_INFINITE) BAD("bad reset-after: %s");
+  } else if (!strcmp(name, "drop-at")) {
+    if (parse_u64(value, &r->drop_at) || r->drop_at == KTS_INFINITE) BAD("bad drop-at: %s");
+  } else if (!strcmp(name, "reset-at")) {
+    if (parse_u64(value, &r->reset_at) || r->reset_at == KTS_INFINITE) BAD("bad reset-at: %s");
   } else if (!strcmp(name, "garbage")) {
     if (parse_bool(value, &r->garbage)) BAD("garbage is 0 or 1: %s");
   } else if (!strcmp(name, "garbage-bytes")) {
