@@ -459,7 +459,7 @@ static void tls_input(kts_conn_t *c, const char *data, size_t n) {
   kr_buf_free(&out);
   if (rc < 0) {
     c->tls_failed = 1;
-    kts_conn_close(c, 0);
+    kts_conn_linger(c); /* the alert, if any, goes out first */
     return;
   }
   (void)before;
