@@ -106,6 +106,7 @@ struct kr_config {
   size_t hsize;                /* power of two */
   char *errors[KR_CONFIG_MAX_ERRORS];
   size_t nerr, total;
+  size_t nregex;               /* patterns compiled by set_value */
   char **sources;              /* file name of each layer (0 = defaults) */
   size_t nsrc;
   int cmdline_used;
@@ -319,11 +320,18 @@ static int set_value(kr_config_t *cfg, const kr__cfg_def_t *def, kr__cfg_value_t
     add_error(cfg, "%s: %s: duplicate key (first set at line %d)", loc, key, slot->line);
     return -1;
   }
+  int regex = *text && (def->type == KR_CFG_T_REGEX || def->type == KR_CFG_T_REGEX_LIST);
+  if (regex && cfg->nregex >= KR_CONFIG_MAX_REGEXES) { /* each costs ~25 us and ~2 KiB */
+    add_error(cfg, "%s: %s: more than %u patterns in the configuration", loc, key,
+              KR_CONFIG_MAX_REGEXES);
+    return -1;
+  }
   kr__cfg_value_t tmp;
   if (kr__cfg_parse(def, text, &tmp, err, sizeof err)) {
     add_error(cfg, "%s: %s: %s", loc, key, err);
     return -1;
   }
+  cfg->nregex += (size_t)regex;
   if (kr__cfg_merge(def, slot, &tmp, list && same_layer, err, sizeof err)) {
     add_error(cfg, "%s: %s: %s", loc, key, err);
     return -1;
@@ -841,43 +849,46 @@ int kr_config_load_file(kr_config_t *cfg, const char *path) {
 int kr_config_set(kr_config_t *cfg, const char *assignment) {
   if (cfg->finished) return KR_EINVAL;
   size_t before = cfg->total;
-  char loc[128], q[96], name[256];
+  char q[96], name[256];
   cfg->cmdline_used = 1;
   const char *eq = strchr(assignment, '=');
   kr_slice_t n = kr_slice_trim(kr_slice(assignment, eq ? (size_t)(eq - assignment) : 0));
   if (!eq || !n.n || n.n >= sizeof name) {
-    add_error(cfg, "-o %s: expected section.key=value", kr__cfg_quote(assignment, q, sizeof q));
+    add_error(cfg, "-o: expected section.key=value, got '%s'",
+              kr__cfg_quote(assignment, q, sizeof q));
     return KR_ECONFIG;
   }
   memcpy(name, n.p, n.n);
   name[n.n] = '\0';
-  snprintf(loc, sizeof loc, "-o %s", kr__cfg_quote(name, q, sizeof q));
   kr_slice_t v = kr_slice_trim(kr_slice_cstr(eq + 1));
   if (v.n > KR_CONFIG_MAX_LINE) {
-    add_error(cfg, "%s: value longer than %u bytes", loc, KR_CONFIG_MAX_LINE);
+    add_error(cfg, "-o: %s: value longer than %u bytes", kr__cfg_quote(name, q, sizeof q),
+              KR_CONFIG_MAX_LINE);
     return KR_ECONFIG;
   }
   for (size_t i = 0; i < v.n; i++) {
     unsigned char b = (unsigned char)v.p[i];
     if ((b < 0x20 && b != '\t') || b == 0x7f) {
-      add_error(cfg, "%s: control character 0x%02x in value", loc, b);
+      add_error(cfg, "-o: %s: control character 0x%02x in value", kr__cfg_quote(name, q, sizeof q),
+                b);
       return KR_ECONFIG;
     }
   }
   char *value = kr_xstrndup(v.p, v.n);
   int key;
   kr_slice_t wn;
-  if (route_dotted(cfg, loc, name, 0, &key, &wn) == 0) {
+  if (route_dotted(cfg, "-o", name, 0, &key, &wn) == 0) {
     if (wn.p) {
       struct wait_section *w = wait_find(cfg, wn.p, wn.n);
       char names[512];
       wait_names(cfg, names, sizeof names);
       if (!w)
-        add_error(cfg, "%s: no [wait \"%.*s\"] section (defined: %s)", loc, (int)wn.n, wn.p, names);
+        add_error(cfg, "-o: %s: no [wait \"%.*s\"] section (defined: %s)", name, (int)wn.n, wn.p,
+                  names);
       else
-        set_value(cfg, &kr__cfg_wait_keys[key], &w->val[key], name, value, LAYER_CMDLINE, -1, loc);
+        set_value(cfg, &kr__cfg_wait_keys[key], &w->val[key], name, value, LAYER_CMDLINE, -1, "-o");
     } else {
-      set_value(cfg, &kr__cfg_keys[key], &cfg->global[key], name, value, LAYER_CMDLINE, -1, loc);
+      set_value(cfg, &kr__cfg_keys[key], &cfg->global[key], name, value, LAYER_CMDLINE, -1, "-o");
     }
   }
   free(value);

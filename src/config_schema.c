@@ -521,8 +521,8 @@ int kr__cfg_parse(const kr__cfg_def_t *def, const char *text, kr__cfg_value_t *o
     break;
   }
   if (rc == KR_ETOOBIG) return fail(err, errlen, "'%s' is too large", q);
-  int64_t lo, hi;
-  double flo, fhi;
+  int64_t lo = 0, hi = 0;
+  double flo = 0, fhi = 0;
   if (range_bounds(def, &lo, &hi, &flo, &fhi)) {
     int out_of_range = def->type == KR_CFG_T_FLOAT ? (out->f < flo || out->f > fhi)
                                                     : (out->i < lo || out->i > hi);

@@ -283,6 +283,7 @@ enum { KR_CFG_POLICY_MULTIPLICATIVE, KR_CFG_POLICY_POISSON };
 #define KR_CONFIG_MAX_HOSTS 65536u       /* [host] sections */
 #define KR_CONFIG_MAX_WAITS 64u          /* [wait] sections */
 #define KR_CONFIG_MAX_LIST 1024u         /* items of one list */
+#define KR_CONFIG_MAX_REGEXES 10000u     /* patterns compiled (~25 us, ~2 KiB each) */
 #define KR_CONFIG_MAX_ERRORS 50u         /* error messages kept */
 /* PCRE2 limits of kr_config_regex_match (match and depth limits). */
 #define KR_CONFIG_MATCH_LIMIT 100000u
@@ -324,7 +325,7 @@ int kr_config_load_file(kr_config_t *cfg, const char *path);
 int kr_config_load_string(kr_config_t *cfg, const char *name, const char *text,
                           size_t len);
 /* A command-line override "section.key=value" or "wait.NAME.key=value"
- * (-o), validated like a file line; messages read "-o ASSIGNMENT: ...".
+ * (-o), validated like a file line; messages read "-o: section.key: ...".
  * Overrides replace what files set; among themselves the last one wins
  * (list keys: the first replaces, the others append). 0 or KR_ECONFIG. */
 int kr_config_set(kr_config_t *cfg, const char *assignment);

@@ -764,20 +764,20 @@ static void command_line_overrides(void **state) {
   assert_int_equal(kr_config_set(cfg, "crawl.user-agent=a=b (x)"), 0); /* first '=' splits */
   /* the same validation as a file */
   assert_int_equal(kr_config_set(cfg, "http.timeout-connect=5"), KR_ECONFIG);
-  expect_error(cfg, "-o http.timeout-connect: http.timeout-connect: duration '5' needs a unit");
+  expect_error(cfg, "-o: http.timeout-connect: duration '5' needs a unit");
   assert_int_equal(kr_config_set(cfg, "http.nope=1"), KR_ECONFIG);
-  expect_error(cfg, "-o http.nope: unknown key 'nope' in [http]");
+  expect_error(cfg, "-o: unknown key 'nope' in [http]");
   assert_int_equal(kr_config_set(cfg, "nope.key=1"), KR_ECONFIG);
-  expect_error(cfg, "-o nope.key: unknown section in 'nope.key'");
+  expect_error(cfg, "-o: unknown section in 'nope.key'");
   assert_int_equal(kr_config_set(cfg, "timeout=1s"), KR_ECONFIG);
-  expect_error(cfg, "-o timeout: 'timeout' should be section.key=value");
+  expect_error(cfg, "-o: 'timeout' should be section.key=value");
   assert_int_equal(kr_config_set(cfg, "http.timeout-connect"), KR_ECONFIG);
-  expect_error(cfg, "-o http.timeout-connect: expected section.key=value");
+  expect_error(cfg, "-o: expected section.key=value, got 'http.timeout-connect'");
   assert_int_equal(kr_config_set(cfg, "=5s"), KR_ECONFIG);
   assert_int_equal(kr_config_set(cfg, "wait.nope.min-wait=1m"), KR_ECONFIG);
-  expect_error(cfg, "-o wait.nope.min-wait: no [wait \"nope\"] section (defined: text, image, default)");
+  expect_error(cfg, "-o: wait.nope.min-wait: no [wait \"nope\"] section (defined: text, image, default)");
   assert_int_equal(kr_config_set(cfg, "crawl.name=a\x01"), KR_ECONFIG);
-  expect_error(cfg, "control character 0x01");
+  expect_error(cfg, "-o: crawl.name: control character 0x01 in value");
   assert_int_equal(kr_config_error_total(cfg), 8);
   /* files come before -o */
   assert_int_equal(kr_config_load_string(cfg, "late", "", 0), KR_EINVAL);
@@ -909,6 +909,19 @@ static void hostile_section_counts(void **state) {
   assert_int_equal(kr_config_error_total(cfg), 1);
   assert_int_equal(kr_config_finish(cfg), 0);
   assert_int_equal(kr_config_wait_count(kr_config_global(cfg)), 64);
+  kr_config_free(cfg);
+
+  /* compiled patterns are capped: each costs time and JIT memory */
+  kr_buf_reset(&b);
+  for (unsigned i = 0; i < KR_CONFIG_MAX_REGEXES + 5; i++)
+    kr_buf_printf(&b, "[host \"h%u.org\"]\nscope.exclude = ^/x%u$\n", i, i);
+  cfg = load(b.data, &rc);
+  assert_int_equal(rc, KR_ECONFIG);
+  char want[128];
+  snprintf(want, sizeof want, "t.conf:%u: scope.exclude: more than %u patterns",
+           2 * KR_CONFIG_MAX_REGEXES + 2, KR_CONFIG_MAX_REGEXES);
+  expect_error(cfg, want);
+  assert_int_equal(kr_config_error_total(cfg), 5);
   kr_config_free(cfg);
 
   /* reopening a plain section 100,000 times is fine */
@@ -1077,14 +1090,14 @@ static void schema_defaults_round_trip(void **state) {
     enum kr_cfg_type t = kr_config_key_type(k);
     if (t == KR_CFG_T_REGEX_LIST || t == KR_CFG_T_LIST) continue;
     /* format the default, set it back with -o on a fresh config: same */
-    char text[512];
+    char text[4400];
     snprintf(text, sizeof text, "%s.%s=%s", kr_config_key_section(k), kr_config_key_name(k),
              fmt_key(g, (kr_cfg_key_t)k));
     kr_config_t *c2 = kr_config_new();
     if (kr_config_set(c2, text) != 0) print_error("%s: %s\n", text, kr_config_error(c2, 0));
     assert_int_equal(kr_config_error_total(c2), 0);
     assert_int_equal(kr_config_finish(c2), 0);
-    char a[512];
+    char a[4096];
     snprintf(a, sizeof a, "%s", fmt_key(kr_config_global(c2), (kr_cfg_key_t)k));
     assert_string_equal(a, fmt_key(g, (kr_cfg_key_t)k));
     kr_config_free(c2);
