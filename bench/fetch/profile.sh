@@ -5,7 +5,8 @@
 # Usage: bench/fetch/profile.sh [--pages N] [--kria PATH] [--callgrind] CLIENT
 #   CLIENT: kria, kria-cN, wget, wget2-t1, wget2 (as in run.sh)
 #
-# perf record -e cpu-clock -g (software clock: these VMs expose no hardware
+# perf record -e cpu-clock --call-graph dwarf (KB_PERF_CALLGRAPH=fp for
+# frame pointers; software clock: these VMs expose no hardware
 # counters), then the top of perf report, flat and by caller. With
 # --callgrind, or when perf cannot record, valgrind --tool=callgrind on the
 # list (use a small --pages: callgrind is ~50x slower). Output in
@@ -45,15 +46,20 @@ client_cmd "$CLIENT"
 
 if [ $TOOL = perf ]; then
 	kb_log "perf record: ${CMD[*]}"
-	kb_measure "$OUT/measure.txt" 600 perf record -q -F 9999 -e cpu-clock -g -o "$OUT/perf.data" -- \
+	kb_measure "$OUT/measure.txt" 600 perf record -q -F 9999 -e cpu-clock --call-graph "${KB_PERF_CALLGRAPH:-dwarf,16384}" -o "$OUT/perf.data" -- \
 		taskset -c "${KB_CLIENT_CPU:-0}" "${CMD[@]}" >"$OUT/client.log" 2>&1 ||
 		kb_log "warning: client exited non-zero (see $OUT/client.log)"
 	kb_nginx_stop
-	perf report -i "$OUT/perf.data" --no-children --stdio --sort dso,symbol 2>/dev/null |
+	perf report -i "$OUT/perf.data" --no-children --stdio -g none --sort dso,symbol 2>/dev/null |
 		grep -v '^$' >"$OUT/flat.txt" || true
 	perf report -i "$OUT/perf.data" --no-children --stdio --sort symbol -g caller,0.5,callee --percent-limit 2 \
 		2>/dev/null >"$OUT/callers.txt" || true
-	echo "== $CLIENT: top symbols (self time), full report in $OUT/"
+	perf report -i "$OUT/perf.data" --no-children --stdio -g none --sort dso 2>/dev/null |
+		grep -E '^ +[0-9]' >"$OUT/dso.txt" || true
+	echo "== $CLIENT: $(awk -v n="$(wc -l <"$LIST")" '{ printf "%.2f s wall, %.0f CPU-µs/page (under perf)", $1, ($2 + $3) * 1e6 / n }' "$OUT/measure.txt")"
+	echo "== self time by object"
+	head -12 "$OUT/dso.txt"
+	echo "== top symbols (self time); full reports in $OUT/"
 	grep -E '^ +[0-9]' "$OUT/flat.txt" | head -40
 else
 	kb_log "callgrind: ${CMD[*]}"

@@ -2,20 +2,23 @@
 # Shared by bench/fetch/run.sh and profile.sh (source after lib/common.sh and
 # lib/nginx.sh): the clients and the site + server + URL list setup.
 #
-#   fetch_kria_caps         sets KRIA_OK (kria has `fetch --input`) and
-#                           KRIA_CONNS (it has `--connections`)
+#   fetch_kria_caps         sets KRIA_OK (kria has `fetch --input`),
+#                           KRIA_CONNS (it has `--connections`) and
+#                           KRIA_DEFAULT_CONNS (its default, when stated)
 #   client_cmd NAME         sets CMD (array) for client NAME on $LIST
 #   fetch_setup PAGES DIR   site of PAGES pages, nginx, DIR/urls.txt in LIST,
 #                           one unmeasured warm-up pass
 
 fetch_kria_caps() {
 	local khelp
-	KRIA_OK=0 KRIA_CONNS=0
+	KRIA_OK=0 KRIA_CONNS=0 KRIA_DEFAULT_CONNS=""
 	[ -x "$KRIA" ] || return 0
 	khelp=$("$KRIA" fetch --help 2>&1 || true)
 	if grep -q -- '--input' <<<"$khelp"; then
 		KRIA_OK=1
 		grep -q -- '--connections' <<<"$khelp" && KRIA_CONNS=1
+		# the default, from "--connections N  ... (64)"
+		KRIA_DEFAULT_CONNS=$(grep -- '--connections' <<<"$khelp" | grep -o '([0-9]*)' | tr -d '()' | head -1)
 	fi
 	return 0
 }
