@@ -40,7 +40,8 @@
   X(ABORTED, "aborted", "fetch aborted on purpose")                            \
   X(CONFIG, "config", "configuration error")                                   \
   X(DB, "db", "state database error")                                          \
-  X(ROBOTS, "robots", "robots.txt error")
+  X(ROBOTS, "robots", "robots.txt error")                                      \
+  X(EMPTY_REPLY, "empty-reply", "server closed the connection without a response")
 
 enum kr_errno {
   KR_OK = 0,

@@ -1,0 +1,1432 @@
+/*
+ * HTTP/1.1 client (see http.h). Sections, in order:
+ *   client options and address overrides;
+ *   the keep-alive pool: a hash of scheme:host:port entries, each a LIFO
+ *     list of idle connections, plus one LRU list over all of them for the
+ *     global cap and expiry (one uv_timer armed at the oldest);
+ *   fetch objects: recycled with their buffers, arena and timer;
+ *   the fetch state machine, one function per step: resolve → connect →
+ *     send → wait → head → body (→ drain) → done, with set_state() tracing
+ *     every transition and finish() the one finalizer of every fetch;
+ *   timers: one per fetch, armed at the nearest deadline (total, connect,
+ *     first byte, idle), idle checked lazily so reads never touch it;
+ *   response parsing: llhttp callbacks record header offsets into the raw
+ *     head buffer and stream the body through payload → inflate → content;
+ *     parsing pauses at headers-complete and message-complete so the user
+ *     is called back outside the parser with consistent state;
+ *   completion: on_done is delivered from a uv_idle_t, never from inside
+ *     another callback or a kria call (STYLE: no half-updated state).
+ */
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <assert.h>
+#include <llhttp.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "kria/inflate.h"
+#include "log.h"
+
+/* ---- options ------------------------------------------------------------ */
+
+void kr_http_opts_default(kr_http_opts_t *o) {
+  memset(o, 0, sizeof *o);
+  o->user_agent = KR_HTTP_DEFAULT_UA;
+  o->accept = KR_HTTP_DEFAULT_ACCEPT;
+  o->max_header_bytes = 64 * 1024;
+  o->max_body_bytes = 64ull << 20;
+  o->body_limit_is_error = 0;
+  o->max_ratio = 100;
+  o->ratio_after_bytes = 1u << 20;
+  o->connect_timeout_ms = 10000;
+  o->first_byte_timeout_ms = 30000;
+  o->idle_timeout_ms = 30000;
+  o->total_timeout_ms = 300000;
+  o->drain_max_bytes = 16 * 1024;
+  o->pool_max_idle_per_key = 64;
+  o->pool_max_idle = 1024;
+  o->pool_idle_ms = 15000;
+  o->tls_verify = KR_TLS_VERIFY_RECORD;
+}
+
+typedef struct override {
+  char *host;                 /* without brackets */
+  int port;
+  struct sockaddr_storage addr;
+} override_t;
+
+/* Parse an IP literal (IPv6 with or without brackets) into a sockaddr. */
+static int parse_ip(const char *s, size_t n, struct sockaddr_storage *out) {
+  char buf[64];
+  if (n >= 2 && s[0] == '[' && s[n - 1] == ']') s++, n -= 2;
+  if (n == 0 || n >= sizeof buf) return KR_EINVAL;
+  memcpy(buf, s, n);
+  buf[n] = '\0';
+  memset(out, 0, sizeof *out);
+  struct sockaddr_in *s4 = (struct sockaddr_in *)out;
+  struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)out;
+  if (inet_pton(AF_INET, buf, &s4->sin_addr) == 1) {
+    s4->sin_family = AF_INET;
+    return 0;
+  }
+  if (inet_pton(AF_INET6, buf, &s6->sin6_addr) == 1) {
+    s6->sin6_family = AF_INET6;
+    return 0;
+  }
+  return KR_EINVAL;
+}
+
+/* "host:port:addr[,...]" → overrides; KR_ECONFIG on bad syntax. */
+static int parse_overrides(const char *spec, override_t **out, size_t *nout) {
+  *out = NULL;
+  *nout = 0;
+  if (!spec || !*spec) return 0;
+  size_t cap = 1;
+  for (const char *s = spec; *s; s++) cap += *s == ',';
+  override_t *ov = kr_xcalloc(cap, sizeof *ov);
+  size_t n = 0;
+  const char *s = spec;
+  while (*s) {
+    const char *end = strchr(s, ',');
+    if (!end) end = s + strlen(s);
+    const char *c1 = memchr(s, ':', (size_t)(end - s));
+    const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
+    char *num_end = NULL;
+    long port = c2 ? strtol(c1 + 1, &num_end, 10) : -1;
+    if (!c1 || !c2 || c1 == s || num_end != c2 || port <= 0 || port > 65535 ||
+        parse_ip(c2 + 1, (size_t)(end - c2 - 1), &ov[n].addr)) {
+      for (size_t i = 0; i < n; i++) free(ov[i].host);
+      free(ov);
+      return KR_ECONFIG;
+    }
+    ov[n].host = kr_xstrndup(s, (size_t)(c1 - s));
+    ov[n].port = (int)port;
+    n++;
+    s = *end ? end + 1 : end;
+  }
+  *out = ov;
+  *nout = n;
+  return 0;
+}
+
+/* ---- types ------------------------------------------------------------- */
+
+enum fstate {
+  FS_FREE,     /* on the free list */
+  FS_RESOLVE,  /* waiting for DNS */
+  FS_CONNECT,  /* TCP (+TLS) */
+  FS_WAIT,     /* request written, no response byte yet */
+  FS_HEAD,     /* receiving the status line and headers */
+  FS_BODY,     /* receiving the body */
+  FS_DRAIN,    /* aborted; reading the small rest to keep the connection */
+  FS_DONE,     /* finished; on_done queued or delivered */
+};
+
+static const char *const state_names[] = {
+    "free", "resolve", "connect", "wait", "head", "body", "drain", "done",
+};
+
+enum phase { PH_NONE, PH_CONNECT, PH_FIRSTBYTE, PH_IDLE };
+
+/* Pending outcome recorded inside llhttp callbacks (> 0) or an error (< 0). */
+enum { P_NONE = 0, P_TRUNCATE = 1, P_ABORT = 2 };
+
+typedef struct hdr_off {
+  uint32_t noff, nlen, voff, vlen; /* offsets in the head buffer */
+} hdr_off_t;
+
+typedef struct pool_entry {
+  struct pool_entry *next;   /* bucket chain */
+  uint64_t hash;
+  char *key;
+  kr_conn_t *head;           /* most recently idle first */
+  uint32_t n;
+} pool_entry_t;
+
+struct kr_http_fetch {
+  kr_http_client_t *client;
+  kr_http_fetch_t *prev, *next;  /* client's in-use list, or free list */
+  kr_http_fetch_t *done_next;    /* completion queue */
+  int state;                     /* enum fstate */
+  int done_called;               /* on_done has begun */
+  const kr_http_cbs_t *cbs;
+  void *data;
+  /* target */
+  char *href, *host, *key;       /* in the arena; host without brackets */
+  int port, https, head_method;
+  /* transport */
+  kr_conn_t *conn;
+  kr_dns_req_t *dns_req;
+  uv_timer_t timer;
+  int phase;                     /* enum phase */
+  uint64_t t0_ms, phase_due_ms, last_read_ms, armed_ms;
+  uint64_t t0_us;
+  /* parsing */
+  llhttp_t parser;
+  kr_arena_t arena;
+  kr_buf_t req;                  /* request bytes */
+  kr_buf_t head;                 /* raw head, while receiving it */
+  size_t msg_start;              /* offset of this (non-1xx) message in head */
+  const char *seg_p;             /* current segment given to llhttp */
+  size_t seg_off;                /* its offset in head */
+  hdr_off_t *hs;
+  size_t nhs, caphs;
+  int hstate;                    /* 0 none, 1 in field, 2 in value */
+  uint32_t reason_off, reason_len;
+  int status, vmaj, vmin;
+  uint16_t pflags;               /* llhttp flags at headers complete */
+  uint64_t cl;                   /* content length at headers complete */
+  const char *trunc_end;         /* raw bytes up to here on truncation */
+  kr_inflate_t *inflate;
+  kr_http_resp_t resp;
+  /* flags */
+  unsigned got_bytes : 1, headers_done : 1, notified : 1, msg_complete : 1,
+      interim : 1, no_body : 1, keep_alive : 1, reusable : 1, draining : 1,
+      reused : 1, retried : 1, cancel_req : 1, in_parser : 1;
+  int in_cb;                     /* depth of user callbacks running */
+  int pending;                   /* P_* or a KR_E* from a parser callback */
+  int err;
+  char errmsg[256];
+};
+
+struct kr_http_client {
+  uv_loop_t *loop;
+  kr_clock_t *clock;
+  kr_dns_t *dns;
+  kr_http_opts_t opts;           /* strings point to the copies below */
+  char *ua, *accept, *ca_file, *resolve;
+  override_t *ov;
+  size_t nov;
+  kr_conn_env_t env;
+  kr_tls_ctx_t *tls;
+  /* fetch objects */
+  kr_http_fetch_t *inuse;        /* started and not yet released */
+  kr_http_fetch_t *free_list;
+  size_t nfree;
+  kr_http_fetch_t *done_head, *done_tail;
+  uv_idle_t idle;                /* delivers on_done */
+  /* pool */
+  pool_entry_t **buckets;
+  size_t nbuckets, nentries;
+  kr_conn_t *lru_head, *lru_tail; /* newest first */
+  size_t nidle;
+  uv_timer_t pool_timer;
+  /* lifecycle */
+  int handles;                   /* open uv handles */
+  int closing;
+  kr_http_stats_t stats;
+};
+
+static void finish(kr_http_fetch_t *f, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void maybe_free_client(kr_http_client_t *c);
+
+static uint64_t mono_us(kr_http_client_t *c) { return kr_clock_mono_us(c->clock); }
+
+static void set_state(kr_http_fetch_t *f, int st) {
+  KR_LOG(KR_LOG_DEBUG, f->href, "fetch %s -> %s", state_names[f->state], state_names[st]);
+  f->state = st;
+}
+
+/* ---- keep-alive pool ---------------------------------------------------- */
+
+static uint64_t hash_str(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+static pool_entry_t **pool_slot(kr_http_client_t *c, const char *key, uint64_t h) {
+  pool_entry_t **pp = &c->buckets[h & (c->nbuckets - 1)];
+  while (*pp && ((*pp)->hash != h || strcmp((*pp)->key, key))) pp = &(*pp)->next;
+  return pp;
+}
+
+static void pool_grow(kr_http_client_t *c) {
+  size_t nb = c->nbuckets * 2;
+  pool_entry_t **b = kr_xcalloc(nb, sizeof *b);
+  for (size_t i = 0; i < c->nbuckets; i++)
+    for (pool_entry_t *e = c->buckets[i], *next; e; e = next) {
+      next = e->next;
+      e->next = b[e->hash & (nb - 1)];
+      b[e->hash & (nb - 1)] = e;
+    }
+  free(c->buckets);
+  c->buckets = b;
+  c->nbuckets = nb;
+}
+
+/* Unlink an idle connection from its entry and the LRU list. */
+static void pool_unlink(kr_http_client_t *c, kr_conn_t *conn) {
+  pool_entry_t *e = conn->pool_entry;
+  if (conn->pool_prev)
+    conn->pool_prev->pool_next = conn->pool_next;
+  else
+    e->head = conn->pool_next;
+  if (conn->pool_next) conn->pool_next->pool_prev = conn->pool_prev;
+  if (conn->lru_prev)
+    conn->lru_prev->lru_next = conn->lru_next;
+  else
+    c->lru_head = conn->lru_next;
+  if (conn->lru_next)
+    conn->lru_next->lru_prev = conn->lru_prev;
+  else
+    c->lru_tail = conn->lru_prev;
+  conn->pool_prev = conn->pool_next = conn->lru_prev = conn->lru_next = NULL;
+  conn->pool_entry = NULL;
+  c->nidle--;
+  if (--e->n == 0) {
+    pool_entry_t **pp = pool_slot(c, e->key, e->hash);
+    KR_BUG_ON(*pp != e);
+    *pp = e->next;
+    c->nentries--;
+    free(e->key);
+    free(e);
+  }
+}
+
+static void pool_drop(kr_http_client_t *c, kr_conn_t *conn) {
+  pool_unlink(c, conn);
+  kr_conn_close(conn);
+}
+
+static void pool_conn_read(kr_conn_t *conn, const char *p, size_t n) {
+  /* Bytes on an idle connection: nothing was asked; it cannot be reused. */
+  KR_LOG(KR_LOG_DEBUG, conn->key, "%zu unexpected bytes on an idle connection", n);
+  pool_drop(conn->data, conn);
+}
+
+static void pool_conn_eof(kr_conn_t *conn, int status) { pool_drop(conn->data, conn); }
+
+static void pool_conn_connect(kr_conn_t *conn, int status) {
+  KR_BUG_ON(1); /* pooled connections are connected */
+}
+
+static const kr_conn_cbs_t pool_cbs = {
+    .on_connect = pool_conn_connect,
+    .on_read = pool_conn_read,
+    .on_eof = pool_conn_eof,
+};
+
+static void pool_timer_cb(uv_timer_t *t) {
+  kr_http_client_t *c = container_of(t, kr_http_client_t, pool_timer);
+  uint64_t now = uv_now(c->loop);
+  /* Oldest first; a bounded number per turn keeps the loop responsive. */
+  for (int budget = 256; c->lru_tail && budget > 0; budget--) {
+    kr_conn_t *old = c->lru_tail;
+    if (old->idle_since_ms + c->opts.pool_idle_ms > now) break;
+    pool_drop(c, old);
+  }
+  if (c->lru_tail) {
+    uint64_t due = c->lru_tail->idle_since_ms + c->opts.pool_idle_ms;
+    uv_timer_start(&c->pool_timer, pool_timer_cb, due > now ? due - now : 0, 0);
+  }
+}
+
+/* Keep conn for reuse under key, or close it when the pool is full. */
+static void pool_put(kr_http_client_t *c, kr_conn_t *conn) {
+  if (c->closing || !c->opts.pool_max_idle || !c->opts.pool_max_idle_per_key) {
+    kr_conn_close(conn);
+    return;
+  }
+  uint64_t h = hash_str(conn->key);
+  pool_entry_t **pp = pool_slot(c, conn->key, h);
+  pool_entry_t *e = *pp;
+  if (e && e->n >= c->opts.pool_max_idle_per_key) {
+    kr_conn_close(conn);
+    return;
+  }
+  if (c->nidle >= c->opts.pool_max_idle) {
+    pool_drop(c, c->lru_tail); /* may free an entry: look e up again */
+    pp = pool_slot(c, conn->key, h);
+    e = *pp;
+  }
+  if (!e) {
+    e = kr_xcalloc(1, sizeof *e);
+    e->hash = h;
+    e->key = kr_xstrdup(conn->key);
+    *pp = e;
+    if (++c->nentries > c->nbuckets) pool_grow(c);
+  }
+  conn->pool_entry = e;
+  conn->pool_prev = NULL;
+  conn->pool_next = e->head;
+  if (e->head) e->head->pool_prev = conn;
+  e->head = conn;
+  e->n++;
+  conn->lru_prev = NULL;
+  conn->lru_next = c->lru_head;
+  if (c->lru_head) c->lru_head->lru_prev = conn;
+  c->lru_head = conn;
+  if (!c->lru_tail) c->lru_tail = conn;
+  c->nidle++;
+  conn->idle_since_ms = uv_now(c->loop);
+  kr_conn_set_owner(conn, &pool_cbs, c);
+  /* Idle connections do not keep the loop running; fetches do. */
+  uv_unref((uv_handle_t *)&conn->tcp);
+  if (!uv_is_active((uv_handle_t *)&c->pool_timer))
+    uv_timer_start(&c->pool_timer, pool_timer_cb, c->opts.pool_idle_ms, 0);
+}
+
+/* The most recently idle usable connection for key, or NULL. */
+static kr_conn_t *pool_take(kr_http_client_t *c, const char *key) {
+  uint64_t h = hash_str(key);
+  for (;;) {
+    pool_entry_t *e = *pool_slot(c, key, h);
+    if (!e) return NULL;
+    kr_conn_t *conn = e->head;
+    pool_unlink(c, conn);
+    uv_ref((uv_handle_t *)&conn->tcp);
+    if (kr_conn_is_usable(conn)) return conn;
+    kr_conn_close(conn);
+  }
+}
+
+/* ---- fetch objects ------------------------------------------------------ */
+
+static void fetch_timer_closed(uv_handle_t *h) {
+  kr_http_fetch_t *f = h->data;
+  kr_http_client_t *c = f->client;
+  kr_arena_free(&f->arena);
+  kr_buf_free(&f->req);
+  kr_buf_free(&f->head);
+  free(f->hs);
+  kr_inflate_free(f->inflate);
+  free(f);
+  c->handles--;
+  maybe_free_client(c);
+}
+
+static void list_unlink(kr_http_fetch_t **head, kr_http_fetch_t *f) {
+  if (f->prev)
+    f->prev->next = f->next;
+  else
+    *head = f->next;
+  if (f->next) f->next->prev = f->prev;
+  f->prev = f->next = NULL;
+}
+
+static void list_push(kr_http_fetch_t **head, kr_http_fetch_t *f) {
+  f->prev = NULL;
+  f->next = *head;
+  if (*head) (*head)->prev = f;
+  *head = f;
+}
+
+static kr_http_fetch_t *fetch_get(kr_http_client_t *c) {
+  kr_http_fetch_t *f = c->free_list;
+  if (f) {
+    list_unlink(&c->free_list, f);
+    c->nfree--;
+  } else {
+    f = kr_xcalloc(1, sizeof *f);
+    f->client = c;
+    uv_timer_init(c->loop, &f->timer);
+    f->timer.data = f;
+    c->handles++;
+    /* Headers of one response, plus the URL and keys, with room to spare;
+     * callers may add their own allocations within the cap. */
+    kr_arena_init(&f->arena, 4096, c->opts.max_header_bytes * 2 + (1u << 20));
+    kr_buf_init(&f->req, 64 * 1024);
+    /* A whole read may be appended before the end of the head is known. */
+    kr_buf_init(&f->head, c->opts.max_header_bytes + c->env.rbuf_size + 1);
+    f->inflate = kr_inflate_new(16 * 1024);
+  }
+  list_push(&c->inuse, f);
+  return f;
+}
+
+static void fetch_recycle(kr_http_fetch_t *f) {
+  kr_http_client_t *c = f->client;
+  list_unlink(&c->inuse, f);
+  kr_arena_reset(&f->arena);
+  kr_buf_reset(&f->req);
+  /* Do not keep what one huge response grew. */
+  if (f->head.cap > 64 * 1024) {
+    size_t max = f->head.max;
+    kr_buf_free(&f->head);
+    kr_buf_init(&f->head, max);
+  } else {
+    kr_buf_reset(&f->head);
+  }
+  if (f->caphs > 256) {
+    free(f->hs);
+    f->hs = NULL;
+    f->caphs = 0;
+  }
+  f->state = FS_FREE;
+  if (c->closing || c->nfree >= 4096) {
+    uv_close((uv_handle_t *)&f->timer, fetch_timer_closed);
+    return;
+  }
+  list_push(&c->free_list, f);
+  c->nfree++;
+}
+
+void *kr_http_fetch_data(const kr_http_fetch_t *f) { return f->data; }
+const kr_http_resp_t *kr_http_fetch_resp(const kr_http_fetch_t *f) { return &f->resp; }
+kr_slice_t kr_http_fetch_request(const kr_http_fetch_t *f) {
+  return kr_slice(f->req.data ? f->req.data : "", f->req.len);
+}
+const char *kr_http_fetch_errmsg(const kr_http_fetch_t *f) { return f->errmsg; }
+kr_arena_t *kr_http_fetch_arena(kr_http_fetch_t *f) { return &f->arena; }
+const char *kr_http_fetch_url(const kr_http_fetch_t *f) { return f->href; }
+
+kr_slice_t kr_http_resp_header(const kr_http_resp_t *r, const char *name) {
+  kr_slice_t want = kr_slice_cstr(name);
+  for (size_t i = 0; i < r->nheaders; i++)
+    if (kr_slice_case_eq(r->headers[i].name, want)) return r->headers[i].value;
+  return kr_slice(NULL, 0);
+}
+
+/* ---- timers ------------------------------------------------------------- */
+
+static uint64_t total_due(const kr_http_fetch_t *f) {
+  uint32_t t = f->client->opts.total_timeout_ms;
+  return t ? f->t0_ms + t : UINT64_MAX;
+}
+
+static uint64_t phase_due(const kr_http_fetch_t *f) {
+  const kr_http_opts_t *o = &f->client->opts;
+  switch (f->phase) {
+  case PH_CONNECT:
+  case PH_FIRSTBYTE:
+    return f->phase_due_ms;
+  case PH_IDLE:
+    return o->idle_timeout_ms ? f->last_read_ms + o->idle_timeout_ms : UINT64_MAX;
+  default:
+    return UINT64_MAX;
+  }
+}
+
+static void timer_cb(uv_timer_t *t);
+
+/* Arm the timer at the nearest deadline unless it is armed earlier. */
+static void arm(kr_http_fetch_t *f, int force) {
+  uint64_t due = KR_MIN(total_due(f), phase_due(f));
+  if (due == UINT64_MAX) {
+    uv_timer_stop(&f->timer);
+    f->armed_ms = UINT64_MAX;
+    return;
+  }
+  if (!force && uv_is_active((uv_handle_t *)&f->timer) && f->armed_ms <= due) return;
+  uint64_t now = uv_now(f->client->loop);
+  f->armed_ms = due;
+  uv_timer_start(&f->timer, timer_cb, due > now ? due - now : 0, 0);
+}
+
+static void set_phase(kr_http_fetch_t *f, int phase, uint32_t ms) {
+  f->phase = phase;
+  f->phase_due_ms = ms ? uv_now(f->client->loop) + ms : UINT64_MAX;
+  arm(f, 0);
+}
+
+static void timer_cb(uv_timer_t *t) {
+  kr_http_fetch_t *f = t->data;
+  const kr_http_opts_t *o = &f->client->opts;
+  uint64_t now = uv_now(f->client->loop);
+  if (now >= total_due(f)) {
+    if (f->state == FS_DRAIN) {
+      finish(f, 0, NULL);
+      return;
+    }
+    finish(f, KR_ETOTAL_TIMEOUT, "no complete response within %u ms", o->total_timeout_ms);
+    return;
+  }
+  if (now >= phase_due(f)) {
+    switch (f->phase) {
+    case PH_CONNECT:
+      finish(f, KR_ECONNECT_TIMEOUT, "not connected to %s:%d within %u ms", f->host,
+             f->port, o->connect_timeout_ms);
+      return;
+    case PH_FIRSTBYTE:
+      finish(f, KR_EFIRSTBYTE_TIMEOUT, "no response byte within %u ms",
+             o->first_byte_timeout_ms);
+      return;
+    case PH_IDLE:
+      if (f->state == FS_DRAIN) {
+        finish(f, 0, NULL); /* aborted anyway; the connection is dropped */
+        return;
+      }
+      finish(f, KR_EIDLE_TIMEOUT, "nothing received for %u ms after %llu bytes",
+             o->idle_timeout_ms, (unsigned long long)f->resp.raw_bytes);
+      return;
+    default:
+      break;
+    }
+  }
+  arm(f, 1);
+}
+
+/* ---- completion --------------------------------------------------------- */
+
+static void idle_cb(uv_idle_t *h) {
+  kr_http_client_t *c = container_of(h, kr_http_client_t, idle);
+  /* Only what is queued now: fetches finished by these callbacks wait for
+   * the next turn, so one turn's work is bounded. */
+  kr_http_fetch_t *list = c->done_head;
+  c->done_head = c->done_tail = NULL;
+  while (list) {
+    kr_http_fetch_t *f = list;
+    list = f->done_next;
+    f->done_next = NULL;
+    f->done_called = 1;
+    f->cbs->on_done(f, f->err);
+  }
+  if (!c->done_head) uv_idle_stop(&c->idle);
+}
+
+/* The one finalizer: detach everything, then queue on_done. */
+static void finish(kr_http_fetch_t *f, int err, const char *fmt, ...) {
+  kr_http_client_t *c = f->client;
+  assert(f->state != FS_DONE && f->state != FS_FREE);
+  uv_timer_stop(&f->timer);
+  if (f->dns_req) {
+    kr_dns_cancel(f->dns_req);
+    f->dns_req = NULL;
+  }
+  if (f->conn) {
+    kr_conn_t *conn = f->conn;
+    f->conn = NULL;
+    if (!err && f->reusable && kr_conn_is_usable(conn)) {
+      conn->requests++;
+      pool_put(c, conn);
+    } else {
+      kr_conn_close(conn);
+    }
+  }
+  f->err = err;
+  if (err && fmt) {
+    char msg[sizeof f->errmsg]; /* the arguments may point into errmsg */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    memcpy(f->errmsg, msg, sizeof msg);
+  } else if (err && !f->errmsg[0]) {
+    snprintf(f->errmsg, sizeof f->errmsg, "%s", kr_strerror(err));
+  }
+  f->resp.timing.total_us = mono_us(c) - f->t0_us;
+  set_state(f, FS_DONE);
+  f->done_next = NULL;
+  if (c->done_tail)
+    c->done_tail->done_next = f;
+  else
+    c->done_head = f;
+  c->done_tail = f;
+  if (!uv_is_active((uv_handle_t *)&c->idle)) uv_idle_start(&c->idle, idle_cb);
+}
+
+void kr_http_fetch_cancel(kr_http_fetch_t *f) {
+  if (f->state == FS_DONE || f->state == FS_FREE) return;
+  if (f->in_cb || f->in_parser) {
+    f->cancel_req = 1; /* acted on when the callback returns */
+    return;
+  }
+  finish(f, KR_ECANCELED, "canceled");
+}
+
+void kr_http_fetch_release(kr_http_fetch_t *f) {
+  assert(f->state == FS_DONE && f->done_called);
+  fetch_recycle(f);
+}
+
+/* ---- request ------------------------------------------------------------ */
+
+/* 1 if s can go into a header line: no CR, LF or NUL. */
+static int header_safe(const char *s) { return !strpbrk(s, "\r\n"); }
+
+static int header_line_ok(const char *s) {
+  const char *colon = strchr(s, ':');
+  if (!colon || colon == s || !header_safe(s)) return 0;
+  for (const char *p = s; p < colon; p++)
+    if (*p <= ' ' || *p >= 127 || strchr("()<>@,;:\\\"/[]?={}", *p)) return 0;
+  return 1;
+}
+
+static int build_request(kr_http_fetch_t *f, const kr_url_t *url, const kr_http_req_t *rq) {
+  kr_http_client_t *c = f->client;
+  kr_buf_t *b = &f->req;
+  kr_slice_t target = kr_url_request_target(url);
+  kr_slice_t host = kr_url_hostname(url);
+  int err = 0;
+  err |= kr_buf_append_str(b, f->head_method ? "HEAD " : "GET ");
+  err |= target.n ? kr_buf_append_slice(b, target) : kr_buf_append_str(b, "/");
+  err |= kr_buf_append_str(b, " HTTP/1.1\r\nHost: ");
+  err |= kr_buf_append_slice(b, host);
+  if (kr_url_port(url) >= 0) err |= kr_buf_printf(b, ":%d", kr_url_port(url));
+  err |= kr_buf_append_str(b, "\r\nUser-Agent: ");
+  err |= kr_buf_append_str(b, c->opts.user_agent);
+  err |= kr_buf_append_str(b, "\r\nAccept: ");
+  err |= kr_buf_append_str(b, c->opts.accept);
+  err |= kr_buf_append_str(b, "\r\nAccept-Encoding: gzip, deflate\r\n");
+  if (rq && rq->if_none_match) {
+    err |= kr_buf_append_str(b, "If-None-Match: ");
+    err |= kr_buf_append_str(b, rq->if_none_match);
+    err |= kr_buf_append_str(b, "\r\n");
+  }
+  if (rq && rq->if_modified_since) {
+    err |= kr_buf_append_str(b, "If-Modified-Since: ");
+    err |= kr_buf_append_str(b, rq->if_modified_since);
+    err |= kr_buf_append_str(b, "\r\n");
+  }
+  for (size_t i = 0; rq && i < rq->nheaders; i++) {
+    err |= kr_buf_append_str(b, rq->headers[i]);
+    err |= kr_buf_append_str(b, "\r\n");
+  }
+  err |= kr_buf_append_str(b, "\r\n");
+  return err ? KR_EINVAL : 0;
+}
+
+/* ---- the fetch state machine ------------------------------------------- */
+
+static void fetch_on_connect(kr_conn_t *conn, int status);
+static void fetch_on_read(kr_conn_t *conn, const char *p, size_t n);
+static void fetch_on_eof(kr_conn_t *conn, int status);
+
+static const kr_conn_cbs_t fetch_conn_cbs = {
+    .on_connect = fetch_on_connect,
+    .on_read = fetch_on_read,
+    .on_eof = fetch_on_eof,
+};
+
+static const llhttp_settings_t *parser_settings(void);
+static void resolve(kr_http_fetch_t *f);
+
+static void send_request(kr_http_fetch_t *f) {
+  kr_http_client_t *c = f->client;
+  kr_conn_t *conn = f->conn;
+  llhttp_init(&f->parser, HTTP_RESPONSE, parser_settings());
+  f->parser.data = f;
+  kr_conn_peer(conn, f->resp.peer_ip, sizeof f->resp.peer_ip, &f->resp.peer_port);
+  kr_conn_tls_info(conn, &f->resp.tls);
+  set_state(f, FS_WAIT);
+  set_phase(f, PH_FIRSTBYTE, c->opts.first_byte_timeout_ms);
+  int err = kr_conn_write(conn, f->req.data, f->req.len);
+  if (!err) return;
+  /* A pooled connection the server closed meanwhile: once more, fresh. */
+  if (f->reused && !f->retried) {
+    f->retried = 1;
+    f->resp.retried = 1;
+    f->reused = 0;
+    f->resp.reused = 0;
+    c->stats.retries++;
+    kr_conn_close(f->conn);
+    f->conn = NULL;
+    resolve(f);
+    return;
+  }
+  finish(f, err, "sending the request: %s", conn->errmsg[0] ? conn->errmsg : kr_strerror(err));
+}
+
+static void fetch_on_connect(kr_conn_t *conn, int status) {
+  kr_http_fetch_t *f = conn->data;
+  if (status) {
+    finish(f, status, "%s", conn->errmsg[0] ? conn->errmsg : kr_strerror(status));
+    return;
+  }
+  f->resp.timing.connect_us = conn->t_tcp_us - conn->t_start_us;
+  if (f->https) f->resp.timing.tls_us = conn->t_ready_us - conn->t_tcp_us;
+  send_request(f);
+}
+
+static void connect_addrs(kr_http_fetch_t *f, const struct sockaddr_storage *addrs, int n) {
+  kr_http_client_t *c = f->client;
+  if (f->https && !c->tls) {
+    kr_tls_opts_t to = {.verify = c->opts.tls_verify, .ca_file = c->ca_file};
+    int err = kr_tls_ctx_new(&to, &c->tls);
+    if (err) {
+      finish(f, err, "cannot set up TLS%s%s", c->ca_file ? " with CA file " : "",
+             c->ca_file ? c->ca_file : "");
+      return;
+    }
+  }
+  set_state(f, FS_CONNECT);
+  set_phase(f, PH_CONNECT, c->opts.connect_timeout_ms);
+  int err = kr_conn_connect(&c->env, addrs, n, f->port, &fetch_conn_cbs, f, &f->conn);
+  if (err) {
+    finish(f, err, "no address to connect to for %s", f->host);
+    return;
+  }
+  f->conn->key = kr_xstrdup(f->key);
+  if (f->https) kr_tls_push(f->conn, c->tls, f->host, f->port);
+}
+
+static void dns_cb(void *data, int status, const kr_dns_result_t *res) {
+  kr_http_fetch_t *f = data;
+  f->dns_req = NULL;
+  f->resp.timing.dns_us = mono_us(f->client) - f->t0_us;
+  if (status) {
+    finish(f, status, "resolving %s: %s", f->host, kr_strerror(status));
+    return;
+  }
+  connect_addrs(f, res->addrs, res->naddrs);
+}
+
+static void resolve(kr_http_fetch_t *f) {
+  kr_http_client_t *c = f->client;
+  set_state(f, FS_RESOLVE);
+  f->phase = PH_NONE; /* the total timeout covers DNS */
+  for (size_t i = 0; i < c->nov; i++)
+    if (c->ov[i].port == f->port && !strcasecmp(c->ov[i].host, f->host)) {
+      connect_addrs(f, &c->ov[i].addr, 1);
+      return;
+    }
+  struct sockaddr_storage lit;
+  if (!parse_ip(f->host, strlen(f->host), &lit)) {
+    connect_addrs(f, &lit, 1);
+    return;
+  }
+  if (!c->dns) {
+    finish(f, KR_EDNS_FAIL, "resolving %s: no resolver configured", f->host);
+    return;
+  }
+  int err = kr_dns_resolve(c->dns, f->host, dns_cb, f, &f->dns_req);
+  if (err) {
+    f->dns_req = NULL;
+    finish(f, err, "resolving %s: %s", f->host, kr_strerror(err));
+  }
+}
+
+int kr_http_fetch_start(kr_http_client_t *c, const kr_url_t *url,
+                        const kr_http_req_t *rq, const kr_http_cbs_t *cbs,
+                        void *data, kr_http_fetch_t **out) {
+  if (c->closing) return KR_ECANCELED;
+  kr_slice_t scheme = kr_url_scheme(url);
+  int https;
+  if (kr_slice_eq(scheme, KR_SLICE_LIT("http")))
+    https = 0;
+  else if (kr_slice_eq(scheme, KR_SLICE_LIT("https")))
+    https = 1;
+  else
+    return KR_ESCHEME;
+  kr_slice_t host = kr_url_hostname(url);
+  int port = kr_url_effective_port(url);
+  if (host.n == 0 || port <= 0 || port > 65535) return KR_EURL;
+  if (rq) {
+    if (rq->method != KR_HTTP_GET && rq->method != KR_HTTP_HEAD) return KR_EINVAL;
+    if ((rq->if_none_match && !header_safe(rq->if_none_match)) ||
+        (rq->if_modified_since && !header_safe(rq->if_modified_since)))
+      return KR_EINVAL;
+    for (size_t i = 0; i < rq->nheaders; i++)
+      if (!header_line_ok(rq->headers[i])) return KR_EINVAL;
+  }
+  KR_BUG_ON(!cbs || !cbs->on_done);
+
+  kr_http_fetch_t *f = fetch_get(c);
+  memset(&f->resp, 0, sizeof f->resp);
+  f->resp.content_length = -1;
+  f->resp.content_decoded = 1;
+  f->done_next = NULL;
+  f->done_called = 0;
+  f->cbs = cbs;
+  f->data = data;
+  f->conn = NULL;
+  f->dns_req = NULL;
+  f->phase = PH_NONE;
+  f->armed_ms = UINT64_MAX;
+  f->msg_start = 0;
+  f->nhs = 0;
+  f->hstate = 0;
+  f->status = 0;
+  f->reason_len = 0;
+  f->got_bytes = f->headers_done = f->notified = f->msg_complete = 0;
+  f->interim = f->no_body = f->keep_alive = f->reusable = f->draining = 0;
+  f->reused = f->retried = f->cancel_req = f->in_parser = 0;
+  f->in_cb = 0;
+  f->pending = 0;
+  f->err = 0;
+  f->errmsg[0] = '\0';
+  f->https = https;
+  f->port = port;
+  f->head_method = rq && rq->method == KR_HTTP_HEAD;
+  const char *href = kr_url_href(url);
+  f->href = kr_arena_strndup(&f->arena, href, strlen(href));
+  if (host.n >= 2 && host.p[0] == '[') host = kr_slice(host.p + 1, host.n - 2);
+  f->host = kr_arena_strndup(&f->arena, host.p, host.n);
+  char key[300];
+  int kn = snprintf(key, sizeof key, "%s:%.*s:%d", https ? "https" : "http", (int)host.n,
+                    host.p, port);
+  f->key = (kn > 0 && (size_t)kn < sizeof key) ? kr_arena_strndup(&f->arena, key, (size_t)kn)
+                                               : NULL;
+  if (!f->href || !f->host || !f->key || build_request(f, url, rq)) {
+    f->state = FS_DONE;
+    f->done_called = 1;
+    fetch_recycle(f);
+    return KR_EINVAL;
+  }
+  f->t0_ms = uv_now(c->loop);
+  f->t0_us = mono_us(c);
+  c->stats.fetches++;
+  f->state = FS_RESOLVE;
+  arm(f, 1);
+  *out = f;
+
+  kr_conn_t *conn = pool_take(c, f->key);
+  if (conn) {
+    c->stats.conns_reused++;
+    f->reused = 1;
+    f->resp.reused = 1;
+    f->conn = conn;
+    kr_conn_set_owner(conn, &fetch_conn_cbs, f);
+    send_request(f);
+    return 0;
+  }
+  resolve(f);
+  return 0;
+}
+
+/* ---- response parsing --------------------------------------------------- */
+
+static kr_http_fetch_t *pf(llhttp_t *p) { return p->data; }
+
+static size_t seg_offset(kr_http_fetch_t *f, const char *at) {
+  return f->seg_off + (size_t)(at - f->seg_p);
+}
+
+static int on_status(llhttp_t *p, const char *at, size_t n) {
+  kr_http_fetch_t *f = pf(p);
+  size_t off = seg_offset(f, at);
+  if (!f->reason_len) f->reason_off = (uint32_t)off;
+  f->reason_len = (uint32_t)(off + n - f->reason_off);
+  return 0;
+}
+
+static int on_header_field(llhttp_t *p, const char *at, size_t n) {
+  kr_http_fetch_t *f = pf(p);
+  size_t off = seg_offset(f, at);
+  if (f->hstate != 1) {
+    if (f->nhs == f->caphs) {
+      f->caphs = f->caphs ? f->caphs * 2 : 32;
+      f->hs = kr_xrealloc(f->hs, f->caphs * sizeof *f->hs);
+    }
+    hdr_off_t *h = &f->hs[f->nhs++];
+    h->noff = (uint32_t)off;
+    h->nlen = (uint32_t)n;
+    h->voff = h->vlen = 0;
+    f->hstate = 1;
+  } else {
+    hdr_off_t *h = &f->hs[f->nhs - 1];
+    h->nlen = (uint32_t)(off + n - h->noff);
+  }
+  return 0;
+}
+
+static int on_header_value(llhttp_t *p, const char *at, size_t n) {
+  kr_http_fetch_t *f = pf(p);
+  if (!f->nhs) return 0;
+  size_t off = seg_offset(f, at);
+  hdr_off_t *h = &f->hs[f->nhs - 1];
+  if (f->hstate != 2) {
+    h->voff = (uint32_t)off;
+    f->hstate = 2;
+  }
+  /* Pieces of one value are contiguous in the raw head (a folded line
+   * keeps its CRLF and blanks, as received). */
+  h->vlen = (uint32_t)(off + n - h->voff);
+  return 0;
+}
+
+static int on_headers_complete(llhttp_t *p) {
+  kr_http_fetch_t *f = pf(p);
+  f->headers_done = 1;
+  f->hstate = 0;
+  f->status = p->status_code;
+  f->vmaj = p->http_major;
+  f->vmin = p->http_minor;
+  f->pflags = p->flags;
+  f->cl = p->content_length;
+  if (p->upgrade || f->status == 101) {
+    f->pending = KR_EPROTO;
+    snprintf(f->errmsg, sizeof f->errmsg, "unexpected protocol switch (status %d)", f->status);
+    return -1;
+  }
+  if (f->status < 200) {
+    f->interim = 1; /* 1xx: no body; the final response follows */
+    return 1;
+  }
+  /* No body for HEAD, 204 and 304 whatever Content-Length says (a 304 may
+   * carry the representation's length): message complete follows now. */
+  if (f->head_method || f->status == 204 || f->status == 304) {
+    f->no_body = 1;
+    return 1;
+  }
+  if ((p->flags & F_CONTENT_LENGTH) && !(p->flags & F_CHUNKED) && p->content_length == 0) {
+    f->no_body = 1;
+    return 0;
+  }
+  return HPE_PAUSED; /* call on_headers outside the parser */
+}
+
+static int content_cb(void *data, const char *p, size_t n) {
+  kr_http_fetch_t *f = data;
+  f->resp.content_bytes += n;
+  if (f->cbs->on_content) {
+    f->in_cb++;
+    int r = f->cbs->on_content(f, p, n);
+    f->in_cb--;
+    if (r) return KR_EABORTED;
+  }
+  return 0;
+}
+
+static int on_body(llhttp_t *p, const char *at, size_t n) {
+  kr_http_fetch_t *f = pf(p);
+  if (f->draining) return 0;
+  const kr_http_opts_t *o = &f->client->opts;
+  int over = 0;
+  if (o->max_body_bytes && n > o->max_body_bytes - f->resp.payload_bytes) {
+    n = (size_t)(o->max_body_bytes - f->resp.payload_bytes);
+    over = 1;
+  }
+  f->resp.payload_bytes += n;
+  if (n && f->cbs->on_payload) {
+    f->in_cb++;
+    int r = f->cbs->on_payload(f, at, n);
+    f->in_cb--;
+    if (r) {
+      f->pending = P_ABORT;
+      return HPE_USER;
+    }
+  }
+  int err = kr_inflate_feed(f->inflate, at, n, content_cb, f);
+  if (err == KR_EBODY_TOO_BIG) {
+    over = 1;
+  } else if (err == KR_EABORTED) {
+    f->pending = P_ABORT;
+    return HPE_USER;
+  } else if (err) {
+    f->pending = err;
+    if (err == KR_ERATIO)
+      snprintf(f->errmsg, sizeof f->errmsg,
+               "decompressed %llu bytes from %llu (limit %u:1)",
+               (unsigned long long)kr_inflate_total_out(f->inflate),
+               (unsigned long long)kr_inflate_total_in(f->inflate), o->max_ratio);
+    else
+      snprintf(f->errmsg, sizeof f->errmsg, "invalid %.*s data after %llu body bytes",
+               (int)f->resp.content_encoding.n, f->resp.content_encoding.p,
+               (unsigned long long)f->resp.payload_bytes);
+    return HPE_USER;
+  }
+  if (f->cancel_req) {
+    f->pending = KR_ECANCELED;
+    return HPE_USER;
+  }
+  if (over) {
+    f->trunc_end = at + n;
+    f->pending = o->body_limit_is_error ? KR_EBODY_TOO_BIG : P_TRUNCATE;
+    if (f->pending == KR_EBODY_TOO_BIG)
+      snprintf(f->errmsg, sizeof f->errmsg, "body larger than %llu bytes",
+               (unsigned long long)o->max_body_bytes);
+    return HPE_USER;
+  }
+  return 0;
+}
+
+static int on_message_complete(llhttp_t *p) {
+  kr_http_fetch_t *f = pf(p);
+  f->msg_complete = 1;
+  f->keep_alive = llhttp_should_keep_alive(p);
+  return HPE_PAUSED;
+}
+
+static const llhttp_settings_t *parser_settings(void) {
+  static llhttp_settings_t s;
+  static int init;
+  if (!init) {
+    llhttp_settings_init(&s);
+    s.on_status = on_status;
+    s.on_header_field = on_header_field;
+    s.on_header_value = on_header_value;
+    s.on_headers_complete = on_headers_complete;
+    s.on_body = on_body;
+    s.on_message_complete = on_message_complete;
+    init = 1;
+  }
+  return &s;
+}
+
+/* Build the response from the raw head: copy it into the arena, point
+ * the header slices into the copy, pick out the headers kria uses, and
+ * set up content decoding. */
+static int build_resp(kr_http_fetch_t *f) {
+  kr_http_client_t *c = f->client;
+  kr_http_resp_t *r = &f->resp;
+  size_t len = f->head.len - f->msg_start;
+  char *raw = kr_arena_alloc(&f->arena, len + 1);
+  kr_http_header_t *hs = kr_arena_alloc(&f->arena, (f->nhs ? f->nhs : 1) * sizeof *hs);
+  if (!raw || !hs) return KR_EHEADER_TOO_BIG;
+  memcpy(raw, f->head.data + f->msg_start, len);
+  raw[len] = '\0';
+  r->raw_head = kr_slice(raw, len);
+  r->status = f->status;
+  r->version_major = f->vmaj;
+  r->version_minor = f->vmin;
+  r->reason = f->reason_len ? kr_slice(raw + (f->reason_off - f->msg_start), f->reason_len)
+                            : kr_slice(raw, 0);
+  for (size_t i = 0; i < f->nhs; i++) {
+    hdr_off_t *h = &f->hs[i];
+    hs[i].name = kr_slice(raw + (h->noff - f->msg_start), h->nlen);
+    hs[i].value = h->vlen ? kr_slice_trim(kr_slice(raw + (h->voff - f->msg_start), h->vlen))
+                          : kr_slice(raw, 0);
+  }
+  r->headers = hs;
+  r->nheaders = f->nhs;
+  static const struct {
+    const char *name;
+    size_t off;
+  } known[] = {
+      {"Content-Type", offsetof(kr_http_resp_t, content_type)},
+      {"Content-Encoding", offsetof(kr_http_resp_t, content_encoding)},
+      {"ETag", offsetof(kr_http_resp_t, etag)},
+      {"Last-Modified", offsetof(kr_http_resp_t, last_modified)},
+      {"Location", offsetof(kr_http_resp_t, location)},
+  };
+  for (size_t k = 0; k < ARRAY_SIZE(known); k++) {
+    kr_slice_t v = kr_http_resp_header(r, known[k].name);
+    *(kr_slice_t *)((char *)r + known[k].off) = v.p ? v : kr_slice(raw, 0);
+  }
+  r->content_length = (f->pflags & F_CONTENT_LENGTH) ? (int64_t)f->cl : -1;
+  r->chunked = (f->pflags & F_CHUNKED) != 0;
+  enum kr_coding coding = KR_CODING_IDENTITY;
+  if (kr_inflate_coding(r->content_encoding.p, r->content_encoding.n, &coding)) {
+    coding = KR_CODING_IDENTITY; /* not ours to undo: pass it through */
+    r->content_decoded = 0;
+  }
+  kr_inflate_limits_t lim = {
+      .max_out = c->opts.max_body_bytes,
+      .max_ratio = c->opts.max_ratio,
+      .ratio_after = c->opts.ratio_after_bytes,
+  };
+  kr_inflate_start(f->inflate, coding, &lim);
+  return 0;
+}
+
+/* The whole response is in: decide on reuse and finish. */
+static void message_done(kr_http_fetch_t *f, size_t extra) {
+  if (!f->draining && !f->resp.aborted) {
+    int err = kr_inflate_finish(f->inflate);
+    if (err) {
+      finish(f, KR_EDECODE, "%.*s data ended early", (int)f->resp.content_encoding.n,
+             f->resp.content_encoding.p);
+      return;
+    }
+  }
+  /* Bytes after the response were never asked for: do not reuse. */
+  f->reusable = f->keep_alive && extra == 0;
+  finish(f, 0, NULL);
+}
+
+/* Stop a fetch the caller aborted: the response stands, the connection
+ * goes. */
+static void abort_close(kr_http_fetch_t *f) {
+  f->resp.aborted = 1;
+  f->reusable = 0;
+  finish(f, 0, NULL);
+}
+
+static void notify_headers(kr_http_fetch_t *f) {
+  kr_http_client_t *c = f->client;
+  f->notified = 1;
+  if (build_resp(f)) {
+    finish(f, KR_EHEADER_TOO_BIG, "response header larger than %zu bytes",
+           c->opts.max_header_bytes);
+    return;
+  }
+  set_state(f, FS_BODY);
+  int r = KR_HTTP_CONTINUE;
+  if (f->cbs->on_headers) {
+    f->in_cb++;
+    r = f->cbs->on_headers(f, &f->resp);
+    f->in_cb--;
+  }
+  if (f->cancel_req) {
+    finish(f, KR_ECANCELED, "canceled");
+    return;
+  }
+  if (r != KR_HTTP_ABORT) return;
+  f->resp.aborted = 1;
+  if (f->no_body) return; /* completes at once; the connection stays */
+  if ((f->pflags & F_CONTENT_LENGTH) && !(f->pflags & F_CHUNKED) &&
+      f->cl <= c->opts.drain_max_bytes) {
+    f->draining = 1;
+    set_state(f, FS_DRAIN);
+    return;
+  }
+  abort_close(f);
+}
+
+/* Run llhttp over one read, segment by segment: a segment ends where the
+ * parser pauses (headers complete, message complete) or at the end. */
+static void feed(kr_http_fetch_t *f, const char *p, size_t n) {
+  kr_http_client_t *c = f->client;
+  while (n > 0) {
+    int in_head = !f->headers_done;
+    if (in_head) {
+      f->seg_off = f->head.len;
+      if (kr_buf_append(&f->head, p, n)) {
+        finish(f, KR_EHEADER_TOO_BIG, "response header larger than %zu bytes",
+               c->opts.max_header_bytes);
+        return;
+      }
+    }
+    f->seg_p = p;
+    f->pending = P_NONE;
+    f->trunc_end = NULL;
+    f->in_parser = 1;
+    llhttp_errno_t e = llhttp_execute(&f->parser, p, n);
+    f->in_parser = 0;
+    size_t used = n;
+    if (e == HPE_PAUSED) {
+      used = (size_t)(llhttp_get_error_pos(&f->parser) - p);
+      llhttp_resume(&f->parser);
+    } else if (e != HPE_OK) {
+      if (f->pending < 0) {
+        finish(f, f->pending, "%s", f->errmsg[0] ? f->errmsg : kr_strerror(f->pending));
+        return;
+      }
+      if (f->pending == P_NONE) {
+        finish(f, KR_EPROTO, "%s (%s) after %llu bytes", llhttp_get_error_reason(&f->parser),
+               llhttp_errno_name(e),
+               (unsigned long long)(f->resp.raw_bytes +
+                                    (size_t)(llhttp_get_error_pos(&f->parser) - p)));
+        return;
+      }
+      used = f->trunc_end ? (size_t)(f->trunc_end - p) : 0;
+    }
+    if (in_head) {
+      if (f->headers_done) {
+        f->head.len = f->seg_off + used;
+        f->head.data[f->head.len] = '\0';
+      }
+      if (f->head.len > c->opts.max_header_bytes) {
+        finish(f, KR_EHEADER_TOO_BIG, "response header larger than %zu bytes",
+               c->opts.max_header_bytes);
+        return;
+      }
+    }
+    f->resp.raw_bytes += used;
+    if (used && f->cbs->on_raw && !f->draining && f->pending != P_ABORT) {
+      f->in_cb++;
+      int r = f->cbs->on_raw(f, p, used);
+      f->in_cb--;
+      if (r) f->pending = P_ABORT;
+    }
+    if (f->cancel_req) {
+      finish(f, KR_ECANCELED, "canceled");
+      return;
+    }
+    if (f->pending == P_ABORT) {
+      abort_close(f);
+      return;
+    }
+    if (f->pending == P_TRUNCATE) {
+      f->resp.truncated = KR_HTTP_TRUNC_LENGTH;
+      f->reusable = 0;
+      finish(f, 0, NULL);
+      return;
+    }
+    if (f->headers_done && !f->notified && !f->interim) {
+      notify_headers(f);
+      if (f->state == FS_DONE) return;
+    }
+    if (f->msg_complete) {
+      if (f->interim) {
+        /* A 1xx is over: the final response starts here. */
+        f->interim = f->headers_done = f->msg_complete = 0;
+        f->nhs = 0;
+        f->reason_len = 0;
+        f->msg_start = f->head.len;
+      } else {
+        message_done(f, n - used);
+        return;
+      }
+    }
+    p += used;
+    n -= used;
+  }
+}
+
+static void fetch_on_read(kr_conn_t *conn, const char *p, size_t n) {
+  kr_http_fetch_t *f = conn->data;
+  kr_http_client_t *c = f->client;
+  f->last_read_ms = uv_now(c->loop);
+  if (!f->got_bytes) {
+    f->got_bytes = 1;
+    f->resp.timing.first_byte_us = mono_us(c) - f->t0_us;
+    set_state(f, FS_HEAD);
+    f->phase = PH_IDLE;
+    arm(f, 0);
+  }
+  feed(f, p, n);
+}
+
+static void fetch_on_eof(kr_conn_t *conn, int status) {
+  kr_http_fetch_t *f = conn->data;
+  kr_http_client_t *c = f->client;
+  const char *detail = conn->errmsg[0] ? conn->errmsg : kr_strerror(status);
+  if (!f->got_bytes) {
+    if (f->reused && !f->retried) {
+      /* The server closed the idle connection as we reused it. */
+      f->retried = 1;
+      f->resp.retried = 1;
+      f->reused = 0;
+      f->resp.reused = 0;
+      c->stats.retries++;
+      kr_conn_close(f->conn);
+      f->conn = NULL;
+      resolve(f);
+      return;
+    }
+    if (status)
+      finish(f, status, "%s", detail);
+    else
+      finish(f, KR_EEMPTY_REPLY, "server closed the connection without a response");
+    return;
+  }
+  if (f->draining) {
+    finish(f, 0, NULL);
+    return;
+  }
+  if (!status && f->headers_done && !f->interim &&
+      llhttp_message_needs_eof(&f->parser)) {
+    /* A body delimited by the end of the connection. */
+    f->seg_p = NULL;
+    llhttp_finish(&f->parser);
+    if (f->msg_complete) {
+      f->keep_alive = 0;
+      message_done(f, 0);
+      return;
+    }
+  }
+  if (status) {
+    finish(f, status, "%s after %llu bytes", detail, (unsigned long long)f->resp.raw_bytes);
+  } else if (!f->headers_done || f->interim) {
+    finish(f, KR_ETRUNCATED, "connection closed in the response header after %llu bytes",
+           (unsigned long long)f->resp.raw_bytes);
+  } else {
+    finish(f, KR_ETRUNCATED, "connection closed after %llu of %lld body bytes",
+           (unsigned long long)f->resp.payload_bytes, (long long)f->resp.content_length);
+  }
+}
+
+/* ---- client ------------------------------------------------------------- */
+
+static void conns_gone(kr_conn_env_t *env) {
+  kr_http_client_t *c = env->data;
+  maybe_free_client(c);
+}
+
+int kr_http_client_new(uv_loop_t *loop, kr_clock_t *clock, kr_dns_t *dns,
+                       const kr_http_opts_t *opts, kr_http_client_t **out) {
+  kr_http_opts_t def;
+  if (!opts) {
+    kr_http_opts_default(&def);
+    opts = &def;
+  }
+  kr_http_client_t *c = kr_xcalloc(1, sizeof *c);
+  c->loop = loop;
+  c->clock = clock;
+  c->dns = dns;
+  c->opts = *opts;
+  if (parse_overrides(opts->resolve, &c->ov, &c->nov)) {
+    free(c);
+    return KR_ECONFIG;
+  }
+  if ((opts->user_agent && !header_safe(opts->user_agent)) ||
+      (opts->accept && !header_safe(opts->accept))) {
+    for (size_t i = 0; i < c->nov; i++) free(c->ov[i].host);
+    free(c->ov);
+    free(c);
+    return KR_ECONFIG;
+  }
+  /* The TLS context loads the system CA bundle: made at the first https
+   * fetch, but a CA file that cannot be read is a configuration error now. */
+  FILE *ca = opts->ca_file ? fopen(opts->ca_file, "r") : NULL;
+  if (opts->ca_file && !ca) {
+    for (size_t i = 0; i < c->nov; i++) free(c->ov[i].host);
+    free(c->ov);
+    free(c);
+    return KR_ECONFIG;
+  }
+  if (ca) fclose(ca);
+  c->ca_file = opts->ca_file ? kr_xstrdup(opts->ca_file) : NULL;
+  c->ua = kr_xstrdup(opts->user_agent ? opts->user_agent : KR_HTTP_DEFAULT_UA);
+  c->accept = kr_xstrdup(opts->accept ? opts->accept : KR_HTTP_DEFAULT_ACCEPT);
+  c->opts.user_agent = c->ua;
+  c->opts.accept = c->accept;
+  c->opts.ca_file = c->ca_file;
+  c->opts.resolve = NULL;
+  if (!c->opts.max_header_bytes) c->opts.max_header_bytes = 64 * 1024;
+  kr_conn_env_init(&c->env, loop, clock);
+  c->env.on_empty = conns_gone;
+  c->env.data = c;
+  c->nbuckets = 64;
+  c->buckets = kr_xcalloc(c->nbuckets, sizeof *c->buckets);
+  uv_idle_init(loop, &c->idle);
+  uv_timer_init(loop, &c->pool_timer);
+  uv_unref((uv_handle_t *)&c->pool_timer);
+  c->handles = 2;
+  *out = c;
+  return 0;
+}
+
+const kr_http_opts_t *kr_http_client_opts(const kr_http_client_t *c) { return &c->opts; }
+
+void kr_http_client_stats(const kr_http_client_t *c, kr_http_stats_t *out) {
+  *out = c->stats;
+  out->conns_opened = c->env.opened;
+  out->pooled_idle = c->nidle;
+  out->conns_live = c->env.live;
+}
+
+static void maybe_free_client(kr_http_client_t *c) {
+  if (!c->closing || c->handles > 0 || c->env.live > 0) return;
+  kr_tls_ctx_free(c->tls);
+  free(c->ca_file);
+  kr_conn_env_free(&c->env);
+  for (size_t i = 0; i < c->nov; i++) free(c->ov[i].host);
+  free(c->ov);
+  free(c->buckets);
+  free(c->ua);
+  free(c->accept);
+  free(c);
+}
+
+static void client_handle_closed(uv_handle_t *h) {
+  kr_http_client_t *c = h->data;
+  c->handles--;
+  maybe_free_client(c);
+}
+
+void kr_http_client_close(kr_http_client_t *c) {
+  if (c->closing) return;
+  /* From here no fetch starts and no connection is pooled. Running
+   * fetches end now, and their on_done runs here. */
+  c->closing = 1;
+  for (kr_http_fetch_t *f = c->inuse; f; f = f->next)
+    if (f->state != FS_DONE) finish(f, KR_ECANCELED, "client closed");
+  while (c->done_head) idle_cb(&c->idle);
+  /* Fetches the caller did not release are released for it. */
+  while (c->inuse) {
+    kr_http_fetch_t *f = c->inuse;
+    f->done_called = 1;
+    fetch_recycle(f);
+  }
+  while (c->free_list) {
+    kr_http_fetch_t *f = c->free_list;
+    list_unlink(&c->free_list, f);
+    c->nfree--;
+    uv_close((uv_handle_t *)&f->timer, fetch_timer_closed);
+  }
+  while (c->lru_head) pool_drop(c, c->lru_head);
+  c->idle.data = c;
+  c->pool_timer.data = c;
+  uv_close((uv_handle_t *)&c->idle, client_handle_closed);
+  uv_close((uv_handle_t *)&c->pool_timer, client_handle_closed);
+}

@@ -1,0 +1,55 @@
+/*
+ * TLS client filter for connections (conn.h): OpenSSL driven through
+ * memory BIOs, so OpenSSL never touches a socket and the loop owns all
+ * I/O. SNI, ALPN "http/1.1", client session resumption from a bounded
+ * cache keyed by host:port, and certificate verification in one of three
+ * modes: record (verify, report the result, never fail — the default,
+ * since an archive wants the page even when the certificate is wrong),
+ * require (fail with KR_ETLS_VERIFY) or off.
+ */
+#ifndef KRIA_TLS_H
+#define KRIA_TLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "conn.h"
+
+enum kr_tls_verify {
+  KR_TLS_VERIFY_RECORD = 0,
+  KR_TLS_VERIFY_REQUIRE,
+  KR_TLS_VERIFY_OFF,
+};
+
+typedef struct kr_tls_opts {
+  int verify;              /* enum kr_tls_verify */
+  const char *ca_file;     /* extra trusted CAs (PEM), NULL = none */
+  size_t session_slots;    /* session cache size (default 1024) */
+} kr_tls_opts_t;
+
+typedef struct kr_tls_ctx kr_tls_ctx_t;
+
+/* A client context: CA store from the system default paths (plus
+ * ca_file). 0 and *out, or KR_ECONFIG (unreadable ca_file) / KR_ETLS. */
+int kr_tls_ctx_new(const kr_tls_opts_t *opts, kr_tls_ctx_t **out);
+/* Free the context; connections using it must be gone. */
+void kr_tls_ctx_free(kr_tls_ctx_t *t);
+/* "record" | "require" | "off" → mode, or KR_EINVAL. */
+int kr_tls_verify_parse(const char *s);
+const char *kr_tls_verify_name(int mode);
+
+/* Push a TLS filter onto c, which is still connecting; the handshake
+ * starts when the socket is connected, and c's on_connect fires when it
+ * ends. host is the URL's host (IPv6 without brackets); SNI is sent for
+ * names, not for IP literals. */
+void kr_tls_push(kr_conn_t *c, kr_tls_ctx_t *t, const char *host, int port);
+
+/* Counters for tests and the status page. */
+typedef struct kr_tls_stats {
+  uint64_t handshakes;      /* completed */
+  uint64_t resumed;         /* of which resumed a session */
+  uint64_t sessions_cached; /* stored in the cache */
+} kr_tls_stats_t;
+void kr_tls_ctx_stats(const kr_tls_ctx_t *t, kr_tls_stats_t *out);
+
+#endif
