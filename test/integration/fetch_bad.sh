@@ -110,7 +110,8 @@ bad() {
   [[ $target == /* ]] && target="$U$target"
   kfetch "${TO[@]}" "$@" "$target"
   is "$RC" 2 "$desc: exit 2"
-  like "$ERR" "^kria: error: $kind: " "$desc: kind $kind"
+  # a line of its own; log lines may come before it
+  like "$ERR" "(^|"$'\n'")kria: error: $kind: " "$desc: kind $kind"
   unlike "$OUT" "status: " "$desc: no result printed"
 }
 
@@ -184,7 +185,7 @@ kts_start "$T/routes.ini" --tls "$T/cert/cert.pem" "$T/cert/key.pem" || bail "kt
 TLS_PORT=$KTS_PORT
 kfetch "${TO[@]}" "http://127.0.0.1:$TLS_PORT/ok"
 is "$RC" 2 "plain HTTP to a TLS server fails"
-like "$ERR" "^kria: error: (protocol|empty-reply): " "plain HTTP to a TLS server: a typed error"
+like "$ERR" "(^|"$'\n'")kria: error: (protocol|empty-reply): " "plain HTTP to a TLS server: a typed error"
 
 # The same cases under valgrind: no invalid access, no leak.
 if ! command -v valgrind >/dev/null; then
