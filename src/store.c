@@ -1,0 +1,1076 @@
+/*
+ * The crawl state in SQLite (see store.h for the schema and the rules).
+ * One connection writes on the loop thread through statements prepared
+ * once at open; writes join a lazily opened transaction that only
+ * kr_store_maybe_commit()/kr_store_commit() end, so the caller decides
+ * where commit boundaries fall. A second connection exists only for
+ * checkpoints, run as uv_queue_work jobs so a commit never pays for
+ * copying the WAL back. Opening refuses anything that is not a kria
+ * database of a schema this build knows, and never rewrites such a file.
+ * Sections: errors, lock, statements, open and schema, transactions,
+ * checkpoints, URIs, hosts, meta, history.
+ */
+#include "store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "log.h"
+
+/* ---- statements ---------------------------------------------------------- */
+
+#define NEVER_SQL "9223372036854775807"
+
+enum {
+  S_BEGIN,
+  S_COMMIT,
+  S_ROLLBACK,
+  S_URI_INSERT,
+  S_URI_GET,
+  S_URI_SCHED_GET,
+  S_URI_UPDATE,
+  S_URI_SET_SCHED,
+  S_PICK,
+  S_COUNT_QUEUED_HOST,
+  S_COUNT_QUEUED_ALL,
+  S_COUNT_URIS,
+  S_FP_SCAN,
+  S_HOST_INSERT,
+  S_HOST_UPDATE,
+  S_HOSTS_EACH,
+  S_META_GET,
+  S_META_SET,
+  S__COUNT
+};
+
+#define URI_COLS                                                           \
+  "fp, host_id, directive, next_at, state, url, via, hop_path, first_seen, " \
+  "last_visit, wait_ms, visits, versions, retries, status, content_type, "   \
+  "digest, etag, last_modified, history"
+
+#define HOST_COLS                                                           \
+  "id, name, robots_expires, robots_status, crawl_delay_ms, backoff_level, " \
+  "backoff_until, fail_streak, discovered, queued, finished, succeeded, "    \
+  "retried, failed, disregarded, backoffs, bytes"
+
+static const char *const stmt_sql[S__COUNT] = {
+    [S_BEGIN] = "BEGIN IMMEDIATE",
+    [S_COMMIT] = "COMMIT",
+    [S_ROLLBACK] = "ROLLBACK",
+    [S_URI_INSERT] =
+        "INSERT OR IGNORE INTO uris(fp, host_id, directive, next_at, state, "
+        "url, via, hop_path, first_seen) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)",
+    [S_URI_GET] = "SELECT " URI_COLS " FROM uris WHERE fp = ?1",
+    [S_URI_SCHED_GET] =
+        "SELECT host_id, directive, next_at, state FROM uris WHERE fp = ?1",
+    [S_URI_UPDATE] =
+        "UPDATE uris SET directive=?2, next_at=?3, state=?4, last_visit=?5, "
+        "wait_ms=?6, visits=?7, versions=?8, retries=?9, status=?10, "
+        "content_type=?11, digest=?12, etag=?13, last_modified=?14, "
+        "history=?15 WHERE fp = ?1",
+    [S_URI_SET_SCHED] =
+        "UPDATE uris SET directive=?2, next_at=?3, state=?4 WHERE fp = ?1",
+    [S_PICK] = "SELECT fp, directive, next_at FROM uris "
+               "WHERE host_id = ?1 AND next_at < " NEVER_SQL
+               " ORDER BY directive DESC, next_at, fp LIMIT ?2",
+    [S_COUNT_QUEUED_HOST] = "SELECT count(*) FROM uris WHERE host_id = ?1 "
+                            "AND next_at < " NEVER_SQL,
+    [S_COUNT_QUEUED_ALL] =
+        "SELECT count(*) FROM uris WHERE next_at < " NEVER_SQL,
+    [S_COUNT_URIS] = "SELECT count(*) FROM uris",
+    [S_FP_SCAN] = "SELECT fp FROM uris WHERE fp >= ?1 ORDER BY fp LIMIT ?2",
+    [S_HOST_INSERT] = "INSERT INTO hosts(name) VALUES (?1)",
+    [S_HOST_UPDATE] =
+        "UPDATE hosts SET robots_expires=?2, robots_status=?3, "
+        "crawl_delay_ms=?4, backoff_level=?5, backoff_until=?6, "
+        "fail_streak=?7, discovered=?8, queued=?9, finished=?10, "
+        "succeeded=?11, retried=?12, failed=?13, disregarded=?14, "
+        "backoffs=?15, bytes=?16 WHERE id = ?1",
+    [S_HOSTS_EACH] = "SELECT " HOST_COLS " FROM hosts ORDER BY id",
+    [S_META_GET] = "SELECT value FROM meta WHERE key = ?1",
+    [S_META_SET] = "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)",
+};
+
+/* Schema migrations: step v brings user_version v-1 to v. Each runs with
+ * the version bump in one transaction. Never edit a released step; add
+ * one. */
+static const char *const migrations[] = {
+    NULL,
+    /* 1 */
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;"
+    "CREATE TABLE hosts("
+    " id INTEGER PRIMARY KEY,"
+    " name TEXT NOT NULL UNIQUE,"
+    " robots_expires INTEGER NOT NULL DEFAULT 0,"
+    " robots_status INTEGER NOT NULL DEFAULT 0,"
+    " crawl_delay_ms INTEGER NOT NULL DEFAULT -1,"
+    " backoff_level INTEGER NOT NULL DEFAULT 0,"
+    " backoff_until INTEGER NOT NULL DEFAULT 0,"
+    " fail_streak INTEGER NOT NULL DEFAULT 0,"
+    " discovered INTEGER NOT NULL DEFAULT 0,"
+    " queued INTEGER NOT NULL DEFAULT 0,"
+    " finished INTEGER NOT NULL DEFAULT 0,"
+    " succeeded INTEGER NOT NULL DEFAULT 0,"
+    " retried INTEGER NOT NULL DEFAULT 0,"
+    " failed INTEGER NOT NULL DEFAULT 0,"
+    " disregarded INTEGER NOT NULL DEFAULT 0,"
+    " backoffs INTEGER NOT NULL DEFAULT 0,"
+    " bytes INTEGER NOT NULL DEFAULT 0);"
+    /* Scheduling columns first: the record is read left to right. */
+    "CREATE TABLE uris("
+    " fp INTEGER PRIMARY KEY,"
+    " host_id INTEGER NOT NULL,"
+    " directive INTEGER NOT NULL,"
+    " next_at INTEGER NOT NULL,"
+    " state INTEGER NOT NULL,"
+    " url TEXT NOT NULL,"
+    " via INTEGER,"
+    " hop_path TEXT,"
+    " first_seen INTEGER NOT NULL,"
+    " last_visit INTEGER,"
+    " wait_ms INTEGER,"
+    " visits INTEGER NOT NULL DEFAULT 0,"
+    " versions INTEGER NOT NULL DEFAULT 0,"
+    " retries INTEGER NOT NULL DEFAULT 0,"
+    " status INTEGER,"
+    " content_type TEXT,"
+    " digest BLOB,"
+    " etag TEXT,"
+    " last_modified INTEGER,"
+    " history BLOB);"
+    "CREATE INDEX uris_queue ON uris(host_id, directive DESC, next_at)"
+    " WHERE next_at < " NEVER_SQL ";",
+};
+
+struct kr_store {
+  sqlite3 *db;                 /* writer, loop thread only */
+  sqlite3 *ckpt_db;            /* checkpoints only, one job at a time */
+  sqlite3_stmt *stmt[S__COUNT];
+  char *dir;
+  char *path;                  /* dir/kria.db */
+  int lock_fd;                 /* flock'ed dir/kria.lock */
+  kr_store_opts_t opts;
+  int page_size;
+  /* transactions */
+  int in_tx;
+  int hold;
+  uint64_t tx_writes;
+  uint64_t tx_opened_at;       /* 0: not yet seen by maybe_commit */
+  uint64_t last_commit_at;
+  uint64_t last_now;           /* latest time given to maybe_commit */
+  kr_store_precommit_fn precommit;
+  void *precommit_ud;
+  /* checkpoints */
+  struct ckpt_job *job;        /* running job, NULL when none */
+  uv_mutex_t mu;               /* guards thread_busy */
+  uv_cond_t cv;
+  int thread_busy;             /* a job's thread part has not returned */
+  uint64_t ckpt_done_frames;   /* frames backfilled by the last checkpoint */
+  int wal_warned;
+  kr_store_stats_t stats;
+};
+
+typedef struct ckpt_job {
+  uv_work_t req;
+  kr_store_t *st;  /* NULL once the store closed while the job ran */
+  sqlite3 *db;
+  int rc, log, ckpt;
+} ckpt_job_t;
+
+/* ---- errors -------------------------------------------------------------- */
+
+static int fail(char *err, size_t errlen, const char *path, const char *fmt,
+                ...) __attribute__((format(printf, 4, 5)));
+
+static int fail(char *err, size_t errlen, const char *path, const char *fmt,
+                ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  if (err && errlen) snprintf(err, errlen, "%s: %s", path, msg);
+  KR_LOG(KR_LOG_ERROR, path, "%s", msg);
+  return KR_EDB;
+}
+
+/* Log an SQLite failure of the writer while doing what. */
+static int db_err(kr_store_t *st, const char *what) {
+  KR_LOG(KR_LOG_ERROR, st->path, "while %s: %s (%d)", what,
+         sqlite3_errmsg(st->db), sqlite3_extended_errcode(st->db));
+  return KR_EDB;
+}
+
+static uint64_t mono_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* ---- lock ---------------------------------------------------------------- */
+
+static int take_lock(kr_store_t *st, char *err, size_t errlen) {
+  char *lp = kr_xasprintf("%s/%s", st->dir, KR_STORE_LOCK_NAME);
+  int fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    int rc = fail(err, errlen, lp, "cannot open lock file: %s", strerror(errno));
+    free(lp);
+    return rc;
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int e = errno;
+    char pid[32] = "";
+    ssize_t n = pread(fd, pid, sizeof(pid) - 1, 0);
+    if (n > 0) pid[n] = 0;
+    pid[strcspn(pid, "\n")] = 0;
+    int rc = e == EWOULDBLOCK
+                 ? fail(err, errlen, st->dir,
+                        "state directory is in use by another kria process "
+                        "(pid %s): refusing a second instance",
+                        pid[0] ? pid : "?")
+                 : fail(err, errlen, lp, "cannot lock: %s", strerror(e));
+    close(fd);
+    free(lp);
+    return rc;
+  }
+  char buf[32];
+  int n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, buf, (size_t)n, 0) != n)
+    KR_LOG(KR_LOG_WARN, lp, "cannot write pid into lock file");
+  free(lp);
+  st->lock_fd = fd;
+  return 0;
+}
+
+/* ---- open and schema ------------------------------------------------------ */
+
+/* Run one statement returning one integer. 0 or the SQLite error code. */
+static int query_int(sqlite3 *db, const char *sql, int64_t *out) {
+  sqlite3_stmt *s;
+  int rc = sqlite3_prepare_v2(db, sql, -1, &s, NULL);
+  if (rc != SQLITE_OK) return rc;
+  rc = sqlite3_step(s);
+  if (rc == SQLITE_ROW) {
+    *out = sqlite3_column_int64(s, 0);
+    rc = SQLITE_OK;
+  }
+  sqlite3_finalize(s);
+  return rc;
+}
+
+/* The file must be empty/absent or start with SQLite's header string. */
+static int check_header(const char *path, char *err, size_t errlen) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return 0;
+    return fail(err, errlen, path, "cannot open: %s", strerror(errno));
+  }
+  struct stat sb;
+  char head[16];
+  ssize_t n = 0;
+  int rc = 0;
+  if (fstat(fd, &sb) != 0) {
+    rc = fail(err, errlen, path, "cannot stat: %s", strerror(errno));
+  } else if (!S_ISREG(sb.st_mode)) {
+    rc = fail(err, errlen, path, "not a regular file");
+  } else if (sb.st_size > 0) {
+    n = read(fd, head, sizeof(head));
+    if (sb.st_size < 100 || n != (ssize_t)sizeof(head) ||
+        memcmp(head, "SQLite format 3", 16) != 0)
+      rc = fail(err, errlen, path,
+                "not an SQLite database (refusing to touch it; move it "
+                "away or choose another state directory)");
+  }
+  close(fd);
+  return rc;
+}
+
+static int exec_sql(sqlite3 *db, const char *sql, char **msg) {
+  return sqlite3_exec(db, sql, NULL, NULL, msg);
+}
+
+/* Decide whether the opened database is ours, fresh, or to be refused;
+ * then bring it to KR_STORE_SCHEMA. */
+static int check_and_migrate(kr_store_t *st, char *err, size_t errlen) {
+  int64_t app = 0, ver = 0, objects = 0;
+  int rc = query_int(st->db, "PRAGMA application_id", &app);
+  if (!rc) rc = query_int(st->db, "PRAGMA user_version", &ver);
+  if (!rc) rc = query_int(st->db, "SELECT count(*) FROM sqlite_master", &objects);
+  if (rc)
+    return fail(err, errlen, st->path,
+                "unreadable database (%s): not a kria state database or "
+                "corrupt; refusing to touch it",
+                sqlite3_errstr(rc));
+  int fresh = app == 0 && ver == 0 && objects == 0;
+  if (!fresh && app != KR_STORE_APP_ID)
+    return fail(err, errlen, st->path,
+                "not a kria state database (application_id 0x%" PRIx64
+                ", %" PRId64 " schema objects); refusing to touch it",
+                (uint64_t)app, objects);
+  if (!fresh && ver > KR_STORE_SCHEMA)
+    return fail(err, errlen, st->path,
+                "schema version %" PRId64 " is newer than this kria knows "
+                "(%d): upgrade kria",
+                ver, KR_STORE_SCHEMA);
+  if (!fresh && ver < 1)
+    return fail(err, errlen, st->path,
+                "kria database without a schema version: corrupt");
+  if (!fresh && st->opts.quick_check) {
+    sqlite3_stmt *s;
+    rc = sqlite3_prepare_v2(st->db, "PRAGMA quick_check(1)", -1, &s, NULL);
+    if (rc == SQLITE_OK) {
+      rc = sqlite3_step(s);
+      const char *res = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(s, 0) : NULL;
+      int ok = res && strcmp(res, "ok") == 0;
+      char first[200];
+      snprintf(first, sizeof(first), "%s", res ? res : sqlite3_errmsg(st->db));
+      sqlite3_finalize(s);
+      if (!ok)
+        return fail(err, errlen, st->path,
+                    "database is corrupt (quick_check: %s); refusing to use "
+                    "it — restore a backup or start a new state directory",
+                    first);
+    } else {
+      return fail(err, errlen, st->path, "database is corrupt (%s)",
+                  sqlite3_errstr(rc));
+    }
+  }
+
+  char *msg = NULL;
+  /* Only now that the file is known to be ours may it be changed. */
+  if (fresh && exec_sql(st->db, "PRAGMA page_size = 4096", &msg) != SQLITE_OK)
+    goto sqlfail;
+  {
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(st->db, "PRAGMA journal_mode = WAL", -1, &s, NULL) != SQLITE_OK)
+      goto sqlfail_db;
+    int ok = sqlite3_step(s) == SQLITE_ROW &&
+             strcmp((const char *)sqlite3_column_text(s, 0), "wal") == 0;
+    sqlite3_finalize(s);
+    if (!ok)
+      return fail(err, errlen, st->path, "cannot switch to WAL mode: %s",
+                  sqlite3_errmsg(st->db));
+  }
+  if ((int)ver == KR_STORE_SCHEMA) return 0;
+  if (exec_sql(st->db, "BEGIN IMMEDIATE", &msg) != SQLITE_OK) goto sqlfail;
+  for (int v = (int)ver + 1; v <= KR_STORE_SCHEMA; v++)
+    if (exec_sql(st->db, migrations[v], &msg) != SQLITE_OK) goto rollback;
+  {
+    char *bump = kr_xasprintf("PRAGMA application_id = %d; PRAGMA user_version = %d;",
+                              KR_STORE_APP_ID, KR_STORE_SCHEMA);
+    rc = exec_sql(st->db, bump, &msg);
+    free(bump);
+    if (rc != SQLITE_OK) goto rollback;
+  }
+  if (fresh) {
+    char *meta = kr_xasprintf(
+        "INSERT INTO meta(key, value) VALUES ('created', %lld);",
+        (long long)time(NULL));
+    rc = exec_sql(st->db, meta, &msg);
+    free(meta);
+    if (rc != SQLITE_OK) goto rollback;
+  }
+  if (exec_sql(st->db, "COMMIT", &msg) != SQLITE_OK) goto rollback;
+  if (!fresh)
+    KR_LOG(KR_LOG_NOTICE, st->path, "schema migrated from version %d to %d",
+           (int)ver, KR_STORE_SCHEMA);
+  return 0;
+
+rollback:
+  exec_sql(st->db, "ROLLBACK", NULL);
+sqlfail:
+  rc = fail(err, errlen, st->path, "cannot set up the schema: %s",
+            msg ? msg : sqlite3_errmsg(st->db));
+  sqlite3_free(msg);
+  return rc;
+sqlfail_db:
+  return fail(err, errlen, st->path, "%s", sqlite3_errmsg(st->db));
+}
+
+static int wal_hook(void *ud, sqlite3 *db, const char *name, int frames);
+
+void kr_store_opts_default(kr_store_opts_t *o) {
+  memset(o, 0, sizeof(*o));
+  o->commit_ms = 50;
+  o->commit_updates = 1000;
+  o->wal_checkpoint_bytes = 64u << 20;
+  o->idle_checkpoint_ms = 1000;
+  o->cache_mib = 64;
+  o->quick_check = 1;
+}
+
+static void store_free(kr_store_t *st) {
+  for (int i = 0; i < S__COUNT; i++) sqlite3_finalize(st->stmt[i]);
+  if (st->ckpt_db) sqlite3_close(st->ckpt_db);
+  if (st->db) sqlite3_close(st->db);
+  if (st->lock_fd >= 0) close(st->lock_fd); /* releases the flock */
+  uv_cond_destroy(&st->cv);
+  uv_mutex_destroy(&st->mu);
+  free(st->path);
+  free(st->dir);
+  free(st);
+}
+
+int kr_store_open(const char *dir, const kr_store_opts_t *opts,
+                  kr_store_t **out, char *err, size_t errlen) {
+  *out = NULL;
+  if (err && errlen) err[0] = 0;
+  if (!dir || !*dir) return KR_EINVAL;
+  kr_store_t *st = kr_xcalloc(1, sizeof(*st));
+  st->lock_fd = -1;
+  uv_mutex_init(&st->mu);
+  uv_cond_init(&st->cv);
+  if (opts)
+    st->opts = *opts;
+  else
+    kr_store_opts_default(&st->opts);
+  if (!st->opts.commit_updates) st->opts.commit_updates = 1;
+  st->dir = kr_xstrdup(dir);
+  st->path = kr_xasprintf("%s/%s", dir, KR_STORE_DB_NAME);
+  int rc;
+
+  if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+    rc = fail(err, errlen, dir, "cannot create state directory: %s", strerror(errno));
+    goto out;
+  }
+  if ((rc = take_lock(st, err, errlen)) != 0) goto out;
+  if ((rc = check_header(st->path, err, errlen)) != 0) goto out;
+
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+  if (sqlite3_open_v2(st->path, &st->db, flags, NULL) != SQLITE_OK) {
+    rc = fail(err, errlen, st->path, "cannot open: %s",
+              st->db ? sqlite3_errmsg(st->db) : "out of memory");
+    goto out;
+  }
+  sqlite3_extended_result_codes(st->db, 1);
+  sqlite3_busy_timeout(st->db, 5000);
+  if ((rc = check_and_migrate(st, err, errlen)) != 0) goto out;
+
+  char *pragmas = kr_xasprintf(
+      "PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0;"
+      "PRAGMA journal_size_limit = %" PRIu64 "; PRAGMA cache_size = -%u;"
+      "PRAGMA temp_store = MEMORY;",
+      st->opts.wal_checkpoint_bytes, st->opts.cache_mib * 1024u);
+  char *msg = NULL;
+  int src = exec_sql(st->db, pragmas, &msg);
+  free(pragmas);
+  if (src != SQLITE_OK) {
+    rc = fail(err, errlen, st->path, "cannot configure: %s", msg);
+    sqlite3_free(msg);
+    goto out;
+  }
+  int64_t ps = 4096;
+  query_int(st->db, "PRAGMA page_size", &ps);
+  st->page_size = (int)ps;
+  for (int i = 0; i < S__COUNT; i++) {
+    if (sqlite3_prepare_v3(st->db, stmt_sql[i], -1, SQLITE_PREPARE_PERSISTENT,
+                           &st->stmt[i], NULL) != SQLITE_OK) {
+      rc = fail(err, errlen, st->path, "cannot prepare \"%s\": %s", stmt_sql[i],
+                sqlite3_errmsg(st->db));
+      goto out;
+    }
+  }
+  sqlite3_wal_hook(st->db, wal_hook, st);
+
+  if (sqlite3_open_v2(st->path, &st->ckpt_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                      NULL) != SQLITE_OK) {
+    rc = fail(err, errlen, st->path, "cannot open the checkpoint connection: %s",
+              st->ckpt_db ? sqlite3_errmsg(st->ckpt_db) : "out of memory");
+    goto out;
+  }
+  sqlite3_busy_timeout(st->ckpt_db, 1000);
+  /* A connection learns the file is in WAL mode only once it has read it;
+   * until then a checkpoint request is a silent no-op. */
+  if (exec_sql(st->ckpt_db,
+               "PRAGMA wal_autocheckpoint = 0; SELECT count(*) FROM sqlite_master",
+               NULL) != SQLITE_OK) {
+    rc = fail(err, errlen, st->path, "cannot read with the checkpoint connection: %s",
+              sqlite3_errmsg(st->ckpt_db));
+    goto out;
+  }
+  *out = st;
+  return 0;
+
+out:
+  store_free(st);
+  return rc;
+}
+
+const char *kr_store_path(const kr_store_t *st) { return st->path; }
+
+/* ---- transactions ---------------------------------------------------------- */
+
+static int step_done(kr_store_t *st, sqlite3_stmt *s, const char *what) {
+  int rc = sqlite3_step(s);
+  sqlite3_reset(s);
+  if (rc != SQLITE_DONE) return db_err(st, what);
+  return 0;
+}
+
+/* Every write calls this first: joins (or opens) the transaction. */
+static int write_begin(kr_store_t *st) {
+  if (!st->in_tx) {
+    if (step_done(st, st->stmt[S_BEGIN], "beginning a transaction")) return KR_EDB;
+    st->in_tx = 1;
+    st->tx_writes = 0;
+    st->tx_opened_at = st->opts.clock ? kr_clock_now_ms(st->opts.clock) : 0;
+    st->stats.begins++;
+  }
+  st->tx_writes++;
+  st->stats.writes++;
+  return 0;
+}
+
+static void checkpoint_maybe(kr_store_t *st, uint64_t now);
+
+static int commit(kr_store_t *st) {
+  if (!st->in_tx) return 0;
+  if (st->precommit && st->precommit(st->precommit_ud) < 0) {
+    step_done(st, st->stmt[S_ROLLBACK], "rolling back");
+    st->in_tx = 0;
+    KR_LOG(KR_LOG_ERROR, st->path, "commit aborted by its pre-commit step");
+    return KR_EDB;
+  }
+  uint64_t t0 = mono_us();
+  int rc = sqlite3_step(st->stmt[S_COMMIT]);
+  sqlite3_reset(st->stmt[S_COMMIT]);
+  uint64_t us = mono_us() - t0;
+  if (rc != SQLITE_DONE) {
+    db_err(st, "committing");
+    if (!sqlite3_get_autocommit(st->db))
+      step_done(st, st->stmt[S_ROLLBACK], "rolling back");
+    st->in_tx = 0;
+    return KR_EDB;
+  }
+  if (us > st->stats.commit_us_max) st->stats.commit_us_max = us;
+  st->in_tx = 0;
+  st->stats.commits++;
+  return 1;
+}
+
+int kr_store_maybe_commit(kr_store_t *st, uint64_t now) {
+  int rc = 0;
+  st->last_now = now;
+  if (st->in_tx && !st->hold) {
+    if (!st->tx_opened_at) st->tx_opened_at = now;
+    if (st->tx_writes >= st->opts.commit_updates ||
+        now >= st->tx_opened_at + st->opts.commit_ms) {
+      rc = commit(st);
+      if (rc > 0) st->last_commit_at = now;
+    }
+  }
+  if (rc >= 0) checkpoint_maybe(st, now);
+  return rc;
+}
+
+int kr_store_commit(kr_store_t *st) {
+  if (st->hold) return KR_EINVAL;
+  int rc = commit(st);
+  if (rc > 0) {
+    st->last_commit_at = st->opts.clock ? kr_clock_now_ms(st->opts.clock) : st->last_now;
+    rc = 0;
+  }
+  return rc;
+}
+
+void kr_store_hold(kr_store_t *st) { st->hold++; }
+void kr_store_release(kr_store_t *st) {
+  KR_BUG_ON(st->hold == 0);
+  st->hold--;
+}
+int kr_store_in_tx(const kr_store_t *st) { return st->in_tx; }
+
+void kr_store_set_precommit(kr_store_t *st, kr_store_precommit_fn fn, void *ud) {
+  st->precommit = fn;
+  st->precommit_ud = ud;
+}
+
+/* ---- checkpoints ------------------------------------------------------------ */
+
+static int wal_hook(void *ud, sqlite3 *db, const char *name, int frames) {
+  (void)db;
+  (void)name;
+  kr_store_t *st = ud;
+  st->stats.wal_frames = (uint64_t)frames;
+  if ((uint64_t)frames > st->stats.wal_frames_max)
+    st->stats.wal_frames_max = (uint64_t)frames;
+  /* The WAL restarted from its beginning: old progress means nothing. */
+  if ((uint64_t)frames < st->ckpt_done_frames) st->ckpt_done_frames = 0;
+  return SQLITE_OK;
+}
+
+static void ckpt_work(uv_work_t *req) {
+  ckpt_job_t *job = container_of(req, ckpt_job_t, req);
+  job->rc = sqlite3_wal_checkpoint_v2(job->db, NULL, SQLITE_CHECKPOINT_PASSIVE,
+                                      &job->log, &job->ckpt);
+  kr_store_t *st = job->st; /* cannot change before thread_busy drops */
+  uv_mutex_lock(&st->mu);
+  st->thread_busy = 0;
+  uv_cond_signal(&st->cv);
+  uv_mutex_unlock(&st->mu);
+}
+
+static void ckpt_note(kr_store_t *st, int rc, int log, int ckpt) {
+  if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
+    KR_LOG(KR_LOG_WARN, st->path, "while checkpointing: %s", sqlite3_errstr(rc));
+    return;
+  }
+  if (log < 0) {
+    KR_LOG(KR_LOG_WARN, st->path, "checkpoint found no WAL");
+    return;
+  }
+  st->stats.checkpoints++;
+  st->ckpt_done_frames = ckpt > 0 ? (uint64_t)ckpt : 0;
+}
+
+static void ckpt_after(uv_work_t *req, int status) {
+  ckpt_job_t *job = container_of(req, ckpt_job_t, req);
+  kr_store_t *st = job->st;
+  if (st) {
+    st->job = NULL;
+    st->stats.checkpoint_running = 0;
+    if (status == 0) ckpt_note(st, job->rc, job->log, job->ckpt);
+  }
+  free(job);
+}
+
+static void ckpt_start(kr_store_t *st) {
+  if (!st->opts.loop) {
+    kr_store_checkpoint(st);
+    return;
+  }
+  ckpt_job_t *job = kr_xcalloc(1, sizeof(*job));
+  job->st = st;
+  job->db = st->ckpt_db;
+  st->thread_busy = 1;
+  if (uv_queue_work(st->opts.loop, &job->req, ckpt_work, ckpt_after) != 0) {
+    st->thread_busy = 0;
+    free(job);
+    return;
+  }
+  st->job = job;
+  st->stats.checkpoint_running = 1;
+}
+
+/* Start a checkpoint when the WAL is big, or when the store is idle and
+ * the WAL holds frames no checkpoint has copied yet. */
+static void checkpoint_maybe(kr_store_t *st, uint64_t now) {
+  if (st->job || st->in_tx) return;
+  uint64_t frames = st->stats.wal_frames;
+  if (frames <= st->ckpt_done_frames) return;
+  uint64_t bytes = frames * (uint64_t)st->page_size;
+  int big = bytes >= st->opts.wal_checkpoint_bytes;
+  int idle = now >= st->last_commit_at + st->opts.idle_checkpoint_ms;
+  if (bytes >= 8 * st->opts.wal_checkpoint_bytes && !st->wal_warned) {
+    st->wal_warned = 1;
+    KR_LOG(KR_LOG_WARN, st->path,
+           "WAL at %" PRIu64 " MiB: checkpoints are not keeping up", bytes >> 20);
+  }
+  if (big || idle) ckpt_start(st);
+}
+
+int kr_store_checkpoint(kr_store_t *st) {
+  if (st->job) return 0; /* one is running */
+  int log = 0, ckpt = 0;
+  int rc = sqlite3_wal_checkpoint_v2(st->ckpt_db, NULL, SQLITE_CHECKPOINT_PASSIVE,
+                                     &log, &ckpt);
+  ckpt_note(st, rc, log, ckpt);
+  return rc == SQLITE_OK || rc == SQLITE_BUSY ? 0 : KR_EDB;
+}
+
+const kr_store_stats_t *kr_store_stats(const kr_store_t *st) { return &st->stats; }
+
+/* Wait for a running job's thread part; its after-callback will find the
+ * store gone and only free itself. */
+static void ckpt_detach(kr_store_t *st) {
+  if (!st->job) return;
+  uv_mutex_lock(&st->mu);
+  while (st->thread_busy) uv_cond_wait(&st->cv, &st->mu);
+  uv_mutex_unlock(&st->mu);
+  st->job->st = NULL;
+  st->job = NULL;
+}
+
+int kr_store_close(kr_store_t *st) {
+  if (!st) return 0;
+  st->hold = 0;
+  int rc = commit(st);
+  ckpt_detach(st);
+  store_free(st);
+  return rc < 0 ? rc : 0;
+}
+
+void kr_store_abandon(kr_store_t *st) {
+  if (!st) return;
+  ckpt_detach(st);
+  /* Closing with an open transaction rolls it back, as a crash would. */
+  for (int i = 0; i < S__COUNT; i++) {
+    sqlite3_finalize(st->stmt[i]);
+    st->stmt[i] = NULL;
+  }
+  store_free(st);
+}
+
+/* ---- URIs -------------------------------------------------------------------- */
+
+static void bind_text(sqlite3_stmt *s, int i, const char *p, size_t n) {
+  if (p)
+    sqlite3_bind_text(s, i, p, (int)n, SQLITE_STATIC);
+  else
+    sqlite3_bind_null(s, i);
+}
+
+static void bind_blob(sqlite3_stmt *s, int i, const void *p, size_t n) {
+  if (p && n)
+    sqlite3_bind_blob(s, i, p, (int)n, SQLITE_STATIC);
+  else
+    sqlite3_bind_null(s, i);
+}
+
+static void bind_u64_or_null(sqlite3_stmt *s, int i, uint64_t v) {
+  if (v)
+    sqlite3_bind_int64(s, i, (sqlite3_int64)v);
+  else
+    sqlite3_bind_null(s, i);
+}
+
+int kr_store_uri_insert(kr_store_t *st, const kr_uri_row_t *r) {
+  if (write_begin(st)) return KR_EDB;
+  sqlite3_stmt *s = st->stmt[S_URI_INSERT];
+  sqlite3_bind_int64(s, 1, (sqlite3_int64)r->fp);
+  sqlite3_bind_int64(s, 2, r->host_id);
+  sqlite3_bind_int(s, 3, r->directive);
+  sqlite3_bind_int64(s, 4, (sqlite3_int64)r->next_at);
+  sqlite3_bind_int(s, 5, r->state);
+  bind_text(s, 6, r->url, r->url_len);
+  bind_u64_or_null(s, 7, r->via);
+  bind_text(s, 8, r->hop_path, r->hop_len);
+  sqlite3_bind_int64(s, 9, (sqlite3_int64)r->first_seen);
+  st->stats.inserts++;
+  int rc = step_done(st, s, "inserting a URI");
+  sqlite3_clear_bindings(s);
+  if (rc) return rc;
+  if (sqlite3_changes(st->db) == 0) {
+    st->stats.insert_ignored++;
+    return 0;
+  }
+  return 1;
+}
+
+static const char *col_text(sqlite3_stmt *s, int i, size_t *len) {
+  const char *p = (const char *)sqlite3_column_text(s, i);
+  *len = p ? (size_t)sqlite3_column_bytes(s, i) : 0;
+  return p;
+}
+
+static const uint8_t *col_blob(sqlite3_stmt *s, int i, size_t *len) {
+  const uint8_t *p = sqlite3_column_blob(s, i);
+  *len = p ? (size_t)sqlite3_column_bytes(s, i) : 0;
+  return p;
+}
+
+int kr_store_uri_get(kr_store_t *st, uint64_t fp, kr_uri_row_t *r) {
+  sqlite3_stmt *s = st->stmt[S_URI_GET];
+  sqlite3_bind_int64(s, 1, (sqlite3_int64)fp);
+  st->stats.gets++;
+  int rc = sqlite3_step(s);
+  if (rc == SQLITE_DONE) {
+    sqlite3_reset(s);
+    return 0;
+  }
+  if (rc != SQLITE_ROW) {
+    sqlite3_reset(s);
+    return db_err(st, "reading a URI");
+  }
+  /* The row stays readable until the next call resets the statement. */
+  memset(r, 0, sizeof(*r));
+  r->fp = (uint64_t)sqlite3_column_int64(s, 0);
+  r->host_id = sqlite3_column_int64(s, 1);
+  r->directive = sqlite3_column_int(s, 2);
+  r->next_at = (uint64_t)sqlite3_column_int64(s, 3);
+  r->state = sqlite3_column_int(s, 4);
+  r->url = col_text(s, 5, &r->url_len);
+  r->via = (uint64_t)sqlite3_column_int64(s, 6);
+  r->hop_path = col_text(s, 7, &r->hop_len);
+  r->first_seen = (uint64_t)sqlite3_column_int64(s, 8);
+  r->last_visit = (uint64_t)sqlite3_column_int64(s, 9);
+  r->wait_ms = (uint32_t)sqlite3_column_int64(s, 10);
+  r->visits = (uint32_t)sqlite3_column_int64(s, 11);
+  r->versions = (uint32_t)sqlite3_column_int64(s, 12);
+  r->retries = (uint32_t)sqlite3_column_int64(s, 13);
+  r->status = sqlite3_column_int(s, 14);
+  r->content_type = col_text(s, 15, &r->content_type_len);
+  r->digest = col_blob(s, 16, &r->digest_len);
+  r->etag = col_text(s, 17, &r->etag_len);
+  r->last_modified = sqlite3_column_int64(s, 18);
+  r->history = col_blob(s, 19, &r->history_len);
+  return 1;
+}
+
+int kr_store_uri_sched_get(kr_store_t *st, uint64_t fp, kr_uri_row_t *r) {
+  sqlite3_stmt *s = st->stmt[S_URI_SCHED_GET];
+  sqlite3_bind_int64(s, 1, (sqlite3_int64)fp);
+  st->stats.gets++;
+  int rc = sqlite3_step(s);
+  int found = rc == SQLITE_ROW;
+  if (found) {
+    memset(r, 0, sizeof(*r));
+    r->fp = fp;
+    r->host_id = sqlite3_column_int64(s, 0);
+    r->directive = sqlite3_column_int(s, 1);
+    r->next_at = (uint64_t)sqlite3_column_int64(s, 2);
+    r->state = sqlite3_column_int(s, 3);
+  }
+  sqlite3_reset(s);
+  if (!found && rc != SQLITE_DONE) return db_err(st, "reading a URI's schedule");
+  return found;
+}
+
+int kr_store_uri_update(kr_store_t *st, const kr_uri_row_t *r) {
+  if (write_begin(st)) return KR_EDB;
+  sqlite3_stmt *s = st->stmt[S_URI_UPDATE];
+  sqlite3_bind_int64(s, 1, (sqlite3_int64)r->fp);
+  sqlite3_bind_int(s, 2, r->directive);
+  sqlite3_bind_int64(s, 3, (sqlite3_int64)r->next_at);
+  sqlite3_bind_int(s, 4, r->state);
+  bind_u64_or_null(s, 5, r->last_visit);
+  sqlite3_bind_int64(s, 6, r->wait_ms);
+  sqlite3_bind_int64(s, 7, r->visits);
+  sqlite3_bind_int64(s, 8, r->versions);
+  sqlite3_bind_int64(s, 9, r->retries);
+  if (r->status)
+    sqlite3_bind_int(s, 10, r->status);
+  else
+    sqlite3_bind_null(s, 10);
+  bind_text(s, 11, r->content_type, r->content_type_len);
+  bind_blob(s, 12, r->digest, r->digest_len);
+  bind_text(s, 13, r->etag, r->etag_len);
+  bind_u64_or_null(s, 14, (uint64_t)r->last_modified);
+  bind_blob(s, 15, r->history, r->history_len);
+  st->stats.updates++;
+  int rc = step_done(st, s, "updating a URI");
+  sqlite3_clear_bindings(s);
+  if (rc) return rc;
+  return sqlite3_changes(st->db) > 0;
+}
+
+int kr_store_uri_set_sched(kr_store_t *st, uint64_t fp, int directive,
+                           uint64_t next_at, int state) {
+  if (write_begin(st)) return KR_EDB;
+  sqlite3_stmt *s = st->stmt[S_URI_SET_SCHED];
+  sqlite3_bind_int64(s, 1, (sqlite3_int64)fp);
+  sqlite3_bind_int(s, 2, directive);
+  sqlite3_bind_int64(s, 3, (sqlite3_int64)next_at);
+  sqlite3_bind_int(s, 4, state);
+  st->stats.updates++;
+  int rc = step_done(st, s, "rescheduling a URI");
+  if (rc) return rc;
+  return sqlite3_changes(st->db) > 0;
+}
+
+int kr_store_pick(kr_store_t *st, int64_t host_id, kr_store_pick_t *out, int max) {
+  sqlite3_stmt *s = st->stmt[S_PICK];
+  sqlite3_bind_int64(s, 1, host_id);
+  sqlite3_bind_int(s, 2, max);
+  st->stats.picks++;
+  int n = 0, rc;
+  while (n < max && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+    out[n].fp = (uint64_t)sqlite3_column_int64(s, 0);
+    out[n].directive = sqlite3_column_int(s, 1);
+    out[n].next_at = (uint64_t)sqlite3_column_int64(s, 2);
+    n++;
+  }
+  if (n < max && rc != SQLITE_DONE) {
+    sqlite3_reset(s);
+    return db_err(st, "picking from a host queue");
+  }
+  sqlite3_reset(s);
+  return n;
+}
+
+static int count_stmt(kr_store_t *st, sqlite3_stmt *s, uint64_t *n, const char *what) {
+  int rc = sqlite3_step(s);
+  if (rc == SQLITE_ROW) *n = (uint64_t)sqlite3_column_int64(s, 0);
+  sqlite3_reset(s);
+  return rc == SQLITE_ROW ? 0 : db_err(st, what);
+}
+
+int kr_store_count_queued(kr_store_t *st, int64_t host_id, uint64_t *n) {
+  if (host_id < 0) return count_stmt(st, st->stmt[S_COUNT_QUEUED_ALL], n, "counting");
+  sqlite3_bind_int64(st->stmt[S_COUNT_QUEUED_HOST], 1, host_id);
+  return count_stmt(st, st->stmt[S_COUNT_QUEUED_HOST], n, "counting");
+}
+
+int kr_store_count_uris(kr_store_t *st, uint64_t *n) {
+  return count_stmt(st, st->stmt[S_COUNT_URIS], n, "counting");
+}
+
+int kr_store_fp_scan(kr_store_t *st, int64_t *from, size_t max,
+                     void (*fn)(void *ud, uint64_t fp), void *ud, int *done) {
+  sqlite3_stmt *s = st->stmt[S_FP_SCAN];
+  sqlite3_bind_int64(s, 1, *from);
+  sqlite3_bind_int64(s, 2, (sqlite3_int64)max);
+  size_t n = 0;
+  int rc, last = 0;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    int64_t fp = sqlite3_column_int64(s, 0);
+    fn(ud, (uint64_t)fp);
+    n++;
+    if (fp == INT64_MAX)
+      last = 1;
+    else
+      *from = fp + 1;
+  }
+  sqlite3_reset(s);
+  if (rc != SQLITE_DONE) return db_err(st, "loading fingerprints");
+  *done = last || n < max;
+  return 0;
+}
+
+/* ---- hosts ---------------------------------------------------------------- */
+
+int kr_store_host_insert(kr_store_t *st, const char *name, size_t len, int64_t *id) {
+  if (write_begin(st)) return KR_EDB;
+  sqlite3_stmt *s = st->stmt[S_HOST_INSERT];
+  sqlite3_bind_text(s, 1, name, (int)len, SQLITE_STATIC);
+  int rc = step_done(st, s, "inserting a host");
+  sqlite3_clear_bindings(s);
+  if (rc) return rc;
+  *id = sqlite3_last_insert_rowid(st->db);
+  return 0;
+}
+
+int kr_store_host_update(kr_store_t *st, const kr_host_row_t *h) {
+  if (write_begin(st)) return KR_EDB;
+  sqlite3_stmt *s = st->stmt[S_HOST_UPDATE];
+  sqlite3_bind_int64(s, 1, h->id);
+  sqlite3_bind_int64(s, 2, (sqlite3_int64)h->robots_expires);
+  sqlite3_bind_int(s, 3, h->robots_status);
+  sqlite3_bind_int64(s, 4, h->crawl_delay_ms);
+  sqlite3_bind_int64(s, 5, h->backoff_level);
+  sqlite3_bind_int64(s, 6, (sqlite3_int64)h->backoff_until);
+  sqlite3_bind_int64(s, 7, h->fail_streak);
+  const uint64_t *c = &h->c.discovered;
+  for (int i = 0; i < 9; i++) sqlite3_bind_int64(s, 8 + i, (sqlite3_int64)c[i]);
+  return step_done(st, s, "updating a host");
+}
+
+int kr_store_hosts_each(kr_store_t *st, int (*fn)(void *ud, const kr_host_row_t *h),
+                        void *ud) {
+  sqlite3_stmt *s = st->stmt[S_HOSTS_EACH];
+  int rc, ret = 0;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    kr_host_row_t h;
+    memset(&h, 0, sizeof(h));
+    h.id = sqlite3_column_int64(s, 0);
+    h.name = col_text(s, 1, &h.name_len);
+    h.robots_expires = (uint64_t)sqlite3_column_int64(s, 2);
+    h.robots_status = sqlite3_column_int(s, 3);
+    h.crawl_delay_ms = sqlite3_column_int64(s, 4);
+    h.backoff_level = (uint32_t)sqlite3_column_int64(s, 5);
+    h.backoff_until = (uint64_t)sqlite3_column_int64(s, 6);
+    h.fail_streak = (uint32_t)sqlite3_column_int64(s, 7);
+    uint64_t *c = &h.c.discovered;
+    for (int i = 0; i < 9; i++) c[i] = (uint64_t)sqlite3_column_int64(s, 8 + i);
+    if (!h.name) continue;
+    if ((ret = fn(ud, &h)) < 0) break;
+  }
+  sqlite3_reset(s);
+  if (ret < 0) return ret;
+  if (rc != SQLITE_DONE) return db_err(st, "loading hosts");
+  return 0;
+}
+
+/* ---- meta ------------------------------------------------------------------- */
+
+int kr_store_meta_get(kr_store_t *st, const char *key, char *out, size_t outlen) {
+  sqlite3_stmt *s = st->stmt[S_META_GET];
+  sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+  int rc = sqlite3_step(s);
+  int found = rc == SQLITE_ROW;
+  if (found && outlen) {
+    const char *v = (const char *)sqlite3_column_text(s, 0);
+    snprintf(out, outlen, "%s", v ? v : "");
+  }
+  sqlite3_reset(s);
+  if (!found && rc != SQLITE_DONE) return db_err(st, "reading meta");
+  return found;
+}
+
+int kr_store_meta_set(kr_store_t *st, const char *key, const char *value) {
+  if (write_begin(st)) return KR_EDB;
+  sqlite3_stmt *s = st->stmt[S_META_SET];
+  sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 2, value, -1, SQLITE_STATIC);
+  return step_done(st, s, "writing meta");
+}
+
+/* ---- history ------------------------------------------------------------------ */
+
+static size_t put_varint(uint8_t *p, uint64_t v) {
+  size_t n = 0;
+  while (v >= 0x80) {
+    p[n++] = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  p[n++] = (uint8_t)v;
+  return n;
+}
+
+/* 1 and *v, or 0 when the varint is cut or longer than 10 bytes. */
+static int get_varint(const uint8_t *p, size_t len, size_t *pos, uint64_t *v) {
+  uint64_t x = 0;
+  for (int shift = 0; shift < 70 && *pos < len; shift += 7) {
+    uint8_t b = p[(*pos)++];
+    x |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) {
+      *v = x;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+size_t kr_history_push(const uint8_t *old, size_t old_len, uint64_t interval_s,
+                       int content, uint8_t *out) {
+  if (content < 0 || content > 2) content = 2;
+  if (interval_s > (UINT64_MAX >> 2)) interval_s = UINT64_MAX >> 2;
+  size_t n = put_varint(out, interval_s << 2 | (uint64_t)content);
+  size_t pos = 0, kept = 1;
+  while (old && pos < old_len && kept < KR_HISTORY_MAX) {
+    size_t start = pos;
+    uint64_t v;
+    if (!get_varint(old, old_len, &pos, &v)) break; /* drop the unreadable rest */
+    memcpy(out + n, old + start, pos - start);
+    n += pos - start;
+    kept++;
+  }
+  return n;
+}
+
+int kr_history_decode(const uint8_t *h, size_t len, kr_visit_t *out, size_t max) {
+  size_t pos = 0;
+  int n = 0;
+  while (pos < len) {
+    uint64_t v;
+    if (!get_varint(h, len, &pos, &v) || n >= KR_HISTORY_MAX) return KR_EINVAL;
+    if ((size_t)n < max) {
+      out[n].interval_s = v >> 2;
+      out[n].content = (int)(v & 3);
+      if (out[n].content > 2) return KR_EINVAL;
+    }
+    n++;
+  }
+  return n;
+}

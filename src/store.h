@@ -1,0 +1,272 @@
+/*
+ * The crawl state in SQLite: `<state-dir>/kria.db` in WAL mode, one
+ * writer connection on the loop thread, grouped transactions, checkpoints
+ * on a second connection off the loop thread, and an exclusive lock on the
+ * state directory. The frontier is its only client; it keeps no in-flight
+ * state here, so whatever is committed is exactly what a restart resumes.
+ *
+ * Schema (version KR_STORE_SCHEMA, PRAGMA application_id KR_STORE_APP_ID):
+ *   meta(key, value)               crawl metadata (created, queue-assign)
+ *   hosts(id, name, ...)           one row per host queue: robots expiry
+ *                                  and status, Crawl-delay, back-off level
+ *                                  and until, failure streak, counters
+ *   uris(fp, host_id, directive, next_at, state, url, via, hop_path,
+ *        first_seen, last_visit, wait_ms, visits, versions, retries,
+ *        status, content_type, digest, etag, last_modified, history)
+ *                                  fp = kr_fp(canonical URL) as the rowid
+ *   uris_queue(host_id, directive DESC, next_at) WHERE next_at < NEVER
+ *                                  the per-host priority index
+ * Disregarded and failed URIs stay with next_at = KR_NEVER (out of the
+ * index, kept for dedupe).
+ *
+ * Transactions: every write joins the current transaction, opened lazily
+ * (BEGIN IMMEDIATE) at the first write. Nothing commits on its own: the
+ * loop calls kr_store_maybe_commit() once per turn (from a uv_check), which
+ * commits once commit_updates writes or commit_ms have accumulated, so the
+ * writes of one completed URI (its row, its links, its host) always share
+ * one transaction. kr_store_hold()/kr_store_release() bracket a longer unit.
+ *
+ * Checkpoints: SQLite's auto-checkpoint is off (it would run inside a
+ * commit, on the loop). A WAL hook notes the WAL size after each commit;
+ * past wal_checkpoint_bytes, or when the store has been idle for
+ * idle_checkpoint_ms, a PASSIVE checkpoint runs on a second connection in
+ * a uv_queue_work job. Without a loop (tests, tools) it runs inline from
+ * kr_store_maybe_commit().
+ *
+ * Refusals at open (KR_EDB, message names the file): another process holds
+ * `<state-dir>/kria.lock`; kria.db is not an SQLite file, belongs to
+ * another application, has a newer schema than this build knows, or fails
+ * PRAGMA quick_check. Nothing is ever reset or rewritten to "repair" it.
+ */
+#ifndef KRIA_STORE_H
+#define KRIA_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "clock.h"
+
+#define KR_NEVER ((uint64_t)INT64_MAX)   /* next_at of a URI never due */
+#define KR_STORE_APP_ID 0x6b726961       /* "kria" */
+#define KR_STORE_SCHEMA 1                /* user_version this build writes */
+#define KR_STORE_DB_NAME "kria.db"
+#define KR_STORE_LOCK_NAME "kria.lock"
+
+/* uris.state */
+typedef enum kr_uri_state {
+  KR_URI_QUEUED = 0,      /* discovered, never finished */
+  KR_URI_SUCCESS = 1,     /* visited (any HTTP status); queued to revisit */
+  KR_URI_RETRY = 2,       /* retryable error; queued at now + retry-delay */
+  KR_URI_DISREGARDED = 3, /* robots: next_at = NEVER */
+  KR_URI_FAILED = 4,      /* failed; NEVER or the failed-wait */
+} kr_uri_state_t;
+
+typedef struct kr_store kr_store_t;
+
+typedef struct kr_store_opts {
+  uv_loop_t *loop;               /* checkpoint jobs; NULL: inline */
+  kr_clock_t *clock;             /* transaction age; NULL: from maybe_commit */
+  uint32_t commit_ms;            /* commit a transaction this old (50) */
+  uint32_t commit_updates;       /* or holding this many writes (1000) */
+  uint64_t wal_checkpoint_bytes; /* checkpoint past this WAL size (64 MiB) */
+  uint32_t idle_checkpoint_ms;   /* or after this long without commits (1000) */
+  uint32_t cache_mib;            /* SQLite page cache (64) */
+  int quick_check;               /* PRAGMA quick_check at open (1) */
+} kr_store_opts_t;
+
+void kr_store_opts_default(kr_store_opts_t *o);
+
+/* Open (creating if needed: the directory's leaf and the database) the
+ * store in dir and take its lock. opts may be NULL (defaults). On error
+ * returns KR_EDB (or KR_EINVAL/KR_EIO), writes a one-line reason naming
+ * the file into err (when errlen > 0) and logs it. */
+int kr_store_open(const char *dir, const kr_store_opts_t *opts,
+                  kr_store_t **out, char *err, size_t errlen);
+
+/* Commit what is pending, wait for a running checkpoint job's thread part,
+ * close both connections and release the lock. Returns the commit's
+ * result (the store is closed either way). NULL is a no-op. */
+int kr_store_close(kr_store_t *st);
+
+/* Close WITHOUT committing: the open transaction is rolled back, as if
+ * the process had been killed. For recovery tests. */
+void kr_store_abandon(kr_store_t *st);
+
+const char *kr_store_path(const kr_store_t *st); /* .../kria.db */
+
+/* ---- transactions ---------------------------------------------------- */
+
+/* Commit when the open transaction holds >= commit_updates writes or is
+ * >= commit_ms old (and no hold is active); also starts idle/size
+ * checkpoints. Returns 1 if it committed, 0 if not, KR_EDB on a failed
+ * commit (rolled back: the caller's memory no longer matches the database
+ * and the crawl must stop). */
+int kr_store_maybe_commit(kr_store_t *st, uint64_t now);
+/* Commit now (0 when nothing was open). KR_EINVAL while held. */
+int kr_store_commit(kr_store_t *st);
+/* Brackets: no commit between hold and the matching release. */
+void kr_store_hold(kr_store_t *st);
+void kr_store_release(kr_store_t *st);
+int kr_store_in_tx(const kr_store_t *st);
+
+/* Called right before each COMMIT, inside the transaction (the frontier
+ * writes its dirty host rows). A negative return aborts the commit. */
+typedef int (*kr_store_precommit_fn)(void *ud);
+void kr_store_set_precommit(kr_store_t *st, kr_store_precommit_fn fn, void *ud);
+
+/* ---- URIs ------------------------------------------------------------ */
+
+/* One uris row. Pointers read from the store stay valid until the next
+ * call into the store. Absent text/blob columns: NULL and 0. */
+typedef struct kr_uri_row {
+  uint64_t fp;
+  int64_t host_id;
+  int directive;
+  uint64_t next_at;
+  int state;                 /* kr_uri_state_t */
+  const char *url;
+  size_t url_len;
+  uint64_t via;              /* 0: none */
+  const char *hop_path;
+  size_t hop_len;
+  uint64_t first_seen;
+  uint64_t last_visit;       /* 0: never */
+  uint32_t wait_ms;
+  uint32_t visits, versions, retries;
+  int status;                /* HTTP status or negative KR_E*, 0: none */
+  const char *content_type;
+  size_t content_type_len;
+  const uint8_t *digest;
+  size_t digest_len;
+  const char *etag;
+  size_t etag_len;
+  int64_t last_modified;     /* epoch s from Last-Modified, 0: none */
+  const uint8_t *history;    /* kr_history_* encoding */
+  size_t history_len;
+} kr_uri_row_t;
+
+/* Insert a new URI (fp, host_id, directive, next_at, state, url, via,
+ * hop_path, first_seen). 1 inserted, 0 when fp exists already (nothing
+ * changed), KR_EDB. */
+int kr_store_uri_insert(kr_store_t *st, const kr_uri_row_t *r);
+/* Read a whole row. 1 found, 0 absent, KR_EDB. */
+int kr_store_uri_get(kr_store_t *st, uint64_t fp, kr_uri_row_t *r);
+/* Scheduling columns only (host_id, directive, next_at, state). 1, 0
+ * absent, KR_EDB. */
+int kr_store_uri_sched_get(kr_store_t *st, uint64_t fp, kr_uri_row_t *r);
+/* Write every column but fp, url, host_id, via, hop_path, first_seen
+ * from r. 1, 0 absent, KR_EDB. */
+int kr_store_uri_update(kr_store_t *st, const kr_uri_row_t *r);
+/* Write directive, next_at and state of fp. 1, 0 absent, KR_EDB. */
+int kr_store_uri_set_sched(kr_store_t *st, uint64_t fp, int directive,
+                           uint64_t next_at, int state);
+
+/* The top of host_id's queue: up to max (fp, directive, next_at) in
+ * queue order (directive desc, next_at, fp), only next_at < KR_NEVER.
+ * Returns the number written to out, or KR_EDB. */
+typedef struct kr_store_pick {
+  uint64_t fp;
+  int directive;
+  uint64_t next_at;
+} kr_store_pick_t;
+int kr_store_pick(kr_store_t *st, int64_t host_id, kr_store_pick_t *out,
+                  int max);
+
+/* Queued (next_at < NEVER) URIs of host_id; -1 for all hosts. For
+ * validation and reports: O(queue). 0 or KR_EDB. */
+int kr_store_count_queued(kr_store_t *st, int64_t host_id, uint64_t *n);
+/* All rows; 0 or KR_EDB. */
+int kr_store_count_uris(kr_store_t *st, uint64_t *n);
+
+/* Walk fingerprints in ascending signed order (the rowid's) from *from
+ * (inclusive; start with INT64_MIN), at most max of them, calling fn for
+ * each; *from moves past the last one. Sets *done at the end. 0 or KR_EDB. */
+int kr_store_fp_scan(kr_store_t *st, int64_t *from, size_t max,
+                     void (*fn)(void *ud, uint64_t fp), void *ud, int *done);
+
+/* ---- hosts ------------------------------------------------------------ */
+
+typedef struct kr_counts {
+  uint64_t discovered;  /* URIs added */
+  uint64_t queued;      /* URIs with next_at < NEVER */
+  uint64_t finished;    /* completions of any outcome */
+  uint64_t succeeded;
+  uint64_t retried;     /* retryable outcomes */
+  uint64_t failed;
+  uint64_t disregarded;
+  uint64_t backoffs;    /* 429/503 back-offs */
+  uint64_t bytes;       /* downloaded */
+} kr_counts_t;
+
+typedef struct kr_host_row {
+  int64_t id;
+  const char *name;
+  size_t name_len;
+  uint64_t robots_expires;  /* epoch ms; 0 unknown */
+  int robots_status;        /* status of the last robots fetch; 0 none */
+  int64_t crawl_delay_ms;   /* robots Crawl-delay; -1 none */
+  uint32_t backoff_level;
+  uint64_t backoff_until;
+  uint32_t fail_streak;
+  kr_counts_t c;
+} kr_host_row_t;
+
+/* Insert a host queue by name; *id gets its id. 0 or KR_EDB. */
+int kr_store_host_insert(kr_store_t *st, const char *name, size_t len,
+                         int64_t *id);
+/* Write every column of h->id but the name. 0 or KR_EDB. */
+int kr_store_host_update(kr_store_t *st, const kr_host_row_t *h);
+/* Every host row, in id order; fn returning < 0 stops with that value. */
+int kr_store_hosts_each(kr_store_t *st,
+                        int (*fn)(void *ud, const kr_host_row_t *h), void *ud);
+
+/* ---- meta ------------------------------------------------------------- */
+
+/* Get meta key as text into out (NUL-terminated, cut at outlen). 1 found,
+ * 0 absent, KR_EDB. */
+int kr_store_meta_get(kr_store_t *st, const char *key, char *out, size_t outlen);
+int kr_store_meta_set(kr_store_t *st, const char *key, const char *value);
+
+/* ---- checkpoints and stats --------------------------------------------- */
+
+/* Run a PASSIVE checkpoint inline on the loop thread (tests, tools, idle
+ * shutdown). 0 or KR_EDB. */
+int kr_store_checkpoint(kr_store_t *st);
+
+typedef struct kr_store_stats {
+  uint64_t begins, commits, writes; /* transactions, writes in them */
+  uint64_t inserts, insert_ignored; /* kr_store_uri_insert: run, no-op */
+  uint64_t updates, picks, gets;
+  uint64_t checkpoints;             /* completed checkpoint runs */
+  uint64_t wal_frames;              /* WAL size after the last commit */
+  uint64_t wal_frames_max;
+  uint64_t commit_us_max;           /* slowest COMMIT */
+  int checkpoint_running;
+} kr_store_stats_t;
+const kr_store_stats_t *kr_store_stats(const kr_store_t *st);
+
+/* ---- visit history ------------------------------------------------------ */
+
+/* uris.history: the last KR_HISTORY_MAX visits, newest first, each one
+ * varint (LEB128) of (seconds since the previous visit << 2 | content
+ * state), content state 0 unchanged, 1 changed, 2 unknown; the newest
+ * visit's time is uris.last_visit. */
+#define KR_HISTORY_MAX 16
+#define KR_HISTORY_BYTES (KR_HISTORY_MAX * 10)
+
+typedef struct kr_visit {
+  uint64_t interval_s; /* since the previous visit; 0 for the first */
+  int content;         /* 0 unchanged, 1 changed, 2 unknown */
+} kr_visit_t;
+
+/* Put a visit in front of history old (len old_len; may be NULL/0),
+ * dropping the oldest beyond KR_HISTORY_MAX, into out (KR_HISTORY_BYTES).
+ * An unreadable old history is dropped. Returns the new length. */
+size_t kr_history_push(const uint8_t *old, size_t old_len, uint64_t interval_s,
+                       int content, uint8_t *out);
+/* Decode up to max visits, newest first. Returns the count or KR_EINVAL
+ * (truncated varint, too many entries). */
+int kr_history_decode(const uint8_t *h, size_t len, kr_visit_t *out, size_t max);
+
+#endif

@@ -1,0 +1,601 @@
+/* The SQLite store on a real database in a temporary directory: schema,
+ * application_id and version; URI insert/ignore/get/update/pick in queue
+ * order through the partial index; grouped commits by count and by age,
+ * holds and the pre-commit hook; abandon (a crash) loses exactly the
+ * uncommitted writes; refusals with a message naming the file (non-SQLite
+ * file, foreign application_id, newer schema, corrupt pages, a second
+ * instance); checkpoints inline and as uv_queue_work jobs (also closing
+ * while one runs); fingerprint scans across the signed range; history
+ * encoding. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "kria/error.h"
+#include "kria/fp.h"
+#include "log.h"
+#include "store.h"
+
+static char tmpdir[256];
+static char sdir[300]; /* the state directory inside tmpdir */
+
+static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *f) {
+  (void)sb;
+  (void)flag;
+  (void)f;
+  return remove(p);
+}
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(tmpdir, sizeof(tmpdir), "/tmp/kria-test-store-XXXXXX");
+  if (!mkdtemp(tmpdir)) return -1;
+  snprintf(sdir, sizeof(sdir), "%s/state", tmpdir);
+  kr_log_level = 2; /* the refusals below log errors on purpose */
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  nftw(tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+  return 0;
+}
+
+static kr_store_t *open_ok(const kr_store_opts_t *o) {
+  kr_store_t *st = NULL;
+  char err[512];
+  int rc = kr_store_open(sdir, o, &st, err, sizeof(err));
+  if (rc) fail_msg("open: %s", err);
+  return st;
+}
+
+static kr_uri_row_t row(const char *url, int64_t host, int dir, uint64_t next_at) {
+  kr_uri_row_t r;
+  memset(&r, 0, sizeof(r));
+  r.url = url;
+  r.url_len = strlen(url);
+  r.fp = kr_fp(url, r.url_len);
+  r.host_id = host;
+  r.directive = dir;
+  r.next_at = next_at;
+  r.first_seen = 1000;
+  r.hop_path = "L";
+  r.hop_len = 1;
+  return r;
+}
+
+/* Query the database file directly with a separate connection. */
+static int64_t sql_int(const char *sql) {
+  char path[400];
+  snprintf(path, sizeof(path), "%s/kria.db", sdir);
+  sqlite3 *db;
+  assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+  sqlite3_stmt *s;
+  if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
+    fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+  int64_t v = -1;
+  if (sqlite3_step(s) == SQLITE_ROW) v = sqlite3_column_int64(s, 0);
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  return v;
+}
+
+static void fresh_schema(void **state) {
+  (void)state;
+  kr_store_t *st = open_ok(NULL);
+  char v[64];
+  assert_int_equal(kr_store_meta_get(st, "created", v, sizeof(v)), 1);
+  assert_int_equal(kr_store_meta_get(st, "nope", v, sizeof(v)), 0);
+  assert_int_equal(kr_store_meta_set(st, "queue-assign", "host"), 0);
+  assert_int_equal(kr_store_close(st), 0);
+  assert_int_equal(sql_int("PRAGMA application_id"), KR_STORE_APP_ID);
+  assert_int_equal(sql_int("PRAGMA user_version"), KR_STORE_SCHEMA);
+  assert_int_equal(sql_int("SELECT count(*) FROM meta WHERE key='queue-assign'"), 1);
+  assert_int_equal(sql_int("SELECT count(*) FROM sqlite_master WHERE name='uris_queue'"), 1);
+  /* WAL mode is persistent in the file. */
+  char path[400];
+  snprintf(path, sizeof(path), "%s/kria.db", sdir);
+  sqlite3 *db;
+  sqlite3_open(path, &db);
+  sqlite3_stmt *s;
+  sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &s, NULL);
+  assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+  assert_string_equal((const char *)sqlite3_column_text(s, 0), "wal");
+  sqlite3_finalize(s);
+  /* The pick uses the partial index and needs no sort. */
+  sqlite3_prepare_v2(db,
+                     "EXPLAIN QUERY PLAN SELECT fp, directive, next_at FROM uris "
+                     "WHERE host_id = 1 AND next_at < 9223372036854775807 "
+                     "ORDER BY directive DESC, next_at, fp LIMIT 2",
+                     -1, &s, NULL);
+  int uses_index = 0, sorts = 0;
+  while (sqlite3_step(s) == SQLITE_ROW) {
+    const char *d = (const char *)sqlite3_column_text(s, 3);
+    if (strstr(d, "uris_queue")) uses_index = 1;
+    if (strstr(d, "TEMP B-TREE")) sorts = 1;
+  }
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  assert_true(uses_index);
+  assert_false(sorts);
+  /* Reopen: same store, no migration needed. */
+  st = open_ok(NULL);
+  assert_int_equal(kr_store_meta_get(st, "queue-assign", v, sizeof(v)), 1);
+  assert_string_equal(v, "host");
+  kr_store_close(st);
+}
+
+static void uris_roundtrip(void **state) {
+  (void)state;
+  kr_store_t *st = open_ok(NULL);
+  int64_t h1, h2;
+  assert_int_equal(kr_store_host_insert(st, "a.example", 9, &h1), 0);
+  assert_int_equal(kr_store_host_insert(st, "b.example", 9, &h2), 0);
+  assert_true(h1 != h2);
+  kr_uri_row_t a = row("http://a.example/1", h1, 0, 5000);
+  kr_uri_row_t b = row("http://a.example/2", h1, 0, 3000);
+  kr_uri_row_t c = row("http://a.example/3", h1, 1, 9000); /* MEDIUM first */
+  kr_uri_row_t d = row("http://a.example/4", h1, 0, KR_NEVER); /* not queued */
+  kr_uri_row_t e = row("http://b.example/1", h2, 3, 1);
+  assert_int_equal(kr_store_uri_insert(st, &a), 1);
+  assert_int_equal(kr_store_uri_insert(st, &b), 1);
+  assert_int_equal(kr_store_uri_insert(st, &c), 1);
+  assert_int_equal(kr_store_uri_insert(st, &d), 1);
+  assert_int_equal(kr_store_uri_insert(st, &e), 1);
+  /* A second insert of a known fp changes nothing. */
+  kr_uri_row_t a2 = a;
+  a2.next_at = 1;
+  assert_int_equal(kr_store_uri_insert(st, &a2), 0);
+  assert_int_equal(kr_store_stats(st)->insert_ignored, 1);
+
+  kr_store_pick_t p[8];
+  int n = kr_store_pick(st, h1, p, 8);
+  assert_int_equal(n, 3);
+  assert_true(p[0].fp == c.fp && p[0].directive == 1);
+  assert_true(p[1].fp == b.fp && p[1].next_at == 3000);
+  assert_true(p[2].fp == a.fp && p[2].next_at == 5000);
+  assert_int_equal(kr_store_pick(st, h1, p, 1), 1);
+  assert_int_equal(kr_store_pick(st, 999, p, 8), 0);
+  uint64_t q;
+  assert_int_equal(kr_store_count_queued(st, h1, &q), 0);
+  assert_int_equal(q, 3);
+  assert_int_equal(kr_store_count_queued(st, -1, &q), 0);
+  assert_int_equal(q, 4);
+  assert_int_equal(kr_store_count_uris(st, &q), 0);
+  assert_int_equal(q, 5);
+
+  kr_uri_row_t r;
+  assert_int_equal(kr_store_uri_get(st, a.fp, &r), 1);
+  assert_int_equal(r.url_len, strlen("http://a.example/1"));
+  assert_memory_equal(r.url, "http://a.example/1", r.url_len);
+  assert_int_equal(r.host_id, h1);
+  assert_true(r.next_at == 5000);
+  assert_int_equal(r.hop_len, 1);
+  assert_null(r.digest);
+  assert_int_equal(kr_store_uri_get(st, 12345, &r), 0);
+
+  /* Update every mutable column and read it back. */
+  kr_uri_row_t u = a;
+  uint8_t dg[20];
+  for (int i = 0; i < 20; i++) dg[i] = (uint8_t)i;
+  uint8_t hist[KR_HISTORY_BYTES];
+  u.history_len = kr_history_push(NULL, 0, 0, 1, hist);
+  u.history = hist;
+  u.directive = 0;
+  u.next_at = 86400000;
+  u.state = KR_URI_SUCCESS;
+  u.last_visit = 7777;
+  u.wait_ms = 86400000;
+  u.visits = 1;
+  u.versions = 1;
+  u.status = 404;
+  u.content_type = "text/html";
+  u.content_type_len = 9;
+  u.digest = dg;
+  u.digest_len = 20;
+  u.etag = "\"x\"";
+  u.etag_len = 3;
+  u.last_modified = 1700000000;
+  assert_int_equal(kr_store_uri_update(st, &u), 1);
+  assert_int_equal(kr_store_uri_get(st, a.fp, &r), 1);
+  assert_int_equal(r.state, KR_URI_SUCCESS);
+  assert_int_equal(r.status, 404);
+  assert_int_equal(r.visits, 1);
+  assert_int_equal(r.wait_ms, 86400000);
+  assert_int_equal(r.digest_len, 20);
+  assert_memory_equal(r.digest, dg, 20);
+  assert_int_equal(r.content_type_len, 9);
+  assert_int_equal(r.last_modified, 1700000000);
+  assert_int_equal(r.history_len, u.history_len);
+  kr_uri_row_t missing = u;
+  missing.fp = 4242;
+  assert_int_equal(kr_store_uri_update(st, &missing), 0);
+
+  assert_int_equal(kr_store_uri_set_sched(st, d.fp, 2, 100, KR_URI_QUEUED), 1);
+  assert_int_equal(kr_store_uri_sched_get(st, d.fp, &r), 1);
+  assert_int_equal(r.directive, 2);
+  assert_true(r.next_at == 100);
+  assert_int_equal(kr_store_pick(st, h1, p, 8), 4);
+  assert_true(p[0].fp == d.fp);
+
+  /* Host rows carry their counters and state. */
+  kr_host_row_t hr;
+  memset(&hr, 0, sizeof(hr));
+  hr.id = h2;
+  hr.robots_expires = 123;
+  hr.crawl_delay_ms = 10000;
+  hr.backoff_level = 3;
+  hr.c.discovered = 7;
+  hr.c.bytes = 1u << 30;
+  assert_int_equal(kr_store_host_update(st, &hr), 0);
+  assert_int_equal(kr_store_close(st), 0);
+  assert_int_equal(sql_int("SELECT bytes FROM hosts WHERE name='b.example'"), 1 << 30);
+  assert_int_equal(sql_int("SELECT crawl_delay_ms FROM hosts WHERE name='a.example'"), -1);
+  assert_int_equal(sql_int("SELECT count(*) FROM uris"), 5);
+}
+
+static int stop_at_second(void *ud, const kr_host_row_t *h) {
+  int *n = ud;
+  (*n)++;
+  return h->id >= 2 ? -7 : 0;
+}
+
+static int collect_hosts(void *ud, const kr_host_row_t *h) {
+  int *n = ud;
+  (*n)++;
+  if (h->id == 2) {
+    assert_int_equal(h->backoff_level, 3);
+    assert_int_equal(h->crawl_delay_ms, 10000);
+    assert_int_equal(h->c.discovered, 7);
+  }
+  return 0;
+}
+
+static void hosts_reload(void **state) {
+  uris_roundtrip(state);
+  kr_store_t *st = open_ok(NULL);
+  int n = 0;
+  assert_int_equal(kr_store_hosts_each(st, collect_hosts, &n), 0);
+  assert_int_equal(n, 2);
+  n = 0;
+  assert_int_equal(kr_store_hosts_each(st, stop_at_second, &n), -7);
+  assert_int_equal(n, 2);
+  kr_store_close(st);
+}
+
+static int precommit_calls;
+static int precommit_rc;
+static int on_precommit(void *ud) {
+  kr_store_t *st = ud;
+  precommit_calls++;
+  assert_true(kr_store_in_tx(st));
+  return precommit_rc;
+}
+
+static void grouped_commits(void **state) {
+  (void)state;
+  kr_store_opts_t o;
+  kr_store_opts_default(&o);
+  o.commit_updates = 3;
+  o.commit_ms = 50;
+  kr_store_t *st = open_ok(&o);
+  kr_store_set_precommit(st, on_precommit, st);
+  int64_t h;
+  kr_store_host_insert(st, "h", 1, &h); /* write 1 */
+  assert_true(kr_store_in_tx(st));
+  assert_int_equal(kr_store_maybe_commit(st, 1000), 0); /* 1 write, age 0 */
+  kr_uri_row_t a = row("http://h/a", h, 0, 1);
+  kr_store_uri_insert(st, &a); /* write 2 */
+  assert_int_equal(kr_store_maybe_commit(st, 1049), 0);
+  assert_int_equal(kr_store_maybe_commit(st, 1050), 1); /* by age */
+  assert_int_equal(precommit_calls, 1);
+  assert_false(kr_store_in_tx(st));
+  assert_int_equal(kr_store_maybe_commit(st, 5000), 0); /* nothing open */
+  /* By count: three writes, at the same time. */
+  for (int i = 0; i < 3; i++) {
+    char u[32];
+    snprintf(u, sizeof(u), "http://h/%d", i);
+    kr_uri_row_t r = row(u, h, 0, 1);
+    kr_store_uri_insert(st, &r);
+  }
+  /* Held: nothing commits, neither by count nor explicitly. */
+  kr_store_hold(st);
+  assert_int_equal(kr_store_maybe_commit(st, 6000), 0);
+  assert_int_equal(kr_store_commit(st), KR_EINVAL);
+  kr_store_release(st);
+  assert_int_equal(kr_store_maybe_commit(st, 6000), 1);
+  assert_int_equal(kr_store_stats(st)->commits, 2);
+  /* A failing pre-commit step rolls the transaction back. */
+  kr_uri_row_t z = row("http://h/z", h, 0, 1);
+  kr_store_uri_insert(st, &z);
+  precommit_rc = -1;
+  assert_int_equal(kr_store_commit(st), KR_EDB);
+  precommit_rc = 0;
+  kr_uri_row_t r;
+  assert_int_equal(kr_store_uri_get(st, z.fp, &r), 0);
+  assert_int_equal(kr_store_close(st), 0);
+  assert_int_equal(sql_int("SELECT count(*) FROM uris"), 4);
+}
+
+/* kr_store_abandon = kill -9: the committed survives, the rest is gone. */
+static void abandon_loses_only_uncommitted(void **state) {
+  (void)state;
+  kr_store_t *st = open_ok(NULL);
+  int64_t h;
+  kr_store_host_insert(st, "h", 1, &h);
+  for (int i = 0; i < 100; i++) {
+    char u[32];
+    snprintf(u, sizeof(u), "http://h/%d", i);
+    kr_uri_row_t r = row(u, h, 0, 1);
+    kr_store_uri_insert(st, &r);
+  }
+  assert_int_equal(kr_store_commit(st), 0);
+  for (int i = 100; i < 150; i++) {
+    char u[32];
+    snprintf(u, sizeof(u), "http://h/%d", i);
+    kr_uri_row_t r = row(u, h, 0, 1);
+    kr_store_uri_insert(st, &r);
+  }
+  kr_store_abandon(st);
+  st = open_ok(NULL);
+  uint64_t n;
+  kr_store_count_uris(st, &n);
+  assert_int_equal(n, 100);
+  kr_store_close(st);
+}
+
+static void expect_refusal(const char *want) {
+  kr_store_t *st = NULL;
+  char err[512];
+  assert_int_equal(kr_store_open(sdir, NULL, &st, err, sizeof(err)), KR_EDB);
+  assert_null(st);
+  if (!strstr(err, want)) fail_msg("message \"%s\" lacks \"%s\"", err, want);
+}
+
+static void write_file(const char *name, const void *data, size_t n) {
+  char path[400];
+  mkdir(sdir, 0755);
+  snprintf(path, sizeof(path), "%s/%s", sdir, name);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(data, 1, n, f), n);
+  fclose(f);
+}
+
+static void refuses_non_sqlite(void **state) {
+  (void)state;
+  char junk[4096];
+  memset(junk, 'x', sizeof(junk));
+  write_file("kria.db", junk, sizeof(junk));
+  expect_refusal("kria.db: not an SQLite database");
+  write_file("kria.db", "SQLite", 6); /* too short to be one */
+  expect_refusal("not an SQLite database");
+  /* The file was not touched. */
+  struct stat sb;
+  char path[400];
+  snprintf(path, sizeof(path), "%s/kria.db", sdir);
+  assert_int_equal(stat(path, &sb), 0);
+  assert_int_equal(sb.st_size, 6);
+}
+
+static void make_db(const char *sql) {
+  char path[400];
+  mkdir(sdir, 0755);
+  snprintf(path, sizeof(path), "%s/kria.db", sdir);
+  sqlite3 *db;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  char *msg = NULL;
+  if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) fail_msg("%s", msg);
+  sqlite3_close(db);
+}
+
+static void refuses_foreign(void **state) {
+  (void)state;
+  make_db("CREATE TABLE photos(id INTEGER PRIMARY KEY, data BLOB);");
+  expect_refusal("not a kria state database (application_id 0x0");
+  /* Still theirs: journal mode untouched, table intact. */
+  assert_int_equal(sql_int("SELECT count(*) FROM photos"), 0);
+  assert_int_equal(sql_int("SELECT count(*) FROM sqlite_master WHERE name='uris'"), 0);
+  make_db("PRAGMA application_id = 1234;");
+  expect_refusal("application_id 0x4d2");
+}
+
+static void refuses_newer_schema(void **state) {
+  (void)state;
+  kr_store_close(open_ok(NULL));
+  make_db("PRAGMA user_version = 99;");
+  expect_refusal("schema version 99 is newer than this kria knows (1)");
+}
+
+static void refuses_corrupt(void **state) {
+  (void)state;
+  kr_store_t *st = open_ok(NULL);
+  int64_t h;
+  kr_store_host_insert(st, "h", 1, &h);
+  for (int i = 0; i < 3000; i++) {
+    char u[64];
+    snprintf(u, sizeof(u), "http://h/some/longer/path/%d", i);
+    kr_uri_row_t r = row(u, h, 0, (uint64_t)i);
+    kr_store_uri_insert(st, &r);
+  }
+  kr_store_commit(st);
+  kr_store_checkpoint(st);
+  kr_store_close(st);
+  /* Make sure the pages are in the main file, then scribble on some. */
+  make_db("PRAGMA wal_checkpoint(TRUNCATE);");
+  char path[400];
+  snprintf(path, sizeof(path), "%s/kria.db", sdir);
+  int fd = open(path, O_WRONLY);
+  assert_true(fd >= 0);
+  char junk[4096];
+  memset(junk, 0x5a, sizeof(junk));
+  for (off_t pg = 3; pg < 40; pg += 4)
+    assert_int_equal(pwrite(fd, junk, sizeof(junk), pg * 4096 + 100), (ssize_t)sizeof(junk));
+  close(fd);
+  expect_refusal("corrupt");
+}
+
+static void second_instance_refused(void **state) {
+  (void)state;
+  kr_store_t *st = open_ok(NULL);
+  expect_refusal("in use by another kria process (pid ");
+  kr_store_close(st);
+  kr_store_t *again = open_ok(NULL); /* the lock went with the close */
+  kr_store_close(again);
+}
+
+static int nfp;
+static uint64_t fps_seen[16];
+static void on_fp(void *ud, uint64_t fp) {
+  (void)ud;
+  if (nfp < 16) fps_seen[nfp] = fp;
+  nfp++;
+}
+
+static void fp_scan_signed_range(void **state) {
+  (void)state;
+  kr_store_t *st = open_ok(NULL);
+  uint64_t fps[] = {(uint64_t)INT64_MIN, (uint64_t)INT64_MIN + 1, UINT64_MAX, 1, 2,
+                    (uint64_t)INT64_MAX};
+  for (size_t i = 0; i < 6; i++) {
+    kr_uri_row_t r = row("http://x/", 1, 0, 1);
+    r.fp = fps[i];
+    assert_int_equal(kr_store_uri_insert(st, &r), 1);
+  }
+  int64_t from = INT64_MIN;
+  int done = 0, steps = 0;
+  nfp = 0;
+  while (!done && steps < 10) {
+    assert_int_equal(kr_store_fp_scan(st, &from, 4, on_fp, NULL, &done), 0);
+    steps++;
+  }
+  assert_int_equal(nfp, 6);
+  assert_int_equal(steps, 2);
+  assert_true(fps_seen[0] == (uint64_t)INT64_MIN);
+  assert_true(fps_seen[2] == UINT64_MAX); /* -1 */
+  assert_true(fps_seen[5] == (uint64_t)INT64_MAX);
+  kr_store_close(st);
+}
+
+static void checkpoint_inline_and_async(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  kr_store_opts_t o;
+  kr_store_opts_default(&o);
+  o.loop = &loop;
+  o.wal_checkpoint_bytes = 64 * 4096; /* 64 pages */
+  o.commit_updates = 100;
+  kr_store_t *st = open_ok(&o);
+  int64_t h;
+  kr_store_host_insert(st, "h", 1, &h);
+  uint64_t now = 1000;
+  for (int round = 0; round < 20; round++) {
+    for (int i = 0; i < 200; i++) {
+      char u[64];
+      snprintf(u, sizeof(u), "http://h/%d/%d", round, i);
+      kr_uri_row_t r = row(u, h, 0, 1);
+      kr_store_uri_insert(st, &r);
+    }
+    now += 100;
+    assert_int_equal(kr_store_maybe_commit(st, now), 1);
+    /* Run the loop until the job (if any) has come back. */
+    for (int k = 0; k < 1000 && kr_store_stats(st)->checkpoint_running; k++)
+      uv_run(&loop, UV_RUN_ONCE);
+  }
+  const kr_store_stats_t *s = kr_store_stats(st);
+  assert_true(s->checkpoints >= 1);
+  assert_true(s->wal_frames_max >= 64);
+  /* Checkpoints completed, so the WAL restarted instead of growing: 20
+   * rounds wrote far more frames than the WAL ever held. */
+  printf("# wal max %llu frames, %llu checkpoints\n",
+         (unsigned long long)s->wal_frames_max, (unsigned long long)s->checkpoints);
+  assert_true(s->wal_frames_max < 64 * 4);
+  /* Idle: frames written since the last checkpoint get one after 1 s. */
+  kr_uri_row_t r = row("http://h/idle", h, 0, 1);
+  kr_store_uri_insert(st, &r);
+  assert_int_equal(kr_store_commit(st), 0);
+  kr_store_maybe_commit(st, now + 100); /* sets the idle reference */
+  uint64_t before = s->checkpoints;
+  assert_int_equal(kr_store_maybe_commit(st, now + 500), 0);
+  assert_false(s->checkpoint_running);
+  kr_store_maybe_commit(st, now + 1200);
+  assert_true(s->checkpoint_running);
+  for (int k = 0; k < 1000 && s->checkpoint_running; k++) uv_run(&loop, UV_RUN_ONCE);
+  assert_int_equal(s->checkpoints, before + 1);
+  /* Close while a job is queued: the store waits for its thread part and
+   * the job's after-callback, run later, frees only itself. */
+  kr_uri_row_t r2 = row("http://h/last", h, 0, 1);
+  kr_store_uri_insert(st, &r2);
+  kr_store_maybe_commit(st, now + 5000);
+  kr_store_maybe_commit(st, now + 9000);
+  kr_store_close(st);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
+  assert_int_equal(sql_int("SELECT count(*) FROM uris"), 4002);
+}
+
+static void history_encoding(void **state) {
+  (void)state;
+  uint8_t a[KR_HISTORY_BYTES], b[KR_HISTORY_BYTES];
+  size_t n = kr_history_push(NULL, 0, 0, 2, a);
+  kr_visit_t v[KR_HISTORY_MAX + 4];
+  assert_int_equal(kr_history_decode(a, n, v, 20), 1);
+  assert_int_equal(v[0].interval_s, 0);
+  assert_int_equal(v[0].content, 2);
+  /* Newest first; bounded to KR_HISTORY_MAX. */
+  uint8_t *cur = a, *nxt = b;
+  for (int i = 1; i <= 40; i++) {
+    n = kr_history_push(cur, n, (uint64_t)i * 3600, i % 2, nxt);
+    uint8_t *t = cur;
+    cur = nxt;
+    nxt = t;
+  }
+  int k = kr_history_decode(cur, n, v, 20);
+  assert_int_equal(k, KR_HISTORY_MAX);
+  assert_int_equal(v[0].interval_s, 40 * 3600);
+  assert_int_equal(v[0].content, 0);
+  assert_int_equal(v[15].interval_s, 25 * 3600);
+  assert_true(n <= KR_HISTORY_BYTES);
+  /* Hostile bytes: rejected by decode, dropped by push. */
+  uint8_t bad[3] = {0xff, 0xff, 0xff};
+  assert_int_equal(kr_history_decode(bad, 3, v, 20), KR_EINVAL);
+  uint8_t bad2[1] = {3}; /* content state 3 */
+  assert_int_equal(kr_history_decode(bad2, 1, v, 20), KR_EINVAL);
+  n = kr_history_push(bad, 3, 5, 1, a);
+  assert_int_equal(kr_history_decode(a, n, v, 20), 1);
+  /* Huge intervals saturate instead of wrapping. */
+  n = kr_history_push(NULL, 0, UINT64_MAX, 1, a);
+  assert_int_equal(kr_history_decode(a, n, v, 20), 1);
+  assert_true(v[0].interval_s == UINT64_MAX >> 2);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(fresh_schema, setup, teardown),
+      cmocka_unit_test_setup_teardown(uris_roundtrip, setup, teardown),
+      cmocka_unit_test_setup_teardown(hosts_reload, setup, teardown),
+      cmocka_unit_test_setup_teardown(grouped_commits, setup, teardown),
+      cmocka_unit_test_setup_teardown(abandon_loses_only_uncommitted, setup, teardown),
+      cmocka_unit_test_setup_teardown(refuses_non_sqlite, setup, teardown),
+      cmocka_unit_test_setup_teardown(refuses_foreign, setup, teardown),
+      cmocka_unit_test_setup_teardown(refuses_newer_schema, setup, teardown),
+      cmocka_unit_test_setup_teardown(refuses_corrupt, setup, teardown),
+      cmocka_unit_test_setup_teardown(second_instance_refused, setup, teardown),
+      cmocka_unit_test_setup_teardown(fp_scan_signed_range, setup, teardown),
+      cmocka_unit_test_setup_teardown(checkpoint_inline_and_async, setup, teardown),
+      cmocka_unit_test(history_encoding),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
