@@ -166,6 +166,12 @@ stall = response
 body = 0123456789
 trickle-ms = 30
 
+[route "/trickle-head"]
+body = x
+trickle-ms = 2
+trickle-bytes = 4
+trickle-headers = 1
+
 [route "/drop"]
 drop-after = 100
 body-size = 1000
@@ -375,6 +381,10 @@ is "$rc|$out" "28|" "stall = response: nothing at all"
 t=$("${C[@]}" -o "$T/tr" -w '%{time_total}' "$U/trickle")
 is "$(cat "$T/tr")" "0123456789" "trickle: body intact"
 check "trickle-ms = 30: ten bytes take >= 0.27 s" awk -v t="$t" 'BEGIN { exit !(t >= 0.27) }'
+t=$("${C[@]}" -o "$T/tr" -w '%{time_total}' "$U/trickle-head")
+is "$(cat "$T/tr")" "x" "trickle-headers: response intact"
+check "trickle-headers: the head (~120 bytes, 4 per 2 ms) takes >= 0.05 s" \
+  awk -v t="$t" 'BEGIN { exit !(t >= 0.05) }'
 "${C[@]}" -o "$T/d" "$U/drop"; rc=$?
 is "$rc" 18 "drop-after: curl sees a partial file"
 is "$(stat -c %s "$T/d")" 100 "drop-after = 100 bytes"
@@ -453,6 +463,14 @@ printf 'GET / HTTP/1.1\r\nHost: x\r\nX-Big: %s\r\n\r\n' "$big" >&"$s"
 resp=$(timeout 10 cat <&"$s"); exec {s}<&-
 like "$resp" "^HTTP/1.1 431" "oversized request header: 431"
 
+# hostile clients: random bytes, then a truncated request, on 30 connections
+for i in $(seq 30); do
+  exec {s}<>"/dev/tcp/127.0.0.1/$KTS_PORT"
+  if [ $((i % 2)) = 0 ]; then head -c 3000 /dev/urandom >&"$s"; else printf 'GET /gen HTTP/1.1\r\nHost: x\r\nX-' >&"$s"; fi
+  exec {s}<&-
+done
+is "$("${C[@]}" "$U/")" "hello" "server unharmed by hostile clients"
+
 # the request log
 "${C[@]}" -o /dev/null -A 'probe/1.0' -H 'If-None-Match: "abc"' \
   -H 'If-Modified-Since: Tue, 15 Nov 1994 12:45:26 GMT' -H 'Accept-Encoding: gzip' "$U/etag"
@@ -487,8 +505,12 @@ like "$line" "^HTTP/1.1 200" "stalled client has its head"
 kts_stop; is "$?" 0 "SIGTERM: kts exits 0 with a connection open"
 exec {sf}<&-
 
-kts_start "$T/routes.ini" --frozen --start-ms 0 --keepalive-timeout-ms 200 || bail "kts (frozen) did not start"
+kts_start "$T/routes.ini" --frozen --start-ms 0 --keepalive-timeout-ms 200 --keepalive-requests 2 \
+  --log "$T/req2.log" || bail "kts (frozen) did not start"
 U=$KTS_URL
+"${C[@]}" -o /dev/null -o /dev/null -o /dev/null "$U/" "$U/" "$U/"
+is "$(cut -d' ' -f1,2 "$T/req2.log" | tr '\n' ' ')" "c=1 r=1 c=1 r=2 c=2 r=1 " \
+  "--keepalive-requests 2: third request on a new connection"
 is "$("${C[@]}" "$U/_kts/time")" 0 "frozen clock starts at --start-ms"
 t1=$(etag_of "$U/timed"); b1=$(grep -o 'version [0-9]\{10\}' "$T/eb")
 is "$b1" "version 0000000000" "change-every-ms: version 0 at time 0"
