@@ -46,101 +46,93 @@ enum tag {
 
 enum { TF_BREAKOUT = 1 }; /* start tag ends svg/math foreign content */
 
-/* Sorted by name (checked in kr_extract_html_new); looked up by binary
- * search once per tag. */
-static const struct tagdef {
-  const char *name;
+/* Tags kria knows, in one array per name length; a tag name is looked up
+ * once per tag by length, then by a short scan. */
+struct tagdef {
+  char name[11];
   uint8_t id, flags;
-} tags[] = {
-    {"a", T_A, 0},
-    {"area", T_AREA, 0},
-    {"audio", T_AUDIO, 0},
-    {"b", T_BREAKOUT, TF_BREAKOUT},
-    {"base", T_BASE, 0},
-    {"big", T_BREAKOUT, TF_BREAKOUT},
-    {"blockquote", T_BREAKOUT, TF_BREAKOUT},
-    {"body", T_BODY, TF_BREAKOUT},
-    {"br", T_BREAKOUT, TF_BREAKOUT},
-    {"button", T_BUTTON, 0},
-    {"center", T_BREAKOUT, TF_BREAKOUT},
-    {"code", T_BREAKOUT, TF_BREAKOUT},
-    {"dd", T_BREAKOUT, TF_BREAKOUT},
-    {"div", T_BREAKOUT, TF_BREAKOUT},
-    {"dl", T_BREAKOUT, TF_BREAKOUT},
-    {"dt", T_BREAKOUT, TF_BREAKOUT},
-    {"em", T_BREAKOUT, TF_BREAKOUT},
-    {"embed", T_EMBED, TF_BREAKOUT},
-    {"feimage", T_FEIMAGE, 0},
-    {"form", T_FORM, 0},
-    {"frame", T_FRAME, 0},
-    {"h1", T_BREAKOUT, TF_BREAKOUT},
-    {"h2", T_BREAKOUT, TF_BREAKOUT},
-    {"h3", T_BREAKOUT, TF_BREAKOUT},
-    {"h4", T_BREAKOUT, TF_BREAKOUT},
-    {"h5", T_BREAKOUT, TF_BREAKOUT},
-    {"h6", T_BREAKOUT, TF_BREAKOUT},
-    {"head", T_BREAKOUT, TF_BREAKOUT},
-    {"hr", T_BREAKOUT, TF_BREAKOUT},
-    {"i", T_BREAKOUT, TF_BREAKOUT},
-    {"iframe", T_IFRAME, 0},
-    {"image", T_IMAGE, 0},
-    {"img", T_IMG, TF_BREAKOUT},
-    {"input", T_INPUT, 0},
-    {"li", T_BREAKOUT, TF_BREAKOUT},
-    {"link", T_LINK, 0},
-    {"listing", T_BREAKOUT, TF_BREAKOUT},
-    {"math", T_MATH, 0},
-    {"menu", T_BREAKOUT, TF_BREAKOUT},
-    {"meta", T_META, TF_BREAKOUT},
-    {"nobr", T_BREAKOUT, TF_BREAKOUT},
-    {"noembed", T_NOEMBED, 0},
-    {"noframes", T_NOFRAMES, 0},
-    {"object", T_OBJECT, 0},
-    {"ol", T_BREAKOUT, TF_BREAKOUT},
-    {"p", T_BREAKOUT, TF_BREAKOUT},
-    {"plaintext", T_PLAINTEXT, 0},
-    {"pre", T_BREAKOUT, TF_BREAKOUT},
-    {"ruby", T_BREAKOUT, TF_BREAKOUT},
-    {"s", T_BREAKOUT, TF_BREAKOUT},
-    {"script", T_SCRIPT, 0},
-    {"small", T_BREAKOUT, TF_BREAKOUT},
-    {"source", T_SOURCE, 0},
-    {"span", T_BREAKOUT, TF_BREAKOUT},
-    {"strike", T_BREAKOUT, TF_BREAKOUT},
-    {"strong", T_BREAKOUT, TF_BREAKOUT},
-    {"style", T_STYLE, 0},
-    {"sub", T_BREAKOUT, TF_BREAKOUT},
-    {"sup", T_BREAKOUT, TF_BREAKOUT},
-    {"svg", T_SVG, 0},
-    {"table", T_TABLE, TF_BREAKOUT},
-    {"td", T_TD, 0},
-    {"textarea", T_TEXTAREA, 0},
-    {"th", T_TH, 0},
-    {"title", T_TITLE, 0},
-    {"tr", T_TR, 0},
-    {"track", T_TRACK, 0},
-    {"tt", T_BREAKOUT, TF_BREAKOUT},
-    {"u", T_BREAKOUT, TF_BREAKOUT},
-    {"ul", T_BREAKOUT, TF_BREAKOUT},
-    {"use", T_USE, 0},
-    {"var", T_BREAKOUT, TF_BREAKOUT},
-    {"video", T_VIDEO, 0},
+};
+static const struct tagdef tags1[] = {
+    {"a", T_A, 0}, {"b", T_BREAKOUT, TF_BREAKOUT},
+    {"i", T_BREAKOUT, TF_BREAKOUT}, {"p", T_BREAKOUT, TF_BREAKOUT},
+    {"s", T_BREAKOUT, TF_BREAKOUT}, {"u", T_BREAKOUT, TF_BREAKOUT},
+};
+static const struct tagdef tags2[] = {
+    {"br", T_BREAKOUT, TF_BREAKOUT}, {"dd", T_BREAKOUT, TF_BREAKOUT},
+    {"dl", T_BREAKOUT, TF_BREAKOUT}, {"dt", T_BREAKOUT, TF_BREAKOUT},
+    {"em", T_BREAKOUT, TF_BREAKOUT}, {"h1", T_BREAKOUT, TF_BREAKOUT},
+    {"h2", T_BREAKOUT, TF_BREAKOUT}, {"h3", T_BREAKOUT, TF_BREAKOUT},
+    {"h4", T_BREAKOUT, TF_BREAKOUT}, {"h5", T_BREAKOUT, TF_BREAKOUT},
+    {"h6", T_BREAKOUT, TF_BREAKOUT}, {"hr", T_BREAKOUT, TF_BREAKOUT},
+    {"li", T_BREAKOUT, TF_BREAKOUT}, {"ol", T_BREAKOUT, TF_BREAKOUT},
+    {"td", T_TD, 0}, {"th", T_TH, 0}, {"tr", T_TR, 0},
+    {"tt", T_BREAKOUT, TF_BREAKOUT}, {"ul", T_BREAKOUT, TF_BREAKOUT},
+};
+static const struct tagdef tags3[] = {
+    {"big", T_BREAKOUT, TF_BREAKOUT}, {"div", T_BREAKOUT, TF_BREAKOUT},
+    {"img", T_IMG, TF_BREAKOUT}, {"pre", T_BREAKOUT, TF_BREAKOUT},
+    {"sub", T_BREAKOUT, TF_BREAKOUT}, {"sup", T_BREAKOUT, TF_BREAKOUT},
+    {"svg", T_SVG, 0}, {"use", T_USE, 0}, {"var", T_BREAKOUT, TF_BREAKOUT},
     {"xmp", T_XMP, 0},
 };
-
-#define NTAGS (sizeof tags / sizeof tags[0])
+static const struct tagdef tags4[] = {
+    {"area", T_AREA, 0}, {"base", T_BASE, 0}, {"body", T_BODY, TF_BREAKOUT},
+    {"code", T_BREAKOUT, TF_BREAKOUT}, {"form", T_FORM, 0},
+    {"head", T_BREAKOUT, TF_BREAKOUT}, {"link", T_LINK, 0}, {"math", T_MATH, 0},
+    {"menu", T_BREAKOUT, TF_BREAKOUT}, {"meta", T_META, TF_BREAKOUT},
+    {"nobr", T_BREAKOUT, TF_BREAKOUT}, {"ruby", T_BREAKOUT, TF_BREAKOUT},
+    {"span", T_BREAKOUT, TF_BREAKOUT},
+};
+static const struct tagdef tags5[] = {
+    {"audio", T_AUDIO, 0}, {"embed", T_EMBED, TF_BREAKOUT},
+    {"frame", T_FRAME, 0}, {"image", T_IMAGE, 0}, {"input", T_INPUT, 0},
+    {"small", T_BREAKOUT, TF_BREAKOUT}, {"style", T_STYLE, 0},
+    {"table", T_TABLE, TF_BREAKOUT}, {"title", T_TITLE, 0},
+    {"track", T_TRACK, 0}, {"video", T_VIDEO, 0},
+};
+static const struct tagdef tags6[] = {
+    {"button", T_BUTTON, 0}, {"center", T_BREAKOUT, TF_BREAKOUT},
+    {"iframe", T_IFRAME, 0}, {"object", T_OBJECT, 0}, {"script", T_SCRIPT, 0},
+    {"source", T_SOURCE, 0}, {"strike", T_BREAKOUT, TF_BREAKOUT},
+    {"strong", T_BREAKOUT, TF_BREAKOUT},
+};
+static const struct tagdef tags7[] = {
+    {"feimage", T_FEIMAGE, 0}, {"listing", T_BREAKOUT, TF_BREAKOUT},
+    {"noembed", T_NOEMBED, 0},
+};
+static const struct tagdef tags8[] = {
+    {"noframes", T_NOFRAMES, 0}, {"textarea", T_TEXTAREA, 0},
+};
+static const struct tagdef tags9[] = {
+    {"plaintext", T_PLAINTEXT, 0},
+};
+static const struct tagdef tags10[] = {
+    {"blockquote", T_BREAKOUT, TF_BREAKOUT},
+};
+static const struct {
+  const struct tagdef *t;
+  uint8_t n;
+} tags_by_len[] = {
+    [1] = {tags1, sizeof tags1 / sizeof tags1[0]},
+    [2] = {tags2, sizeof tags2 / sizeof tags2[0]},
+    [3] = {tags3, sizeof tags3 / sizeof tags3[0]},
+    [4] = {tags4, sizeof tags4 / sizeof tags4[0]},
+    [5] = {tags5, sizeof tags5 / sizeof tags5[0]},
+    [6] = {tags6, sizeof tags6 / sizeof tags6[0]},
+    [7] = {tags7, sizeof tags7 / sizeof tags7[0]},
+    [8] = {tags8, sizeof tags8 / sizeof tags8[0]},
+    [9] = {tags9, sizeof tags9 / sizeof tags9[0]},
+    [10] = {tags10, sizeof tags10 / sizeof tags10[0]},
+};
+#define TAG_NAME_MAX 10
 
 static const struct tagdef *tag_lookup(const char *name, size_t n) {
-  size_t lo = 0, hi = NTAGS;
-  while (lo < hi) {
-    size_t mid = (lo + hi) / 2;
-    const char *t = tags[mid].name;
-    size_t tn = strlen(t);
-    int c = memcmp(name, t, n < tn ? n : tn);
-    if (c == 0) c = (n > tn) - (n < tn);
-    if (c == 0) return &tags[mid];
-    if (c < 0) hi = mid;
-    else lo = mid + 1;
+  if (n == 0 || n > TAG_NAME_MAX) return NULL;
+  for (unsigned k = 0; k < tags_by_len[n].n; k++) {
+    const struct tagdef *d = &tags_by_len[n].t[k];
+    size_t j = 0;
+    while (j < n && d->name[j] == name[j]) j++;
+    if (j == n) return d;
   }
   return NULL;
 }
@@ -152,7 +144,7 @@ enum attr {
 };
 
 static uint8_t attr_lookup(const char *s, size_t n) {
-#define IS_(lit) (n == sizeof(lit) - 1 && memcmp(s, lit, n) == 0)
+#define IS_(lit) (memcmp(s, lit, sizeof(lit) - 1) == 0) /* n checked */
   switch (n) {
   case 3: return IS_("src") ? A_SRC : IS_("rel") ? A_REL : A_OTHER;
   case 4:
@@ -386,11 +378,21 @@ struct kr_html_extractor {
 enum { MD_COMMENT = 1, MD_DOCTYPE = 2, MD_CDATA = 4 };
 
 static void set_raw(kr_html_extractor_t *x, uint8_t id) {
+  const char *name;
+  switch (id) {
+  case T_SCRIPT: name = "script"; break;
+  case T_STYLE: name = "style"; break;
+  case T_TEXTAREA: name = "textarea"; break;
+  case T_TITLE: name = "title"; break;
+  case T_XMP: name = "xmp"; break;
+  case T_IFRAME: name = "iframe"; break;
+  case T_NOEMBED: name = "noembed"; break;
+  case T_NOFRAMES: name = "noframes"; break;
+  default: name = ""; break;
+  }
   x->raw = id;
-  x->raw_name = "";
-  for (size_t k = 0; k < NTAGS; k++)
-    if (tags[k].id == id) x->raw_name = tags[k].name;
-  x->raw_len = (uint8_t)strlen(x->raw_name);
+  x->raw_name = name;
+  x->raw_len = (uint8_t)strlen(name);
 }
 
 /* ---- value sinks ---- */
@@ -560,7 +562,7 @@ static int wants(const kr_html_extractor_t *x, uint8_t attr) {
 /* A start tag ended: emit its links in attribute order. */
 static int emit_tag_links(kr_html_extractor_t *x) {
   int rc = 0;
-  const char *tb = x->tb.data;
+  const char *tb = x->tb.data ? x->tb.data : ""; /* unallocated if all empty */
   if (x->tag_foreign) {
     /* SVG 2: href wins over xlink:href. */
     const struct rec *r = find_rec(x, A_HREF);
@@ -1327,7 +1329,6 @@ int kr_extract_html_finish(kr_html_extractor_t *x) {
 kr_html_extractor_t *kr_extract_html_new(const kr_extract_opts_t *opts,
                                          kr_extract_cb cb, void *ud) {
 #ifndef NDEBUG
-  for (size_t k = 1; k < NTAGS; k++) assert(strcmp(tags[k - 1].name, tags[k].name) < 0);
   for (size_t k = 1; k < NENTITIES; k++)
     assert(strcmp(entities[k - 1].name, entities[k].name) < 0);
 #endif

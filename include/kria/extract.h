@@ -24,7 +24,11 @@
  *      modulepreload or manifest, object data, background attributes,
  *      svg image/use/feimage href, CSS url() and @import in style
  *      attributes and <style> elements
- *   B  the href of the first <base> with an href (at most once a document)
+ *   B  the href of the first <base> with an href (at most once a document;
+ *      even when empty, which means the document URL). HTML applies it to
+ *      the whole document, links before it included; a streaming caller
+ *      that resolves as links arrive resolves those against the document
+ *      URL instead (they are rare: <base> belongs in <head>).
  * Nothing is taken from comments, script text, or raw-text elements other
  * than <style>; links of a tag cut off by the end of the document are
  * dropped (WHATWG: EOF in a tag drops the tag), except CSS URLs of its
