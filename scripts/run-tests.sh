@@ -46,6 +46,7 @@ for t in "$B"/test/test_*; do
 done
 
 for t in test/integration/*.sh; do
+  [ "$(basename "$t")" = lib.sh ] && continue
   [ -f "$t" ] || continue
   name=$(basename "$t" .sh)
   [ -n "$FILTER" ] && [[ "$name" != *"$FILTER"* ]] && continue
