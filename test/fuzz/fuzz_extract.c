@@ -7,9 +7,9 @@
  * ASan/UBSan see nothing.
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Isrc \
- *     fuzz/fuzz_extract.c src/extract_html.c src/extract_css.c src/buf.c \
+ *     test/fuzz/fuzz_extract.c src/extract_html.c src/extract_css.c src/buf.c \
  *     src/mem.c -o /tmp/fuzz_extract
- *   /tmp/fuzz_extract -dict=fuzz/extract.dict fuzz/corpus/extract
+ *   /tmp/fuzz_extract -dict=test/fuzz/extract.dict test/fuzz/corpus/extract
  */
 #include <stdint.h>
 #include <stdlib.h>
