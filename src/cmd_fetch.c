@@ -49,7 +49,7 @@ static const char usage_text[] =
     "  --tls-verify MODE           record (default) | require | off\n"
     "  --ca-file FILE              extra trusted CA certificates (PEM)\n"
     "  --dns-server IP[:PORT]      name server instead of resolv.conf\n"
-    "  --resolve HOST:PORT:ADDR    use ADDR for HOST:PORT (repeatable)\n"
+    "  --resolve HOST:PORT:ADDR[,ADDR...]  use ADDR for HOST:PORT (repeatable)\n"
     "  --abort-on-headers          abort once the headers are in\n"
     "  --input FILE                fetch every URL of FILE (one a line)\n"
     "  --connections N             concurrent fetches in list mode (64)\n"
@@ -164,7 +164,7 @@ static int parse_args(int argc, char **argv, fetch_cli_t *o) {
         kr_cli_error(0, "fetch: too many --resolve options");
         return -1;
       }
-      if (used) strcat(o->resolve, ",");
+      if (used) strcat(o->resolve, ";");
       strcat(o->resolve, v);
     } else if (!strcmp(a, "--abort-on-headers")) {
       o->abort_on_headers = 1;

@@ -176,7 +176,7 @@ static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf);
 
 static void connect_cb(uv_connect_t *req, int status) {
   kr_conn_t *c = req->handle->data;
-  if (c->closing) return;
+  if (c->closing || c->handle != H_OPEN) return; /* abandoned attempt */
   if (status < 0) {
     c->last_err = status == UV_ETIMEDOUT ? KR_ECONNECT_TIMEOUT : kr_conn_uv_err(status);
     set_errmsg(c, "connecting to", status);
@@ -189,6 +189,7 @@ static void connect_cb(uv_connect_t *req, int status) {
     return;
   }
   c->env->opened++;
+  c->tcp_up = 1;
   c->t_tcp_us = now_us(c);
   c->peer = c->addrs[c->next_addr - 1];
   int r = uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
@@ -249,6 +250,16 @@ int kr_conn_connect(kr_conn_env_t *env, const struct sockaddr_storage *addrs,
   attempt(c);
   *out = c;
   return 0;
+}
+
+int kr_conn_next_address(kr_conn_t *c) {
+  if (c->closing || c->ended || c->tcp_up || c->handle != H_OPEN || c->next_addr >= c->naddrs)
+    return 0;
+  c->last_err = KR_ECONNECT_TIMEOUT;
+  set_errmsg(c, "connecting to", UV_ETIMEDOUT);
+  c->handle = H_RETRY;
+  uv_close((uv_handle_t *)&c->tcp, retry_close_cb);
+  return 1;
 }
 
 void kr_conn_set_owner(kr_conn_t *c, const kr_conn_cbs_t *cbs, void *data) {

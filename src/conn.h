@@ -103,6 +103,7 @@ struct kr_conn {
   kr_buf_t inflight;           /* bytes of the uv_write in progress */
   int handle;                  /* H_NONE, H_OPEN, H_RETRY (closing to retry) */
   int writing;                 /* a uv_write is in progress */
+  int tcp_up;                  /* TCP established */
   int ready;                   /* on_connect(0) was delivered */
   int ended;                   /* on_eof or a failed on_connect was delivered */
   int closing;                 /* kr_conn_close was called */
@@ -125,6 +126,10 @@ struct kr_conn {
 int kr_conn_connect(kr_conn_env_t *env, const struct sockaddr_storage *addrs,
                     int naddrs, int port, const kr_conn_cbs_t *cbs, void *data,
                     kr_conn_t **out);
+/* Abandon the TCP connect in progress and try the next address, when
+ * there is one and TCP is not up yet (the owner's per-address budget ran
+ * out). 1 if it moved on, 0 otherwise. */
+int kr_conn_next_address(kr_conn_t *c);
 /* Change who receives the events (the pool and fetches hand connections
  * over). */
 void kr_conn_set_owner(kr_conn_t *c, const kr_conn_cbs_t *cbs, void *data);

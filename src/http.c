@@ -57,7 +57,8 @@ void kr_http_opts_default(kr_http_opts_t *o) {
 typedef struct override {
   char *host;                 /* without brackets */
   int port;
-  struct sockaddr_storage addr;
+  int naddrs;
+  struct sockaddr_storage addrs[KR_DNS_MAX_ADDRS];
 } override_t;
 
 /* Parse an IP literal (IPv6 with or without brackets) into a sockaddr. */
@@ -81,33 +82,53 @@ static int parse_ip(const char *s, size_t n, struct sockaddr_storage *out) {
   return KR_EINVAL;
 }
 
-/* "host:port:addr[,...]" → overrides; KR_ECONFIG on bad syntax. */
+/* One "host:port:addr[,addr...]" entry of n bytes. */
+static int parse_override(const char *s, size_t n, override_t *ov) {
+  const char *end = s + n;
+  const char *c1 = memchr(s, ':', n);
+  const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
+  if (!c1 || !c2 || c1 == s || c2 == c1 + 1) return KR_ECONFIG;
+  int port = 0;
+  for (const char *p = c1 + 1; p < c2; p++) {
+    if (*p < '0' || *p > '9' || port > 65535) return KR_ECONFIG;
+    port = port * 10 + (*p - '0');
+  }
+  if (port <= 0 || port > 65535) return KR_ECONFIG;
+  ov->naddrs = 0;
+  for (const char *a = c2 + 1; a <= end;) {
+    const char *comma = memchr(a, ',', (size_t)(end - a));
+    if (!comma) comma = end;
+    if (ov->naddrs == KR_DNS_MAX_ADDRS ||
+        parse_ip(a, (size_t)(comma - a), &ov->addrs[ov->naddrs]))
+      return KR_ECONFIG;
+    ov->naddrs++;
+    a = comma + 1;
+  }
+  ov->host = kr_xstrndup(s, (size_t)(c1 - s));
+  ov->port = port;
+  return 0;
+}
+
+/* Entries separated by ';' or blanks → overrides; KR_ECONFIG on bad
+ * syntax. */
 static int parse_overrides(const char *spec, override_t **out, size_t *nout) {
   *out = NULL;
   *nout = 0;
-  if (!spec || !*spec) return 0;
+  if (!spec) return 0;
   size_t cap = 1;
-  for (const char *s = spec; *s; s++) cap += *s == ',';
+  for (const char *s = spec; *s; s++) cap += *s == ';' || *s == ' ';
   override_t *ov = kr_xcalloc(cap, sizeof *ov);
   size_t n = 0;
-  const char *s = spec;
-  while (*s) {
-    const char *end = strchr(s, ',');
-    if (!end) end = s + strlen(s);
-    const char *c1 = memchr(s, ':', (size_t)(end - s));
-    const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
-    char *num_end = NULL;
-    long port = c2 ? strtol(c1 + 1, &num_end, 10) : -1;
-    if (!c1 || !c2 || c1 == s || num_end != c2 || port <= 0 || port > 65535 ||
-        parse_ip(c2 + 1, (size_t)(end - c2 - 1), &ov[n].addr)) {
+  for (const char *s = spec; *s;) {
+    size_t len = strcspn(s, "; ");
+    if (len && parse_override(s, len, &ov[n])) {
       for (size_t i = 0; i < n; i++) free(ov[i].host);
       free(ov);
       return KR_ECONFIG;
     }
-    ov[n].host = kr_xstrndup(s, (size_t)(c1 - s));
-    ov[n].port = (int)port;
-    n++;
-    s = *end ? end + 1 : end;
+    if (len) n++;
+    s += len;
+    if (*s) s++;
   }
   *out = ov;
   *nout = n;
@@ -165,6 +186,8 @@ struct kr_http_fetch {
   uv_timer_t timer;
   int phase;                     /* enum phase */
   uint64_t t0_ms, phase_due_ms, last_read_ms, armed_ms;
+  uint64_t attempt_due_ms;       /* this address's share of the connect */
+  uint32_t attempt_ms;
   uint64_t t0_us;
   /* parsing */
   llhttp_t parser;
@@ -495,6 +518,7 @@ static uint64_t phase_due(const kr_http_fetch_t *f) {
   const kr_http_opts_t *o = &f->client->opts;
   switch (f->phase) {
   case PH_CONNECT:
+    return KR_MIN(f->phase_due_ms, f->attempt_due_ms);
   case PH_FIRSTBYTE:
     return f->phase_due_ms;
   case PH_IDLE:
@@ -541,6 +565,13 @@ static void timer_cb(uv_timer_t *t) {
   if (now >= phase_due(f)) {
     switch (f->phase) {
     case PH_CONNECT:
+      if (now < f->phase_due_ms) {
+        /* This address had its share: on to the next one, if any. */
+        int moved = kr_conn_next_address(f->conn);
+        f->attempt_due_ms = moved || !f->conn->tcp_up ? now + f->attempt_ms : UINT64_MAX;
+        arm(f, 1);
+        return;
+      }
       finish(f, KR_ECONNECT_TIMEOUT, "not connected to %s:%d within %u ms", f->host,
              f->port, o->connect_timeout_ms);
       return;
@@ -747,7 +778,12 @@ static void connect_addrs(kr_http_fetch_t *f, const struct sockaddr_storage *add
     }
   }
   set_state(f, FS_CONNECT);
-  set_phase(f, PH_CONNECT, c->opts.connect_timeout_ms);
+  /* Each address gets an equal share of the connect timeout, so one
+   * black-holed address (a dead IPv6 route) cannot use it all. */
+  uint32_t ms = c->opts.connect_timeout_ms;
+  f->attempt_ms = n > 1 && ms ? KR_MAX(ms / (uint32_t)n, 1u) : 0;
+  f->attempt_due_ms = f->attempt_ms ? uv_now(c->loop) + f->attempt_ms : UINT64_MAX;
+  set_phase(f, PH_CONNECT, ms);
   int err = kr_conn_connect(&c->env, addrs, n, f->port, &fetch_conn_cbs, f, &f->conn);
   if (err) {
     finish(f, err, "no address to connect to for %s", f->host);
@@ -774,7 +810,7 @@ static void resolve(kr_http_fetch_t *f) {
   f->phase = PH_NONE; /* the total timeout covers DNS */
   for (size_t i = 0; i < c->nov; i++)
     if (c->ov[i].port == f->port && !strcasecmp(c->ov[i].host, f->host)) {
-      connect_addrs(f, &c->ov[i].addr, 1);
+      connect_addrs(f, c->ov[i].addrs, c->ov[i].naddrs);
       return;
     }
   struct sockaddr_storage lit;

@@ -71,8 +71,9 @@ typedef struct kr_http_opts {
   uint32_t pool_idle_ms;         /* idle connections expire (15 s) */
   int tls_verify;                /* enum kr_tls_verify (record) */
   const char *ca_file;           /* extra trusted CAs, PEM */
-  /* curl-style overrides "host:port:addr[,host:port:addr...]", addr an
-   * IPv4 or IPv6 literal (brackets optional): no DNS for those. */
+  /* curl-style overrides "host:port:addr[,addr...]", several separated
+   * by ';' or blanks; addr an IPv4 or IPv6 literal (brackets optional):
+   * no DNS for those host:port pairs. */
   const char *resolve;
 } kr_http_opts_t;
 

@@ -1035,19 +1035,72 @@ static void first_byte_idle_total_timeouts(void **state) {
   expect_error(slow, 1, KR_ETOTAL_TIMEOUT, &o);
 }
 
-static void connect_timeout(void **state) {
-  /* A listener with a full accept queue: further SYNs are dropped. */
+/* A listener on 127.0.0.1 with a full accept queue: further SYNs are
+ * dropped, so connecting hangs. fill[] keeps the queue full. */
+static int blackhole(int fill[2], struct sockaddr_in *a) {
   int l = socket(AF_INET, SOCK_STREAM, 0);
-  struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-  assert_int_equal(bind(l, (struct sockaddr *)&a, sizeof a), 0);
+  memset(a, 0, sizeof *a);
+  a->sin_family = AF_INET;
+  a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  assert_int_equal(bind(l, (struct sockaddr *)a, sizeof *a), 0);
   assert_int_equal(listen(l, 0), 0);
-  socklen_t al = sizeof a;
-  getsockname(l, (struct sockaddr *)&a, &al);
-  int fill[2];
+  socklen_t al = sizeof *a;
+  getsockname(l, (struct sockaddr *)a, &al);
   for (int i = 0; i < 2; i++) {
     fill[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-    connect(fill[i], (struct sockaddr *)&a, sizeof a);
+    connect(fill[i], (struct sockaddr *)a, sizeof *a);
   }
+  return l;
+}
+
+static void connect_budget_per_address(void **state) {
+  int fill[2];
+  struct sockaddr_in a;
+  int l = blackhole(fill, &a);
+  int port = ntohs(a.sin_port);
+  /* The live server on 127.0.0.2, same port. */
+  tctx_t c;
+  srv_t s;
+  tf_t t;
+  ctx_open(&c);
+  step_t steps[] = {{.data = BODY_OK}};
+  memset(&s, 0, sizeof s);
+  s.loop = &c.loop;
+  s.steps = steps;
+  s.nsteps = 1;
+  uv_tcp_init(&c.loop, &s.listener);
+  s.listener.data = &s;
+  struct sockaddr_in b;
+  uv_ip4_addr("127.0.0.2", port, &b);
+  assert_int_equal(uv_tcp_bind(&s.listener, (struct sockaddr *)&b, 0), 0);
+  assert_int_equal(uv_listen((uv_stream_t *)&s.listener, 16, on_conn), 0);
+  s.port = port;
+  char spec[96];
+  snprintf(spec, sizeof spec, "multi.test:%d:127.0.0.1,127.0.0.2", port);
+  c.opts.resolve = spec;
+  c.opts.connect_timeout_ms = 600;
+  ctx_client(&c);
+  set_url(&c, "http://multi.test:%d/", port);
+  tf_init(&t, &c);
+  uint64_t t0 = uv_hrtime();
+  start(&c, &t);
+  run_until(&c, &t.done, 5000);
+  uint64_t ms = (uv_hrtime() - t0) / 1000000;
+  assert_int_equal(t.err, 0);
+  assert_string_equal(kr_http_fetch_resp(t.f)->peer_ip, "127.0.0.2");
+  /* The first address had half of the 600 ms. */
+  assert_true(ms >= 290 && ms < 590);
+  tf_free(&t);
+  ctx_close(&c, &s);
+  close(fill[0]);
+  close(fill[1]);
+  close(l);
+}
+
+static void connect_timeout(void **state) {
+  int fill[2];
+  struct sockaddr_in a;
+  int l = blackhole(fill, &a);
   tctx_t c;
   tf_t t;
   ctx_open(&c);
@@ -1368,7 +1421,7 @@ static void resolve_override(void **state) {
   step_t steps[] = {{.data = BODY_OK}};
   srv_start(&s, &c.loop, steps, 1);
   char spec[128];
-  snprintf(spec, sizeof spec, "other.test:1:127.0.0.9,www.example.test:%d:127.0.0.1", s.port);
+  snprintf(spec, sizeof spec, "other.test:1:127.0.0.9 ;www.example.test:%d:127.0.0.1", s.port);
   c.opts.resolve = spec;
   ctx_client(&c); /* no resolver at all: the override must be used */
   set_url(&c, "http://www.example.test:%d/", s.port);
@@ -1398,6 +1451,10 @@ static void resolve_override(void **state) {
   kr_clock_init_real(&clk);
   assert_int_equal(kr_http_client_new(&loop, &clk, NULL, &o, &bad), KR_ECONFIG);
   o.resolve = "h:80:not-an-ip";
+  assert_int_equal(kr_http_client_new(&loop, &clk, NULL, &o, &bad), KR_ECONFIG);
+  o.resolve = "h:80:127.0.0.1,";
+  assert_int_equal(kr_http_client_new(&loop, &clk, NULL, &o, &bad), KR_ECONFIG);
+  o.resolve = "h:0:127.0.0.1";
   assert_int_equal(kr_http_client_new(&loop, &clk, NULL, &o, &bad), KR_ECONFIG);
   assert_int_equal(uv_loop_close(&loop), 0);
 }
@@ -1600,6 +1657,7 @@ int main(void) {
       cmocka_unit_test(gzip_bomb_hits_ratio),
       cmocka_unit_test(first_byte_idle_total_timeouts),
       cmocka_unit_test(connect_timeout),
+      cmocka_unit_test(connect_budget_per_address),
       cmocka_unit_test(connect_refused_and_next_address),
       cmocka_unit_test(abort_on_headers_closes_or_drains),
       cmocka_unit_test(abort_from_body_callback),
