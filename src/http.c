@@ -669,6 +669,18 @@ void kr_http_fetch_release(kr_http_fetch_t *f) {
 
 /* ---- request ------------------------------------------------------------ */
 
+/* Decimal digits of v into out (no NUL); returns the count. */
+static size_t fmt_uint(char out[20], unsigned long v) {
+  char tmp[20];
+  size_t n = 0;
+  do {
+    tmp[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v && n < sizeof tmp);
+  for (size_t i = 0; i < n; i++) out[i] = tmp[n - 1 - i];
+  return n;
+}
+
 /* 1 if s can go into a header line: no CR, LF or NUL. */
 static int header_safe(const char *s) { return !strpbrk(s, "\r\n"); }
 
@@ -690,7 +702,11 @@ static int build_request(kr_http_fetch_t *f, const kr_url_t *url, const kr_http_
   err |= target.n ? kr_buf_append_slice(b, target) : kr_buf_append_str(b, "/");
   err |= kr_buf_append_str(b, " HTTP/1.1\r\nHost: ");
   err |= kr_buf_append_slice(b, host);
-  if (kr_url_port(url) >= 0) err |= kr_buf_printf(b, ":%d", kr_url_port(url));
+  if (kr_url_port(url) >= 0) {
+    char num[21];
+    num[0] = ':';
+    err |= kr_buf_append(b, num, 1 + fmt_uint(num + 1, (unsigned long)kr_url_port(url)));
+  }
   err |= kr_buf_append_str(b, "\r\nUser-Agent: ");
   err |= kr_buf_append_str(b, c->opts.user_agent);
   err |= kr_buf_append_str(b, "\r\nAccept: ");
@@ -885,11 +901,17 @@ int kr_http_fetch_start(kr_http_client_t *c, const kr_url_t *url,
   f->href = kr_arena_strndup(&f->arena, href, strlen(href));
   if (host.n >= 2 && host.p[0] == '[') host = kr_slice(host.p + 1, host.n - 2);
   f->host = kr_arena_strndup(&f->arena, host.p, host.n);
-  char key[300];
-  int kn = snprintf(key, sizeof key, "%s:%.*s:%d", https ? "https" : "http", (int)host.n,
-                    host.p, port);
-  f->key = (kn > 0 && (size_t)kn < sizeof key) ? kr_arena_strndup(&f->arena, key, (size_t)kn)
-                                               : NULL;
+  /* Pool key "scheme:host:port". */
+  f->key = host.n < 256 ? kr_arena_alloc(&f->arena, 6 + host.n + 1 + 20 + 1) : NULL;
+  if (f->key) {
+    size_t kn = https ? 6 : 5;
+    memcpy(f->key, https ? "https:" : "http:", kn);
+    memcpy(f->key + kn, host.p, host.n);
+    kn += host.n;
+    f->key[kn++] = ':';
+    kn += fmt_uint(f->key + kn, (unsigned long)port);
+    f->key[kn] = '\0';
+  }
   if (!f->href || !f->host || !f->key || build_request(f, url, rq)) {
     f->state = FS_DONE;
     f->done_called = 1;
@@ -1202,15 +1224,11 @@ static void notify_headers(kr_http_fetch_t *f) {
 static void feed(kr_http_fetch_t *f, const char *p, size_t n) {
   kr_http_client_t *c = f->client;
   while (n > 0) {
+    /* While in the head, the parser's callbacks record offsets into the
+     * head buffer as if this segment were already appended to it; only
+     * the bytes that turn out to be head are then copied there. */
     int in_head = !f->headers_done;
-    if (in_head) {
-      f->seg_off = f->head.len;
-      if (kr_buf_append(&f->head, p, n)) {
-        finish(f, KR_EHEADER_TOO_BIG, "response header larger than %zu bytes",
-               c->opts.max_header_bytes);
-        return;
-      }
-    }
+    f->seg_off = f->head.len;
     f->seg_p = p;
     f->pending = P_NONE;
     f->trunc_end = NULL;
@@ -1236,11 +1254,8 @@ static void feed(kr_http_fetch_t *f, const char *p, size_t n) {
       used = f->trunc_end ? (size_t)(f->trunc_end - p) : 0;
     }
     if (in_head) {
-      if (f->headers_done) {
-        f->head.len = f->seg_off + used;
-        f->head.data[f->head.len] = '\0';
-      }
-      if (f->head.len > c->opts.max_header_bytes) {
+      size_t hb = f->headers_done ? used : n;
+      if (f->head.len + hb > c->opts.max_header_bytes || kr_buf_append(&f->head, p, hb)) {
         finish(f, KR_EHEADER_TOO_BIG, "response header larger than %zu bytes",
                c->opts.max_header_bytes);
         return;
@@ -1270,6 +1285,13 @@ static void feed(kr_http_fetch_t *f, const char *p, size_t n) {
     if (f->headers_done && !f->notified && !f->interim) {
       notify_headers(f);
       if (f->state == FS_DONE) return;
+    }
+    if (used == 0 && !f->msg_complete && !(f->headers_done && !f->notified)) {
+      /* A pause that consumed nothing and completed nothing: never loop
+       * on it (hostile input must not spin the loop). */
+      finish(f, KR_EPROTO, "parser stopped without progress after %llu bytes",
+             (unsigned long long)f->resp.raw_bytes);
+      return;
     }
     if (f->msg_complete) {
       if (f->interim) {

@@ -149,7 +149,8 @@ typedef struct kr_http_stats {
 int kr_http_client_new(uv_loop_t *loop, kr_clock_t *clock, kr_dns_t *dns,
                        const kr_http_opts_t *opts, kr_http_client_t **out);
 /* Cancel every fetch still running (their on_done runs with KR_ECANCELED
- * from inside this call), close pooled connections and all handles.
+ * from inside this call), close pooled connections and all handles. Not
+ * from inside a callback of one of the client's fetches.
  * Fetches not yet released are released. Memory is freed once the loop
  * has run the close callbacks; run the loop until it has no handles. */
 void kr_http_client_close(kr_http_client_t *c);
