@@ -236,7 +236,8 @@ static int hurl_parse(struct hurl *h, const char *s, size_t n) {
     has_f = 1;
     fs = i + 1;
   }
-  /* host and port, python urlsplit style */
+  const int ends_q = un && u[un - 1] == '?';
+  /* host and port, python urlsplit style (pool appends below move u) */
   if (has_netloc) {
     while (ne > ns && u[ne - 1] == ':') ne--; /* "host:" without a port */
     size_t hs = ns;
@@ -273,7 +274,6 @@ static int hurl_parse(struct hurl *h, const char *s, size_t n) {
       for (size_t j = 0; j < t->len; j++) t->data[j] = (char)to_lower((unsigned char)t->data[j]);
       if (!rc) rc = comp_from_t(h, &h->host);
       if (rc) return rc;
-      u = h->pool.data + base;
     }
   }
   if (pe > ps) h->path = (struct comp){base + (uint32_t)ps, (uint32_t)(pe - ps), 1};
@@ -294,7 +294,7 @@ static int hurl_parse(struct hurl *h, const char *s, size_t n) {
     if (rc) return rc;
     h->host = (struct comp){hoff, hlen, 1};
   }
-  if (un && u[un - 1] == '?' && !h->query.set) h->last_q = 1;
+  if (ends_q && !h->query.set) h->last_q = 1;
   return 0;
 }
 

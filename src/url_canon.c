@@ -25,9 +25,12 @@
 #include "kria/mem.h"
 #include "kria/url.h"
 
-/* Upper bound on rounds of rules + reparse before giving up on a fixed
- * point (rules are meant to shrink a URL, so two rounds are the norm). */
-#define CANON_MAX_ROUNDS 4
+/* Rounds of rules + reparse: up to CANON_FREE_ROUNDS whatever they do,
+ * then more only while each round shortens the string, to at most
+ * CANON_MAX_ROUNDS (strip rules shrink a URL, so two rounds are the norm;
+ * past the cap idempotence is not guaranteed). */
+#define CANON_FREE_ROUNDS 4
+#define CANON_MAX_ROUNDS 64
 /* Hard cap on intermediate strings rules may build. */
 #define CANON_SCRATCH_MAX (256 * 1024)
 
@@ -54,7 +57,12 @@ static int pct_normalize(kr_buf_t *out, const char *s, size_t n) {
   for (size_t i = 0; i < n; i++) {
     if (s[i] == '%' && i + 2 < n && is_hex((unsigned char)s[i + 1]) && is_hex((unsigned char)s[i + 2])) {
       int v = hex_val((unsigned char)s[i + 1]) * 16 + hex_val((unsigned char)s[i + 2]);
-      if (is_unreserved(v)) {
+      /* A decoded hex digit must not complete a stray '%' or "%h" before
+       * it into a new escape (which the next pass would decode). */
+      size_t k = (size_t)(o - out->data);
+      int after_stray = is_hex(v) && ((k >= 1 && o[-1] == '%') ||
+                                      (k >= 2 && o[-2] == '%' && is_hex((unsigned char)o[-1])));
+      if (is_unreserved(v) && !after_stray) {
         *o++ = (char)v;
       } else {
         *o++ = '%';
@@ -145,6 +153,7 @@ static int normalize(const kr_url_t *u, unsigned flags, kr_buf_t *out) {
       if (!rc) rc = kr_buf_append(out, "@", 1);
     }
     kr_slice_t host = kr_url_hostname(u);
+    const char *after = host.p + host.n; /* ":port", then "/." if any */
     if (!rc && ht == KR_URL_HOST_OPAQUE) {
       rc = pct_normalize(out, host.p, host.n);
     } else if (!rc) {
@@ -154,9 +163,6 @@ static int normalize(const kr_url_t *u, unsigned flags, kr_buf_t *out) {
       }
       rc = kr_buf_append(out, host.p, host.n);
     }
-    /* ":port" as serialized, then "/." when the URL has it */
-    kr_slice_t hp = kr_url_host(u);
-    const char *after = hp.p + hp.n;
     if (!rc) rc = kr_buf_append(out, after, (size_t)(path.p - after));
   } else if (!rc) {
     /* "/." prefix or nothing between the scheme and the path */
@@ -187,7 +193,6 @@ struct rule {
   enum rule_kind kind;
   pcre2_code *code;
   char *replacement;       /* template; NULL = "$1$2" */
-  int repeat;              /* apply until it stops matching */
 };
 
 struct kr_url_canon_opts {
@@ -267,7 +272,7 @@ static int check_template(const char *t, uint32_t groups) {
 }
 
 static int add_regex(kr_url_canon_opts_t *o, const char *pattern, uint32_t extra_opts,
-                     const char *replacement, int repeat, char *errbuf, size_t errlen) {
+                     const char *replacement, char *errbuf, size_t errlen) {
   int errcode;
   PCRE2_SIZE erroff;
   pcre2_code *code = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED,
@@ -301,14 +306,13 @@ static int add_regex(kr_url_canon_opts_t *o, const char *pattern, uint32_t extra
   r->kind = RULE_REGEX;
   r->code = code;
   r->replacement = replacement ? kr_xstrdup(replacement) : NULL;
-  r->repeat = repeat;
   return 0;
 }
 
 int kr_url_canon_opts_add_rule(kr_url_canon_opts_t *o, const char *pattern,
                                const char *replacement, char *errbuf, size_t errlen) {
   if (!o || !pattern) return KR_EINVAL;
-  return add_regex(o, pattern, 0, replacement, 0, errbuf, errlen);
+  return add_regex(o, pattern, 0, replacement, errbuf, errlen);
 }
 
 /* Heritrix's canonicalization rules (modules/.../canonicalize), the same
@@ -331,19 +335,19 @@ static int add_builtin(kr_url_canon_opts_t *o, const char *name) {
     rule_push(o)->kind = RULE_FIXUP_QUERY;
     rc = 0;
   } else if (!strcmp(name, "StripUserinfoRule")) {
-    rc = add_regex(o, RX_USERINFO, PCRE2_CASELESS, NULL, 0, NULL, 0);
+    rc = add_regex(o, RX_USERINFO, PCRE2_CASELESS, NULL, NULL, 0);
   } else if (!strcmp(name, "StripWWWNRule")) {
-    rc = add_regex(o, RX_WWWN, 0, NULL, 0, NULL, 0);
+    rc = add_regex(o, RX_WWWN, 0, NULL, NULL, 0);
   } else if (!strcmp(name, "StripWWWRule")) {
-    rc = add_regex(o, RX_WWW, 0, NULL, 0, NULL, 0);
+    rc = add_regex(o, RX_WWW, 0, NULL, NULL, 0);
   } else if (!strcmp(name, "StripSessionIDs")) {
-    rc = add_regex(o, RX_SESSION_BASE, 0, NULL, 0, NULL, 0);
-    if (!rc) rc = add_regex(o, RX_SESSION_SID, 0, NULL, 0, NULL, 0);
-    if (!rc) rc = add_regex(o, RX_SESSION_ASP, 0, NULL, 0, NULL, 0);
+    rc = add_regex(o, RX_SESSION_BASE, 0, NULL, NULL, 0);
+    if (!rc) rc = add_regex(o, RX_SESSION_SID, 0, NULL, NULL, 0);
+    if (!rc) rc = add_regex(o, RX_SESSION_ASP, 0, NULL, NULL, 0);
   } else if (!strcmp(name, "StripSessionCFIDs")) {
-    rc = add_regex(o, RX_SESSION_CFID, 0, NULL, 0, NULL, 0);
+    rc = add_regex(o, RX_SESSION_CFID, 0, NULL, NULL, 0);
   } else if (!strcmp(name, "StripExtraSlashes")) {
-    rc = add_regex(o, RX_EXTRA_SLASHES, 0, "$1/$2", 1, NULL, 0);
+    rc = add_regex(o, RX_EXTRA_SLASHES, 0, "$1/$2", NULL, 0);
   }
   return rc;
 }
@@ -396,23 +400,41 @@ static int expand(kr_buf_t *out, const char *t, pcre2_match_data *md, int groups
   return 0;
 }
 
-/* Heritrix FixupQueryString, on the string s. */
+/* Heritrix FixupQueryString, applied until it changes nothing (Heritrix
+ * applies it once, which is not idempotent: "x??" keeps a '?'): strip a
+ * trailing '?', the '&'s right after the last '?' (and that '?' if
+ * nothing follows), and trailing '&'s. */
 static int fixup_query(kr_buf_t *out, const char *s, size_t n) {
-  const char *q = NULL;
-  for (size_t i = n; i > 0; i--)
-    if (s[i - 1] == '?') {
-      q = s + i - 1;
-      break;
+  for (;;) {
+    const char *q = n ? memrchr(s, '?', n) : NULL;
+    if (!q || q == s) break;
+    size_t idx = (size_t)(q - s), m = n;
+    if (idx == n - 1) {
+      m = n - 1;
+    } else if (s[idx + 1] == '&') {
+      size_t k = idx + 1;
+      while (k < n && s[k] == '&') k++;
+      if (k == n) {
+        m = idx; /* "?&&" at the end goes whole */
+      } else {
+        int rc = kr_buf_append(out, s, idx + 1);
+        if (!rc) rc = kr_buf_append(out, s + k, n - k);
+        if (rc) return rc;
+        /* the rest is done on the copy */
+        size_t at = out->len - (idx + 1 + n - k);
+        char *c = out->data + at;
+        size_t cn = out->len - at;
+        while (cn && c[cn - 1] == '&') cn--;
+        out->len = at + cn;
+        out->data[out->len] = '\0';
+        return 0;
+      }
+    } else if (s[n - 1] == '&') {
+      while (m > idx + 1 && s[m - 1] == '&') m--;
     }
-  if (!q || q == s) return kr_buf_append(out, s, n);
-  size_t idx = (size_t)(q - s);
-  if (idx == n - 1) return kr_buf_append(out, s, n - 1);
-  if (s[idx + 1] == '&') {
-    if (n == idx + 2) return kr_buf_append(out, s, n - 2);
-    int rc = kr_buf_append(out, s, idx + 1);
-    return rc ? rc : kr_buf_append(out, s + idx + 2, n - idx - 2);
+    if (m == n) break;
+    n = m;
   }
-  if (s[n - 1] == '&') return kr_buf_append(out, s, n - 1);
   return kr_buf_append(out, s, n);
 }
 
@@ -438,26 +460,27 @@ static int apply_rule(kr_url_canon_opts_t *o, const struct rule *r, const char *
   return KR_EINVAL;
 }
 
-/* All rules in order over s into out (out is one of o->a / o->b or the
- * caller's buffer). */
+/* All rules in order over s into out (out is the caller's buffer, never
+ * o->a or o->b). A regex rule that shortens the string is applied again
+ * until it stops matching (a strip rule removes one occurrence per match:
+ * "?sid=..&sid=.." needs two), one that does not is applied once. */
 static int apply_all(kr_url_canon_opts_t *o, const char *s, size_t n, kr_buf_t *out) {
-  kr_buf_t *src = NULL, *dst = &o->a;
+  kr_buf_t *dst = &o->a;
   const char *cs = s;
   size_t cn = n;
   for (size_t i = 0; i < o->nrules; i++) {
     const struct rule *r = &o->rules[i];
-    /* a repeating rule removes at least one byte per pass */
-    size_t passes = r->repeat ? cn + 1 : 1;
+    size_t passes = r->kind == RULE_REGEX ? cn + 1 : 1;
     for (size_t k = 0; k < passes; k++) {
       kr_buf_reset(dst);
       int rc = apply_rule(o, r, cs, cn, dst);
       if (rc) return rc;
       int same = dst->len == cn && !memcmp(dst->data, cs, cn);
-      src = dst;
-      dst = src == &o->a ? &o->b : &o->a;
-      cs = src->data ? src->data : "";
-      cn = src->len;
-      if (same) break;
+      int shorter = dst->len < cn;
+      cs = dst->data ? dst->data : "";
+      cn = dst->len;
+      dst = dst == &o->a ? &o->b : &o->a;
+      if (same || !shorter) break;
     }
   }
   return kr_buf_append(out, cs, cn);
@@ -491,10 +514,11 @@ int kr_url_canon(const kr_url_t *url, kr_url_canon_opts_t *o, kr_buf_t *out) {
     kr_url_free(again);
     if (rc) break;
     int same = next->len == cur->len && !memcmp(next->data, cur->data, cur->len);
+    int shorter = next->len < cur->len;
     kr_buf_t tmp = *cur;
     *cur = *next;
     *next = tmp;
-    if (same) break;
+    if (same || (round + 1 >= CANON_FREE_ROUNDS && !shorter)) break;
   }
   if (rc) return rc;
   return kr_buf_append(out, cur->data, cur->len);

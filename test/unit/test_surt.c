@@ -263,9 +263,134 @@ static void surt_cases_tsv_every_row(void **state) {
   assert_int_equal(failed, 0);
 }
 
+static char *surt_of(const char *in, const kr_surt_opts_t *o) {
+  static char res[4][4096];
+  static int k;
+  char *r = res[k++ & 3];
+  kr_buf_t out;
+  kr_buf_init(&out, 1 << 20);
+  int rc = kr_surt(in, in ? strlen(in) : 0, o, &out);
+  snprintf(r, 4096, "%s", rc ? kr_err_name(rc) : out.data);
+  kr_buf_free(&out);
+  return r;
+}
+
+/* s051's input without the option gives what python surt gives. */
+static void python_compatible_by_default(void **state) {
+  (void)state;
+  assert_string_equal(surt_of("http://example.com/script?type=a+b+%26+c&grape=wine", NULL),
+                      "com,example)/script?+c&grape=wine&type=a+b+");
+  kr_surt_opts_t o;
+  kr_surt_opts_init(&o);
+  o.query_keep_escaped_delims = 1;
+  assert_string_equal(surt_of("http://example.com/s?a=%2526&b=%3d%3D", &o), "com,example)/s?a=%2526&b=%3d%3d");
+}
+
+static void heritrix_keeps_33_char_jsessionid(void **state) {
+  (void)state;
+  kr_url_canon_opts_t *o = kr_url_canon_opts_new(0);
+  assert_int_equal(kr_url_canon_opts_add_ruleset(o, "StripSessionIDs"), 0);
+  const char *in = "http://www.archive.org/index.html?jsessionid=0123456789abcdefghijklemopqrstuv0";
+  kr_buf_t out;
+  kr_buf_init(&out, 1024);
+  assert_int_equal(kr_url_canon_apply_rules(o, in, strlen(in), &out), 0);
+  assert_string_equal(out.data, in);
+  kr_buf_free(&out);
+  kr_url_canon_opts_free(o);
+}
+
+static void surt_of_parsed_urls(void **state) {
+  (void)state;
+  static const char *const cases[][2] = {
+      {"http://www.archive.org/goo/?b&a", "org,archive)/goo?a&b"},
+      {"HTTPS://WWW.Archive.ORG:443/A/B/", "org,archive)/a/b"},
+      {"http://[2001:DB8::1]:8080/x", "2001:db8::1:8080)/x"}, /* python drops brackets */
+      {"http://192.168.1.254/info/", "254,1,168,192)/info"},
+      {"http://b\xc3\xbc" "cher.ch/", "ch,xn--bcher-kva)/"},
+      {"mailto:Foo@Example.com", "mailto:foo@example.com"},
+      {"http://example.com/a#frag", "com,example)/a"},
+  };
+  kr_buf_t out;
+  kr_buf_init(&out, 4096);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    kr_url_t *u = NULL;
+    assert_int_equal(kr_url_parse(cases[i][0], strlen(cases[i][0]), NULL, &u), 0);
+    kr_buf_reset(&out);
+    assert_int_equal(kr_url_surt(u, NULL, &out), 0);
+    assert_string_equal(out.data, cases[i][1]);
+    kr_url_free(u);
+  }
+  kr_buf_free(&out);
+}
+
+static void surt_options(void **state) {
+  (void)state;
+  kr_surt_opts_t o;
+  kr_surt_opts_init(&o);
+  o.public_suffix = 1;
+  assert_string_equal(surt_of("http://www.images.amazon.co.uk/x", &o), "uk,co,amazon)/x");
+  kr_surt_opts_init(&o);
+  o.java_keymaker = 1;
+  assert_string_equal(surt_of("dns:www.Archive.org", &o), "org,Archive,www)");
+  assert_string_equal(surt_of("warcinfo:Foo.warc", &o), "warcinfo:Foo.warc");
+  kr_surt_opts_init(&o);
+  o.canonicalizer = KR_SURT_CANON_NONE;
+  o.with_scheme = 1;
+  o.trailing_comma = 1;
+  assert_string_equal(surt_of("http://WWW.x.org/A", &o), "http://(org,x,www,)/A");
+  kr_buf_t out;
+  kr_buf_init(&out, 4096);
+  o.canonicalizer = KR_SURT_CANON_IA;
+  o.with_scheme = 0;
+  assert_int_equal(kr_surt_canon_url("http://www.archive.org:80/", 26, &o, &out), 0);
+  assert_string_equal(out.data, "http://archive.org/");
+  kr_buf_free(&out);
+}
+
+static void surt_hostile(void **state) {
+  (void)state;
+  /* errors rather than crashes */
+  assert_string_equal(surt_of("   ", NULL), "bad-url");
+  assert_string_equal(surt_of("http://x.org:99999/", NULL), "bad-url");
+  assert_string_equal(surt_of("http://x.org:8a/", NULL), "bad-url");
+  assert_string_equal(surt_of(NULL, NULL), "-");
+  /* too long */
+  size_t n = 40000;
+  char *big = malloc(n + 1);
+  memcpy(big, "http://x/", 9);
+  memset(big + 9, 'a', n - 9);
+  big[n] = '\0';
+  kr_buf_t out;
+  kr_buf_init(&out, 1 << 20);
+  assert_int_equal(kr_surt(big, n, NULL, &out), KR_EURL);
+  /* repeated escapes unescape in one linear pass: %252525...25 -> % */
+  size_t m = 8 + 2 * 12000;
+  memcpy(big, "http://x/%25", 12);
+  for (size_t i = 12; i < m; i += 2) big[i] = '2', big[i + 1] = '5';
+  kr_buf_reset(&out);
+  assert_int_equal(kr__surt_unescape_repeatedly(big + 9, m - 9, &out), 0);
+  assert_string_equal(out.data, "%");
+  kr_buf_reset(&out);
+  assert_int_equal(kr_surt(big, m, NULL, &out), 0);
+  assert_string_equal(out.data, "x)/%25");
+  /* NULs, bad UTF-8, brackets without end */
+  static const char weird[] = "http://a\0b.\xff\xfe[:/\0?\0#";
+  kr_buf_reset(&out);
+  assert_int_equal(kr_surt(weird, sizeof weird - 1, NULL, &out), 0);
+  kr_buf_reset(&out);
+  assert_int_equal(kr_surt("http://[::1", 11, NULL, &out), 0);
+  kr_buf_free(&out);
+  free(big);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(surt_cases_tsv_every_row),
+      cmocka_unit_test(python_compatible_by_default),
+      cmocka_unit_test(heritrix_keeps_33_char_jsessionid),
+      cmocka_unit_test(surt_of_parsed_urls),
+      cmocka_unit_test(surt_options),
+      cmocka_unit_test(surt_hostile),
   };
   return cmocka_run_group_tests(tests, load_rows, free_rows);
 }

@@ -322,12 +322,478 @@ static void percent_encoding_all_cases(void **state) {
   assert_int_equal(t.failed, 0);
 }
 
+/* ---- canonical form ---- */
+
+static char *canon_of(const char *in, kr_url_canon_opts_t *o) {
+  static char res[4][8192];
+  static int k;
+  char *r = res[k++ & 3];
+  kr_buf_t out;
+  kr_buf_init(&out, 1 << 20);
+  int rc = kr_url_canon_str(in, strlen(in), NULL, o, &out);
+  if (rc) snprintf(r, 8192, "<%s>", kr_err_name(rc));
+  else snprintf(r, 8192, "%s", out.data);
+  kr_buf_free(&out);
+  return r;
+}
+
+static void canon_default_normalisations(void **state) {
+  (void)state;
+  /* case, default port, fragment */
+  assert_string_equal(canon_of("HTTP://EXAMPLE.COM:80/A#frag", NULL), "http://example.com/A");
+  assert_string_equal(canon_of("https://x.org:443/", NULL), "https://x.org/");
+  assert_string_equal(canon_of("http://x.org:8080/", NULL), "http://x.org:8080/");
+  assert_string_equal(canon_of("ftp://x.org:21/f", NULL), "ftp://x.org/f");
+  /* percent-encoding: unreserved decoded, the rest upper-cased */
+  assert_string_equal(canon_of("http://x/%7efoo/%41%2d%2E%5f/%2f%c3%a9?q=%7E%26%3d#%41", NULL),
+                      "http://x/~foo/A-._/%2F%C3%A9?q=~%26%3D");
+  assert_string_equal(canon_of("http://us%65r:p%61ss@x/", NULL), "http://user:pass@x/");
+  /* the WHATWG steps are kept: IDNA, IPv4 forms, dot segments, escaping */
+  assert_string_equal(canon_of("http://B\xc3\xbc" "cher.example/", NULL), "http://xn--bcher-kva.example/");
+  assert_string_equal(canon_of("http://0x7f.1/a/./b/../c", NULL), "http://127.0.0.1/a/c");
+  assert_string_equal(canon_of("http://x/a b?c d", NULL), "http://x/a%20b?c%20d");
+  /* empty query and empty parameters go (TIDY_QUERY, on by default) */
+  assert_string_equal(canon_of("http://x/p?", NULL), "http://x/p");
+  assert_string_equal(canon_of("http://x/p?&&a=1&&b&", NULL), "http://x/p?a=1&b");
+  /* order is kept unless asked */
+  assert_string_equal(canon_of("http://x/?b=2&a=1", NULL), "http://x/?b=2&a=1");
+  /* userinfo and www are kept unless asked */
+  assert_string_equal(canon_of("http://u:p@www.x.org/", NULL), "http://u:p@www.x.org/");
+  /* opaque paths and hosts */
+  assert_string_equal(canon_of("mailto:%61%40b@EXAMPLE.com#x", NULL), "mailto:a%40b@EXAMPLE.com");
+  assert_string_equal(canon_of("foo://%7eh%2fst/%7e", NULL), "foo://~h%2Fst/~");
+  assert_string_equal(canon_of("web+demo:/.//not-a-host/", NULL), "web+demo:/.//not-a-host/");
+  assert_string_equal(canon_of("not a url", NULL), "<bad-url>");
+  /* decoding never completes a stray '%' into a new escape */
+  assert_string_equal(canon_of("http://x/%2%45%%414?%%34", NULL), "http://x/%2%45%%414?%%34");
+  assert_string_equal(canon_of("http://x/%%7e%zz", NULL), "http://x/%~%zz");
+}
+
+static void canon_flags(void **state) {
+  (void)state;
+  kr_url_canon_opts_t *o = kr_url_canon_opts_new(KR_URL_CANON_STRIP_USERINFO | KR_URL_CANON_STRIP_WWW |
+                                                 KR_URL_CANON_SORT_QUERY | KR_URL_CANON_TIDY_QUERY);
+  assert_string_equal(canon_of("http://u:p@www.x.org/?b=2&a=1&&a=0", o), "http://x.org/?a=0&a=1&b=2");
+  assert_string_equal(canon_of("http://www12.x.org/", o), "http://x.org/");
+  assert_string_equal(canon_of("http://www.com/", o), "http://www.com/");     /* keeps a dot */
+  assert_string_equal(canon_of("http://wwwx.org/", o), "http://wwwx.org/");   /* not www\d*. */
+  assert_int_equal(kr_url_canon_opts_flags(o), KR_URL_CANON_STRIP_USERINFO | KR_URL_CANON_STRIP_WWW |
+                                                   KR_URL_CANON_SORT_QUERY | KR_URL_CANON_TIDY_QUERY);
+  kr_url_canon_opts_free(o);
+  /* without TIDY_QUERY an empty query and empty params stay */
+  o = kr_url_canon_opts_new(KR_URL_CANON_SORT_QUERY);
+  assert_string_equal(canon_of("http://x/p?", o), "http://x/p?");
+  assert_string_equal(canon_of("http://x/p?b&&a", o), "http://x/p?&a&b");
+  kr_url_canon_opts_free(o);
+  assert_int_equal(kr_url_canon_opts_flags(NULL), KR_URL_CANON_DEFAULT);
+}
+
+static void canon_session_id_rules(void **state) {
+  (void)state;
+  kr_url_canon_opts_t *o = kr_url_canon_opts_new(KR_URL_CANON_DEFAULT);
+  assert_int_equal(kr_url_canon_opts_add_ruleset(o, "session-ids"), 0);
+  const char *id32 = "0123456789abcdefABCDEF0123456789";
+  char in[256], want[256];
+  snprintf(in, sizeof in, "http://x.org/a?jsessionid=%s&b=1", id32);
+  assert_string_equal(canon_of(in, o), "http://x.org/a?b=1");
+  snprintf(in, sizeof in, "http://x.org/a?b=1&PHPSESSID=%s", id32);
+  assert_string_equal(canon_of(in, o), "http://x.org/a?b=1"); /* "b=1&" tidied */
+  snprintf(in, sizeof in, "http://x.org/a?sid=%s", id32);
+  assert_string_equal(canon_of(in, o), "http://x.org/a");
+  assert_string_equal(canon_of("http://x.org/a?ASPSESSIONIDQQGGGNCU=ABCDEFGHIJKLMNOPQRSTUVWX&c=d", o),
+                      "http://x.org/a?c=d");
+  assert_string_equal(canon_of("http://x.org/a?CFID=123&CFTOKEN=abc-99&q=1", o), "http://x.org/a?q=1");
+  /* not a session id: 31 characters, or a longer value */
+  snprintf(in, sizeof in, "http://x.org/a?sid=%.31s", id32);
+  snprintf(want, sizeof want, "http://x.org/a?sid=%.31s", id32);
+  assert_string_equal(canon_of(in, o), want);
+  kr_url_canon_opts_free(o);
+}
+
+static void canon_custom_rules(void **state) {
+  (void)state;
+  kr_url_canon_opts_t *o = kr_url_canon_opts_new(KR_URL_CANON_DEFAULT);
+  char err[256] = "";
+  /* groups 1 and 2 kept by default */
+  assert_int_equal(kr_url_canon_opts_add_rule(o, "^(.*?)[;&]?utm_[a-z]+=[^&]*(.*)$", NULL, err, sizeof err), 0);
+  assert_string_equal(canon_of("http://x.org/?a=1&utm_source=feed", o), "http://x.org/?a=1");
+  /* rules repeat until nothing changes (each round reparses) */
+  assert_string_equal(canon_of("http://x.org/?utm_a=1&utm_b=2&k=v", o), "http://x.org/?k=v");
+  /* an explicit template, ${N} and $$ */
+  assert_int_equal(kr_url_canon_opts_add_rule(o, "^(https?)://m\\.(.*)$", "${1}://$2", err, sizeof err), 0);
+  assert_string_equal(canon_of("http://m.x.org/p", o), "http://x.org/p");
+  /* a rule whose result is not a URL is ignored */
+  assert_int_equal(kr_url_canon_opts_add_rule(o, "^http://broken\\.(.*)$", "$$ $1", err, sizeof err), 0);
+  assert_string_equal(canon_of("http://broken.x.org/", o), "http://broken.x.org/");
+  /* errors */
+  assert_int_equal(kr_url_canon_opts_add_rule(o, "(unclosed", NULL, err, sizeof err), KR_ECONFIG);
+  assert_non_null(strstr(err, "(unclosed"));
+  assert_int_equal(kr_url_canon_opts_add_rule(o, "^(a)$", "$2", err, sizeof err), KR_ECONFIG);
+  assert_int_equal(kr_url_canon_opts_add_rule(o, "^(a)$", "${1", NULL, 0), KR_ECONFIG);
+  assert_int_equal(kr_url_canon_opts_add_ruleset(o, "NoSuchRule"), KR_EINVAL);
+  assert_int_equal(kr_url_canon_opts_add_rule(NULL, "x", NULL, NULL, 0), KR_EINVAL);
+  kr_url_canon_opts_free(o);
+}
+
+static void canon_rule_match_limit(void **state) {
+  (void)state;
+  /* catastrophic backtracking: the match limit stops it, the rule counts
+   * as not matching and the URL passes unchanged */
+  kr_url_canon_opts_t *o = kr_url_canon_opts_new(KR_URL_CANON_DEFAULT);
+  assert_int_equal(kr_url_canon_opts_add_rule(o, "^(.*?)((?:x+x+)+y)$", NULL, NULL, 0), 0);
+  char in[256] = "http://h/";
+  memset(in + 9, 'x', 60);
+  in[69] = '\0';
+  assert_string_equal(canon_of(in, o), in);
+  kr_url_canon_opts_free(o);
+}
+
+static void canon_heritrix_default_chain(void **state) {
+  (void)state;
+  kr_url_canon_opts_t *o = kr_url_canon_opts_new(KR_URL_CANON_DEFAULT);
+  assert_int_equal(kr_url_canon_opts_add_ruleset(o, "heritrix-default"), 0);
+  assert_string_equal(canon_of("http://U:P@WWW3.Archive.ORG/Index.html?jsessionid="
+                               "01234567890123456789012345678901&Q=1",
+                               o),
+                      "http://archive.org/index.html?q=1");
+  /* FixupQueryString runs to its fixed point (Heritrix's single pass
+   * would leave '?'s behind: not idempotent) */
+  assert_string_equal(canon_of("ws://example.com/????????????????", o), "ws://example.com/");
+  assert_string_equal(canon_of("http://x.org/p?a=1&&&&", o), "http://x.org/p?a=1");
+  /* a strip rule repeats until every occurrence is gone */
+  char many[512] = "http://x.org/p?";
+  for (int i = 0; i < 6; i++)
+    strcat(many, "jsessionid=0123456789abcdef0123456789abcdef&sid=0123456789abcdef0123456789abcdef&");
+  strcat(many, "k=v");
+  assert_string_equal(canon_of(many, o), "http://x.org/p?k=v");
+  /* lowercasing meets upper-case hex: the loop stops at the fixed point */
+  const char *c1 = canon_of("http://x.org/A%2fB", o);
+  assert_string_equal(c1, "http://x.org/a%2Fb");
+  assert_string_equal(canon_of(c1, o), c1);
+  kr_url_canon_opts_free(o);
+}
+
+/* canon(parse(canon(u))) == canon(u) for every URL of the conformance
+ * run, under several option sets. */
+static void canon_idempotent_over_conformance_set(void **state) {
+  (void)state;
+  assert_true(all_inputs_n > 600);
+  kr_url_canon_opts_t *sets[4];
+  sets[0] = NULL;
+  sets[1] = kr_url_canon_opts_new(0);
+  sets[2] = kr_url_canon_opts_new(KR_URL_CANON_STRIP_USERINFO | KR_URL_CANON_STRIP_WWW |
+                                  KR_URL_CANON_SORT_QUERY | KR_URL_CANON_TIDY_QUERY);
+  assert_int_equal(kr_url_canon_opts_add_ruleset(sets[2], "session-ids"), 0);
+  sets[3] = kr_url_canon_opts_new(KR_URL_CANON_DEFAULT);
+  assert_int_equal(kr_url_canon_opts_add_ruleset(sets[3], "heritrix-default"), 0);
+  assert_int_equal(kr_url_canon_opts_add_ruleset(sets[3], "StripExtraSlashes"), 0);
+  kr_buf_t c1, c2;
+  kr_buf_init(&c1, 1 << 20);
+  kr_buf_init(&c2, 1 << 20);
+  int bad = 0, checked = 0;
+  for (size_t s = 0; s < 4; s++) {
+    for (size_t i = 0; i < all_inputs_n; i++) {
+      kr_buf_reset(&c1);
+      kr_buf_reset(&c2);
+      const char *u = all_inputs[i];
+      int rc = kr_url_canon_str(u, strlen(u), NULL, sets[s], &c1);
+      if (rc) {
+        print_message("canon: <%s> set %zu: %s\n", u, s, kr_err_name(rc));
+        bad++;
+        continue;
+      }
+      rc = kr_url_canon_str(c1.data, c1.len, NULL, sets[s], &c2);
+      if (rc || strcmp(c1.data, c2.data) != 0) {
+        print_message("canon not idempotent, set %zu: <%s> -> <%s> -> <%s>\n", s, u, c1.data,
+                      rc ? kr_err_name(rc) : c2.data);
+        bad++;
+      }
+      checked++;
+    }
+  }
+  printf("# canon idempotence: %d URLs x option sets checked, %d failures\n", checked, bad);
+  for (size_t s = 1; s < 4; s++) kr_url_canon_opts_free(sets[s]);
+  kr_buf_free(&c1);
+  kr_buf_free(&c2);
+  assert_int_equal(bad, 0);
+}
+
+/* ---- accessors ---- */
+
+static kr_url_t *P(const char *s) {
+  kr_url_t *u = NULL;
+  assert_int_equal(kr_url_parse(s, strlen(s), NULL, &u), 0);
+  return u;
+}
+
+static void accessors(void **state) {
+  (void)state;
+  kr_url_t *u = P("https://user:pw@Example.COM:8443/a/b?x=1#frag");
+  assert_true(slice_is(kr_url_scheme(u), "https"));
+  assert_true(slice_is(kr_url_hostname(u), "example.com"));
+  assert_true(slice_is(kr_url_host(u), "example.com:8443"));
+  assert_int_equal(kr_url_port(u), 8443);
+  assert_int_equal(kr_url_effective_port(u), 8443);
+  assert_true(slice_is(kr_url_request_target(u), "/a/b?x=1"));
+  assert_true(slice_is(kr_url_href_nofrag(u), "https://user:pw@example.com:8443/a/b?x=1"));
+  assert_true(slice_is(kr_url_query(u), "x=1"));
+  assert_true(slice_is(kr_url_fragment(u), "frag"));
+  assert_int_equal(kr_url_is_https(u), 1);
+  assert_int_equal(kr_url_is_special(u), 1);
+  assert_int_equal(kr_url_has_opaque_path(u), 0);
+  assert_int_equal(kr_url_host_type(u), KR_URL_HOST_DOMAIN);
+  kr_url_t *d = kr_url_dup(u);
+  assert_string_equal(kr_url_href(d), kr_url_href(u));
+  assert_true(slice_is(kr_url_username(d), "user"));
+  kr_url_free(d);
+  kr_url_free(u);
+
+  u = P("http://h");
+  assert_int_equal(kr_url_port(u), -1);
+  assert_int_equal(kr_url_effective_port(u), 80);
+  assert_true(slice_is(kr_url_request_target(u), "/"));
+  assert_null(kr_url_query(u).p);
+  assert_null(kr_url_fragment(u).p);
+  assert_int_equal(kr_url_is_https(u), 0);
+  kr_url_free(u);
+
+  u = P("http://h/?#");
+  assert_non_null(kr_url_query(u).p);
+  assert_int_equal(kr_url_query(u).n, 0);
+  assert_int_equal(kr_url_search(u).n, 0);
+  assert_non_null(kr_url_fragment(u).p);
+  assert_int_equal(kr_url_hash(u).n, 0);
+  kr_url_free(u);
+
+  static const struct {
+    const char *in;
+    kr_url_host_type_t t;
+  } types[] = {
+      {"http://1.2.3.4/", KR_URL_HOST_IPV4}, {"http://[::1]/", KR_URL_HOST_IPV6},
+      {"foo://h/", KR_URL_HOST_OPAQUE},      {"file:///x", KR_URL_HOST_EMPTY},
+      {"mailto:a@b", KR_URL_HOST_NONE},      {"wss://x.y/", KR_URL_HOST_DOMAIN},
+  };
+  for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+    u = P(types[i].in);
+    assert_int_equal(kr_url_host_type(u), types[i].t);
+    kr_url_free(u);
+  }
+  u = P("mailto:a@b?subject=x");
+  assert_int_equal(kr_url_has_opaque_path(u), 1);
+  assert_int_equal(kr_url_is_special(u), 0);
+  assert_int_equal(kr_url_effective_port(u), -1);
+  assert_true(slice_is(kr_url_pathname(u), "a@b"));
+  kr_url_free(u);
+}
+
+static void origins(void **state) {
+  (void)state;
+  static const char *const cases[][2] = {
+      {"https://x.org:8443/p", "https://x.org:8443"},
+      {"ws://x.org:80/", "ws://x.org"},
+      {"blob:https://whatwg.org/d036", "https://whatwg.org"},
+      {"blob:ftp://x/", "null"},
+      {"file:///etc/passwd", "null"},
+      {"data:text/plain,x", "null"},
+  };
+  kr_buf_t b;
+  kr_buf_init(&b, 1024);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    kr_url_t *u = P(cases[i][0]);
+    kr_buf_reset(&b);
+    assert_int_equal(kr_url_origin(u, &b), 0);
+    assert_string_equal(b.data, cases[i][1]);
+    kr_url_free(u);
+  }
+  kr_buf_free(&b);
+}
+
+static void public_suffix_parts(void **state) {
+  (void)state;
+  kr_slice_t r;
+  assert_int_equal(kr_url_registrable_domain(KR_SLICE_LIT("www.images.amazon.co.uk"), &r), 0);
+  assert_true(slice_is(r, "amazon.co.uk"));
+  assert_int_equal(kr_url_public_suffix(KR_SLICE_LIT("www.images.amazon.co.uk"), &r), 0);
+  assert_true(slice_is(r, "co.uk"));
+  assert_int_equal(kr_url_registrable_domain(KR_SLICE_LIT("co.uk"), &r), KR_EINVAL);
+  assert_int_equal(kr_url_registrable_domain(KR_SLICE_LIT("192.168.1.1"), &r), KR_EINVAL);
+  assert_int_equal(kr_url_registrable_domain(KR_SLICE_LIT("[::1]"), &r), KR_EINVAL);
+  assert_int_equal(kr_url_registrable_domain(KR_SLICE_LIT(""), &r), KR_EINVAL);
+}
+
+static void host_helpers(void **state) {
+  (void)state;
+  uint32_t v4;
+  assert_int_equal(kr__url_ipv4_parse("0x7f.1", 6, &v4), 0);
+  assert_int_equal(v4, 0x7f000001u);
+  assert_int_equal(kr__url_ipv4_parse("4294967296", 10, &v4), -1);
+  assert_int_equal(kr__url_ipv4_parse("99999999999999999999999", 23, &v4), -1);
+  assert_int_equal(kr__url_ipv4_parse("1.2.3.4.5", 9, &v4), -1);
+  uint16_t a[8];
+  char txt[48];
+  assert_int_equal(kr__url_ipv6_parse("1:0:0:2:0:0:0:3", 15, a), 0);
+  txt[kr__url_ipv6_serialize(a, txt)] = '\0';
+  assert_string_equal(txt, "1:0:0:2::3"); /* the longest run is compressed */
+  assert_int_equal(kr__url_ipv6_parse("::ffff:1.2.3.4", 14, a), 0);
+  txt[kr__url_ipv6_serialize(a, txt)] = '\0';
+  assert_string_equal(txt, "::ffff:102:304");
+  assert_int_equal(kr__url_ipv6_parse("1:::2", 5, a), -1);
+  assert_int_equal(kr__url_ipv6_parse("1:2:3:4:5:6:7:8:9", 17, a), -1);
+  /* punycode */
+  uint32_t snow[] = {0x2603};
+  kr_buf_t b;
+  kr_buf_init(&b, 64);
+  assert_int_equal(kr__url_punycode_encode(snow, 1, &b), 0);
+  assert_string_equal(b.data, "n3h");
+  kr_buf_free(&b);
+}
+
+/* ---- hostile input ---- */
+
+static void hostile_length_limit(void **state) {
+  (void)state;
+  char *in = malloc(KR_URL_MAX_LEN + 2);
+  memcpy(in, "http://x/", 9);
+  memset(in + 9, 'a', KR_URL_MAX_LEN - 9);
+  kr_url_t *u = NULL;
+  assert_int_equal(kr_url_parse(in, KR_URL_MAX_LEN, NULL, &u), 0);
+  assert_int_equal(kr_url_href_len(u), KR_URL_MAX_LEN);
+  kr_url_free(u);
+  in[KR_URL_MAX_LEN] = 'a';
+  assert_int_equal(kr_url_parse(in, KR_URL_MAX_LEN + 1, NULL, &u), KR_EURL);
+  assert_null(u);
+  /* a smaller configured limit */
+  assert_int_equal(kr_url_parse_ex(in, 100, NULL, 99, &u), KR_EURL);
+  assert_int_equal(kr_url_parse_ex(in, 99, NULL, 99, &u), 0);
+  kr_url_free(u);
+  /* escaping triples the size: still bounded, still parses */
+  memset(in + 9, ' ', KR_URL_MAX_LEN - 10);
+  in[KR_URL_MAX_LEN - 1] = 'z';
+  assert_int_equal(kr_url_parse(in, KR_URL_MAX_LEN, NULL, &u), 0);
+  assert_true(kr_url_href_len(u) <= 3 * KR_URL_MAX_LEN + 64);
+  kr_url_free(u);
+  free(in);
+}
+
+static void hostile_nul_and_bad_utf8(void **state) {
+  (void)state;
+  kr_url_t *u = NULL;
+  static const char nul_path[] = "http://a/x\0y?q\0#f\0";
+  assert_int_equal(kr_url_parse(nul_path, sizeof nul_path - 1, NULL, &u), 0);
+  assert_string_equal(kr_url_href(u), "http://a/x%00y?q%00#f"); /* trailing C0 trimmed */
+  kr_url_free(u);
+  static const char nul_host[] = "http://a\0b/";
+  assert_int_equal(kr_url_parse(nul_host, sizeof nul_host - 1, NULL, &u), KR_EURL);
+  /* invalid UTF-8: percent-encoded byte by byte outside the host */
+  const char *bad = "http://a/\xff\xc3(?\xe2\x82#\xed\xa0\x80";
+  assert_int_equal(kr_url_parse(bad, strlen(bad), NULL, &u), 0);
+  assert_string_equal(kr_url_href(u), "http://a/%FF%C3(?%E2%82#%ED%A0%80");
+  kr_url_free(u);
+  const char *bad_host = "http://a\xff.com/";
+  assert_int_equal(kr_url_parse(bad_host, strlen(bad_host), NULL, &u), KR_EURL);
+  const char *bad_host_pct = "http://a%ff.com/";
+  assert_int_equal(kr_url_parse(bad_host_pct, strlen(bad_host_pct), NULL, &u), KR_EURL);
+  assert_int_equal(kr_url_parse(NULL, 0, NULL, &u), KR_EURL);
+  assert_int_equal(kr_url_parse(NULL, 5, NULL, &u), KR_EURL);
+}
+
+static void hostile_deep_paths(void **state) {
+  (void)state;
+  size_t n = 8000;
+  char *in = malloc(n + 1); /* 8 + 1500 * 5 bytes used */
+  size_t k = snprintf(in, n, "http://h");
+  for (int i = 0; i < 1500; i++) in[k++] = '/', in[k++] = 'a';
+  for (int i = 0; i < 1500; i++) in[k++] = '/', in[k++] = '.', in[k++] = '.';
+  in[k] = '\0';
+  kr_url_t *u = NULL;
+  assert_int_equal(kr_url_parse(in, k, NULL, &u), 0);
+  assert_string_equal(kr_url_href(u), "http://h/");
+  kr_url_free(u);
+  /* a relative reference of dots against a deep base */
+  kr_url_t *base = P("http://h/a/b/c/d/e/f");
+  assert_int_equal(kr_url_parse(in + 8, k - 8, base, &u), 0);
+  assert_string_equal(kr_url_href(u), "http://h/");
+  kr_url_free(u);
+  kr_url_free(base);
+  free(in);
+}
+
+/* Deterministic random strings: no crash, and the invariants hold: the
+ * href reparses to itself and canon is idempotent. */
+static void hostile_random_inputs(void **state) {
+  (void)state;
+  static const char alphabet[] = "htps:/\\?#@[]%.0123456789abcxyzHTTP:// \t\n\x01\x7f\xc3\xa9\xff"
+                                 "file:ftp:ws:mailto:%2e%25%zz..::;=&+$";
+  uint64_t x = 0x9e3779b97f4a7c15ULL;
+  kr_url_t *base = P("http://user@host.example:81/a/b/c?q#f");
+  kr_url_t *fbase = P("file:///C:/dir/file");
+  kr_buf_t c1, c2;
+  kr_buf_init(&c1, 1 << 20);
+  kr_buf_init(&c2, 1 << 20);
+  char in[96];
+  int parsed = 0;
+  for (int iter = 0; iter < 30000; iter++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    size_t n = x % sizeof in;
+    for (size_t i = 0; i < n; i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      in[i] = alphabet[x % (sizeof alphabet - 1)];
+    }
+    if (iter % 3 == 0 && n > 7) memcpy(in, "http://", 7);
+    const kr_url_t *b = iter % 4 == 1 ? base : iter % 4 == 2 ? fbase : NULL;
+    kr_url_t *u = NULL;
+    if (kr_url_parse(in, n, b, &u) != 0) continue;
+    parsed++;
+    kr_url_t *again = NULL;
+    assert_int_equal(kr_url_parse(kr_url_href(u), kr_url_href_len(u), NULL, &again), 0);
+    if (strcmp(kr_url_href(again), kr_url_href(u)) != 0)
+      fail_msg("reparse of <%s> gives <%s>", kr_url_href(u), kr_url_href(again));
+    kr_buf_reset(&c1);
+    kr_buf_reset(&c2);
+    assert_int_equal(kr_url_canon(u, NULL, &c1), 0);
+    assert_int_equal(kr_url_canon_str(c1.data, c1.len, NULL, NULL, &c2), 0);
+    if (strcmp(c1.data, c2.data) != 0) fail_msg("canon of <%s> not idempotent: <%s> <%s>", kr_url_href(u), c1.data, c2.data);
+    kr_url_free(again);
+    kr_url_free(u);
+  }
+  printf("# random inputs: 30000 tried, %d parsed\n", parsed);
+  assert_true(parsed > 1000);
+  kr_buf_free(&c1);
+  kr_buf_free(&c2);
+  kr_url_free(base);
+  kr_url_free(fbase);
+}
+
+static void canon_output_buffer_limit(void **state) {
+  (void)state;
+  kr_buf_t small;
+  kr_buf_init(&small, 10);
+  assert_int_equal(kr_url_canon_str("http://example.com/", 19, NULL, NULL, &small), KR_ETOOBIG);
+  kr_buf_free(&small);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(urltestdata_all_cases),
       cmocka_unit_test(toascii_all_cases),
       cmocka_unit_test(idnatestv2_all_cases),
       cmocka_unit_test(percent_encoding_all_cases),
+      cmocka_unit_test(canon_default_normalisations),
+      cmocka_unit_test(canon_flags),
+      cmocka_unit_test(canon_session_id_rules),
+      cmocka_unit_test(canon_custom_rules),
+      cmocka_unit_test(canon_rule_match_limit),
+      cmocka_unit_test(canon_heritrix_default_chain),
+      cmocka_unit_test(canon_idempotent_over_conformance_set),
+      cmocka_unit_test(canon_output_buffer_limit),
+      cmocka_unit_test(accessors),
+      cmocka_unit_test(origins),
+      cmocka_unit_test(public_suffix_parts),
+      cmocka_unit_test(host_helpers),
+      cmocka_unit_test(hostile_length_limit),
+      cmocka_unit_test(hostile_nul_and_bad_utf8),
+      cmocka_unit_test(hostile_deep_paths),
+      cmocka_unit_test(hostile_random_inputs),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);
   for (size_t i = 0; i < all_inputs_n; i++) free(all_inputs[i]);
