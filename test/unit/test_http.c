@@ -884,6 +884,41 @@ static void pool_limits_and_expiry(void **state) {
   ctx_close(&c, &s);
 }
 
+static void pool_global_cap_evicts_oldest(void **state) {
+  tctx_t c;
+  srv_t a, b;
+  tf_t t;
+  ctx_open(&c);
+  c.opts.pool_max_idle = 1;
+  step_t steps[] = {{.data = BODY_OK}};
+  srv_start(&a, &c.loop, steps, 1);
+  srv_start(&b, &c.loop, steps, 1);
+  ctx_client(&c);
+  set_url(&c, "http://127.0.0.1:%d/", a.port);
+  tf_init(&t, &c);
+  start(&c, &t);
+  run_until(&c, &t.done, 5000);
+  assert_int_equal(t.err, 0);
+  assert_int_equal(stats(&c).pooled_idle, 1);
+  tf_free(&t);
+  set_url(&c, "http://127.0.0.1:%d/", b.port);
+  tf_init(&t, &c);
+  start(&c, &t);
+  run_until(&c, &t.done, 5000);
+  assert_int_equal(t.err, 0);
+  /* B's connection is kept; A's, the oldest idle one, was closed. */
+  assert_int_equal(stats(&c).pooled_idle, 1);
+  c.guard_fired = 0;
+  uv_timer_start(&c.guard, guard_cb, 3000, 0);
+  while (a.closed < 1 && !c.guard_fired) uv_run(&c.loop, UV_RUN_ONCE);
+  uv_timer_stop(&c.guard);
+  assert_int_equal(a.closed, 1);
+  assert_int_equal(b.closed, 0);
+  tf_free(&t);
+  srv_stop(&a);
+  ctx_close(&c, &b);
+}
+
 /* ---- tests: malformed input ------------------------------------------------------- */
 
 static void expect_error(const step_t *steps, size_t n, int want, kr_http_opts_t *opts) {
@@ -1607,7 +1642,7 @@ static void tls_session_resumption(void **state) {
 }
 
 static void tls_handshake_failure(void **state) {
-  /* A plain HTTP server answering a ClientHello with garbage. */
+  /* A plain HTTP server answering a ClientHello with an HTTP response. */
   tctx_t c;
   srv_t s;
   tf_t t;
@@ -1618,9 +1653,8 @@ static void tls_handshake_failure(void **state) {
   set_url(&c, "https://127.0.0.1:%d/", s.port);
   tf_init(&t, &c);
   start(&c, &t);
-  /* The scripted server only answers after "\r\n\r\n", which a
-   * ClientHello lacks; its connection ends when the client gives up.
-   * Make the server send garbage instead by closing: EOF mid-handshake. */
+  /* A ClientHello has no "\r\n\r\n", so the script never answers it:
+   * once the connection is in, answer with plain HTTP and close. */
   while (s.accepts < 1) uv_run(&c.loop, UV_RUN_ONCE);
   for (sconn_t *sc = s.conns; sc; sc = sc->next) {
     sconn_send(sc, "HTTP/1.1 400 Bad\r\n\r\n", 20);
@@ -1650,6 +1684,7 @@ int main(void) {
       cmocka_unit_test(no_retry_once_response_bytes_arrived),
       cmocka_unit_test(not_reused_after_close_or_extra_bytes),
       cmocka_unit_test(pool_limits_and_expiry),
+      cmocka_unit_test(pool_global_cap_evicts_oldest),
       cmocka_unit_test(malformed_responses),
       cmocka_unit_test(gzip_truncated_inside_complete_body),
       cmocka_unit_test(header_limit),
