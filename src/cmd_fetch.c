@@ -554,11 +554,15 @@ static int fetch_list(fetch_cli_t *o) {
   L.by_err[KR_EURL - KR__EBASE] = bad;
   L.done = bad;
 
+  /* Keep every connection of the run for reuse. */
+  if (o->hopts.pool_max_idle_per_key < (uint32_t)o->per_host)
+    o->hopts.pool_max_idle_per_key = (uint32_t)o->per_host;
+  if (o->hopts.pool_max_idle < (uint32_t)o->connections)
+    o->hopts.pool_max_idle = (uint32_t)o->connections;
   env_t e;
   int rc = 2;
   if (!env_open(&e, o)) {
     L.e = &e;
-    /* Keep every connection of the run for reuse. */
     slots = kr_xcalloc((size_t)o->connections, sizeof *slots);
     free_slots = NULL;
     for (long i = o->connections - 1; i >= 0; i--) {
