@@ -130,15 +130,19 @@ static int is_space(unsigned char c) {
   return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
 }
 
-static int starts_with_ci(const char *p, size_t n, const char *lit) {
-  size_t m = strlen(lit);
-  if (n < m) return 0;
-  for (size_t i = 0; i < m; i++) {
-    char c = p[i];
-    if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
-    if (c != lit[i]) return 0;
-  }
-  return 1;
+/* 1 when p starts "scheme:" and what follows the colon is not a port
+ * ("mailto:a@b", "http:x.org"), 0 for "x.org", "x.org:8080/a". */
+static int scheme_colon(const char *p, size_t n) {
+  size_t i = 0;
+  if (n == 0 || !((p[0] >= 'a' && p[0] <= 'z') || (p[0] >= 'A' && p[0] <= 'Z'))) return 0;
+  while (i < n && ((p[i] >= 'a' && p[i] <= 'z') || (p[i] >= 'A' && p[i] <= 'Z') ||
+                   (p[i] >= '0' && p[i] <= '9') || p[i] == '+' || p[i] == '-' || p[i] == '.'))
+    i++;
+  if (i == n || p[i] != ':') return 0;
+  size_t j = i + 1;
+  while (j < n && p[j] >= '0' && p[j] <= '9') j++;
+  int port = j > i + 1 && (j == n || p[j] == '/' || p[j] == '?' || p[j] == '#');
+  return !port;
 }
 
 /* 1 when nothing follows the authority of u (scheme ':' slashes host). */
@@ -189,8 +193,7 @@ static enum line_result one_line(kr_seeds_t *s, const char *name, uint32_t linen
 
   unsigned flags = 0;
   kr_buf_reset(tmp);
-  int has_scheme = memmem(p, ul, "://", 3) != NULL || starts_with_ci(p, ul, "http:") ||
-                   starts_with_ci(p, ul, "https:");
+  int has_scheme = memmem(p, ul, "://", 3) != NULL || scheme_colon(p, ul);
   if (!has_scheme) {
     flags |= KR_SEED_IMPLIED_HTTP;
     if (kr_buf_append_str(tmp, "http://")) return LINE_SKIP; /* cannot happen */

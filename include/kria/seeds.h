@@ -7,10 +7,12 @@
  *   - blank lines and lines starting with '#' are ignored; after the URL,
  *     whitespace then '#' starts a comment ("http://x.org/  # home"); a
  *     '#' inside the URL is its fragment (dropped by canonicalization);
- *   - a line without "://" that does not start with "http:" or "https:"
- *     is taken as a bare host or host/path and gets "http://" in front:
- *     "example.org" is http://example.org/, "example.org:8080/a" is
- *     http://example.org:8080/a (as Heritrix does for seeds);
+ *   - a line without "://" that does not start with a scheme and a colon
+ *     (a colon followed by a port number does not count) is taken as a
+ *     bare host or host/path and gets "http://" in front: "example.org"
+ *     is http://example.org/, "example.org:8080/a" is
+ *     http://example.org:8080/a (as Heritrix does for seeds), while
+ *     "mailto:a@b.org" keeps its scheme (and is refused, below);
  *   - only http and https URLs are seeds.
  * Each seed is canonicalized (kr_url_canon with the given options) and
  * kept once: a later duplicate is skipped and reported once per URL.
