@@ -50,7 +50,8 @@ typedef enum kr_url_host_type {
 int kr_url_parse(const char *input, size_t len, const kr_url_t *base,
                  kr_url_t **out);
 /* Same with an explicit input length limit (0 = KR_URL_MAX_LEN). The
- * href of the result is at most 3 * max_len + the base's href length. */
+ * href of the result is at most 3 * max_len + the base's href length
+ * + 64 bytes (percent-encoding triples a byte). */
 int kr_url_parse_ex(const char *input, size_t len, const kr_url_t *base,
                     size_t max_len, kr_url_t **out);
 kr_url_t *kr_url_dup(const kr_url_t *url);
