@@ -1,0 +1,190 @@
+/*
+ * The processor chain: what happens to one issued URI, from the prefetch
+ * checks to the post phase, as data rather than code. Processors are
+ * registered with a phase, the chain sorts them once into one flat array
+ * (stable: registration order inside a phase, like nginx's phase engine),
+ * and every fetch walks that array with an index. No processor knows its
+ * neighbours.
+ *
+ * A processor's run(fetch, self) returns
+ *   KR_PROC_NEXT          go on with the next processor
+ *   KR_PROC_SKIP_TO_POST  skip to the first post processor (disregarded,
+ *                         deferred, nothing to fetch...)
+ *   KR_PROC_ASYNC         suspended: the processor started I/O and calls
+ *                         kr_chain_resume() once it completes (that call
+ *                         may even come before run returns)
+ *   a negative KR_E*      an error: kept in fetch->err (the first one
+ *                         wins) and the chain jumps to the post phase
+ * Post processors always run, in order, whatever happened before (a post
+ * processor returning SKIP_TO_POST or an error just goes on).
+ *
+ * Filters: a processor may carry a host (that host and every name under
+ * it), a URL pattern and a content-type pattern (PCRE2, searched); it runs
+ * only when every filter it has matches, otherwise it is passed over as
+ * if it had returned NEXT. A content-type filter never matches a fetch
+ * without a content type (before the response, or after a failure).
+ *
+ * Streaming: processors may also hook into the response while it arrives
+ * (the midfetch/body part of the design): the fetch processor calls
+ * kr_chain_headers() when the headers are complete, which offers them to
+ * every processor with on_headers whose filter matches (in chain order);
+ * those returning 1 then get every content chunk through kr_chain_body()
+ * (the bytes are not copied: one buffer passes through all of them). A
+ * processor whose on_headers was called gets its cleanup() at finalize,
+ * whatever happened, so per-fetch stream state is never leaked.
+ *
+ * The per-fetch state machine (one enum, one set_state tracing each
+ * transition at debug level):
+ *   IDLE --start--> RUNNING --ASYNC--> WAITING --resume--> RUNNING ...
+ *   RUNNING --past the last processor--> DONE (finalize called once)
+ * The finalize callback is the only exit: it runs exactly once per fetch,
+ * after every processor is done with it, never while a processor of that
+ * fetch is on the stack, and may free the fetch.
+ */
+#ifndef KRIA_CHAIN_H
+#define KRIA_CHAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef PCRE2_CODE_UNIT_WIDTH
+#define PCRE2_CODE_UNIT_WIDTH 8
+#endif
+#include <pcre2.h>
+
+#include "kria/buf.h"
+#include "kria/config.h"
+
+typedef enum kr_phase {
+  KR_PHASE_PREFETCH = 0, /* scope recheck, prerequisites (robots.txt) */
+  KR_PHASE_FETCH,        /* the request; stream hooks run during it */
+  KR_PHASE_DIGEST,       /* content digests (volatile sections stripped) */
+  KR_PHASE_CHANGE,       /* changed / unchanged / unknown */
+  KR_PHASE_EXTRACT,      /* links and embeds */
+  KR_PHASE_WRITE,        /* WARC records */
+  KR_PHASE_POST,         /* outcome, schedule links, crawl.log */
+  KR_PHASE__COUNT
+} kr_phase_t;
+
+typedef enum kr_proc_rc {
+  KR_PROC_NEXT = 0,
+  KR_PROC_SKIP_TO_POST = 1,
+  KR_PROC_ASYNC = 2,
+} kr_proc_rc_t;
+
+/* Processors per chain: the stream subscriptions of a fetch are a 64-bit
+ * mask. */
+#define KR_CHAIN_MAX_PROCS 64
+
+typedef struct kr_chain kr_chain_t;
+typedef struct kr_chain_fetch kr_chain_fetch_t;
+typedef struct kr_processor kr_processor_t;
+
+struct kr_processor {
+  const char *name;          /* for logs and stats, static */
+  kr_phase_t phase;
+  /* filters, each optional */
+  const char *host;          /* this host and names under it; NULL = all */
+  const pcre2_code *url_re;  /* searched in the URL; NULL = all */
+  const pcre2_code *ctype_re;/* searched in the content type; NULL = all */
+  /* run: KR_PROC_* or a negative KR_E*. NULL = a stream-only processor. */
+  int (*run)(kr_chain_fetch_t *f, kr_processor_t *self);
+  /* stream hooks, optional: on_headers returns 1 to get the body, 0 not */
+  int (*on_headers)(kr_chain_fetch_t *f, kr_processor_t *self);
+  /* nonzero return: no more body for this processor in this fetch */
+  int (*on_body)(kr_chain_fetch_t *f, kr_processor_t *self, const char *p, size_t n);
+  /* at finalize, for every processor whose on_headers ran on f */
+  void (*cleanup)(kr_chain_fetch_t *f, kr_processor_t *self);
+  void *data;                /* the processor's own */
+  /* statistics, kept by the chain */
+  uint64_t runs;             /* run called */
+  uint64_t filtered;         /* passed over by a filter */
+  uint64_t async;            /* run returned ASYNC */
+  uint64_t errors;           /* run returned an error */
+};
+
+typedef enum kr_chain_state {
+  KR_CHAIN_IDLE = 0, /* initialised, not started */
+  KR_CHAIN_RUNNING,  /* a processor of it is on the stack, or about to be */
+  KR_CHAIN_WAITING,  /* suspended on I/O (ASYNC) */
+  KR_CHAIN_DONE,     /* finalized */
+} kr_chain_state_t;
+
+/* The chain's view of one fetch; embed it in the fetch object and use
+ * container_of in processors. The owner fills url/host before
+ * kr_chain_start and content_type when the response headers arrive. */
+struct kr_chain_fetch {
+  kr_chain_t *chain;
+  const char *url;           /* for the URL filter and logs */
+  size_t url_len;
+  kr_slice_t host;           /* for the host filter */
+  kr_slice_t content_type;   /* for the content-type filter; n = 0: none */
+  int err;                   /* first error of a processor, 0 = none */
+  /* private */
+  uint32_t pos;              /* processor running or next to run */
+  uint8_t state;             /* kr_chain_state_t */
+  uint8_t resumed;           /* resume came while run was on the stack */
+  uint8_t in_run;            /* run of f's processor is on the stack */
+  uint64_t stream_mask;      /* processors subscribed to the body */
+  uint64_t headers_mask;     /* processors whose on_headers ran */
+};
+
+/* Called once per fetch when the chain is done with it (may free f). */
+typedef void (*kr_chain_finalize_fn)(kr_chain_fetch_t *f, void *ud);
+
+struct kr_chain {
+  kr_processor_t *procs[KR_CHAIN_MAX_PROCS]; /* sorted by phase once built */
+  size_t n;
+  uint32_t phase_start[KR_PHASE__COUNT + 1]; /* first index of each phase */
+  int built;
+  kr_chain_finalize_fn finalize;
+  void *ud;
+  kr_config_matcher_t *matcher; /* for the filters, allocated at build */
+  uint64_t started, finished, in_flight;
+};
+
+/* Prepare an empty chain; finalize is required. */
+void kr_chain_init(kr_chain_t *c, kr_chain_finalize_fn finalize, void *ud);
+/* Register p (kept by pointer, not owned) before kr_chain_build. 0,
+ * KR_ETOOBIG (over KR_CHAIN_MAX_PROCS) or KR_EINVAL (bad phase, built). */
+int kr_chain_add(kr_chain_t *c, kr_processor_t *p);
+/* Flatten the processors into phase order. 0 or KR_EINVAL (built). */
+int kr_chain_build(kr_chain_t *c);
+/* Release the chain's own memory (not the processors). No fetch may be
+ * in flight. */
+void kr_chain_free(kr_chain_t *c);
+
+/* Index of the first processor of phase (the array is c->procs). */
+static inline uint32_t kr_chain_phase_start(const kr_chain_t *c, kr_phase_t phase) {
+  return c->phase_start[phase];
+}
+/* Name of a phase ("prefetch", ...). */
+const char *kr_chain_phase_name(kr_phase_t phase);
+
+/* Zero f's chain state for a new walk (url, host set by the caller). */
+void kr_chain_fetch_init(kr_chain_t *c, kr_chain_fetch_t *f, const char *url,
+                         size_t url_len, kr_slice_t host);
+/* Walk f from the first processor. Returns when f is suspended or
+ * finalized; in the latter case finalize has run and f may be gone. */
+void kr_chain_start(kr_chain_fetch_t *f);
+/* Continue a suspended f after its processor's I/O completed: err 0 goes
+ * on with the next processor, a negative KR_E* is recorded and jumps to
+ * post. May be called from inside that processor's run (before it
+ * returns ASYNC); the walk then continues once run returns. Returns like
+ * kr_chain_start. Calling it on a fetch that is not suspended is a bug. */
+void kr_chain_resume(kr_chain_fetch_t *f, int err);
+
+/* Stream hooks, for the processor doing the fetch: the headers are in
+ * (content_type set), then each content chunk. */
+void kr_chain_headers(kr_chain_fetch_t *f);
+void kr_chain_body(kr_chain_fetch_t *f, const char *p, size_t n);
+/* 1 when some processor still wants body bytes. */
+static inline int kr_chain_wants_body(const kr_chain_fetch_t *f) {
+  return f->stream_mask != 0;
+}
+
+/* Would p run on f now? (its filters; exposed for tests) */
+int kr_chain_filter_match(kr_chain_t *c, const kr_processor_t *p,
+                          const kr_chain_fetch_t *f);
+
+#endif
