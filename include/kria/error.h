@@ -41,7 +41,9 @@
   X(CONFIG, "config", "configuration error")                                   \
   X(DB, "db", "state database error")                                          \
   X(ROBOTS, "robots", "robots.txt error")                                      \
-  X(EMPTY_REPLY, "empty-reply", "server closed the connection without a response")
+  X(EMPTY_REPLY, "empty-reply", "server closed the connection without a response") \
+  X(NOSPC, "no-space", "no space left on device")                             \
+  X(WARC, "bad-warc", "malformed WARC data")
 
 enum kr_errno {
   KR_OK = 0,
