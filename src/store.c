@@ -178,6 +178,7 @@ struct kr_store {
   int thread_busy;             /* a job's thread part has not returned */
   uint64_t ckpt_done_frames;   /* frames backfilled by the last checkpoint */
   int wal_warned;
+  int get_active;              /* S_URI_GET is left on a row */
   kr_store_stats_t stats;
 };
 
@@ -210,6 +211,16 @@ static int db_err(kr_store_t *st, const char *what) {
   KR_LOG(KR_LOG_ERROR, st->path, "while %s: %s (%d)", what,
          sqlite3_errmsg(st->db), sqlite3_extended_errcode(st->db));
   return KR_EDB;
+}
+
+/* kr_store_uri_get leaves its statement on the row so the caller can read
+ * the column memory; every later call resets it first, which also ends
+ * the read transaction it holds (a reader pins the WAL). */
+static inline void settle(kr_store_t *st) {
+  if (st->get_active) {
+    sqlite3_reset(st->stmt[S_URI_GET]);
+    st->get_active = 0;
+  }
 }
 
 static uint64_t mono_us(void) {
@@ -560,6 +571,7 @@ static int commit(kr_store_t *st) {
 }
 
 int kr_store_maybe_commit(kr_store_t *st, uint64_t now) {
+  settle(st);
   int rc = 0;
   st->last_now = now;
   if (st->in_tx && !st->hold) {
@@ -575,6 +587,7 @@ int kr_store_maybe_commit(kr_store_t *st, uint64_t now) {
 }
 
 int kr_store_commit(kr_store_t *st) {
+  settle(st);
   if (st->hold) return KR_EINVAL;
   int rc = commit(st);
   if (rc > 0) {
@@ -681,6 +694,7 @@ static void checkpoint_maybe(kr_store_t *st, uint64_t now) {
 }
 
 int kr_store_checkpoint(kr_store_t *st) {
+  settle(st);
   if (st->job) return 0; /* one is running */
   int log = 0, ckpt = 0;
   int rc = sqlite3_wal_checkpoint_v2(st->ckpt_db, NULL, SQLITE_CHECKPOINT_PASSIVE,
@@ -704,6 +718,7 @@ static void ckpt_detach(kr_store_t *st) {
 
 int kr_store_close(kr_store_t *st) {
   if (!st) return 0;
+  settle(st);
   st->hold = 0;
   int rc = commit(st);
   ckpt_detach(st);
@@ -713,6 +728,7 @@ int kr_store_close(kr_store_t *st) {
 
 void kr_store_abandon(kr_store_t *st) {
   if (!st) return;
+  settle(st);
   ckpt_detach(st);
   /* Closing with an open transaction rolls it back, as a crash would. */
   for (int i = 0; i < S__COUNT; i++) {
@@ -746,6 +762,7 @@ static void bind_u64_or_null(sqlite3_stmt *s, int i, uint64_t v) {
 }
 
 int kr_store_uri_insert(kr_store_t *st, const kr_uri_row_t *r) {
+  settle(st);
   if (write_begin(st)) return KR_EDB;
   sqlite3_stmt *s = st->stmt[S_URI_INSERT];
   sqlite3_bind_int64(s, 1, (sqlite3_int64)r->fp);
@@ -781,6 +798,7 @@ static const uint8_t *col_blob(sqlite3_stmt *s, int i, size_t *len) {
 }
 
 int kr_store_uri_get(kr_store_t *st, uint64_t fp, kr_uri_row_t *r) {
+  settle(st);
   sqlite3_stmt *s = st->stmt[S_URI_GET];
   sqlite3_bind_int64(s, 1, (sqlite3_int64)fp);
   st->stats.gets++;
@@ -794,6 +812,7 @@ int kr_store_uri_get(kr_store_t *st, uint64_t fp, kr_uri_row_t *r) {
     return db_err(st, "reading a URI");
   }
   /* The row stays readable until the next call resets the statement. */
+  st->get_active = 1;
   memset(r, 0, sizeof(*r));
   r->fp = (uint64_t)sqlite3_column_int64(s, 0);
   r->host_id = sqlite3_column_int64(s, 1);
@@ -819,6 +838,7 @@ int kr_store_uri_get(kr_store_t *st, uint64_t fp, kr_uri_row_t *r) {
 }
 
 int kr_store_uri_sched_get(kr_store_t *st, uint64_t fp, kr_uri_row_t *r) {
+  settle(st);
   sqlite3_stmt *s = st->stmt[S_URI_SCHED_GET];
   sqlite3_bind_int64(s, 1, (sqlite3_int64)fp);
   st->stats.gets++;
@@ -838,6 +858,7 @@ int kr_store_uri_sched_get(kr_store_t *st, uint64_t fp, kr_uri_row_t *r) {
 }
 
 int kr_store_uri_update(kr_store_t *st, const kr_uri_row_t *r) {
+  settle(st);
   if (write_begin(st)) return KR_EDB;
   sqlite3_stmt *s = st->stmt[S_URI_UPDATE];
   sqlite3_bind_int64(s, 1, (sqlite3_int64)r->fp);
@@ -867,6 +888,7 @@ int kr_store_uri_update(kr_store_t *st, const kr_uri_row_t *r) {
 
 int kr_store_uri_set_sched(kr_store_t *st, uint64_t fp, int directive,
                            uint64_t next_at, int state) {
+  settle(st);
   if (write_begin(st)) return KR_EDB;
   sqlite3_stmt *s = st->stmt[S_URI_SET_SCHED];
   sqlite3_bind_int64(s, 1, (sqlite3_int64)fp);
@@ -880,6 +902,7 @@ int kr_store_uri_set_sched(kr_store_t *st, uint64_t fp, int directive,
 }
 
 int kr_store_pick(kr_store_t *st, int64_t host_id, kr_store_pick_t *out, int max) {
+  settle(st);
   sqlite3_stmt *s = st->stmt[S_PICK];
   sqlite3_bind_int64(s, 1, host_id);
   sqlite3_bind_int(s, 2, max);
@@ -907,17 +930,20 @@ static int count_stmt(kr_store_t *st, sqlite3_stmt *s, uint64_t *n, const char *
 }
 
 int kr_store_count_queued(kr_store_t *st, int64_t host_id, uint64_t *n) {
+  settle(st);
   if (host_id < 0) return count_stmt(st, st->stmt[S_COUNT_QUEUED_ALL], n, "counting");
   sqlite3_bind_int64(st->stmt[S_COUNT_QUEUED_HOST], 1, host_id);
   return count_stmt(st, st->stmt[S_COUNT_QUEUED_HOST], n, "counting");
 }
 
 int kr_store_count_uris(kr_store_t *st, uint64_t *n) {
+  settle(st);
   return count_stmt(st, st->stmt[S_COUNT_URIS], n, "counting");
 }
 
 int kr_store_fp_scan(kr_store_t *st, int64_t *from, size_t max,
                      void (*fn)(void *ud, uint64_t fp), void *ud, int *done) {
+  settle(st);
   sqlite3_stmt *s = st->stmt[S_FP_SCAN];
   sqlite3_bind_int64(s, 1, *from);
   sqlite3_bind_int64(s, 2, (sqlite3_int64)max);
@@ -941,6 +967,7 @@ int kr_store_fp_scan(kr_store_t *st, int64_t *from, size_t max,
 /* ---- hosts ---------------------------------------------------------------- */
 
 int kr_store_host_insert(kr_store_t *st, const char *name, size_t len, int64_t *id) {
+  settle(st);
   if (write_begin(st)) return KR_EDB;
   sqlite3_stmt *s = st->stmt[S_HOST_INSERT];
   sqlite3_bind_text(s, 1, name, (int)len, SQLITE_STATIC);
@@ -952,6 +979,7 @@ int kr_store_host_insert(kr_store_t *st, const char *name, size_t len, int64_t *
 }
 
 int kr_store_host_update(kr_store_t *st, const kr_host_row_t *h) {
+  settle(st);
   if (write_begin(st)) return KR_EDB;
   sqlite3_stmt *s = st->stmt[S_HOST_UPDATE];
   sqlite3_bind_int64(s, 1, h->id);
@@ -968,6 +996,7 @@ int kr_store_host_update(kr_store_t *st, const kr_host_row_t *h) {
 
 int kr_store_hosts_each(kr_store_t *st, int (*fn)(void *ud, const kr_host_row_t *h),
                         void *ud) {
+  settle(st);
   sqlite3_stmt *s = st->stmt[S_HOSTS_EACH];
   int rc, ret = 0;
   while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
@@ -995,6 +1024,7 @@ int kr_store_hosts_each(kr_store_t *st, int (*fn)(void *ud, const kr_host_row_t 
 /* ---- meta ------------------------------------------------------------------- */
 
 int kr_store_meta_get(kr_store_t *st, const char *key, char *out, size_t outlen) {
+  settle(st);
   sqlite3_stmt *s = st->stmt[S_META_GET];
   sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
   int rc = sqlite3_step(s);
@@ -1009,6 +1039,7 @@ int kr_store_meta_get(kr_store_t *st, const char *key, char *out, size_t outlen)
 }
 
 int kr_store_meta_set(kr_store_t *st, const char *key, const char *value) {
+  settle(st);
   if (write_begin(st)) return KR_EDB;
   sqlite3_stmt *s = st->stmt[S_META_SET];
   sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);

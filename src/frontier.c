@@ -1,0 +1,1350 @@
+/*
+ * The frontier (see frontier.h for the model): host queues in memory over
+ * URI rows in the store. This file keeps the host table (by name and by
+ * id), the ready list fed by the timer wheel, the seen filter in front of
+ * every insert, the URIs in flight, statistics and limits; the rules of
+ * one host queue live in hostq.c. Every change to a host goes through
+ * rearm(), which derives its ready time and puts it on the wheel, on the
+ * ready list, or nowhere. Sections: options, host table, dispatch (wheel,
+ * ready list), opening and recovery, queue keys, adding, issuing,
+ * completing, prerequisites, hosts API, reports and statistics,
+ * validation, Retry-After.
+ */
+#include "frontier.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hostq.h"
+#include "internal.h"
+#include "kria/fp.h"
+#include "kria/seen.h"
+#include "kria/url.h"
+#include "log.h"
+
+struct kr_frontier {
+  kr_frontier_opts_t opts;
+  kr_store_t *st;
+  kr_timers_t *timers;
+  kr_clock_t *clock;
+  kr_seen_t *seen;
+  int seen_complete;         /* every row's fp is in seen */
+  int64_t seen_from;         /* next fp to load */
+  /* host table */
+  kr_hostq_t **hosts;        /* in creation order (reports) */
+  size_t nhosts, hosts_cap;
+  kr_hostq_t **by_id;        /* index = hosts.id */
+  size_t by_id_cap;
+  kr_hostq_t **map;          /* open addressing on hash, power of two */
+  size_t map_cap;
+  /* dispatch */
+  kr_hostq_t *ready_head, *ready_tail;
+  size_t nready;
+  kr_frontier_ready_fn on_ready;
+  void *on_ready_ud;
+  kr_hostq_t *dirty;         /* hosts whose row must be written */
+  /* statistics and limits */
+  kr_counts_t total;
+  uint64_t in_flight;
+  uint64_t duplicates, rejected;
+  uint64_t run_bytes, run_documents;
+  uint64_t started_at;
+  const char *limit;
+  kr_store_pick_t *pick;     /* scratch for kr_store_pick */
+  size_t pick_cap;
+};
+
+static void rearm(kr_frontier_t *f, kr_hostq_t *h, uint64_t now);
+
+/* ---- options ------------------------------------------------------------- */
+
+void kr_frontier_opts_default(kr_frontier_opts_t *o) {
+  memset(o, 0, sizeof(*o));
+  o->delay_factor = 5.0;
+  o->min_delay_ms = 2000;
+  o->max_delay_ms = 5000;
+  o->respect_crawl_delay_up_to_ms = 300000;
+  o->host_valence = 1;
+  o->retry_delay_ms = 900000;
+  o->max_retries = 30;
+  o->revisit_failed = 1;
+  o->failed_wait_ms = UINT64_C(2419200000);
+  o->default_wait_ms = UINT64_C(259200000);
+  o->backoff_initial_ms = 60000;
+  o->backoff_max_ms = 86400000;
+  o->host_failures_before_backoff = 3;
+  o->revisit = 1;
+  o->preference_embed_hops = 0;
+  o->max_connections = 4096;
+  o->queue_assign = KR_QUEUE_BY_HOST;
+  o->commit_ms = 50;
+  o->commit_updates = 1000;
+  o->seen_open_budget_ms = 500;
+  o->seen_turn_step = 50000;
+  o->quick_check = 1;
+  o->cache_mib = 64;
+}
+
+static const kr_frontier_opts_t *hopts(const kr_frontier_t *f, const kr_hostq_t *h) {
+  return kr__hostq_opts(h, &f->opts);
+}
+
+/* ---- host table ------------------------------------------------------------ */
+
+static void mark_dirty(kr_frontier_t *f, kr_hostq_t *h) {
+  if (h->dirty) return;
+  h->dirty = 1;
+  h->dirty_next = f->dirty;
+  f->dirty = h;
+}
+
+static void map_put(kr_frontier_t *f, kr_hostq_t *h) {
+  if ((f->nhosts + 1) * 2 > f->map_cap) {
+    size_t cap = f->map_cap ? f->map_cap * 2 : 64;
+    kr_hostq_t **m = kr_xcalloc(cap, sizeof(*m));
+    for (size_t i = 0; i < f->map_cap; i++) {
+      kr_hostq_t *x = f->map[i];
+      if (!x) continue;
+      size_t j = x->hash & (cap - 1);
+      while (m[j]) j = (j + 1) & (cap - 1);
+      m[j] = x;
+    }
+    free(f->map);
+    f->map = m;
+    f->map_cap = cap;
+  }
+  size_t j = h->hash & (f->map_cap - 1);
+  while (f->map[j]) j = (j + 1) & (f->map_cap - 1);
+  f->map[j] = h;
+}
+
+static kr_hostq_t *map_get(const kr_frontier_t *f, const char *name, size_t len,
+                           uint64_t hash) {
+  if (!f->map_cap) return NULL;
+  for (size_t j = hash & (f->map_cap - 1); f->map[j]; j = (j + 1) & (f->map_cap - 1)) {
+    kr_hostq_t *x = f->map[j];
+    if (x->hash == hash && x->name_len == len && memcmp(x->name, name, len) == 0)
+      return x;
+  }
+  return NULL;
+}
+
+static kr_hostq_t *host_by_id(const kr_frontier_t *f, int64_t id) {
+  return id > 0 && (size_t)id < f->by_id_cap ? f->by_id[id] : NULL;
+}
+
+/* A new in-memory host queue (the row exists already). */
+static kr_hostq_t *host_new(kr_frontier_t *f, int64_t id, const char *name, size_t len) {
+  kr_hostq_t *h = kr_xcalloc(1, sizeof(*h));
+  h->f = f;
+  h->id = id;
+  h->name = kr_xstrndup(name, len);
+  h->name_len = len;
+  h->hash = kr_fp(name, len);
+  h->crawl_delay_ms = -1;
+  kr_wheel_entry_init(&h->timer, NULL);
+  kr__hostq_set_valence(h, f->opts.host_valence);
+  if (f->nhosts == f->hosts_cap) {
+    f->hosts_cap = f->hosts_cap ? f->hosts_cap * 2 : 64;
+    f->hosts = kr_xrealloc(f->hosts, f->hosts_cap * sizeof(*f->hosts));
+  }
+  f->hosts[f->nhosts] = h;
+  map_put(f, h);
+  f->nhosts++;
+  if ((size_t)id >= f->by_id_cap) {
+    size_t cap = f->by_id_cap ? f->by_id_cap : 64;
+    while (cap <= (size_t)id) cap *= 2;
+    f->by_id = kr_xrealloc(f->by_id, cap * sizeof(*f->by_id));
+    memset(f->by_id + f->by_id_cap, 0, (cap - f->by_id_cap) * sizeof(*f->by_id));
+    f->by_id_cap = cap;
+  }
+  f->by_id[id] = h;
+  return h;
+}
+
+static void host_free(kr_hostq_t *h) {
+  kr_timer_stop(&h->timer);
+  for (kr_curi_t *c = h->inflight, *n; c; c = n) {
+    n = c->next_inflight;
+    free(c);
+  }
+  free(h->slots);
+  free(h->name);
+  free(h);
+}
+
+static void host_row(const kr_hostq_t *h, kr_host_row_t *r) {
+  memset(r, 0, sizeof(*r));
+  r->id = h->id;
+  r->name = h->name;
+  r->name_len = h->name_len;
+  r->robots_expires = h->robots_expires;
+  r->robots_status = h->robots_status;
+  r->crawl_delay_ms = h->crawl_delay_ms;
+  r->backoff_level = h->backoff_level;
+  r->backoff_until = h->backoff_until;
+  r->fail_streak = h->fail_streak;
+  r->c = h->c;
+}
+
+/* Pre-commit: write the rows of the hosts changed in this transaction. */
+static int flush_hosts(void *ud) {
+  kr_frontier_t *f = ud;
+  while (f->dirty) {
+    kr_hostq_t *h = f->dirty;
+    kr_host_row_t r;
+    host_row(h, &r);
+    if (kr_store_host_update(f->st, &r) < 0) return KR_EDB;
+    f->dirty = h->dirty_next;
+    h->dirty = 0;
+    h->dirty_next = NULL;
+  }
+  return 0;
+}
+
+/* Add delta to a counter of h and of the totals. */
+#define COUNT(f, h, field, delta)  \
+  do {                             \
+    (h)->c.field += (delta);       \
+    (f)->total.field += (delta);   \
+  } while (0)
+
+/* ---- dispatch ---------------------------------------------------------------- */
+
+static void ready_remove(kr_frontier_t *f, kr_hostq_t *h) {
+  if (!h->on_ready_list) return;
+  if (h->ready_prev)
+    h->ready_prev->ready_next = h->ready_next;
+  else
+    f->ready_head = h->ready_next;
+  if (h->ready_next)
+    h->ready_next->ready_prev = h->ready_prev;
+  else
+    f->ready_tail = h->ready_prev;
+  h->ready_prev = h->ready_next = NULL;
+  h->on_ready_list = 0;
+  f->nready--;
+}
+
+static void ready_append(kr_frontier_t *f, kr_hostq_t *h) {
+  h->ready_prev = f->ready_tail;
+  h->ready_next = NULL;
+  if (f->ready_tail)
+    f->ready_tail->ready_next = h;
+  else
+    f->ready_head = h;
+  f->ready_tail = h;
+  h->on_ready_list = 1;
+  f->nready++;
+}
+
+/* The wheel reached h's ready time: it joins the back of the ready list. */
+static void on_host_timer(kr_wheel_entry_t *e) {
+  kr_hostq_t *h = container_of(e, kr_hostq_t, timer);
+  kr_frontier_t *f = h->f;
+  uint64_t now = kr_clock_now_ms(f->clock);
+  uint64_t t = kr__hostq_ready_at(h);
+  if (t > now) { /* moved later without a rearm: cannot happen, but heal */
+    (void)KR_COUNT_IF(1);
+    rearm(f, h, now);
+    return;
+  }
+  if (h->on_ready_list) return;
+  int was_empty = f->ready_head == NULL;
+  ready_append(f, h);
+  if (was_empty && f->on_ready) f->on_ready(f, f->on_ready_ud);
+}
+
+/* Bring h's dispatch in line with its derived ready time: nowhere when it
+ * is busy, empty or held; on the ready list when it is there and still
+ * ready; else one wheel entry at the ready time. An entry already due
+ * keeps its place in the wheel's FIFO. */
+static void rearm(kr_frontier_t *f, kr_hostq_t *h, uint64_t now) {
+  uint64_t t = kr__hostq_ready_at(h);
+  if (t >= KR_NEVER) {
+    kr_timer_stop(&h->timer);
+    ready_remove(f, h);
+    return;
+  }
+  if (h->on_ready_list) {
+    if (t <= now) return;
+    ready_remove(f, h);
+  }
+  if (kr_timer_is_active(&h->timer)) {
+    uint64_t due = h->timer.due;
+    if (due == t || (due <= now && t <= now)) return;
+  }
+  kr_timer_start(f->timers, &h->timer, t, on_host_timer);
+}
+
+/* ---- opening and recovery ------------------------------------------------------ */
+
+static int load_host(void *ud, const kr_host_row_t *r) {
+  kr_frontier_t *f = ud;
+  if (r->id <= 0 || r->id > INT32_MAX) return 0; /* not ours to index */
+  kr_hostq_t *h = host_new(f, r->id, r->name, r->name_len);
+  h->robots_expires = r->robots_expires;
+  h->robots_status = r->robots_status;
+  h->crawl_delay_ms = r->crawl_delay_ms;
+  h->backoff_level = r->backoff_level;
+  h->backoff_until = r->backoff_until;
+  h->fail_streak = r->fail_streak;
+  h->c = r->c;
+  const uint64_t *src = &r->c.discovered;
+  uint64_t *dst = &f->total.discovered;
+  for (size_t i = 0; i < sizeof(kr_counts_t) / sizeof(uint64_t); i++) dst[i] += src[i];
+  return 0;
+}
+
+/* Read the head of h from its index (nothing is in flight at open). */
+static int load_head(kr_frontier_t *f, kr_hostq_t *h) {
+  kr_store_pick_t p;
+  int n = kr_store_pick(f->st, h->id, &p, 1);
+  if (n < 0) return n;
+  h->has_head = 0;
+  if (n == 1) kr__hostq_offer(h, p.fp, p.directive, p.next_at);
+  return 0;
+}
+
+static void seen_cb(void *ud, uint64_t fp) { kr_seen_add(ud, fp); }
+
+/* Load up to max fingerprints into the seen filter. */
+static int seen_step(kr_frontier_t *f, size_t max) {
+  if (f->seen_complete) return 0;
+  int done = 0;
+  int rc = kr_store_fp_scan(f->st, &f->seen_from, max, seen_cb, f->seen, &done);
+  if (rc < 0) return rc;
+  if (done) f->seen_complete = 1;
+  return 0;
+}
+
+static uint64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void free_all(kr_frontier_t *f) {
+  for (size_t i = 0; i < f->nhosts; i++) host_free(f->hosts[i]);
+  free(f->hosts);
+  free(f->by_id);
+  free(f->map);
+  free(f->pick);
+  kr_seen_free(f->seen);
+  free(f);
+}
+
+int kr_frontier_open(const char *state_dir, const kr_frontier_opts_t *opts,
+                     kr_timers_t *timers, kr_frontier_t **out, char *err,
+                     size_t errlen) {
+  *out = NULL;
+  if (!timers || !timers->clock) return KR_EINVAL;
+  kr_frontier_t *f = kr_xcalloc(1, sizeof(*f));
+  if (opts)
+    f->opts = *opts;
+  else
+    kr_frontier_opts_default(&f->opts);
+  if (f->opts.max_connections == 0) f->opts.max_connections = 1;
+  f->timers = timers;
+  f->clock = timers->clock;
+  f->seen = kr_seen_new();
+  f->seen_from = INT64_MIN;
+  f->started_at = kr_clock_now_ms(f->clock);
+
+  kr_store_opts_t so;
+  kr_store_opts_default(&so);
+  so.loop = timers->loop;
+  so.clock = timers->clock;
+  if (f->opts.commit_ms) so.commit_ms = f->opts.commit_ms;
+  if (f->opts.commit_updates) so.commit_updates = f->opts.commit_updates;
+  if (f->opts.cache_mib) so.cache_mib = f->opts.cache_mib;
+  so.quick_check = f->opts.quick_check;
+  int rc = kr_store_open(state_dir, &so, &f->st, err, errlen);
+  if (rc) {
+    free_all(f);
+    return rc;
+  }
+  kr_store_set_precommit(f->st, flush_hosts, f);
+
+  /* The assignment is a property of the crawl: a change keeps the rows in
+   * their old queues, so say so. */
+  static const char *const assign_name[] = {"host", "domain", "ip"};
+  const char *want = assign_name[f->opts.queue_assign <= 2 ? f->opts.queue_assign : 0];
+  char had[32];
+  int got = kr_store_meta_get(f->st, "queue-assign", had, sizeof(had));
+  if (got == 0)
+    rc = kr_store_meta_set(f->st, "queue-assign", want);
+  else if (got > 0 && strcmp(had, want) != 0)
+    KR_LOG(KR_LOG_WARN, kr_store_path(f->st),
+           "queue assignment changed from %s to %s: known URIs stay in their "
+           "%s queues",
+           had, want, had);
+  if (got < 0) rc = got;
+
+  if (!rc) rc = kr_store_hosts_each(f->st, load_host, f);
+  for (size_t i = 0; !rc && i < f->nhosts; i++) rc = load_head(f, f->hosts[i]);
+  if (!rc) {
+    uint64_t t0 = mono_ms();
+    while (!rc && !f->seen_complete && mono_ms() - t0 < f->opts.seen_open_budget_ms)
+      rc = seen_step(f, 20000);
+  }
+  if (rc) {
+    if (err && errlen && !err[0])
+      snprintf(err, errlen, "%s: cannot load the crawl state", kr_store_path(f->st));
+    kr_store_close(f->st);
+    free_all(f);
+    return rc < 0 ? rc : KR_EDB;
+  }
+  uint64_t now = kr_clock_now_ms(f->clock);
+  for (size_t i = 0; i < f->nhosts; i++) {
+    kr_hostq_t *h = f->hosts[i];
+    if (f->opts.on_host) f->opts.on_host(f->opts.host_ud, f, h);
+    rearm(f, h, now);
+  }
+  KR_LOG(KR_LOG_INFO, kr_store_path(f->st),
+         "frontier open: %zu host queues, %" PRIu64 " URIs (%" PRIu64 " queued), "
+         "seen filter %s",
+         f->nhosts, f->total.discovered, f->total.queued,
+         f->seen_complete ? "loaded" : "loading while crawling");
+  *out = f;
+  return 0;
+}
+
+int kr_frontier_close(kr_frontier_t *f) {
+  if (!f) return 0;
+  int rc = kr_store_close(f->st);
+  free_all(f);
+  return rc;
+}
+
+void kr_frontier_abandon(kr_frontier_t *f) {
+  if (!f) return;
+  kr_store_abandon(f->st);
+  free_all(f);
+}
+
+void kr_frontier_set_on_ready(kr_frontier_t *f, kr_frontier_ready_fn fn, void *ud) {
+  f->on_ready = fn;
+  f->on_ready_ud = ud;
+}
+
+int kr_frontier_turn(kr_frontier_t *f, uint64_t now) {
+  int rc = kr_store_maybe_commit(f->st, now);
+  if (rc < 0) return rc;
+  if (!f->seen_complete) {
+    rc = seen_step(f, f->opts.seen_turn_step ? f->opts.seen_turn_step : 50000);
+    if (rc < 0) return rc;
+  }
+  return 0;
+}
+
+int kr_frontier_commit(kr_frontier_t *f) { return kr_store_commit(f->st); }
+
+int kr_frontier_load_seen(kr_frontier_t *f) {
+  int rc = 0;
+  while (!rc && !f->seen_complete) rc = seen_step(f, 100000);
+  return rc;
+}
+
+kr_store_t *kr_frontier_store(kr_frontier_t *f) { return f->st; }
+
+/* ---- queue keys -------------------------------------------------------------- */
+
+/* Split "scheme://[userinfo@]host[:port]/..." into the host and host[:port]. */
+static int url_host(const char *url, size_t len, kr_slice_t *host, kr_slice_t *hostport) {
+  size_t i = 0;
+  while (i < len && i < 32 && (isalnum((unsigned char)url[i]) || url[i] == '+' ||
+                               url[i] == '-' || url[i] == '.'))
+    i++;
+  if (i == 0 || i + 3 > len || memcmp(url + i, "://", 3) != 0) return KR_EURL;
+  size_t a = i + 3, e = a;
+  while (e < len && url[e] != '/' && url[e] != '?' && url[e] != '#') e++;
+  for (size_t k = e; k > a; k--)
+    if (url[k - 1] == '@') {
+      a = k;
+      break;
+    }
+  if (a == e) return KR_EURL;
+  *hostport = kr_slice(url + a, e - a);
+  size_t h = a;
+  if (url[a] == '[') {
+    while (h < e && url[h] != ']') h++;
+    if (h == e) return KR_EURL;
+    h++;
+  } else {
+    while (h < e && url[h] != ':') h++;
+  }
+  if (h == a) return KR_EURL;
+  *host = kr_slice(url + a, h - a);
+  return 0;
+}
+
+static int put_key(kr_slice_t s, char *out, size_t outlen) {
+  if (s.n + 1 > outlen) return KR_ETOOBIG;
+  for (size_t i = 0; i < s.n; i++) out[i] = (char)tolower((unsigned char)s.p[i]);
+  out[s.n] = 0;
+  return (int)s.n;
+}
+
+/* Returns the key length or a negative error. */
+static int queue_key(const kr_frontier_t *f, const char *url, size_t len, char *out,
+                     size_t outlen) {
+  kr_slice_t host, hostport;
+  int rc = url_host(url, len, &host, &hostport);
+  if (rc) return rc;
+  switch (f->opts.queue_assign) {
+  case KR_QUEUE_BY_DOMAIN: {
+    char lower[256];
+    int n = put_key(host, lower, sizeof(lower));
+    kr_slice_t reg;
+    if (n > 0 && kr_url_registrable_domain(kr_slice(lower, (size_t)n), &reg) == 0)
+      return put_key(reg, out, outlen);
+    return put_key(host, out, outlen);
+  }
+  case KR_QUEUE_BY_IP:
+    if (f->opts.ip_of) {
+      int n = f->opts.ip_of(f->opts.ip_ud, host.p, host.n, out, outlen);
+      if (n > 0 && (size_t)n < outlen) {
+        out[n] = 0;
+        return n;
+      }
+    }
+    return put_key(host, out, outlen);
+  case KR_QUEUE_BY_HOST:
+  default:
+    return put_key(hostport, out, outlen);
+  }
+}
+
+int kr_frontier_queue_key(kr_frontier_t *f, const char *url, size_t len, char *out,
+                          size_t outlen) {
+  int n = queue_key(f, url, len, out, outlen);
+  return n < 0 ? n : 0;
+}
+
+/* The host queue of url, created (row and struct) when new. */
+static int host_for(kr_frontier_t *f, const char *url, size_t len, kr_hostq_t **out) {
+  char key[512];
+  int n = queue_key(f, url, len, key, sizeof(key));
+  if (n < 0) return n;
+  uint64_t hash = kr_fp(key, (size_t)n);
+  kr_hostq_t *h = map_get(f, key, (size_t)n, hash);
+  if (!h) {
+    int64_t id;
+    int rc = kr_store_host_insert(f->st, key, (size_t)n, &id);
+    if (rc) return rc;
+    if (id <= 0 || id > INT32_MAX) return KR_EDB;
+    h = host_new(f, id, key, (size_t)n);
+    if (f->opts.on_host) f->opts.on_host(f->opts.host_ud, f, h);
+  }
+  *out = h;
+  return 0;
+}
+
+/* ---- adding -------------------------------------------------------------------- */
+
+static int in_flight_on(const kr_hostq_t *h, uint64_t fp) {
+  for (const kr_curi_t *c = h->inflight; c; c = c->next_inflight)
+    if (c->fp == fp) return 1;
+  return 0;
+}
+
+/* Trailing hops that are not links: embeds, redirects, prerequisites. */
+static size_t trans_hops(const char *hop, size_t n) {
+  size_t k = 0;
+  while (k < n && hop[n - 1 - k] != 'L') k++;
+  return k;
+}
+
+/* A known URI asked for more: raise its directive, move it earlier,
+ * revive it. Never later, never a URI in flight (its finish decides). */
+static int raise_known(kr_frontier_t *f, uint64_t fp, int dir, uint64_t next_at,
+                       unsigned flags, uint64_t now) {
+  kr_uri_row_t r;
+  int rc = kr_store_uri_sched_get(f->st, fp, &r);
+  if (rc <= 0) return rc;
+  kr_hostq_t *h = host_by_id(f, r.host_id);
+  if (!h || in_flight_on(h, fp)) return 0;
+  int revive = r.next_at >= KR_NEVER && (flags & KR_LINK_REVIVE);
+  if (r.next_at >= KR_NEVER && !revive) return 0;
+  int ndir = dir > r.directive ? dir : r.directive;
+  uint64_t nnext = r.next_at;
+  if (revive)
+    nnext = next_at;
+  else if ((dir > r.directive || (flags & KR_LINK_RESCHEDULE)) && next_at < nnext)
+    nnext = next_at;
+  int nstate = revive ? KR_URI_QUEUED : r.state;
+  if (ndir == r.directive && nnext == r.next_at && nstate == r.state) return 0;
+  rc = kr_store_uri_set_sched(f->st, fp, ndir, nnext, nstate);
+  if (rc < 0) return rc;
+  if (revive) {
+    COUNT(f, h, queued, 1);
+    mark_dirty(f, h);
+  }
+  kr__hostq_offer(h, fp, ndir, nnext);
+  rearm(f, h, now);
+  return 0;
+}
+
+static int add_one(kr_frontier_t *f, const kr_link_t *l, uint64_t now) {
+  if (!l->url || l->url_len == 0) return KR_EURL;
+  if (l->url_len > KR_URL_MAX) return KR_ETOOBIG;
+  const char *hop = l->hop_path ? l->hop_path : "";
+  size_t hop_len = l->hop_path ? l->hop_len : 0;
+  if (hop_len > KR_HOP_PATH_MAX) {
+    hop += hop_len - KR_HOP_PATH_MAX;
+    hop_len = KR_HOP_PATH_MAX;
+  }
+  int dir = l->directive;
+  if (dir < KR_DIRECTIVE_NORMAL) dir = KR_DIRECTIVE_NORMAL;
+  if (dir > KR_DIRECTIVE_HIGHEST) dir = KR_DIRECTIVE_HIGHEST;
+  size_t th = trans_hops(hop, hop_len);
+  if (dir < KR_DIRECTIVE_MEDIUM && th > 0 && th <= f->opts.preference_embed_hops)
+    dir = KR_DIRECTIVE_MEDIUM;
+  uint64_t next_at = l->next_at ? l->next_at : now;
+  if (next_at >= KR_NEVER) next_at = KR_NEVER - 1;
+  if (next_at > now) dir = KR_DIRECTIVE_NORMAL; /* see frontier.h */
+  uint64_t fp = kr_fp(l->url, l->url_len);
+  int wants_more = dir > KR_DIRECTIVE_NORMAL || (l->flags & (KR_LINK_RESCHEDULE | KR_LINK_REVIVE));
+
+  if (!kr_seen_add(f->seen, fp)) {
+    f->duplicates++;
+    if (!wants_more) return 0; /* the common case: SQLite never sees it */
+    int rc = raise_known(f, fp, dir, next_at, l->flags, now);
+    return rc < 0 ? rc : 0;
+  }
+  kr_hostq_t *h;
+  int rc = host_for(f, l->url, l->url_len, &h);
+  if (rc) {
+    kr_seen_remove(f->seen, fp); /* not stored: forget it */
+    return rc;
+  }
+  kr_uri_row_t r;
+  memset(&r, 0, sizeof(r));
+  r.fp = fp;
+  r.host_id = h->id;
+  r.directive = dir;
+  r.next_at = next_at;
+  r.state = KR_URI_QUEUED;
+  r.url = l->url;
+  r.url_len = l->url_len;
+  r.via = l->via;
+  r.hop_path = hop;
+  r.hop_len = hop_len;
+  r.first_seen = now;
+  rc = kr_store_uri_insert(f->st, &r);
+  if (rc < 0) {
+    kr_seen_remove(f->seen, fp);
+    return rc;
+  }
+  if (rc == 0) { /* known to the store, not yet to the filter (loading) */
+    f->duplicates++;
+    if (!wants_more) return 0;
+    rc = raise_known(f, fp, dir, next_at, l->flags, now);
+    return rc < 0 ? rc : 0;
+  }
+  COUNT(f, h, discovered, 1);
+  COUNT(f, h, queued, 1);
+  mark_dirty(f, h);
+  if (!in_flight_on(h, fp)) kr__hostq_offer(h, fp, dir, next_at);
+  rearm(f, h, now);
+  return 1;
+}
+
+int kr_frontier_add(kr_frontier_t *f, const kr_link_t *link, uint64_t now) {
+  return add_one(f, link, now);
+}
+
+int kr_frontier_add_batch(kr_frontier_t *f, const kr_link_t *links, size_t n,
+                          uint64_t now, size_t *added) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    int rc = add_one(f, &links[i], now);
+    if (rc == KR_EDB) {
+      if (added) *added = k;
+      return rc;
+    }
+    if (rc < 0)
+      f->rejected++;
+    else
+      k += (size_t)rc;
+  }
+  if (added) *added = k;
+  return 0;
+}
+
+/* ---- issuing ---------------------------------------------------------------------- */
+
+static int check_limits(kr_frontier_t *f, uint64_t now) {
+  if (f->limit) return 1;
+  const kr_frontier_opts_t *o = &f->opts;
+  if (o->max_bytes_download && f->run_bytes >= o->max_bytes_download)
+    f->limit = "max-bytes-download";
+  else if (o->max_document_download && f->run_documents >= o->max_document_download)
+    f->limit = "max-document-download";
+  else if (o->max_time_ms && now >= f->started_at + o->max_time_ms)
+    f->limit = "max-time";
+  if (f->limit)
+    KR_LOG(KR_LOG_NOTICE, kr_store_path(f->st), "limit %s reached: issuing nothing more",
+           f->limit);
+  return f->limit != NULL;
+}
+
+static char *copy_in(char **p, const void *src, size_t n) {
+  if (!src) return NULL;
+  char *dst = *p;
+  memcpy(dst, src, n);
+  dst[n] = 0;
+  *p += n + 1;
+  return dst;
+}
+
+/* A curi holding a copy of row r in one allocation. */
+static kr_curi_t *curi_from_row(const kr_uri_row_t *r) {
+  size_t extra = r->url_len + 1 + r->hop_len + 1 + r->content_type_len + 1 +
+                 r->digest_len + 1 + r->etag_len + 1 + r->history_len + 1;
+  kr_curi_t *c = kr_xcalloc(1, sizeof(*c) + extra);
+  char *p = (char *)(c + 1);
+  c->fp = r->fp;
+  c->url = copy_in(&p, r->url ? r->url : "", r->url_len);
+  c->url_len = r->url_len;
+  c->hop_path = copy_in(&p, r->hop_path ? r->hop_path : "", r->hop_len);
+  c->hop_len = r->hop_len;
+  c->content_type = copy_in(&p, r->content_type, r->content_type_len);
+  c->content_type_len = r->content_type_len;
+  c->digest = (const uint8_t *)copy_in(&p, r->digest, r->digest_len);
+  c->digest_len = r->digest_len;
+  c->etag = copy_in(&p, r->etag, r->etag_len);
+  c->etag_len = r->etag_len;
+  c->history = (const uint8_t *)copy_in(&p, r->history, r->history_len);
+  c->history_len = r->history_len;
+  c->directive = r->directive;
+  c->next_at = r->next_at;
+  c->state = r->state;
+  c->wait_ms = r->wait_ms;
+  c->visits = r->visits;
+  c->versions = r->versions;
+  c->retries = r->retries;
+  c->status = r->status;
+  c->last_modified = r->last_modified;
+  c->via = r->via;
+  c->first_seen = r->first_seen;
+  c->last_visit = r->last_visit;
+  return c;
+}
+
+/* Issue h's head. 1 and *out; 0 when the store disagreed with memory
+ * (h is re-armed from what the store says); KR_EDB. */
+static int issue(kr_frontier_t *f, kr_hostq_t *h, uint64_t now, kr_curi_t **out) {
+  size_t want = h->in_flight + 2;
+  if (want > f->pick_cap) {
+    f->pick_cap = want * 2;
+    f->pick = kr_xrealloc(f->pick, f->pick_cap * sizeof(*f->pick));
+  }
+  int n = kr_store_pick(f->st, h->id, f->pick, (int)want);
+  if (n < 0) return n;
+  const kr_store_pick_t *first = NULL, *second = NULL;
+  for (int i = 0; i < n && !second; i++) {
+    if (in_flight_on(h, f->pick[i].fp)) continue;
+    if (!first)
+      first = &f->pick[i];
+    else
+      second = &f->pick[i];
+  }
+  if (!first || first->fp != h->head_fp || first->directive != h->head_dir ||
+      first->next_at != h->head_next) {
+    /* Memory and store disagree: trust the store. */
+    (void)KR_COUNT_IF(1);
+    KR_LOG(KR_LOG_WARN, h->name, "head differs from the store; reloading it");
+    h->has_head = 0;
+    if (first) kr__hostq_offer(h, first->fp, first->directive, first->next_at);
+    rearm(f, h, now);
+    return 0;
+  }
+  int slot = kr__hostq_free_slot(h, now);
+  KR_BUG_ON(slot < 0);
+  kr_uri_row_t r;
+  int rc = kr_store_uri_get(f->st, first->fp, &r);
+  if (rc < 0) return rc;
+  KR_BUG_ON(rc == 0);
+  kr_curi_t *c = curi_from_row(&r);
+  c->host = h;
+  c->issued_at = now;
+  c->overdue_ms = now > c->next_at ? now - c->next_at : 0;
+  c->slot = (uint32_t)slot;
+  h->slots[slot].curi = c;
+  c->next_inflight = h->inflight;
+  h->inflight = c;
+  h->in_flight++;
+  f->in_flight++;
+  h->has_head = 0;
+  if (second) kr__hostq_offer(h, second->fp, second->directive, second->next_at);
+  rearm(f, h, now);
+  *out = c;
+  return 1;
+}
+
+int kr_frontier_next(kr_frontier_t *f, uint64_t now, kr_curi_t **out) {
+  *out = NULL;
+  if (check_limits(f, now)) return 0;
+  if (f->in_flight >= f->opts.max_connections) return 0;
+  /* Bounded: each pass removes the front host from the list or issues. */
+  for (size_t guard = f->nready + 1; f->ready_head && guard > 0; guard--) {
+    kr_hostq_t *h = f->ready_head;
+    if (kr__hostq_state(h, now) != KR_HOSTQ_READY) {
+      ready_remove(f, h); /* back on the wheel, or nowhere */
+      rearm(f, h, now);
+      continue;
+    }
+    ready_remove(f, h);
+    int rc = issue(f, h, now, out);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+/* ---- completing --------------------------------------------------------------------- */
+
+static void unlink_inflight(kr_frontier_t *f, kr_hostq_t *h, kr_curi_t *c) {
+  for (kr_curi_t **pp = &h->inflight; *pp; pp = &(*pp)->next_inflight)
+    if (*pp == c) {
+      *pp = c->next_inflight;
+      break;
+    }
+  KR_BUG_ON(c->slot >= h->nslots || h->slots[c->slot].curi != c);
+  h->slots[c->slot].curi = NULL;
+  h->in_flight--;
+  f->in_flight--;
+}
+
+/* Free c's slot until now + delay, put c's row back as a head candidate,
+ * re-arm the host, free c. */
+static void release(kr_frontier_t *f, kr_curi_t *c, uint64_t delay, int dir,
+                    uint64_t next_at, uint64_t now) {
+  kr_hostq_t *h = c->host;
+  uint32_t slot = c->slot;
+  unlink_inflight(f, h, c);
+  h->slots[slot].free_at = now + delay;
+  kr__hostq_trim_slots(h);
+  kr__hostq_offer(h, c->fp, dir, next_at);
+  free(c);
+  rearm(f, h, now);
+}
+
+static void host_backoff(kr_frontier_t *f, kr_hostq_t *h, const kr_frontier_opts_t *o,
+                         uint64_t retry_after_ms, uint64_t now) {
+  h->backoff_level++;
+  uint64_t until = now + kr__hostq_backoff(o, h->backoff_level, retry_after_ms);
+  if (until > h->backoff_until) h->backoff_until = until;
+  KR_LOG(KR_LOG_NOTICE, h->name, "backing off for %" PRIu64 " s (level %u)",
+         (h->backoff_until - now) / 1000, h->backoff_level);
+  mark_dirty(f, h);
+}
+
+int kr_frontier_finished(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
+                         const kr_link_t *links, size_t nlinks, uint64_t now) {
+  kr_hostq_t *h = c->host;
+  const kr_frontier_opts_t *ho = hopts(f, h);
+  kr_store_hold(f->st); /* the row, the links and the host: one transaction */
+  int rc = 0;
+  if (nlinks) rc = kr_frontier_add_batch(f, links, nlinks, now, NULL);
+
+  kr_uri_row_t r;
+  memset(&r, 0, sizeof(r));
+  r.fp = c->fp;
+  r.directive = KR_DIRECTIVE_NORMAL;
+  r.state = c->state;
+  r.last_visit = c->last_visit;
+  r.wait_ms = c->wait_ms;
+  r.visits = c->visits;
+  r.versions = c->versions;
+  r.retries = c->retries;
+  r.status = c->status;
+  r.content_type = c->content_type;
+  r.content_type_len = c->content_type_len;
+  r.digest = c->digest;
+  r.digest_len = c->digest_len;
+  r.etag = c->etag;
+  r.etag_len = c->etag_len;
+  r.last_modified = c->last_modified;
+  r.history = c->history;
+  r.history_len = c->history_len;
+  uint8_t hist[KR_HISTORY_BYTES];
+  int write_row = 1;
+  uint64_t delay = o->no_contact ? 0 : kr__hostq_politeness(h, ho, o->fetch_ms);
+
+  COUNT(f, h, finished, 1);
+  COUNT(f, h, bytes, o->bytes);
+  f->run_bytes += o->bytes;
+
+  kr_outcome_kind_t kind = o->kind;
+  if (kind == KR_OUTCOME_RETRY && c->retries >= ho->max_retries) kind = KR_OUTCOME_FAILED;
+  switch (kind) {
+  case KR_OUTCOME_SUCCESS: {
+    uint64_t wait = o->wait_ms ? o->wait_ms : ho->default_wait_ms;
+    r.state = KR_URI_SUCCESS;
+    r.next_at = f->opts.revisit ? now + wait : KR_NEVER;
+    r.wait_ms = wait > UINT32_MAX ? UINT32_MAX : (uint32_t)wait;
+    if (c->visits == 0)
+      r.versions = 1;
+    else if (o->content == 1)
+      r.versions++;
+    r.visits++;
+    r.retries = 0;
+    r.status = o->status;
+    if (o->content_type) {
+      r.content_type = o->content_type;
+      r.content_type_len = o->content_type_len;
+    }
+    if (o->digest) {
+      r.digest = o->digest;
+      r.digest_len = o->digest_len;
+    }
+    if (o->etag) {
+      r.etag = o->etag;
+      r.etag_len = o->etag_len;
+    }
+    if (o->last_modified) r.last_modified = o->last_modified;
+    uint64_t interval = c->last_visit && now > c->last_visit ? (now - c->last_visit) / 1000 : 0;
+    r.history_len = kr_history_push(c->history, c->history_len, interval,
+                                    c->visits == 0 ? 1 : o->content, hist);
+    r.history = hist;
+    r.last_visit = now;
+    COUNT(f, h, succeeded, 1);
+    f->run_documents++;
+    if (h->fail_streak || h->backoff_level) {
+      h->fail_streak = 0;
+      h->backoff_level = 0;
+    }
+    break;
+  }
+  case KR_OUTCOME_RETRY:
+    r.state = KR_URI_RETRY;
+    r.retries = c->retries + 1;
+    r.status = o->status;
+    /* A prerequisite stays first for the host that waits for it. */
+    if (c->directive == KR_DIRECTIVE_HIGHEST) r.directive = KR_DIRECTIVE_HIGHEST;
+    r.next_at = now + ho->retry_delay_ms;
+    COUNT(f, h, retried, 1);
+    break;
+  case KR_OUTCOME_FAILED:
+    r.state = KR_URI_FAILED;
+    r.status = o->status;
+    r.next_at = ho->revisit_failed && f->opts.revisit ? now + ho->failed_wait_ms : KR_NEVER;
+    COUNT(f, h, failed, 1);
+    break;
+  case KR_OUTCOME_DISREGARDED:
+    r.state = KR_URI_DISREGARDED;
+    r.status = o->status;
+    r.next_at = KR_NEVER;
+    delay = 0;
+    COUNT(f, h, disregarded, 1);
+    break;
+  case KR_OUTCOME_BACKOFF:
+  default:
+    /* Not a visit: the row keeps its schedule and is first again when the
+     * host wakes up. */
+    write_row = 0;
+    r.directive = c->directive;
+    r.next_at = c->next_at;
+    COUNT(f, h, backoffs, 1);
+    host_backoff(f, h, ho, o->retry_after_ms, now);
+    break;
+  }
+  if (r.next_at >= KR_NEVER && c->next_at < KR_NEVER) COUNT(f, h, queued, (uint64_t)-1);
+  if (o->host_error && (kind == KR_OUTCOME_RETRY || kind == KR_OUTCOME_FAILED)) {
+    h->fail_streak++;
+    if (h->fail_streak >= ho->host_failures_before_backoff) host_backoff(f, h, ho, 0, now);
+  }
+  if (r.next_at >= KR_NEVER) r.next_at = KR_NEVER;
+  mark_dirty(f, h);
+  if (write_row && rc == 0) {
+    int u = kr_store_uri_update(f->st, &r);
+    if (u < 0) rc = u;
+  }
+  release(f, c, delay, r.directive, r.next_at, now);
+  kr_store_release(f->st);
+  check_limits(f, now);
+  return rc < 0 ? rc : 0;
+}
+
+void kr_frontier_defer(kr_frontier_t *f, kr_curi_t *c, uint64_t now) {
+  /* No fetch happened: the slot is free at once, the row untouched. */
+  release(f, c, 0, c->directive, c->next_at, now);
+}
+
+/* ---- prerequisites ------------------------------------------------------------------ */
+
+int kr_frontier_prereq_require(kr_frontier_t *f, kr_curi_t *c, const char *url,
+                               size_t len, uint64_t now) {
+  kr_hostq_t *h = c->host;
+  char hop[KR_HOP_PATH_MAX + 1];
+  size_t hl = c->hop_len < KR_HOP_PATH_MAX ? c->hop_len : KR_HOP_PATH_MAX - 1;
+  memcpy(hop, c->hop_path + (c->hop_len - hl), hl);
+  hop[hl++] = 'P';
+  kr_link_t l = {.url = url,
+                 .url_len = len,
+                 .hop_path = hop,
+                 .hop_len = hl,
+                 .via = c->fp,
+                 .directive = KR_DIRECTIVE_HIGHEST,
+                 .next_at = now,
+                 .flags = KR_LINK_RESCHEDULE | KR_LINK_REVIVE};
+  h->gated = 1;
+  kr_frontier_defer(f, c, now);
+  int rc = add_one(f, &l, now);
+  rearm(f, h, now);
+  return rc < 0 ? rc : 0;
+}
+
+void kr_frontier_prereq_done(kr_frontier_t *f, kr_hostq_t *h, uint64_t now) {
+  h->gated = 0;
+  rearm(f, h, now);
+}
+
+/* ---- hosts API ---------------------------------------------------------------------- */
+
+kr_hostq_t *kr_frontier_host_lookup(kr_frontier_t *f, const char *key, size_t len) {
+  return map_get(f, key, len, kr_fp(key, len));
+}
+
+const char *kr_frontier_host_name(const kr_hostq_t *h) { return h->name; }
+
+void kr_frontier_host_set_opts(kr_frontier_t *f, kr_hostq_t *h,
+                               const kr_frontier_opts_t *o, uint64_t now) {
+  h->opts = o;
+  kr__hostq_set_valence(h, hopts(f, h)->host_valence);
+  rearm(f, h, now);
+}
+
+void kr_frontier_host_set_robots(kr_frontier_t *f, kr_hostq_t *h, uint64_t expires,
+                                 int status, int64_t crawl_delay_ms, uint64_t now) {
+  h->robots_expires = expires;
+  h->robots_status = status;
+  h->crawl_delay_ms = crawl_delay_ms;
+  mark_dirty(f, h);
+  rearm(f, h, now);
+}
+
+/* ---- reports and statistics ------------------------------------------------------------ */
+
+void kr_frontier_host_report(kr_frontier_t *f, const kr_hostq_t *h, uint64_t now,
+                             kr_host_report_t *out) {
+  (void)f;
+  memset(out, 0, sizeof(*out));
+  out->name = h->name;
+  out->state = kr__hostq_state(h, now);
+  out->ready_at = kr__hostq_ready_at(h);
+  out->queued = h->c.queued;
+  out->in_flight = h->in_flight;
+  out->valence = h->valence;
+  out->has_head = h->has_head;
+  out->head_directive = h->head_dir;
+  out->head_next_at = h->head_next;
+  out->overdue_ms = h->has_head && now > h->head_next ? now - h->head_next : 0;
+  out->gated = h->gated;
+  out->backoff_level = h->backoff_level;
+  out->fail_streak = h->fail_streak;
+  out->backoff_until = h->backoff_until;
+  out->robots_expires = h->robots_expires;
+  out->robots_status = h->robots_status;
+  out->crawl_delay_ms = h->crawl_delay_ms;
+  out->c = h->c;
+}
+
+int kr_frontier_report_next(kr_frontier_t *f, size_t *iter, uint64_t now,
+                            kr_host_report_t *out) {
+  if (*iter >= f->nhosts) return 0;
+  kr_frontier_host_report(f, f->hosts[(*iter)++], now, out);
+  return 1;
+}
+
+static int by_overdue(const void *a, const void *b) {
+  const kr_host_report_t *x = a, *y = b;
+  if (x->overdue_ms != y->overdue_ms) return x->overdue_ms > y->overdue_ms ? -1 : 1;
+  return strcmp(x->name, y->name);
+}
+
+static void fmt_ms(char *buf, size_t n, uint64_t ms) {
+  if (ms >= KR_NEVER)
+    snprintf(buf, n, "never");
+  else if (ms < 10000)
+    snprintf(buf, n, "%" PRIu64 "ms", ms);
+  else if (ms < 3600000)
+    snprintf(buf, n, "%" PRIu64 "s", ms / 1000);
+  else
+    snprintf(buf, n, "%" PRIu64 "h%02" PRIu64 "m", ms / 3600000, ms / 60000 % 60);
+}
+
+int kr_frontier_report_text(kr_frontier_t *f, uint64_t now, size_t max_hosts,
+                            kr_buf_t *out) {
+  kr_frontier_stats_t s;
+  kr_frontier_stats(f, &s);
+  int rc = kr_buf_printf(
+      out,
+      "frontier: %" PRIu64 " hosts (%" PRIu64 " ready), discovered %" PRIu64
+      ", queued %" PRIu64 ", in flight %" PRIu64 ", finished %" PRIu64
+      ", succeeded %" PRIu64 ", retried %" PRIu64 ", failed %" PRIu64
+      ", disregarded %" PRIu64 ", backoffs %" PRIu64 ", bytes %" PRIu64
+      ", duplicates %" PRIu64 "%s%s\n",
+      s.hosts, s.ready_hosts, s.c.discovered, s.c.queued, s.in_flight, s.c.finished,
+      s.c.succeeded, s.c.retried, s.c.failed, s.c.disregarded, s.c.backoffs, s.c.bytes,
+      s.duplicates, s.limit ? ", limit reached: " : "", s.limit ? s.limit : "");
+  if (rc) return rc;
+  size_t n = f->nhosts;
+  kr_host_report_t *r = kr_xcalloc(n ? n : 1, sizeof(*r));
+  for (size_t i = 0; i < n; i++) kr_frontier_host_report(f, f->hosts[i], now, &r[i]);
+  qsort(r, n, sizeof(*r), by_overdue);
+  rc = kr_buf_printf(out, "%-32s %-8s %10s %6s %10s %10s %s\n", "host", "state", "queued",
+                     "flight", "next-ready", "overdue", "notes");
+  for (size_t i = 0; !rc && i < n && i < max_hosts; i++) {
+    char ready[32], over[32];
+    fmt_ms(ready, sizeof(ready),
+           r[i].ready_at >= KR_NEVER ? KR_NEVER : r[i].ready_at > now ? r[i].ready_at - now : 0);
+    fmt_ms(over, sizeof(over), r[i].overdue_ms);
+    rc = kr_buf_printf(out, "%-32s %-8s %10" PRIu64 " %3u/%-2u %10s %10s%s%s\n", r[i].name,
+                       kr__hostq_state_name(r[i].state), r[i].queued, r[i].in_flight,
+                       r[i].valence, ready, over, r[i].gated ? " gated" : "",
+                       r[i].backoff_until > now ? " backoff" : "");
+  }
+  if (!rc && n > max_hosts)
+    rc = kr_buf_printf(out, "... %zu more hosts\n", n - max_hosts);
+  free(r);
+  return rc;
+}
+
+kr_frontier_status_t kr_frontier_status(kr_frontier_t *f, uint64_t now) {
+  if (check_limits(f, now)) return KR_FRONTIER_LIMIT;
+  if (!f->opts.revisit && f->total.queued == 0 && f->in_flight == 0) return KR_FRONTIER_DONE;
+  return KR_FRONTIER_RUNNING;
+}
+
+void kr_frontier_stats(kr_frontier_t *f, kr_frontier_stats_t *out) {
+  memset(out, 0, sizeof(*out));
+  out->c = f->total;
+  out->in_flight = f->in_flight;
+  out->hosts = f->nhosts;
+  out->ready_hosts = f->nready;
+  out->duplicates = f->duplicates;
+  out->rejected = f->rejected;
+  out->run_bytes = f->run_bytes;
+  out->run_documents = f->run_documents;
+  out->seen = kr_seen_count(f->seen);
+  out->seen_complete = f->seen_complete;
+  out->limit = f->limit;
+}
+
+/* ---- validation ------------------------------------------------------------------------ */
+
+#define CHECK(cond, ...)                                        \
+  do {                                                          \
+    if (!(cond)) {                                              \
+      KR_LOG(KR_LOG_ERROR, h ? h->name : "frontier", __VA_ARGS__); \
+      return KR_EINVAL;                                         \
+    }                                                           \
+  } while (0)
+
+static int validate_host(kr_frontier_t *f, kr_hostq_t *h, uint64_t now) {
+  CHECK(h->valence >= 1 && h->nslots >= h->valence, "slots %u < valence %u", h->nslots,
+        h->valence);
+  uint32_t used = 0, listed = 0;
+  for (uint32_t i = 0; i < h->nslots; i++)
+    if (h->slots[i].curi) {
+      used++;
+      CHECK(h->slots[i].curi->slot == i && h->slots[i].curi->host == h, "slot %u mislinked", i);
+    }
+  for (kr_curi_t *c = h->inflight; c; c = c->next_inflight) listed++;
+  CHECK(used == h->in_flight && listed == h->in_flight, "in flight %u, slots %u, list %u",
+        h->in_flight, used, listed);
+  CHECK(h->nslots == h->valence || used == h->nslots, "%u slots for valence %u",
+        h->nslots, h->valence);
+  uint64_t q;
+  if (kr_store_count_queued(f->st, h->id, &q) < 0) return KR_EDB;
+  CHECK(q == h->c.queued, "queued %" PRIu64 " in memory, %" PRIu64 " in the store", h->c.queued, q);
+  size_t want = h->in_flight + 1;
+  kr_store_pick_t *p = kr_xcalloc(want, sizeof(*p));
+  int n = kr_store_pick(f->st, h->id, p, (int)want);
+  const kr_store_pick_t *top = NULL;
+  for (int i = 0; i < n; i++)
+    if (!in_flight_on(h, p[i].fp)) {
+      top = &p[i];
+      break;
+    }
+  int ok = top ? h->has_head && top->fp == h->head_fp && top->directive == h->head_dir &&
+                     top->next_at == h->head_next
+               : !h->has_head;
+  free(p);
+  CHECK(n >= 0, "pick failed");
+  CHECK(ok, "head (%d, %" PRIu64 ") is not the top of the store's queue", h->head_dir,
+        h->head_next);
+  kr_hostq_state_t s = kr__hostq_state(h, now);
+  uint64_t t = kr__hostq_ready_at(h);
+  if (t >= KR_NEVER) {
+    CHECK(!kr_timer_is_active(&h->timer) && !h->on_ready_list,
+          "state %s but armed or listed", kr__hostq_state_name(s));
+  } else {
+    CHECK(kr_timer_is_active(&h->timer) != h->on_ready_list,
+          "armed %d and listed %d", kr_timer_is_active(&h->timer), h->on_ready_list);
+    if (h->on_ready_list) CHECK(s == KR_HOSTQ_READY, "listed but %s", kr__hostq_state_name(s));
+    if (kr_timer_is_active(&h->timer))
+      CHECK(h->timer.due == t || (h->timer.due <= now && t <= now),
+            "armed at %" PRIu64 ", ready at %" PRIu64, h->timer.due, t);
+  }
+  return 0;
+}
+
+int kr_frontier_validate(kr_frontier_t *f, uint64_t now) {
+  kr_hostq_t *h = NULL;
+  kr_counts_t sum;
+  memset(&sum, 0, sizeof(sum));
+  uint64_t flight = 0;
+  for (size_t i = 0; i < f->nhosts; i++) {
+    h = f->hosts[i];
+    CHECK(host_by_id(f, h->id) == h, "id map");
+    CHECK(map_get(f, h->name, h->name_len, h->hash) == h, "name map");
+    int rc = validate_host(f, h, now);
+    if (rc) return rc;
+    const uint64_t *src = &h->c.discovered;
+    uint64_t *dst = &sum.discovered;
+    for (size_t k = 0; k < sizeof(kr_counts_t) / sizeof(uint64_t); k++) dst[k] += src[k];
+    flight += h->in_flight;
+  }
+  h = NULL;
+  CHECK(memcmp(&sum, &f->total, sizeof(sum)) == 0, "totals differ from the hosts' sum");
+  CHECK(flight == f->in_flight, "in flight %" PRIu64 " vs %" PRIu64, flight, f->in_flight);
+  size_t listed = 0;
+  for (kr_hostq_t *x = f->ready_head; x; x = x->ready_next) {
+    listed++;
+    CHECK(x->on_ready_list && (x->ready_next ? x->ready_next->ready_prev == x : f->ready_tail == x),
+          "ready list links");
+  }
+  CHECK(listed == f->nready, "ready list count");
+  uint64_t rows;
+  if (kr_store_count_uris(f->st, &rows) < 0) return KR_EDB;
+  CHECK(rows == f->total.discovered, "%" PRIu64 " rows, %" PRIu64 " discovered", rows,
+        f->total.discovered);
+  if (f->seen_complete) CHECK(kr_seen_count(f->seen) == rows, "seen filter holds %zu of %" PRIu64,
+                              kr_seen_count(f->seen), rows);
+  return kr_seen_validate(f->seen);
+}
+
+/* ---- Retry-After ------------------------------------------------------------------------ */
+
+static const char *const months[12] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                       "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+static const char *const wdays[7] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
+static const char *const wdays_long[7] = {"Monday", "Tuesday",  "Wednesday", "Thursday",
+                                          "Friday", "Saturday", "Sunday"};
+
+/* Cursor over the header value. */
+typedef struct {
+  const char *p, *e;
+} cur_t;
+
+static int eat(cur_t *c, const char *lit) {
+  size_t n = strlen(lit);
+  if ((size_t)(c->e - c->p) < n || memcmp(c->p, lit, n) != 0) return 0;
+  c->p += n;
+  return 1;
+}
+
+/* Exactly n digits (n = 0: 1 or 2 digits, for asctime's day). */
+static int digits(cur_t *c, int n, int *out) {
+  int v = 0, k = 0, max = n ? n : 2;
+  while (k < max && c->p < c->e && isdigit((unsigned char)*c->p)) {
+    v = v * 10 + (*c->p++ - '0');
+    k++;
+  }
+  if (n ? k != n : k == 0) return 0;
+  *out = v;
+  return 1;
+}
+
+static int month(cur_t *c, int *m) {
+  for (int i = 0; i < 12; i++)
+    if (eat(c, months[i])) {
+      *m = i;
+      return 1;
+    }
+  return 0;
+}
+
+static int wday(cur_t *c, const char *const *names) {
+  for (int i = 0; i < 7; i++)
+    if (eat(c, names[i])) return 1;
+  return 0;
+}
+
+static int hms(cur_t *c, int *H, int *M, int *S) {
+  return digits(c, 2, H) && eat(c, ":") && digits(c, 2, M) && eat(c, ":") && digits(c, 2, S) &&
+         *H < 24 && *M < 60 && *S < 61;
+}
+
+/* Days since 1970-01-01 of a proleptic Gregorian date (m 0-11). */
+static int64_t days_from_civil(int64_t y, int m, int d) {
+  y -= m < 2;
+  int64_t era = (y >= 0 ? y : y - 399) / 400;
+  int64_t yoe = y - era * 400;
+  int mp = (m + 10) % 12; /* March = 0 */
+  int64_t doy = (153 * mp + 2) / 5 + d - 1;
+  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+int kr_frontier_parse_retry_after(const char *s, size_t len, uint64_t now_ms,
+                                  uint64_t *delay_ms) {
+  if (!s) return KR_EINVAL;
+  while (len && (*s == ' ' || *s == '\t')) s++, len--;
+  while (len && (s[len - 1] == ' ' || s[len - 1] == '\t')) len--;
+  if (!len || len > 64) return KR_EINVAL;
+  if (isdigit((unsigned char)s[0])) { /* delay-seconds = 1*DIGIT */
+    uint64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+      if (!isdigit((unsigned char)s[i])) return KR_EINVAL;
+      if (v < UINT64_C(100000000000)) v = v * 10 + (uint64_t)(s[i] - '0');
+    }
+    *delay_ms = v * 1000;
+    return 0;
+  }
+  cur_t c = {s, s + len};
+  int d = 0, m = 0, y = 0, H = 0, M = 0, S = 0;
+  cur_t save = c;
+  int ok = 0;
+  if (wday(&c, wdays) && eat(&c, ", ")) { /* IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT */
+    ok = digits(&c, 2, &d) && eat(&c, " ") && month(&c, &m) && eat(&c, " ") &&
+         digits(&c, 4, &y) && eat(&c, " ") && hms(&c, &H, &M, &S) && eat(&c, " GMT");
+  }
+  if (!ok) { /* RFC 850: Sunday, 06-Nov-94 08:49:37 GMT */
+    c = save;
+    if (wday(&c, wdays_long) && eat(&c, ", ")) {
+      ok = digits(&c, 2, &d) && eat(&c, "-") && month(&c, &m) && eat(&c, "-") &&
+           digits(&c, 2, &y) && eat(&c, " ") && hms(&c, &H, &M, &S) && eat(&c, " GMT");
+      /* Two-digit years: RFC 9110 5.6.7, more than 50 years ahead is past. */
+      if (ok) {
+        time_t t = (time_t)(now_ms / 1000);
+        struct tm tm;
+        gmtime_r(&t, &tm);
+        int cur = tm.tm_year + 1900;
+        y += cur / 100 * 100;
+        if (y > cur + 50) y -= 100;
+      }
+    }
+  }
+  if (!ok) { /* asctime: Sun Nov  6 08:49:37 1994 */
+    c = save;
+    if (wday(&c, wdays) && eat(&c, " ") && month(&c, &m) && eat(&c, " ")) {
+      if (c.p < c.e && *c.p == ' ') c.p++;
+      ok = digits(&c, 0, &d) && eat(&c, " ") && hms(&c, &H, &M, &S) && eat(&c, " ") &&
+           digits(&c, 4, &y);
+    }
+  }
+  if (!ok || c.p != c.e || d < 1 || d > 31) return KR_EINVAL;
+  int64_t secs = days_from_civil(y, m, d) * 86400 + H * 3600 + M * 60 + S;
+  int64_t when = secs * 1000;
+  *delay_ms = when > (int64_t)now_ms ? (uint64_t)when - now_ms : 0;
+  return 0;
+}

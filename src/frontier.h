@@ -1,0 +1,356 @@
+/*
+ * The frontier: every known URI lives in the store (SQLite), ordered per
+ * host queue by (directive desc, next_at, fp); in memory there is one
+ * small struct per host queue (thesis 6.2.1), the seen filter (dedupe of
+ * discovered links without SQLite) and the URIs currently issued.
+ *
+ * Host queues. A host queue holds the URIs of one key: the host[:port]
+ * (default), the registrable domain, or an IP address (queue_assign). Its
+ * state is derived, never set: BUSY when all its valence slots are in use,
+ * EMPTY when nothing is queued outside them, SNOOZED until its ready time,
+ * READY after it. ready time = max(earliest free slot, head next_at,
+ * back-off until); each slot's free time is set when its URI finishes, to
+ * finish time + politeness delay, so with valence 2 the two slots keep
+ * separate clocks exactly as thesis 6.2.1 describes.
+ *
+ * Dispatch. Each host that is neither busy nor empty has one entry in the
+ * timer wheel (src/timer.h) at its ready time. When it fires the host joins
+ * the back of the ready list, so hosts leave the list in the order they
+ * became ready: the one ready longest goes first and none starves. The
+ * crawl loop pulls with kr_frontier_next() while it has capacity; it is
+ * told through on_ready when the ready list turns non-empty, and pulls
+ * again after each kr_frontier_finished() (capacity came back), so it
+ * never polls. kr_frontier_next() issues the top URI of the front host and
+ * holds it aside in memory only: its row stays queued, so a crash puts it
+ * back for free.
+ *
+ * Transactions. Nothing commits by itself: kr_frontier_turn() (once per
+ * loop turn, from a uv_check) commits every <= commit_ms or <=
+ * commit_updates writes. A completion and its discovered links, given to
+ * one kr_frontier_finished() call, are always in one transaction.
+ *
+ * Callbacks: on_ready runs from the timer wheel (never from inside a
+ * kr_frontier_* call) and may call kr_frontier_next(). on_host runs when a
+ * host queue is created or loaded, and may only call
+ * kr_frontier_host_set_opts() / kr_frontier_host_set_robots().
+ */
+#ifndef KRIA_FRONTIER_H
+#define KRIA_FRONTIER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kria/buf.h"
+#include "store.h"
+#include "timer.h"
+
+typedef struct kr_frontier kr_frontier_t;
+typedef struct kr_hostq kr_hostq_t;
+typedef struct kr_curi kr_curi_t;
+
+/* Scheduling directive: queue order is directive desc, then next_at. A
+ * directive above NORMAL orders a URI before every NORMAL URI of its host,
+ * due or not, so it is only given to URIs due now: a link due later is
+ * added as NORMAL, a raise also brings the URI's next_at forward to the
+ * link's, and a finished URI returns to NORMAL — except a HIGHEST
+ * (prerequisite) URI that is retried, which its gated host waits for. */
+typedef enum kr_directive {
+  KR_DIRECTIVE_NORMAL = 0,
+  KR_DIRECTIVE_MEDIUM = 1,  /* embeds within preference-embed-hops */
+  KR_DIRECTIVE_HIGH = 2,
+  KR_DIRECTIVE_HIGHEST = 3, /* prerequisites */
+} kr_directive_t;
+
+typedef enum kr_queue_assign {
+  KR_QUEUE_BY_HOST = 0,   /* host[:port] of the URL */
+  KR_QUEUE_BY_DOMAIN = 1, /* registrable domain (libpsl); else the host */
+  KR_QUEUE_BY_IP = 2,     /* ip_of(host); the host while it is unknown */
+} kr_queue_assign_t;
+
+typedef enum kr_hostq_state {
+  KR_HOSTQ_EMPTY = 0,
+  KR_HOSTQ_READY = 1,
+  KR_HOSTQ_BUSY = 2,
+  KR_HOSTQ_SNOOZED = 3,
+} kr_hostq_state_t;
+
+/* Options. Fields marked (host) are read from a host's own options when
+ * kr_frontier_host_set_opts() gave it some, else from the frontier's. */
+typedef struct kr_frontier_opts {
+  /* politeness (host) */
+  double delay_factor;                   /* 5: x last fetch duration */
+  uint64_t min_delay_ms;                 /* 2000 */
+  uint64_t max_delay_ms;                 /* 5000 */
+  uint64_t respect_crawl_delay_up_to_ms; /* 300000: Crawl-delay cap */
+  uint32_t host_valence;                 /* 1: slots per host, 1..64 */
+  /* outcomes (host) */
+  uint64_t retry_delay_ms;               /* 900000 */
+  uint32_t max_retries;                  /* 30 */
+  int revisit_failed;                    /* 1: failed URIs come back after failed_wait */
+  uint64_t failed_wait_ms;               /* 28 d (the thesis' max-wait) */
+  uint64_t default_wait_ms;              /* 3 d: success without a wait */
+  /* back-off (host) */
+  uint64_t backoff_initial_ms;           /* 60000: first 429/503 or host-failure snooze */
+  uint64_t backoff_max_ms;               /* 86400000: growth (x2) and Retry-After cap */
+  uint32_t host_failures_before_backoff; /* 3 consecutive host errors */
+  /* crawl (global only) */
+  int revisit;                           /* 1; 0: snapshot, successes never return */
+  uint32_t preference_embed_hops;        /* 0 */
+  uint32_t max_connections;              /* 4096 URIs in flight at most */
+  kr_queue_assign_t queue_assign;        /* KR_QUEUE_BY_HOST */
+  /* IP assignment: write host's address into out; 0 or < 0 unknown. */
+  int (*ip_of)(void *ud, const char *host, size_t len, char *out, size_t outlen);
+  void *ip_ud;
+  /* limits, 0 = none; counted from kr_frontier_open (this run) */
+  uint64_t max_bytes_download;
+  uint64_t max_document_download;        /* successes */
+  uint64_t max_time_ms;
+  /* store */
+  uint32_t commit_ms;                    /* 50 */
+  uint32_t commit_updates;               /* 1000 */
+  uint32_t seen_open_budget_ms;          /* 500: fingerprints loaded at open */
+  uint32_t seen_turn_step;               /* 50000: then per kr_frontier_turn */
+  int quick_check;                       /* 1: PRAGMA quick_check at open */
+  uint32_t cache_mib;                    /* 64: SQLite page cache */
+  /* a host queue was created or loaded (may be NULL) */
+  void (*on_host)(void *ud, kr_frontier_t *f, kr_hostq_t *h);
+  void *host_ud;
+} kr_frontier_opts_t;
+
+void kr_frontier_opts_default(kr_frontier_opts_t *o);
+
+/* An issued URI: a copy of its row, owned by the frontier from
+ * kr_frontier_next() until kr_frontier_finished() / kr_frontier_defer() /
+ * kr_frontier_prereq_require(). Read-only for the caller but for `user`. */
+struct kr_curi {
+  uint64_t fp;
+  const char *url;
+  size_t url_len;
+  kr_hostq_t *host;
+  int directive;
+  uint64_t next_at;          /* when it was due */
+  uint64_t issued_at;
+  uint64_t overdue_ms;       /* issued_at - next_at */
+  int state;                 /* kr_uri_state_t before this visit */
+  uint32_t wait_ms, visits, versions, retries;
+  int status;                /* of the previous visit */
+  const char *content_type;
+  size_t content_type_len;
+  const uint8_t *digest;
+  size_t digest_len;
+  const char *etag;
+  size_t etag_len;
+  int64_t last_modified;
+  const char *hop_path;
+  size_t hop_len;
+  uint64_t via, first_seen, last_visit;
+  const uint8_t *history;
+  size_t history_len;
+  void *user;                /* the crawl loop's */
+  /* private */
+  kr_curi_t *next_inflight;
+  uint32_t slot;
+};
+
+/* A URL to add (a seed, a discovered link, a prerequisite). */
+#define KR_LINK_RESCHEDULE 0x1u /* known URI: take the earlier next_at */
+#define KR_LINK_REVIVE 0x2u     /* also requeue a disregarded/failed URI */
+#define KR_URL_MAX 8192         /* longer URLs are refused (KR_ETOOBIG) */
+#define KR_HOP_PATH_MAX 64      /* longer hop paths keep their last 64 hops */
+
+typedef struct kr_link {
+  const char *url;           /* canonical absolute URL */
+  size_t url_len;
+  const char *hop_path;      /* its whole hop path ("" or NULL: seed) */
+  size_t hop_len;
+  uint64_t via;              /* fp of the referrer, 0 none */
+  int directive;             /* at least this */
+  uint64_t next_at;          /* 0: now */
+  unsigned flags;            /* KR_LINK_* */
+} kr_link_t;
+
+/* How a fetch ended, for kr_frontier_finished(). Zero is a valid start:
+ * SUCCESS, default wait, NORMAL directive, no change known. */
+typedef enum kr_outcome_kind {
+  KR_OUTCOME_SUCCESS = 0,     /* any HTTP status: visited, revisited later */
+  KR_OUTCOME_RETRY = 1,       /* transient: again after retry-delay */
+  KR_OUTCOME_DISREGARDED = 2, /* robots: never again */
+  KR_OUTCOME_FAILED = 3,      /* failed-wait or never (revisit-failed) */
+  KR_OUTCOME_BACKOFF = 4,     /* 429/503: host back-off, not a visit */
+} kr_outcome_kind_t;
+
+typedef struct kr_outcome {
+  kr_outcome_kind_t kind;
+  int status;               /* HTTP status, or a negative KR_E* */
+  uint64_t fetch_ms;        /* duration: politeness = factor x this */
+  uint64_t bytes;           /* downloaded (statistics, limits) */
+  int no_contact;           /* nothing reached the host: no politeness delay */
+  int host_error;           /* the host failed (connect, DNS, TLS): counts
+                               toward its back-off */
+  uint64_t wait_ms;         /* SUCCESS: until the next visit; 0 default */
+  int content;              /* SUCCESS: 0 unchanged, 1 changed, 2 unknown */
+  uint64_t retry_after_ms;  /* BACKOFF: Retry-After, 0 when absent */
+  /* SUCCESS: new validators; NULL keeps the previous value */
+  const char *content_type;
+  size_t content_type_len;
+  const uint8_t *digest;
+  size_t digest_len;
+  const char *etag;
+  size_t etag_len;
+  int64_t last_modified;    /* 0 keeps the previous value */
+} kr_outcome_t;
+
+/* ---- life cycle -------------------------------------------------------- */
+
+/* Open the store in state_dir (see kr_store_open for refusals), rebuild
+ * every host queue from it (one indexed query per host) and arm them on
+ * timers (whose clock is the frontier's time). opts may be NULL. Returns
+ * 0, or KR_EDB/KR_EINVAL with a reason in err. */
+int kr_frontier_open(const char *state_dir, const kr_frontier_opts_t *opts,
+                     kr_timers_t *timers, kr_frontier_t **out, char *err,
+                     size_t errlen);
+/* Commit, free everything; URIs still issued are simply not recorded as
+ * done (they are queued in the store). Returns the commit's result. */
+int kr_frontier_close(kr_frontier_t *f);
+/* Free everything WITHOUT committing: a crash, for recovery tests. */
+void kr_frontier_abandon(kr_frontier_t *f);
+
+typedef void (*kr_frontier_ready_fn)(kr_frontier_t *f, void *ud);
+void kr_frontier_set_on_ready(kr_frontier_t *f, kr_frontier_ready_fn fn, void *ud);
+
+/* Once per loop turn (uv_check): commit when due, load more of the seen
+ * filter. 0, or KR_EDB when a commit failed (stop the crawl). */
+int kr_frontier_turn(kr_frontier_t *f, uint64_t now);
+/* Commit now. 0 or KR_EDB. */
+int kr_frontier_commit(kr_frontier_t *f);
+/* Load the rest of the seen filter now (tests, tools). 0 or KR_EDB. */
+int kr_frontier_load_seen(kr_frontier_t *f);
+
+/* ---- adding ------------------------------------------------------------ */
+
+/* Add one URL. A URL already known changes only when the link asks for
+ * more: a higher directive (raised, next_at moved earlier if it is), or
+ * KR_LINK_RESCHEDULE / KR_LINK_REVIVE; next_at never moves later. Returns
+ * 1 new, 0 known, KR_EURL (no scheme://host), KR_ETOOBIG (over
+ * KR_URL_MAX), KR_EDB. */
+int kr_frontier_add(kr_frontier_t *f, const kr_link_t *link, uint64_t now);
+/* Add n links; known ones are rejected by the seen filter in memory.
+ * Bad links are skipped (counted in stats.rejected); *added (may be NULL)
+ * gets the number of new URIs. 0 or KR_EDB. */
+int kr_frontier_add_batch(kr_frontier_t *f, const kr_link_t *links, size_t n,
+                          uint64_t now, size_t *added);
+
+/* ---- issuing and completing -------------------------------------------- */
+
+/* Issue the top URI of the host ready longest. 1 and *out, 0 when nothing
+ * may be issued now (nothing ready, max_connections reached, a limit
+ * reached), KR_EDB. */
+int kr_frontier_next(kr_frontier_t *f, uint64_t now, kr_curi_t **out);
+
+/* Complete an issued URI: update its row by outcome, add its discovered
+ * links (same transaction), free its slot until now + politeness delay,
+ * re-arm its host; curi is freed. 0 or KR_EDB (curi is freed anyway). */
+int kr_frontier_finished(kr_frontier_t *f, kr_curi_t *curi, const kr_outcome_t *o,
+                         const kr_link_t *links, size_t nlinks, uint64_t now);
+
+/* Give an issued URI back untouched (no visit, no politeness delay). */
+void kr_frontier_defer(kr_frontier_t *f, kr_curi_t *curi, uint64_t now);
+
+/* Prerequisites. The crawl loop decides what a URI needs (robots.txt
+ * missing or expired, ...). prereq_require gives curi back untouched,
+ * adds url at HIGHEST (hop 'P', revived and due now) and gates the host:
+ * until kr_frontier_prereq_done() it issues only HIGHEST URIs. 0 or an
+ * error of kr_frontier_add (the host is gated either way). */
+int kr_frontier_prereq_require(kr_frontier_t *f, kr_curi_t *curi, const char *url,
+                               size_t len, uint64_t now);
+void kr_frontier_prereq_done(kr_frontier_t *f, kr_hostq_t *h, uint64_t now);
+
+/* ---- hosts ---------------------------------------------------------------- */
+
+kr_hostq_t *kr_frontier_host_lookup(kr_frontier_t *f, const char *key, size_t len);
+const char *kr_frontier_host_name(const kr_hostq_t *h);
+/* Options for this host (fields marked (host)); NULL: the frontier's. The
+ * pointer must stay valid while set. */
+void kr_frontier_host_set_opts(kr_frontier_t *f, kr_hostq_t *h,
+                               const kr_frontier_opts_t *o, uint64_t now);
+/* Persisted robots state: expiry (epoch ms), status of the last fetch,
+ * Crawl-delay (ms, -1 none) which raises the politeness delay. */
+void kr_frontier_host_set_robots(kr_frontier_t *f, kr_hostq_t *h, uint64_t expires,
+                                 int status, int64_t crawl_delay_ms, uint64_t now);
+
+typedef struct kr_host_report {
+  const char *name;
+  kr_hostq_state_t state;
+  uint64_t ready_at;        /* KR_NEVER when busy, empty or gated */
+  uint64_t queued;          /* next_at < NEVER, in flight included */
+  uint32_t in_flight, valence;
+  int has_head;
+  int head_directive;
+  uint64_t head_next_at;
+  uint64_t overdue_ms;      /* now - head next_at when due, else 0 */
+  int gated;                /* waiting for a prerequisite */
+  uint32_t backoff_level, fail_streak;
+  uint64_t backoff_until;
+  uint64_t robots_expires;
+  int robots_status;
+  int64_t crawl_delay_ms;
+  kr_counts_t c;
+} kr_host_report_t;
+
+void kr_frontier_host_report(kr_frontier_t *f, const kr_hostq_t *h, uint64_t now,
+                             kr_host_report_t *out);
+/* Iterate host queues: *iter starts at 0. 1 while one was written. */
+int kr_frontier_report_next(kr_frontier_t *f, size_t *iter, uint64_t now,
+                            kr_host_report_t *out);
+/* A text report: totals, then up to max_hosts host lines (most overdue
+ * first). 0 or KR_ETOOBIG when out's maximum cut it. */
+int kr_frontier_report_text(kr_frontier_t *f, uint64_t now, size_t max_hosts,
+                            kr_buf_t *out);
+
+/* ---- state, statistics ---------------------------------------------------- */
+
+typedef enum kr_frontier_status {
+  KR_FRONTIER_RUNNING = 0,
+  KR_FRONTIER_DONE = 1,  /* snapshot: nothing queued, nothing in flight */
+  KR_FRONTIER_LIMIT = 2, /* a limit was reached: nothing more is issued */
+} kr_frontier_status_t;
+
+kr_frontier_status_t kr_frontier_status(kr_frontier_t *f, uint64_t now);
+
+typedef struct kr_frontier_stats {
+  kr_counts_t c;            /* totals over all hosts (persisted) */
+  uint64_t in_flight;
+  uint64_t hosts;
+  uint64_t ready_hosts;     /* on the ready list */
+  uint64_t duplicates;      /* links rejected in memory */
+  uint64_t rejected;        /* bad links */
+  uint64_t run_bytes;       /* since open, for the limits */
+  uint64_t run_documents;
+  uint64_t seen;            /* fingerprints in the seen filter */
+  int seen_complete;        /* the filter holds every row's fp */
+  const char *limit;        /* which limit was reached, or NULL */
+} kr_frontier_stats_t;
+
+void kr_frontier_stats(kr_frontier_t *f, kr_frontier_stats_t *out);
+kr_store_t *kr_frontier_store(kr_frontier_t *f);
+
+/* Check every invariant against the store: per host the head equals the
+ * top of its index outside the URIs in flight, queued counts, slots,
+ * state, wheel and ready list membership; totals. 0 or KR_EINVAL (the
+ * first difference is logged). O(hosts) queries: for tests. */
+int kr_frontier_validate(kr_frontier_t *f, uint64_t now);
+
+/* ---- helpers ---------------------------------------------------------------- */
+
+/* Retry-After (RFC 9110 10.2.3): delay-seconds or an HTTP-date (IMF-fixdate,
+ * RFC 850, asctime). *delay_ms = ms from now (0 for a past date). 0, or
+ * KR_EINVAL for anything else. */
+int kr_frontier_parse_retry_after(const char *s, size_t len, uint64_t now_ms,
+                                  uint64_t *delay_ms);
+
+/* The queue key of url under the frontier's assignment, into out.
+ * 0, KR_EURL, KR_ETOOBIG. */
+int kr_frontier_queue_key(kr_frontier_t *f, const char *url, size_t len,
+                          char *out, size_t outlen);
+
+#endif

@@ -1,0 +1,1136 @@
+/* The frontier on a virtual clock over a real SQLite store in a temporary
+ * directory: derived host states, the valence-2 slot timing of thesis
+ * 6.2.1, add-never-later and directive raises, ready order by ready time
+ * and round-robin fairness over 1,000 hosts, politeness clamp and
+ * Crawl-delay cap, every outcome, retries, back-off growth/cap/reset,
+ * prerequisite gating, dedupe in memory (the store never sees a
+ * duplicate), commit boundaries (a completion and its links together),
+ * recovery after a crash, snapshot "done", limits, queue assignment,
+ * Retry-After parsing, reports. kr_frontier_validate() runs after the
+ * steps that change state. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <ftw.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "clock.h"
+#include "frontier.h"
+#include "kria/error.h"
+#include "kria/fp.h"
+#include "log.h"
+#include "store.h"
+#include "timer.h"
+
+#define T0 UINT64_C(1700000000000)
+#define SEC 1000u
+
+static char tmpdir[256];
+static char sdir[300];
+static kr_clock_t clk;
+static kr_timers_t timers;
+static kr_frontier_t *F;
+static int ready_calls;
+
+static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *f) {
+  (void)sb;
+  (void)flag;
+  (void)f;
+  return remove(p);
+}
+
+static uint64_t now(void) { return kr_clock_now_ms(&clk); }
+static void adv(uint64_t ms) { kr_timers_advance(&timers, ms); }
+
+static void on_ready(kr_frontier_t *f, void *ud) {
+  (void)f;
+  (void)ud;
+  ready_calls++;
+}
+
+static void fopen_with(const kr_frontier_opts_t *o) {
+  char err[512] = "";
+  int rc = kr_frontier_open(sdir, o, &timers, &F, err, sizeof(err));
+  if (rc) fail_msg("open: %d %s", rc, err);
+  kr_frontier_set_on_ready(F, on_ready, NULL);
+}
+
+static kr_frontier_opts_t defaults(void) {
+  kr_frontier_opts_t o;
+  kr_frontier_opts_default(&o);
+  return o;
+}
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(tmpdir, sizeof(tmpdir), "/tmp/kria-test-frontier-XXXXXX");
+  if (!mkdtemp(tmpdir)) return -1;
+  snprintf(sdir, sizeof(sdir), "%s/state", tmpdir);
+  kr_log_level = 2;
+  kr_clock_init_virtual(&clk, T0);
+  kr_timers_init(&timers, NULL, &clk);
+  ready_calls = 0;
+  F = NULL;
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  if (F) kr_frontier_close(F);
+  F = NULL;
+  kr_timers_close(&timers, NULL);
+  nftw(tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+  return 0;
+}
+
+static void valid(void) {
+  int rc = kr_frontier_validate(F, now());
+  if (rc) fail_msg("kr_frontier_validate failed (see log)");
+}
+
+static int add_at(const char *url, int dir, uint64_t next_at, unsigned flags, const char *hop) {
+  kr_link_t l = {.url = url, .url_len = strlen(url), .hop_path = hop,
+                 .hop_len = hop ? strlen(hop) : 0, .directive = dir,
+                 .next_at = next_at, .flags = flags};
+  return kr_frontier_add(F, &l, now());
+}
+
+static int add(const char *url) { return add_at(url, 0, 0, 0, "L"); }
+
+static kr_curi_t *next(void) {
+  kr_curi_t *c = NULL;
+  int rc = kr_frontier_next(F, now(), &c);
+  assert_true(rc >= 0);
+  assert_true((rc == 1) == (c != NULL));
+  return c;
+}
+
+static void finish(kr_curi_t *c, kr_outcome_kind_t kind, uint64_t fetch_ms) {
+  kr_outcome_t o = {.kind = kind, .status = 200, .fetch_ms = fetch_ms, .bytes = 100};
+  assert_int_equal(kr_frontier_finished(F, c, &o, NULL, 0, now()), 0);
+}
+
+static kr_host_report_t host(const char *key) {
+  kr_hostq_t *h = kr_frontier_host_lookup(F, key, strlen(key));
+  if (!h) fail_msg("no host %s", key);
+  kr_host_report_t r;
+  kr_frontier_host_report(F, h, now(), &r);
+  return r;
+}
+
+static kr_uri_row_t row_of(const char *url) {
+  kr_uri_row_t r;
+  int rc = kr_store_uri_get(kr_frontier_store(F), kr_fp(url, strlen(url)), &r);
+  if (rc != 1) fail_msg("no row for %s", url);
+  return r;
+}
+
+/* Fixed politeness: every delay is exactly d ms. */
+static kr_frontier_opts_t fixed_delay(uint64_t d) {
+  kr_frontier_opts_t o = defaults();
+  o.min_delay_ms = d;
+  o.max_delay_ms = d;
+  return o;
+}
+
+/* ---- states -------------------------------------------------------------- */
+
+static void state_derivation(void **state) {
+  (void)state;
+  kr_frontier_opts_t o = fixed_delay(2 * SEC);
+  fopen_with(&o);
+  assert_int_equal(add_at("http://h.test/a", 0, T0 + 10 * SEC, 0, ""), 1);
+  valid();
+  kr_host_report_t r = host("h.test");
+  assert_int_equal(r.state, KR_HOSTQ_SNOOZED);
+  assert_true(r.ready_at == T0 + 10 * SEC);
+  assert_null(next());
+  adv(9999);
+  assert_int_equal(host("h.test").state, KR_HOSTQ_SNOOZED);
+  assert_int_equal(ready_calls, 0);
+  assert_null(next());
+  adv(1); /* the state changes by itself as time passes */
+  assert_int_equal(host("h.test").state, KR_HOSTQ_READY);
+  assert_int_equal(ready_calls, 1);
+  valid();
+  kr_curi_t *c = next();
+  assert_non_null(c);
+  assert_string_equal(c->url, "http://h.test/a");
+  assert_int_equal(c->overdue_ms, 0);
+  assert_int_equal(host("h.test").state, KR_HOSTQ_BUSY);
+  assert_int_equal(host("h.test").in_flight, 1);
+  valid();
+  finish(c, KR_OUTCOME_DISREGARDED, 0);
+  /* Its only URI is never due again: the queue is empty. */
+  assert_int_equal(host("h.test").state, KR_HOSTQ_EMPTY);
+  assert_true(host("h.test").ready_at == KR_NEVER);
+  valid();
+  /* A new URI wakes it; the disregarded one cost no politeness delay. */
+  add("http://h.test/b");
+  assert_int_equal(host("h.test").state, KR_HOSTQ_READY);
+  adv(0);
+  c = next();
+  assert_non_null(c);
+  adv(3 * SEC);
+  c->issued_at = now();
+  finish(c, KR_OUTCOME_SUCCESS, 10);
+  /* Only URI revisited in 3 days: snoozed until then, not until +2 s. */
+  r = host("h.test");
+  assert_int_equal(r.state, KR_HOSTQ_SNOOZED);
+  assert_true(r.ready_at == now() + o.default_wait_ms);
+  valid();
+}
+
+/* Thesis 6.2.1: with valence 2, each slot keeps its own next-free time. */
+static void valence_two_slots(void **state) {
+  (void)state;
+  kr_frontier_opts_t o = fixed_delay(1 * SEC);
+  o.host_valence = 2;
+  fopen_with(&o);
+  const char *u[] = {"http://v.test/1", "http://v.test/2", "http://v.test/3",
+                     "http://v.test/4", "http://v.test/5"};
+  for (int i = 0; i < 5; i++) add_at(u[i], 0, T0 + (uint64_t)i, 0, "");
+  adv(10);
+  kr_curi_t *a = next();
+  assert_non_null(a);
+  /* The second slot is free too, but the host goes through the wheel
+   * again (to the back of the ready list): one more wheel run. */
+  assert_null(next());
+  adv(0);
+  kr_curi_t *b = next();
+  assert_non_null(b);
+  assert_int_equal(host("v.test").state, KR_HOSTQ_BUSY);
+  assert_null(next());
+  valid();
+  uint64_t t0 = now();
+  finish(a, KR_OUTCOME_SUCCESS, 0); /* slot of a: free at t0 + 1 s */
+  kr_host_report_t r = host("v.test");
+  assert_int_equal(r.state, KR_HOSTQ_SNOOZED);
+  assert_true(r.ready_at == t0 + SEC);
+  adv(500);
+  finish(b, KR_OUTCOME_SUCCESS, 0); /* half way: nothing changes */
+  r = host("v.test");
+  assert_int_equal(r.state, KR_HOSTQ_SNOOZED);
+  assert_true(r.ready_at == t0 + SEC);
+  valid();
+  adv(499);
+  assert_null(next());
+  adv(1);
+  assert_int_equal(host("v.test").state, KR_HOSTQ_READY);
+  kr_curi_t *c = next();
+  assert_non_null(c);
+  assert_non_null(c);
+  /* One slot used again; the other frees at t0 + 1.5 s. */
+  r = host("v.test");
+  assert_int_equal(r.state, KR_HOSTQ_SNOOZED);
+  assert_true(r.ready_at == t0 + 1500);
+  assert_null(next());
+  adv(499);
+  assert_null(next());
+  adv(1);
+  kr_curi_t *d = next();
+  assert_non_null(d);
+  assert_int_equal(host("v.test").state, KR_HOSTQ_BUSY);
+  valid();
+  finish(c, KR_OUTCOME_SUCCESS, 0);
+  finish(d, KR_OUTCOME_SUCCESS, 0);
+  valid();
+}
+
+/* ---- add ----------------------------------------------------------------- */
+
+static void add_never_later_and_raise(void **state) {
+  (void)state;
+  kr_frontier_opts_t o = defaults();
+  o.preference_embed_hops = 1;
+  fopen_with(&o);
+  const char *a = "http://r.test/a", *b = "http://r.test/b";
+  assert_int_equal(add_at(a, 0, T0 + 1000, 0, "L"), 1);
+  assert_int_equal(add_at(b, 0, T0 + 2000, 0, "L"), 1);
+  /* Later: never. */
+  assert_int_equal(add_at(a, 0, T0 + 5000, KR_LINK_RESCHEDULE, "L"), 0);
+  assert_true(row_of(a).next_at == T0 + 1000);
+  /* Earlier without asking: unchanged; asking: moved. */
+  assert_int_equal(add_at(a, 0, T0 + 200, 0, "L"), 0);
+  assert_true(row_of(a).next_at == T0 + 1000);
+  assert_int_equal(add_at(a, 0, T0 + 200, KR_LINK_RESCHEDULE, "L"), 0);
+  assert_true(row_of(a).next_at == T0 + 200);
+  valid();
+  /* A higher directive for a link due later is not taken: it would put b
+   * before due URIs while not due itself. */
+  assert_int_equal(add_at(b, KR_DIRECTIVE_HIGH, T0 + 9000, 0, "L"), 0);
+  assert_int_equal(row_of(b).directive, KR_DIRECTIVE_NORMAL);
+  /* Due now: raised, and brought forward to now; b jumps ahead of a. */
+  assert_int_equal(add_at(b, KR_DIRECTIVE_HIGH, 0, 0, "L"), 0);
+  kr_uri_row_t rb = row_of(b);
+  assert_int_equal(rb.directive, KR_DIRECTIVE_HIGH);
+  assert_true(rb.next_at == T0);
+  assert_int_equal(add_at(b, KR_DIRECTIVE_MEDIUM, 0, 0, "L"), 0);
+  assert_int_equal(row_of(b).directive, KR_DIRECTIVE_HIGH); /* never lowered */
+  valid();
+  /* An embed within preference-embed-hops is MEDIUM, two hops is not. */
+  assert_int_equal(add_at("http://r.test/e1.png", 0, 0, 0, "LE"), 1);
+  assert_int_equal(row_of("http://r.test/e1.png").directive, KR_DIRECTIVE_MEDIUM);
+  assert_int_equal(add_at("http://r.test/e2.png", 0, 0, 0, "LEE"), 1);
+  assert_int_equal(row_of("http://r.test/e2.png").directive, KR_DIRECTIVE_NORMAL);
+  adv(3000);
+  const char *order[] = {b, "http://r.test/e1.png", "http://r.test/e2.png", a};
+  for (int i = 0; i < 4; i++) {
+    kr_curi_t *c = next();
+    if (!c) {
+      adv(0);
+      c = next();
+    }
+    assert_non_null(c);
+    assert_string_equal(c->url, order[i]);
+    assert_int_equal(c->overdue_ms, now() - c->next_at);
+    if (i == 0) assert_int_equal(c->overdue_ms, 3000);
+    /* finished URIs return to NORMAL */
+    finish(c, KR_OUTCOME_SUCCESS, 0);
+    assert_int_equal(row_of(order[i]).directive, KR_DIRECTIVE_NORMAL);
+    adv(5000);
+  }
+  valid();
+}
+
+static void longest_ready_first(void **state) {
+  (void)state;
+  fopen_with(NULL);
+  add_at("http://a.test/", 0, T0 + 300, 0, "");
+  add_at("http://b.test/", 0, T0 + 100, 0, "");
+  add_at("http://c.test/", 0, T0 + 200, 0, "");
+  add_at("http://d.test/", 0, T0 + 200, 0, ""); /* same time as c: FIFO */
+  adv(1000);
+  assert_int_equal(ready_calls, 1); /* edge: the list turned non-empty once */
+  const char *want[] = {"http://b.test/", "http://c.test/", "http://d.test/",
+                        "http://a.test/"};
+  for (int i = 0; i < 4; i++) {
+    kr_curi_t *c = next();
+    assert_non_null(c);
+    assert_string_equal(c->url, want[i]);
+    assert_int_equal(c->overdue_ms, now() - c->next_at);
+    finish(c, KR_OUTCOME_SUCCESS, 0);
+  }
+  assert_null(next());
+  valid();
+}
+
+/* 1,000 hosts with 3 URIs each, all due, no politeness: the first 1,000
+ * issues visit every host once, in the order they became ready. */
+static void no_starvation_1000_hosts(void **state) {
+  (void)state;
+  kr_frontier_opts_t o = fixed_delay(0);
+  fopen_with(&o);
+  char u[64];
+  for (int k = 0; k < 3; k++)
+    for (int h = 0; h < 1000; h++) {
+      snprintf(u, sizeof(u), "http://h%d.test/%d", h, k);
+      assert_int_equal(add(u), 1);
+    }
+  adv(0);
+  static int served[1000];
+  memset(served, 0, sizeof(served));
+  int issued = 0;
+  for (int round = 0; round < 3; round++) {
+    for (int i = 0; i < 1000; i++) {
+      kr_curi_t *c = next();
+      if (!c) { /* re-armed hosts become due on the next wheel run */
+        adv(0);
+        c = next();
+      }
+      assert_non_null(c);
+      int hn = atoi(c->url + 8);
+      assert_int_equal(served[hn], round); /* once per round */
+      served[hn]++;
+      if (round == 0) assert_int_equal(hn, i); /* creation = ready order */
+      finish(c, KR_OUTCOME_SUCCESS, 0);
+      issued++;
+    }
+  }
+  adv(0);
+  assert_null(next());
+  assert_int_equal(issued, 3000);
+  valid();
+}
+
+static void max_connections_cap(void **state) {
+  (void)state;
+  kr_frontier_opts_t o = defaults();
+  o.max_connections = 2;
+  fopen_with(&o);
+  char u[64];
+  for (int h = 0; h < 5; h++) {
+    snprintf(u, sizeof(u), "http://m%d.test/", h);
+    add(u);
+  }
+  adv(0);
+  kr_curi_t *a = next(), *b = next();
+  assert_non_null(a);
+  assert_non_null(b);
+  assert_null(next()); /* three hosts ready, no capacity */
+  kr_frontier_stats_t s;
+  kr_frontier_stats(F, &s);
+  assert_int_equal(s.ready_hosts, 3);
+  finish(a, KR_OUTCOME_SUCCESS, 0);
+  assert_non_null(next()); /* capacity back: pull again */
+  (void)b;
+}
+
+/* ---- politeness ----------------------------------------------------------- */
+
+static uint64_t delay_after(const char *hostkey, const char *u1, uint64_t fetch_ms) {
+  kr_curi_t *c = next();
+  assert_non_null(c);
+  assert_string_equal(c->url, u1);
+  uint64_t t = now();
+  finish(c, KR_OUTCOME_SUCCESS, fetch_ms);
+  kr_host_report_t r = host(hostkey);
+  assert_int_equal(r.state, KR_HOSTQ_SNOOZED);
+  uint64_t d = r.ready_at - t;
+  adv(d);
+  return d;
+}
+
+static void politeness_clamp_and_crawl_delay(void **state) {
+  (void)state;
+  fopen_with(NULL); /* 5 x duration within [2 s, 5 s], Crawl-delay <= 300 s */
+  char u[64];
+  for (int i = 0; i < 9; i++) {
+    snprintf(u, sizeof(u), "http://p.test/%d", i);
+    add_at(u, 0, T0 + (uint64_t)i, 0, "");
+  }
+  adv(10);
+  assert_int_equal(delay_after("p.test", "http://p.test/0", 100), 2000); /* 500 -> min */
+  assert_int_equal(delay_after("p.test", "http://p.test/1", 600), 3000); /* 5 x 600 */
+  assert_int_equal(delay_after("p.test", "http://p.test/2", 9000), 5000); /* max */
+  kr_hostq_t *h = kr_frontier_host_lookup(F, "p.test", 6);
+  kr_frontier_host_set_robots(F, h, now() + 3600 * SEC, 200, 10 * SEC, now());
+  assert_int_equal(delay_after("p.test", "http://p.test/3", 100), 10000); /* Crawl-delay */
+  kr_frontier_host_set_robots(F, h, now() + 3600 * SEC, 200, 1000 * SEC, now());
+  assert_int_equal(delay_after("p.test", "http://p.test/4", 100), 300000); /* capped */
+  kr_frontier_host_set_robots(F, h, now() + 3600 * SEC, 200, -1, now());
+  /* Per-host options override the frontier's. */
+  kr_frontier_opts_t fast = defaults();
+  fast.min_delay_ms = 10;
+  fast.max_delay_ms = 100;
+  kr_frontier_host_set_opts(F, h, &fast, now());
+  assert_int_equal(delay_after("p.test", "http://p.test/5", 1), 10);
+  assert_int_equal(delay_after("p.test", "http://p.test/6", 1000), 100);
+  /* A fetch that never reached the host costs no delay. */
+  kr_frontier_host_set_opts(F, h, NULL, now());
+  kr_curi_t *c = next();
+  kr_outcome_t o = {.kind = KR_OUTCOME_RETRY, .no_contact = 1, .fetch_ms = 900};
+  uint64_t t = now();
+  assert_int_equal(kr_frontier_finished(F, c, &o, NULL, 0, t), 0);
+  kr_host_report_t r = host("p.test");
+  assert_true(r.ready_at <= t); /* /8 is due and no delay was added */
+  valid();
+}
+
+/* ---- outcomes ----------------------------------------------------------------- */
+
+static void outcomes(void **state) {
+  (void)state;
+  kr_frontier_opts_t o = fixed_delay(0);
+  o.max_retries = 2;
+  fopen_with(&o);
+  /* Equal next_at would order by fingerprint: give each its own ms. */
+  add_at("http://o.test/ok", 0, T0 + 1, 0, "");
+  add_at("http://o.test/404", 0, T0 + 2, 0, "");
+  add_at("http://o.test/retry", 0, T0 + 3, 0, "");
+  add_at("http://o.test/robots-no", 0, T0 + 4, 0, "");
+  add_at("http://o.test/failed", 0, T0 + 5, 0, "");
+  adv(10);
+  uint64_t t = now();
+  /* success, any status; a caller-chosen wait */
+  kr_curi_t *c = next();
+  assert_string_equal(c->url, "http://o.test/ok");
+  uint8_t dg[20] = {1, 2, 3};
+  kr_outcome_t s = {.kind = KR_OUTCOME_SUCCESS, .status = 200, .wait_ms = 3600 * SEC,
+                    .content = 1, .digest = dg, .digest_len = 20,
+                    .content_type = "text/html", .content_type_len = 9, .bytes = 5000};
+  kr_frontier_finished(F, c, &s, NULL, 0, t);
+  kr_uri_row_t r = row_of("http://o.test/ok");
+  assert_int_equal(r.state, KR_URI_SUCCESS);
+  assert_true(r.next_at == t + 3600 * SEC);
+  assert_int_equal(r.visits, 1);
+  assert_int_equal(r.versions, 1);
+  assert_int_equal(r.wait_ms, 3600 * SEC);
+  assert_int_equal(r.digest_len, 20);
+  assert_true(r.last_visit == t);
+  kr_visit_t v[4];
+  assert_int_equal(kr_history_decode(r.history, r.history_len, v, 4), 1);
+  adv(0);
+  c = next();
+  assert_string_equal(c->url, "http://o.test/404");
+  kr_outcome_t nf = {.kind = KR_OUTCOME_SUCCESS, .status = 404};
+  kr_frontier_finished(F, c, &nf, NULL, 0, now());
+  r = row_of("http://o.test/404");
+  assert_int_equal(r.state, KR_URI_SUCCESS);
+  assert_int_equal(r.status, 404);
+  assert_true(r.next_at == now() + o.default_wait_ms); /* revisited */
+  /* retryable: retry-delay, retries++, then failed past max-retries */
+  adv(0);
+  c = next();
+  assert_string_equal(c->url, "http://o.test/retry");
+  kr_outcome_t rt = {.kind = KR_OUTCOME_RETRY, .status = KR_ECONNRESET};
+  kr_frontier_finished(F, c, &rt, NULL, 0, now());
+  r = row_of("http://o.test/retry");
+  assert_int_equal(r.state, KR_URI_RETRY);
+  assert_int_equal(r.retries, 1);
+  assert_true(r.next_at == now() + 900 * SEC);
+  valid();
+  /* robots */
+  adv(0);
+  c = next();
+  assert_string_equal(c->url, "http://o.test/robots-no");
+  kr_outcome_t dr = {.kind = KR_OUTCOME_DISREGARDED, .status = -9998};
+  kr_frontier_finished(F, c, &dr, NULL, 0, now());
+  r = row_of("http://o.test/robots-no");
+  assert_int_equal(r.state, KR_URI_DISREGARDED);
+  assert_true(r.next_at == KR_NEVER);
+  /* failed: revisited after failed-wait by default */
+  adv(0);
+  c = next();
+  assert_string_equal(c->url, "http://o.test/failed");
+  kr_outcome_t fl = {.kind = KR_OUTCOME_FAILED, .status = KR_ESCHEME};
+  kr_frontier_finished(F, c, &fl, NULL, 0, now());
+  r = row_of("http://o.test/failed");
+  assert_int_equal(r.state, KR_URI_FAILED);
+  assert_true(r.next_at == now() + o.failed_wait_ms);
+  valid();
+  /* the retry comes back after 900 s, twice, then fails */
+  for (int i = 2; i <= 3; i++) {
+    adv(900 * SEC);
+    c = next();
+    assert_non_null(c);
+    assert_string_equal(c->url, "http://o.test/retry");
+    kr_frontier_finished(F, c, &rt, NULL, 0, now());
+    r = row_of("http://o.test/retry");
+    if (i == 2) {
+      assert_int_equal(r.state, KR_URI_RETRY);
+      assert_int_equal(r.retries, 2);
+    } else {
+      assert_int_equal(r.state, KR_URI_FAILED);
+    }
+  }
+  kr_frontier_stats_t st;
+  kr_frontier_stats(F, &st);
+  assert_int_equal(st.c.succeeded, 2);
+  assert_int_equal(st.c.retried, 2);
+  assert_int_equal(st.c.failed, 2);
+  assert_int_equal(st.c.disregarded, 1);
+  assert_int_equal(st.c.finished, 7);
+  assert_int_equal(st.c.queued, 4); /* all but the disregarded one */
+  assert_int_equal(st.c.bytes, 5000);
+  valid();
+}
+
+static void failed_never_when_not_revisited(void **state) {
+  (void)state;
+  kr_frontier_opts_t o = defaults();
+  o.revisit_failed = 0;
+  fopen_with(&o);
+  add("http://n.test/x");
+  adv(0);
+  kr_curi_t *c = next();
+  kr_outcome_t fl = {.kind = KR_OUTCOME_FAILED};
+  kr_frontier_finished(F, c, &fl, NULL, 0, now());
+  assert_true(row_of("http://n.test/x").next_at == KR_NEVER);
+  assert_int_equal(host("n.test").queued, 0);
+  /* Rediscovery does not bring it back; an explicit revive does. */
+  assert_int_equal(add("http://n.test/x"), 0);
+  assert_true(row_of("http://n.test/x").next_at == KR_NEVER);
+  assert_int_equal(add_at("http://n.test/x", 0, 0, KR_LINK_REVIVE, ""), 0);
+  assert_true(row_of("http://n.test/x").next_at == now());
+  assert_int_equal(row_of("http://n.test/x").state, KR_URI_QUEUED);
+  assert_int_equal(host("n.test").queued, 1);
+  valid();
+}
+
+static void backoff_growth_cap_reset(void **state) {
+  (void)state;
+  kr_frontier_opts_t o = fixed_delay(0);
+  o.backoff_initial_ms = 60 * SEC;
+  o.backoff_max_ms = 300 * SEC;
+  fopen_with(&o);
+  add_at("http://b.test/1", 0, T0 + 1, 0, "");
+  add_at("http://b.test/2", 0, T0 + 2, 0, "");
+  adv(10);
+  uint64_t expect[] = {60, 120, 240, 300, 300};
+  for (int i = 0; i < 5; i++) {
+    kr_curi_t *c = next();
+    assert_non_null(c);
+    assert_string_equal(c->url, "http://b.test/1"); /* stays first */
+    uint64_t t = now();
+    kr_outcome_t bo = {.kind = KR_OUTCOME_BACKOFF, .status = 503};
+    kr_frontier_finished(F, c, &bo, NULL, 0, t);
+    kr_host_report_t r = host("b.test");
+    assert_int_equal(r.backoff_level, i + 1);
+    assert_true(r.ready_at == t + expect[i] * SEC);
+    assert_int_equal(r.state, KR_HOSTQ_SNOOZED);
+    /* not a visit: the row is untouched */
+    kr_uri_row_t row = row_of("http://b.test/1");
+    assert_int_equal(row.visits, 0);
+    assert_int_equal(row.state, KR_URI_QUEUED);
+    assert_true(row.next_at == T0 + 1);
+    valid();
+    adv(expect[i] * SEC - 1);
+    assert_null(next());
+    adv(1);
+  }
+  /* Retry-After beyond the cap is capped; below the growth it is raised. */
+  kr_curi_t *c = next();
+  kr_outcome_t ra = {.kind = KR_OUTCOME_BACKOFF, .status = 429, .retry_after_ms = 3600 * SEC};
+  uint64_t t = now();
+  kr_frontier_finished(F, c, &ra, NULL, 0, t);
+  assert_true(host("b.test").ready_at == t + 300 * SEC);
+  adv(300 * SEC);
+  /* A success resets the level. */
+  c = next();
+  finish(c, KR_OUTCOME_SUCCESS, 0);
+  assert_int_equal(host("b.test").backoff_level, 0);
+  adv(0);
+  c = next();
+  assert_non_null(c);
+  t = now();
+  kr_outcome_t small = {.kind = KR_OUTCOME_BACKOFF, .status = 503, .retry_after_ms = 5 * SEC};
+  kr_frontier_finished(F, c, &small, NULL, 0, t);
+  assert_true(host("b.test").ready_at == t + 60 * SEC); /* level 1 again */
+  kr_frontier_stats_t s;
+  kr_frontier_stats(F, &s);
+  assert_int_equal(s.c.backoffs, 7);
+  valid();
+}
+
+/* A host failing repeatedly is snoozed with exponential back-off. */
+static void host_failures_snooze(void **state) {
+  (void)state;
+  kr_frontier_opts_t o = fixed_delay(0);
+  o.retry_delay_ms = 1; /* keep the URIs due: only the host back-off waits */
+  fopen_with(&o);
+  char u[64];
+  for (int i = 0; i < 10; i++) {
+    snprintf(u, sizeof(u), "http://down.test/%d", i);
+    add(u);
+  }
+  adv(0);
+  kr_outcome_t ce = {.kind = KR_OUTCOME_RETRY, .status = KR_ECONNREFUSED, .host_error = 1};
+  for (int i = 0; i < 2; i++) {
+    kr_curi_t *c = next();
+    kr_frontier_finished(F, c, &ce, NULL, 0, now());
+    assert_int_equal(host("down.test").backoff_level, 0);
+    adv(0);
+  }
+  kr_curi_t *c = next();
+  uint64_t t = now();
+  kr_frontier_finished(F, c, &ce, NULL, 0, t);
+  kr_host_report_t r = host("down.test");
+  assert_int_equal(r.fail_streak, 3);
+  assert_int_equal(r.backoff_level, 1);
+  assert_true(r.ready_at == t + 60 * SEC);
+  adv(60 * SEC);
+  c = next();
+  t = now();
+  kr_frontier_finished(F, c, &ce, NULL, 0, t);
+  assert_true(host("down.test").ready_at == t + 120 * SEC);
+  adv(120 * SEC);
+  c = next();
+  finish(c, KR_OUTCOME_SUCCESS, 0);
+  r = host("down.test");
+  assert_int_equal(r.fail_streak, 0);
+  assert_int_equal(r.backoff_level, 0);
+  valid();
+}
+
+/* ---- prerequisites --------------------------------------------------------------- */
+
+static void prerequisites_gate(void **state) {
+  (void)state;
+  kr_frontier_opts_t o = fixed_delay(0);
+  o.host_valence = 2;
+  fopen_with(&o);
+  add_at("http://g.test/a", 0, T0 + 1, 0, "");
+  add_at("http://g.test/b", 0, T0 + 2, 0, "");
+  adv(10);
+  kr_curi_t *a = next();
+  assert_string_equal(a->url, "http://g.test/a");
+  /* The loop finds no robots.txt for this host. */
+  assert_int_equal(kr_frontier_prereq_require(F, a, "http://g.test/robots.txt", 24, now()), 0);
+  assert_true(host("g.test").gated);
+  valid();
+  adv(0);
+  kr_curi_t *rb = next();
+  assert_non_null(rb);
+  assert_string_equal(rb->url, "http://g.test/robots.txt");
+  assert_int_equal(rb->directive, KR_DIRECTIVE_HIGHEST);
+  assert_string_equal(rb->hop_path, "P");
+  assert_true(rb->via == kr_fp("http://g.test/a", 15));
+  /* A slot is free but the host holds its other URIs. */
+  adv(0);
+  assert_null(next());
+  kr_host_report_t r = host("g.test");
+  assert_int_equal(r.state, KR_HOSTQ_SNOOZED);
+  assert_true(r.ready_at == KR_NEVER);
+  /* robots.txt unreachable: retried; the host stays held. */
+  kr_outcome_t rt = {.kind = KR_OUTCOME_RETRY};
+  kr_frontier_finished(F, rb, &rt, NULL, 0, now());
+  assert_int_equal(row_of("http://g.test/robots.txt").directive, KR_DIRECTIVE_HIGHEST);
+  adv(0);
+  assert_null(next());
+  adv(900 * SEC);
+  rb = next();
+  assert_non_null(rb);
+  assert_string_equal(rb->url, "http://g.test/robots.txt");
+  kr_outcome_t ok = {.kind = KR_OUTCOME_SUCCESS, .status = 200, .wait_ms = 3600 * SEC};
+  kr_frontier_finished(F, rb, &ok, NULL, 0, now());
+  kr_uri_row_t rr = row_of("http://g.test/robots.txt");
+  assert_int_equal(rr.directive, KR_DIRECTIVE_NORMAL); /* back to NORMAL */
+  assert_true(rr.next_at == now() + 3600 * SEC);
+  adv(0);
+  assert_null(next()); /* still gated until the loop says so */
+  kr_frontier_prereq_done(F, kr_frontier_host_lookup(F, "g.test", 6), now());
+  adv(0);
+  kr_curi_t *x = next();
+  adv(0);
+  kr_curi_t *y = next();
+  assert_non_null(x);
+  assert_non_null(y);
+  assert_string_equal(x->url, "http://g.test/a"); /* deferred, not visited */
+  assert_int_equal(x->visits, 0);
+  assert_int_equal(x->retries, 0);
+  finish(x, KR_OUTCOME_SUCCESS, 0);
+  finish(y, KR_OUTCOME_SUCCESS, 0);
+  valid();
+}
+
+/* ---- dedupe and commits ------------------------------------------------------------- */
+
+static void dedupe_in_memory(void **state) {
+  (void)state;
+  fopen_with(NULL);
+  kr_link_t links[200];
+  char urls[200][64];
+  for (int i = 0; i < 200; i++) {
+    snprintf(urls[i], sizeof(urls[i]), "http://d.test/%d", i % 100); /* 50% dups */
+    links[i] = (kr_link_t){.url = urls[i], .url_len = strlen(urls[i]), .hop_path = "L",
+                           .hop_len = 1};
+  }
+  const kr_store_stats_t *ss = kr_store_stats(kr_frontier_store(F));
+  uint64_t ins0 = ss->inserts, gets0 = ss->gets;
+  size_t added = 0;
+  assert_int_equal(kr_frontier_add_batch(F, links, 200, now(), &added), 0);
+  assert_int_equal(added, 100);
+  assert_int_equal(ss->inserts - ins0, 100); /* SQLite saw each URL once */
+  assert_int_equal(ss->insert_ignored, 0);
+  assert_int_equal(ss->gets - gets0, 0);
+  assert_int_equal(kr_frontier_add_batch(F, links, 200, now(), &added), 0);
+  assert_int_equal(added, 0);
+  assert_int_equal(ss->inserts - ins0, 100);
+  kr_frontier_stats_t s;
+  kr_frontier_stats(F, &s);
+  assert_int_equal(s.duplicates, 300);
+  assert_int_equal(s.c.discovered, 100);
+  /* Bad links are skipped and counted. */
+  kr_link_t bad[3] = {{.url = "no-scheme", .url_len = 9},
+                      {.url = "http://", .url_len = 7},
+                      {.url = NULL, .url_len = 0}};
+  assert_int_equal(kr_frontier_add_batch(F, bad, 3, now(), &added), 0);
+  assert_int_equal(added, 0);
+  kr_frontier_stats(F, &s);
+  assert_int_equal(s.rejected, 3);
+  char *huge = malloc(KR_URL_MAX + 10);
+  memcpy(huge, "http://d.test/", 14);
+  memset(huge + 14, 'x', KR_URL_MAX - 4);
+  assert_int_equal(add_at("http://d.test/ok", 0, 0, 0, ""), 1);
+  kr_link_t hl = {.url = huge, .url_len = KR_URL_MAX + 10};
+  assert_int_equal(kr_frontier_add(F, &hl, now()), KR_ETOOBIG);
+  free(huge);
+  valid();
+}
+
+static int64_t ext_count(const char *sql) {
+  char path[400];
+  snprintf(path, sizeof(path), "%s/kria.db", sdir);
+  sqlite3 *db;
+  assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+  sqlite3_stmt *s;
+  if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) fail_msg("%s", sqlite3_errmsg(db));
+  int64_t v = -1;
+  if (sqlite3_step(s) == SQLITE_ROW) v = sqlite3_column_int64(s, 0);
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  return v;
+}
+
+/* A completion and its discovered links commit together, never apart. */
+static void commit_boundaries(void **state) {
+  (void)state;
+  kr_frontier_opts_t o = defaults();
+  o.commit_updates = 1; /* commit at every turn that has a write */
+  fopen_with(&o);
+  add("http://c.test/");
+  kr_frontier_turn(F, now());
+  assert_int_equal(ext_count("SELECT count(*) FROM uris"), 1);
+  adv(0);
+  kr_curi_t *c = next();
+  kr_link_t l[3];
+  const char *u[] = {"http://c.test/1", "http://c.test/2", "http://other.test/"};
+  for (int i = 0; i < 3; i++)
+    l[i] = (kr_link_t){.url = u[i], .url_len = strlen(u[i]), .hop_path = "L", .hop_len = 1,
+                       .via = c->fp};
+  kr_outcome_t s = {.kind = KR_OUTCOME_SUCCESS, .status = 200};
+  assert_int_equal(kr_frontier_finished(F, c, &s, l, 3, now()), 0);
+  /* Nothing is visible before the turn: no commit inside finished. */
+  assert_true(kr_store_in_tx(kr_frontier_store(F)));
+  assert_int_equal(ext_count("SELECT count(*) FROM uris"), 1);
+  assert_int_equal(ext_count("SELECT visits FROM uris WHERE url='http://c.test/'"), 0);
+  assert_int_equal(kr_frontier_turn(F, now()), 0);
+  assert_int_equal(ext_count("SELECT count(*) FROM uris"), 4);
+  assert_int_equal(ext_count("SELECT visits FROM uris WHERE url='http://c.test/'"), 1);
+  assert_int_equal(ext_count("SELECT discovered FROM hosts WHERE name='c.test'"), 3);
+  /* Same again, then a crash before the turn: both are lost together. */
+  adv(0);
+  c = next();
+  assert_non_null(c);
+  char picked[64];
+  snprintf(picked, sizeof(picked), "SELECT visits FROM uris WHERE url='%s'", c->url);
+  const char *u2 = "http://c.test/3";
+  kr_link_t l2 = {.url = u2, .url_len = strlen(u2), .hop_path = "LL", .hop_len = 2};
+  kr_frontier_finished(F, c, &s, &l2, 1, now());
+  kr_frontier_abandon(F);
+  F = NULL;
+  assert_int_equal(ext_count("SELECT count(*) FROM uris"), 4);
+  assert_int_equal(ext_count(picked), 0);
+  fopen_with(&o);
+  valid();
+}
+
+/* ---- recovery ------------------------------------------------------------------------- */
+
+static void recovery_after_crash(void **state) {
+  (void)state;
+  kr_frontier_opts_t o = fixed_delay(0);
+  fopen_with(&o);
+  char u[64];
+  for (int i = 0; i < 200; i++) {
+    snprintf(u, sizeof(u), "http://h%d.test/%d", i % 10, i);
+    add(u);
+  }
+  assert_int_equal(kr_frontier_commit(F), 0);
+  adv(0);
+  kr_curi_t *c[8];
+  for (int i = 0; i < 8; i++) assert_non_null(c[i] = next());
+  for (int i = 0; i < 3; i++) finish(c[i], KR_OUTCOME_SUCCESS, 0); /* not committed */
+  uint64_t inflight_fp[5];
+  for (int i = 3; i < 8; i++) inflight_fp[i - 3] = c[i]->fp;
+  kr_frontier_abandon(F); /* kill -9 */
+  F = NULL;
+  fopen_with(&o);
+  kr_frontier_stats_t s;
+  kr_frontier_stats(F, &s);
+  assert_int_equal(s.c.discovered, 200);
+  assert_int_equal(s.c.queued, 200);
+  assert_int_equal(s.c.succeeded, 0);
+  assert_int_equal(s.in_flight, 0);
+  assert_int_equal(s.hosts, 10);
+  assert_true(s.seen_complete);
+  valid();
+  /* Every committed URI is there and queued, the in-flight ones too. */
+  for (int i = 0; i < 5; i++) {
+    kr_uri_row_t r;
+    assert_int_equal(kr_store_uri_get(kr_frontier_store(F), inflight_fp[i], &r), 1);
+    assert_int_equal(r.state, KR_URI_QUEUED);
+  }
+  adv(0);
+  int n = 0;
+  kr_curi_t *x;
+  while ((x = next()) != NULL || (adv(0), (x = next()) != NULL)) {
+    finish(x, KR_OUTCOME_SUCCESS, 0);
+    if (++n > 300) break;
+  }
+  assert_int_equal(n, 200);
+  valid();
+  /* Clean close and reopen: the same state, counters included. */
+  assert_int_equal(kr_frontier_close(F), 0);
+  F = NULL;
+  fopen_with(&o);
+  kr_frontier_stats(F, &s);
+  assert_int_equal(s.c.succeeded, 200);
+  assert_int_equal(s.c.finished, 200);
+  valid();
+}
+
+static void seen_loaded_lazily(void **state) {
+  (void)state;
+  fopen_with(NULL);
+  char u[64];
+  for (int i = 0; i < 1000; i++) {
+    snprintf(u, sizeof(u), "http://s.test/%d", i);
+    add(u);
+  }
+  kr_frontier_close(F);
+  F = NULL;
+  kr_frontier_opts_t o = defaults();
+  o.seen_open_budget_ms = 0; /* load nothing at open */
+  o.seen_turn_step = 300;
+  fopen_with(&o);
+  kr_frontier_stats_t s;
+  kr_frontier_stats(F, &s);
+  assert_false(s.seen_complete);
+  assert_int_equal(s.seen, 0);
+  /* Still exact: the store rejects what the filter does not know yet. */
+  assert_int_equal(add("http://s.test/5"), 0);
+  assert_int_equal(kr_store_stats(kr_frontier_store(F))->insert_ignored, 1);
+  assert_int_equal(add("http://s.test/new"), 1);
+  for (int i = 0; i < 5; i++) kr_frontier_turn(F, now());
+  kr_frontier_stats(F, &s);
+  assert_true(s.seen_complete);
+  assert_int_equal(s.seen, 1001);
+  assert_int_equal(add("http://s.test/7"), 0);
+  assert_int_equal(kr_store_stats(kr_frontier_store(F))->insert_ignored, 1);
+  valid();
+}
+
+static void refusals(void **state) {
+  (void)state;
+  fopen_with(NULL);
+  kr_frontier_t *g = NULL;
+  char err[512];
+  assert_int_equal(kr_frontier_open(sdir, NULL, &timers, &g, err, sizeof(err)), KR_EDB);
+  assert_null(g);
+  assert_non_null(strstr(err, "in use by another kria process"));
+  kr_frontier_close(F);
+  F = NULL;
+  char path[400];
+  snprintf(path, sizeof(path), "%s/kria.db", sdir);
+  sqlite3 *db;
+  sqlite3_open(path, &db);
+  sqlite3_exec(db, "PRAGMA user_version = 7", NULL, NULL, NULL);
+  sqlite3_close(db);
+  assert_int_equal(kr_frontier_open(sdir, NULL, &timers, &g, err, sizeof(err)), KR_EDB);
+  assert_non_null(strstr(err, "kria.db: schema version 7 is newer"));
+}
+
+/* ---- snapshot, limits --------------------------------------------------------------------- */
+
+static void snapshot_done(void **state) {
+  (void)state;
+  kr_frontier_opts_t o = fixed_delay(0);
+  o.revisit = 0;
+  fopen_with(&o);
+  add_at("http://s.test/1", 0, T0 + 1, 0, "");
+  add_at("http://s.test/2", 0, T0 + 2, 0, "");
+  assert_int_equal(kr_frontier_status(F, now()), KR_FRONTIER_RUNNING);
+  adv(10);
+  kr_curi_t *a = next();
+  finish(a, KR_OUTCOME_SUCCESS, 0);
+  assert_true(row_of("http://s.test/1").next_at == KR_NEVER);
+  adv(0);
+  kr_curi_t *b = next();
+  assert_int_equal(kr_frontier_status(F, now()), KR_FRONTIER_RUNNING); /* in flight */
+  finish(b, KR_OUTCOME_SUCCESS, 0);
+  assert_int_equal(kr_frontier_status(F, now()), KR_FRONTIER_DONE);
+  valid();
+}
+
+static void limits_stop_issuing(void **state) {
+  (void)state;
+  kr_frontier_opts_t o = fixed_delay(0);
+  o.max_document_download = 2;
+  fopen_with(&o);
+  for (int i = 0; i < 5; i++) {
+    char u[64];
+    snprintf(u, sizeof(u), "http://l%d.test/", i);
+    add(u);
+  }
+  adv(0);
+  finish(next(), KR_OUTCOME_SUCCESS, 0);
+  kr_curi_t *b = next();
+  finish(b, KR_OUTCOME_SUCCESS, 0);
+  assert_null(next());
+  assert_int_equal(kr_frontier_status(F, now()), KR_FRONTIER_LIMIT);
+  kr_frontier_stats_t s;
+  kr_frontier_stats(F, &s);
+  assert_string_equal(s.limit, "max-document-download");
+  kr_frontier_close(F);
+  F = NULL;
+  o = fixed_delay(0);
+  o.max_bytes_download = 150; /* finish() reports 100 bytes each */
+  fopen_with(&o);
+  adv(0);
+  finish(next(), KR_OUTCOME_SUCCESS, 0);
+  assert_non_null(b = next());
+  finish(b, KR_OUTCOME_SUCCESS, 0);
+  assert_null(next());
+  kr_frontier_stats(F, &s);
+  assert_string_equal(s.limit, "max-bytes-download");
+  kr_frontier_close(F);
+  F = NULL;
+  o = fixed_delay(0);
+  o.max_time_ms = 60 * SEC;
+  fopen_with(&o);
+  adv(0);
+  assert_non_null(next());
+  adv(60 * SEC);
+  assert_null(next());
+  assert_int_equal(kr_frontier_status(F, now()), KR_FRONTIER_LIMIT);
+}
+
+/* ---- queue assignment ------------------------------------------------------------------- */
+
+static int fake_ip(void *ud, const char *host, size_t len, char *out, size_t outlen) {
+  (void)ud;
+  if (len == 8 && memcmp(host, "unknown.", 8) == 0) return -1;
+  return snprintf(out, outlen, "%s", len > 0 && host[0] == 'a' ? "10.0.0.1" : "10.0.0.2");
+}
+
+static void queue_assignment(void **state) {
+  (void)state;
+  fopen_with(NULL);
+  char key[256];
+  assert_int_equal(kr_frontier_queue_key(F, "http://user:pw@Www.A.test:8080/x?y", 35,
+                                         key, sizeof(key)), 0);
+  assert_string_equal(key, "www.a.test:8080");
+  assert_int_equal(kr_frontier_queue_key(F, "http://[::1]:81/", 16, key, sizeof(key)), 0);
+  assert_string_equal(key, "[::1]:81");
+  assert_int_equal(kr_frontier_queue_key(F, "nope", 4, key, sizeof(key)), KR_EURL);
+  assert_int_equal(kr_frontier_queue_key(F, "http:///x", 9, key, sizeof(key)), KR_EURL);
+  assert_int_equal(kr_frontier_queue_key(F, "http://a.test/", 14, key, 4), KR_ETOOBIG);
+  add("http://127.0.0.1:8001/");
+  add("http://127.0.0.1:8002/");
+  kr_frontier_stats_t s;
+  kr_frontier_stats(F, &s);
+  assert_int_equal(s.hosts, 2);
+  kr_frontier_close(F);
+  F = NULL;
+
+  kr_frontier_opts_t o = defaults();
+  o.queue_assign = KR_QUEUE_BY_DOMAIN;
+  snprintf(sdir, sizeof(sdir), "%s/domain", tmpdir);
+  fopen_with(&o);
+  assert_int_equal(kr_frontier_queue_key(F, "http://www.example.co.uk/", 25, key, sizeof(key)), 0);
+  assert_string_equal(key, "example.co.uk");
+  add("http://a.example.co.uk/");
+  add("http://b.example.co.uk/");
+  add("http://10.1.2.3/"); /* an address is its own key */
+  kr_frontier_stats(F, &s);
+  assert_int_equal(s.hosts, 2);
+  assert_non_null(kr_frontier_host_lookup(F, "10.1.2.3", 8));
+  kr_frontier_close(F);
+  F = NULL;
+
+  o = defaults();
+  o.queue_assign = KR_QUEUE_BY_IP;
+  o.ip_of = fake_ip;
+  snprintf(sdir, sizeof(sdir), "%s/ip", tmpdir);
+  fopen_with(&o);
+  add("http://a1.test/");
+  add("http://a2.test/");
+  add("http://b.test/");
+  add("http://unknown./"); /* no address yet: its host name */
+  kr_frontier_stats(F, &s);
+  assert_int_equal(s.hosts, 3);
+  assert_non_null(kr_frontier_host_lookup(F, "10.0.0.1", 8));
+  assert_non_null(kr_frontier_host_lookup(F, "unknown.", 8));
+  valid();
+}
+
+/* ---- Retry-After, report ------------------------------------------------------------------ */
+
+static void retry_after_parser(void **state) {
+  (void)state;
+  uint64_t d;
+  uint64_t base = UINT64_C(784111777000); /* Sun, 06 Nov 1994 08:49:37 GMT */
+  assert_int_equal(kr_frontier_parse_retry_after("120", 3, base, &d), 0);
+  assert_int_equal(d, 120000);
+  assert_int_equal(kr_frontier_parse_retry_after(" 0 ", 3, base, &d), 0);
+  assert_int_equal(d, 0);
+  const char *imf = "Sun, 06 Nov 1994 08:49:37 GMT";
+  assert_int_equal(kr_frontier_parse_retry_after(imf, strlen(imf), base - 5000, &d), 0);
+  assert_int_equal(d, 5000);
+  const char *rfc850 = "Sunday, 06-Nov-94 08:49:37 GMT";
+  assert_int_equal(kr_frontier_parse_retry_after(rfc850, strlen(rfc850), base - 7000, &d), 0);
+  assert_int_equal(d, 7000);
+  const char *asc = "Sun Nov  6 08:49:37 1994";
+  assert_int_equal(kr_frontier_parse_retry_after(asc, strlen(asc), base - 1000, &d), 0);
+  assert_int_equal(d, 1000);
+  assert_int_equal(kr_frontier_parse_retry_after(imf, strlen(imf), base + 99000, &d), 0);
+  assert_int_equal(d, 0); /* in the past */
+  const char *leap = "Thu, 29 Feb 2024 00:00:00 GMT";
+  assert_int_equal(kr_frontier_parse_retry_after(leap, strlen(leap), UINT64_C(1709164800000) - 1, &d), 0);
+  assert_int_equal(d, 1);
+  const char *bad[] = {"", "soon", "-5", "12a", "Sun, 06 Nov 1994 08:49:37", "Sun, 32 Nov 1994 08:49:37 GMT",
+                       "Sun, 06 Foo 1994 08:49:37 GMT", "Sun, 06 Nov 1994 25:49:37 GMT",
+                       "Sun, 06 Nov 1994 08:49:37 GMT trailing"};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+    assert_int_equal(kr_frontier_parse_retry_after(bad[i], strlen(bad[i]), base, &d), KR_EINVAL);
+  assert_int_equal(kr_frontier_parse_retry_after("99999999999999999999999", 23, base, &d), 0);
+  assert_true(d >= UINT64_C(100000000000));
+  assert_int_equal(kr_frontier_parse_retry_after(NULL, 0, base, &d), KR_EINVAL);
+}
+
+static void report(void **state) {
+  (void)state;
+  fopen_with(NULL);
+  add_at("http://late.test/", 0, T0 - 60 * SEC, 0, "");
+  add_at("http://soon.test/", 0, T0 + 60 * SEC, 0, "");
+  size_t it = 0;
+  kr_host_report_t r;
+  int n = 0;
+  while (kr_frontier_report_next(F, &it, now(), &r)) {
+    n++;
+    if (strcmp(r.name, "late.test") == 0) assert_int_equal(r.overdue_ms, 60 * SEC);
+    if (strcmp(r.name, "soon.test") == 0) assert_int_equal(r.state, KR_HOSTQ_SNOOZED);
+  }
+  assert_int_equal(n, 2);
+  kr_buf_t b;
+  kr_buf_init(&b, 1 << 16);
+  assert_int_equal(kr_frontier_report_text(F, now(), 10, &b), 0);
+  const char *t = b.data;
+  assert_non_null(strstr(t, "discovered 2, queued 2"));
+  const char *late = strstr(t, "late.test"), *soon = strstr(t, "soon.test");
+  assert_non_null(late);
+  assert_non_null(soon);
+  assert_true(late < soon); /* most overdue first */
+  assert_non_null(strstr(t, "snoozed"));
+  kr_buf_free(&b);
+  kr_buf_init(&b, 64); /* too small: cut, with an error */
+  assert_int_equal(kr_frontier_report_text(F, now(), 10, &b), KR_ETOOBIG);
+  kr_buf_free(&b);
+}
+
+int main(void) {
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+  const struct CMUnitTest tests[] = {
+      T(state_derivation),
+      T(valence_two_slots),
+      T(add_never_later_and_raise),
+      T(longest_ready_first),
+      T(no_starvation_1000_hosts),
+      T(max_connections_cap),
+      T(politeness_clamp_and_crawl_delay),
+      T(outcomes),
+      T(failed_never_when_not_revisited),
+      T(backoff_growth_cap_reset),
+      T(host_failures_snooze),
+      T(prerequisites_gate),
+      T(dedupe_in_memory),
+      T(commit_boundaries),
+      T(recovery_after_crash),
+      T(seen_loaded_lazily),
+      T(refusals),
+      T(snapshot_done),
+      T(limits_stop_issuing),
+      T(queue_assignment),
+      T(retry_after_parser),
+      T(report),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
