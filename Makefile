@@ -44,6 +44,8 @@ DNS_SRCS := src/dns.c
 NET_SRCS := src/digest.c src/inflate.c src/conn.c src/tls.c src/http.c src/cmd_fetch.c
 ROBOTS_SRCS := src/robots.c src/cmd_robots.c
 CONFIG_SRCS := src/config.c src/config_schema.c
+WARC_SRCS := src/warc.c src/warcfile.c src/cmd_cdx.c
+ADAPT_SRCS := src/wait.c src/estimate.c src/validators.c src/strip.c
 CRAWL_SRCS := src/chain.c src/crawl.c src/proc_prefetch.c src/proc_fetch.c src/proc_extract.c src/proc_post.c src/cmd_crawl.c
 SCOPE_SRCS := src/scope.c src/seeds.c src/crawllog.c
 FRONTIER_SRCS := src/fp.c src/seen.c src/store.c src/hostq.c src/frontier.c
@@ -51,7 +53,7 @@ EXTRACT_SRCS := src/extract_html.c src/extract_css.c
 CLI_SRCS := src/cli.c
 
 # While modules are under construction a listed file may not exist yet.
-LIB_SRCS := $(wildcard $(BASE_SRCS) $(URL_SRCS) $(TIME_SRCS) $(DNS_SRCS) $(NET_SRCS) $(ROBOTS_SRCS) $(CONFIG_SRCS) $(CRAWL_SRCS) $(SCOPE_SRCS) $(FRONTIER_SRCS) $(EXTRACT_SRCS) $(CLI_SRCS))
+LIB_SRCS := $(wildcard $(BASE_SRCS) $(URL_SRCS) $(TIME_SRCS) $(DNS_SRCS) $(NET_SRCS) $(ROBOTS_SRCS) $(CONFIG_SRCS) $(WARC_SRCS) $(ADAPT_SRCS) $(CRAWL_SRCS) $(SCOPE_SRCS) $(FRONTIER_SRCS) $(EXTRACT_SRCS) $(CLI_SRCS))
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
 LLHTTP_OBJS := $(B)/llhttp/api.o $(B)/llhttp/http.o $(B)/llhttp/llhttp.o
 MAIN_OBJS := $(B)/src/main.o
@@ -108,6 +110,12 @@ deps:
 
 bench: all
 	@echo "see bench/README.md"
+
+# bench/frontier: the frontier and store at scale (bench/frontier/run.sh).
+.PHONY: bench-frontier
+bench-frontier: $(B)/bench/frontier_bench
+$(B)/bench/frontier_bench: $(B)/bench/frontier/frontier_bench.o $(B)/libkria.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(B)/libkria.a $(LIBS)
 
 clean:
 	rm -rf build build-san build-*

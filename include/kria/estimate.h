@@ -1,0 +1,353 @@
+/*
+ * Change-rate estimation and revisit allocation for the poisson wait
+ * policy, and the per-URI visit history they read. Pure: no loop, no
+ * database, no globals.
+ *
+ * ---- Model -------------------------------------------------------------
+ * The changes of a URI form a Poisson process of rate lambda (changes per
+ * second; Cho & Garcia-Molina, "Estimating frequency of change", ACM TOIT
+ * 3(3), 2003). A visit only tells whether the content changed since the
+ * previous visit (the change digest), and, when the server sends a
+ * trustworthy Last-Modified, how old the version it sees is. The history
+ * folds into observations (t_i, c_i, a_i): the interval since the
+ * previous visit with a known content state, whether the content changed
+ * in it, and the age of the version at the visit (Date - Last-Modified,
+ * both server clock) when known. n observations, X of them changed.
+ *
+ * ---- Estimators ---------------------------------------------------------
+ * naive         X / (n I)  (regular interval I): biased low, since several
+ *               changes in one interval count once, and saturates at 1/I.
+ * bias-reduced  -ln((n - X + 0.5) / (n + 0.5)) / I  (regular interval I):
+ *               the MLE -ln(1 - X/n)/I with half a pseudo-interval without
+ *               change, which keeps it finite at X = n and removes most of
+ *               the small-n bias.
+ * ML            irregular intervals: the log-likelihood
+ *                 L = sum_c ln(1 - e^(-lambda t_i)) - lambda sum_u t_i
+ *               (c: changed, u: unchanged) is concave with the stationary
+ *               point sum_c t_i / (e^(lambda t_i) - 1) = sum_u t_i.
+ *               kria adds s pseudo-intervals without change (smoothing,
+ *               0.5) and the prior as w pseudo-intervals (prior_weight),
+ *               all of the mean observed length T, of which a fraction
+ *               p0 = 1 - e^(-lambda0 T) changed:
+ *                 sum_c t_i/(e^(lambda t_i) - 1) + w p0 T/(e^(lambda T) - 1)
+ *                     = sum_u t_i + s T + w (1 - p0) T
+ *               The prior is thus worth w visits whatever the time scale
+ *               (a Gamma prior in exposure time would outweigh dozens of
+ *               short visits of a fast page). The left side falls
+ *               strictly from +inf to 0 and the right side is positive
+ *               when s > 0 or w p0 < w, so there is exactly one root, and
+ *               X = 0 or X = n gives no infinity. Because x/(e^x - 1) lies
+ *               in [1 - x/2, 1], the root lies in [K/(R + C/2), K/R] (K =
+ *               X + w p0, R: right side, C: sum of the changed lengths);
+ *               a safeguarded Newton iteration on ln(lambda) finds it in a
+ *               few steps (bounded at 100). With regular intervals, w = 0
+ *               and s = 0.5 the root is exactly the bias-reduced
+ *               estimator, which the unit test checks.
+ * last-modified with the age a_i of the version at each changed visit the
+ *               likelihood is X ln(lambda) - lambda T, T = sum_c a_i +
+ *               sum_u t_i (the time known to be free of change): MLE X/T.
+ *               Small-sample correction X -> X - k, k = 1 + X/(n ln(1 -
+ *               X/n)) (0 < X < n; k = 0 at X = 0, 1 at X = n): with few
+ *               changed intervals T is nearly fixed and X/T unbiased; when
+ *               every interval changed the a_i are exponential samples
+ *               and (X - 1)/T is the unbiased one. This is the shape of
+ *               Cho & Garcia-Molina's last-date-of-change estimator as we
+ *               read it; test_estimate measures its error. With the
+ *               prior as above (w pseudo-intervals, each changing with
+ *               probability p0 and free of change for p0/lambda0 on
+ *               average): lambda = (X - k + w p0) / (T + w p0/lambda0).
+ *               Used only when every changed observation has an age in
+ *               [lm_min_age_s, t_i + lm_slack_s] and no unchanged one has
+ *               an age below t_i - lm_slack_s: a Last-Modified that is
+ *               "now" on every visit (generated pages) or that does not
+ *               move with the content is not evidence.
+ * Choice (kr_est_rate): no observation -> the prior; usable
+ * Last-Modified -> last-modified; intervals within regular_tolerance of
+ * their mean -> "regular" (the ML equation, i.e. bias-reduced with the
+ * prior); otherwise ML.
+ *
+ * ---- Prior (initial wait hints) -----------------------------------------
+ * lambda0 = x_min / initial-wait: a URI without history is assumed to
+ * change with probability 1/2 during initial-wait (x_min = ln 2), so with
+ * a budget to spare its first wait is initial-wait, as in the
+ * multiplicative policy. A sitemap changefreq replaces initial-wait by
+ * its period. Hints multiply lambda0: no Last-Modified header x
+ * no_lm_factor, a Last-Modified header / no_lm_factor (sqrt 2 each way:
+ * pages without it change about twice as often, thesis ch. 5 after
+ * Brewington & Cybenko); depth d hops from a seed x 2^(-d/depth_halving)
+ * when depth_halving > 0.
+ *
+ * ---- Allocation within a host's politeness budget -----------------------
+ * Visiting at frequency f (regular interval 1/f), a visit captures a new
+ * version iff at least one change happened since the previous one, so the
+ * versions captured per second are
+ *     V(lambda, f) = f (1 - e^(-lambda/f)),
+ * and V/lambda = (1 - e^(-x))/x (x = lambda/f, the expected changes per
+ * visit) is both the capture ratio and Cho's time-averaged freshness F.
+ * The host allows B fetches per second (valence / politeness delay, times
+ * a utilisation below 1 so the queue does not run at saturation and every
+ * URI chronically overdue). kria maximises sum_i V_i subject to
+ * sum_i f_i <= B and f_i in [1/max-wait_i, 1/min-wait_i].
+ *     dV/df = h(lambda/f),  h(x) = 1 - (1 + x) e^(-x),
+ * h rises from 0 to 1, so V is concave in f and the KKT conditions say
+ * h(lambda_i/f_i) = mu for every unclamped URI: x_i = h^-1(mu) is the SAME
+ * for all of them, f_i = lambda_i / x. The optimum for captured versions
+ * is thus proportional to lambda (and clamped). When the budget does not
+ * bind, mu stays at its floor h(x_min): a fetch must have a marginal
+ * value of at least h(ln 2) = 0.153 versions (without a floor every URI
+ * would sit at min-wait).
+ * Objective KR_ALLOC_FRESHNESS maximises sum_i F_i instead (Cho &
+ * Garcia-Molina, "Synchronizing a database to improve freshness", 2000):
+ * dF/df = h(lambda/f)/lambda = mu gives x_i = h^-1(mu lambda_i), which
+ * grows with lambda_i and has no solution when mu lambda_i >= 1: very
+ * fast-changing URIs get less than proportional frequency, down to their
+ * minimum. It has no floor (the budget is always spent).
+ * Both are solved by bisection on mu (f_total(mu) is non-increasing),
+ * each URI's f by h^-1 (safeguarded Newton).
+ * Incremental form: a host keeps a sketch of its URIs' lambdas (counts
+ * in 80 log-spaced buckets, 8 per decade from 1e-9 to 10 changes/s, per
+ * (min-wait, max-wait) class, at most 4 classes) updated as estimates
+ * move, and re-solves mu from it every N completions or when its budget
+ * moves (kr_alloc_host_maybe_solve, ~100 us). A URI's wait is then O(1):
+ * clamp(x / lambda_i).
+ *
+ * ---- Visit history (persisted: uris.history) ----------------------------
+ * Format version 1, at most KR_VHIST_BYTES bytes:
+ *   byte 0      0x01 (format version; any other value is refused)
+ *   then one entry per visit, OLDEST FIRST, at most KR_VHIST_MAX:
+ *     varint    v = interval_s << 3 | has_age << 2 | state
+ *               interval_s: whole seconds since the previous visit
+ *               (0: first visit ever), at most 2^40; state: 0 unchanged,
+ *               1 changed, 2 unknown (3 is invalid)
+ *     varint    age_s, present iff has_age: Date - Last-Modified in
+ *               seconds at this visit, at most 2^40
+ * varint = unsigned LEB128 (7 bits per byte, low first, high bit = more),
+ * at most 7 bytes here, no overlong encodings (a final 0x00 byte after
+ * the first is refused), so an entry takes 1 to 13 bytes (typically 4:
+ * intervals of hours to weeks). An empty BLOB is an empty history. An unknown
+ * visit's interval adds to the next known one's observation (its change
+ * state is judged against the last known digest). When a new visit does
+ * not fit (count or bytes) the oldest ones are dropped.
+ */
+#ifndef KRIA_ESTIMATE_H
+#define KRIA_ESTIMATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Content state of a visit, as the change processor decides it. Values
+ * as in the history format (and the store's). */
+typedef enum kr_content {
+  KR_CONTENT_UNCHANGED = 0, /* same change digest as the previous visit */
+  KR_CONTENT_CHANGED = 1,   /* a different one; a first visit's version */
+  KR_CONTENT_UNKNOWN = 2,   /* no digest to compare (DNS, errors) */
+} kr_content_t;
+
+/* ---- Visit history ------------------------------------------------------ */
+
+#define KR_VHIST_VERSION 1
+#define KR_VHIST_MAX 32     /* visits kept */
+#define KR_VHIST_BYTES 256  /* hard cap of the encoding */
+#define KR_VHIST_MAX_SECONDS (INT64_C(1) << 40)
+
+typedef struct kr_vhist_visit {
+  int64_t interval_s; /* since the previous visit, rounded up to >= 1 s;
+                         0 only for the first visit ever */
+  kr_content_t state;
+  int64_t age_s;      /* Date - Last-Modified at this visit; -1 unknown */
+} kr_vhist_visit_t;
+
+typedef struct kr_vhist {
+  unsigned n;                         /* visits held */
+  kr_vhist_visit_t v[KR_VHIST_MAX];   /* oldest first */
+} kr_vhist_t;
+
+static inline void kr_vhist_init(kr_vhist_t *h) { h->n = 0; }
+/* Decode len bytes (len 0: empty history). 0, or KR_EINVAL for a wrong
+ * version, a truncated or overlong varint, a value out of range, more than
+ * KR_VHIST_MAX entries or more than KR_VHIST_BYTES bytes; *h is then
+ * empty. Never reads past len. */
+int kr_vhist_decode(kr_vhist_t *h, const uint8_t *p, size_t len);
+/* Encode into out (cap bytes, at least 1), dropping the oldest visits
+ * until the rest fits in min(cap, KR_VHIST_BYTES). Returns the length
+ * written. Out-of-range fields are clamped (negative interval: 0; age
+ * beyond the limit: unknown). */
+size_t kr_vhist_encode(const kr_vhist_t *h, uint8_t *out, size_t cap);
+/* Append a visit, dropping the oldest when KR_VHIST_MAX are held. */
+void kr_vhist_append(kr_vhist_t *h, const kr_vhist_visit_t *v);
+/* Decode old (a damaged one counts as empty and sets *damaged when
+ * damaged is not NULL), append v, encode into out. Returns the length. */
+size_t kr_vhist_push(const uint8_t *old, size_t old_len, const kr_vhist_visit_t *v,
+                     uint8_t out[KR_VHIST_BYTES], int *damaged);
+
+/* One observation: an interval ending at a visit with a known state. */
+typedef struct kr_est_obs {
+  double t;     /* seconds since the previous visit with a known state */
+  int changed;  /* 0/1 */
+  double age;   /* age of the version seen (changed visits), < 0 unknown */
+} kr_est_obs_t;
+
+/* Fold h into observations (at most max). Returns the number written. */
+size_t kr_vhist_observations(const kr_vhist_t *h, kr_est_obs_t *out, size_t max);
+
+/* ---- Estimators --------------------------------------------------------- */
+
+typedef enum kr_est_method {
+  KR_EST_PRIOR = 0, /* no observation: the prior */
+  KR_EST_REGULAR,   /* regular intervals: bias-reduced (with the prior) */
+  KR_EST_ML,        /* irregular intervals: maximum likelihood (MAP) */
+  KR_EST_LM,        /* Last-Modified ages */
+} kr_est_method_t;
+
+typedef struct kr_est_params {
+  double prior_weight;      /* w: pseudo-changes the prior is worth (1) */
+  double smoothing;         /* s: pseudo-intervals without change (0.5) */
+  double regular_tolerance; /* intervals within this fraction of their
+                               mean are regular (0.1) */
+  int use_last_modified;    /* try the last-modified estimator (1) */
+  double lm_min_age_s;      /* a younger version is "Last-Modified: now" (2) */
+  double lm_slack_s;        /* clock slack allowed against t_i (60) */
+  double no_lm_factor;      /* prior x this without Last-Modified, / with (sqrt 2) */
+  double depth_halving;     /* prior halves every this many hops (0: off) */
+  double x_min;             /* changes per visit when the budget is slack (ln 2) */
+} kr_est_params_t;
+
+void kr_est_params_default(kr_est_params_t *p);
+
+typedef struct kr_est_hints {
+  int last_modified;      /* 1 the response had Last-Modified, 0 not, -1 unknown */
+  double changefreq_rate; /* from a sitemap changefreq (changes/s), 0 none */
+  int depth;              /* hops from the seed, < 0 unknown */
+} kr_est_hints_t;
+
+/* Hints that say nothing. */
+static inline kr_est_hints_t kr_est_hints_none(void) {
+  kr_est_hints_t h = {-1, 0.0, -1};
+  return h;
+}
+
+/* X / (n I). 0 when n = 0 or I <= 0. */
+double kr_est_naive(unsigned n, unsigned x, double interval_s);
+/* -ln((n - X + 0.5)/(n + 0.5)) / I. 0 when n = 0 or I <= 0; X > n acts
+ * as X = n. */
+double kr_est_bias_reduced(unsigned n, unsigned x, double interval_s);
+/* The ML root above over n observations (ages ignored). prior_rate
+ * lambda0 > 0 when prior_weight > 0. 0 with *lambda, or KR_EINVAL when
+ * the equation has no finite positive root (every interval changed with
+ * s = w = 0: the pure MLE is infinite) or an argument is invalid. X = 0
+ * with w = 0 gives 0; n = 0 with w > 0 gives lambda0. */
+int kr_est_ml(const kr_est_obs_t *o, size_t n, double smoothing, double prior_rate,
+              double prior_weight, double *lambda);
+/* The last-modified estimator above (validity checks included, params
+ * from p). 0 with *lambda, KR_EINVAL when the ages are unusable. */
+int kr_est_lm(const kr_est_params_t *p, const kr_est_obs_t *o, size_t n,
+              double prior_rate, double prior_weight, double *lambda);
+/* The prior lambda0 (changes/s) of a URI whose evaluator has
+ * initial_wait_ms, with hints (NULL: none). Always > 0. */
+double kr_est_prior(const kr_est_params_t *p, int64_t initial_wait_ms,
+                    const kr_est_hints_t *hints);
+/* A sitemap changefreq value (always, hourly, daily, weekly, monthly,
+ * yearly, never; ASCII case-insensitive, surrounding blanks ignored) as a
+ * rate in changes/s; 0 for anything else. "always" is one change a
+ * minute, "never" one in ten years: the wait clamps do the rest. */
+double kr_est_changefreq_rate(const char *s, size_t n);
+
+typedef struct kr_est_result {
+  double lambda;          /* changes per second, > 0 */
+  kr_est_method_t method;
+  unsigned observations;  /* n */
+  unsigned changes;       /* X */
+} kr_est_result_t;
+
+/* Estimate a URI's change rate from its history, shrunk toward
+ * prior_rate (> 0). Always succeeds; out->lambda > 0. */
+void kr_est_rate(const kr_est_params_t *p, const kr_vhist_t *h, double prior_rate,
+                 kr_est_result_t *out);
+const char *kr_est_method_name(kr_est_method_t m);
+
+/* ---- Allocation ---------------------------------------------------------- */
+
+typedef enum kr_alloc_objective {
+  KR_ALLOC_VERSIONS = 0,  /* expected versions captured per second */
+  KR_ALLOC_FRESHNESS = 1, /* Cho's average freshness */
+} kr_alloc_objective_t;
+
+/* h(x) = 1 - (1 + x) e^-x, accurate for small x too; h(x <= 0) = 0. */
+double kr_alloc_h(double x);
+/* x >= 0 with h(x) = y; 0 for y <= 0, +inf for y >= 1 (or so close to 1
+ * that no double x reaches it). */
+double kr_alloc_h_inv(double y);
+/* V(lambda, f) = f (1 - e^-(lambda/f)); 0 when f <= 0. */
+double kr_alloc_versions(double lambda, double f);
+/* F(lambda, f) = V / lambda; 1 for lambda <= 0. */
+double kr_alloc_freshness(double lambda, double f);
+/* A URI's optimal frequency for multiplier mu, clamped to [fmin, fmax]. */
+double kr_alloc_freq(kr_alloc_objective_t obj, double mu, double lambda, double fmin,
+                     double fmax);
+
+typedef struct kr_alloc_item {
+  double lambda;  /* changes/s, > 0 */
+  double fmin;    /* 1 / max-wait (fetches/s) */
+  double fmax;    /* 1 / min-wait */
+  double weight;  /* how many URIs it stands for (1; sketch buckets: counts) */
+} kr_alloc_item_t;
+
+enum {
+  KR_ALLOC_SLACK = 0, /* the budget does not bind: mu at its floor */
+  KR_ALLOC_BINDS = 1, /* sum f = budget */
+  KR_ALLOC_OVER = 2,  /* even every URI at max-wait exceeds the budget */
+};
+
+/* Solve for mu: sum weight_i f_i(mu) <= budget with the objective's
+ * optimum. mu_floor: the versions floor h(x_min) (ignored for
+ * freshness). f (may be NULL) receives each item's frequency. Returns
+ * KR_ALLOC_SLACK/BINDS/OVER, or KR_EINVAL for bad arguments (n = 0 is
+ * SLACK). O(n) per bisection step, 200 steps at most. */
+int kr_alloc_solve(kr_alloc_objective_t obj, const kr_alloc_item_t *items, size_t n,
+                   double budget, double mu_floor, double *mu, double *f);
+
+/* Fetches per second a host allows: valence / delay, times utilisation
+ * (e.g. 0.9). 0 for a non-positive delay or valence. */
+double kr_alloc_budget(int valence, int64_t politeness_delay_ms, double utilisation);
+
+#define KR_ALLOC_BUCKETS 80
+#define KR_ALLOC_CLASSES 4
+
+/* One host's allocator: a sketch of its URIs' lambdas and the solved
+ * changes-per-visit target x (versions objective). About 1.3 KiB. */
+typedef struct kr_alloc_host {
+  struct {
+    int64_t min_ms, max_ms;           /* the class's wait clamps */
+    uint32_t count[KR_ALLOC_BUCKETS]; /* URIs per lambda bucket */
+    uint32_t total;
+  } cls[KR_ALLOC_CLASSES];
+  unsigned ncls;
+  double x_min;       /* floor of x */
+  double x;           /* changes per visit aimed at, >= x_min */
+  double budget;      /* fetches/s of the last solve */
+  int solved;         /* 0 until the first solve */
+  uint32_t updates;   /* sketch changes since the last solve */
+  int state;          /* KR_ALLOC_SLACK/BINDS/OVER of the last solve */
+} kr_alloc_host_t;
+
+void kr_alloc_host_init(kr_alloc_host_t *h, double x_min);
+/* The class of URIs with these clamps: an index for update. A fifth
+ * distinct pair shares the last class (only the host's x is affected,
+ * never a URI's own clamps). */
+int kr_alloc_host_class(kr_alloc_host_t *h, int64_t min_ms, int64_t max_ms);
+/* A URI of class cls moved from old_lambda to new_lambda (old <= 0: new
+ * URI; new <= 0: URI gone). Counts never go below 0. */
+void kr_alloc_host_update(kr_alloc_host_t *h, int cls, double old_lambda, double new_lambda);
+/* Bucket of a lambda, and the lambda a bucket stands for. */
+unsigned kr_alloc_bucket(double lambda);
+double kr_alloc_bucket_lambda(unsigned b);
+/* Solve x from the sketch for budget (fetches/s; <= 0: no budget known,
+ * x = x_min). Returns KR_ALLOC_SLACK/BINDS/OVER. */
+int kr_alloc_host_solve(kr_alloc_host_t *h, double budget);
+/* Solve when never solved, after `every` updates, or when the budget
+ * moved by more than 10 %. 1 when it solved, 0 when not. */
+int kr_alloc_host_maybe_solve(kr_alloc_host_t *h, double budget, uint32_t every);
+/* The x to give kr_wait_poisson. */
+static inline double kr_alloc_host_x(const kr_alloc_host_t *h) { return h->x; }
+
+#endif

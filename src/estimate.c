@@ -1,0 +1,691 @@
+/*
+ * Change-rate estimation and revisit allocation (see include/kria/estimate.h
+ * for the model and the math). The history codec comes first because the
+ * store persists its output: it refuses anything it did not write and
+ * never reads past its input. Then the estimators (closed forms and one
+ * bracketed root find), the prior, and the allocation: h and its inverse,
+ * the bisection on the Lagrange multiplier, and the per-host sketch that
+ * makes the per-URI answer O(1). Every iteration is bounded in count.
+ * Sections: history, observations, estimators, prior, allocation, host.
+ */
+#include "kria/estimate.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "kria/error.h"
+
+#define LAMBDA_MIN 1e-12 /* one change in 30,000 years */
+#define LAMBDA_MAX 1e3   /* a thousand a second */
+
+static double clampd(double v, double lo, double hi) {
+  if (!(v >= lo)) return lo; /* also NaN */
+  if (v > hi) return hi;
+  return v;
+}
+
+/* ---- history ---------------------------------------------------------------- */
+
+#define VARINT_MAX 7 /* 49 bits: enough for 2^40 << 3 */
+
+static size_t put_varint(uint8_t *p, uint64_t v) {
+  size_t n = 0;
+  do {
+    uint8_t b = v & 0x7f;
+    v >>= 7;
+    p[n++] = (uint8_t)(b | (v ? 0x80 : 0));
+  } while (v);
+  return n;
+}
+
+static size_t varint_len(uint64_t v) {
+  size_t n = 1;
+  while (v >>= 7) n++;
+  return n;
+}
+
+static int get_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out) {
+  const uint8_t *p = *pp;
+  uint64_t v = 0;
+  for (unsigned i = 0; i < VARINT_MAX; i++) {
+    if (p >= end) return KR_EINVAL;
+    uint8_t b = *p++;
+    v |= (uint64_t)(b & 0x7f) << (7 * i);
+    if (!(b & 0x80)) {
+      if (b == 0 && i > 0) return KR_EINVAL; /* overlong */
+      *pp = p;
+      *out = v;
+      return 0;
+    }
+  }
+  return KR_EINVAL;
+}
+
+int kr_vhist_decode(kr_vhist_t *h, const uint8_t *p, size_t len) {
+  h->n = 0;
+  if (len == 0) return 0;
+  if (!p || len > KR_VHIST_BYTES || p[0] != KR_VHIST_VERSION) return KR_EINVAL;
+  const uint8_t *q = p + 1, *end = p + len;
+  while (q < end) {
+    uint64_t v, age = 0;
+    if (h->n == KR_VHIST_MAX) goto bad;
+    if (get_varint(&q, end, &v) < 0) goto bad;
+    unsigned state = v & 3;
+    int has_age = (v >> 2) & 1;
+    uint64_t interval = v >> 3;
+    if (state > KR_CONTENT_UNKNOWN || interval > (uint64_t)KR_VHIST_MAX_SECONDS) goto bad;
+    if (has_age) {
+      if (get_varint(&q, end, &age) < 0 || age > (uint64_t)KR_VHIST_MAX_SECONDS) goto bad;
+    }
+    kr_vhist_visit_t *e = &h->v[h->n++];
+    e->interval_s = (int64_t)interval;
+    e->state = (kr_content_t)state;
+    e->age_s = has_age ? (int64_t)age : -1;
+  }
+  return 0;
+bad:
+  h->n = 0;
+  return KR_EINVAL;
+}
+
+/* A visit's fields as they will be written. */
+static void sanitize(const kr_vhist_visit_t *in, uint64_t *interval, unsigned *state,
+                     int *has_age, uint64_t *age) {
+  int64_t iv = in->interval_s;
+  *interval = iv <= 0 ? 0 : iv > KR_VHIST_MAX_SECONDS ? (uint64_t)KR_VHIST_MAX_SECONDS : (uint64_t)iv;
+  *state = (unsigned)in->state <= KR_CONTENT_UNKNOWN ? (unsigned)in->state : KR_CONTENT_UNKNOWN;
+  *has_age = in->age_s >= 0 && in->age_s <= KR_VHIST_MAX_SECONDS;
+  *age = *has_age ? (uint64_t)in->age_s : 0;
+}
+
+static size_t entry_len(const kr_vhist_visit_t *e) {
+  uint64_t interval, age;
+  unsigned state;
+  int has_age;
+  sanitize(e, &interval, &state, &has_age, &age);
+  size_t n = varint_len(interval << 3 | (uint64_t)has_age << 2 | state);
+  return has_age ? n + varint_len(age) : n;
+}
+
+size_t kr_vhist_encode(const kr_vhist_t *h, uint8_t *out, size_t cap) {
+  if (cap > KR_VHIST_BYTES) cap = KR_VHIST_BYTES;
+  if (cap == 0) return 0;
+  unsigned n = h->n > KR_VHIST_MAX ? KR_VHIST_MAX : h->n;
+  /* newest backwards: how many fit */
+  size_t used = 1;
+  unsigned first = n;
+  while (first > 0) {
+    size_t l = entry_len(&h->v[first - 1]);
+    if (used + l > cap) break;
+    used += l;
+    first--;
+  }
+  size_t o = 0;
+  out[o++] = KR_VHIST_VERSION;
+  for (unsigned i = first; i < n; i++) {
+    uint64_t interval, age;
+    unsigned state;
+    int has_age;
+    sanitize(&h->v[i], &interval, &state, &has_age, &age);
+    o += put_varint(out + o, interval << 3 | (uint64_t)has_age << 2 | state);
+    if (has_age) o += put_varint(out + o, age);
+  }
+  return o;
+}
+
+void kr_vhist_append(kr_vhist_t *h, const kr_vhist_visit_t *v) {
+  if (h->n > KR_VHIST_MAX) h->n = KR_VHIST_MAX;
+  if (h->n == KR_VHIST_MAX) {
+    memmove(&h->v[0], &h->v[1], (KR_VHIST_MAX - 1) * sizeof h->v[0]);
+    h->n--;
+  }
+  h->v[h->n++] = *v;
+}
+
+size_t kr_vhist_push(const uint8_t *old, size_t old_len, const kr_vhist_visit_t *v,
+                     uint8_t out[KR_VHIST_BYTES], int *damaged) {
+  kr_vhist_t h;
+  int rc = kr_vhist_decode(&h, old, old_len);
+  if (damaged) *damaged = rc < 0;
+  kr_vhist_append(&h, v);
+  return kr_vhist_encode(&h, out, KR_VHIST_BYTES);
+}
+
+/* ---- observations ------------------------------------------------------------ */
+
+size_t kr_vhist_observations(const kr_vhist_t *h, kr_est_obs_t *out, size_t max) {
+  size_t k = 0;
+  double acc = 0; /* seconds of unknown visits since the last known one */
+  unsigned n = h->n > KR_VHIST_MAX ? KR_VHIST_MAX : h->n;
+  for (unsigned i = 0; i < n && k < max; i++) {
+    const kr_vhist_visit_t *e = &h->v[i];
+    if (e->interval_s <= 0) { /* a first visit: nothing before it */
+      acc = 0;
+      continue;
+    }
+    if (e->state != KR_CONTENT_CHANGED && e->state != KR_CONTENT_UNCHANGED) {
+      acc += (double)e->interval_s;
+      continue;
+    }
+    out[k].t = acc + (double)e->interval_s;
+    out[k].changed = e->state == KR_CONTENT_CHANGED;
+    out[k].age = e->age_s >= 0 ? (double)e->age_s : -1.0;
+    k++;
+    acc = 0;
+  }
+  return k;
+}
+
+/* ---- estimators --------------------------------------------------------------- */
+
+void kr_est_params_default(kr_est_params_t *p) {
+  p->prior_weight = 1.0;
+  p->smoothing = 0.5;
+  p->regular_tolerance = 0.1;
+  p->use_last_modified = 1;
+  p->lm_min_age_s = 2.0;
+  p->lm_slack_s = 60.0;
+  p->no_lm_factor = sqrt(2.0);
+  p->depth_halving = 0.0;
+  p->x_min = log(2.0);
+}
+
+double kr_est_naive(unsigned n, unsigned x, double interval_s) {
+  if (n == 0 || !(interval_s > 0)) return 0.0;
+  if (x > n) x = n;
+  return (double)x / ((double)n * interval_s);
+}
+
+double kr_est_bias_reduced(unsigned n, unsigned x, double interval_s) {
+  if (n == 0 || !(interval_s > 0)) return 0.0;
+  if (x > n) x = n;
+  return -log(((double)n - x + 0.5) / ((double)n + 0.5)) / interval_s;
+}
+
+/* Left side of the ML equation minus its right side, and the derivative
+ * with respect to ln(lambda). The prior enters as wc pseudo-intervals of
+ * length tp that changed (its unchanged part is already in r). */
+static double ml_g(const kr_est_obs_t *o, size_t n, double wc, double tp, double r,
+                   double lambda, double *dg_du) {
+  double s = 0, d = 0;
+  for (size_t i = 0; i <= n; i++) {
+    double t, m = 1.0;
+    if (i < n) {
+      if (!o[i].changed) continue;
+      t = o[i].t;
+    } else {
+      if (!(wc > 0)) break;
+      t = tp;
+      m = wc;
+    }
+    double em = expm1(lambda * t); /* e^(lambda t) - 1 */
+    if (isinf(em)) continue;       /* the term and its slope are 0 */
+    s += m * t / em;
+    d += m * t * t * (em + 1.0) / (em * em);
+  }
+  *dg_du = -d * lambda;
+  return s - r;
+}
+
+int kr_est_ml(const kr_est_obs_t *o, size_t n, double smoothing, double prior_rate,
+              double prior_weight, double *lambda) {
+  if ((n && !o) || !(smoothing >= 0) || !(prior_weight >= 0) || !isfinite(smoothing) ||
+      !isfinite(prior_weight))
+    return KR_EINVAL;
+  if (prior_weight > 0 && !(prior_rate > 0 && isfinite(prior_rate))) return KR_EINVAL;
+  double x = 0, c = 0, u = 0, all = 0;
+  for (size_t i = 0; i < n; i++) {
+    double t = o[i].t;
+    if (!(t > 0) || !isfinite(t)) return KR_EINVAL;
+    all += t;
+    if (o[i].changed) {
+      x += 1;
+      c += t;
+    } else {
+      u += t;
+    }
+  }
+  double w = n ? prior_weight : 0.0; /* without data the prior is the answer */
+  if (n == 0 && prior_weight > 0) {
+    *lambda = prior_rate;
+    return 0;
+  }
+  if (x == 0 && w == 0) {
+    *lambda = 0.0;
+    return 0;
+  }
+  double tp = n ? all / (double)n : 0.0;         /* the pseudo-intervals' length */
+  double p0 = w > 0 ? -expm1(-prior_rate * tp) : 0.0; /* their change probability */
+  double wc = w * p0;
+  double r = u + smoothing * tp + w * (1.0 - p0) * tp;
+  if (!(r > 0)) return KR_EINVAL; /* every interval changed: the MLE is infinite */
+  double k = x + wc;
+  double lo = k / (r + (c + wc * tp) / 2), hi = k / r;
+  if (!(k > 0)) {
+    *lambda = 0.0;
+    return 0;
+  }
+  if (!(lo < hi)) {
+    *lambda = hi;
+    return 0;
+  }
+  double ulo = log(lo), uhi = log(hi), u_ = 0.5 * (ulo + uhi);
+  for (int it = 0; it < 100; it++) {
+    double dg;
+    double g = ml_g(o, n, wc, tp, r, exp(u_), &dg);
+    if (g == 0) break;
+    if (g > 0) ulo = u_; /* g falls with lambda: the root is above */
+    else uhi = u_;
+    double next = dg < 0 ? u_ - g / dg : 0.5 * (ulo + uhi);
+    if (!(next > ulo && next < uhi)) next = 0.5 * (ulo + uhi);
+    if (fabs(next - u_) < 1e-13 || uhi - ulo < 1e-13) {
+      u_ = next;
+      break;
+    }
+    u_ = next;
+  }
+  *lambda = exp(u_);
+  return 0;
+}
+
+int kr_est_lm(const kr_est_params_t *p, const kr_est_obs_t *o, size_t n, double prior_rate,
+              double prior_weight, double *lambda) {
+  if (!p || (n && !o) || !(prior_weight >= 0) || !isfinite(prior_weight)) return KR_EINVAL;
+  if (prior_weight > 0 && !(prior_rate > 0 && isfinite(prior_rate))) return KR_EINVAL;
+  double x = 0, total = 0, all = 0;
+  for (size_t i = 0; i < n; i++) {
+    double t = o[i].t, a = o[i].age;
+    if (!(t > 0) || !isfinite(t)) return KR_EINVAL;
+    all += t;
+    if (o[i].changed) {
+      if (!(a >= p->lm_min_age_s) || a > t + p->lm_slack_s) return KR_EINVAL;
+      total += a < t ? a : t;
+      x += 1;
+    } else {
+      if (a >= 0 && a < t - p->lm_slack_s) return KR_EINVAL; /* moved without a change */
+      total += t;
+    }
+  }
+  if (x == 0) return KR_EINVAL; /* nothing the ages could add */
+  double k;
+  if (x >= (double)n) k = 1.0;
+  else k = 1.0 + x / ((double)n * log1p(-x / (double)n));
+  /* the prior: w pseudo-intervals of the mean length; each changes with
+   * probability p0 and is free of change for p0/lambda0 on average */
+  double w = prior_weight, tp = all / (double)n;
+  double p0 = w > 0 ? -expm1(-prior_rate * tp) : 0.0;
+  double num = x - k + w * p0, den = total + (w > 0 ? w * p0 / prior_rate : 0.0);
+  if (!(den > 0)) return KR_EINVAL;
+  *lambda = num > 0 ? num / den : 0.0;
+  return 0;
+}
+
+static int is_regular(const kr_est_obs_t *o, size_t n, double tol) {
+  double sum = 0;
+  for (size_t i = 0; i < n; i++) sum += o[i].t;
+  double mean = sum / (double)n;
+  for (size_t i = 0; i < n; i++)
+    if (fabs(o[i].t - mean) > tol * mean) return 0;
+  return 1;
+}
+
+void kr_est_rate(const kr_est_params_t *p, const kr_vhist_t *h, double prior_rate,
+                 kr_est_result_t *out) {
+  kr_est_params_t def;
+  if (!p) {
+    kr_est_params_default(&def);
+    p = &def;
+  }
+  double prior = clampd(isfinite(prior_rate) ? prior_rate : 0, LAMBDA_MIN, LAMBDA_MAX);
+  double w = isfinite(p->prior_weight) && p->prior_weight > 0 ? p->prior_weight : 0.0;
+  double s = isfinite(p->smoothing) && p->smoothing > 0 ? p->smoothing : 0.0;
+  kr_est_obs_t o[KR_VHIST_MAX];
+  size_t n = h ? kr_vhist_observations(h, o, KR_VHIST_MAX) : 0;
+  unsigned x = 0;
+  for (size_t i = 0; i < n; i++) x += (unsigned)o[i].changed;
+  out->observations = (unsigned)n;
+  out->changes = x;
+  double lambda;
+  if (n == 0) {
+    out->method = KR_EST_PRIOR;
+    lambda = prior;
+  } else if (p->use_last_modified && kr_est_lm(p, o, n, prior, w, &lambda) == 0) {
+    out->method = KR_EST_LM;
+  } else {
+    out->method = is_regular(o, n, p->regular_tolerance) ? KR_EST_REGULAR : KR_EST_ML;
+    if (kr_est_ml(o, n, s, prior, w, &lambda) < 0) lambda = LAMBDA_MAX;
+  }
+  out->lambda = clampd(lambda, LAMBDA_MIN, LAMBDA_MAX);
+}
+
+const char *kr_est_method_name(kr_est_method_t m) {
+  switch (m) {
+  case KR_EST_PRIOR: return "prior";
+  case KR_EST_REGULAR: return "regular";
+  case KR_EST_ML: return "ml";
+  case KR_EST_LM: return "last-modified";
+  }
+  return "?";
+}
+
+/* ---- prior ---------------------------------------------------------------------- */
+
+double kr_est_prior(const kr_est_params_t *p, int64_t initial_wait_ms,
+                    const kr_est_hints_t *hints) {
+  kr_est_params_t def;
+  if (!p) {
+    kr_est_params_default(&def);
+    p = &def;
+  }
+  double x_min = p->x_min > 0 && isfinite(p->x_min) ? p->x_min : log(2.0);
+  double wait_s = initial_wait_ms > 0 ? (double)initial_wait_ms / 1000.0 : 1000.0;
+  double rate = x_min / wait_s;
+  if (hints) {
+    if (hints->changefreq_rate > 0 && isfinite(hints->changefreq_rate))
+      rate = hints->changefreq_rate;
+    double f = p->no_lm_factor;
+    if (isfinite(f) && f >= 1.0) {
+      if (hints->last_modified == 0) rate *= f;
+      else if (hints->last_modified == 1) rate /= f;
+    }
+    if (hints->depth > 0 && p->depth_halving > 0 && isfinite(p->depth_halving))
+      rate *= exp2(-(double)hints->depth / p->depth_halving);
+  }
+  return clampd(rate, LAMBDA_MIN, LAMBDA_MAX);
+}
+
+double kr_est_changefreq_rate(const char *s, size_t n) {
+  static const struct {
+    const char *name;
+    double period_s;
+  } tab[] = {
+      {"always", 60.0},          {"hourly", 3600.0},          {"daily", 86400.0},
+      {"weekly", 604800.0},      {"monthly", 2629800.0},      {"yearly", 31557600.0},
+      {"never", 315576000.0},
+  };
+  if (!s) return 0.0;
+  while (n && (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n')) s++, n--;
+  while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n'))
+    n--;
+  for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++) {
+    size_t l = strlen(tab[i].name);
+    if (l != n) continue;
+    size_t j = 0;
+    while (j < n && (s[j] | 0x20) == tab[i].name[j]) j++;
+    if (j == n) return 1.0 / tab[i].period_s;
+  }
+  return 0.0;
+}
+
+/* ---- allocation ------------------------------------------------------------------- */
+
+double kr_alloc_h(double x) {
+  if (!(x > 0)) return 0.0;
+  if (x < 1e-3) return x * x * (0.5 - x * (1.0 / 3 - x * (0.125 - x / 30)));
+  return -expm1(-x) - x * exp(-x);
+}
+
+double kr_alloc_h_inv(double y) {
+  if (!(y > 0)) return 0.0;
+  if (y >= 1.0) return INFINITY;
+  double lo = 0, hi = 1;
+  while (kr_alloc_h(hi) < y) {
+    lo = hi;
+    hi *= 2;
+    if (hi > 2048) return INFINITY; /* h(x) rounds to 1 well before */
+  }
+  double x = y < 0.5 ? sqrt(2 * y) : 0.5 * (lo + hi);
+  if (!(x > lo && x < hi)) x = 0.5 * (lo + hi);
+  for (int it = 0; it < 100; it++) {
+    double g = kr_alloc_h(x) - y;
+    if (g == 0) break;
+    if (g < 0) lo = x;
+    else hi = x;
+    double d = x * exp(-x); /* h'(x) */
+    double next = d > 0 ? x - g / d : 0.5 * (lo + hi);
+    if (!(next > lo && next < hi)) next = 0.5 * (lo + hi);
+    if (fabs(next - x) <= 1e-15 * x || hi - lo <= 1e-15 * hi) {
+      x = next;
+      break;
+    }
+    x = next;
+  }
+  return x;
+}
+
+double kr_alloc_versions(double lambda, double f) {
+  if (!(f > 0) || !(lambda > 0)) return 0.0;
+  if (isinf(f)) return lambda;
+  return -f * expm1(-lambda / f);
+}
+
+double kr_alloc_freshness(double lambda, double f) {
+  if (!(lambda > 0)) return 1.0;
+  return kr_alloc_versions(lambda, f) / lambda;
+}
+
+static double clamp_f(double f, double fmin, double fmax) {
+  if (!(f >= fmin)) f = fmin; /* also NaN */
+  if (f > fmax) f = fmax;
+  return f;
+}
+
+double kr_alloc_freq(kr_alloc_objective_t obj, double mu, double lambda, double fmin,
+                     double fmax) {
+  double y = obj == KR_ALLOC_FRESHNESS ? mu * lambda : mu;
+  double x = kr_alloc_h_inv(y);
+  double f = isinf(x) ? fmin : x > 0 ? lambda / x : fmax;
+  return clamp_f(f, fmin, fmax);
+}
+
+static int items_ok(const kr_alloc_item_t *it, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    const kr_alloc_item_t *e = &it[i];
+    if (!(e->lambda > 0) || !isfinite(e->lambda) || !(e->fmin > 0) || !(e->fmax >= e->fmin) ||
+        !isfinite(e->fmax) || !(e->weight >= 0) || !isfinite(e->weight))
+      return 0;
+  }
+  return 1;
+}
+
+/* Versions objective: total frequency when every URI aims at x. */
+static double total_at_x(const kr_alloc_item_t *it, size_t n, double x) {
+  double s = 0;
+  for (size_t i = 0; i < n; i++) s += it[i].weight * clamp_f(it[i].lambda / x, it[i].fmin, it[i].fmax);
+  return s;
+}
+
+static double total_at_mu(kr_alloc_objective_t obj, const kr_alloc_item_t *it, size_t n,
+                          double mu) {
+  double s = 0;
+  for (size_t i = 0; i < n; i++)
+    s += it[i].weight * kr_alloc_freq(obj, mu, it[i].lambda, it[i].fmin, it[i].fmax);
+  return s;
+}
+
+/* Versions objective solved in x (no h^-1 per URI). *x_out >= x_floor. */
+static int solve_versions(const kr_alloc_item_t *it, size_t n, double budget, double x_floor,
+                          double *x_out) {
+  double fmin_total = 0, x_all_min = 0, x_all_max = INFINITY;
+  for (size_t i = 0; i < n; i++) {
+    if (it[i].weight == 0) continue;
+    fmin_total += it[i].weight * it[i].fmin;
+    double a = it[i].lambda / it[i].fmin; /* at or above: at fmin */
+    double b = it[i].lambda / it[i].fmax; /* at or below: at fmax */
+    if (a > x_all_min) x_all_min = a;
+    if (b < x_all_max) x_all_max = b;
+  }
+  if (fmin_total == 0) { /* nothing to schedule */
+    *x_out = x_floor;
+    return KR_ALLOC_SLACK;
+  }
+  double xlo = x_floor > 0 ? x_floor : x_all_max;
+  if (total_at_x(it, n, xlo) <= budget) {
+    *x_out = xlo;
+    return KR_ALLOC_SLACK;
+  }
+  if (fmin_total > budget) {
+    *x_out = x_all_min > xlo ? x_all_min : xlo;
+    return KR_ALLOC_OVER;
+  }
+  double xhi = x_all_min > xlo ? x_all_min : xlo; /* total(xhi) = fmin_total <= budget */
+  for (int i = 0; i < 200 && xhi / xlo - 1 > 1e-12; i++) {
+    double mid = sqrt(xlo * xhi);
+    if (total_at_x(it, n, mid) > budget) xlo = mid;
+    else xhi = mid;
+  }
+  *x_out = xhi; /* the feasible side */
+  return KR_ALLOC_BINDS;
+}
+
+int kr_alloc_solve(kr_alloc_objective_t obj, const kr_alloc_item_t *items, size_t n,
+                   double budget, double mu_floor, double *mu, double *f) {
+  if ((n && !items) || !mu || !items_ok(items, n) || !(budget >= 0) || isnan(budget))
+    return KR_EINVAL;
+  if (obj != KR_ALLOC_VERSIONS && obj != KR_ALLOC_FRESHNESS) return KR_EINVAL;
+  int rc;
+  if (obj == KR_ALLOC_VERSIONS) {
+    double fl = clampd(mu_floor, 0.0, 1.0);
+    double x;
+    rc = solve_versions(items, n, budget, fl > 0 ? kr_alloc_h_inv(fl) : 0.0, &x);
+    if (isinf(x)) x = 1e300;
+    *mu = kr_alloc_h(x);
+    if (f)
+      for (size_t i = 0; i < n; i++) f[i] = clamp_f(items[i].lambda / x, items[i].fmin, items[i].fmax);
+    return rc;
+  }
+  /* freshness: mu from "all at fmax" up to "all at fmin" */
+  double mu_lo = INFINITY, mu_hi = 0, fmin_total = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (items[i].weight == 0) continue;
+    fmin_total += items[i].weight * items[i].fmin;
+    double lo = kr_alloc_h(items[i].lambda / items[i].fmax) / items[i].lambda;
+    double hi = 1.0 / items[i].lambda;
+    if (lo < mu_lo) mu_lo = lo;
+    if (hi > mu_hi) mu_hi = hi;
+  }
+  if (fmin_total == 0) {
+    *mu = 0;
+    rc = KR_ALLOC_SLACK;
+  } else {
+    if (!(mu_lo > 1e-300)) mu_lo = 1e-300;
+    if (total_at_mu(obj, items, n, mu_lo) <= budget) {
+      *mu = mu_lo;
+      rc = KR_ALLOC_SLACK;
+    } else if (fmin_total > budget) {
+      *mu = mu_hi;
+      rc = KR_ALLOC_OVER;
+    } else {
+      for (int i = 0; i < 200 && mu_hi / mu_lo - 1 > 1e-12; i++) {
+        double mid = sqrt(mu_lo * mu_hi);
+        if (total_at_mu(obj, items, n, mid) > budget) mu_lo = mid;
+        else mu_hi = mid;
+      }
+      *mu = mu_hi;
+      rc = KR_ALLOC_BINDS;
+    }
+  }
+  if (f)
+    for (size_t i = 0; i < n; i++)
+      f[i] = kr_alloc_freq(obj, *mu, items[i].lambda, items[i].fmin, items[i].fmax);
+  return rc;
+}
+
+double kr_alloc_budget(int valence, int64_t politeness_delay_ms, double utilisation) {
+  if (valence <= 0 || politeness_delay_ms <= 0) return 0.0;
+  double u = utilisation > 0 && utilisation <= 1 ? utilisation : 1.0;
+  return (double)valence * 1000.0 / (double)politeness_delay_ms * u;
+}
+
+/* ---- host ---------------------------------------------------------------------------- */
+
+#define BUCKETS_PER_DECADE 8
+#define LOG10_LAMBDA_LO (-9)
+
+unsigned kr_alloc_bucket(double lambda) {
+  if (!(lambda > 0)) return 0;
+  double b = floor((log10(lambda) - LOG10_LAMBDA_LO) * BUCKETS_PER_DECADE);
+  if (!(b >= 0)) return 0;
+  if (b >= KR_ALLOC_BUCKETS) return KR_ALLOC_BUCKETS - 1;
+  return (unsigned)b;
+}
+
+double kr_alloc_bucket_lambda(unsigned b) {
+  if (b >= KR_ALLOC_BUCKETS) b = KR_ALLOC_BUCKETS - 1;
+  return pow(10.0, ((double)b + 0.5) / BUCKETS_PER_DECADE + LOG10_LAMBDA_LO);
+}
+
+void kr_alloc_host_init(kr_alloc_host_t *h, double x_min) {
+  memset(h, 0, sizeof *h);
+  h->x_min = x_min > 0 && isfinite(x_min) ? x_min : log(2.0);
+  h->x = h->x_min;
+  h->state = KR_ALLOC_SLACK;
+}
+
+int kr_alloc_host_class(kr_alloc_host_t *h, int64_t min_ms, int64_t max_ms) {
+  for (unsigned i = 0; i < h->ncls; i++)
+    if (h->cls[i].min_ms == min_ms && h->cls[i].max_ms == max_ms) return (int)i;
+  if (h->ncls < KR_ALLOC_CLASSES) {
+    unsigned i = h->ncls++;
+    h->cls[i].min_ms = min_ms;
+    h->cls[i].max_ms = max_ms;
+    return (int)i;
+  }
+  return KR_ALLOC_CLASSES - 1;
+}
+
+void kr_alloc_host_update(kr_alloc_host_t *h, int cls, double old_lambda, double new_lambda) {
+  if (cls < 0 || (unsigned)cls >= h->ncls) return;
+  int changed = 0;
+  if (old_lambda > 0) {
+    uint32_t *c = &h->cls[cls].count[kr_alloc_bucket(old_lambda)];
+    if (*c > 0) {
+      (*c)--;
+      h->cls[cls].total--;
+      changed = 1;
+    }
+  }
+  if (new_lambda > 0) {
+    uint32_t *c = &h->cls[cls].count[kr_alloc_bucket(new_lambda)];
+    if (*c < UINT32_MAX && h->cls[cls].total < UINT32_MAX) {
+      (*c)++;
+      h->cls[cls].total++;
+      changed = 1;
+    }
+  }
+  if (changed && h->updates < UINT32_MAX) h->updates++;
+}
+
+int kr_alloc_host_solve(kr_alloc_host_t *h, double budget) {
+  kr_alloc_item_t items[KR_ALLOC_CLASSES * KR_ALLOC_BUCKETS];
+  size_t n = 0;
+  h->solved = 1;
+  h->updates = 0;
+  h->budget = budget;
+  if (!(budget > 0) || !isfinite(budget)) {
+    h->x = h->x_min;
+    return h->state = KR_ALLOC_SLACK;
+  }
+  for (unsigned c = 0; c < h->ncls; c++) {
+    double fmin = h->cls[c].max_ms > 0 ? 1000.0 / (double)h->cls[c].max_ms : 1e-12;
+    double fmax = h->cls[c].min_ms > 0 ? 1000.0 / (double)h->cls[c].min_ms : 1e3;
+    if (fmax < fmin) fmax = fmin;
+    for (unsigned b = 0; b < KR_ALLOC_BUCKETS; b++) {
+      if (!h->cls[c].count[b]) continue;
+      items[n++] = (kr_alloc_item_t){kr_alloc_bucket_lambda(b), fmin, fmax,
+                                     (double)h->cls[c].count[b]};
+    }
+  }
+  double x;
+  h->state = solve_versions(items, n, budget, h->x_min, &x);
+  h->x = x >= h->x_min && isfinite(x) ? x : h->x_min;
+  return h->state;
+}
+
+int kr_alloc_host_maybe_solve(kr_alloc_host_t *h, double budget, uint32_t every) {
+  int moved = !h->solved || (budget > 0) != (h->budget > 0) ||
+              (budget > 0 && fabs(budget - h->budget) > 0.1 * h->budget);
+  if (!moved && h->updates < (every ? every : 1)) return 0;
+  kr_alloc_host_solve(h, budget);
+  return 1;
+}
