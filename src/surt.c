@@ -186,9 +186,11 @@ static int hurl_parse(struct hurl *h, const char *s, size_t n) {
   }
   if (n == 0) return KR_EURL;
   if (!(k && k < n && s[k] == ':')) rc = kr_buf_append(t, "http://", 7);
-  for (size_t i = 0; !rc && i < n; i++)
-    if (s[i] != '\n' && s[i] != '\r' && s[i] != '\t') rc = kr_buf_append(t, s + i, 1);
+  if (!rc) rc = kr_buf_reserve(t, n);
   if (rc) return rc;
+  for (size_t i = 0; i < n; i++)
+    if (s[i] != '\n' && s[i] != '\r' && s[i] != '\t') t->data[t->len++] = s[i];
+  t->data[t->len] = '\0';
   /* "http://https://x" -> "https://x": the last of repeated protocols */
   const char *u = t->data;
   size_t un = t->len, last = SIZE_MAX, at = 0;
@@ -594,11 +596,12 @@ static size_t tok_cfid(const char *s, size_t n) {
 }
 
 /* ^(.*)(?:token)(?:&(.*))?$ — the last token followed by '&' or the end
- * is cut, with its '&'. */
-static void strip_token(kr_buf_t *a, size_t (*tok)(const char *, size_t)) {
+ * is cut, with its '&'. first is the token's first letter, lowercase. */
+static void strip_token(kr_buf_t *a, int first, size_t (*tok)(const char *, size_t)) {
   const char *p = a->data ? a->data : "";
   size_t n = a->len;
   for (size_t i = n + 1; i-- > 0;) {
+    if (i == n || to_lower((unsigned char)p[i]) != first) continue;
     size_t k = tok(p + i, n - i);
     if (!k) continue;
     size_t e = i + k;
@@ -620,11 +623,11 @@ int kr__surt_strip_query_session_id(const char *s, size_t n, kr_buf_t *out) {
   kr_buf_init(&a, n + 1);
   int rc = kr_buf_append(&a, s, n);
   if (!rc) {
-    strip_token(&a, tok_jsession);
-    strip_token(&a, tok_phpsess);
-    strip_token(&a, tok_sid);
-    strip_token(&a, tok_asp);
-    strip_token(&a, tok_cfid);
+    strip_token(&a, 'j', tok_jsession);
+    strip_token(&a, 'p', tok_phpsess);
+    strip_token(&a, 's', tok_sid);
+    strip_token(&a, 'a', tok_asp);
+    strip_token(&a, 'c', tok_cfid);
     rc = kr_buf_append(out, a.data ? a.data : "", a.len);
   }
   kr_buf_free(&a);
@@ -763,10 +766,12 @@ static int google_canon(struct hurl *h, const kr_surt_opts_t *o) {
     }
     /* replace(b'..', b'.') once over the string, then strip('.') */
     kr_buf_reset(t);
+    if (!rc) rc = kr_buf_reserve(t, tmp.len);
     for (size_t i = 0; !rc && i < tmp.len; i++) {
-      rc = kr_buf_append(t, tmp.data + i, 1);
+      t->data[t->len++] = tmp.data[i];
       if (tmp.data[i] == '.' && i + 1 < tmp.len && tmp.data[i + 1] == '.') i++;
     }
+    if (!rc) t->data[t->len] = '\0';
     size_t a = 0, b = t->len;
     while (a < b && t->data[a] == '.') a++;
     while (b > a && t->data[b - 1] == '.') b--;

@@ -822,7 +822,25 @@ static int run(struct parser *p) {
           st = ST_FRAGMENT;
         }
       } else {
-        put_enc(p, (unsigned char)c, SET_PATH);
+        /* the rest of the segment in one go: plain runs copied whole */
+        ptrdiff_t j = i;
+        while (j < n) {
+          ptrdiff_t k = j;
+          while (k < n) {
+            unsigned char ch = (unsigned char)in[k];
+            if (ch == '/' || ch == '?' || ch == '#' || (special && ch == '\\') || in_set(ch, SET_PATH))
+              break;
+            k++;
+          }
+          put(p, in + j, (size_t)(k - j));
+          j = k;
+          if (j >= n) break;
+          unsigned char ch = (unsigned char)in[j];
+          if (ch == '/' || ch == '?' || ch == '#' || (special && ch == '\\')) break;
+          put_enc(p, ch, SET_PATH);
+          j++;
+        }
+        i = j - 1;
       }
       break;
     }
@@ -847,7 +865,13 @@ static int run(struct parser *p) {
     case ST_QUERY: {
       /* the whole rest of the query in one go */
       const pset_t set = is_special(p) ? SET_SQUERY : SET_QUERY;
-      while (i < n && in[i] != '#') put_enc(p, (unsigned char)in[i++], set);
+      while (i < n && in[i] != '#') {
+        ptrdiff_t k = i;
+        while (k < n && in[k] != '#' && !in_set((unsigned char)in[k], set)) k++;
+        put(p, in + i, (size_t)(k - i));
+        i = k;
+        if (i < n && in[i] != '#') put_enc(p, (unsigned char)in[i++], set);
+      }
       if (i < n) {
         p->frag_start = (uint32_t)p->len;
         putch(p, '#');
@@ -882,8 +906,8 @@ int kr_url_parse_ex(const char *input, size_t len, const kr_url_t *base,
   while (len && is_c0_or_space((unsigned char)input[len - 1])) len--;
   char *clean = NULL;
   for (size_t k = 0; k < len; k++) {
-    char ch = input[k];
-    if (ch == '\t' || ch == '\n' || ch == '\r') {
+    unsigned char ch = (unsigned char)input[k];
+    if (ch <= '\r' && (ch == '\t' || ch == '\n' || ch == '\r')) {
       clean = kr_xmalloc(len + 1);
       size_t m = 0;
       for (size_t j = 0; j < len; j++)

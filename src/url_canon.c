@@ -193,6 +193,8 @@ struct rule {
   enum rule_kind kind;
   pcre2_code *code;
   char *replacement;       /* template; NULL = "$1$2" */
+  const char *need;        /* a literal every match holds (lowercase,
+                              matched case-insensitively), or NULL */
 };
 
 struct kr_url_canon_opts {
@@ -204,6 +206,8 @@ struct kr_url_canon_opts {
   pcre2_match_context *mctx;
   kr_buf_t a, b;           /* scratch for rule rounds */
   kr_buf_t cur, next;      /* scratch for the canonical string */
+  kr_buf_t lc;             /* lowercase copy of the string the rules see */
+  int lc_valid;            /* lc matches that string */
 };
 
 kr_url_canon_opts_t *kr_url_canon_opts_new(unsigned flags) {
@@ -217,6 +221,7 @@ kr_url_canon_opts_t *kr_url_canon_opts_new(unsigned flags) {
   kr_buf_init(&o->b, CANON_SCRATCH_MAX);
   kr_buf_init(&o->cur, CANON_SCRATCH_MAX);
   kr_buf_init(&o->next, CANON_SCRATCH_MAX);
+  kr_buf_init(&o->lc, CANON_SCRATCH_MAX);
   return o;
 }
 
@@ -233,6 +238,7 @@ void kr_url_canon_opts_free(kr_url_canon_opts_t *o) {
   kr_buf_free(&o->b);
   kr_buf_free(&o->cur);
   kr_buf_free(&o->next);
+  kr_buf_free(&o->lc);
   free(o);
 }
 
@@ -272,7 +278,7 @@ static int check_template(const char *t, uint32_t groups) {
 }
 
 static int add_regex(kr_url_canon_opts_t *o, const char *pattern, uint32_t extra_opts,
-                     const char *replacement, char *errbuf, size_t errlen) {
+                     const char *replacement, const char *need, char *errbuf, size_t errlen) {
   int errcode;
   PCRE2_SIZE erroff;
   pcre2_code *code = pcre2_compile((PCRE2_SPTR)pattern, PCRE2_ZERO_TERMINATED,
@@ -306,13 +312,14 @@ static int add_regex(kr_url_canon_opts_t *o, const char *pattern, uint32_t extra
   r->kind = RULE_REGEX;
   r->code = code;
   r->replacement = replacement ? kr_xstrdup(replacement) : NULL;
+  r->need = need;
   return 0;
 }
 
 int kr_url_canon_opts_add_rule(kr_url_canon_opts_t *o, const char *pattern,
                                const char *replacement, char *errbuf, size_t errlen) {
   if (!o || !pattern) return KR_EINVAL;
-  return add_regex(o, pattern, 0, replacement, errbuf, errlen);
+  return add_regex(o, pattern, 0, replacement, NULL, errbuf, errlen);
 }
 
 /* Heritrix's canonicalization rules (modules/.../canonicalize), the same
@@ -335,19 +342,19 @@ static int add_builtin(kr_url_canon_opts_t *o, const char *name) {
     rule_push(o)->kind = RULE_FIXUP_QUERY;
     rc = 0;
   } else if (!strcmp(name, "StripUserinfoRule")) {
-    rc = add_regex(o, RX_USERINFO, PCRE2_CASELESS, NULL, NULL, 0);
+    rc = add_regex(o, RX_USERINFO, PCRE2_CASELESS, NULL, "@", NULL, 0);
   } else if (!strcmp(name, "StripWWWNRule")) {
-    rc = add_regex(o, RX_WWWN, 0, NULL, NULL, 0);
+    rc = add_regex(o, RX_WWWN, 0, NULL, "www", NULL, 0);
   } else if (!strcmp(name, "StripWWWRule")) {
-    rc = add_regex(o, RX_WWW, 0, NULL, NULL, 0);
+    rc = add_regex(o, RX_WWW, 0, NULL, "www.", NULL, 0);
   } else if (!strcmp(name, "StripSessionIDs")) {
-    rc = add_regex(o, RX_SESSION_BASE, 0, NULL, NULL, 0);
-    if (!rc) rc = add_regex(o, RX_SESSION_SID, 0, NULL, NULL, 0);
-    if (!rc) rc = add_regex(o, RX_SESSION_ASP, 0, NULL, NULL, 0);
+    rc = add_regex(o, RX_SESSION_BASE, 0, NULL, "sess", NULL, 0);
+    if (!rc) rc = add_regex(o, RX_SESSION_SID, 0, NULL, "sid=", NULL, 0);
+    if (!rc) rc = add_regex(o, RX_SESSION_ASP, 0, NULL, "aspsessionid", NULL, 0);
   } else if (!strcmp(name, "StripSessionCFIDs")) {
-    rc = add_regex(o, RX_SESSION_CFID, 0, NULL, NULL, 0);
+    rc = add_regex(o, RX_SESSION_CFID, 0, NULL, "cftoken=", NULL, 0);
   } else if (!strcmp(name, "StripExtraSlashes")) {
-    rc = add_regex(o, RX_EXTRA_SLASHES, 0, "$1/$2", NULL, 0);
+    rc = add_regex(o, RX_EXTRA_SLASHES, 0, "$1/$2", "//", NULL, 0);
   }
   return rc;
 }
@@ -438,23 +445,49 @@ static int fixup_query(kr_buf_t *out, const char *s, size_t n) {
   return kr_buf_append(out, s, n);
 }
 
-/* One rule over in (s, n) into out; *changed set when it did something. */
+/* 1 if s holds need (lowercase) case-insensitively: a cheap filter that
+ * spares the built-in rules their regex on most URLs. The lowercase copy
+ * of s is made once and kept while the rules leave s alone. */
+static int ci_contains(kr_url_canon_opts_t *o, const char *s, size_t n, const char *need) {
+  if (!o->lc_valid) {
+    kr_buf_reset(&o->lc);
+    if (kr_buf_append(&o->lc, s, n)) return 1; /* too long to filter: run the regex */
+    unsigned char *l = (unsigned char *)o->lc.data;
+    for (size_t i = 0; i < n; i++) l[i] = (unsigned char)(l[i] + ((unsigned char)(l[i] - 'A') < 26u) * 32);
+    o->lc_valid = 1;
+  }
+  const char *h = o->lc.data ? o->lc.data : "", *end = h + n;
+  size_t k = strlen(need);
+  while ((size_t)(end - h) >= k && (h = memchr(h, need[0], (size_t)(end - h) - k + 1)) != NULL) {
+    if (!memcmp(h, need, k)) return 1;
+    h++;
+  }
+  return 0;
+}
+
+/* One rule over (s, n): 1 and the result in out, 0 when the rule leaves
+ * s as it is (nothing written), or an error. */
 static int apply_rule(kr_url_canon_opts_t *o, const struct rule *r, const char *s, size_t n,
                       kr_buf_t *out) {
+  int rc;
   switch (r->kind) {
   case RULE_LOWERCASE: {
-    int rc = kr_buf_append(out, s, n);
-    if (rc) return rc;
-    for (size_t i = out->len - n; i < out->len; i++)
-      out->data[i] = (char)to_lower((unsigned char)out->data[i]);
-    return 0;
+    size_t i = 0;
+    while (i < n && !(s[i] >= 'A' && s[i] <= 'Z')) i++;
+    if (i == n) return 0;
+    if ((rc = kr_buf_append(out, s, n))) return rc;
+    for (; i < n; i++) out->data[i] = (char)to_lower((unsigned char)out->data[i]);
+    return 1;
   }
   case RULE_FIXUP_QUERY:
-    return fixup_query(out, s, n);
+    if ((rc = fixup_query(out, s, n))) return rc;
+    return !(out->len == n && !memcmp(out->data, s, n));
   case RULE_REGEX: {
+    if (r->need && !ci_contains(o, s, n, r->need)) return 0;
     int m = pcre2_match(r->code, (PCRE2_SPTR)s, n, 0, 0, o->md, o->mctx);
-    if (m <= 0) return kr_buf_append(out, s, n); /* no match, or over a limit */
-    return expand(out, r->replacement, o->md, m, s);
+    if (m <= 0) return 0; /* no match, or over a limit */
+    if ((rc = expand(out, r->replacement, o->md, m, s))) return rc;
+    return !(out->len == n && !memcmp(out->data, s, n));
   }
   }
   return KR_EINVAL;
@@ -468,19 +501,21 @@ static int apply_all(kr_url_canon_opts_t *o, const char *s, size_t n, kr_buf_t *
   kr_buf_t *dst = &o->a;
   const char *cs = s;
   size_t cn = n;
+  o->lc_valid = 0;
   for (size_t i = 0; i < o->nrules; i++) {
     const struct rule *r = &o->rules[i];
     size_t passes = r->kind == RULE_REGEX ? cn + 1 : 1;
     for (size_t k = 0; k < passes; k++) {
       kr_buf_reset(dst);
       int rc = apply_rule(o, r, cs, cn, dst);
-      if (rc) return rc;
-      int same = dst->len == cn && !memcmp(dst->data, cs, cn);
+      if (rc < 0) return rc;
+      if (rc == 0) break;
       int shorter = dst->len < cn;
       cs = dst->data ? dst->data : "";
       cn = dst->len;
       dst = dst == &o->a ? &o->b : &o->a;
-      if (same || !shorter) break;
+      o->lc_valid = 0;
+      if (!shorter) break;
     }
   }
   return kr_buf_append(out, cs, cn);
