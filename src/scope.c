@@ -299,8 +299,8 @@ static void w_host(writer_t *w, kr_slice_t h, int is_domain) {
   }
   size_t end = h.n;
   for (;;) {
-    size_t i = end;
-    while (i > 0 && h.p[i - 1] != '.') i--;
+    const char *dot = end ? memrchr(h.p, '.', end) : NULL;
+    size_t i = dot ? (size_t)(dot - h.p) + 1 : 0;
     w_put(w, h.p + i, end - i);
     w_ch(w, ',');
     if (i == 0) break;
@@ -317,12 +317,12 @@ static void w_port(writer_t *w, int port) {
 
 static int is_http(const kr_url_t *u) {
   kr_slice_t sc = kr_url_scheme(u);
-  return kr_slice_eq(sc, KR_SLICE_LIT("http")) || kr_slice_eq(sc, KR_SLICE_LIT("https"));
+  return (sc.n == 4 && memcmp(sc.p, "http", 4) == 0) ||
+         (sc.n == 5 && memcmp(sc.p, "https", 5) == 0);
 }
 
-/* The candidate form of u into w; 0 or KR_EURL (not http/https, no host). */
+/* The candidate form of an http(s) u into w; 0 or KR_EURL (no host). */
 static int w_surt(writer_t *w, const kr_url_t *u) {
-  if (!is_http(u)) return KR_EURL;
   kr_slice_t h = kr_url_hostname(u);
   if (h.n == 0) return KR_EURL;
   w_put(w, "http://(", 8);
@@ -339,7 +339,7 @@ int kr_scope_surt(const kr_url_t *url, kr_buf_t *out) {
   int rc = kr_buf_reserve(out, need);
   if (rc) return rc;
   writer_t w = {out->data + out->len, 0, need};
-  rc = w_surt(&w, url);
+  rc = is_http(url) ? w_surt(&w, url) : KR_EURL;
   if (rc) return rc;
   if (w.n > need) return KR_ETOOBIG; /* cannot happen: the SURT is shorter */
   out->len += w.n;
@@ -347,6 +347,7 @@ int kr_scope_surt(const kr_url_t *url, kr_buf_t *out) {
   return 0;
 }
 
+/* u must be http(s). */
 static int in_prefixes(kr_scope_t *s, const kr_url_t *u) {
   if (!s->n_pfx) return 0;
   writer_t w = {s->scratch, 0, s->max_pfx_len};
@@ -513,9 +514,11 @@ int kr_scope_hops_extend(kr_slice_t hops, char hop, kr_buf_t *out) {
 
 /* ---- rules ---- */
 
-static unsigned path_depth(kr_slice_t path) {
+/* Number of '/' in s. */
+static unsigned path_depth(kr_slice_t s) {
   unsigned d = 0;
-  for (size_t i = 0; i < path.n; i++) d += path.p[i] == '/';
+  const char *p = s.p, *end = s.p + s.n;
+  while (p < end && (p = memchr(p, '/', (size_t)(end - p)))) d++, p++;
   return d;
 }
 
@@ -530,12 +533,18 @@ static inline int seg_eq(const char *s, const seg_t *a, const seg_t *b) {
   return a->len == b->len && a->hash == b->hash && memcmp(s + a->off, s + b->off, a->len) == 0;
 }
 
-/* Heritrix's ".*?/(.*?/)\1{N,}.*" on s: some block of whole segments
- * (each ending in '/', the first right after a '/') N+1 times in a row.
- * Blocks longer than KR_SCOPE_TRAP_MAX_PERIOD segments are not looked
- * for. O(len * period). */
-static int is_trap(const char *s, size_t n, unsigned rep) {
+/* Heritrix's ".*?/(.*?/)\1{N,}.*" on s, which holds `slashes` '/': some
+ * block of whole segments (each ending in '/', the first right after a
+ * '/') N+1 times in a row. Blocks longer than KR_SCOPE_TRAP_MAX_PERIOD
+ * segments are not looked for, nor blocks that cannot fit N+1 times into
+ * the URL's segments (a usual URL has few, so usually only neighbours
+ * are compared). O(len * period). */
+static int is_trap(const char *s, size_t n, unsigned rep, size_t slashes) {
   if (rep == 0) return 0;
+  size_t m = slashes ? slashes - 1 : 0; /* '/'-terminated segments */
+  size_t kcap = m / ((size_t)rep + 1);
+  if (kcap == 0) return 0;
+  if (kcap > KR_SCOPE_TRAP_MAX_PERIOD) kcap = KR_SCOPE_TRAP_MAX_PERIOD;
   seg_t ring[RING];
   uint32_t run[KR_SCOPE_TRAP_MAX_PERIOD + 1];
   memset(run, 0, sizeof run);
@@ -548,13 +557,16 @@ static int is_trap(const char *s, size_t n, unsigned rep) {
     seg_t *cur = &ring[j % RING];
     cur->off = (uint32_t)start;
     cur->len = (uint32_t)((size_t)(next - s) - start);
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = start; i < start + cur->len; i++) {
-      h ^= (unsigned char)s[i];
-      h *= 1099511628211ull;
+    uint64_t h = 0;
+    if (kcap > 2) { /* many comparisons per segment: worth a hash */
+      h = 1469598103934665603ull;
+      for (size_t i = start; i < start + cur->len; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ull;
+      }
     }
     cur->hash = h;
-    size_t kmax = j < KR_SCOPE_TRAP_MAX_PERIOD ? j : KR_SCOPE_TRAP_MAX_PERIOD;
+    size_t kmax = j < kcap ? j : kcap;
     for (size_t k = 1; k <= kmax; k++) {
       if (seg_eq(s, cur, &ring[(j - k) % RING])) {
         if (++run[k] >= (uint64_t)k * rep) return 1;
@@ -626,7 +638,7 @@ static int decide(kr_scope_t *s, const kr_scope_candidate_t *c, const kr_scope_l
   kr_scope_rule_t out_rule = KR_SCOPE_R_OUT_OF_SCOPE;
   if (in_prefixes(s, u)) {
     st = ST_IN;
-  } else if (s->also_check_via && c->via && in_prefixes(s, c->via)) {
+  } else if (s->also_check_via && c->via && is_http(c->via) && in_prefixes(s, c->via)) {
     st = ST_VIA;
   } else {
     unsigned t = kr_scope_trans_hops(c->hops);
@@ -639,9 +651,15 @@ static int decide(kr_scope_t *s, const kr_scope_candidate_t *c, const kr_scope_l
     }
   }
 
-  if (L->max_path_depth && path_depth(kr_url_pathname(u)) > L->max_path_depth)
-    return *rule = KR_SCOPE_R_DEPTH, 0;
-  if (is_trap(href.p, href.n, L->max_repeated_segments)) return *rule = KR_SCOPE_R_TRAP, 0;
+  unsigned depth = path_depth(kr_url_pathname(u));
+  if (L->max_path_depth && depth > L->max_path_depth) return *rule = KR_SCOPE_R_DEPTH, 0;
+  if (L->max_repeated_segments) {
+    /* An http(s) href has '/' in "://", the path and the query only. */
+    kr_slice_t q = kr_url_query(u);
+    size_t slashes = 2 + depth + (q.p ? path_depth(q) : 0);
+    if (is_trap(href.p, href.n, L->max_repeated_segments, slashes))
+      return *rule = KR_SCOPE_R_TRAP, 0;
+  }
   if ((s->calendar_min_year || s->calendar_max_year)) {
     kr_slice_t t = kr_url_request_target(u);
     if (is_calendar(t, s->calendar_min_year, s->calendar_max_year))
