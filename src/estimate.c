@@ -421,8 +421,17 @@ double kr_est_changefreq_rate(const char *s, size_t n) {
 
 double kr_alloc_h(double x) {
   if (!(x > 0)) return 0.0;
-  if (x < 1e-3) return x * x * (0.5 - x * (1.0 / 3 - x * (0.125 - x / 30)));
-  return -expm1(-x) - x * exp(-x);
+  if (x >= 1.0) return -expm1(-x) - x * exp(-x);
+  /* below 1 the two terms cancel: sum the series
+   * h = sum_{k>=2} (-1)^k (k-1) x^k / k!, alternating and falling */
+  double p = x * x / 2, sum = p; /* p = x^k / k!, k = 2 */
+  for (int k = 3; k < 40; k++) {
+    p *= x / k;
+    double term = (k - 1) * p;
+    sum += (k & 1) ? -term : term;
+    if (term < 1e-18 * sum) break;
+  }
+  return sum;
 }
 
 double kr_alloc_h_inv(double y) {

@@ -1,0 +1,919 @@
+/* Change-rate estimation and allocation. History: round trip, byte and
+ * count caps, hostile BLOBs (every malformation, then random garbage)
+ * decode to an error and never crash, and a successful decode re-encodes
+ * to the same bytes. Estimators on simulated Poisson processes (seeded):
+ * each lands near the true rate, the bias-reduced estimator beats the
+ * naive one at small n, ML equals bias-reduced on regular intervals and
+ * survives all-changed / none-changed, the last-modified estimator and
+ * its validity checks, priors and hints. Allocation: h and its inverse,
+ * the budget holds, versions-optimal is proportional, freshness-optimal
+ * starves very fast pages (Cho), both beat uniform on a synthetic mix
+ * (ratios in TAP comments), and the per-host sketch tracks the exact
+ * solve. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kria/error.h"
+#include "kria/estimate.h"
+
+static uint64_t rng_state;
+static void seed(uint64_t s) { rng_state = s; }
+static uint64_t rnd(void) { /* splitmix64 */
+  uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  return z ^ (z >> 31);
+}
+static double unif(void) { return ((double)(rnd() >> 11) + 0.5) * 0x1p-53; } /* (0,1) */
+static double expo(double rate) { return -log(unif()) / rate; }
+
+/* A page whose changes are a Poisson process, visited by the tests. */
+typedef struct page {
+  double lambda;
+  double now;         /* time of the last visit */
+  double next_change; /* absolute */
+  double last_change; /* absolute, of the version last seen */
+} page_t;
+
+static void page_init(page_t *p, double lambda) {
+  p->lambda = lambda;
+  p->now = 0;
+  p->last_change = -expo(lambda);
+  p->next_change = expo(lambda);
+}
+
+/* Visit t seconds after the previous visit: changed?, age of the version. */
+static int page_visit(page_t *p, double t, double *age) {
+  double at = p->now + t;
+  int changed = 0;
+  while (p->next_change <= at) {
+    changed = 1;
+    p->last_change = p->next_change;
+    p->next_change += expo(p->lambda);
+  }
+  p->now = at;
+  if (age) *age = at - p->last_change;
+  return changed;
+}
+
+/* ---- history --------------------------------------------------------------- */
+
+static void history_round_trip(void **state) {
+  (void)state;
+  seed(1);
+  for (int round = 0; round < 2000; round++) {
+    kr_vhist_t h, d;
+    kr_vhist_init(&h);
+    unsigned n = (unsigned)(rnd() % (KR_VHIST_MAX + 1));
+    for (unsigned i = 0; i < n; i++) {
+      kr_vhist_visit_t v;
+      v.interval_s = i == 0 ? 0 : (int64_t)(rnd() % 3000000) + 1;
+      v.state = (kr_content_t)(rnd() % 3);
+      v.age_s = rnd() % 3 ? -1 : (int64_t)(rnd() % 5000000);
+      kr_vhist_append(&h, &v);
+    }
+    uint8_t buf[KR_VHIST_BYTES];
+    size_t len = kr_vhist_encode(&h, buf, sizeof buf);
+    assert_true(len >= 1 && len <= KR_VHIST_BYTES);
+    assert_int_equal(kr_vhist_decode(&d, buf, len), 0);
+    /* what fits is the newest suffix, intact */
+    assert_true(d.n <= h.n);
+    unsigned off = h.n - d.n;
+    for (unsigned i = 0; i < d.n; i++) {
+      assert_int_equal(d.v[i].interval_s, h.v[off + i].interval_s);
+      assert_int_equal(d.v[i].state, h.v[off + i].state);
+      assert_int_equal(d.v[i].age_s, h.v[off + i].age_s);
+    }
+    /* typical visits (intervals up to ~35 days, no age) always fit 32 */
+    if (n == KR_VHIST_MAX && round % 2 == 0) {
+      kr_vhist_t t;
+      kr_vhist_init(&t);
+      for (unsigned i = 0; i < KR_VHIST_MAX; i++) {
+        kr_vhist_visit_t v = {3000000, KR_CONTENT_CHANGED, -1};
+        kr_vhist_append(&t, &v);
+      }
+      assert_int_equal(kr_vhist_encode(&t, buf, sizeof buf), 1 + 4 * KR_VHIST_MAX);
+    }
+  }
+  /* empty */
+  kr_vhist_t e;
+  assert_int_equal(kr_vhist_decode(&e, NULL, 0), 0);
+  assert_int_equal(e.n, 0);
+  uint8_t one[1];
+  kr_vhist_init(&e);
+  assert_int_equal(kr_vhist_encode(&e, one, 1), 1);
+  assert_int_equal(one[0], KR_VHIST_VERSION);
+  assert_int_equal(kr_vhist_encode(&e, one, 0), 0);
+}
+
+static void history_caps(void **state) {
+  (void)state;
+  kr_vhist_t h, d;
+  kr_vhist_init(&h);
+  /* the largest entries: 13 bytes each */
+  for (int i = 0; i < 40; i++) {
+    kr_vhist_visit_t v = {KR_VHIST_MAX_SECONDS - i, KR_CONTENT_UNCHANGED,
+                          KR_VHIST_MAX_SECONDS - i};
+    kr_vhist_append(&h, &v);
+  }
+  assert_int_equal(h.n, KR_VHIST_MAX); /* count cap: oldest dropped */
+  assert_int_equal(h.v[0].interval_s, KR_VHIST_MAX_SECONDS - 8);
+  uint8_t buf[KR_VHIST_BYTES];
+  size_t len = kr_vhist_encode(&h, buf, sizeof buf);
+  assert_true(len <= KR_VHIST_BYTES);
+  assert_int_equal(len, 1 + 13 * 19); /* byte cap: the newest 19 */
+  assert_int_equal(kr_vhist_decode(&d, buf, len), 0);
+  assert_int_equal(d.n, 19);
+  assert_int_equal(d.v[18].interval_s, KR_VHIST_MAX_SECONDS - 39);
+  /* a smaller cap keeps fewer; out-of-range fields are clamped */
+  assert_int_equal(kr_vhist_encode(&h, buf, 27), 1 + 13 * 2);
+  kr_vhist_init(&h);
+  kr_vhist_visit_t odd = {-5, (kr_content_t)7, KR_VHIST_MAX_SECONDS + 1};
+  kr_vhist_append(&h, &odd);
+  odd.interval_s = INT64_MAX;
+  kr_vhist_append(&h, &odd);
+  len = kr_vhist_encode(&h, buf, sizeof buf);
+  assert_int_equal(kr_vhist_decode(&d, buf, len), 0);
+  assert_int_equal(d.v[0].interval_s, 0);
+  assert_int_equal(d.v[0].state, KR_CONTENT_UNKNOWN);
+  assert_int_equal(d.v[0].age_s, -1);
+  assert_int_equal(d.v[1].interval_s, KR_VHIST_MAX_SECONDS);
+  /* push: a damaged old history is dropped, the new visit kept */
+  int damaged = -1;
+  uint8_t junk[3] = {9, 9, 9};
+  kr_vhist_visit_t v = {60, KR_CONTENT_CHANGED, 30};
+  len = kr_vhist_push(junk, sizeof junk, &v, buf, &damaged);
+  assert_int_equal(damaged, 1);
+  assert_int_equal(kr_vhist_decode(&d, buf, len), 0);
+  assert_int_equal(d.n, 1);
+  assert_int_equal(d.v[0].age_s, 30);
+  uint8_t buf2[KR_VHIST_BYTES];
+  size_t len2 = kr_vhist_push(buf, len, &v, buf2, &damaged);
+  assert_int_equal(damaged, 0);
+  assert_int_equal(kr_vhist_decode(&d, buf2, len2), 0);
+  assert_int_equal(d.n, 2);
+  assert_int_equal(kr_vhist_push(NULL, 0, &v, buf, NULL), len);
+}
+
+static void history_hostile(void **state) {
+  (void)state;
+  kr_vhist_t d;
+  static const struct {
+    const char *what;
+    uint8_t b[16];
+    size_t n;
+  } bad[] = {
+      {"version 0", {0}, 1},
+      {"version 2", {2, 0x09}, 2},
+      {"truncated varint", {1, 0x80}, 2},
+      {"truncated age", {1, 0x0d}, 2},                       /* has_age, no age */
+      {"truncated long varint", {1, 0xff, 0xff, 0xff}, 4},
+      {"overlong", {1, 0x81, 0x00}, 3},
+      {"overlong age", {1, 0x0c, 0x80, 0x00}, 4},
+      {"8-byte varint", {1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, 9},
+      {"state 3", {1, 0x0b}, 2},
+      {"interval 2^40+1", {1, 0x88, 0x80, 0x80, 0x80, 0x80, 0x80, 0x02}, 8},
+      {"age 2^40+1", {1, 0x0c, 0x81, 0x80, 0x80, 0x80, 0x80, 0x20}, 8},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    d.n = 99;
+    if (kr_vhist_decode(&d, bad[i].b, bad[i].n) != KR_EINVAL)
+      fail_msg("%s: accepted", bad[i].what);
+    assert_int_equal(d.n, 0);
+  }
+  /* 2^40 exactly is fine */
+  uint8_t edge[] = {1, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x02};
+  assert_int_equal(kr_vhist_decode(&d, edge, sizeof edge), 0);
+  assert_int_equal(d.v[0].interval_s, KR_VHIST_MAX_SECONDS);
+  /* 33 entries, and more than KR_VHIST_BYTES bytes */
+  uint8_t many[KR_VHIST_BYTES + 8];
+  many[0] = 1;
+  memset(many + 1, 0x09, KR_VHIST_MAX);
+  assert_int_equal(kr_vhist_decode(&d, many, 1 + KR_VHIST_MAX), 0);
+  assert_int_equal(d.n, KR_VHIST_MAX);
+  memset(many + 1, 0x09, KR_VHIST_MAX + 1);
+  assert_int_equal(kr_vhist_decode(&d, many, 2 + KR_VHIST_MAX), KR_EINVAL);
+  memset(many, 0, sizeof many);
+  many[0] = 1;
+  assert_int_equal(kr_vhist_decode(&d, many, KR_VHIST_BYTES + 1), KR_EINVAL);
+  assert_int_equal(kr_vhist_decode(&d, NULL, 5), KR_EINVAL);
+  /* garbage: an error or a canonical history, never a crash; buffers are
+   * exact-size heap copies so ASan sees any read past the end */
+  seed(7);
+  unsigned accepted = 0;
+  for (int i = 0; i < 200000; i++) {
+    size_t n = (size_t)(rnd() % 40);
+    uint8_t *b = malloc(n ? n : 1);
+    for (size_t j = 0; j < n; j++) b[j] = (uint8_t)rnd();
+    if (n && i % 2) b[0] = 1; /* past the version byte half the time */
+    int rc = kr_vhist_decode(&d, b, n);
+    assert_true(rc == 0 || rc == KR_EINVAL);
+    if (rc == 0) {
+      accepted++;
+      uint8_t re[KR_VHIST_BYTES];
+      size_t rl = kr_vhist_encode(&d, re, sizeof re);
+      if (n == 0) assert_int_equal(d.n, 0);
+      else {
+        assert_int_equal(rl, n);
+        assert_memory_equal(re, b, n);
+      }
+    }
+    free(b);
+  }
+  printf("# hostile histories: %u of 200000 random BLOBs decoded (all canonical)\n", accepted);
+}
+
+static void observations_fold(void **state) {
+  (void)state;
+  kr_vhist_t h;
+  kr_vhist_init(&h);
+  kr_vhist_visit_t vs[] = {
+      {500, KR_CONTENT_CHANGED, 100},   /* an older visit was dropped: still counts */
+      {0, KR_CONTENT_CHANGED, -1},      /* first visit ever: resets */
+      {100, KR_CONTENT_UNKNOWN, -1},    /* folds into the next */
+      {50, KR_CONTENT_UNCHANGED, 7},
+      {30, KR_CONTENT_CHANGED, 12},
+      {10, KR_CONTENT_UNKNOWN, -1},     /* trailing unknown: no observation */
+  };
+  for (size_t i = 0; i < 6; i++) kr_vhist_append(&h, &vs[i]);
+  kr_est_obs_t o[8];
+  assert_int_equal(kr_vhist_observations(&h, o, 8), 3);
+  assert_true(o[0].t == 500 && o[0].changed && o[0].age == 100);
+  assert_true(o[1].t == 150 && !o[1].changed && o[1].age == 7);
+  assert_true(o[2].t == 30 && o[2].changed && o[2].age == 12);
+  assert_int_equal(kr_vhist_observations(&h, o, 2), 2);
+}
+
+/* ---- estimators ---------------------------------------------------------- */
+
+static double rel(double a, double b) { return fabs(a - b) / b; }
+
+static void regular_estimators(void **state) {
+  (void)state;
+  seed(11);
+  const double lambda = 1.0 / 3600;
+  const double lt[] = {0.2, 1.0, 3.0}; /* lambda * I */
+  for (size_t k = 0; k < 3; k++) {
+    double I = lt[k] / lambda;
+    page_t p;
+    page_init(&p, lambda);
+    unsigned n = 5000, x = 0;
+    for (unsigned i = 0; i < n; i++) x += (unsigned)page_visit(&p, I, NULL);
+    double br = kr_est_bias_reduced(n, x, I), nv = kr_est_naive(n, x, I);
+    printf("# lambda*I=%.1f n=%u X=%u: bias-reduced %.3f naive %.3f (x lambda)\n", lt[k], n,
+           x, br / lambda, nv / lambda);
+    assert_true(rel(br, lambda) < 0.08);
+    /* naive saturates: (1 - e^-lambda I)/I */
+    assert_true(nv < lambda);
+    if (lt[k] >= 1.0) assert_true(rel(nv, lambda) > 0.3);
+  }
+  assert_true(kr_est_naive(0, 0, 10) == 0 && kr_est_bias_reduced(0, 0, 10) == 0);
+  assert_true(kr_est_naive(3, 1, 0) == 0 && kr_est_bias_reduced(3, 1, -1) == 0);
+  assert_true(isfinite(kr_est_bias_reduced(10, 10, 60)));
+  assert_true(kr_est_bias_reduced(10, 99, 60) == kr_est_bias_reduced(10, 10, 60));
+}
+
+/* Cho & Garcia-Molina's point: at small n the bias-reduced estimator is
+ * far less biased than X/(nI). */
+static void small_n_bias(void **state) {
+  (void)state;
+  seed(12);
+  const double lambda = 1.0, I = 1.0; /* one change per interval */
+  const unsigned n = 10;
+  const int trials = 20000;
+  double sum_br = 0, sum_nv = 0, se_br = 0, se_nv = 0;
+  for (int t = 0; t < trials; t++) {
+    page_t p;
+    page_init(&p, lambda);
+    unsigned x = 0;
+    for (unsigned i = 0; i < n; i++) x += (unsigned)page_visit(&p, I, NULL);
+    double br = kr_est_bias_reduced(n, x, I), nv = kr_est_naive(n, x, I);
+    sum_br += br;
+    sum_nv += nv;
+    se_br += (br - lambda) * (br - lambda);
+    se_nv += (nv - lambda) * (nv - lambda);
+  }
+  double bias_br = sum_br / trials - lambda, bias_nv = sum_nv / trials - lambda;
+  printf("# n=10, lambda*I=1: bias bias-reduced %+.3f, naive %+.3f; rmse %.3f vs %.3f\n",
+         bias_br, bias_nv, sqrt(se_br / trials), sqrt(se_nv / trials));
+  assert_true(fabs(bias_br) < 0.1);
+  assert_true(fabs(bias_br) * 3 < fabs(bias_nv));
+}
+
+static void ml_matches_bias_reduced(void **state) {
+  (void)state;
+  kr_est_obs_t o[40];
+  for (unsigned n = 1; n <= 40; n += 3) {
+    for (unsigned x = 0; x <= n; x++) {
+      for (unsigned i = 0; i < n; i++) o[i] = (kr_est_obs_t){600.0, i < x, -1};
+      double ml;
+      assert_int_equal(kr_est_ml(o, n, 0.5, 0, 0, &ml), 0);
+      double br = kr_est_bias_reduced(n, x, 600.0);
+      if (x == 0) assert_true(ml == 0 && br == 0);
+      else if (rel(ml, br) > 1e-9) fail_msg("n=%u X=%u: ml %g br %g", n, x, ml, br);
+    }
+  }
+}
+
+static void ml_irregular(void **state) {
+  (void)state;
+  seed(13);
+  const double lambdas[] = {1.0 / 600, 1.0 / 86400};
+  for (size_t k = 0; k < 2; k++) {
+    double lambda = lambdas[k];
+    page_t p;
+    page_init(&p, lambda);
+    size_t n = 3000;
+    kr_est_obs_t *o = malloc(n * sizeof *o);
+    for (size_t i = 0; i < n; i++) {
+      /* intervals from 0.05/lambda to 5/lambda, log-uniform */
+      double t = exp(log(0.05) + unif() * log(100.0)) / lambda;
+      o[i].t = t;
+      o[i].changed = page_visit(&p, t, NULL);
+      o[i].age = -1;
+    }
+    double ml;
+    assert_int_equal(kr_est_ml(o, n, 0.5, 0, 0, &ml), 0);
+    double pure;
+    assert_int_equal(kr_est_ml(o, n, 0, 0, 0, &pure), 0);
+    printf("# irregular n=%zu: ml %.3f pure mle %.3f (x lambda)\n", n, ml / lambda,
+           pure / lambda);
+    assert_true(rel(ml, lambda) < 0.08);
+    assert_true(rel(pure, lambda) < 0.08);
+    free(o);
+  }
+}
+
+static void ml_edges(void **state) {
+  (void)state;
+  kr_est_obs_t all[5], none[5];
+  for (int i = 0; i < 5; i++) {
+    all[i] = (kr_est_obs_t){100.0 * (i + 1), 1, -1};
+    none[i] = (kr_est_obs_t){100.0 * (i + 1), 0, -1};
+  }
+  double l;
+  /* all changed: the pure MLE is infinite -> an error, not inf */
+  assert_int_equal(kr_est_ml(all, 5, 0, 0, 0, &l), KR_EINVAL);
+  /* smoothing or a prior make it finite */
+  assert_int_equal(kr_est_ml(all, 5, 0.5, 0, 0, &l), 0);
+  assert_true(isfinite(l) && l > 0);
+  assert_int_equal(kr_est_ml(all, 5, 0, 1.0 / 3600, 1.0, &l), 0);
+  assert_true(isfinite(l) && l > 0);
+  /* none changed: 0 without a prior, below the prior with one */
+  assert_int_equal(kr_est_ml(none, 5, 0.5, 0, 0, &l), 0);
+  assert_true(l == 0);
+  assert_int_equal(kr_est_ml(none, 5, 0.5, 1.0 / 60, 1.0, &l), 0);
+  assert_true(l > 0 && l < 1.0 / 60);
+  /* no data: the prior */
+  assert_int_equal(kr_est_ml(NULL, 0, 0.5, 0.25, 1.0, &l), 0);
+  assert_true(l == 0.25);
+  /* one tiny and one huge interval, both changed */
+  kr_est_obs_t mix[2] = {{1e-3, 1, -1}, {1e12, 1, -1}};
+  assert_int_equal(kr_est_ml(mix, 2, 0.5, 0, 0, &l), 0);
+  assert_true(isfinite(l) && l > 0);
+  /* invalid input */
+  kr_est_obs_t badt[1] = {{0, 1, -1}};
+  assert_int_equal(kr_est_ml(badt, 1, 0.5, 0, 0, &l), KR_EINVAL);
+  badt[0].t = NAN;
+  assert_int_equal(kr_est_ml(badt, 1, 0.5, 0, 0, &l), KR_EINVAL);
+  assert_int_equal(kr_est_ml(all, 5, -1, 0, 0, &l), KR_EINVAL);
+  assert_int_equal(kr_est_ml(all, 5, 0.5, 0, 1.0, &l), KR_EINVAL); /* weight, no rate */
+  assert_int_equal(kr_est_ml(NULL, 3, 0.5, 0, 0, &l), KR_EINVAL);
+}
+
+static void lm_estimator(void **state) {
+  (void)state;
+  kr_est_params_t ep;
+  kr_est_params_default(&ep);
+  seed(14);
+  const double lambda = 1.0 / 3600;
+  const double lt[] = {0.3, 1.0, 4.0};
+  for (size_t k = 0; k < 3; k++) {
+    page_t p;
+    page_init(&p, lambda);
+    size_t n = 4000;
+    kr_est_obs_t *o = malloc(n * sizeof *o);
+    for (size_t i = 0; i < n; i++) {
+      double t = lt[k] / lambda * (0.5 + unif()); /* irregular */
+      double age;
+      o[i].changed = page_visit(&p, t, &age);
+      o[i].t = t;
+      o[i].age = floor(age) + 2 < t ? floor(age) + 2 : t; /* whole seconds, >= min age */
+    }
+    double lm, ml;
+    assert_int_equal(kr_est_lm(&ep, o, n, 0, 0, &lm), 0);
+    assert_int_equal(kr_est_ml(o, n, 0.5, 0, 0, &ml), 0);
+    printf("# last-modified lambda*I~%.1f: lm %.3f ml %.3f (x lambda)\n", lt[k], lm / lambda,
+           ml / lambda);
+    assert_true(rel(lm, lambda) < 0.06);
+    free(o);
+  }
+  /* unusable ages -> KR_EINVAL */
+  double l;
+  kr_est_obs_t now[3] = {{600, 1, 0}, {600, 1, 0}, {600, 0, -1}}; /* "Last-Modified: now" */
+  assert_int_equal(kr_est_lm(&ep, now, 3, 0, 0, &l), KR_EINVAL);
+  kr_est_obs_t stale[2] = {{600, 1, 5000}, {600, 0, -1}}; /* older than the interval */
+  assert_int_equal(kr_est_lm(&ep, stale, 2, 0, 0, &l), KR_EINVAL);
+  kr_est_obs_t moved[2] = {{600, 1, 100}, {600, 0, 10}}; /* moved, content did not */
+  assert_int_equal(kr_est_lm(&ep, moved, 2, 0, 0, &l), KR_EINVAL);
+  kr_est_obs_t missing[2] = {{600, 1, -1}, {600, 1, 100}};
+  assert_int_equal(kr_est_lm(&ep, missing, 2, 0, 0, &l), KR_EINVAL);
+  kr_est_obs_t nochange[2] = {{600, 0, 900}, {600, 0, -1}};
+  assert_int_equal(kr_est_lm(&ep, nochange, 2, 0, 0, &l), KR_EINVAL);
+  /* within the slack an age a little past the interval is fine */
+  kr_est_obs_t slack[2] = {{600, 1, 630}, {600, 0, 1230}};
+  assert_int_equal(kr_est_lm(&ep, slack, 2, 0, 0, &l), 0);
+  assert_true(l > 0);
+}
+
+/* The small-sample correction of the last-modified estimator: smaller
+ * bias than plain X/T when most intervals see a change. */
+static void lm_small_n(void **state) {
+  (void)state;
+  kr_est_params_t ep;
+  kr_est_params_default(&ep);
+  ep.lm_min_age_s = 0;
+  seed(15);
+  const double lambda = 1.0;
+  const double lts[] = {0.5, 3.0};
+  for (size_t k = 0; k < 2; k++) {
+    const unsigned n = 8;
+    const int trials = 20000;
+    double sum_c = 0, sum_plain = 0;
+    int used = 0;
+    for (int tr = 0; tr < trials; tr++) {
+      page_t p;
+      page_init(&p, lambda);
+      kr_est_obs_t o[8];
+      double T = 0;
+      unsigned x = 0;
+      for (unsigned i = 0; i < n; i++) {
+        double age;
+        o[i].t = lts[k];
+        o[i].changed = page_visit(&p, lts[k], &age);
+        o[i].age = age;
+        x += (unsigned)o[i].changed;
+        T += o[i].changed ? age : lts[k];
+      }
+      double l;
+      if (kr_est_lm(&ep, o, n, 0, 0, &l) < 0) continue; /* X = 0 */
+      used++;
+      sum_c += l;
+      sum_plain += x / T;
+    }
+    double bc = sum_c / used - lambda, bp = sum_plain / used - lambda;
+    printf("# last-modified n=8 lambda*I=%.1f: bias corrected %+.3f, X/T %+.3f\n", lts[k], bc,
+           bp);
+    assert_true(fabs(bc) < fabs(bp));
+    assert_true(fabs(bc) < 0.1);
+  }
+}
+
+static void rate_and_prior(void **state) {
+  (void)state;
+  kr_est_params_t ep;
+  kr_est_params_default(&ep);
+  assert_true(fabs(ep.x_min - log(2.0)) < 1e-15);
+  /* prior from initial-wait and hints */
+  double base = kr_est_prior(&ep, 3600 * 1000, NULL);
+  assert_true(rel(base, log(2.0) / 3600) < 1e-12);
+  kr_est_hints_t h = kr_est_hints_none();
+  assert_true(kr_est_prior(&ep, 3600 * 1000, &h) == base);
+  h.last_modified = 0;
+  double no_lm = kr_est_prior(&ep, 3600 * 1000, &h);
+  h.last_modified = 1;
+  double with_lm = kr_est_prior(&ep, 3600 * 1000, &h);
+  assert_true(rel(no_lm / with_lm, 2.0) < 1e-12);
+  h = kr_est_hints_none();
+  h.depth = 4;
+  assert_true(kr_est_prior(&ep, 3600 * 1000, &h) == base); /* off by default */
+  ep.depth_halving = 2;
+  assert_true(rel(kr_est_prior(&ep, 3600 * 1000, &h), base / 4) < 1e-12);
+  ep.depth_halving = 0;
+  h = kr_est_hints_none();
+  h.changefreq_rate = 1.0 / 86400;
+  assert_true(kr_est_prior(&ep, 3600 * 1000, &h) == 1.0 / 86400);
+  assert_true(kr_est_prior(&ep, 0, NULL) > 0);          /* no initial-wait: 1000 s */
+  assert_true(kr_est_prior(NULL, 3600 * 1000, NULL) == base);
+  /* changefreq */
+  assert_true(kr_est_changefreq_rate("daily", 5) == 1.0 / 86400);
+  assert_true(kr_est_changefreq_rate(" Hourly\n", 8) == 1.0 / 3600);
+  assert_true(kr_est_changefreq_rate("NEVER", 5) > 0);
+  assert_true(kr_est_changefreq_rate("always", 6) == 1.0 / 60);
+  assert_true(kr_est_changefreq_rate("weekly", 6) == 1.0 / 604800);
+  assert_true(kr_est_changefreq_rate("monthly", 7) > 0 && kr_est_changefreq_rate("yearly", 6) > 0);
+  assert_true(kr_est_changefreq_rate("dail", 4) == 0);
+  assert_true(kr_est_changefreq_rate("dailyx", 6) == 0);
+  assert_true(kr_est_changefreq_rate("", 0) == 0 && kr_est_changefreq_rate(NULL, 3) == 0);
+
+  /* method choice */
+  kr_est_result_t r;
+  kr_vhist_t hist;
+  kr_vhist_init(&hist);
+  kr_est_rate(&ep, &hist, base, &r);
+  assert_int_equal(r.method, KR_EST_PRIOR);
+  assert_true(r.lambda == base);
+  kr_est_rate(&ep, NULL, base, &r);
+  assert_int_equal(r.method, KR_EST_PRIOR);
+  kr_vhist_visit_t first = {0, KR_CONTENT_CHANGED, -1};
+  kr_vhist_append(&hist, &first);
+  for (int i = 0; i < 6; i++) {
+    kr_vhist_visit_t v = {3600 + (i % 2) * 100, i % 3 ? KR_CONTENT_UNCHANGED : KR_CONTENT_CHANGED, -1};
+    kr_vhist_append(&hist, &v);
+  }
+  kr_est_rate(&ep, &hist, base, &r);
+  assert_int_equal(r.method, KR_EST_REGULAR);
+  assert_int_equal(r.observations, 6);
+  assert_int_equal(r.changes, 2);
+  kr_vhist_visit_t far = {20000, KR_CONTENT_UNCHANGED, -1};
+  kr_vhist_append(&hist, &far);
+  kr_est_rate(&ep, &hist, base, &r);
+  assert_int_equal(r.method, KR_EST_ML);
+  assert_string_equal(kr_est_method_name(r.method), "ml");
+  /* valid ages on every changed visit: last-modified */
+  kr_vhist_t lmh;
+  kr_vhist_init(&lmh);
+  for (int i = 0; i < 5; i++) {
+    kr_vhist_visit_t v = {3600, i % 2 ? KR_CONTENT_CHANGED : KR_CONTENT_UNCHANGED,
+                          i % 2 ? 1200 : 5000};
+    kr_vhist_append(&lmh, &v);
+  }
+  kr_est_rate(&ep, &lmh, base, &r);
+  assert_int_equal(r.method, KR_EST_LM);
+  assert_string_equal(kr_est_method_name(r.method), "last-modified");
+  ep.use_last_modified = 0;
+  kr_est_rate(&ep, &lmh, base, &r);
+  assert_int_equal(r.method, KR_EST_REGULAR);
+  ep.use_last_modified = 1;
+  /* a "Last-Modified: now" server falls back to the digest */
+  for (unsigned i = 0; i < lmh.n; i++) lmh.v[i].age_s = 0;
+  kr_est_rate(&ep, &lmh, base, &r);
+  assert_int_equal(r.method, KR_EST_REGULAR);
+  assert_string_equal(kr_est_method_name(KR_EST_PRIOR), "prior");
+  assert_string_equal(kr_est_method_name(KR_EST_REGULAR), "regular");
+  assert_string_equal(kr_est_method_name((kr_est_method_t)9), "?");
+
+  /* hostile: always-changed 1-second visits, a 0 or NaN prior, no params */
+  kr_vhist_t fast;
+  kr_vhist_init(&fast);
+  for (int i = 0; i < KR_VHIST_MAX; i++) {
+    kr_vhist_visit_t v = {1, KR_CONTENT_CHANGED, -1};
+    kr_vhist_append(&fast, &v);
+  }
+  kr_est_rate(&ep, &fast, base, &r);
+  assert_true(isfinite(r.lambda) && r.lambda > 0 && r.lambda <= 1e3);
+  kr_est_rate(&ep, &fast, 0, &r);
+  assert_true(isfinite(r.lambda) && r.lambda > 0);
+  kr_est_rate(NULL, &fast, NAN, &r);
+  assert_true(isfinite(r.lambda) && r.lambda > 0);
+  ep.prior_weight = 0;
+  ep.smoothing = 0;
+  kr_est_rate(&ep, &fast, base, &r); /* the pure MLE is infinite: the cap */
+  assert_true(r.lambda == 1e3);
+}
+
+/* The prior fades after a few visits whatever the time scale: a page that
+ * changes every minute, visited every 30 s, is recognised as such even
+ * with an initial-wait of a day. */
+static void prior_fades(void **state) {
+  (void)state;
+  kr_est_params_t ep, flat;
+  kr_est_params_default(&ep);
+  flat = ep;
+  flat.prior_weight = 0;
+  seed(16);
+  double prior = kr_est_prior(&ep, 86400 * 1000, NULL);
+  double sum = 0, worst = 0;
+  const int histories = 500;
+  for (int k = 0; k < histories; k++) {
+    page_t p;
+    page_init(&p, 1.0 / 60);
+    kr_vhist_t h;
+    kr_vhist_init(&h);
+    for (int i = 0; i < KR_VHIST_MAX; i++) {
+      int c = page_visit(&p, 30, NULL);
+      kr_vhist_visit_t v = {30, c ? KR_CONTENT_CHANGED : KR_CONTENT_UNCHANGED, -1};
+      kr_vhist_append(&h, &v);
+    }
+    kr_est_result_t r, r0;
+    kr_est_rate(&ep, &h, prior, &r);
+    kr_est_rate(&flat, &h, prior, &r0);
+    assert_int_equal(r.method, KR_EST_REGULAR);
+    if (r0.changes == 0) continue;
+    double d = rel(r.lambda, r0.lambda);
+    if (d > worst) worst = d;
+    sum += r.lambda * 60;
+  }
+  printf("# 32 visits at 30 s of a page changing every 60 s, prior 1/day: mean %.3f x lambda,"
+         " at most %.1f %% below the estimate without prior\n",
+         sum / histories, 100 * worst);
+  assert_true(sum / histories > 0.85 && sum / histories < 1.2);
+  assert_true(worst < 0.15);
+}
+
+/* ---- allocation ---------------------------------------------------------- */
+
+static void h_function(void **state) {
+  (void)state;
+  assert_true(kr_alloc_h(0) == 0 && kr_alloc_h(-1) == 0 && kr_alloc_h(NAN) == 0);
+  assert_true(kr_alloc_h_inv(0) == 0 && kr_alloc_h_inv(-3) == 0);
+  assert_true(isinf(kr_alloc_h_inv(1)) && isinf(kr_alloc_h_inv(2)));
+  assert_true(rel(kr_alloc_h(log(2.0)), 1 - (1 + log(2.0)) / 2) < 1e-14);
+  /* small x: against a long-double series-free evaluation */
+  for (double x = 1e-7; x < 50; x *= 1.37) {
+    long double lx = x;
+    long double want;
+    if (x >= 0.01) {
+      want = 1 - (1 + lx) * expl(-lx); /* cancellation costs < 1e-15 here */
+    } else {                           /* the series, in long double */
+      long double p = lx * lx / 2;
+      want = p;
+      for (int k = 3; k < 30; k++) {
+        p *= lx / k;
+        want += (k & 1) ? -(k - 1) * p : (k - 1) * p;
+      }
+    }
+    double got = kr_alloc_h(x);
+    if (fabsl(got - want) > 1e-14L * want) fail_msg("h(%g) = %.17g want %.17Lg", x, got, want);
+    double y = got;
+    if (y < 1.0) {
+      double back = kr_alloc_h_inv(y);
+      if (x < 20 && rel(back, x) > 1e-9) fail_msg("h_inv(h(%g)) = %.17g", x, back);
+    }
+  }
+  assert_true(rel(kr_alloc_versions(1.0, 1.0), 1 - exp(-1.0)) < 1e-15);
+  assert_true(kr_alloc_versions(1.0, 0) == 0 && kr_alloc_versions(0, 1) == 0);
+  assert_true(kr_alloc_versions(2.0, INFINITY) == 2.0);
+  assert_true(rel(kr_alloc_freshness(2.0, 1.0), (1 - exp(-2.0)) / 2) < 1e-15);
+  assert_true(kr_alloc_freshness(0, 1) == 1.0);
+  assert_true(rel(kr_alloc_budget(1, 2000, 1.0), 0.5) < 1e-15);
+  assert_true(rel(kr_alloc_budget(3, 5000, 0.9), 0.54) < 1e-12);
+  assert_true(kr_alloc_budget(0, 2000, 1) == 0 && kr_alloc_budget(1, 0, 1) == 0);
+  assert_true(kr_alloc_budget(2, 1000, 7) == 2.0); /* utilisation > 1: 1 */
+}
+
+/* A synthetic host: n URIs, lambda log-uniform from 1/hour to 1/month. */
+static kr_alloc_item_t *mix(size_t n, double fmin, double fmax) {
+  kr_alloc_item_t *it = malloc(n * sizeof *it);
+  for (size_t i = 0; i < n; i++) {
+    double lo = log(1.0 / (30 * 86400.0)), hi = log(1.0 / 3600);
+    it[i] = (kr_alloc_item_t){exp(lo + unif() * (hi - lo)), fmin, fmax, 1.0};
+  }
+  return it;
+}
+
+static double sum_f(const double *f, const kr_alloc_item_t *it, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; i++) s += it[i].weight * f[i];
+  return s;
+}
+
+static void versions_optimum(void **state) {
+  (void)state;
+  seed(21);
+  const size_t n = 10000;
+  const double fmin = 1.0 / (28 * 86400.0), fmax = 1.0 / 60;
+  kr_alloc_item_t *it = mix(n, fmin, fmax);
+  double *f = malloc(n * sizeof *f), *g = malloc(n * sizeof *g);
+  const double B = 0.45; /* 2 s politeness at 90 %: ~3.9 fetches per URI a day */
+  double mu, floor_mu = kr_alloc_h(log(2.0));
+  assert_int_equal(kr_alloc_solve(KR_ALLOC_VERSIONS, it, n, B, floor_mu, &mu, f), KR_ALLOC_BINDS);
+  double tot = sum_f(f, it, n);
+  assert_true(tot <= B * (1 + 1e-12));
+  assert_true(tot >= B * (1 - 1e-6));
+  /* proportional to lambda where not clamped */
+  double x = kr_alloc_h_inv(mu);
+  assert_true(x > log(2.0));
+  for (size_t i = 0; i < n; i++) {
+    if (f[i] > fmin * 1.0000001 && f[i] < fmax * 0.9999999 && rel(it[i].lambda / f[i], x) > 1e-6)
+      fail_msg("item %zu: lambda/f %g, x %g", i, it[i].lambda / f[i], x);
+  }
+  /* against uniform at the same budget */
+  double v_opt = 0, v_uni = 0, v_lam = 0, fr_opt = 0, fr_uni = 0;
+  for (size_t i = 0; i < n; i++) {
+    v_opt += kr_alloc_versions(it[i].lambda, f[i]);
+    v_uni += kr_alloc_versions(it[i].lambda, B / n);
+    v_lam += it[i].lambda;
+  }
+  /* no other allocation within the budget does better: perturb pairs */
+  for (int k = 0; k < 2000; k++) {
+    size_t a = (size_t)(rnd() % n), b = (size_t)(rnd() % n);
+    double d = 0.1 * (f[a] < f[b] ? f[a] : f[b]);
+    if (f[a] - d < fmin || f[b] + d > fmax) continue;
+    double before = kr_alloc_versions(it[a].lambda, f[a]) + kr_alloc_versions(it[b].lambda, f[b]);
+    double after =
+        kr_alloc_versions(it[a].lambda, f[a] - d) + kr_alloc_versions(it[b].lambda, f[b] + d);
+    assert_true(after <= before * (1 + 1e-12));
+  }
+  /* freshness objective on the same mix */
+  assert_int_equal(kr_alloc_solve(KR_ALLOC_FRESHNESS, it, n, B, 0, &mu, g), KR_ALLOC_BINDS);
+  assert_true(sum_f(g, it, n) <= B * (1 + 1e-12));
+  double v_fresh = 0;
+  for (size_t i = 0; i < n; i++) {
+    fr_opt += kr_alloc_freshness(it[i].lambda, g[i]);
+    fr_uni += kr_alloc_freshness(it[i].lambda, B / n);
+    v_fresh += kr_alloc_versions(it[i].lambda, g[i]);
+  }
+  printf("# 10000 URIs, lambda 1/h..1/month log-uniform, budget %.2f/s (%.1f fetches/URI/day)\n",
+         B, B * 86400 / n);
+  printf("# versions captured per day: optimal %.0f, uniform %.0f, ratio %.3f "
+         "(capture ratio %.3f vs %.3f)\n",
+         v_opt * 86400, v_uni * 86400, v_opt / v_uni, v_opt / v_lam, v_uni / v_lam);
+  printf("# mean freshness: freshness-optimal %.3f, uniform %.3f, ratio %.3f; "
+         "its versions ratio %.3f\n",
+         fr_opt / n, fr_uni / n, fr_opt / fr_uni, v_fresh / v_uni);
+  assert_true(v_opt / v_uni > 1.3);
+  assert_true(fr_opt > fr_uni);
+  assert_true(v_fresh <= v_opt * (1 + 1e-9));
+  free(it);
+  free(f);
+  free(g);
+}
+
+/* Cho's result: the freshness optimum gives more frequency to faster pages
+ * only up to a point, then less, and none beyond mu lambda >= 1; the
+ * versions optimum never turns down. */
+static void freshness_shape(void **state) {
+  (void)state;
+  const size_t n = 60;
+  kr_alloc_item_t it[60];
+  double f[60], g[60];
+  for (size_t i = 0; i < n; i++)
+    it[i] = (kr_alloc_item_t){1e-6 * pow(10, (double)i / 10), 1e-9, 1e3, 1.0}; /* 1e-6..1e0 */
+  double B = 0.02, mu;
+  assert_int_equal(kr_alloc_solve(KR_ALLOC_FRESHNESS, it, n, B, 0, &mu, f), KR_ALLOC_BINDS);
+  assert_true(sum_f(f, it, n) <= B * (1 + 1e-12));
+  size_t peak = 0;
+  for (size_t i = 1; i < n; i++)
+    if (f[i] > f[peak]) peak = i;
+  assert_true(peak > 0 && peak < n - 1);
+  for (size_t i = 1; i <= peak; i++) assert_true(f[i] >= f[i - 1]);
+  for (size_t i = peak + 1; i < n; i++) assert_true(f[i] <= f[i - 1] * (1 + 1e-12));
+  assert_true(f[n - 1] == it[n - 1].fmin);       /* starved */
+  assert_true(mu * it[n - 1].lambda >= 1);
+  for (size_t i = 1; i < n; i++) /* less than proportional as lambda grows */
+    assert_true(f[i] / it[i].lambda <= f[i - 1] / it[i - 1].lambda * (1 + 1e-12));
+  printf("# freshness optimum: peak frequency at lambda %.2g/s, pages above %.2g/s starved\n",
+         it[peak].lambda, 1 / mu);
+  assert_int_equal(kr_alloc_solve(KR_ALLOC_VERSIONS, it, n, B, 0, &mu, g), KR_ALLOC_BINDS);
+  for (size_t i = 1; i < n; i++) assert_true(g[i] >= g[i - 1]);
+}
+
+static void solve_edges(void **state) {
+  (void)state;
+  kr_alloc_item_t it[3] = {{1e-3, 1e-4, 1e-1, 1}, {1e-4, 1e-4, 1e-1, 1}, {1e-5, 1e-4, 1e-1, 1}};
+  double f[3], mu, fl = kr_alloc_h(log(2.0));
+  /* slack: mu at the floor, x = ln 2 */
+  assert_int_equal(kr_alloc_solve(KR_ALLOC_VERSIONS, it, 3, 100, fl, &mu, f), KR_ALLOC_SLACK);
+  assert_true(rel(mu, fl) < 1e-12);
+  assert_true(rel(f[0], 1e-3 / log(2.0)) < 1e-9);
+  assert_true(f[2] == 1e-4); /* clamped at fmin */
+  /* over: even all at fmin exceeds the budget */
+  assert_int_equal(kr_alloc_solve(KR_ALLOC_VERSIONS, it, 3, 1e-4, fl, &mu, f), KR_ALLOC_OVER);
+  for (int i = 0; i < 3; i++) assert_true(f[i] == 1e-4);
+  assert_int_equal(kr_alloc_solve(KR_ALLOC_FRESHNESS, it, 3, 1e-4, 0, &mu, f), KR_ALLOC_OVER);
+  assert_int_equal(kr_alloc_solve(KR_ALLOC_FRESHNESS, it, 3, 100, 0, &mu, f), KR_ALLOC_SLACK);
+  for (int i = 0; i < 3; i++) assert_true(rel(f[i], 1e-1) < 1e-9);
+  /* no floor: slack means everything at fmax */
+  assert_int_equal(kr_alloc_solve(KR_ALLOC_VERSIONS, it, 3, 100, 0, &mu, f), KR_ALLOC_SLACK);
+  for (int i = 0; i < 3; i++) assert_true(rel(f[i], 1e-1) < 1e-9);
+  /* empty, zero weights, bad input */
+  assert_int_equal(kr_alloc_solve(KR_ALLOC_VERSIONS, NULL, 0, 1, fl, &mu, NULL), KR_ALLOC_SLACK);
+  kr_alloc_item_t z[1] = {{1e-3, 1e-4, 1e-1, 0}};
+  assert_int_equal(kr_alloc_solve(KR_ALLOC_FRESHNESS, z, 1, 1, 0, &mu, f), KR_ALLOC_SLACK);
+  kr_alloc_item_t bad[1] = {{-1, 1e-4, 1e-1, 1}};
+  assert_int_equal(kr_alloc_solve(KR_ALLOC_VERSIONS, bad, 1, 1, fl, &mu, f), KR_EINVAL);
+  bad[0] = (kr_alloc_item_t){1, 1e-1, 1e-4, 1}; /* fmin > fmax */
+  assert_int_equal(kr_alloc_solve(KR_ALLOC_VERSIONS, bad, 1, 1, fl, &mu, f), KR_EINVAL);
+  bad[0] = (kr_alloc_item_t){1, 1e-4, 1e-1, NAN};
+  assert_int_equal(kr_alloc_solve(KR_ALLOC_VERSIONS, bad, 1, 1, fl, &mu, f), KR_EINVAL);
+  assert_int_equal(kr_alloc_solve(KR_ALLOC_VERSIONS, it, 3, NAN, fl, &mu, f), KR_EINVAL);
+  assert_int_equal(kr_alloc_solve(KR_ALLOC_VERSIONS, it, 3, -1, fl, &mu, f), KR_EINVAL);
+  assert_int_equal(kr_alloc_solve((kr_alloc_objective_t)5, it, 3, 1, fl, &mu, f), KR_EINVAL);
+  /* per-URI frequency */
+  assert_true(kr_alloc_freq(KR_ALLOC_VERSIONS, 0.999999999, 1e-3, 1e-4, 1e-1) >= 1e-4);
+  assert_true(kr_alloc_freq(KR_ALLOC_VERSIONS, 1.5, 1e-3, 1e-4, 1e-1) == 1e-4);
+  assert_true(kr_alloc_freq(KR_ALLOC_VERSIONS, 0, 1e-3, 1e-4, 1e-1) == 1e-1);
+  assert_true(kr_alloc_freq(KR_ALLOC_FRESHNESS, 2000, 1e-3, 1e-4, 1e-1) == 1e-4);
+}
+
+static void host_sketch(void **state) {
+  (void)state;
+  seed(31);
+  /* buckets */
+  assert_int_equal(kr_alloc_bucket(0), 0);
+  assert_int_equal(kr_alloc_bucket(NAN), 0);
+  assert_int_equal(kr_alloc_bucket(1e-20), 0);
+  assert_int_equal(kr_alloc_bucket(1e9), KR_ALLOC_BUCKETS - 1);
+  for (unsigned b = 0; b < KR_ALLOC_BUCKETS; b++)
+    assert_int_equal(kr_alloc_bucket(kr_alloc_bucket_lambda(b)), b);
+
+  const size_t n = 10000;
+  const int64_t min_ms = 60000, max_ms = 28LL * 86400000;
+  kr_alloc_item_t *it = mix(n, 1000.0 / max_ms, 1000.0 / min_ms);
+  kr_alloc_host_t h;
+  kr_alloc_host_init(&h, log(2.0));
+  assert_true(kr_alloc_host_x(&h) == log(2.0));
+  int cls = kr_alloc_host_class(&h, min_ms, max_ms);
+  assert_int_equal(cls, 0);
+  assert_int_equal(kr_alloc_host_class(&h, min_ms, max_ms), 0);
+  for (size_t i = 0; i < n; i++) kr_alloc_host_update(&h, cls, 0, it[i].lambda);
+  assert_int_equal(h.cls[0].total, n);
+  const double B = 0.45;
+  assert_int_equal(kr_alloc_host_maybe_solve(&h, B, 1000), 1); /* never solved */
+  assert_int_equal(h.state, KR_ALLOC_BINDS);
+  double xs = kr_alloc_host_x(&h);
+  double mu, x;
+  kr_alloc_solve(KR_ALLOC_VERSIONS, it, n, B, kr_alloc_h(log(2.0)), &mu, NULL);
+  x = kr_alloc_h_inv(mu);
+  /* the sketch's x is close, and the URIs' own x/lambda with it use the
+   * budget and capture nearly the exact optimum */
+  double used = 0, v_sk = 0, v_ex = 0;
+  for (size_t i = 0; i < n; i++) {
+    double fs = it[i].lambda / xs, fe = it[i].lambda / x;
+    fs = fs < it[i].fmin ? it[i].fmin : fs > it[i].fmax ? it[i].fmax : fs;
+    fe = fe < it[i].fmin ? it[i].fmin : fe > it[i].fmax ? it[i].fmax : fe;
+    used += fs;
+    v_sk += kr_alloc_versions(it[i].lambda, fs);
+    v_ex += kr_alloc_versions(it[i].lambda, fe);
+  }
+  printf("# sketch x %.4f vs exact %.4f; budget used %.3f of %.2f; versions %.4f of optimum\n",
+         xs, x, used, B, v_sk / v_ex);
+  assert_true(rel(xs, x) < 0.05);
+  assert_true(used < B * 1.05);
+  assert_true(v_sk / v_ex > 0.99);
+
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (int i = 0; i < 100; i++) kr_alloc_host_solve(&h, B * (1 + i % 2 * 0.01));
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  printf("# host re-solve from the sketch: %.1f us\n",
+         ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / 100 / 1e3);
+  kr_alloc_host_solve(&h, B);
+
+  /* not re-solved before `every` updates, unless the budget moves > 10 % */
+  assert_int_equal(kr_alloc_host_maybe_solve(&h, B, 1000), 0);
+  assert_int_equal(kr_alloc_host_maybe_solve(&h, B * 1.05, 1000), 0);
+  for (int i = 0; i < 999; i++) kr_alloc_host_update(&h, cls, it[i].lambda, it[i].lambda * 2);
+  assert_int_equal(kr_alloc_host_maybe_solve(&h, B, 1000), 0);
+  kr_alloc_host_update(&h, cls, it[999].lambda, it[999].lambda * 2);
+  assert_int_equal(kr_alloc_host_maybe_solve(&h, B, 1000), 1);
+  assert_true(kr_alloc_host_x(&h) > xs); /* faster pages, same budget */
+  assert_int_equal(kr_alloc_host_maybe_solve(&h, B * 1.2, 1000), 1);
+  assert_int_equal(kr_alloc_host_maybe_solve(&h, 0, 1000), 1);
+  assert_true(kr_alloc_host_x(&h) == log(2.0)); /* no budget known: the floor */
+  assert_int_equal(kr_alloc_host_maybe_solve(&h, 0, 1000), 0);
+  /* a huge budget: slack, the floor */
+  kr_alloc_host_solve(&h, 1e9);
+  assert_int_equal(h.state, KR_ALLOC_SLACK);
+  assert_true(kr_alloc_host_x(&h) == log(2.0));
+  /* a tiny one: over, every URI at max-wait */
+  kr_alloc_host_solve(&h, 1e-9);
+  assert_int_equal(h.state, KR_ALLOC_OVER);
+  assert_true(kr_alloc_host_x(&h) >= kr_alloc_bucket_lambda(KR_ALLOC_BUCKETS - 1) * max_ms / 1000 * 0.99 ||
+              kr_alloc_host_x(&h) * 1000.0 / kr_alloc_bucket_lambda(0) >= (double)max_ms);
+
+  /* counts never go negative; removals of unknown buckets are ignored */
+  kr_alloc_host_t e;
+  kr_alloc_host_init(&e, 0); /* invalid floor: ln 2 */
+  assert_true(e.x_min == log(2.0));
+  int c2 = kr_alloc_host_class(&e, 1000, 2000);
+  kr_alloc_host_update(&e, c2, 1e-3, 0);
+  assert_int_equal(e.cls[c2].total, 0);
+  kr_alloc_host_update(&e, 7, 0, 1e-3);  /* no such class */
+  kr_alloc_host_update(&e, -1, 0, 1e-3);
+  assert_int_equal(e.cls[c2].total, 0);
+  /* class overflow shares the last class */
+  assert_int_equal(kr_alloc_host_class(&e, 1, 2), 1);
+  assert_int_equal(kr_alloc_host_class(&e, 3, 4), 2);
+  assert_int_equal(kr_alloc_host_class(&e, 5, 6), 3);
+  assert_int_equal(kr_alloc_host_class(&e, 7, 8), 3);
+  assert_int_equal(e.ncls, KR_ALLOC_CLASSES);
+  /* an empty host solves to the floor */
+  assert_int_equal(kr_alloc_host_solve(&e, 1.0), KR_ALLOC_SLACK);
+  assert_true(kr_alloc_host_x(&e) == log(2.0));
+  free(it);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(history_round_trip), cmocka_unit_test(history_caps),
+      cmocka_unit_test(history_hostile),    cmocka_unit_test(observations_fold),
+      cmocka_unit_test(regular_estimators), cmocka_unit_test(small_n_bias),
+      cmocka_unit_test(ml_matches_bias_reduced), cmocka_unit_test(ml_irregular),
+      cmocka_unit_test(ml_edges),           cmocka_unit_test(lm_estimator),
+      cmocka_unit_test(lm_small_n),         cmocka_unit_test(rate_and_prior),
+      cmocka_unit_test(prior_fades),        cmocka_unit_test(h_function),
+      cmocka_unit_test(versions_optimum),   cmocka_unit_test(freshness_shape),
+      cmocka_unit_test(solve_edges),        cmocka_unit_test(host_sketch),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
