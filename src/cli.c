@@ -16,6 +16,7 @@
 #pragma weak kr_cmd_url
 #pragma weak kr_cmd_fetch
 #pragma weak kr_cmd_robots
+#pragma weak kr_cmd_crawl
 
 struct command {
   const char *name;
@@ -27,6 +28,7 @@ static const struct command commands[] = {
     {"url", kr_cmd_url, "parse | resolve | canon | surt  URL tools"},
     {"fetch", kr_cmd_fetch, "fetch one URL through the engine"},
     {"robots", kr_cmd_robots, "FILE USER-AGENT URL  robots.txt decision"},
+    {"crawl", kr_cmd_crawl, "-c FILE [-o section.key=value]...  run a crawl"},
 };
 
 void kr_cli_error(int err, const char *fmt, ...) {

@@ -17,5 +17,6 @@ void kr_cli_error(int err, const char *fmt, ...) __attribute__((format(printf, 2
 int kr_cmd_url(int argc, char **argv);
 int kr_cmd_fetch(int argc, char **argv);
 int kr_cmd_robots(int argc, char **argv);
+int kr_cmd_crawl(int argc, char **argv);
 
 #endif

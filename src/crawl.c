@@ -1,0 +1,841 @@
+/*
+ * The crawl object (see crawl.h): it maps the configuration onto the
+ * modules' options, owns the loop and every handle on it, keeps a pool of
+ * fetch objects walking the processor chain, pulls URIs from the frontier
+ * when told it can (on_ready, or a fetch finished), commits grouped store
+ * transactions once per loop turn, enforces max-time, and shuts down in
+ * order on a signal, a limit or the end of a snapshot crawl. Nothing here
+ * runs inside another module's callback when it could free that module:
+ * the end of the crawl is noticed where it happens but carried out from a
+ * uv_idle callback on the next turn. Sections: settings from the config,
+ * fetch objects, dispatch, the loop, stopping and closing, creation.
+ */
+#include "crawl.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "kria/seeds.h"
+#include "log.h"
+
+#define DISPATCH_BUDGET 512       /* URIs started per dispatch call */
+#define ROBOTS_CACHE_ENTRIES 65536
+#define FETCH_ARENA_BLOCK (16u << 10)
+#define FETCH_ARENA_CAP (64u << 20)
+
+static void check_end(kr_crawl_t *c);
+static void crawl_fail(kr_crawl_t *c, int err);
+static void dispatch(kr_crawl_t *c);
+static void on_idle(uv_idle_t *h);
+static void on_commit_timer(uv_timer_t *t);
+
+uint64_t kr_crawl_now(const kr_crawl_t *c) { return kr_clock_now_ms(&c->clock); }
+
+kr_frontier_t *kr_crawl_frontier(kr_crawl_t *c) { return c->frontier; }
+
+void kr_crawl_get_stats(const kr_crawl_t *c, kr_crawl_stats_t *out) { *out = c->st; }
+
+/* ---- settings from the config ------------------------------------------------- */
+
+/* The frontier's per-host fields from a view. */
+static void fopts_from_view(kr_frontier_opts_t *o, const kr_config_view_t *v) {
+  o->delay_factor = kr_config_float(v, KR_CFG_POLITENESS_DELAY_FACTOR);
+  o->min_delay_ms = (uint64_t)kr_config_ms(v, KR_CFG_POLITENESS_MIN_DELAY);
+  o->max_delay_ms = (uint64_t)kr_config_ms(v, KR_CFG_POLITENESS_MAX_DELAY);
+  o->respect_crawl_delay_up_to_ms =
+      (uint64_t)kr_config_ms(v, KR_CFG_POLITENESS_RESPECT_CRAWL_DELAY_UP_TO);
+  o->host_valence = (uint32_t)kr_config_int(v, KR_CFG_POLITENESS_HOST_VALENCE);
+  o->retry_delay_ms = (uint64_t)kr_config_ms(v, KR_CFG_POLITENESS_RETRY_DELAY);
+  o->max_retries = (uint32_t)kr_config_int(v, KR_CFG_POLITENESS_MAX_RETRIES);
+  o->revisit_failed = kr_config_bool(v, KR_CFG_POLITENESS_REVISIT_FAILED);
+  o->backoff_max_ms = (uint64_t)kr_config_ms(v, KR_CFG_POLITENESS_MAX_BACKOFF);
+  if (o->backoff_initial_ms > o->backoff_max_ms) o->backoff_initial_ms = o->backoff_max_ms;
+  /* Until the adaptive issue: every success waits crawl.default-wait. */
+  o->default_wait_ms = (uint64_t)kr_config_ms(v, KR_CFG_CRAWL_DEFAULT_WAIT);
+  /* Failed URIs come back after the longest max-wait of the evaluators. */
+  uint64_t maxw = 0;
+  for (size_t i = 0; i < kr_config_wait_count(v); i++) {
+    const kr_cfg_wait_t *w = kr_config_wait(v, i);
+    if (w->max_wait_ms > 0 && (uint64_t)w->max_wait_ms > maxw) maxw = (uint64_t)w->max_wait_ms;
+  }
+  if (maxw) o->failed_wait_ms = maxw;
+}
+
+static const pcre2_code **regex_list(const kr_config_view_t *v, kr_cfg_key_t key, size_t *n) {
+  *n = kr_config_list_len(v, key);
+  if (!*n) return NULL;
+  const pcre2_code **a = kr_xcalloc(*n, sizeof *a);
+  for (size_t i = 0; i < *n; i++) a[i] = kr_config_list_regex(v, key, i);
+  return a;
+}
+
+static kr_hostcfg_t *hostcfg_build(kr_crawl_t *c, const kr_config_view_t *v,
+                                   const kr_frontier_opts_t *base) {
+  kr_hostcfg_t *hc = kr_xcalloc(1, sizeof *hc);
+  hc->view = v;
+  hc->fopts = *base;
+  fopts_from_view(&hc->fopts, v);
+  hc->limits.max_url_len = (size_t)kr_config_int(v, KR_CFG_SCOPE_MAX_URL_LENGTH);
+  hc->limits.max_path_depth = (unsigned)kr_config_int(v, KR_CFG_SCOPE_MAX_PATH_DEPTH);
+  hc->limits.max_repeated_segments =
+      (unsigned)kr_config_int(v, KR_CFG_SCOPE_MAX_REPEATED_SEGMENTS);
+  hc->inc = regex_list(v, KR_CFG_SCOPE_INCLUDE, &hc->limits.n_include);
+  hc->exc = regex_list(v, KR_CFG_SCOPE_EXCLUDE, &hc->limits.n_exclude);
+  hc->limits.include = hc->inc;
+  hc->limits.exclude = hc->exc;
+  hc->exempt = regex_list(v, KR_CFG_ROBOTS_EXEMPT, &hc->n_exempt);
+  hc->obey_robots = kr_config_bool(v, KR_CFG_ROBOTS_OBEY);
+  hc->robots_expiry_ms = (uint64_t)kr_config_ms(v, KR_CFG_ROBOTS_EXPIRY);
+  hc->conditional = kr_config_bool(v, KR_CFG_HTTP_CONDITIONAL_REQUESTS);
+  (void)c;
+  return hc;
+}
+
+static void hostcfg_free(kr_hostcfg_t *hc) {
+  if (!hc) return;
+  free(hc->inc);
+  free(hc->exc);
+  free(hc->exempt);
+  free(hc);
+}
+
+static size_t ptr_hash(const void *p, size_t mask) {
+  uint64_t x = (uint64_t)(uintptr_t)p;
+  x ^= x >> 33;
+  x *= UINT64_C(0xff51afd7ed558ccd);
+  x ^= x >> 33;
+  return (size_t)x & mask;
+}
+
+static void hcs_insert(kr_crawl_t *c, kr_hostcfg_t *hc) {
+  if ((c->hcs_n + 1) * 2 > c->hcs_cap) {
+    size_t ncap = c->hcs_cap ? c->hcs_cap * 2 : 64;
+    kr_hostcfg_t **n = kr_xcalloc(ncap, sizeof *n);
+    for (size_t i = 0; i < c->hcs_cap; i++) {
+      if (!c->hcs[i]) continue;
+      size_t j = ptr_hash(c->hcs[i]->view, ncap - 1);
+      while (n[j]) j = (j + 1) & (ncap - 1);
+      n[j] = c->hcs[i];
+    }
+    free(c->hcs);
+    c->hcs = n;
+    c->hcs_cap = ncap;
+  }
+  size_t j = ptr_hash(hc->view, c->hcs_cap - 1);
+  while (c->hcs[j]) j = (j + 1) & (c->hcs_cap - 1);
+  c->hcs[j] = hc;
+  c->hcs_n++;
+}
+
+const kr_hostcfg_t *kr_crawl_hostcfg(kr_crawl_t *c, const char *host, size_t len) {
+  const kr_config_view_t *v = kr_config_view(c->cfg, host, len);
+  if (v == c->global_hc->view) return c->global_hc;
+  /* Views exist once per [host] section: this table stays small. */
+  if (c->hcs_cap) {
+    size_t j = ptr_hash(v, c->hcs_cap - 1);
+    while (c->hcs[j]) {
+      if (c->hcs[j]->view == v) return c->hcs[j];
+      j = (j + 1) & (c->hcs_cap - 1);
+    }
+  }
+  kr_hostcfg_t *hc = hostcfg_build(c, v, &c->global_hc->fopts);
+  hcs_insert(c, hc);
+  return hc;
+}
+
+/* The frontier created or loaded a host queue: give it its own options
+ * when a [host] section applies. The key is host[:port] (or a domain). */
+static void on_host(void *ud, kr_frontier_t *f, kr_hostq_t *h) {
+  kr_crawl_t *c = ud;
+  const char *name = kr_frontier_host_name(h);
+  size_t n = strlen(name);
+  if (name[0] == '[') {
+    const char *e = strchr(name, ']');
+    n = e ? (size_t)(e - name + 1) : n;
+  } else {
+    const char *colon = strchr(name, ':');
+    if (colon) n = (size_t)(colon - name);
+  }
+  const kr_hostcfg_t *hc = kr_crawl_hostcfg(c, name, n);
+  if (hc != c->global_hc) kr_frontier_host_set_opts(f, h, &hc->fopts, kr_crawl_now(c));
+}
+
+static int canon_from_config(kr_crawl_t *c, char *err, size_t errlen) {
+  const kr_config_view_t *g = kr_config_global(c->cfg);
+  unsigned flags = 0;
+  if (kr_config_bool(g, KR_CFG_CANON_STRIP_USERINFO)) flags |= KR_URL_CANON_STRIP_USERINFO;
+  if (kr_config_bool(g, KR_CFG_CANON_STRIP_WWW)) flags |= KR_URL_CANON_STRIP_WWW;
+  if (kr_config_bool(g, KR_CFG_CANON_SORT_QUERY)) flags |= KR_URL_CANON_SORT_QUERY;
+  if (kr_config_bool(g, KR_CFG_CANON_TIDY_QUERY)) flags |= KR_URL_CANON_TIDY_QUERY;
+  c->canon = kr_url_canon_opts_new(flags);
+  if (kr_config_bool(g, KR_CFG_CANON_STRIP_SESSION_IDS) &&
+      kr_url_canon_opts_add_ruleset(c->canon, "session-ids")) {
+    snprintf(err, errlen, "canon: the session-ids rules would not compile");
+    return KR_ECONFIG;
+  }
+  for (size_t i = 0; i < kr_config_list_len(g, KR_CFG_CANON_STRIP); i++) {
+    char e[256] = "";
+    if (kr_url_canon_opts_add_rule(c->canon, kr_config_list_item(g, KR_CFG_CANON_STRIP, i),
+                                   NULL, e, sizeof e)) {
+      snprintf(err, errlen, "canon.strip: %s", e);
+      return KR_ECONFIG;
+    }
+  }
+  return 0;
+}
+
+static int scope_from_config(kr_crawl_t *c, char *err, size_t errlen) {
+  const kr_config_view_t *g = kr_config_global(c->cfg);
+  kr_scope_opts_t so;
+  kr_scope_opts_init(&so);
+  static const kr_scope_mode_t modes[] = {
+      [KR_CFG_SCOPE_HOST] = KR_SCOPE_HOST, [KR_CFG_SCOPE_DOMAIN] = KR_SCOPE_DOMAIN,
+      [KR_CFG_SCOPE_PATH] = KR_SCOPE_PATH, [KR_CFG_SCOPE_SURT] = KR_SCOPE_SURT};
+  so.mode = modes[kr_config_enum(g, KR_CFG_SCOPE_MODE)];
+  so.max_url_len = (size_t)kr_config_int(g, KR_CFG_SCOPE_MAX_URL_LENGTH);
+  so.max_link_hops = (int)kr_config_int(g, KR_CFG_SCOPE_MAX_LINK_HOPS);
+  so.max_trans_hops = (int)kr_config_int(g, KR_CFG_SCOPE_MAX_TRANS_HOPS);
+  so.max_path_depth = (unsigned)kr_config_int(g, KR_CFG_SCOPE_MAX_PATH_DEPTH);
+  so.max_repeated_segments = (unsigned)kr_config_int(g, KR_CFG_SCOPE_MAX_REPEATED_SEGMENTS);
+  size_t np = kr_config_list_len(g, KR_CFG_SCOPE_SURT_PREFIXES);
+  const char **pre = np ? kr_xcalloc(np, sizeof *pre) : NULL;
+  for (size_t i = 0; i < np; i++) pre[i] = kr_config_list_item(g, KR_CFG_SCOPE_SURT_PREFIXES, i);
+  so.surt_prefixes = pre;
+  so.n_surt_prefixes = np;
+  /* include/exclude are applied per host through kr_scope_limits_t from
+   * the config's compiled patterns, so the scope needs none of its own. */
+  int rc = kr_scope_new(&so, &c->scope, err, errlen);
+  free(pre);
+  return rc;
+}
+
+static void http_from_config(kr_crawl_t *c, kr_http_opts_t *o) {
+  const kr_config_view_t *g = kr_config_global(c->cfg);
+  kr_http_opts_default(o);
+  o->user_agent = kr_config_user_agent(c->cfg);
+  o->connect_timeout_ms = (uint32_t)kr_config_ms(g, KR_CFG_HTTP_TIMEOUT_CONNECT);
+  o->first_byte_timeout_ms = (uint32_t)kr_config_ms(g, KR_CFG_HTTP_TIMEOUT_FIRST_BYTE);
+  o->idle_timeout_ms = (uint32_t)kr_config_ms(g, KR_CFG_HTTP_TIMEOUT_IDLE);
+  o->total_timeout_ms = (uint32_t)kr_config_ms(g, KR_CFG_HTTP_TIMEOUT_TOTAL);
+  o->max_header_bytes = (size_t)kr_config_size(g, KR_CFG_HTTP_MAX_HEADER_BYTES);
+  o->max_body_bytes = kr_config_size(g, KR_CFG_HTTP_MAX_BODY_BYTES);
+  o->max_ratio = (uint32_t)kr_config_int(g, KR_CFG_HTTP_MAX_RATIO);
+  o->drain_max_bytes = (size_t)kr_config_size(g, KR_CFG_HTTP_DRAIN_THRESHOLD);
+  static const int verify[] = {[KR_CFG_TLS_RECORD] = KR_TLS_VERIFY_RECORD,
+                               [KR_CFG_TLS_REQUIRE] = KR_TLS_VERIFY_REQUIRE,
+                               [KR_CFG_TLS_OFF] = KR_TLS_VERIFY_OFF};
+  o->tls_verify = verify[kr_config_enum(g, KR_CFG_HTTP_TLS_VERIFY)];
+  /* Keep a connection for every fetch that may run at once. */
+  uint32_t maxc = (uint32_t)kr_config_int(g, KR_CFG_HTTP_MAX_CONNECTIONS);
+  if (o->pool_max_idle < maxc) o->pool_max_idle = maxc;
+}
+
+static void dns_from_config(kr_crawl_t *c, kr_dns_opts_t *o, kr_buf_t *servers) {
+  const kr_config_view_t *g = kr_config_global(c->cfg);
+  kr_dns_opts_default(o);
+  for (size_t i = 0; i < kr_config_list_len(g, KR_CFG_DNS_SERVERS); i++) {
+    if (i) kr_buf_append_str(servers, ",");
+    kr_buf_append_str(servers, kr_config_list_item(g, KR_CFG_DNS_SERVERS, i));
+  }
+  o->servers = servers->len ? servers->data : NULL;
+  const char *hosts = kr_config_str(g, KR_CFG_DNS_HOSTS_FILE);
+  o->use_hosts_file = hosts[0] != '\0';
+  o->hosts_file = hosts[0] ? hosts : NULL;
+  o->min_ttl_s = (uint32_t)(kr_config_ms(g, KR_CFG_DNS_MIN_TTL) / 1000);
+  o->max_ttl_s = (uint32_t)(kr_config_ms(g, KR_CFG_DNS_MAX_TTL) / 1000);
+  o->negative_ttl_s = (uint32_t)(kr_config_ms(g, KR_CFG_DNS_NEGATIVE_TTL) / 1000);
+  o->timeout_ms = (uint32_t)kr_config_ms(g, KR_CFG_DNS_TIMEOUT);
+  o->tries = (int)kr_config_int(g, KR_CFG_DNS_TRIES);
+  static const int fam[] = {[KR_CFG_FAMILY_ANY] = AF_UNSPEC, [KR_CFG_FAMILY_IPV4] = AF_INET,
+                            [KR_CFG_FAMILY_IPV6] = AF_INET6};
+  o->family = fam[kr_config_enum(g, KR_CFG_DNS_FAMILY)];
+}
+
+static void frontier_from_config(kr_crawl_t *c, kr_frontier_opts_t *o) {
+  const kr_config_view_t *g = kr_config_global(c->cfg);
+  kr_frontier_opts_default(o);
+  fopts_from_view(o, g);
+  o->revisit = kr_config_bool(g, KR_CFG_CRAWL_REVISIT);
+  o->preference_embed_hops = (uint32_t)kr_config_int(g, KR_CFG_CRAWL_PREFERENCE_EMBED_HOPS);
+  o->max_connections = (uint32_t)kr_config_int(g, KR_CFG_HTTP_MAX_CONNECTIONS);
+  static const kr_queue_assign_t qa[] = {[KR_CFG_QUEUE_BY_HOST] = KR_QUEUE_BY_HOST,
+                                         [KR_CFG_QUEUE_BY_DOMAIN] = KR_QUEUE_BY_DOMAIN,
+                                         [KR_CFG_QUEUE_BY_IP] = KR_QUEUE_BY_IP};
+  o->queue_assign = qa[kr_config_enum(g, KR_CFG_POLITENESS_QUEUE_ASSIGNMENT)];
+  o->max_bytes_download = kr_config_size(g, KR_CFG_LIMITS_MAX_BYTES_DOWNLOAD);
+  o->max_document_download = (uint64_t)kr_config_int(g, KR_CFG_LIMITS_MAX_DOCUMENT_DOWNLOAD);
+  o->max_time_ms = (uint64_t)kr_config_ms(g, KR_CFG_LIMITS_MAX_TIME);
+  o->commit_ms = (uint32_t)kr_config_ms(g, KR_CFG_STORE_COMMIT_INTERVAL);
+  o->commit_updates = (uint32_t)kr_config_int(g, KR_CFG_STORE_COMMIT_UPDATES);
+  o->on_host = on_host;
+  o->host_ud = c;
+}
+
+/* ---- fetch objects ------------------------------------------------------------------ */
+
+void kr_fetch_annotate(kr_fetch_t *f, const char *s) {
+  if (f->nannot < KR_FETCH_MAX_ANNOT) f->annot[f->nannot++] = kr_slice_cstr(s);
+}
+
+void kr_fetch_decide(kr_fetch_t *f, kr_outcome_kind_t kind, int log_status) {
+  f->decided = 1;
+  f->outcome.kind = kind;
+  f->outcome.status = log_status;
+  f->outcome.no_contact = 1;
+  f->log_status = log_status;
+}
+
+static kr_fetch_t *fetch_get(kr_crawl_t *c) {
+  kr_fetch_t *f = c->free_fetches;
+  if (f) {
+    c->free_fetches = f->next;
+  } else {
+    f = kr_xcalloc(1, sizeof *f);
+    f->crawl = c;
+    f->worker = (unsigned)c->nfetch_objs++;
+    kr_arena_init(&f->arena, FETCH_ARENA_BLOCK, FETCH_ARENA_CAP);
+    kr_buf_init(&f->body, c->robots_max_size);
+    if (kr_sha1_init(&f->sha) == 0) f->sha_ready = 1;
+  }
+  f->prev = NULL;
+  f->next = c->inflight;
+  if (c->inflight) c->inflight->prev = f;
+  c->inflight = f;
+  c->in_flight++;
+  return f;
+}
+
+/* Back to the pool: per-fetch state cleared, reusable parts kept. */
+static void fetch_put(kr_crawl_t *c, kr_fetch_t *f) {
+  if (f->prev)
+    f->prev->next = f->next;
+  else
+    c->inflight = f->next;
+  if (f->next) f->next->prev = f->prev;
+  c->in_flight--;
+  if (f->http) kr_http_fetch_release(f->http);
+  kr_url_free(f->url);
+  kr_url_free(f->base);
+  kr_arena_reset(&f->arena);
+  kr_buf_reset(&f->body);
+  /* Keep the pooled buffers, zero the rest. */
+  kr_sha1_t sha = f->sha;
+  int sha_ready = f->sha_ready;
+  kr_html_extractor_t *html = f->html;
+  kr_css_extractor_t *css = f->css;
+  kr_link_t *links = f->links;
+  size_t links_cap = f->links_cap;
+  kr_arena_t arena = f->arena;
+  kr_buf_t body = f->body;
+  unsigned worker = f->worker;
+  memset(f, 0, sizeof *f);
+  f->crawl = c;
+  f->sha = sha;
+  f->sha_ready = sha_ready;
+  f->html = html;
+  f->css = css;
+  f->links = links;
+  f->links_cap = links_cap;
+  f->arena = arena;
+  f->body = body;
+  f->worker = worker;
+  f->next = c->free_fetches;
+  c->free_fetches = f;
+}
+
+static void fetch_destroy(kr_fetch_t *f) {
+  kr_sha1_free(&f->sha);
+  if (f->html) kr_extract_html_free(f->html);
+  if (f->css) kr_extract_css_free(f->css);
+  free(f->links);
+  kr_arena_free(&f->arena);
+  kr_buf_free(&f->body);
+  free(f);
+}
+
+static int is_robots_url(const kr_url_t *u) {
+  kr_slice_t p = kr_url_pathname(u);
+  return p.n == 11 && memcmp(p.p, "/robots.txt", 11) == 0 && kr_url_query(u).p == NULL;
+}
+
+static void start_fetch(kr_crawl_t *c, kr_curi_t *curi) {
+  kr_fetch_t *f = fetch_get(c);
+  f->curi = curi;
+  f->issued_ms = kr_crawl_now(c);
+  c->st.issued++;
+  kr_slice_t host = {"", 0};
+  if (kr_url_parse(curi->url, curi->url_len, NULL, &f->url) == 0) {
+    host = kr_url_hostname(f->url);
+    f->is_robots = is_robots_url(f->url);
+  } else {
+    f->url = NULL; /* scope sees it and fails the URI */
+  }
+  f->hc = kr_crawl_hostcfg(c, host.p, host.n);
+  kr_chain_fetch_init(&c->chain, &f->cf, curi->url, curi->url_len, host);
+  kr_chain_start(&f->cf);
+}
+
+void kr__fetch_complete(kr_fetch_t *f) {
+  kr_crawl_t *c = f->crawl;
+  kr_curi_t *curi = f->curi;
+  if (!curi) return;
+  f->curi = NULL;
+  uint64_t now = kr_crawl_now(c);
+  if (f->disp == KR_DISP_DEFER || !c->frontier) {
+    c->st.deferred++;
+    if (c->frontier) kr_frontier_defer(c->frontier, curi, now);
+    return;
+  }
+  int rc = kr_frontier_finished(c->frontier, curi, &f->outcome, f->links, f->nlinks, now);
+  if (rc < 0) crawl_fail(c, rc);
+}
+
+/* The chain is done with f. */
+static void on_finalize(kr_chain_fetch_t *cf, void *ud) {
+  kr_crawl_t *c = ud;
+  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
+  /* post hands the URI back; should a post processor have failed to, it
+   * goes back untouched rather than leaking its slot. */
+  if (f->curi) {
+    (void)KR_COUNT_IF(1);
+    f->disp = KR_DISP_DEFER;
+    kr__fetch_complete(f);
+  }
+  fetch_put(c, f);
+  dispatch(c); /* capacity came back */
+}
+
+/* ---- dispatch ---------------------------------------------------------------------- */
+
+static void dispatch(kr_crawl_t *c) {
+  if (c->dispatching) {
+    c->dispatch_again = 1;
+    return;
+  }
+  if (c->stopping || c->closing || !c->frontier) {
+    check_end(c);
+    return;
+  }
+  c->dispatching = 1;
+  size_t budget = DISPATCH_BUDGET;
+  do {
+    c->dispatch_again = 0;
+    while (budget && !c->stopping) {
+      kr_curi_t *curi;
+      int rc = kr_frontier_next(c->frontier, kr_crawl_now(c), &curi);
+      if (rc < 0) {
+        crawl_fail(c, rc);
+        break;
+      }
+      if (rc == 0) break;
+      budget--;
+      start_fetch(c, curi);
+    }
+  } while (c->dispatch_again && budget && !c->stopping);
+  c->dispatching = 0;
+  /* Out of budget with work left: go on next turn, after I/O. */
+  if (!budget && !c->stopping) uv_idle_start(&c->idle, on_idle);
+  check_end(c);
+}
+
+static void on_ready(kr_frontier_t *f, void *ud) {
+  (void)f;
+  dispatch(ud);
+}
+
+/* ---- the loop ------------------------------------------------------------------------ */
+
+static void crawl_fail(kr_crawl_t *c, int err) {
+  if (!c->fatal) {
+    c->fatal = err;
+    KR_LOG(KR_LOG_ERROR, c->frontier ? kr_store_path(kr_frontier_store(c->frontier)) : NULL,
+           "stopping the crawl: %s", kr_strerror(err));
+  }
+  kr_crawl_stop(c);
+}
+
+/* Once per loop turn: write crawl.log lines, then commit what is due. */
+static void turn(kr_crawl_t *c) {
+  if (!c->frontier) return;
+  uint64_t now = kr_crawl_now(c);
+  kr_store_t *st = kr_frontier_store(c->frontier);
+  const kr_config_view_t *g = kr_config_global(c->cfg);
+  uint64_t commit_ms = (uint64_t)kr_config_ms(g, KR_CFG_STORE_COMMIT_INTERVAL);
+  if (kr_store_in_tx(st)) {
+    if (!c->tx_since_ms) c->tx_since_ms = now;
+    /* The lines of URIs about to be committed reach crawl.log first: a
+     * crash may repeat a line, never drop one of a committed URI. */
+    if (now - c->tx_since_ms >= commit_ms) kr_crawllog_flush(c->log);
+  }
+  int rc = kr_frontier_turn(c->frontier, now);
+  if (rc < 0) {
+    crawl_fail(c, rc);
+    return;
+  }
+  if (!kr_store_in_tx(st)) {
+    c->tx_since_ms = 0;
+    uv_timer_stop(&c->commit_timer);
+  } else if (!uv_is_active((uv_handle_t *)&c->commit_timer)) {
+    /* Commit within commit-interval even if the loop would sleep. */
+    uv_timer_start(&c->commit_timer, on_commit_timer, commit_ms + 1, 0);
+  }
+  kr_crawllog_tick(c->log, now);
+}
+
+static void on_check(uv_check_t *h) {
+  kr_crawl_t *c = container_of(h, kr_crawl_t, check);
+  if (!c->closing) turn(c);
+}
+
+static void on_commit_timer(uv_timer_t *t) {
+  kr_crawl_t *c = container_of(t, kr_crawl_t, commit_timer);
+  if (!c->closing) turn(c);
+}
+
+/* ---- stopping and closing ------------------------------------------------------------ */
+
+static void close_everything(kr_crawl_t *c);
+
+static void on_idle(uv_idle_t *h) {
+  kr_crawl_t *c = container_of(h, kr_crawl_t, idle);
+  uv_idle_stop(h);
+  if (c->closing) return;
+  if (c->stopping && c->in_flight == 0) {
+    close_everything(c);
+    return;
+  }
+  dispatch(c);
+}
+
+/* Cancel every HTTP exchange still running; their on_done follows. */
+static void cancel_inflight(kr_crawl_t *c) {
+  for (kr_fetch_t *f = c->inflight; f; f = f->next)
+    if (f->http) kr_http_fetch_cancel(f->http);
+}
+
+static void on_grace(uv_timer_t *t) {
+  kr_crawl_t *c = container_of(t, kr_crawl_t, grace_timer);
+  if (c->in_flight) {
+    KR_LOG(KR_LOG_NOTICE, NULL, "abandoning %" PRIu64 " fetches still running", c->in_flight);
+    cancel_inflight(c);
+  }
+}
+
+void kr_crawl_stop(kr_crawl_t *c) {
+  if (c->closing) return;
+  if (!c->stopping) {
+    c->stopping = 1;
+    if (c->in_flight && c->opts.shutdown_grace_ms)
+      uv_timer_start(&c->grace_timer, on_grace, c->opts.shutdown_grace_ms, 0);
+    else if (c->in_flight)
+      cancel_inflight(c);
+  }
+  check_end(c);
+}
+
+/* Notice the end of the crawl; act on it from the idle callback, outside
+ * whatever callback we are in now. */
+static void check_end(kr_crawl_t *c) {
+  if (c->closing || !c->frontier) return;
+  if (!c->stopping) {
+    kr_frontier_status_t s = kr_frontier_status(c->frontier, kr_crawl_now(c));
+    if (s == KR_FRONTIER_RUNNING) return;
+    if (s == KR_FRONTIER_DONE) {
+      KR_LOG(KR_LOG_NOTICE, NULL, "snapshot crawl complete: every in-scope URI visited");
+    } else {
+      kr_frontier_stats_t fs;
+      kr_frontier_stats(c->frontier, &fs);
+      KR_LOG(KR_LOG_NOTICE, NULL, "limit %s reached: stopping", fs.limit ? fs.limit : "?");
+    }
+    kr_crawl_stop(c);
+    return;
+  }
+  if (c->in_flight == 0 && !uv_is_active((uv_handle_t *)&c->idle))
+    uv_idle_start(&c->idle, on_idle);
+}
+
+static void on_signal(uv_signal_t *s, int signum) {
+  kr_crawl_t *c = s->data;
+  if (c->stopping && c->in_flight) {
+    KR_LOG(KR_LOG_NOTICE, NULL, "signal %d again: abandoning running fetches", signum);
+    cancel_inflight(c);
+    return;
+  }
+  KR_LOG(KR_LOG_NOTICE, NULL, "signal %d: finishing running fetches, then stopping", signum);
+  kr_crawl_stop(c);
+}
+
+static void on_max_time(kr_wheel_entry_t *e) {
+  kr_crawl_t *c = container_of(e, kr_crawl_t, max_time_entry);
+  check_end(c);
+}
+
+static void summary(kr_crawl_t *c) {
+  kr_frontier_stats_t fs;
+  kr_frontier_stats(c->frontier, &fs);
+  double secs = (double)(uv_hrtime() / 1000 - c->run_started_us) / 1e6;
+  KR_LOG(KR_LOG_NOTICE, NULL,
+         "fetched %" PRIu64 " (%" PRIu64 " errors), %" PRIu64 " bytes in %.1f s (%.0f/s); "
+         "frontier: %" PRIu64 " URIs, %" PRIu64 " queued, %" PRIu64 " succeeded, %" PRIu64
+         " disregarded, %" PRIu64 " failed",
+         c->st.fetched, c->st.fetch_errors, c->st.bytes, secs,
+         secs > 0 ? (double)c->st.fetched / secs : 0.0, fs.c.discovered, fs.c.queued,
+         fs.c.succeeded, fs.c.disregarded, fs.c.failed);
+}
+
+static void close_handle(uv_handle_t *h) {
+  if (h->loop && !uv_is_closing(h)) uv_close(h, NULL);
+}
+
+/* Every fetch is done: commit, close the modules and the handles. */
+static void close_everything(kr_crawl_t *c) {
+  c->closing = 1;
+  if (c->frontier) {
+    summary(c);
+    if (c->log) kr_crawllog_flush(c->log);
+    int rc = kr_frontier_close(c->frontier);
+    c->frontier = NULL;
+    if (rc < 0 && !c->fatal) c->fatal = rc;
+  }
+  if (c->http) kr_http_client_close(c->http);
+  c->http = NULL;
+  if (c->dns) kr_dns_free(c->dns);
+  c->dns = NULL;
+  kr_timers_close(&c->timers, NULL);
+  close_handle((uv_handle_t *)&c->check);
+  close_handle((uv_handle_t *)&c->idle);
+  close_handle((uv_handle_t *)&c->commit_timer);
+  close_handle((uv_handle_t *)&c->grace_timer);
+  close_handle((uv_handle_t *)&c->sigint);
+  close_handle((uv_handle_t *)&c->sigterm);
+}
+
+/* ---- creation ---------------------------------------------------------------------------- */
+
+kr_processor_t *kr__crawl_add_proc(kr_crawl_t *c, const kr_processor_t *p) {
+  KR_BUG_ON(c->nprocs == ARRAY_SIZE(c->procs));
+  kr_processor_t *q = &c->procs[c->nprocs++];
+  *q = *p;
+  if (!q->data) q->data = c;
+  KR_BUG_ON(kr_chain_add(&c->chain, q) != 0);
+  return q;
+}
+
+static pcre2_code *compile(const char *pat) {
+  int ec;
+  PCRE2_SIZE off;
+  pcre2_code *r = pcre2_compile((PCRE2_SPTR)pat, PCRE2_ZERO_TERMINATED,
+                                PCRE2_CASELESS | PCRE2_UTF, &ec, &off, NULL);
+  KR_BUG_ON(!r);
+  pcre2_jit_compile(r, PCRE2_JIT_COMPLETE);
+  return r;
+}
+
+static int add_seeds(kr_crawl_t *c, char *err, size_t errlen) {
+  const kr_config_view_t *g = kr_config_global(c->cfg);
+  const char *path = kr_config_str(g, KR_CFG_CRAWL_SEEDS);
+  if (!path[0]) return 0;
+  kr_seeds_t seeds;
+  kr_seeds_init(&seeds);
+  kr_seeds_opts_t so;
+  kr_seeds_opts_init(&so);
+  so.canon = c->canon;
+  int rc = kr_seeds_load(&seeds, path, &so);
+  for (size_t i = 0; i < seeds.n_messages; i++)
+    KR_LOG(KR_LOG_WARN, NULL, "%s", seeds.messages[i]);
+  if (rc == KR_EIO) {
+    snprintf(err, errlen, "%s", seeds.n_messages ? seeds.messages[0] : path);
+    kr_seeds_free(&seeds);
+    return rc;
+  }
+  rc = kr_scope_add_seeds(c->scope, &seeds);
+  if (rc) KR_LOG(KR_LOG_WARN, path, "a seed could not be put in scope: %s", kr_strerror(rc));
+  uint64_t now = kr_crawl_now(c);
+  size_t added = 0;
+  for (size_t i = 0; i < seeds.n; i++) {
+    kr_link_t l = {.url = seeds.v[i].url, .url_len = seeds.v[i].len, .hop_path = "",
+                   .directive = KR_DIRECTIVE_NORMAL};
+    rc = kr_frontier_add(c->frontier, &l, now);
+    if (rc == KR_EDB) {
+      snprintf(err, errlen, "%s: cannot add the seeds", kr_store_path(kr_frontier_store(c->frontier)));
+      kr_seeds_free(&seeds);
+      return rc;
+    }
+    if (rc > 0) added++;
+  }
+  KR_LOG(KR_LOG_INFO, path, "%zu seeds, %zu new", seeds.n, added);
+  kr_seeds_free(&seeds);
+  return kr_frontier_commit(c->frontier);
+}
+
+/* Undo a partial kr_crawl_new: close what opened, run the loop until the
+ * handles are closed. */
+static void teardown(kr_crawl_t *c) {
+  if (!c->closing) {
+    c->closing = c->stopping = 1;
+    /* Fetches still running are cancelled and given back first. */
+    if (c->http) kr_http_client_close(c->http);
+    c->http = NULL;
+    if (c->dns) kr_dns_free(c->dns);
+    c->dns = NULL;
+    if (c->frontier) kr_frontier_close(c->frontier);
+    c->frontier = NULL;
+    if (c->timers.clock) kr_timers_close(&c->timers, NULL);
+    close_handle((uv_handle_t *)&c->check);
+    close_handle((uv_handle_t *)&c->idle);
+    close_handle((uv_handle_t *)&c->commit_timer);
+    close_handle((uv_handle_t *)&c->grace_timer);
+    close_handle((uv_handle_t *)&c->sigint);
+    close_handle((uv_handle_t *)&c->sigterm);
+  }
+  c->http = NULL;
+  c->dns = NULL;
+}
+
+int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out, char *err,
+                 size_t errlen) {
+  *out = NULL;
+  if (errlen) err[0] = '\0';
+  kr_crawl_t *c = kr_xcalloc(1, sizeof *c);
+  c->cfg = cfg;
+  if (opts) c->opts = *opts;
+  if (!opts || !opts->shutdown_grace_ms) c->opts.shutdown_grace_ms = 5000;
+  const kr_config_view_t *g = kr_config_global(cfg);
+  int lvl = kr_log_level_parse(kr_config_str(g, KR_CFG_CRAWL_LOG_LEVEL));
+  if (lvl > 0) kr_log_level = lvl;
+
+  uv_loop_init(&c->loop);
+  kr_clock_init_real(&c->clock);
+  c->started_ms = kr_crawl_now(c);
+  int rc = kr_timers_init(&c->timers, &c->loop, &c->clock);
+  KR_BUG_ON(rc);
+  uv_check_init(&c->loop, &c->check);
+  uv_idle_init(&c->loop, &c->idle);
+  uv_timer_init(&c->loop, &c->commit_timer);
+  uv_timer_init(&c->loop, &c->grace_timer);
+  kr_wheel_entry_init(&c->max_time_entry, on_max_time);
+
+  kr_frontier_opts_t fo;
+  frontier_from_config(c, &fo);
+  c->global_hc = hostcfg_build(c, g, &fo);
+  c->robots_agent = kr_config_str(g, KR_CFG_ROBOTS_AGENT);
+  c->robots_max_size = (size_t)kr_config_size(g, KR_CFG_ROBOTS_MAX_SIZE);
+  c->robots = kr__robots_cache_new(ROBOTS_CACHE_ENTRIES);
+  kr_buf_init(&c->canon_buf, 4 * KR_URL_MAX);
+  kr_buf_init(&c->hop_buf, 256);
+  kr_extract_opts_default(&c->xopts);
+  c->xopts.flags |= KR_EXTRACT_HTTP_ONLY;
+  c->re_html = compile("^\\s*(text/html|application/xhtml\\+xml)\\b");
+  c->re_css = compile("^\\s*text/css\\b");
+
+  if ((rc = canon_from_config(c, err, errlen)) || (rc = scope_from_config(c, err, errlen)))
+    goto fail;
+
+  const char *state_dir = kr_config_str(g, KR_CFG_CRAWL_STATE_DIR);
+  rc = kr_frontier_open(state_dir, &fo, &c->timers, &c->frontier, err, errlen);
+  if (rc) goto fail;
+  kr_frontier_set_on_ready(c->frontier, on_ready, c);
+
+  kr_crawllog_opts_t lo;
+  kr_crawllog_opts_init(&lo);
+  lo.flush_ms = fo.commit_ms ? fo.commit_ms : 50;
+  rc = kr_crawllog_open(state_dir, &lo, &c->log);
+  if (rc) {
+    snprintf(err, errlen, "%s/logs/crawl.log: cannot open: %s", state_dir, strerror(errno));
+    goto fail;
+  }
+
+  kr_buf_t servers;
+  kr_buf_init(&servers, 1 << 16);
+  kr_dns_opts_t dopts;
+  dns_from_config(c, &dopts, &servers);
+  rc = kr_dns_new(&c->loop, &c->clock, &dopts, &c->dns);
+  kr_buf_free(&servers);
+  if (rc) {
+    snprintf(err, errlen, "dns: cannot set up the resolver (servers, hosts-file)");
+    goto fail;
+  }
+  kr_http_opts_t ho;
+  http_from_config(c, &ho);
+  rc = kr_http_client_new(&c->loop, &c->clock, c->dns, &ho, &c->http);
+  if (rc) {
+    snprintf(err, errlen, "http: cannot set up the client");
+    goto fail;
+  }
+
+  kr_chain_init(&c->chain, on_finalize, c);
+  kr__proc_prefetch_register(c);
+  kr__proc_fetch_register(c);
+  kr__proc_extract_register(c);
+  kr__proc_post_register(c);
+  kr_chain_build(&c->chain);
+
+  if ((rc = add_seeds(c, err, errlen))) goto fail;
+  kr_frontier_stats_t fs;
+  kr_frontier_stats(c->frontier, &fs);
+  if (fs.c.discovered == 0) {
+    snprintf(err, errlen, "nothing to crawl: no seeds (crawl.seeds) and no URIs in %s",
+             kr_store_path(kr_frontier_store(c->frontier)));
+    rc = KR_ECONFIG;
+    goto fail;
+  }
+
+  if (!c->opts.no_signals) {
+    uv_signal_init(&c->loop, &c->sigint);
+    uv_signal_init(&c->loop, &c->sigterm);
+    c->sigint.data = c->sigterm.data = c;
+    uv_signal_start(&c->sigint, on_signal, SIGINT);
+    uv_signal_start(&c->sigterm, on_signal, SIGTERM);
+  }
+  *out = c;
+  return 0;
+
+fail:
+  if (!err[0] && errlen) snprintf(err, errlen, "%s", kr_strerror(rc));
+  teardown(c);
+  kr_crawl_free(c);
+  return rc;
+}
+
+int kr_crawl_run(kr_crawl_t *c) {
+  c->run_started_us = uv_hrtime() / 1000;
+  uv_check_start(&c->check, on_check);
+  uint64_t max_time = (uint64_t)kr_config_ms(kr_config_global(c->cfg), KR_CFG_LIMITS_MAX_TIME);
+  if (max_time) kr_timer_start(&c->timers, &c->max_time_entry, kr_crawl_now(c) + max_time, on_max_time);
+  dispatch(c);
+  uv_run(&c->loop, UV_RUN_DEFAULT);
+  return c->fatal;
+}
+
+void kr_crawl_free(kr_crawl_t *c) {
+  if (!c) return;
+  /* Never ran to the end (or never ran): close in order now. */
+  if (!c->closing) teardown(c);
+  /* Only close callbacks and cancellations are left: bounded. */
+  uv_run(&c->loop, UV_RUN_DEFAULT);
+  if (uv_loop_close(&c->loop)) KR_LOG(KR_LOG_WARN, NULL, "crawl: loop still has handles");
+  if (c->log) kr_crawllog_close(c->log);
+  while (c->free_fetches) {
+    kr_fetch_t *f = c->free_fetches;
+    c->free_fetches = f->next;
+    fetch_destroy(f);
+  }
+  if (c->nprocs) kr_chain_free(&c->chain);
+  kr_scope_free(c->scope);
+  kr_url_canon_opts_free(c->canon);
+  kr__robots_cache_free(c->robots);
+  for (size_t i = 0; i < c->hcs_cap; i++) hostcfg_free(c->hcs[i]);
+  free(c->hcs);
+  hostcfg_free((kr_hostcfg_t *)c->global_hc);
+  kr__via_free(c);
+  kr_buf_free(&c->canon_buf);
+  kr_buf_free(&c->hop_buf);
+  if (c->re_html) pcre2_code_free(c->re_html);
+  if (c->re_css) pcre2_code_free(c->re_css);
+  free(c);
+}

@@ -1,0 +1,249 @@
+/*
+ * The crawl: one object tying the loop, the clock, timers, DNS, the HTTP
+ * client, the frontier (and its store), scope, the crawl log and the
+ * processor chain together, built from a finished kr_config_t.
+ *
+ *   kr_crawl_new()   open everything (refusals of the state directory
+ *                    come back here with a message), add the seeds
+ *   kr_crawl_run()   run the loop until the crawl ends: a snapshot crawl
+ *                    (crawl.revisit = false) once every in-scope URI was
+ *                    visited, any crawl when a limit is reached or on
+ *                    SIGINT/SIGTERM (issue nothing more, let in-flight
+ *                    fetches finish for up to 5 s, cancel the rest, commit)
+ *   kr_crawl_free()
+ *
+ * Dispatch is driven by the frontier: its on_ready callback (a host became
+ * ready) and every finished fetch (capacity came back) pull URIs with
+ * kr_frontier_next() while it has some to give; nothing polls. Each issued
+ * URI becomes a kr_fetch_t walking the chain. Store commits are grouped:
+ * a uv_check runs kr_frontier_turn() once per loop turn (and a timer makes
+ * sure a pending transaction is committed within commit-interval even
+ * when the loop would sleep); the crawl log is flushed right before.
+ *
+ * The second half of this header is for the processors (src/proc_*.c):
+ * the fetch object, per-host settings and the crawl's innards.
+ */
+#ifndef KRIA_CRAWL_H
+#define KRIA_CRAWL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "chain.h"
+#include "clock.h"
+#include "crawllog.h"
+#include "dns.h"
+#include "frontier.h"
+#include "http.h"
+#include "kria/arena.h"
+#include "kria/config.h"
+#include "kria/digest.h"
+#include "kria/extract.h"
+#include "kria/robots.h"
+#include "kria/scope.h"
+#include "kria/url.h"
+#include "timer.h"
+
+typedef struct kr_crawl kr_crawl_t;
+typedef struct kr_fetch kr_fetch_t;
+
+/* Test hooks and overrides; zero = defaults. */
+typedef struct kr_crawl_opts {
+  uint32_t shutdown_grace_ms;   /* in-flight fetches may finish (5000) */
+  int no_signals;               /* 1: do not install SIGINT/SIGTERM handlers */
+} kr_crawl_opts_t;
+
+typedef struct kr_crawl_stats {
+  uint64_t issued;              /* URIs taken from the frontier */
+  uint64_t fetched;             /* HTTP responses (any status) */
+  uint64_t fetch_errors;        /* fetches without a response */
+  uint64_t disregarded;         /* robots */
+  uint64_t out_of_scope;        /* scope re-check rejected */
+  uint64_t prerequisites;       /* URIs sent back for robots.txt */
+  uint64_t robots_fetched;      /* robots.txt fetches completed */
+  uint64_t links_found;         /* raw links from the extractors */
+  uint64_t links_scheduled;     /* handed to the frontier */
+  uint64_t links_rejected;      /* bad URL or out of scope */
+  uint64_t bytes;               /* raw response bytes */
+  uint64_t deferred;            /* given back untouched (shutdown) */
+} kr_crawl_stats_t;
+
+/* Build a crawl from cfg (finished; must outlive the crawl). 0 and *out,
+ * or a negative KR_E* with a one-line reason in err (KR_ECONFIG: a value
+ * the modules refused; KR_EDB: the state directory; KR_EIO: seeds or
+ * crawl.log). */
+int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out,
+                 char *err, size_t errlen);
+/* Run until the crawl ends (see above). 0, or KR_EDB when the state
+ * database failed (the crawl stopped). */
+int kr_crawl_run(kr_crawl_t *c);
+/* Ask the crawl to stop, as SIGTERM does. Safe from any loop callback. */
+void kr_crawl_stop(kr_crawl_t *c);
+void kr_crawl_free(kr_crawl_t *c);
+void kr_crawl_get_stats(const kr_crawl_t *c, kr_crawl_stats_t *out);
+kr_frontier_t *kr_crawl_frontier(kr_crawl_t *c);
+
+/* ===================================================================== */
+/* For processors.                                                        */
+
+/* Settings of one config view (global, or a [host] section's), resolved
+ * once and cached by view. */
+typedef struct kr_hostcfg {
+  const kr_config_view_t *view;
+  kr_frontier_opts_t fopts;     /* politeness, outcomes (frontier's fields) */
+  kr_scope_limits_t limits;     /* scope re-check and link checks */
+  const pcre2_code **inc, **exc;/* storage behind limits */
+  const pcre2_code **exempt;    /* robots.exempt */
+  size_t n_exempt;
+  int obey_robots;
+  uint64_t robots_expiry_ms;
+  int conditional;              /* http.conditional-requests */
+} kr_hostcfg_t;
+
+/* What a fetch ended as, decided by the processors, carried out by post. */
+typedef enum kr_fetch_disp {
+  KR_DISP_FINISH = 0,   /* outcome + crawl.log line (the default) */
+  KR_DISP_RETURNED,     /* curi already handed back (prerequisite) */
+  KR_DISP_DEFER,        /* give it back untouched (shutdown) */
+} kr_fetch_disp_t;
+
+#define KR_FETCH_MAX_ANNOT 6
+
+struct kr_fetch {
+  kr_chain_fetch_t cf;          /* the chain's view (url, host, ctype) */
+  kr_crawl_t *crawl;
+  unsigned worker;              /* pool index, crawl.log's "#NNN" */
+  kr_fetch_t *next;             /* free list / in-flight list */
+  kr_fetch_t *prev;
+  /* the URI */
+  kr_curi_t *curi;              /* owned until handed back to the frontier */
+  kr_url_t *url;                /* parsed curi->url */
+  const kr_hostcfg_t *hc;
+  int is_robots;                /* the URL is an origin's /robots.txt */
+  uint64_t issued_ms;
+  /* HTTP */
+  kr_http_fetch_t *http;        /* the exchange, released at finalize */
+  const kr_http_resp_t *resp;   /* its response once headers came */
+  int http_err;                 /* on_done's err */
+  uint64_t fetch_start_ms;      /* first request started (epoch ms) */
+  uint64_t fetch_duration_ms;
+  uint64_t raw_bytes;           /* over every exchange (robots redirects) */
+  int redirects;                /* robots.txt: Location hops followed */
+  kr_buf_t body;                /* robots.txt body, up to robots.max-size */
+  char ims[40];                 /* If-Modified-Since we sent */
+  /* digest */
+  kr_sha1_t sha;                /* reused across fetches of this object */
+  int sha_ready;                /* sha initialised (once per object) */
+  int digesting;                /* sha holds this response's content */
+  int has_digest;
+  uint8_t digest[KR_SHA1_LEN];
+  /* extraction */
+  kr_html_extractor_t *html;    /* reused; reset per document */
+  kr_css_extractor_t *css;
+  int html_active, css_active;  /* fed this response */
+  kr_url_t *base;               /* <base href>, NULL = the document URL */
+  kr_link_t *links;             /* accepted links; strings in arena */
+  size_t nlinks, links_cap;
+  uint64_t links_dropped;       /* over the caps */
+  kr_arena_t arena;             /* per fetch, reset at finalize */
+  /* the outcome */
+  int disp;                     /* kr_fetch_disp_t */
+  int decided;                  /* outcome set before the fetch (prefetch) */
+  kr_outcome_t outcome;
+  int log_status;               /* crawl.log status when decided */
+  kr_slice_t annot[KR_FETCH_MAX_ANNOT];
+  size_t nannot;
+};
+
+/* Add a static annotation (crawl.log column 12) to f. */
+void kr_fetch_annotate(kr_fetch_t *f, const char *s);
+/* Decide f's outcome before or instead of fetching (prefetch). */
+void kr_fetch_decide(kr_fetch_t *f, kr_outcome_kind_t kind, int log_status);
+
+/* Per-origin robots.txt rules kept in memory. */
+typedef struct kr_robots_cache kr_robots_cache_t;
+
+struct kr_crawl {
+  kr_config_t *cfg;
+  kr_crawl_opts_t opts;
+  uv_loop_t loop;
+  kr_clock_t clock;
+  kr_timers_t timers;
+  kr_dns_t *dns;
+  kr_http_client_t *http;
+  kr_frontier_t *frontier;
+  kr_crawllog_t *log;
+  kr_scope_t *scope;
+  kr_url_canon_opts_t *canon;
+  kr_chain_t chain;
+  kr_extract_opts_t xopts;
+  const kr_hostcfg_t *global_hc;
+  /* per-view settings cache: open addressing on the view pointer */
+  kr_hostcfg_t **hcs;
+  size_t hcs_cap, hcs_n;
+  /* robots */
+  kr_robots_cache_t *robots;
+  const char *robots_agent;
+  size_t robots_max_size;
+  kr_buf_t canon_buf, hop_buf;  /* scratch for links */
+  /* content-type filters of the extractors */
+  pcre2_code *re_html, *re_css;
+  /* processors (registered in this order within their phases) */
+  kr_processor_t procs[16];
+  size_t nprocs;
+  /* fetch objects */
+  kr_fetch_t *free_fetches;
+  kr_fetch_t *inflight;         /* doubly linked */
+  size_t nfetch_objs;           /* allocated so far (worker numbers) */
+  uint64_t in_flight;
+  /* via URLs for crawl.log: fp -> URL, direct-mapped */
+  struct kr_via_slot *via;
+  size_t via_cap;
+  /* loop plumbing */
+  uv_check_t check;
+  uv_idle_t idle;               /* dispatch continues next turn (budget) */
+  uv_timer_t commit_timer;      /* a pending transaction is committed */
+  uv_timer_t grace_timer;       /* shutdown: cancel what is left */
+  uv_signal_t sigint, sigterm;
+  kr_wheel_entry_t max_time_entry;
+  int dispatching, dispatch_again;
+  int stopping;                 /* issue nothing more */
+  int closing;                  /* handles being closed */
+  int fatal;                    /* KR_EDB: the store failed */
+  uint64_t tx_since_ms;         /* first write since the last commit */
+  uint64_t started_ms;
+  uint64_t run_started_us;
+  kr_crawl_stats_t st;
+};
+
+/* Settings for host (ASCII, any case). Never NULL. */
+const kr_hostcfg_t *kr_crawl_hostcfg(kr_crawl_t *c, const char *host, size_t len);
+uint64_t kr_crawl_now(const kr_crawl_t *c);
+
+/* Processors, registered by kr_crawl_new in this order. */
+void kr__proc_prefetch_register(kr_crawl_t *c); /* scope, robots */
+void kr__proc_fetch_register(kr_crawl_t *c);    /* http, digest */
+void kr__proc_extract_register(kr_crawl_t *c);  /* headers, html, css */
+void kr__proc_post_register(kr_crawl_t *c);     /* robots-update, finish */
+/* Add one processor to c (storage in c->procs). */
+kr_processor_t *kr__crawl_add_proc(kr_crawl_t *c, const kr_processor_t *p);
+
+/* robots cache (proc_prefetch.c) */
+kr_robots_cache_t *kr__robots_cache_new(size_t max_entries);
+void kr__robots_cache_free(kr_robots_cache_t *rc);
+/* Origin key "scheme://host[:port]" of url into out (NUL-terminated). */
+int kr__origin_key(const kr_url_t *url, char *out, size_t outlen);
+/* After a robots.txt fetch (proc_post.c calls it from the robots-update
+ * processor): store rules for f's origin, tell the frontier. */
+void kr__robots_store(kr_fetch_t *f);
+
+/* post (proc_post.c): remember url as fp's URL for later via columns. */
+void kr__via_remember(kr_crawl_t *c, uint64_t fp, const char *url, size_t len);
+void kr__via_free(kr_crawl_t *c);
+
+/* Return f's curi to the frontier according to f->disp and outcome;
+ * shared by post and the shutdown path. */
+void kr__fetch_complete(kr_fetch_t *f);
+
+#endif

@@ -1,0 +1,193 @@
+/*
+ * Extract-phase processors: links and embeds out of a response.
+ *
+ * headers  Location (a 3xx is scheduled as an R hop, never followed
+ *          inline) and Content-Location, for any status.
+ * html     the streaming HTML extractor, for 2xx text/html and XHTML: fed
+ *          each content chunk as it arrives (stream hooks), finished in
+ *          the extract phase. <base href> changes the base of the links
+ *          after it.
+ * css      the streaming CSS extractor for 2xx text/css.
+ * Every link is resolved against the base, canonicalized (crawl's canon
+ * options), given its hop path (parent's + L/E/R, Heritrix's "N+" form
+ * past 50 hops) and checked against the scope with the [host] limits of
+ * its own host; accepted ones are copied into the fetch's arena and
+ * handed to the frontier in one batch by the post phase, with the page as
+ * via. Caps: extract's max links per document, the arena's cap.
+ * Sections: one link, the processors.
+ */
+#include <string.h>
+
+#include "crawl.h"
+#include "internal.h"
+#include "log.h"
+
+/* ---- one link ------------------------------------------------------------------- */
+
+static int is_http(const kr_url_t *u) {
+  kr_slice_t s = kr_url_scheme(u);
+  return kr_slice_eq(s, KR_SLICE_LIT("http")) || kr_slice_eq(s, KR_SLICE_LIT("https"));
+}
+
+/* Resolve, canonicalize, scope-check raw and keep it. 0, or KR_ETOOBIG
+ * once the fetch holds as many links as it may. */
+static int add_link(kr_fetch_t *f, kr_slice_t raw, char hop) {
+  kr_crawl_t *c = f->crawl;
+  c->st.links_found++;
+  if (f->nlinks >= c->xopts.max_links) {
+    f->links_dropped++;
+    return KR_ETOOBIG;
+  }
+  kr_url_t *abs = NULL, *cu = NULL;
+  if (kr_url_parse(raw.p, raw.n, f->base ? f->base : f->url, &abs)) goto reject;
+  if (!is_http(abs)) goto reject;
+  kr_buf_reset(&c->canon_buf);
+  if (kr_url_canon(abs, c->canon, &c->canon_buf)) goto reject;
+  if (kr_url_parse(c->canon_buf.data, c->canon_buf.len, NULL, &cu)) goto reject;
+  kr_buf_reset(&c->hop_buf);
+  if (kr_scope_hops_extend(kr_slice(f->curi->hop_path, f->curi->hop_len), hop, &c->hop_buf))
+    goto reject;
+  kr_slice_t host = kr_url_hostname(cu);
+  const kr_hostcfg_t *hc = kr_crawl_hostcfg(c, host.p, host.n);
+  kr_scope_candidate_t cand = {
+      .url = cu, .hops = kr_slice(c->hop_buf.data, c->hop_buf.len), .via = f->url};
+  if (!kr_scope_decide(c->scope, &cand, &hc->limits, NULL)) goto reject;
+  kr_url_free(abs);
+  kr_url_free(cu);
+  char *u = kr_arena_strndup(&f->arena, c->canon_buf.data, c->canon_buf.len);
+  char *h = kr_arena_strndup(&f->arena, c->hop_buf.data, c->hop_buf.len);
+  if (!u || !h) {
+    f->links_dropped++;
+    return KR_ETOOBIG;
+  }
+  if (f->nlinks == f->links_cap) {
+    size_t ncap = f->links_cap ? f->links_cap * 2 : 64;
+    if (ncap > c->xopts.max_links) ncap = c->xopts.max_links;
+    f->links = kr_xrealloc(f->links, ncap * sizeof *f->links);
+    f->links_cap = ncap;
+  }
+  f->links[f->nlinks++] = (kr_link_t){.url = u,
+                                      .url_len = c->canon_buf.len,
+                                      .hop_path = h,
+                                      .hop_len = c->hop_buf.len,
+                                      .via = f->curi->fp,
+                                      .directive = KR_DIRECTIVE_NORMAL};
+  c->st.links_scheduled++;
+  return 0;
+reject:
+  kr_url_free(abs);
+  kr_url_free(cu);
+  c->st.links_rejected++;
+  return 0;
+}
+
+static int on_link(void *ud, const kr_extract_link_t *l) {
+  kr_fetch_t *f = ud;
+  if (l->kind == KR_EXTRACT_BASE) {
+    kr_url_t *b = NULL;
+    if (kr_url_parse(l->url.p, l->url.n, f->url, &b) == 0 && is_http(b)) {
+      kr_url_free(f->base);
+      f->base = b;
+    } else {
+      kr_url_free(b);
+    }
+    return 0;
+  }
+  return add_link(f, l->url, (char)l->kind);
+}
+
+/* ---- the processors -------------------------------------------------------------------- */
+
+static int headers_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
+  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
+  if (!f->resp || f->is_robots) return KR_PROC_NEXT;
+  if (f->resp->location.n) add_link(f, f->resp->location, 'R');
+  kr_slice_t cl = kr_http_resp_header(f->resp, "Content-Location");
+  if (cl.p && cl.n) add_link(f, kr_slice_trim(cl), 'R');
+  return KR_PROC_NEXT;
+}
+
+static int wants_links(const kr_fetch_t *f) {
+  return !f->is_robots && f->resp && f->resp->status >= 200 && f->resp->status < 300;
+}
+
+static int html_headers(kr_chain_fetch_t *cf, kr_processor_t *self) {
+  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
+  kr_crawl_t *c = self->data;
+  if (!wants_links(f)) return 0;
+  if (!f->html)
+    f->html = kr_extract_html_new(&c->xopts, on_link, f);
+  else
+    kr_extract_html_reset(f->html, on_link, f);
+  f->html_active = 1;
+  return 1;
+}
+
+static int html_body(kr_chain_fetch_t *cf, kr_processor_t *self, const char *p, size_t n) {
+  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
+  return kr_extract_html_feed(f->html, p, n) < 0;
+}
+
+static int html_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
+  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
+  if (f->html_active) {
+    kr_extract_html_finish(f->html);
+    if (kr_extract_html_stats(f->html)->capped) kr_fetch_annotate(f, "links-capped");
+    f->html_active = 0;
+  }
+  return KR_PROC_NEXT;
+}
+
+static void html_cleanup(kr_chain_fetch_t *cf, kr_processor_t *self) {
+  container_of(cf, kr_fetch_t, cf)->html_active = 0;
+}
+
+static int css_headers(kr_chain_fetch_t *cf, kr_processor_t *self) {
+  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
+  kr_crawl_t *c = self->data;
+  if (!wants_links(f)) return 0;
+  if (!f->css)
+    f->css = kr_extract_css_new(&c->xopts, on_link, f);
+  else
+    kr_extract_css_reset(f->css, on_link, f);
+  f->css_active = 1;
+  return 1;
+}
+
+static int css_body(kr_chain_fetch_t *cf, kr_processor_t *self, const char *p, size_t n) {
+  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
+  return kr_extract_css_feed(f->css, p, n) < 0;
+}
+
+static int css_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
+  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
+  if (f->css_active) {
+    kr_extract_css_finish(f->css);
+    f->css_active = 0;
+  }
+  return KR_PROC_NEXT;
+}
+
+static void css_cleanup(kr_chain_fetch_t *cf, kr_processor_t *self) {
+  container_of(cf, kr_fetch_t, cf)->css_active = 0;
+}
+
+void kr__proc_extract_register(kr_crawl_t *c) {
+  kr__crawl_add_proc(c, &(kr_processor_t){.name = "extract-headers",
+                                          .phase = KR_PHASE_EXTRACT,
+                                          .run = headers_run});
+  kr__crawl_add_proc(c, &(kr_processor_t){.name = "extract-html",
+                                          .phase = KR_PHASE_EXTRACT,
+                                          .ctype_re = c->re_html,
+                                          .run = html_run,
+                                          .on_headers = html_headers,
+                                          .on_body = html_body,
+                                          .cleanup = html_cleanup});
+  kr__crawl_add_proc(c, &(kr_processor_t){.name = "extract-css",
+                                          .phase = KR_PHASE_EXTRACT,
+                                          .ctype_re = c->re_css,
+                                          .run = css_run,
+                                          .on_headers = css_headers,
+                                          .on_body = css_body,
+                                          .cleanup = css_cleanup});
+}

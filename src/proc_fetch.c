@@ -1,0 +1,190 @@
+/*
+ * Fetch-phase processors: the HTTP exchange and the content digest.
+ *
+ * http    one request through the HTTP client (keep-alive pool, DNS,
+ *         limits); conditional when an earlier visit left validators and
+ *         http.conditional-requests is on. The processor is ASYNC: the
+ *         client's on_done resumes the chain. While the response arrives
+ *         the headers and every content chunk go to the chain's stream
+ *         hooks (digest, extractors) without a copy. Redirects are not
+ *         followed (the extractor schedules Location as an R hop), except
+ *         for robots.txt, which RFC 9309 wants followed for at least five
+ *         hops: those are fetched here, inline, and the body of the last
+ *         one is kept (up to robots.max-size) for the post phase.
+ * digest  SHA-1 of the content (what crawl.log's digest column shows and
+ *         what tells changed from unchanged), streamed through one reused
+ *         OpenSSL context per fetch object.
+ * Sections: HTTP callbacks, the http processor, the digest processor.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "crawl.h"
+#include "internal.h"
+#include "log.h"
+
+#define ROBOTS_MAX_REDIRECTS 5
+
+static const kr_http_cbs_t cbs;
+
+/* ---- HTTP callbacks ------------------------------------------------------------ */
+
+static int follows_redirect(const kr_fetch_t *f, const kr_http_resp_t *r) {
+  return f->is_robots && r->status >= 300 && r->status < 400 && r->location.n &&
+         f->redirects < ROBOTS_MAX_REDIRECTS && !f->crawl->stopping;
+}
+
+static int on_headers(kr_http_fetch_t *hf, const kr_http_resp_t *r) {
+  kr_fetch_t *f = kr_http_fetch_data(hf);
+  f->resp = r;
+  if (follows_redirect(f, r)) return KR_HTTP_ABORT; /* next hop from on_done */
+  f->cf.content_type = r->content_type;
+  kr_chain_headers(&f->cf);
+  return KR_HTTP_CONTINUE;
+}
+
+static int on_content(kr_http_fetch_t *hf, const char *p, size_t n) {
+  kr_fetch_t *f = kr_http_fetch_data(hf);
+  if (f->is_robots) {
+    size_t room = f->body.max - f->body.len;
+    if (room) kr_buf_append(&f->body, p, n < room ? n : room);
+  }
+  kr_chain_body(&f->cf, p, n);
+  return 0;
+}
+
+/* robots.txt answered with a redirect: fetch the Location. 0 when the next
+ * exchange started (or failed and the chain was resumed), -1 to take this
+ * response as the final one. */
+static int robots_next_hop(kr_fetch_t *f, kr_http_fetch_t *hf, const kr_http_resp_t *r) {
+  kr_crawl_t *c = f->crawl;
+  const char *cur = kr_http_fetch_url(hf);
+  kr_url_t *base = NULL, *next = NULL;
+  if (kr_url_parse(cur, strlen(cur), NULL, &base)) return -1;
+  int rc = kr_url_parse(r->location.p, r->location.n, base, &next);
+  kr_url_free(base);
+  if (rc) return -1;
+  kr_slice_t scheme = kr_url_scheme(next);
+  if (!kr_slice_eq(scheme, KR_SLICE_LIT("http")) && !kr_slice_eq(scheme, KR_SLICE_LIT("https"))) {
+    kr_url_free(next);
+    return -1;
+  }
+  KR_LOG(KR_LOG_DEBUG, f->cf.url, "robots.txt redirected to %s", kr_url_href(next));
+  f->redirects++;
+  kr_http_fetch_release(hf);
+  f->http = NULL;
+  f->resp = NULL;
+  kr_buf_reset(&f->body);
+  rc = kr_http_fetch_start(c->http, next, NULL, &cbs, f, &f->http);
+  kr_url_free(next);
+  if (rc) {
+    f->http = NULL;
+    f->http_err = rc;
+    f->fetch_duration_ms = kr_crawl_now(c) - f->fetch_start_ms;
+    kr_chain_resume(&f->cf, rc);
+  }
+  return 0;
+}
+
+static void on_done(kr_http_fetch_t *hf, int err) {
+  kr_fetch_t *f = kr_http_fetch_data(hf);
+  kr_crawl_t *c = f->crawl;
+  const kr_http_resp_t *r = kr_http_fetch_resp(hf);
+  f->raw_bytes += r->raw_bytes;
+  c->st.bytes += r->raw_bytes;
+  if (err == 0 && follows_redirect(f, r) && robots_next_hop(f, hf, r) == 0) return;
+  f->http_err = err;
+  if (err == 0 && r->status) {
+    f->resp = r;
+    c->st.fetched++;
+  } else {
+    c->st.fetch_errors++;
+  }
+  f->fetch_duration_ms = kr_crawl_now(c) - f->fetch_start_ms;
+  kr_chain_resume(&f->cf, err < 0 ? err : 0);
+}
+
+static const kr_http_cbs_t cbs = {
+    .on_headers = on_headers,
+    .on_content = on_content,
+    .on_done = on_done,
+};
+
+/* ---- the http processor --------------------------------------------------------- */
+
+static int http_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
+  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
+  kr_crawl_t *c = self->data;
+  kr_http_req_t req;
+  memset(&req, 0, sizeof req);
+  const kr_curi_t *u = f->curi;
+  if (f->hc->conditional && u->visits > 0 && !f->is_robots) {
+    if (u->etag && u->etag_len) req.if_none_match = u->etag;
+    if (u->last_modified > 0) {
+      time_t t = (time_t)u->last_modified;
+      struct tm tm;
+      if (gmtime_r(&t, &tm) &&
+          strftime(f->ims, sizeof f->ims, "%a, %d %b %Y %H:%M:%S GMT", &tm) > 0)
+        req.if_modified_since = f->ims;
+    }
+  }
+  f->fetch_start_ms = kr_crawl_now(c);
+  int rc = kr_http_fetch_start(c->http, f->url, &req, &cbs, f, &f->http);
+  if (rc == KR_EINVAL && (req.if_none_match || req.if_modified_since)) {
+    /* A validator a server sent that cannot go back in a header. */
+    kr_fetch_annotate(f, "bad-validator");
+    rc = kr_http_fetch_start(c->http, f->url, NULL, &cbs, f, &f->http);
+  }
+  if (rc) {
+    f->http = NULL;
+    f->http_err = rc;
+    c->st.fetch_errors++;
+    return rc;
+  }
+  return KR_PROC_ASYNC;
+}
+
+/* ---- the digest processor ----------------------------------------------------------- */
+
+static int digest_headers(kr_chain_fetch_t *cf, kr_processor_t *self) {
+  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
+  if (!f->sha_ready || kr_sha1_reset(&f->sha)) return 0;
+  f->digesting = 1;
+  return 1;
+}
+
+static int digest_body(kr_chain_fetch_t *cf, kr_processor_t *self, const char *p, size_t n) {
+  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
+  if (kr_sha1_update(&f->sha, p, n)) {
+    f->digesting = 0;
+    return 1;
+  }
+  return 0;
+}
+
+static int digest_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
+  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
+  /* A 304 has no body: the previous digest stands. */
+  if (f->digesting && f->resp && f->resp->status != 304 &&
+      kr_sha1_final(&f->sha, f->digest) == 0)
+    f->has_digest = 1;
+  f->digesting = 0;
+  return KR_PROC_NEXT;
+}
+
+static void digest_cleanup(kr_chain_fetch_t *cf, kr_processor_t *self) {
+  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
+  f->digesting = 0;
+}
+
+void kr__proc_fetch_register(kr_crawl_t *c) {
+  kr__crawl_add_proc(c, &(kr_processor_t){.name = "http", .phase = KR_PHASE_FETCH,
+                                          .run = http_run});
+  kr__crawl_add_proc(c, &(kr_processor_t){.name = "digest",
+                                          .phase = KR_PHASE_DIGEST,
+                                          .run = digest_run,
+                                          .on_headers = digest_headers,
+                                          .on_body = digest_body,
+                                          .cleanup = digest_cleanup});
+}

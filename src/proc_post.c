@@ -1,0 +1,233 @@
+/*
+ * Post-phase processors: what a fetch amounts to.
+ *
+ * robots-update  after a robots.txt fetch (any outcome but a shutdown):
+ *                parse it with RFC 9309's status policy, cache the rules
+ *                for the origin, tell the frontier the host's robots state
+ *                and Crawl-delay, and release the host from its
+ *                prerequisite gate (kr__robots_store, proc_prefetch.c).
+ * finish         build the outcome (unless prefetch decided it already):
+ *                a response of any status is a visit (429/503 back the
+ *                host off instead); no response is retryable, except for
+ *                errors that will not change (bad URL, malformed
+ *                response), which fail; a fetch cancelled by a shutdown
+ *                goes back untouched. Then one crawl.log line, then the
+ *                frontier gets the outcome and the extracted links in one
+ *                call (one transaction).
+ * The via column needs the referrer's URL while the frontier keeps only
+ * its fingerprint: a direct-mapped cache of recent pages answers most,
+ * the store the rest. Sections: via URLs, the outcome, crawl.log, the
+ * processors.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "crawl.h"
+#include "internal.h"
+#include "log.h"
+
+#define VIA_SLOTS 4096 /* power of two */
+
+/* ---- via URLs -------------------------------------------------------------------- */
+
+struct kr_via_slot {
+  uint64_t fp;
+  size_t len;
+  char *url;
+};
+
+void kr__via_remember(kr_crawl_t *c, uint64_t fp, const char *url, size_t len) {
+  if (!c->via) {
+    c->via = kr_xcalloc(VIA_SLOTS, sizeof *c->via);
+    c->via_cap = VIA_SLOTS;
+  }
+  struct kr_via_slot *s = &c->via[fp & (c->via_cap - 1)];
+  if (s->url && s->fp == fp) return;
+  free(s->url);
+  s->url = kr_xstrndup(url, len);
+  s->len = len;
+  s->fp = fp;
+}
+
+void kr__via_free(kr_crawl_t *c) {
+  for (size_t i = 0; i < c->via_cap; i++) free(c->via[i].url);
+  free(c->via);
+  c->via = NULL;
+  c->via_cap = 0;
+}
+
+static kr_slice_t via_url(kr_crawl_t *c, uint64_t fp) {
+  if (!fp) return kr_slice("", 0);
+  if (c->via) {
+    struct kr_via_slot *s = &c->via[fp & (c->via_cap - 1)];
+    if (s->url && s->fp == fp) return kr_slice(s->url, s->len);
+  }
+  kr_uri_row_t row;
+  if (kr_store_uri_get(kr_frontier_store(c->frontier), fp, &row) == 1 && row.url) {
+    kr__via_remember(c, fp, row.url, row.url_len);
+    struct kr_via_slot *s = &c->via[fp & (c->via_cap - 1)];
+    return kr_slice(s->url, s->len);
+  }
+  return kr_slice("", 0);
+}
+
+/* ---- the outcome ------------------------------------------------------------------- */
+
+/* Errors a later try will meet again. */
+static int is_permanent(int err) {
+  switch (err) {
+  case KR_EURL:
+  case KR_ESCHEME:
+  case KR_EINVAL:
+  case KR_EPROTO:
+  case KR_EHEADER_TOO_BIG:
+  case KR_EBODY_TOO_BIG:
+  case KR_ERATIO:
+  case KR_EDECODE:
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+static int is_dns(int err) {
+  return err == KR_EDNS_NXDOMAIN || err == KR_EDNS_NODATA || err == KR_EDNS_TIMEOUT ||
+         err == KR_EDNS_FAIL;
+}
+
+static int is_host_error(int err) {
+  return is_dns(err) || err == KR_ECONNREFUSED || err == KR_EUNREACH ||
+         err == KR_ECONNECT_TIMEOUT || err == KR_ETLS || err == KR_ETLS_VERIFY;
+}
+
+/* Last-Modified (IMF-fixdate) in epoch seconds, 0 when unreadable. */
+static int64_t http_date(kr_slice_t s) {
+  char buf[64];
+  if (!s.p || s.n == 0 || s.n >= sizeof buf) return 0;
+  memcpy(buf, s.p, s.n);
+  buf[s.n] = '\0';
+  struct tm tm;
+  memset(&tm, 0, sizeof tm);
+  const char *end = strptime(buf, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  if (!end || *end) return 0;
+  time_t t = timegm(&tm);
+  return t > 0 ? (int64_t)t : 0;
+}
+
+static void build_outcome(kr_fetch_t *f) {
+  kr_crawl_t *c = f->crawl;
+  kr_outcome_t *o = &f->outcome;
+  const kr_http_resp_t *r = f->resp;
+  const kr_curi_t *u = f->curi;
+  int err = f->http_err ? f->http_err : f->cf.err;
+  o->fetch_ms = f->fetch_duration_ms;
+  o->bytes = f->raw_bytes;
+  if (err == KR_ECANCELED && c->stopping) {
+    f->disp = KR_DISP_DEFER;
+    return;
+  }
+  if (!r || !r->status) {
+    if (!err) err = KR_EIO;
+    o->kind = is_permanent(err) ? KR_OUTCOME_FAILED : KR_OUTCOME_RETRY;
+    o->status = err;
+    o->no_contact = is_dns(err);
+    o->host_error = is_host_error(err);
+    f->log_status = kr_crawllog_status_of_error(err);
+    kr_fetch_annotate(f, kr_err_name(err));
+    return;
+  }
+  o->status = r->status;
+  f->log_status = r->status;
+  if (r->truncated) kr_fetch_annotate(f, "lenTrunc");
+  if (err && err != KR_ECANCELED) kr_fetch_annotate(f, kr_err_name(err));
+  if (r->status == 429 || r->status == 503) {
+    o->kind = KR_OUTCOME_BACKOFF;
+    kr_slice_t ra = kr_http_resp_header(r, "Retry-After");
+    uint64_t d;
+    if (ra.p && kr_frontier_parse_retry_after(ra.p, ra.n, kr_crawl_now(c), &d) == 0)
+      o->retry_after_ms = d;
+    return;
+  }
+  o->kind = KR_OUTCOME_SUCCESS;
+  /* robots.txt is fetched again when its rules expire */
+  if (f->is_robots) o->wait_ms = f->hc->robots_expiry_ms;
+  if (r->content_type.n) {
+    o->content_type = r->content_type.p;
+    o->content_type_len = r->content_type.n;
+  }
+  if (f->has_digest) {
+    o->digest = f->digest;
+    o->digest_len = KR_SHA1_LEN;
+    o->content = u->digest_len == KR_SHA1_LEN ? memcmp(u->digest, f->digest, KR_SHA1_LEN) != 0 : 2;
+  } else {
+    o->content = r->status == 304 ? 0 : 2;
+  }
+  if (r->etag.n) {
+    o->etag = r->etag.p;
+    o->etag_len = r->etag.n;
+  }
+  o->last_modified = http_date(r->last_modified);
+}
+
+/* ---- crawl.log ---------------------------------------------------------------------- */
+
+static void write_log(kr_fetch_t *f) {
+  kr_crawl_t *c = f->crawl;
+  const kr_http_resp_t *r = f->resp;
+  const kr_curi_t *u = f->curi;
+  char digest[KR_SHA1_LABEL_SIZE];
+  kr_crawllog_entry_t e;
+  memset(&e, 0, sizeof e);
+  e.log_ms = kr_crawl_now(c);
+  e.status = f->log_status;
+  e.size = r && r->status ? (int64_t)r->content_bytes : -1;
+  e.uri = kr_slice(u->url, u->url_len);
+  e.hops = kr_slice(u->hop_path, u->hop_len);
+  e.via = via_url(c, u->via);
+  e.mime = r && r->status ? (r->content_type.p ? r->content_type : kr_slice("", 0))
+                          : kr_slice(NULL, 0);
+  e.worker = f->worker;
+  e.fetch_ms = f->fetch_start_ms;
+  e.duration_ms = f->fetch_duration_ms;
+  if (f->has_digest) {
+    kr_sha1_label(f->digest, digest);
+    e.digest = kr_slice_cstr(digest);
+  }
+  e.annotations = f->annot;
+  e.n_annotations = f->nannot;
+  int rc = kr_crawllog_write(c->log, &e);
+  if (rc == KR_EIO) KR_LOG(KR_LOG_WARN, kr_crawllog_path(c->log), "write failed");
+}
+
+/* ---- the processors ------------------------------------------------------------------- */
+
+static int robots_update_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
+  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
+  kr_crawl_t *c = self->data;
+  if (!f->is_robots || !f->curi || f->disp != KR_DISP_FINISH) return KR_PROC_NEXT;
+  if (f->http_err == KR_ECANCELED && c->stopping) return KR_PROC_NEXT;
+  kr__robots_store(f);
+  return KR_PROC_NEXT;
+}
+
+static int finish_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
+  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
+  kr_crawl_t *c = self->data;
+  if (!f->curi) return KR_PROC_NEXT; /* handed back already */
+  if (!f->decided) build_outcome(f);
+  if (f->disp == KR_DISP_FINISH) {
+    write_log(f);
+    if (f->nlinks) kr__via_remember(c, f->curi->fp, f->curi->url, f->curi->url_len);
+  }
+  kr__fetch_complete(f);
+  return KR_PROC_NEXT;
+}
+
+void kr__proc_post_register(kr_crawl_t *c) {
+  kr__crawl_add_proc(c, &(kr_processor_t){.name = "robots-update", .phase = KR_PHASE_POST,
+                                          .run = robots_update_run});
+  kr__crawl_add_proc(c, &(kr_processor_t){.name = "finish", .phase = KR_PHASE_POST,
+                                          .run = finish_run});
+}

@@ -1,0 +1,271 @@
+/*
+ * Prefetch processors: the scope re-check and the robots.txt
+ * prerequisite, plus the per-origin robots.txt cache they share with the
+ * post phase.
+ *
+ * scope   the scope may have changed since the URI was queued (new
+ *         exclude rules, a [host] section): a URI it now rejects is
+ *         disregarded with Heritrix's status for the rule (-5000 ...).
+ * robots  a URI whose origin has no fresh robots.txt in the cache goes
+ *         back to the frontier, which schedules the origin's robots.txt at
+ *         HIGHEST (hop P) and holds the host until it is in
+ *         (kr_frontier_prereq_require). With fresh rules: disallowed ->
+ *         disregarded, crawl.log -9998, unless a robots.exempt pattern
+ *         matches the path; robots.txt unavailable (5xx, network error:
+ *         disallow all) -> retried later with -61, so a server that was
+ *         down for an hour does not lose its URIs forever.
+ * The cache keys rules by origin ("http://host:port"), expires them after
+ * robots.expiry (failures sooner: after retry-delay) and holds at most a
+ * fixed number of origins, dropping the least recently used (they are
+ * fetched again when needed). kr__robots_store() fills it after a
+ * robots.txt fetch (called from the post phase). Sections: the cache,
+ * origins, the scope processor, the robots processor, storing rules.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crawl.h"
+#include "internal.h"
+#include "kria/fp.h"
+#include "log.h"
+
+/* ---- the cache ----------------------------------------------------------------- */
+
+typedef struct robots_entry {
+  char *origin;
+  uint64_t hash;
+  kr_robots_t *robots;
+  uint64_t expires;                      /* epoch ms */
+  struct robots_entry *chain;            /* bucket */
+  struct robots_entry *lru_prev, *lru_next; /* most recent first */
+} robots_entry_t;
+
+struct kr_robots_cache {
+  robots_entry_t **buckets;
+  size_t nbuckets;                       /* power of two */
+  size_t n, max;
+  robots_entry_t *lru_head, *lru_tail;
+};
+
+kr_robots_cache_t *kr__robots_cache_new(size_t max_entries) {
+  kr_robots_cache_t *rc = kr_xcalloc(1, sizeof *rc);
+  rc->max = max_entries ? max_entries : 1;
+  rc->nbuckets = 64;
+  while (rc->nbuckets < rc->max) rc->nbuckets *= 2;
+  rc->buckets = kr_xcalloc(rc->nbuckets, sizeof *rc->buckets);
+  return rc;
+}
+
+static void entry_free(robots_entry_t *e) {
+  kr_robots_free(e->robots);
+  free(e->origin);
+  free(e);
+}
+
+void kr__robots_cache_free(kr_robots_cache_t *rc) {
+  if (!rc) return;
+  for (robots_entry_t *e = rc->lru_head, *n; e; e = n) {
+    n = e->lru_next;
+    entry_free(e);
+  }
+  free(rc->buckets);
+  free(rc);
+}
+
+static void lru_unlink(kr_robots_cache_t *rc, robots_entry_t *e) {
+  if (e->lru_prev)
+    e->lru_prev->lru_next = e->lru_next;
+  else
+    rc->lru_head = e->lru_next;
+  if (e->lru_next)
+    e->lru_next->lru_prev = e->lru_prev;
+  else
+    rc->lru_tail = e->lru_prev;
+  e->lru_prev = e->lru_next = NULL;
+}
+
+static void lru_front(kr_robots_cache_t *rc, robots_entry_t *e) {
+  e->lru_prev = NULL;
+  e->lru_next = rc->lru_head;
+  if (rc->lru_head) rc->lru_head->lru_prev = e;
+  rc->lru_head = e;
+  if (!rc->lru_tail) rc->lru_tail = e;
+}
+
+static robots_entry_t *cache_get(kr_robots_cache_t *rc, const char *origin, size_t n) {
+  uint64_t h = kr_fp(origin, n);
+  for (robots_entry_t *e = rc->buckets[h & (rc->nbuckets - 1)]; e; e = e->chain)
+    if (e->hash == h && strcmp(e->origin, origin) == 0) {
+      if (rc->lru_head != e) {
+        lru_unlink(rc, e);
+        lru_front(rc, e);
+      }
+      return e;
+    }
+  return NULL;
+}
+
+static void cache_remove(kr_robots_cache_t *rc, robots_entry_t *e) {
+  robots_entry_t **pp = &rc->buckets[e->hash & (rc->nbuckets - 1)];
+  while (*pp != e) pp = &(*pp)->chain;
+  *pp = e->chain;
+  lru_unlink(rc, e);
+  rc->n--;
+  entry_free(e);
+}
+
+/* Put rules for origin (owned by the cache from now on). */
+static void cache_put(kr_robots_cache_t *rc, const char *origin, size_t n, kr_robots_t *r,
+                      uint64_t expires) {
+  robots_entry_t *e = cache_get(rc, origin, n);
+  if (e) {
+    kr_robots_free(e->robots);
+    e->robots = r;
+    e->expires = expires;
+    return;
+  }
+  if (rc->n >= rc->max) cache_remove(rc, rc->lru_tail);
+  e = kr_xcalloc(1, sizeof *e);
+  e->origin = kr_xstrndup(origin, n);
+  e->hash = kr_fp(origin, n);
+  e->robots = r;
+  e->expires = expires;
+  robots_entry_t **b = &rc->buckets[e->hash & (rc->nbuckets - 1)];
+  e->chain = *b;
+  *b = e;
+  lru_front(rc, e);
+  rc->n++;
+}
+
+/* ---- origins ---------------------------------------------------------------------- */
+
+int kr__origin_key(const kr_url_t *url, char *out, size_t outlen) {
+  kr_buf_t b;
+  kr_buf_init(&b, outlen ? outlen - 1 : 0);
+  int rc = kr_url_origin(url, &b);
+  if (rc == 0 && b.len < outlen) {
+    memcpy(out, b.data, b.len);
+    out[b.len] = '\0';
+  } else {
+    rc = KR_ETOOBIG;
+  }
+  kr_buf_free(&b);
+  return rc;
+}
+
+/* ---- scope -------------------------------------------------------------------------- */
+
+static int scope_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
+  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
+  kr_crawl_t *c = self->data;
+  if (!f->url) {
+    kr_fetch_decide(f, KR_OUTCOME_FAILED, KR_S_UNFETCHABLE_URI);
+    kr_fetch_annotate(f, "bad-url");
+    return KR_PROC_SKIP_TO_POST;
+  }
+  /* An origin's robots.txt is always wanted, whatever hops led to it. */
+  if (f->is_robots) return KR_PROC_NEXT;
+  kr_scope_candidate_t cand = {
+      .url = f->url, .hops = kr_slice(f->curi->hop_path, f->curi->hop_len), .via = NULL};
+  kr_scope_rule_t rule;
+  if (kr_scope_decide(c->scope, &cand, &f->hc->limits, &rule)) return KR_PROC_NEXT;
+  c->st.out_of_scope++;
+  kr_fetch_decide(f, KR_OUTCOME_DISREGARDED, kr_crawllog_status_of_scope(rule, 0));
+  const char *name = kr_scope_rule_name(c->scope, rule);
+  char *a = kr_arena_alloc(&f->arena, strlen(name) + 7);
+  if (a) {
+    sprintf(a, "scope:%s", name);
+    kr_fetch_annotate(f, a);
+  }
+  return KR_PROC_SKIP_TO_POST;
+}
+
+/* ---- robots --------------------------------------------------------------------------- */
+
+static int exempt(kr_crawl_t *c, const kr_fetch_t *f) {
+  if (!f->hc->n_exempt) return 0;
+  kr_slice_t path = kr_url_pathname(f->url);
+  for (size_t i = 0; i < f->hc->n_exempt; i++)
+    if (kr_config_regex_match(c->chain.matcher, f->hc->exempt[i], path.p, path.n) == 1)
+      return 1;
+  return 0;
+}
+
+static int robots_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
+  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
+  kr_crawl_t *c = self->data;
+  if (f->is_robots || !f->hc->obey_robots) return KR_PROC_NEXT;
+  char origin[512];
+  if (kr__origin_key(f->url, origin, sizeof origin - 16)) {
+    kr_fetch_decide(f, KR_OUTCOME_FAILED, KR_S_UNFETCHABLE_URI);
+    kr_fetch_annotate(f, "origin-too-long");
+    return KR_PROC_SKIP_TO_POST;
+  }
+  size_t on = strlen(origin);
+  uint64_t now = kr_crawl_now(c);
+  robots_entry_t *e = cache_get(c->robots, origin, on);
+  if (!e || e->expires <= now) {
+    /* Prerequisite: the URI waits in its queue for the robots.txt. */
+    memcpy(origin + on, "/robots.txt", 12);
+    c->st.prerequisites++;
+    kr_curi_t *curi = f->curi;
+    f->curi = NULL;
+    f->disp = KR_DISP_RETURNED;
+    int rc = kr_frontier_prereq_require(c->frontier, curi, origin, on + 11, now);
+    if (rc == KR_EDB) return rc;
+    if (rc < 0) KR_LOG(KR_LOG_WARN, origin, "cannot schedule robots.txt: %s", kr_strerror(rc));
+    return KR_PROC_SKIP_TO_POST;
+  }
+  kr_robots_decision_t d;
+  if (kr_robots_allowed(e->robots, kr_url_request_target(f->url), &d)) return KR_PROC_NEXT;
+  if (exempt(c, f)) {
+    kr_fetch_annotate(f, "robots:exempt");
+    return KR_PROC_NEXT;
+  }
+  if (d.reason == KR_ROBOTS_BY_STATUS) {
+    kr_fetch_decide(f, KR_OUTCOME_RETRY, KR_S_ROBOTS_PREREQUISITE_FAILURE);
+    kr_fetch_annotate(f, "robots:unavailable");
+    return KR_PROC_SKIP_TO_POST;
+  }
+  c->st.disregarded++;
+  kr_fetch_decide(f, KR_OUTCOME_DISREGARDED, KR_S_ROBOTS_PRECLUDED);
+  return KR_PROC_SKIP_TO_POST;
+}
+
+/* ---- storing rules ------------------------------------------------------------------------ */
+
+void kr__robots_store(kr_fetch_t *f) {
+  kr_crawl_t *c = f->crawl;
+  char origin[512];
+  if (!f->url || !f->curi || kr__origin_key(f->url, origin, sizeof origin)) return;
+  int status = f->resp && f->resp->status ? f->resp->status : 0;
+  kr_robots_options_t ro = {.max_bytes = c->robots_max_size};
+  kr_robots_t *r = NULL;
+  if (kr_robots_from_status(status, f->body.data, f->body.len, c->robots_agent, &ro, &r)) return;
+  uint64_t now = kr_crawl_now(c);
+  uint64_t ttl = f->hc->robots_expiry_ms;
+  if (kr_robots_policy(r) == KR_ROBOTS_DISALLOW_ALL && f->hc->fopts.retry_delay_ms < ttl)
+    ttl = f->hc->fopts.retry_delay_ms; /* try again sooner after a failure */
+  uint64_t expires = now + ttl;
+  int64_t delay = kr_robots_crawl_delay_ms(r);
+  c->st.robots_fetched++;
+  KR_LOG(KR_LOG_INFO, origin, "robots.txt: status %d, %s, %u rules, crawl-delay %lld ms", status,
+         kr_robots_policy(r) == KR_ROBOTS_PARSE       ? "parsed"
+         : kr_robots_policy(r) == KR_ROBOTS_ALLOW_ALL ? "allow all"
+                                                      : "disallow all",
+         kr_robots_stats(r)->rules_kept, (long long)delay);
+  cache_put(c->robots, origin, strlen(origin), r, expires);
+  kr_frontier_host_set_robots(c->frontier, f->curi->host, expires, status ? status : f->http_err,
+                              delay, now);
+  kr_frontier_prereq_done(c->frontier, f->curi->host, now);
+}
+
+/* ---- registration -------------------------------------------------------------------------- */
+
+void kr__proc_prefetch_register(kr_crawl_t *c) {
+  kr__crawl_add_proc(c, &(kr_processor_t){.name = "scope", .phase = KR_PHASE_PREFETCH,
+                                          .run = scope_run});
+  kr__crawl_add_proc(c, &(kr_processor_t){.name = "robots", .phase = KR_PHASE_PREFETCH,
+                                          .run = robots_run});
+}
