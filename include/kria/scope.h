@@ -29,17 +29,29 @@
  *   scheme        not http or https: reject
  *   prerequisite  hop path ends in P (DNS, robots.txt): accept
  *   hops          more than max_link_hops L hops: reject
- *   (mode)        in the prefix set (or via in it, with also_check_via)
- *                 -> in scope; else the trailing run of non-L hops (E, R,
- *                 X, P) of the hop path, if 1..max_trans_hops long,
- *                 makes it "trans-hops" (an embed of an in-scope page on
- *                 a CDN host, a redirect to another host); else it is
- *                 out of scope, pending the include rules below
+ *   (mode)        in the prefix set -> in scope (rule: the mode's
+ *                 name); else, with also_check_via, the via URL in it ->
+ *                 "via"; else the trailing run of non-L hops (E, R, X)
+ *                 of the hop path, if 1..max_trans_hops long, makes it
+ *                 "trans-hops" (an embed of an in-scope page on a CDN
+ *                 host, a redirect to another host); else it is out of
+ *                 scope: rejected at once when there are no include
+ *                 patterns, else pending them below
  *   depth         more than max_path_depth '/' in the path: reject
- *   trap          a run of path segments repeated more than
- *                 max_repeated_segments times in a row: reject
- *   calendar      (optional) a year outside [min, max]: reject
- *   exclude       a PCRE2 exclude pattern matches: reject (wins over all)
+ *   trap          Heritrix's PathologicalPathDecideRule: a block of 1 to
+ *                 KR_SCOPE_TRAP_MAX_PERIOD '/'-terminated segments
+ *                 repeated more than max_repeated_segments times in a row
+ *                 anywhere in the URL ("/a/b/a/b/a/b/"): reject
+ *   calendar      (optional, off by default) a calendar-trap heuristic:
+ *                 a 4-digit number standing alone in the path or query
+ *                 (not inside a longer run of letters or digits) that
+ *                 reads as a year 1000-2999 and lies outside
+ *                 [calendar_min_year, calendar_max_year]: reject
+ *                 ("/cal/2031/01/", "?year=2045"). Endless calendars that
+ *                 only deepen the path are the depth rule's, and those
+ *                 repeating segments the trap rule's
+ *   exclude       a PCRE2 exclude pattern matches: reject (wins over
+ *                 in-scope, via, trans-hops and include)
  *   include       out of scope but an include pattern matches: accept
  * and otherwise accepts an in-scope candidate (rule: the mode's name or
  * "trans-hops") and rejects the rest ("out-of-scope", or "trans-hops"
