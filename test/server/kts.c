@@ -91,6 +91,8 @@
  *   c=CONN r=NTH METHOD TARGET HTTP/1.1 | Host: h | User-Agent: ua |
  *   Accept-Encoding: .. | If-None-Match: .. | If-Modified-Since: .. |
  *   Connection: ..     (headers only when sent)
+ * With --log-times each line starts "t=MS " (CLOCK_MONOTONIC milliseconds,
+ * when the request was complete), so tests can measure request spacing.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -554,7 +556,7 @@ static void on_signal(uv_signal_t *sig, int signum) {
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: kts -c ROUTES.ini [--port N] [--host ADDR] [--log FILE]\n"
+          "usage: kts -c ROUTES.ini [--port N] [--host ADDR] [--log FILE] [--log-times]\n"
           "           [--tls CERT KEY] [--tls-mode ok|garbage|stall]\n"
           "           [--start-ms MS] [--frozen] [--clock-rate R]\n"
           "           [--keepalive-timeout-ms MS] [--keepalive-requests N]\n"
@@ -589,7 +591,7 @@ int main(int argc, char **argv) {
   s->start_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
 
   enum { O_PORT = 256, O_HOST, O_LOG, O_TLS, O_TLSMODE, O_START, O_FROZEN, O_RATE, O_KATO,
-         O_KAREQ, O_MAXCONN, O_MAXHDR, O_CHECK };
+         O_KAREQ, O_MAXCONN, O_MAXHDR, O_CHECK, O_LOGTIMES };
   static const struct option opts[] = {
       {"config", required_argument, 0, 'c'},   {"port", required_argument, 0, O_PORT},
       {"host", required_argument, 0, O_HOST},  {"log", required_argument, 0, O_LOG},
@@ -600,7 +602,8 @@ int main(int argc, char **argv) {
       {"keepalive-requests", required_argument, 0, O_KAREQ},
       {"max-conns", required_argument, 0, O_MAXCONN},
       {"max-header", required_argument, 0, O_MAXHDR},
-      {"check", no_argument, 0, O_CHECK},      {"help", no_argument, 0, 'h'},
+      {"check", no_argument, 0, O_CHECK},      {"log-times", no_argument, 0, O_LOGTIMES},
+      {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   int o;
   while ((o = getopt_long(argc, argv, "c:h", opts, NULL)) != -1) {
@@ -611,6 +614,7 @@ int main(int argc, char **argv) {
         break;
       case O_HOST: host = optarg; break;
       case O_LOG: logfile = optarg; break;
+      case O_LOGTIMES: s->log_times = 1; break;
       case O_TLS:
         cert = optarg;
         if (optind >= argc) {

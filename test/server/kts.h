@@ -129,6 +129,7 @@ typedef struct kts_server {
   uv_signal_t sigint, sigterm;
   kts_routes_t routes;
   FILE *log;
+  int log_times;             /* --log-times: lines start "t=MS " (monotonic) */
   kts_ssl_ctx_t *tls_ctx;    /* NULL: plain HTTP */
   enum kts_tls_mode tls_mode;
   kts_conn_t *conns;         /* all open connections */

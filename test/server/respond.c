@@ -219,6 +219,11 @@ void kts_log_request(kts_conn_t *c) {
   kts_req_t *q = &c->req;
   kr_buf_t line;
   kr_buf_init(&line, 1u << 16);
+  if (c->srv->log_times) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    kr_buf_printf(&line, "t=%" PRId64 " ", (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+  }
   kr_buf_printf(&line, "c=%" PRIu64 " r=%" PRIu64 " %s ", c->id, c->nreq, q->method);
   append_safe_path(&line, q->target.data ? q->target.data : "", KR_MIN(q->target.len, 2000));
   kr_buf_printf(&line, " HTTP/%d.%d", q->http_major, q->http_minor);
