@@ -131,10 +131,12 @@ static int run(kr_inflate_t *z, const unsigned char *p, size_t n,
     z->consumed += before_in - z->zs.avail_in;
     size_t produced = z->chunk - z->zs.avail_out;
     if (ret == Z_MEM_ERROR) return KR_ENOMEM;
-    if (ret != Z_OK && ret != Z_STREAM_END && ret != Z_BUF_ERROR)
-      return KR_EDECODE; /* Z_DATA_ERROR, Z_NEED_DICT, Z_STREAM_ERROR */
+    /* Bytes zlib decoded before it found an error are delivered first, so
+     * how much comes out never depends on how the input was cut. */
     int err = deliver(z, z->buf, produced, cb, data);
     if (err) return err;
+    if (ret != Z_OK && ret != Z_STREAM_END && ret != Z_BUF_ERROR)
+      return KR_EDECODE; /* Z_DATA_ERROR, Z_NEED_DICT, Z_STREAM_ERROR */
     if (ret == Z_STREAM_END) {
       z->state = ST_END;
       continue;
