@@ -77,7 +77,7 @@ $(B)/libkria.a: $(LIB_OBJS) $(LLHTTP_OBJS)
 	ar rcs $@ $^
 
 # Commands are weak in cli.c while under construction: -u pulls them in.
-CMD_SYMS := kr_cmd_url kr_cmd_fetch kr_cmd_robots kr_cmd_crawl
+CMD_SYMS := kr_cmd_url kr_cmd_fetch kr_cmd_robots kr_cmd_crawl kr_cmd_cdx
 $(KRIA): $(MAIN_OBJS) $(B)/libkria.a
 	$(CC) $(ALL_LDFLAGS) $(CMD_SYMS:%=-Wl,-u,%) -o $@ $(MAIN_OBJS) $(B)/libkria.a $(LIBS)
 

@@ -17,6 +17,7 @@
 #pragma weak kr_cmd_fetch
 #pragma weak kr_cmd_robots
 #pragma weak kr_cmd_crawl
+#pragma weak kr_cmd_cdx
 
 struct command {
   const char *name;
@@ -29,6 +30,7 @@ static const struct command commands[] = {
     {"fetch", kr_cmd_fetch, "fetch one URL through the engine"},
     {"robots", kr_cmd_robots, "FILE USER-AGENT URL  robots.txt decision"},
     {"crawl", kr_cmd_crawl, "-c FILE [-o section.key=value]...  run a crawl"},
+    {"cdx", kr_cmd_cdx, "FILE...  sorted CDXJ index of WARC files"},
 };
 
 void kr_cli_error(int err, const char *fmt, ...) {

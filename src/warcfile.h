@@ -1,0 +1,132 @@
+/*
+ * WARC files of a crawl: names, rotation, the ".open" suffix, durability
+ * and start-up repair, on top of the pure record writer (kria/warc.h).
+ *
+ * Files are named PREFIX-YYYYMMDDhhmmssSSS-SERIAL-HOST.warc.gz (".warc"
+ * uncompressed) in one directory, with ".open" appended while written;
+ * each starts with a warcinfo record that every later record names in
+ * WARC-Warcinfo-ID. A file is closed (synced unless durability is none,
+ * renamed without ".open") when it reaches max_size or at
+ * kr_warcfile_rotate/close. Each record is one pwritev at the end of the
+ * file, so once kr_warcfile_write returns, the record is in the kernel
+ * and survives a crash of kria; durability says when it is on disk:
+ *   none    the OS decides;
+ *   batch   the caller calls kr_warcfile_sync when kr_warcfile_sync_due
+ *           says so, and always before committing to the store the
+ *           visits whose records were written since the last sync;
+ *   record  fdatasync after every record (slow; for tests and paranoia).
+ * A record that cannot be written completely (ENOSPC, EIO, a failing
+ * sync) is cut away again, so a file always ends at a record boundary;
+ * the caller gets KR_ENOSPC or KR_EIO and may retry later.
+ *
+ * Not thread-safe; one kr_warcfile_t per crawl, used from one thread.
+ */
+#ifndef KRIA_WARCFILE_H
+#define KRIA_WARCFILE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "clock.h"
+#include "kria/warc.h"
+
+enum kr_warc_durability {
+  KR_WARC_SYNC_NONE = 0,
+  KR_WARC_SYNC_BATCH,
+  KR_WARC_SYNC_RECORD,
+};
+
+typedef struct kr_warcfile_opts {
+  const char *dir;               /* created (one level) when missing */
+  const char *prefix;            /* see kr_warcfile_prefix_ok */
+  const char *host;              /* in file names; NULL = gethostname() */
+  kr_warc_writer_opts_t writer;  /* gzip, level, engine */
+  uint64_t max_size;             /* rotate at this size (1 GiB); 0 never */
+  int durability;                /* enum kr_warc_durability */
+  uint32_t batch_ms;             /* batch: sync due after this long (1000) */
+  uint32_t batch_records;        /* ... or this many records (1000) */
+  kr_warc_info_t info;           /* warcinfo fields (borrowed during
+                                    kr_warcfile_open only); software and
+                                    hostname default to kria's */
+  const kr_clock_t *clock;       /* file names and default dates; NULL =
+                                    the real clock */
+  /* For tests: stand-ins for pwritev(2) and fdatasync(2). */
+  ssize_t (*pwritev_fn)(int fd, const struct iovec *iov, int n, off_t off);
+  int (*sync_fn)(int fd);
+} kr_warcfile_opts_t;
+
+/* Where a record went. */
+typedef struct kr_warcfile_loc {
+  char file[256];                /* final name in dir (without ".open") */
+  uint64_t offset, length;       /* bytes of the record (its gzip member) */
+  kr_warc_written_t w;           /* digests and sizes */
+} kr_warcfile_loc_t;
+
+typedef struct kr_warcfile kr_warcfile_t;
+
+/* gzip at the default level, 1 GiB, durability none, batch 1 s/1000. */
+void kr_warcfile_opts_default(kr_warcfile_opts_t *o);
+
+/* 1 when prefix may name WARC files: 1..64 of [A-Za-z0-9._-], not
+ * starting with '.', no "..": it can never leave the directory. */
+int kr_warcfile_prefix_ok(const char *prefix);
+
+/* Prepare to write into opts->dir. No file is created before the first
+ * record. 0 and *out; KR_EINVAL (bad prefix or options), KR_EIO (the
+ * directory cannot be created or opened); errbuf (may be NULL) says why. */
+int kr_warcfile_open(const kr_warcfile_opts_t *opts, kr_warcfile_t **out,
+                     char *errbuf, size_t errlen);
+
+/* Write one record (see kr_warc_write; block as n slices). A zero
+ * rec->date_ms is set to now, a NULL rec->warcinfo_id to the file's
+ * warcinfo record. Rotates first when the file is full. 0 and *loc (may
+ * be NULL); KR_EINVAL (bad record: nothing written), KR_ENOSPC or KR_EIO
+ * (the partial record was cut away; errmsg says more). */
+int kr_warcfile_write(kr_warcfile_t *wf, kr_warc_rec_t *rec, const kr_slice_t *block,
+                      size_t n, kr_warcfile_loc_t *loc);
+
+/* Streaming (see kr_warc_begin): a record whose block arrives in pieces.
+ * On any error the partial record is cut away and the stream ends. */
+int kr_warcfile_begin(kr_warcfile_t *wf, kr_warc_rec_t *rec, uint64_t block_len);
+int kr_warcfile_append(kr_warcfile_t *wf, const void *p, size_t n);
+int kr_warcfile_end(kr_warcfile_t *wf, kr_warcfile_loc_t *loc);
+
+/* fdatasync the open file when records were written since the last sync.
+ * 0, KR_EIO or KR_ENOSPC. */
+int kr_warcfile_sync(kr_warcfile_t *wf);
+/* Batch durability: 1 when unsynced records reached batch_records or the
+ * oldest is batch_ms old at now_ms. Always 0 for none and record. */
+int kr_warcfile_sync_due(const kr_warcfile_t *wf, uint64_t now_ms);
+/* Close the current file now (next record opens a new one). 0 or KR_EIO. */
+int kr_warcfile_rotate(kr_warcfile_t *wf);
+/* Rotate and free. Returns kr_warcfile_rotate's result. */
+int kr_warcfile_close(kr_warcfile_t *wf);
+
+/* Name of the file being written (with ".open"), or NULL. */
+const char *kr_warcfile_current(const kr_warcfile_t *wf);
+/* Size of the file being written (0 when none). */
+uint64_t kr_warcfile_size(const kr_warcfile_t *wf);
+/* Detail of the last error ("" when none). */
+const char *kr_warcfile_errmsg(const kr_warcfile_t *wf);
+
+typedef struct kr_warcfile_repair_stats {
+  unsigned files;                /* ".open" files found */
+  unsigned removed;              /* of them, without one complete record */
+  uint64_t records;              /* complete records kept */
+  uint64_t bytes_cut;            /* bytes cut off the ends */
+} kr_warcfile_repair_stats_t;
+
+/* Repair one leftover file: cut it after its last complete record (gzip:
+ * the last whole member ending a record) and rename it without ".open";
+ * remove it when no record is complete. name is relative to dirfd.
+ * 0 (and adds to *st, may be NULL), KR_EINVAL (name does not end in
+ * ".warc.open" or ".warc.gz.open"), KR_EIO (errbuf says why). */
+int kr_warcfile_repair(int dirfd, const char *name, kr_warcfile_repair_stats_t *st,
+                       char *errbuf, size_t errlen);
+/* Repair every *.warc.open and *.warc.gz.open in dir (at start-up, before
+ * kr_warcfile_open). A missing dir is fine. 0 or the first error. */
+int kr_warcfile_repair_dir(const char *dir, kr_warcfile_repair_stats_t *st, char *errbuf,
+                           size_t errlen);
+
+#endif
