@@ -21,7 +21,8 @@ static const char usage_text[] =
     "one key after the file (repeatable; wait.NAME.key for wait evaluators).\n"
     "Relative paths in the configuration (crawl.seeds, crawl.state-dir) are\n"
     "taken from the current directory. SIGINT or SIGTERM stops the crawl:\n"
-    "running fetches get 5 s to finish, then everything is committed.\n"
+    "running fetches get 4 s to finish, the rest is abandoned (it stays\n"
+    "queued), everything is committed and kria exits within 5 s.\n"
     "Exit 0 when the crawl ended, 2 on an error, 64 on a usage error.\n";
 
 int kr_cmd_crawl(int argc, char **argv) {

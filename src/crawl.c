@@ -376,7 +376,10 @@ static void start_fetch(kr_crawl_t *c, kr_curi_t *curi) {
     f->url = NULL; /* scope sees it and fails the URI */
   }
   f->hc = kr_crawl_hostcfg(c, host.p, host.n);
-  kr_chain_fetch_init(&c->chain, &f->cf, curi->url, curi->url_len, host);
+  /* The chain's copy: the curi goes back to the frontier before the walk
+   * ends (prerequisites), the URL must outlive it. */
+  const char *url = kr_arena_strndup(&f->arena, curi->url, curi->url_len);
+  kr_chain_fetch_init(&c->chain, &f->cf, url ? url : "", url ? curi->url_len : 0, host);
   kr_chain_start(&f->cf);
 }
 
@@ -466,19 +469,16 @@ static void turn(kr_crawl_t *c) {
   kr_store_t *st = kr_frontier_store(c->frontier);
   const kr_config_view_t *g = kr_config_global(c->cfg);
   uint64_t commit_ms = (uint64_t)kr_config_ms(g, KR_CFG_STORE_COMMIT_INTERVAL);
-  if (kr_store_in_tx(st)) {
-    if (!c->tx_since_ms) c->tx_since_ms = now;
-    /* The lines of URIs about to be committed reach crawl.log first: a
-     * crash may repeat a line, never drop one of a committed URI. */
-    if (now - c->tx_since_ms >= commit_ms) kr_crawllog_flush(c->log);
-  }
+  /* The lines of URIs that may be committed now reach crawl.log first: a
+   * crash may repeat a line, never drop the line of a committed URI. One
+   * write per busy loop turn at most (nothing when no line waits). */
+  if (kr_store_in_tx(st)) kr_crawllog_flush(c->log);
   int rc = kr_frontier_turn(c->frontier, now);
   if (rc < 0) {
     crawl_fail(c, rc);
     return;
   }
   if (!kr_store_in_tx(st)) {
-    c->tx_since_ms = 0;
     uv_timer_stop(&c->commit_timer);
   } else if (!uv_is_active((uv_handle_t *)&c->commit_timer)) {
     /* Commit within commit-interval even if the loop would sleep. */
@@ -704,7 +704,7 @@ int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out
   kr_crawl_t *c = kr_xcalloc(1, sizeof *c);
   c->cfg = cfg;
   if (opts) c->opts = *opts;
-  if (!opts || !opts->shutdown_grace_ms) c->opts.shutdown_grace_ms = 5000;
+  if (!opts || !opts->shutdown_grace_ms) c->opts.shutdown_grace_ms = 4000;
   const kr_config_view_t *g = kr_config_global(cfg);
   int lvl = kr_log_level_parse(kr_config_str(g, KR_CFG_CRAWL_LOG_LEVEL));
   if (lvl > 0) kr_log_level = lvl;

@@ -9,7 +9,8 @@
  *                    (crawl.revisit = false) once every in-scope URI was
  *                    visited, any crawl when a limit is reached or on
  *                    SIGINT/SIGTERM (issue nothing more, let in-flight
- *                    fetches finish for up to 5 s, cancel the rest, commit)
+ *                    fetches finish for up to 4 s, cancel the rest, commit:
+ *                    gone within 5 s)
  *   kr_crawl_free()
  *
  * Dispatch is driven by the frontier: its on_ready callback (a host became
@@ -18,7 +19,8 @@
  * URI becomes a kr_fetch_t walking the chain. Store commits are grouped:
  * a uv_check runs kr_frontier_turn() once per loop turn (and a timer makes
  * sure a pending transaction is committed within commit-interval even
- * when the loop would sleep); the crawl log is flushed right before.
+ * when the loop would sleep); the crawl log is flushed right before, so a
+ * committed URI always has its crawl.log line.
  *
  * The second half of this header is for the processors (src/proc_*.c):
  * the fetch object, per-host settings and the crawl's innards.
@@ -50,7 +52,9 @@ typedef struct kr_fetch kr_fetch_t;
 
 /* Test hooks and overrides; zero = defaults. */
 typedef struct kr_crawl_opts {
-  uint32_t shutdown_grace_ms;   /* in-flight fetches may finish (5000) */
+  uint32_t shutdown_grace_ms;   /* in-flight fetches may finish (4000: with
+                                   the cancel and the commit, the process
+                                   is gone within 5 s of the signal) */
   int no_signals;               /* 1: do not install SIGINT/SIGTERM handlers */
 } kr_crawl_opts_t;
 
@@ -211,7 +215,6 @@ struct kr_crawl {
   int stopping;                 /* issue nothing more */
   int closing;                  /* handles being closed */
   int fatal;                    /* KR_EDB: the store failed */
-  uint64_t tx_since_ms;         /* first write since the last commit */
   uint64_t started_ms;
   uint64_t run_started_us;
   kr_crawl_stats_t st;

@@ -98,7 +98,7 @@ static void on_done(kr_http_fetch_t *hf, int err) {
   if (err == 0 && r->status) {
     f->resp = r;
     c->st.fetched++;
-  } else {
+  } else if (err != KR_ECANCELED) {
     c->st.fetch_errors++;
   }
   f->fetch_duration_ms = kr_crawl_now(c) - f->fetch_start_ms;
