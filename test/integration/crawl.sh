@@ -208,6 +208,84 @@ q=$(sqlite3 "$T/state4/kria.db" "select count(*) from uris where url like '%/han
 is "$q" 1 "the abandoned URI is still queued in the store"
 kts_stop
 
+# ---- robots.txt policies, hostile pages ------------------------------------------
+
+# Four hosts on one kts through a hosts file: robots.txt 404 (allow all),
+# 500 (disallow all until fetched again), two redirects to the real file,
+# and "Disallow: /" with robots.exempt for images.
+cat >"$T/robots.ini" <<'EOF'
+[route "/robots.txt"]
+host = a.test
+status = 404
+
+[route "/robots.txt"]
+host = b.test
+status = 500
+body = oops
+
+[route "/robots.txt"]
+host = c.test
+redirect = /r1
+
+[route "/r1"]
+host = c.test
+redirect = /r2
+
+[route "/r2"]
+host = c.test
+content-type = text/plain
+body = User-agent: *\nDisallow: /x\n
+
+[route "/robots.txt"]
+host = d.test
+content-type = text/plain
+body = User-agent: *\nDisallow: /\n
+
+[route "/"]
+body = <a href="/x">x</a> <a href="/y">y</a> <img src="/img/a.png">
+
+[route "/x"]
+body = x
+
+[route "/y"]
+body = y
+
+[route "/img*"]
+content-type = image/png
+body = png
+
+[route "/many"]
+links = 150000
+link-prefix = http://elsewhere.test/m/
+EOF
+kts_start "$T/robots.ini" --log "$T/kts5.log" || bail "kts did not start"
+printf '127.0.0.1 a.test b.test c.test d.test\n' >"$T/hosts"
+: >"$T/seeds5.txt"
+for h in a b c d; do
+  for p in / /x /y /img/a.png; do echo "http://$h.test:$KTS_PORT$p" >>"$T/seeds5.txt"; done
+done
+echo "http://a.test:$KTS_PORT/many" >>"$T/seeds5.txt"
+crawl_conf "$T/robots.conf" "$T/state5" "$T/seeds5.txt" \
+  "[dns]" "hosts-file = $T/hosts" "[host \"d.test\"]" 'robots.exempt = ^/img/'
+kcrawl "$T/robots.conf" -o politeness.max-retries=0
+is "$RC" 0 "robots policies: the crawl ends (exit 0)"
+CL5="$T/state5/logs/crawl.log"
+req() { grep -c "GET $2 HTTP/1.1 | Host: $1.test:" "$T/kts5.log"; }
+status_of() { awk -v u="http://$1.test:$KTS_PORT$2" '$4 == u {print $2}' "$CL5" | tail -1; }
+is "$(req a /x)$(req a /y)" 11 "robots.txt 404: everything allowed"
+is "$(req b /x)$(req b /y)$(req b /)" 000 "robots.txt 500: nothing fetched"
+is "$(status_of b /x)" -61 "robots.txt 500: URIs logged -61 (robots unavailable)"
+like "$(grep "b.test:$KTS_PORT/x " "$CL5")" "robots:unavailable" "and annotated robots:unavailable"
+is "$(req c /r1)$(req c /r2)" 11 "robots.txt redirects followed"
+is "$(req c /x)$(req c /y)" 01 "the redirected robots.txt is obeyed"
+is "$(status_of c /x)" -9998 "its disallowed URI logged -9998"
+is "$(req d /img/a.png)$(req d /x)" 10 "robots.exempt lets images through Disallow: /"
+like "$(grep "d.test:$KTS_PORT/img/a.png " "$CL5")" "robots:exempt" "the exempt fetch is annotated"
+like "$(grep "a.test:$KTS_PORT/many " "$CL5")" " 200 .*links-capped" \
+  "a page with 150,000 links: fetched, extraction capped"
+unlike "$(cat "$T/kts5.log")" "elsewhere" "its out-of-scope links are never requested"
+kts_stop
+
 # ---- bad input --------------------------------------------------------------------------
 
 printf '[crawl]\nrevisit = maybe\nbogus = 1\n' >"$T/bad.conf"
