@@ -26,7 +26,10 @@
 #define DISPATCH_BUDGET 512       /* URIs started per dispatch call */
 #define ROBOTS_CACHE_ENTRIES 65536
 #define FETCH_ARENA_BLOCK (16u << 10)
-#define FETCH_ARENA_CAP (64u << 20)
+#define FETCH_ARENA_CAP (16u << 20)  /* links of one page */
+#define LINKS_BUDGET (256u << 20)    /* links held by all fetches at once */
+#define POOL_KEEP_BODY (64u << 10)   /* pooled objects keep smaller buffers */
+#define POOL_KEEP_LINKS 1024
 
 static void check_end(kr_crawl_t *c);
 static void crawl_fail(kr_crawl_t *c, int err);
@@ -322,7 +325,19 @@ static void fetch_put(kr_crawl_t *c, kr_fetch_t *f) {
   kr_url_free(f->url);
   kr_url_free(f->base);
   kr_arena_reset(&f->arena);
+  c->links_bytes -= f->links_bytes;
+  /* Up to 4,096 pooled objects: a robots.txt or a page with a huge link
+   * list must not stay allocated in each of them. */
+  if (f->body.cap > POOL_KEEP_BODY) {
+    kr_buf_free(&f->body);
+    kr_buf_init(&f->body, c->robots_max_size);
+  }
   kr_buf_reset(&f->body);
+  if (f->links_cap > POOL_KEEP_LINKS) {
+    free(f->links);
+    f->links = NULL;
+    f->links_cap = 0;
+  }
   /* Keep the pooled buffers, zero the rest. */
   kr_sha1_t sha = f->sha;
   int sha_ready = f->sha_ready;
@@ -725,6 +740,7 @@ int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out
   c->global_hc = hostcfg_build(c, g, &fo);
   c->robots_agent = kr_config_str(g, KR_CFG_ROBOTS_AGENT);
   c->robots_max_size = (size_t)kr_config_size(g, KR_CFG_ROBOTS_MAX_SIZE);
+  c->links_budget = LINKS_BUDGET;
   c->robots = kr__robots_cache_new(ROBOTS_CACHE_ENTRIES);
   kr_buf_init(&c->canon_buf, 4 * KR_URL_MAX);
   kr_buf_init(&c->hop_buf, 256);

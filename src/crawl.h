@@ -150,6 +150,7 @@ struct kr_fetch {
   kr_link_t *links;             /* accepted links; strings in arena */
   size_t nlinks, links_cap;
   uint64_t links_dropped;       /* over the caps */
+  size_t links_bytes;           /* URL and hop bytes of links held */
   kr_arena_t arena;             /* per fetch, reset at finalize */
   /* the outcome */
   int disp;                     /* kr_fetch_disp_t */
@@ -191,6 +192,8 @@ struct kr_crawl {
   const char *robots_agent;
   size_t robots_max_size;
   kr_buf_t canon_buf, hop_buf;  /* scratch for links */
+  size_t links_bytes;           /* held by all fetches (sum of theirs) */
+  size_t links_budget;          /* cap on links_bytes */
   /* content-type filters of the extractors */
   pcre2_code *re_html, *re_css;
   /* processors (registered in this order within their phases) */

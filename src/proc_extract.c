@@ -13,7 +13,10 @@
  * past 50 hops) and checked against the scope with the [host] limits of
  * its own host; accepted ones are copied into the fetch's arena and
  * handed to the frontier in one batch by the post phase, with the page as
- * via. Caps: extract's max links per document, the arena's cap.
+ * via. Caps: extract's max links per document, the fetch arena's cap, and
+ * a budget for the links all running fetches hold together (a thousand
+ * hostile pages at once cannot hold gigabytes of URLs); a fetch over a cap
+ * keeps what it has and is annotated "links-capped".
  * Sections: one link, the processors.
  */
 #include <string.h>
@@ -54,6 +57,11 @@ static int add_link(kr_fetch_t *f, kr_slice_t raw, char hop) {
   if (!kr_scope_decide(c->scope, &cand, &hc->limits, NULL)) goto reject;
   kr_url_free(abs);
   kr_url_free(cu);
+  size_t need = c->canon_buf.len + c->hop_buf.len + 2;
+  if (c->links_bytes + need > c->links_budget) { /* all fetches together */
+    f->links_dropped++;
+    return KR_ETOOBIG;
+  }
   char *u = kr_arena_strndup(&f->arena, c->canon_buf.data, c->canon_buf.len);
   char *h = kr_arena_strndup(&f->arena, c->hop_buf.data, c->hop_buf.len);
   if (!u || !h) {
@@ -72,6 +80,8 @@ static int add_link(kr_fetch_t *f, kr_slice_t raw, char hop) {
                                       .hop_len = c->hop_buf.len,
                                       .via = f->curi->fp,
                                       .directive = KR_DIRECTIVE_NORMAL};
+  f->links_bytes += need;
+  c->links_bytes += need;
   c->st.links_scheduled++;
   return 0;
 reject:
@@ -132,7 +142,7 @@ static int html_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
   if (f->html_active) {
     kr_extract_html_finish(f->html);
-    if (kr_extract_html_stats(f->html)->capped) kr_fetch_annotate(f, "links-capped");
+    if (kr_extract_html_stats(f->html)->capped) f->links_dropped++;
     f->html_active = 0;
   }
   return KR_PROC_NEXT;
@@ -163,6 +173,7 @@ static int css_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
   if (f->css_active) {
     kr_extract_css_finish(f->css);
+    if (kr_extract_css_stats(f->css)->capped) f->links_dropped++;
     f->css_active = 0;
   }
   return KR_PROC_NEXT;

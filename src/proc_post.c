@@ -217,6 +217,7 @@ static int finish_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_crawl_t *c = self->data;
   if (!f->curi) return KR_PROC_NEXT; /* handed back already */
   if (!f->decided) build_outcome(f);
+  if (f->links_dropped) kr_fetch_annotate(f, "links-capped");
   if (f->disp == KR_DISP_FINISH) {
     write_log(f);
     if (f->nlinks) kr__via_remember(c, f->curi->fp, f->curi->url, f->curi->url_len);
