@@ -593,7 +593,7 @@ static void on_max_time(kr_wheel_entry_t *e) {
 static void summary(kr_crawl_t *c) {
   kr_frontier_stats_t fs;
   kr_frontier_stats(c->frontier, &fs);
-  double secs = (double)(uv_hrtime() / 1000 - c->run_started_us) / 1e6;
+  double secs = (double)(kr_clock_mono_us(&c->clock) - c->run_started_us) / 1e6;
   KR_LOG(KR_LOG_NOTICE, NULL,
          "fetched %" PRIu64 " (%" PRIu64 " errors), %" PRIu64 " bytes in %.1f s (%.0f/s); "
          "frontier: %" PRIu64 " URIs, %" PRIu64 " queued, %" PRIu64 " succeeded, %" PRIu64
@@ -819,7 +819,7 @@ fail:
 }
 
 int kr_crawl_run(kr_crawl_t *c) {
-  c->run_started_us = uv_hrtime() / 1000;
+  c->run_started_us = kr_clock_mono_us(&c->clock);
   uv_check_start(&c->check, on_check);
   uint64_t max_time = (uint64_t)kr_config_ms(kr_config_global(c->cfg), KR_CFG_LIMITS_MAX_TIME);
   if (max_time) kr_timer_start(&c->timers, &c->max_time_entry, kr_crawl_now(c) + max_time, on_max_time);

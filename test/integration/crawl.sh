@@ -257,14 +257,25 @@ body = png
 [route "/many"]
 links = 150000
 link-prefix = http://elsewhere.test/m/
+
+[route "/deep"]
+body-file = deep.html
+
+[route "/binary"]
+body-file = binary.html
 EOF
+# 1,000,000 nested elements, then a link; and 256 KiB of random bytes
+# served as text/html.
+{ printf '<html><body>'; head -c 5000000 /dev/zero | tr '\0' 'x' | sed 's/xxxxx/<div>/g';
+  printf '<a href="/deep-end">end</a></body></html>'; } >"$T/deep.html"
+head -c 262144 /dev/urandom >"$T/binary.html"
 kts_start "$T/robots.ini" --log "$T/kts5.log" || bail "kts did not start"
 printf '127.0.0.1 a.test b.test c.test d.test\n' >"$T/hosts"
 : >"$T/seeds5.txt"
 for h in a b c d; do
   for p in / /x /y /img/a.png; do echo "http://$h.test:$KTS_PORT$p" >>"$T/seeds5.txt"; done
 done
-echo "http://a.test:$KTS_PORT/many" >>"$T/seeds5.txt"
+for p in /many /deep /binary; do echo "http://a.test:$KTS_PORT$p" >>"$T/seeds5.txt"; done
 crawl_conf "$T/robots.conf" "$T/state5" "$T/seeds5.txt" \
   "[dns]" "hosts-file = $T/hosts" "[host \"d.test\"]" 'robots.exempt = ^/img/'
 kcrawl "$T/robots.conf" -o politeness.max-retries=0
@@ -284,6 +295,9 @@ like "$(grep "d.test:$KTS_PORT/img/a.png " "$CL5")" "robots:exempt" "the exempt 
 like "$(grep "a.test:$KTS_PORT/many " "$CL5")" " 200 .*links-capped" \
   "a page with 150,000 links: fetched, extraction capped"
 unlike "$(cat "$T/kts5.log")" "elsewhere" "its out-of-scope links are never requested"
+like "$(grep "a.test:$KTS_PORT/deep " "$CL5")" " 200 +$(stat -c %s "$T/deep.html") " "a page nested 1,000,000 deep is fetched whole"
+is "$(req a /deep-end)" 1 "and the link after the nesting is followed"
+like "$(grep "a.test:$KTS_PORT/binary " "$CL5")" " 200 +262144 " "random bytes as text/html: fetched, no harm"
 kts_stop
 
 # ---- bad input --------------------------------------------------------------------------
