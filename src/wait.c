@@ -124,9 +124,7 @@ int64_t kr_wait_poisson(const kr_wait_params_t *p, const kr_est_params_t *ep,
   if (state != KR_CONTENT_CHANGED && state != KR_CONTENT_UNCHANGED && r.observations == 0) {
     info->used_default = 1;
     info->wait_ms = kr_wait_clamp(p, p->default_ms);
-    info->clamped = info->wait_ms == p->min_ms && p->default_ms < p->min_ms   ? -1
-                    : info->wait_ms == p->max_ms && p->default_ms > p->max_ms ? 1
-                                                                              : 0;
+    info->clamped = p->default_ms < p->min_ms ? -1 : p->default_ms > p->max_ms ? 1 : 0;
     return info->wait_ms;
   }
 

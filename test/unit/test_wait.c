@@ -325,6 +325,186 @@ static void poisson_adapts(void **state) {
   assert_int_equal(info.clamped, -1);
 }
 
+
+/* ---- one simulated host ------------------------------------------------------ */
+
+/* A host of N pages whose changes are Poisson processes (rates
+ * log-uniform from 1/hour to 1/month), crawled for 30 days through one
+ * politeness slot of B fetches per second: the URI most overdue goes
+ * next. Versions captured = visits that found at least one change. The
+ * fixed-interval baseline spends the same number of fetches as poisson;
+ * poisson's allocator is given the whole budget (utilisation 1), as the
+ * multiplicative policy fills it too. Measured (2,000 pages, B = 0.1/s):
+ * poisson 1.61x fixed, 1.02x multiplicative with 4 % fewer fetches;
+ * the same allocator fed the true rates reaches only 1.05x
+ * multiplicative, which in a saturated queue is already near the
+ * proportional optimum. */
+static uint64_t sim_rng;
+static double sim_unif(void) {
+  uint64_t z = (sim_rng += 0x9e3779b97f4a7c15u);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  z ^= z >> 31;
+  return ((double)(z >> 11) + 0.5) * 0x1p-53;
+}
+
+typedef struct sim_uri {
+  double lambda, next_change, next_at, last_visit;
+  int64_t wait_ms;
+  double est; /* lambda the allocator knows it by */
+  kr_vhist_t h;
+} sim_uri_t;
+
+/* binary heap of URI indexes by next_at */
+typedef struct heap {
+  int *a;
+  int n;
+  sim_uri_t *u;
+} heap_t;
+static void heap_up(heap_t *h, int i) {
+  while (i > 0) {
+    int p = (i - 1) / 2;
+    if (h->u[h->a[p]].next_at <= h->u[h->a[i]].next_at) break;
+    int t = h->a[p];
+    h->a[p] = h->a[i];
+    h->a[i] = t;
+    i = p;
+  }
+}
+static void heap_down(heap_t *h, int i) {
+  for (;;) {
+    int l = 2 * i + 1, r = l + 1, m = i;
+    if (l < h->n && h->u[h->a[l]].next_at < h->u[h->a[m]].next_at) m = l;
+    if (r < h->n && h->u[h->a[r]].next_at < h->u[h->a[m]].next_at) m = r;
+    if (m == i) break;
+    int t = h->a[m];
+    h->a[m] = h->a[i];
+    h->a[i] = t;
+    i = m;
+  }
+}
+
+enum { SIM_FIXED, SIM_MULT, SIM_MULT_OVERDUE, SIM_POISSON };
+
+typedef struct sim_out {
+  long fetches, captured, captured3, existed, existed3;
+} sim_out_t;
+
+static void simulate(int policy, int n, double budget, double fixed_wait_s, sim_out_t *out) {
+  const double days = 30, horizon = days * 86400;
+  sim_uri_t *u = calloc((size_t)n, sizeof *u);
+  heap_t hp = {malloc((size_t)n * sizeof(int)), 0, u};
+  sim_rng = 42; /* the same pages for every policy */
+  kr_wait_params_t p = pparams();
+  p.initial_ms = 3600 * S;
+  p.min_ms = 600 * S;
+  p.max_ms = 28 * D;
+  if (policy == SIM_MULT_OVERDUE) p.use_overdue = 1;
+  kr_est_params_t ep;
+  kr_est_params_default(&ep);
+  kr_alloc_host_t ah;
+  kr_alloc_host_init(&ah, ep.x_min);
+  int cls = kr_alloc_host_class(&ah, p.min_ms, p.max_ms);
+  double prior = kr_est_prior(&ep, p.initial_ms, NULL);
+  for (int i = 0; i < n; i++) {
+    double lo = log(1.0 / (30 * 86400.0)), hi = log(1.0 / 3600);
+    u[i].lambda = exp(lo + sim_unif() * (hi - lo));
+    u[i].next_change = -log(sim_unif()) / u[i].lambda;
+    u[i].next_at = sim_unif() * 3600; /* discovered during the first hour */
+    u[i].last_visit = -1;
+    u[i].est = prior;
+    kr_vhist_init(&u[i].h);
+    kr_alloc_host_update(&ah, cls, 0, prior);
+    hp.a[hp.n++] = i;
+    heap_up(&hp, hp.n - 1);
+  }
+  *out = (sim_out_t){0};
+  double now = 0, slot = 1.0 / budget;
+  while (now < horizon) {
+    int i = hp.a[0];
+    if (u[i].next_at > now) now = u[i].next_at;
+    if (now >= horizon) break;
+    sim_uri_t *x = &u[i];
+    int changes = 0;
+    while (x->next_change <= now) {
+      changes++;
+      x->next_change += -log(sim_unif()) / x->lambda;
+    }
+    out->fetches++;
+    double overdue = now - x->next_at;
+    kr_content_t st = x->last_visit < 0 ? KR_CONTENT_CHANGED
+                      : changes         ? KR_CONTENT_CHANGED
+                                        : KR_CONTENT_UNCHANGED;
+    if (x->last_visit >= 0 && changes) {
+      out->captured++;
+      if (now < 3 * 86400) out->captured3++;
+    }
+    kr_vhist_visit_t v = {x->last_visit < 0 ? 0 : (int64_t)ceil(now - x->last_visit), st, -1};
+    double wait_s;
+    switch (policy) {
+    case SIM_FIXED: wait_s = fixed_wait_s; break;
+    case SIM_MULT:
+    case SIM_MULT_OVERDUE:
+      x->wait_ms = kr_wait_multiplicative(&p, x->last_visit < 0 ? 0 : x->wait_ms, st,
+                                          (int64_t)(overdue * 1000));
+      wait_s = (double)x->wait_ms / 1000;
+      break;
+    default: {
+      kr_vhist_append(&x->h, &v);
+      kr_wait_info_t info;
+      kr_alloc_host_maybe_solve(&ah, budget, 200);
+      x->wait_ms = kr_wait_poisson(&p, &ep, &x->h, st, NULL, kr_alloc_host_x(&ah), &info);
+      kr_alloc_host_update(&ah, cls, x->est, info.lambda);
+      x->est = info.lambda;
+      wait_s = (double)x->wait_ms / 1000;
+    }
+    }
+    x->last_visit = now;
+    x->next_at = now + wait_s;
+    heap_down(&hp, 0);
+    now += slot; /* politeness */
+  }
+  /* versions that existed: the expected number of changes */
+  double existed = 0, existed3 = 0;
+  for (int i = 0; i < n; i++) {
+    existed += u[i].lambda * horizon;
+    existed3 += u[i].lambda * 3 * 86400;
+  }
+  out->existed = lround(existed);
+  out->existed3 = lround(existed3);
+  free(hp.a);
+  free(u);
+}
+
+static void simulated_host(void **state) {
+  (void)state;
+  const int n = 2000;
+  const double budget = 0.1; /* 8640 fetches a day: 4.3 per page */
+  sim_out_t fx, mu, mo, po;
+  simulate(SIM_POISSON, n, budget, 0, &po);
+  simulate(SIM_MULT, n, budget, 0, &mu);
+  simulate(SIM_MULT_OVERDUE, n, budget, 0, &mo);
+  /* fixed interval spending what poisson spent */
+  simulate(SIM_FIXED, n, budget, 30 * 86400.0 * n / (double)po.fetches, &fx);
+  const char *names[4] = {"fixed", "multiplicative", "mult+overdue", "poisson"};
+  sim_out_t *o[4] = {&fx, &mu, &mo, &po};
+  for (int k = 0; k < 4; k++)
+    printf("# %-14s fetches %6ld  captured %6ld of %6ld (%.3f), first 3 days %5ld, "
+           "versions/fetch %.3f\n",
+           names[k], o[k]->fetches, o[k]->captured, o[k]->existed,
+           (double)o[k]->captured / (double)o[k]->existed, o[k]->captured3,
+           (double)o[k]->captured / (double)o[k]->fetches);
+  printf("# poisson / fixed %.2f, / multiplicative %.2f, first 3 days / multiplicative %.2f\n",
+         (double)po.captured / (double)fx.captured, (double)po.captured / (double)mu.captured,
+         (double)po.captured3 / (double)mu.captured3);
+  assert_true(po.fetches <= (long)(budget * 30 * 86400) + 1);
+  assert_true((double)po.captured >= 1.5 * (double)fx.captured);
+  assert_true((double)po.captured >= 0.98 * (double)mu.captured);
+  assert_true((double)po.captured / (double)po.fetches >
+              (double)mu.captured / (double)mu.fetches);
+  assert_true(mu.captured > fx.captured);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(defaults_and_check), cmocka_unit_test(branches),
@@ -332,6 +512,7 @@ int main(void) {
       cmocka_unit_test(visit_table),        cmocka_unit_test(saturation),
       cmocka_unit_test(from_config),        cmocka_unit_test(poisson_first_visit),
       cmocka_unit_test(poisson_unknown),    cmocka_unit_test(poisson_adapts),
+      cmocka_unit_test(simulated_host),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
