@@ -92,7 +92,9 @@ bad:
 static void sanitize(const kr_vhist_visit_t *in, uint64_t *interval, unsigned *state,
                      int *has_age, uint64_t *age) {
   int64_t iv = in->interval_s;
-  *interval = iv <= 0 ? 0 : iv > KR_VHIST_MAX_SECONDS ? (uint64_t)KR_VHIST_MAX_SECONDS : (uint64_t)iv;
+  *interval = iv <= 0                    ? 0
+              : iv > KR_VHIST_MAX_SECONDS ? (uint64_t)KR_VHIST_MAX_SECONDS
+                                          : (uint64_t)iv;
   *state = (unsigned)in->state <= KR_CONTENT_UNKNOWN ? (unsigned)in->state : KR_CONTENT_UNKNOWN;
   *has_age = in->age_s >= 0 && in->age_s <= KR_VHIST_MAX_SECONDS;
   *age = *has_age ? (uint64_t)in->age_s : 0;
@@ -500,7 +502,8 @@ static int items_ok(const kr_alloc_item_t *it, size_t n) {
 /* Versions objective: total frequency when every URI aims at x. */
 static double total_at_x(const kr_alloc_item_t *it, size_t n, double x) {
   double s = 0;
-  for (size_t i = 0; i < n; i++) s += it[i].weight * clamp_f(it[i].lambda / x, it[i].fmin, it[i].fmax);
+  for (size_t i = 0; i < n; i++)
+    s += it[i].weight * clamp_f(it[i].lambda / x, it[i].fmin, it[i].fmax);
   return s;
 }
 
@@ -560,7 +563,8 @@ int kr_alloc_solve(kr_alloc_objective_t obj, const kr_alloc_item_t *items, size_
     if (isinf(x)) x = 1e300;
     *mu = kr_alloc_h(x);
     if (f)
-      for (size_t i = 0; i < n; i++) f[i] = clamp_f(items[i].lambda / x, items[i].fmin, items[i].fmax);
+      for (size_t i = 0; i < n; i++)
+        f[i] = clamp_f(items[i].lambda / x, items[i].fmin, items[i].fmax);
     return rc;
   }
   /* freshness: mu from "all at fmax" up to "all at fmin" */

@@ -180,7 +180,10 @@ static size_t take_alpha(cursor_t *c, const char **start) {
 static int take_num(cursor_t *c, int min, int max, int64_t *v) {
   int k = 0;
   *v = 0;
-  while (c->p < c->end && k < max && *c->p >= '0' && *c->p <= '9') *v = *v * 10 + (*c->p++ - '0'), k++;
+  while (c->p < c->end && k < max && *c->p >= '0' && *c->p <= '9') {
+    *v = *v * 10 + (*c->p++ - '0');
+    k++;
+  }
   if (c->p < c->end && *c->p >= '0' && *c->p <= '9') return -1; /* too many digits */
   return k >= min ? 0 : -1;
 }
@@ -229,7 +232,8 @@ int kr_validators_date_parse(const char *s, size_t n, int64_t *epoch_s) {
   const char *w;
   size_t wn = take_alpha(&c, &w);
   int known = 0;
-  for (int i = 0; i < 7; i++) known |= word_eq(w, wn, days_short[i]) || word_eq(w, wn, days_long[i]);
+  for (int i = 0; i < 7; i++)
+    known |= word_eq(w, wn, days_short[i]) || word_eq(w, wn, days_long[i]);
   if (!known) return KR_EINVAL;
   int64_t y, d, h, mi, sec;
   int m;
