@@ -18,6 +18,10 @@ missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# WARC tests run warcio.js (npm). Only when no node at all: a node from
+# elsewhere (e.g. NodeSource's nodejs, which bundles npm) must not be
+# replaced by Debian's nodejs + npm.
+command -v node >/dev/null || missing+=(nodejs npm)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 echo "deps: installing ${missing[*]}"

@@ -13,8 +13,10 @@
  * ';' or a space), "warc/revisit" for a revisit, the record's Content-Type
  * otherwise; status is the HTTP status of responses and revisits that
  * carry HTTP headers; digest is WARC-Payload-Digest as written; fields
- * without a value are left out. offset and length are the record's bytes
- * in the file (its gzip member). The key is python surt's (kr_surt), or
+ * without a value are left out; a WARC-Target-URI in angle brackets
+ * (WARC/1.0 writers such as wget) loses them. offset and length are the
+ * record's bytes in the file: its gzip member, or for plain WARC the
+ * record without the CRLF CRLF after it (as warcio and cdxj-indexer). The key is python surt's (kr_surt), or
  * the URL itself when it has no SURT, as cdxj-indexer falls back.
  *
  * Every file is read whole before anything is printed; a malformed file
@@ -185,6 +187,9 @@ static int index_file(const char *path, struct lines *out, struct http_info *hi)
                 !(ct.p && kr_slice_eq(kr_slice_trim(ct), KR_SLICE_LIT("application/warc-fields"))));
     if (!take) continue;
     kr_slice_t url = kr_warc_header_get(h, "WARC-Target-URI");
+    /* WARC/1.0 writers (wget) put the URI in angle brackets. */
+    if (url.p && url.n >= 2 && url.p[0] == '<' && url.p[url.n - 1] == '>')
+      url = kr_slice(url.p + 1, url.n - 2);
     kr_slice_t date = kr_warc_header_get(h, "WARC-Date");
     kr_slice_t digest = kr_warc_header_get(h, "WARC-Payload-Digest");
     char ts[15];
@@ -294,7 +299,7 @@ int kr_cmd_cdx(int argc, char **argv) {
   for (int i = first; i < argc && !err; i++) err = index_file(argv[i], &L, hi);
   free(hi);
   if (!err) {
-    qsort(L.v, L.n, sizeof *L.v, cmp_lines);
+    if (L.n) qsort(L.v, L.n, sizeof *L.v, cmp_lines);
     for (size_t i = 0; i < L.n; i++) {
       fputs(L.v[i], stdout);
       putchar('\n');

@@ -1067,9 +1067,13 @@ int kr_warc_reader_finish(kr_warc_reader_t *r, kr_warc_extent_t *ext) {
     rc = window(r, &p, &n, 1);
     if (rc < 0) return rc;
     e.aligned = rc == 0 && r->rec_aligned;
-    if (e.aligned) e.length = r->member_end - r->rec_offset;
+    if (e.aligned) {
+      e.end = r->member_end;
+      e.length = e.end - r->rec_offset;
+    }
   } else {
-    e.length = plain_pos(r) - r->rec_offset;
+    e.end = plain_pos(r);
+    e.length = e.end - 4 - r->rec_offset;
   }
   if (ext) *ext = e;
   return 0;

@@ -397,7 +397,8 @@ static int record_done(kr_warcfile_t *wf, uint64_t start, const kr_warc_written_
   if (loc) {
     snprintf(loc->file, sizeof loc->file, "%s", wf->final);
     loc->offset = start;
-    loc->length = wf->size - start;
+    /* CDX convention: a plain record without its CRLF CRLF */
+    loc->length = wf->size - start - (wf->o.writer.gzip ? 0 : 4);
     loc->w = *w;
   }
   return 0;
@@ -497,7 +498,7 @@ int kr_warcfile_repair(int dirfd, const char *name, kr_warcfile_repair_stats_t *
   /* Bounded by the file's size: every record consumes its bytes. */
   while ((rc = kr_warc_reader_next(r, &h)) == 1) {
     if (kr_warc_reader_finish(r, &ext) || !ext.aligned) break;
-    good = ext.offset + ext.length;
+    good = ext.end;
     records++;
   }
   if (rc < 0 || (uint64_t)sb.st_size != good)

@@ -59,7 +59,9 @@ typedef struct kr_warcfile_opts {
 /* Where a record went. */
 typedef struct kr_warcfile_loc {
   char file[256];                /* final name in dir (without ".open") */
-  uint64_t offset, length;       /* bytes of the record (its gzip member) */
+  uint64_t offset, length;       /* the record's gzip member; for plain
+                                    WARC the record without the CRLF CRLF
+                                    after it (CDX convention) */
   kr_warc_written_t w;           /* digests and sizes */
 } kr_warcfile_loc_t;
 

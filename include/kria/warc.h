@@ -272,9 +272,14 @@ typedef struct kr_warc_header {
                                     or its gzip member's first byte */
 } kr_warc_header_t;
 
-/* Where a finished record lies in the input. */
+/* Where a finished record lies in the input. offset and length follow
+ * the CDX convention of warcio and cdxj-indexer: for gzip the whole
+ * member(s), for plain WARC the record without the CRLF CRLF after its
+ * block. end is where the next record starts. */
 typedef struct kr_warc_extent {
   uint64_t offset, length;       /* length 0 when not aligned */
+  uint64_t end;                  /* first byte after the record (0 when
+                                    not aligned) */
   int aligned;                   /* plain WARC, or the record is exactly
                                     one or more whole gzip members */
 } kr_warc_extent_t;

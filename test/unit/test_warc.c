@@ -478,7 +478,8 @@ static void round_trip_with(int gzip, int engine, size_t whole_max, size_t step)
   for (int i = 0; i < n; i++) {
     assert_true(r[i].ext.aligned);
     assert_true(r[i].ext.offset == at);
-    at += r[i].ext.length;
+    assert_true(r[i].ext.end == r[i].ext.offset + r[i].ext.length + (gzip ? 0 : 4));
+    at = r[i].ext.end;
     if (gzip) {
       struct rrec one[2];
       assert_int_equal(read_all(m.b.data + r[i].ext.offset, r[i].ext.length, one, 2, 0), 1);
@@ -767,10 +768,10 @@ static void truncated_everywhere(void **state) {
       int err, c = count_records(m.b.data, cut, &err);
       int complete = 0;
       for (int i = 0; i < 9; i++)
-        if (r[i].ext.offset + r[i].ext.length <= cut) complete = i + 1;
+        if (r[i].ext.end <= cut) complete = i + 1;
       int boundary = cut == 0;
       for (int i = 0; i < 9; i++)
-        if (r[i].ext.offset + r[i].ext.length == cut) boundary = 1;
+        if (r[i].ext.end == cut) boundary = 1;
       if (boundary) {
         assert_int_equal(c, complete);
       } else {
@@ -907,7 +908,7 @@ static void gzip_member_layouts(void **state) {
   z_stream z = {0};
   assert_int_equal(deflateInit2(&z, 1, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY), Z_OK);
   z.next_in = (unsigned char *)pm.b.data;
-  z.avail_in = (uInt)(pr[2].ext.offset + pr[2].ext.length);
+  z.avail_in = (uInt)pr[2].ext.end;
   z.next_out = zb;
   z.avail_out = (uInt)zn;
   assert_int_equal(deflate(&z, Z_FINISH), Z_STREAM_END);
@@ -1153,7 +1154,7 @@ static void streaming_to_file(void **state) {
   assert_int_equal(kr_warcfile_append(wf, page + 5000, sizeof page - 5000), 0);
   assert_int_equal(kr_warcfile_end(wf, &loc), 0);
   uint64_t size = kr_warcfile_size(wf);
-  assert_true(loc.offset + loc.length == size);
+  assert_true(loc.offset + loc.length + 4 == size); /* plain: CDX length */
   /* A stream that goes wrong is cut away. */
   r.id[0] = '\0';
   assert_int_equal(kr_warcfile_begin(wf, &r, sizeof page), 0);
@@ -1510,7 +1511,7 @@ static void sample_files(void **state) {
     assert_int_equal(kr_warcfile_open(&o, &wf, NULL, 0), 0);
     for (int rep = 0; rep < (kinds[k].max ? 3 : 1); rep++) {
       char base[64];
-      snprintf(base, sizeof base, "http://127.0.0.1:%d", 8080 + rep);
+      snprintf(base, sizeof base, "http://%s.test:%d", kinds[k].prefix + 5, 8080 + rep);
       assert_int_equal(write_every_type(file_write, wf, base), 9);
     }
     assert_int_equal(kr_warcfile_close(wf), 0);
