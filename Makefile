@@ -44,6 +44,7 @@ DNS_SRCS := src/dns.c
 NET_SRCS := src/digest.c src/inflate.c src/conn.c src/tls.c src/http.c src/cmd_fetch.c
 ROBOTS_SRCS := src/robots.c src/cmd_robots.c
 CONFIG_SRCS := src/config.c src/config_schema.c
+SVC_SRCS := src/sdnotify.c src/status.c src/status_pages.c src/progress.c src/service.c src/cmd_status.c
 WARC_SRCS := src/warc.c src/warcfile.c src/cmd_cdx.c
 ADAPT_SRCS := src/wait.c src/estimate.c src/validators.c src/strip.c
 CRAWL_SRCS := src/chain.c src/crawl.c src/proc_prefetch.c src/proc_fetch.c src/proc_extract.c src/proc_post.c src/cmd_crawl.c
@@ -53,7 +54,7 @@ EXTRACT_SRCS := src/extract_html.c src/extract_css.c
 CLI_SRCS := src/cli.c
 
 # While modules are under construction a listed file may not exist yet.
-LIB_SRCS := $(wildcard $(BASE_SRCS) $(URL_SRCS) $(TIME_SRCS) $(DNS_SRCS) $(NET_SRCS) $(ROBOTS_SRCS) $(CONFIG_SRCS) $(WARC_SRCS) $(ADAPT_SRCS) $(CRAWL_SRCS) $(SCOPE_SRCS) $(FRONTIER_SRCS) $(EXTRACT_SRCS) $(CLI_SRCS))
+LIB_SRCS := $(wildcard $(BASE_SRCS) $(URL_SRCS) $(TIME_SRCS) $(DNS_SRCS) $(NET_SRCS) $(ROBOTS_SRCS) $(CONFIG_SRCS) $(SVC_SRCS) $(WARC_SRCS) $(ADAPT_SRCS) $(CRAWL_SRCS) $(SCOPE_SRCS) $(FRONTIER_SRCS) $(EXTRACT_SRCS) $(CLI_SRCS))
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
 LLHTTP_OBJS := $(B)/llhttp/api.o $(B)/llhttp/http.o $(B)/llhttp/llhttp.o
 MAIN_OBJS := $(B)/src/main.o
