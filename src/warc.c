@@ -997,13 +997,15 @@ int kr_warc_reader_next(kr_warc_reader_t *r, const kr_warc_header_t **hp) {
                   r->rec_offset);
     const unsigned char *nl = memchr(p, '\n', n);
     size_t take = nl ? (size_t)(nl - p) + 1 : n;
-    size_t before = r->hb.len;
+    /* The magic first, so garbage is "no WARC record" however the
+     * input is cut, not a header over the limit. */
+    for (size_t i = r->hb.len; i < 5 && i - r->hb.len < take; i++)
+      if (p[i - r->hb.len] != (unsigned char)"WARC/"[i])
+        return fail(r, KR_EWARC, "no WARC record at offset %" PRIu64, r->rec_offset);
     if (kr_buf_append(&r->hb, p, take))
       return fail(r, KR_ETOOBIG, "record at offset %" PRIu64 ": header over %zu bytes",
                   r->rec_offset, r->o.max_header);
     eat(r, take);
-    if (before < 5 && r->hb.len >= 5 && memcmp(r->hb.data, "WARC/", 5))
-      return fail(r, KR_EWARC, "no WARC record at offset %" PRIu64, r->rec_offset);
     if (nl) {
       const char *e = r->hb.data + r->hb.len;
       size_t L = r->hb.len;

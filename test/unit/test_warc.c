@@ -852,6 +852,16 @@ static void hostile_headers(void **state) {
   assert_int_equal(kr_warc_reader_next(rd, &h), KR_EWARC);
   assert_true(s3.at <= 65536);
   kr_warc_reader_free(rd);
+  /* Garbage that starts like a record is refused by its magic, whether
+   * the source gives it byte by byte or whole, before the header limit. */
+  memcpy(hb, "WARC\xff", 5);
+  for (size_t step = 1; step <= 1u << 20; step <<= 10) {
+    struct src s5 = {(unsigned char *)hb, 5000, 0, step};
+    kr_warc_reader_opts_t ro3 = {.max_header = 300};
+    rd = kr_warc_reader_new(&ro3, mem_source, &s5);
+    assert_int_equal(kr_warc_reader_next(rd, &h), KR_EWARC);
+    kr_warc_reader_free(rd);
+  }
   /* Too many fields. */
   size_t k = (size_t)sprintf(hb, "WARC/1.1\r\n");
   for (int i = 0; i < 100; i++) k += (size_t)sprintf(hb + k, "F%d: v\r\n", i);
