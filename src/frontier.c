@@ -189,6 +189,7 @@ static void host_row(const kr_hostq_t *h, kr_host_row_t *r) {
   r->backoff_until = h->backoff_until;
   r->fail_streak = h->fail_streak;
   r->c = h->c;
+  r->vt = h->vt;
 }
 
 /* Pre-commit: write the rows of the hosts changed in this transaction. */
@@ -294,6 +295,7 @@ static int load_host(void *ud, const kr_host_row_t *r) {
   h->backoff_until = r->backoff_until;
   h->fail_streak = r->fail_streak;
   h->c = r->c;
+  h->vt = r->vt;
   const uint64_t *src = &r->c.discovered;
   uint64_t *dst = &f->total.discovered;
   for (size_t i = 0; i < sizeof(kr_counts_t) / sizeof(uint64_t); i++) dst[i] += src[i];
@@ -734,6 +736,7 @@ static kr_curi_t *curi_from_row(const kr_uri_row_t *r) {
   c->via = r->via;
   c->first_seen = r->first_seen;
   c->last_visit = r->last_visit;
+  c->hint_rate = r->hint_rate;
   return c;
 }
 
@@ -873,7 +876,7 @@ int kr_frontier_finished(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
   r.last_modified = c->last_modified;
   r.history = c->history;
   r.history_len = c->history_len;
-  uint8_t hist[KR_HISTORY_BYTES];
+  uint8_t hist[KR_VHIST_BYTES];
   int write_row = 1;
   uint64_t delay = o->no_contact ? 0 : kr__hostq_politeness(h, ho, o->fetch_ms);
 
@@ -888,7 +891,7 @@ int kr_frontier_finished(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
     uint64_t wait = o->wait_ms ? o->wait_ms : ho->default_wait_ms;
     r.state = KR_URI_SUCCESS;
     r.next_at = f->opts.revisit ? now + wait : KR_NEVER;
-    r.wait_ms = wait > UINT32_MAX ? UINT32_MAX : (uint32_t)wait;
+    r.wait_ms = wait;
     if (c->visits == 0)
       r.versions = 1;
     else if (o->content == 1)
@@ -909,10 +912,22 @@ int kr_frontier_finished(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
       r.etag_len = o->etag_len;
     }
     if (o->last_modified) r.last_modified = o->last_modified;
-    uint64_t interval = c->last_visit && now > c->last_visit ? (now - c->last_visit) / 1000 : 0;
-    r.history_len = kr_history_push(c->history, c->history_len, interval,
-                                    c->visits == 0 ? 1 : o->content, hist);
-    r.history = hist;
+    if (o->history) {
+      r.history = o->history;
+      r.history_len = o->history_len;
+    } else {
+      /* whole seconds, at least 1 after a first visit (estimate.h) */
+      uint64_t iv = c->last_visit && now > c->last_visit ? (now - c->last_visit + 999) / 1000 : 0;
+      if (c->last_visit && iv == 0) iv = 1;
+      kr_vhist_visit_t v = {.interval_s = (int64_t)iv,
+                            .state = c->visits == 0 ? KR_CONTENT_CHANGED
+                                     : o->content == 0 ? KR_CONTENT_UNCHANGED
+                                     : o->content == 1 ? KR_CONTENT_CHANGED
+                                                       : KR_CONTENT_UNKNOWN,
+                            .age_s = -1};
+      r.history_len = kr_vhist_push(c->history, c->history_len, &v, hist, NULL);
+      r.history = hist;
+    }
     r.last_visit = now;
     COUNT(f, h, succeeded, 1);
     f->run_documents++;
@@ -1030,6 +1045,17 @@ void kr_frontier_host_set_robots(kr_frontier_t *f, kr_hostq_t *h, uint64_t expir
   rearm(f, h, now);
 }
 
+const kr_vtrust_t *kr_frontier_host_vtrust(const kr_hostq_t *h) { return &h->vt; }
+
+void kr_frontier_host_set_vtrust(kr_frontier_t *f, kr_hostq_t *h, const kr_vtrust_t *vt) {
+  h->vt = *vt;
+  mark_dirty(f, h);
+}
+
+uint64_t kr_frontier_host_delay(kr_frontier_t *f, const kr_hostq_t *h, uint64_t fetch_ms) {
+  return kr__hostq_politeness(h, hopts(f, h), fetch_ms);
+}
+
 /* ---- reports and statistics ------------------------------------------------------------ */
 
 void kr_frontier_host_report(kr_frontier_t *f, const kr_hostq_t *h, uint64_t now,
@@ -1054,6 +1080,7 @@ void kr_frontier_host_report(kr_frontier_t *f, const kr_hostq_t *h, uint64_t now
   out->robots_status = h->robots_status;
   out->crawl_delay_ms = h->crawl_delay_ms;
   out->c = h->c;
+  out->vt = h->vt;
 }
 
 int kr_frontier_report_next(kr_frontier_t *f, size_t *iter, uint64_t now,
@@ -1102,14 +1129,20 @@ int kr_frontier_report_text(kr_frontier_t *f, uint64_t now, size_t max_hosts,
   rc = kr_buf_printf(out, "%-32s %-8s %10s %6s %10s %10s %s\n", "host", "state", "queued",
                      "flight", "next-ready", "overdue", "notes");
   for (size_t i = 0; !rc && i < n && i < max_hosts; i++) {
-    char ready[32], over[32];
+    char ready[32], over[32], vt[96] = "";
     fmt_ms(ready, sizeof(ready),
            r[i].ready_at >= KR_NEVER ? KR_NEVER : r[i].ready_at > now ? r[i].ready_at - now : 0);
     fmt_ms(over, sizeof(over), r[i].overdue_ms);
-    rc = kr_buf_printf(out, "%-32s %-8s %10" PRIu64 " %3u/%-2u %10s %10s%s%s\n", r[i].name,
+    if (r[i].vt.checks) { /* validators.h: -1 while undefined */
+      double rel = kr_vtrust_reliability(&r[i].vt), use = kr_vtrust_usefulness(&r[i].vt);
+      snprintf(vt, sizeof vt, " validators reliability %s%.2f usefulness %.2f%s",
+               rel < 0 ? "?" : "", rel < 0 ? 0.0 : rel, use < 0 ? 0.0 : use,
+               kr_vtrust_is_distrusted(&r[i].vt, (int64_t)now) ? " distrusted" : "");
+    }
+    rc = kr_buf_printf(out, "%-32s %-8s %10" PRIu64 " %3u/%-2u %10s %10s%s%s%s\n", r[i].name,
                        kr__hostq_state_name(r[i].state), r[i].queued, r[i].in_flight,
                        r[i].valence, ready, over, r[i].gated ? " gated" : "",
-                       r[i].backoff_until > now ? " backoff" : "");
+                       r[i].backoff_until > now ? " backoff" : "", vt);
   }
   if (!rc && n > max_hosts)
     rc = kr_buf_printf(out, "... %zu more hosts\n", n - max_hosts);

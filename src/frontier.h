@@ -132,7 +132,8 @@ struct kr_curi {
   uint64_t issued_at;
   uint64_t overdue_ms;       /* issued_at - next_at */
   int state;                 /* kr_uri_state_t before this visit */
-  uint32_t wait_ms, visits, versions, retries;
+  uint64_t wait_ms;          /* the wait decided at the previous visit */
+  uint32_t visits, versions, retries;
   int status;                /* of the previous visit */
   const char *content_type;
   size_t content_type_len;
@@ -144,8 +145,9 @@ struct kr_curi {
   const char *hop_path;
   size_t hop_len;
   uint64_t via, first_seen, last_visit;
-  const uint8_t *history;
+  const uint8_t *history;    /* kr_vhist encoding (estimate.h) */
   size_t history_len;
+  double hint_rate;          /* sitemap changefreq (changes/s), 0 none */
   void *user;                /* the crawl loop's */
   /* private */
   kr_curi_t *next_inflight;
@@ -198,6 +200,11 @@ typedef struct kr_outcome {
   const char *etag;
   size_t etag_len;
   int64_t last_modified;    /* 0 keeps the previous value */
+  /* SUCCESS: the visit history with this visit appended (kr_vhist, the
+   * wait policy built it); NULL: the frontier appends the visit itself
+   * (interval since last_visit, `content`, age unknown) */
+  const uint8_t *history;
+  size_t history_len;
 } kr_outcome_t;
 
 /* ---- life cycle -------------------------------------------------------- */
@@ -278,6 +285,14 @@ void kr_frontier_host_set_opts(kr_frontier_t *f, kr_hostq_t *h,
 void kr_frontier_host_set_robots(kr_frontier_t *f, kr_hostq_t *h, uint64_t expires,
                                  int status, int64_t crawl_delay_ms, uint64_t now);
 
+/* Validator trust of host h (persisted in its hosts row). */
+const kr_vtrust_t *kr_frontier_host_vtrust(const kr_hostq_t *h);
+/* Replace it; the row is written with the next commit. */
+void kr_frontier_host_set_vtrust(kr_frontier_t *f, kr_hostq_t *h, const kr_vtrust_t *vt);
+/* The politeness delay after a fetch of fetch_ms from h (its options,
+ * robots Crawl-delay): what one valence slot waits between fetches. */
+uint64_t kr_frontier_host_delay(kr_frontier_t *f, const kr_hostq_t *h, uint64_t fetch_ms);
+
 typedef struct kr_host_report {
   const char *name;
   kr_hostq_state_t state;
@@ -295,6 +310,7 @@ typedef struct kr_host_report {
   int robots_status;
   int64_t crawl_delay_ms;
   kr_counts_t c;
+  kr_vtrust_t vt;           /* validator trust */
 } kr_host_report_t;
 
 void kr_frontier_host_report(kr_frontier_t *f, const kr_hostq_t *h, uint64_t now,

@@ -44,6 +44,7 @@ struct kr_hostq {
   int robots_status;
   int64_t crawl_delay_ms;
   kr_counts_t c;
+  kr_vtrust_t vt;                 /* validator trust (validators.h) */
   /* dispatch */
   kr_wheel_entry_t timer;         /* armed at the ready time */
   kr_hostq_t *ready_prev, *ready_next;

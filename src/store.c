@@ -8,7 +8,7 @@
  * copying the WAL back. Opening refuses anything that is not a kria
  * database of a schema this build knows, and never rewrites such a file.
  * Sections: errors, lock, statements, open and schema, transactions,
- * checkpoints, URIs, hosts, meta, history.
+ * checkpoints, URIs, hosts, meta, adaptive (digest index, hints).
  */
 #include "store.h"
 
@@ -51,18 +51,23 @@ enum {
   S_HOSTS_EACH,
   S_META_GET,
   S_META_SET,
+  S_DIGEST_GET,
+  S_DIGEST_PUT,
+  S_URI_SET_HINT,
   S__COUNT
 };
 
 #define URI_COLS                                                           \
   "fp, host_id, directive, next_at, state, url, via, hop_path, first_seen, " \
   "last_visit, wait_ms, visits, versions, retries, status, content_type, "   \
-  "digest, etag, last_modified, history"
+  "digest, etag, last_modified, history, hint"
 
 #define HOST_COLS                                                           \
   "id, name, robots_expires, robots_status, crawl_delay_ms, backoff_level, " \
   "backoff_until, fail_streak, discovered, queued, finished, succeeded, "    \
-  "retried, failed, disregarded, backoffs, bytes"
+  "retried, failed, disregarded, backoffs, bytes, vt_checks, "               \
+  "vt_predicted_unchanged, vt_skipped, vt_verified, vt_misses, "             \
+  "vt_false_alarms, vt_distrusts, vt_miss_run, vt_distrust_until"
 
 static const char *const stmt_sql[S__COUNT] = {
     [S_BEGIN] = "BEGIN IMMEDIATE",
@@ -96,10 +101,16 @@ static const char *const stmt_sql[S__COUNT] = {
         "crawl_delay_ms=?4, backoff_level=?5, backoff_until=?6, "
         "fail_streak=?7, discovered=?8, queued=?9, finished=?10, "
         "succeeded=?11, retried=?12, failed=?13, disregarded=?14, "
-        "backoffs=?15, bytes=?16 WHERE id = ?1",
+        "backoffs=?15, bytes=?16, vt_checks=?17, vt_predicted_unchanged=?18, "
+        "vt_skipped=?19, vt_verified=?20, vt_misses=?21, vt_false_alarms=?22, "
+        "vt_distrusts=?23, vt_miss_run=?24, vt_distrust_until=?25 WHERE id = ?1",
     [S_HOSTS_EACH] = "SELECT " HOST_COLS " FROM hosts ORDER BY id",
     [S_META_GET] = "SELECT value FROM meta WHERE key = ?1",
     [S_META_SET] = "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)",
+    [S_DIGEST_GET] = "SELECT d.fp, d.date, u.url FROM digests d LEFT JOIN uris u "
+                     "ON u.fp = d.fp WHERE d.digest = ?1",
+    [S_DIGEST_PUT] = "INSERT OR IGNORE INTO digests(digest, fp, date) VALUES (?1,?2,?3)",
+    [S_URI_SET_HINT] = "UPDATE uris SET hint = ?2 WHERE fp = ?1",
 };
 
 /* Schema migrations: step v brings user_version v-1 to v. Each runs with
@@ -151,6 +162,35 @@ static const char *const migrations[] = {
     " history BLOB);"
     "CREATE INDEX uris_queue ON uris(host_id, directive DESC, next_at)"
     " WHERE next_at < " NEVER_SQL ";",
+    /* 2: adaptive revisiting. Validator trust per host (kr_vtrust_t) and
+     * the view reporting it; the sitemap changefreq hint per URI; the
+     * payload digest index for URL-agnostic duplicates (first URI and
+     * date of each payload). History BLOBs of version 1 were kr_history
+     * entries without a format byte, which kr_vhist (estimate.h) cannot
+     * read: they are dropped (the wait in uris.wait_ms stays). */
+    "ALTER TABLE hosts ADD COLUMN vt_checks INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE hosts ADD COLUMN vt_predicted_unchanged INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE hosts ADD COLUMN vt_skipped INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE hosts ADD COLUMN vt_verified INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE hosts ADD COLUMN vt_misses INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE hosts ADD COLUMN vt_false_alarms INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE hosts ADD COLUMN vt_distrusts INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE hosts ADD COLUMN vt_miss_run INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE hosts ADD COLUMN vt_distrust_until INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE uris ADD COLUMN hint REAL;"
+    "UPDATE uris SET history = NULL WHERE history IS NOT NULL;"
+    "CREATE TABLE digests(digest BLOB PRIMARY KEY, fp INTEGER NOT NULL,"
+    " date INTEGER NOT NULL) WITHOUT ROWID;"
+    /* validators.h defines the measures; -1 there is NULL here */
+    "CREATE VIEW host_validators AS SELECT name, vt_checks AS checks,"
+    " vt_predicted_unchanged AS predicted_unchanged, vt_skipped AS skipped,"
+    " vt_verified AS verified, vt_misses AS misses, vt_false_alarms AS false_alarms,"
+    " vt_distrusts AS distrusts, vt_distrust_until AS distrust_until,"
+    " CASE WHEN vt_verified > 0 THEN (vt_verified - vt_misses) * 1.0 / vt_verified END"
+    " AS reliability,"
+    " CASE WHEN vt_checks > 0 THEN COALESCE(CASE WHEN vt_verified > 0 THEN"
+    " (vt_verified - vt_misses) * 1.0 / vt_verified END, 1.0) * vt_predicted_unchanged"
+    " / vt_checks END AS usefulness FROM hosts;",
 };
 
 struct kr_store {
@@ -178,7 +218,7 @@ struct kr_store {
   int thread_busy;             /* a job's thread part has not returned */
   uint64_t ckpt_done_frames;   /* frames backfilled by the last checkpoint */
   int wal_warned;
-  int get_active;              /* S_URI_GET is left on a row */
+  int get_active;              /* S_URI_GET or S_DIGEST_GET is left on a row */
   kr_store_stats_t stats;
 };
 
@@ -219,6 +259,7 @@ static int db_err(kr_store_t *st, const char *what) {
 static inline void settle(kr_store_t *st) {
   if (st->get_active) {
     sqlite3_reset(st->stmt[S_URI_GET]);
+    sqlite3_reset(st->stmt[S_DIGEST_GET]);
     st->get_active = 0;
   }
 }
@@ -824,7 +865,7 @@ int kr_store_uri_get(kr_store_t *st, uint64_t fp, kr_uri_row_t *r) {
   r->hop_path = col_text(s, 7, &r->hop_len);
   r->first_seen = (uint64_t)sqlite3_column_int64(s, 8);
   r->last_visit = (uint64_t)sqlite3_column_int64(s, 9);
-  r->wait_ms = (uint32_t)sqlite3_column_int64(s, 10);
+  r->wait_ms = (uint64_t)sqlite3_column_int64(s, 10);
   r->visits = (uint32_t)sqlite3_column_int64(s, 11);
   r->versions = (uint32_t)sqlite3_column_int64(s, 12);
   r->retries = (uint32_t)sqlite3_column_int64(s, 13);
@@ -834,6 +875,7 @@ int kr_store_uri_get(kr_store_t *st, uint64_t fp, kr_uri_row_t *r) {
   r->etag = col_text(s, 17, &r->etag_len);
   r->last_modified = sqlite3_column_int64(s, 18);
   r->history = col_blob(s, 19, &r->history_len);
+  r->hint_rate = sqlite3_column_double(s, 20);
   return 1;
 }
 
@@ -866,7 +908,7 @@ int kr_store_uri_update(kr_store_t *st, const kr_uri_row_t *r) {
   sqlite3_bind_int64(s, 3, (sqlite3_int64)r->next_at);
   sqlite3_bind_int(s, 4, r->state);
   bind_u64_or_null(s, 5, r->last_visit);
-  sqlite3_bind_int64(s, 6, r->wait_ms);
+  sqlite3_bind_int64(s, 6, r->wait_ms > INT64_MAX ? INT64_MAX : (sqlite3_int64)r->wait_ms);
   sqlite3_bind_int64(s, 7, r->visits);
   sqlite3_bind_int64(s, 8, r->versions);
   sqlite3_bind_int64(s, 9, r->retries);
@@ -991,6 +1033,13 @@ int kr_store_host_update(kr_store_t *st, const kr_host_row_t *h) {
   sqlite3_bind_int64(s, 7, h->fail_streak);
   const uint64_t *c = &h->c.discovered;
   for (int i = 0; i < 9; i++) sqlite3_bind_int64(s, 8 + i, (sqlite3_int64)c[i]);
+  const kr_vtrust_t *vt = &h->vt;
+  const uint64_t vtc[] = {vt->checks,   vt->predicted_unchanged, vt->skipped,
+                          vt->verified, vt->misses,              vt->false_alarms,
+                          vt->distrusts};
+  for (int i = 0; i < 7; i++) sqlite3_bind_int64(s, 17 + i, (sqlite3_int64)vtc[i]);
+  sqlite3_bind_int64(s, 24, vt->miss_run);
+  sqlite3_bind_int64(s, 25, vt->distrust_until);
   return step_done(st, s, "updating a host");
 }
 
@@ -1012,6 +1061,12 @@ int kr_store_hosts_each(kr_store_t *st, int (*fn)(void *ud, const kr_host_row_t 
     h.fail_streak = (uint32_t)sqlite3_column_int64(s, 7);
     uint64_t *c = &h.c.discovered;
     for (int i = 0; i < 9; i++) c[i] = (uint64_t)sqlite3_column_int64(s, 8 + i);
+    uint64_t *vtc[] = {&h.vt.checks,   &h.vt.predicted_unchanged, &h.vt.skipped,
+                       &h.vt.verified, &h.vt.misses,              &h.vt.false_alarms,
+                       &h.vt.distrusts};
+    for (int i = 0; i < 7; i++) *vtc[i] = (uint64_t)sqlite3_column_int64(s, 17 + i);
+    h.vt.miss_run = (uint32_t)sqlite3_column_int64(s, 24);
+    h.vt.distrust_until = sqlite3_column_int64(s, 25);
     if (!h.name) continue;
     if ((ret = fn(ud, &h)) < 0) break;
   }
@@ -1047,61 +1102,57 @@ int kr_store_meta_set(kr_store_t *st, const char *key, const char *value) {
   return step_done(st, s, "writing meta");
 }
 
-/* ---- history ------------------------------------------------------------------ */
+/* ---- adaptive: digests, hints ------------------------------------------------ */
 
-static size_t put_varint(uint8_t *p, uint64_t v) {
-  size_t n = 0;
-  while (v >= 0x80) {
-    p[n++] = (uint8_t)(v | 0x80);
-    v >>= 7;
+int kr_store_digest_get(kr_store_t *st, const uint8_t *d, size_t n, kr_digest_ref_t *out) {
+  settle(st);
+  if (!d || !n) return 0;
+  sqlite3_stmt *s = st->stmt[S_DIGEST_GET];
+  sqlite3_bind_blob(s, 1, d, (int)n, SQLITE_STATIC);
+  int rc = sqlite3_step(s);
+  if (rc == SQLITE_DONE) {
+    sqlite3_reset(s);
+    return 0;
   }
-  p[n++] = (uint8_t)v;
-  return n;
+  if (rc != SQLITE_ROW) {
+    sqlite3_reset(s);
+    return db_err(st, "reading the digest index");
+  }
+  /* Like a row of kr_store_uri_get: readable until the next call. */
+  st->get_active = 1;
+  memset(out, 0, sizeof(*out));
+  out->fp = (uint64_t)sqlite3_column_int64(s, 0);
+  out->date = (uint64_t)sqlite3_column_int64(s, 1);
+  out->url = col_text(s, 2, &out->url_len);
+  return 1;
 }
 
-/* 1 and *v, or 0 when the varint is cut or longer than 10 bytes. */
-static int get_varint(const uint8_t *p, size_t len, size_t *pos, uint64_t *v) {
-  uint64_t x = 0;
-  for (int shift = 0; shift < 70 && *pos < len; shift += 7) {
-    uint8_t b = p[(*pos)++];
-    x |= (uint64_t)(b & 0x7f) << shift;
-    if (!(b & 0x80)) {
-      *v = x;
-      return 1;
-    }
-  }
-  return 0;
+int kr_store_digest_put(kr_store_t *st, const uint8_t *d, size_t n, uint64_t fp,
+                        uint64_t date) {
+  settle(st);
+  if (!d || !n) return 0;
+  if (write_begin(st)) return KR_EDB;
+  sqlite3_stmt *s = st->stmt[S_DIGEST_PUT];
+  sqlite3_bind_blob(s, 1, d, (int)n, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 2, (sqlite3_int64)fp);
+  sqlite3_bind_int64(s, 3, (sqlite3_int64)date);
+  int rc = step_done(st, s, "writing the digest index");
+  sqlite3_clear_bindings(s);
+  if (rc) return rc;
+  return sqlite3_changes(st->db) > 0;
 }
 
-size_t kr_history_push(const uint8_t *old, size_t old_len, uint64_t interval_s,
-                       int content, uint8_t *out) {
-  if (content < 0 || content > 2) content = 2;
-  if (interval_s > (UINT64_MAX >> 2)) interval_s = UINT64_MAX >> 2;
-  size_t n = put_varint(out, interval_s << 2 | (uint64_t)content);
-  size_t pos = 0, kept = 1;
-  while (old && pos < old_len && kept < KR_HISTORY_MAX) {
-    size_t start = pos;
-    uint64_t v;
-    if (!get_varint(old, old_len, &pos, &v)) break; /* drop the unreadable rest */
-    memcpy(out + n, old + start, pos - start);
-    n += pos - start;
-    kept++;
-  }
-  return n;
-}
-
-int kr_history_decode(const uint8_t *h, size_t len, kr_visit_t *out, size_t max) {
-  size_t pos = 0;
-  int n = 0;
-  while (pos < len) {
-    uint64_t v;
-    if (!get_varint(h, len, &pos, &v) || n >= KR_HISTORY_MAX) return KR_EINVAL;
-    if ((size_t)n < max) {
-      out[n].interval_s = v >> 2;
-      out[n].content = (int)(v & 3);
-      if (out[n].content > 2) return KR_EINVAL;
-    }
-    n++;
-  }
-  return n;
+int kr_store_uri_set_hint(kr_store_t *st, uint64_t fp, double rate) {
+  settle(st);
+  if (write_begin(st)) return KR_EDB;
+  sqlite3_stmt *s = st->stmt[S_URI_SET_HINT];
+  sqlite3_bind_int64(s, 1, (sqlite3_int64)fp);
+  if (rate > 0 && rate < 1e300)
+    sqlite3_bind_double(s, 2, rate);
+  else
+    sqlite3_bind_null(s, 2);
+  st->stats.updates++;
+  int rc = step_done(st, s, "writing a URI's hint");
+  if (rc) return rc;
+  return sqlite3_changes(st->db) > 0;
 }

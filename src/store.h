@@ -10,10 +10,19 @@
  *   hosts(id, name, ...)           one row per host queue: robots expiry
  *                                  and status, Crawl-delay, back-off level
  *                                  and until, failure streak, counters
+ *                                  and validator trust (vt_*, kr_vtrust_t)
  *   uris(fp, host_id, directive, next_at, state, url, via, hop_path,
  *        first_seen, last_visit, wait_ms, visits, versions, retries,
- *        status, content_type, digest, etag, last_modified, history)
- *                                  fp = kr_fp(canonical URL) as the rowid
+ *        status, content_type, digest, etag, last_modified, history, hint)
+ *                                  fp = kr_fp(canonical URL) as the rowid;
+ *                                  digest is the change digest, history a
+ *                                  kr_vhist (estimate.h), hint a sitemap
+ *                                  changefreq in changes/s
+ *   digests(digest, fp, date)      payload digest -> the first URI and
+ *                                  date it was stored under (URL-agnostic
+ *                                  duplicates)
+ *   host_validators                a view: per host the validator trust
+ *                                  counters, reliability and usefulness
  *   uris_queue(host_id, directive DESC, next_at) WHERE next_at < NEVER
  *                                  the per-host priority index
  * Disregarded and failed URIs stay with next_at = KR_NEVER (out of the
@@ -46,10 +55,11 @@
 #include <uv.h>
 
 #include "clock.h"
+#include "kria/validators.h"
 
 #define KR_NEVER ((uint64_t)INT64_MAX)   /* next_at of a URI never due */
 #define KR_STORE_APP_ID 0x6b726961       /* "kria" */
-#define KR_STORE_SCHEMA 1                /* user_version this build writes */
+#define KR_STORE_SCHEMA 2                /* user_version this build writes */
 #define KR_STORE_DB_NAME "kria.db"
 #define KR_STORE_LOCK_NAME "kria.lock"
 
@@ -132,7 +142,7 @@ typedef struct kr_uri_row {
   size_t hop_len;
   uint64_t first_seen;
   uint64_t last_visit;       /* 0: never */
-  uint32_t wait_ms;
+  uint64_t wait_ms;          /* the last wait decided */
   uint32_t visits, versions, retries;
   int status;                /* HTTP status or negative KR_E*, 0: none */
   const char *content_type;
@@ -142,8 +152,9 @@ typedef struct kr_uri_row {
   const char *etag;
   size_t etag_len;
   int64_t last_modified;     /* epoch s from Last-Modified, 0: none */
-  const uint8_t *history;    /* kr_history_* encoding */
+  const uint8_t *history;    /* kr_vhist encoding (estimate.h) */
   size_t history_len;
+  double hint_rate;          /* sitemap changefreq, changes/s; 0: none */
 } kr_uri_row_t;
 
 /* Insert a new URI (fp, host_id, directive, next_at, state, url, via,
@@ -210,6 +221,7 @@ typedef struct kr_host_row {
   uint64_t backoff_until;
   uint32_t fail_streak;
   kr_counts_t c;
+  kr_vtrust_t vt;           /* validator trust (validators.h) */
 } kr_host_row_t;
 
 /* Insert a host queue by name; *id gets its id. 0 or KR_EDB. */
@@ -246,27 +258,25 @@ typedef struct kr_store_stats {
 } kr_store_stats_t;
 const kr_store_stats_t *kr_store_stats(const kr_store_t *st);
 
-/* ---- visit history ------------------------------------------------------ */
+/* ---- adaptive ------------------------------------------------------------ */
 
-/* uris.history: the last KR_HISTORY_MAX visits, newest first, each one
- * varint (LEB128) of (seconds since the previous visit << 2 | content
- * state), content state 0 unchanged, 1 changed, 2 unknown; the newest
- * visit's time is uris.last_visit. */
-#define KR_HISTORY_MAX 16
-#define KR_HISTORY_BYTES (KR_HISTORY_MAX * 10)
+/* Where a payload digest was first stored. */
+typedef struct kr_digest_ref {
+  uint64_t fp;          /* the URI */
+  uint64_t date;        /* epoch ms of that fetch */
+  const char *url;      /* its URL, NULL when the row is gone */
+  size_t url_len;
+} kr_digest_ref_t;
 
-typedef struct kr_visit {
-  uint64_t interval_s; /* since the previous visit; 0 for the first */
-  int content;         /* 0 unchanged, 1 changed, 2 unknown */
-} kr_visit_t;
-
-/* Put a visit in front of history old (len old_len; may be NULL/0),
- * dropping the oldest beyond KR_HISTORY_MAX, into out (KR_HISTORY_BYTES).
- * An unreadable old history is dropped. Returns the new length. */
-size_t kr_history_push(const uint8_t *old, size_t old_len, uint64_t interval_s,
-                       int content, uint8_t *out);
-/* Decode up to max visits, newest first. Returns the count or KR_EINVAL
- * (truncated varint, too many entries). */
-int kr_history_decode(const uint8_t *h, size_t len, kr_visit_t *out, size_t max);
+/* Look payload digest d (n bytes) up. 1 and *out (pointers valid until
+ * the next call into the store), 0 when unknown, KR_EDB. */
+int kr_store_digest_get(kr_store_t *st, const uint8_t *d, size_t n, kr_digest_ref_t *out);
+/* Remember d as stored under fp at date unless it is known already. 1
+ * inserted, 0 known, KR_EDB. */
+int kr_store_digest_put(kr_store_t *st, const uint8_t *d, size_t n, uint64_t fp,
+                        uint64_t date);
+/* Set (rate > 0) or clear (rate <= 0) fp's changefreq hint. 1, 0 when fp
+ * is absent, KR_EDB. */
+int kr_store_uri_set_hint(kr_store_t *st, uint64_t fp, double rate);
 
 #endif

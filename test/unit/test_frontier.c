@@ -464,8 +464,10 @@ static void outcomes(void **state) {
   assert_int_equal(r.wait_ms, 3600 * SEC);
   assert_int_equal(r.digest_len, 20);
   assert_true(r.last_visit == t);
-  kr_visit_t v[4];
-  assert_int_equal(kr_history_decode(r.history, r.history_len, v, 4), 1);
+  kr_vhist_t vh;
+  assert_int_equal(kr_vhist_decode(&vh, r.history, r.history_len), 0);
+  assert_int_equal(vh.n, 1);
+  assert_int_equal(vh.v[0].state, KR_CONTENT_CHANGED);
   adv(0);
   c = next();
   assert_string_equal(c->url, "http://o.test/404");
@@ -1106,6 +1108,74 @@ static void report(void **state) {
   kr_buf_free(&b);
 }
 
+/* Adaptive revisiting: a wait beyond 32 bits of ms, a history built by
+ * the wait policy stored verbatim (and one appended by the frontier when
+ * none is given), validator trust persisted in the host row. */
+static void adaptive_fields(void **state) {
+  (void)state;
+  kr_frontier_opts_t o = fixed_delay(2 * SEC);
+  fopen_with(&o);
+  add("http://a.test/x");
+  adv(0);
+  kr_curi_t *c = next();
+  assert_non_null(c);
+  uint64_t big = UINT64_C(60) * 86400 * SEC; /* 60 days */
+  kr_vhist_t h;
+  kr_vhist_init(&h);
+  kr_vhist_visit_t v = {.interval_s = 0, .state = KR_CONTENT_CHANGED, .age_s = 42};
+  kr_vhist_append(&h, &v);
+  uint8_t hb[KR_VHIST_BYTES];
+  size_t hn = kr_vhist_encode(&h, hb, sizeof hb);
+  kr_outcome_t s = {.kind = KR_OUTCOME_SUCCESS, .status = 200, .wait_ms = big, .content = 1,
+                    .history = hb, .history_len = hn};
+  assert_int_equal(kr_frontier_finished(F, c, &s, NULL, 0, now()), 0);
+  kr_uri_row_t r = row_of("http://a.test/x");
+  assert_true(r.wait_ms == big);
+  assert_true(r.next_at == now() + big);
+  assert_int_equal(r.history_len, hn);
+  assert_memory_equal(r.history, hb, hn);
+  /* politeness from the host's options */
+  kr_hostq_t *hq = kr_frontier_host_lookup(F, "a.test", 6);
+  assert_non_null(hq);
+  assert_int_equal(kr_frontier_host_delay(F, hq, 10), 2 * SEC);
+  kr_vtrust_t vt;
+  kr_vtrust_init(&vt);
+  vt.checks = 3;
+  vt.misses = 1;
+  vt.distrust_until = (int64_t)(T0 + 1000);
+  kr_frontier_host_set_vtrust(F, hq, &vt);
+  assert_int_equal(kr_frontier_commit(F), 0);
+  assert_int_equal(kr_frontier_close(F), 0);
+  F = NULL;
+  fopen_with(&o);
+  hq = kr_frontier_host_lookup(F, "a.test", 6);
+  assert_non_null(hq);
+  assert_int_equal(kr_frontier_host_vtrust(hq)->checks, 3);
+  assert_int_equal(kr_frontier_host_vtrust(hq)->misses, 1);
+  assert_true(kr_frontier_host_vtrust(hq)->distrust_until == (int64_t)(T0 + 1000));
+  assert_int_equal(host("a.test").vt.checks, 3);
+  kr_buf_t b;
+  kr_buf_init(&b, 1 << 16);
+  assert_int_equal(kr_frontier_report_text(F, now(), 10, &b), 0);
+  assert_non_null(strstr(b.data, "validators reliability"));
+  kr_buf_free(&b);
+  /* no history given: the frontier appends an unchanged visit itself */
+  kr_clock_advance(&clk, big);
+  adv(0);
+  c = next();
+  assert_non_null(c);
+  kr_outcome_t u = {.kind = KR_OUTCOME_SUCCESS, .status = 200, .content = 0};
+  assert_int_equal(kr_frontier_finished(F, c, &u, NULL, 0, now()), 0);
+  r = row_of("http://a.test/x");
+  assert_int_equal(kr_vhist_decode(&h, r.history, r.history_len), 0);
+  assert_int_equal(h.n, 2);
+  assert_int_equal(h.v[1].state, KR_CONTENT_UNCHANGED);
+  assert_true(h.v[1].interval_s == (int64_t)(big / 1000));
+  assert_int_equal(r.versions, 1);
+  assert_int_equal(r.visits, 2);
+  valid();
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
   const struct CMUnitTest tests[] = {
@@ -1131,6 +1201,7 @@ int main(void) {
       T(queue_assignment),
       T(retry_after_parser),
       T(report),
+      T(adaptive_fields),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

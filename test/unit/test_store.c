@@ -5,8 +5,8 @@
  * uncommitted writes; refusals with a message naming the file (non-SQLite
  * file, foreign application_id, newer schema, corrupt pages, a second
  * instance); checkpoints inline and as uv_queue_work jobs (also closing
- * while one runs); fingerprint scans across the signed range; history
- * encoding. */
+ * while one runs); fingerprint scans across the signed range; schema
+ * migration from version 1; the payload digest index; wide waits. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -189,14 +189,15 @@ static void uris_roundtrip(void **state) {
   kr_uri_row_t u = a;
   uint8_t dg[20];
   for (int i = 0; i < 20; i++) dg[i] = (uint8_t)i;
-  uint8_t hist[KR_HISTORY_BYTES];
-  u.history_len = kr_history_push(NULL, 0, 0, 1, hist);
+  uint8_t hist[KR_VHIST_BYTES];
+  kr_vhist_visit_t hv = {.interval_s = 0, .state = KR_CONTENT_CHANGED, .age_s = -1};
+  u.history_len = kr_vhist_push(NULL, 0, &hv, hist, NULL);
   u.history = hist;
   u.directive = 0;
   u.next_at = 86400000;
   u.state = KR_URI_SUCCESS;
   u.last_visit = 7777;
-  u.wait_ms = 86400000;
+  u.wait_ms = UINT64_C(400) * 86400000; /* beyond 32 bits of ms */
   u.visits = 1;
   u.versions = 1;
   u.status = 404;
@@ -212,7 +213,7 @@ static void uris_roundtrip(void **state) {
   assert_int_equal(r.state, KR_URI_SUCCESS);
   assert_int_equal(r.status, 404);
   assert_int_equal(r.visits, 1);
-  assert_int_equal(r.wait_ms, 86400000);
+  assert_true(r.wait_ms == UINT64_C(400) * 86400000);
   assert_int_equal(r.digest_len, 20);
   assert_memory_equal(r.digest, dg, 20);
   assert_int_equal(r.content_type_len, 9);
@@ -238,10 +239,25 @@ static void uris_roundtrip(void **state) {
   hr.backoff_level = 3;
   hr.c.discovered = 7;
   hr.c.bytes = 1u << 30;
+  hr.vt.checks = 11;
+  hr.vt.misses = 2;
+  hr.vt.verified = 5;
+  hr.vt.predicted_unchanged = 8;
+  hr.vt.distrust_until = INT64_C(1700000000000);
   assert_int_equal(kr_store_host_update(st, &hr), 0);
   assert_int_equal(kr_store_close(st), 0);
   assert_int_equal(sql_int("SELECT bytes FROM hosts WHERE name='b.example'"), 1 << 30);
   assert_int_equal(sql_int("SELECT crawl_delay_ms FROM hosts WHERE name='a.example'"), -1);
+  /* the report view: reliability (5-2)/5, usefulness 0.6 x 8/11 */
+  assert_int_equal(sql_int("SELECT round(reliability * 1000) FROM host_validators "
+                           "WHERE name='b.example'"),
+                   600);
+  assert_int_equal(sql_int("SELECT round(usefulness * 10000) FROM host_validators "
+                           "WHERE name='b.example'"),
+                   4364);
+  assert_int_equal(sql_int("SELECT reliability IS NULL FROM host_validators "
+                           "WHERE name='a.example'"),
+                   1);
   assert_int_equal(sql_int("SELECT count(*) FROM uris"), 5);
 }
 
@@ -258,6 +274,9 @@ static int collect_hosts(void *ud, const kr_host_row_t *h) {
     assert_int_equal(h->backoff_level, 3);
     assert_int_equal(h->crawl_delay_ms, 10000);
     assert_int_equal(h->c.discovered, 7);
+    assert_int_equal(h->vt.checks, 11);
+    assert_int_equal(h->vt.misses, 2);
+    assert_true(h->vt.distrust_until == INT64_C(1700000000000));
   }
   return 0;
 }
@@ -415,7 +434,7 @@ static void refuses_newer_schema(void **state) {
   (void)state;
   kr_store_close(open_ok(NULL));
   make_db("PRAGMA user_version = 99;");
-  expect_refusal("schema version 99 is newer than this kria knows (1)");
+  expect_refusal("schema version 99 is newer than this kria knows (2)");
 }
 
 static void refuses_corrupt(void **state) {
@@ -546,39 +565,84 @@ static void checkpoint_inline_and_async(void **state) {
   assert_int_equal(sql_int("SELECT count(*) FROM uris"), 4002);
 }
 
-static void history_encoding(void **state) {
+/* A version 1 database (as kria wrote it before adaptive revisiting) is
+ * migrated: validator columns, hint, digest index and view added; old
+ * history BLOBs (no format byte) dropped; rows and hosts kept. */
+static void migrates_v1(void **state) {
   (void)state;
-  uint8_t a[KR_HISTORY_BYTES], b[KR_HISTORY_BYTES];
-  size_t n = kr_history_push(NULL, 0, 0, 2, a);
-  kr_visit_t v[KR_HISTORY_MAX + 4];
-  assert_int_equal(kr_history_decode(a, n, v, 20), 1);
-  assert_int_equal(v[0].interval_s, 0);
-  assert_int_equal(v[0].content, 2);
-  /* Newest first; bounded to KR_HISTORY_MAX. */
-  uint8_t *cur = a, *nxt = b;
-  for (int i = 1; i <= 40; i++) {
-    n = kr_history_push(cur, n, (uint64_t)i * 3600, i % 2, nxt);
-    uint8_t *t = cur;
-    cur = nxt;
-    nxt = t;
-  }
-  int k = kr_history_decode(cur, n, v, 20);
-  assert_int_equal(k, KR_HISTORY_MAX);
-  assert_int_equal(v[0].interval_s, 40 * 3600);
-  assert_int_equal(v[0].content, 0);
-  assert_int_equal(v[15].interval_s, 25 * 3600);
-  assert_true(n <= KR_HISTORY_BYTES);
-  /* Hostile bytes: rejected by decode, dropped by push. */
-  uint8_t bad[3] = {0xff, 0xff, 0xff};
-  assert_int_equal(kr_history_decode(bad, 3, v, 20), KR_EINVAL);
-  uint8_t bad2[1] = {3}; /* content state 3 */
-  assert_int_equal(kr_history_decode(bad2, 1, v, 20), KR_EINVAL);
-  n = kr_history_push(bad, 3, 5, 1, a);
-  assert_int_equal(kr_history_decode(a, n, v, 20), 1);
-  /* Huge intervals saturate instead of wrapping. */
-  n = kr_history_push(NULL, 0, UINT64_MAX, 1, a);
-  assert_int_equal(kr_history_decode(a, n, v, 20), 1);
-  assert_true(v[0].interval_s == UINT64_MAX >> 2);
+  make_db("PRAGMA application_id = 1802660193;"
+          "CREATE TABLE meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;"
+          "CREATE TABLE hosts(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE,"
+          " robots_expires INTEGER NOT NULL DEFAULT 0, robots_status INTEGER NOT NULL DEFAULT 0,"
+          " crawl_delay_ms INTEGER NOT NULL DEFAULT -1, backoff_level INTEGER NOT NULL DEFAULT 0,"
+          " backoff_until INTEGER NOT NULL DEFAULT 0, fail_streak INTEGER NOT NULL DEFAULT 0,"
+          " discovered INTEGER NOT NULL DEFAULT 0, queued INTEGER NOT NULL DEFAULT 0,"
+          " finished INTEGER NOT NULL DEFAULT 0, succeeded INTEGER NOT NULL DEFAULT 0,"
+          " retried INTEGER NOT NULL DEFAULT 0, failed INTEGER NOT NULL DEFAULT 0,"
+          " disregarded INTEGER NOT NULL DEFAULT 0, backoffs INTEGER NOT NULL DEFAULT 0,"
+          " bytes INTEGER NOT NULL DEFAULT 0);"
+          "CREATE TABLE uris(fp INTEGER PRIMARY KEY, host_id INTEGER NOT NULL,"
+          " directive INTEGER NOT NULL, next_at INTEGER NOT NULL, state INTEGER NOT NULL,"
+          " url TEXT NOT NULL, via INTEGER, hop_path TEXT, first_seen INTEGER NOT NULL,"
+          " last_visit INTEGER, wait_ms INTEGER, visits INTEGER NOT NULL DEFAULT 0,"
+          " versions INTEGER NOT NULL DEFAULT 0, retries INTEGER NOT NULL DEFAULT 0,"
+          " status INTEGER, content_type TEXT, digest BLOB, etag TEXT, last_modified INTEGER,"
+          " history BLOB);"
+          "CREATE INDEX uris_queue ON uris(host_id, directive DESC, next_at)"
+          " WHERE next_at < 9223372036854775807;"
+          "INSERT INTO meta VALUES('created', '1');"
+          "INSERT INTO hosts(id, name, bytes) VALUES(1, 'old.example', 99);"
+          "INSERT INTO uris(fp, host_id, directive, next_at, state, url, first_seen,"
+          " wait_ms, visits, history) VALUES(77, 1, 0, 5, 1, 'http://old.example/', 1,"
+          " 3600000, 2, x'0405');"
+          "PRAGMA user_version = 1;");
+  kr_store_t *st = open_ok(NULL);
+  kr_uri_row_t r;
+  assert_int_equal(kr_store_uri_get(st, 77, &r), 1);
+  assert_int_equal(r.history_len, 0);
+  assert_true(r.wait_ms == 3600000);
+  assert_int_equal(r.visits, 2);
+  assert_true(r.hint_rate == 0.0);
+  assert_int_equal(kr_store_uri_set_hint(st, 77, 1.0 / 86400), 1);
+  assert_int_equal(kr_store_uri_set_hint(st, 78, 1.0), 0);
+  assert_int_equal(kr_store_uri_get(st, 77, &r), 1);
+  assert_true(r.hint_rate > 1.15e-5 && r.hint_rate < 1.16e-5);
+  kr_store_close(st);
+  assert_int_equal(sql_int("PRAGMA user_version"), KR_STORE_SCHEMA);
+  assert_int_equal(sql_int("SELECT bytes FROM hosts WHERE id = 1"), 99);
+  assert_int_equal(sql_int("SELECT vt_checks FROM hosts WHERE id = 1"), 0);
+  assert_int_equal(sql_int("SELECT count(*) FROM digests"), 0);
+  assert_int_equal(sql_int("SELECT checks FROM host_validators"), 0);
+}
+
+/* The payload digest index keeps the first URI and date of a digest. */
+static void digest_index(void **state) {
+  (void)state;
+  kr_store_t *st = open_ok(NULL);
+  int64_t h;
+  assert_int_equal(kr_store_host_insert(st, "d.example", 9, &h), 0);
+  kr_uri_row_t a = row("http://d.example/a", h, 0, 1);
+  assert_int_equal(kr_store_uri_insert(st, &a), 1);
+  uint8_t d1[20], d2[20];
+  memset(d1, 1, sizeof d1);
+  memset(d2, 2, sizeof d2);
+  kr_digest_ref_t ref;
+  assert_int_equal(kr_store_digest_get(st, d1, 20, &ref), 0);
+  assert_int_equal(kr_store_digest_put(st, d1, 20, a.fp, 5000), 1);
+  assert_int_equal(kr_store_digest_put(st, d1, 20, 999, 6000), 0); /* first wins */
+  assert_int_equal(kr_store_digest_put(st, d2, 20, 12345, 7000), 1);
+  assert_int_equal(kr_store_digest_get(st, d1, 20, &ref), 1);
+  assert_true(ref.fp == a.fp && ref.date == 5000);
+  assert_non_null(ref.url);
+  assert_string_equal(ref.url, "http://d.example/a");
+  /* a later call (any) ends the row: the read transaction is released */
+  assert_int_equal(kr_store_digest_get(st, d2, 20, &ref), 1);
+  assert_true(ref.fp == 12345 && ref.date == 7000);
+  assert_null(ref.url); /* no such URI row */
+  assert_int_equal(kr_store_digest_get(st, NULL, 0, &ref), 0);
+  assert_int_equal(kr_store_commit(st), 0);
+  kr_store_close(st);
+  assert_int_equal(sql_int("SELECT count(*) FROM digests"), 2);
 }
 
 int main(void) {
@@ -595,7 +659,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(second_instance_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(fp_scan_signed_range, setup, teardown),
       cmocka_unit_test_setup_teardown(checkpoint_inline_and_async, setup, teardown),
-      cmocka_unit_test(history_encoding),
+      cmocka_unit_test_setup_teardown(migrates_v1, setup, teardown),
+      cmocka_unit_test_setup_teardown(digest_index, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
