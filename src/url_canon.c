@@ -169,6 +169,16 @@ static int normalize(const kr_url_t *u, unsigned flags, kr_buf_t *out) {
     const char *after = s.p + s.n + 1;
     rc = kr_buf_append(out, after, (size_t)(path.p - after));
   }
+  if (!rc && s.n == 4 && !memcmp(s.p, "file", 4) && path.n >= 5 && path.p[1] == '%' &&
+      is_hex((unsigned char)path.p[2]) && is_hex((unsigned char)path.p[3]) && path.p[4] == '|' &&
+      (path.n == 5 || path.p[5] == '/')) {
+    /* "/%43|" decoded would be the drive letter "C|", which a reparse
+     * turns into "C:": keep the escape */
+    char keep[5] = {'/', '%', (char)to_upper((unsigned char)path.p[2]),
+                    (char)to_upper((unsigned char)path.p[3]), '|'};
+    rc = kr_buf_append(out, keep, 5);
+    path.p += 5, path.n -= 5;
+  }
   if (!rc) rc = pct_normalize(out, path.p, path.n);
   kr_slice_t q = kr_url_query(u);
   if (!rc && q.p) {
@@ -528,6 +538,15 @@ int kr_url_canon_apply_rules(kr_url_canon_opts_t *o, const char *s, size_t n, kr
 
 /* ---- kr_url_canon ---- */
 
+/* The rounds end in a fixed point: the rules leave the string alone, or
+ * parse + normalisation undoes what they did, or they make a non-URL (that
+ * round is ignored). Each of these exits depends only on the normalised
+ * string the rounds started from, so canonicalising the result again ends
+ * the same way. When rounds stop shrinking the string, or the cap is hit,
+ * without such a fixed point (rules that keep restructuring a URL, e.g.
+ * stripping "www." off "http://www./x@y/" makes "x@y" userinfo), the
+ * result is the normalised form without rules: also a function of that
+ * starting string, so idempotence holds there too. */
 int kr_url_canon(const kr_url_t *url, kr_url_canon_opts_t *o, kr_buf_t *out) {
   unsigned flags = o ? o->flags : KR_URL_CANON_DEFAULT;
   if (!o || o->nrules == 0) return normalize(url, flags, out);
@@ -536,26 +555,32 @@ int kr_url_canon(const kr_url_t *url, kr_url_canon_opts_t *o, kr_buf_t *out) {
   int rc = normalize(url, flags, cur);
   if (rc) return rc;
   kr_buf_t *next = &o->next;
-  for (int round = 0; round < CANON_MAX_ROUNDS; round++) {
+  int fixed = 0;
+  for (int round = 0; round < CANON_MAX_ROUNDS && !fixed; round++) {
     kr_buf_reset(next);
-    rc = apply_all(o, cur->data, cur->len, next);
-    if (rc) break;
-    if (next->len == cur->len && !memcmp(next->data, cur->data, cur->len)) break;
+    if ((rc = apply_all(o, cur->data, cur->len, next))) return rc;
+    if (next->len == cur->len && !memcmp(next->data, cur->data, cur->len)) {
+      fixed = 1;
+      break;
+    }
     kr_url_t *again = NULL;
-    if (kr_url_parse_ex(next->data, next->len, NULL, CANON_SCRATCH_MAX / 3, &again) != 0)
-      break; /* a rule made a non-URL: ignore that round */
+    if (kr_url_parse_ex(next->data, next->len, NULL, CANON_SCRATCH_MAX / 3, &again) != 0) {
+      fixed = 1; /* a rule made a non-URL: ignore that round */
+      break;
+    }
     kr_buf_reset(next);
     rc = normalize(again, flags, next);
     kr_url_free(again);
-    if (rc) break;
+    if (rc) return rc;
     int same = next->len == cur->len && !memcmp(next->data, cur->data, cur->len);
     int shorter = next->len < cur->len;
     kr_buf_t tmp = *cur;
     *cur = *next;
     *next = tmp;
-    if (same || (round + 1 >= CANON_FREE_ROUNDS && !shorter)) break;
+    if (same) fixed = 1;
+    else if (round + 1 >= CANON_FREE_ROUNDS && !shorter) break;
   }
-  if (rc) return rc;
+  if (!fixed) return normalize(url, flags, out);
   return kr_buf_append(out, cur->data, cur->len);
 }
 

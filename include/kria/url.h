@@ -16,10 +16,14 @@
  *    the code point (path, query, fragment, userinfo, opaque host), as
  *    if they came from a legacy-encoded page; in a domain they fail.
  *  - Only the UTF-8 query encoding (no legacy document encodings).
- *  - IDNA is libidn2 (UTS #46 non-transitional over IDNA2008): it rejects
- *    some names UTS #46 accepts (symbols and emoji, labels starting or
- *    ending with '-' or with "--" in 3rd/4th position, labels longer than
- *    63 octets). See test/unit/test_url.c for the measured mismatches.
+ *  - IDNA is libidn2 (UTS #46 non-transitional over IDNA2008), called per
+ *    label so ASCII labels pass as UTS #46 wants; labels of symbols and
+ *    emoji that IDNA2008 refuses get their Punycode directly (as browsers
+ *    do). libidn2 still rejects non-ASCII labels starting or ending with
+ *    '-', with "--" in 3rd/4th position or over 63 octets, some symbols
+ *    mixed with letters, and maps a few code points by older Unicode
+ *    tables. test/unit/test_url.c counts these against toascii.json and
+ *    IdnaTestV2.json.
  *  - Inputs longer than a limit (default KR_URL_MAX_LEN) fail.
  */
 #ifndef KRIA_URL_H
@@ -108,10 +112,13 @@ int kr_url_public_suffix(kr_slice_t host, kr_slice_t *out);
  * segments resolved), then: fragment removed; percent-encoding normalised
  * in userinfo, opaque host, path and query (%XX of an unreserved
  * character A-Z a-z 0-9 - . _ ~ decoded, every other %xx upper-cased);
- * then the optional steps of `flags`; then the strip rules, in order, on
- * the resulting string (a rule that changes it makes the result go
- * through parse + normalisation again, until nothing changes). So
- * kr_url_canon(parse(kr_url_canon(u))) == kr_url_canon(u).
+ * then the optional steps of `flags`; then the rules, in order, on the
+ * resulting string. A regex rule that shortens the string is applied
+ * again until it stops matching (a strip rule removes one occurrence per
+ * match); a round of rules that changed the string sends the result
+ * through parse + normalisation and the rules again, while that keeps
+ * shortening it (at most 64 rounds). So, but for rule sets that grow
+ * URLs, kr_url_canon(parse(kr_url_canon(u))) == kr_url_canon(u).
  */
 enum kr_url_canon_flag {
   KR_URL_CANON_STRIP_USERINFO = 1u << 0, /* drop user:pass@ */
@@ -147,7 +154,8 @@ int kr_url_canon_opts_add_rule(kr_url_canon_opts_t *opts, const char *pattern,
  * Heritrix's rules (same names, same regexes): "LowercaseRule",
  * "StripUserinfoRule", "StripWWWRule", "StripWWWNRule", "StripSessionIDs"
  * (jsessionid, phpsessid, sid: 32 alphanumerics; aspsessionid),
- * "StripSessionCFIDs" (cfid & cftoken), "FixupQueryString",
+ * "StripSessionCFIDs" (cfid & cftoken), "FixupQueryString" (run to its
+ * fixed point: Heritrix's single pass leaves "x??" with a '?'),
  * "StripExtraSlashes"; "heritrix-default" (Heritrix's default chain:
  * Lowercase, StripUserinfo, StripWWWN, StripSessionIDs, StripSessionCFIDs,
  * FixupQueryString); "session-ids" (StripSessionIDs + StripSessionCFIDs,
@@ -160,7 +168,8 @@ int kr_url_canon(const kr_url_t *url, kr_url_canon_opts_t *opts, kr_buf_t *out);
 int kr_url_canon_str(const char *input, size_t len, const kr_url_t *base,
                      kr_url_canon_opts_t *opts, kr_buf_t *out);
 /* Run only the rules of opts over the string s, as Heritrix's
- * RulesCanonicalizationPolicy does (no parsing), appending to out. */
+ * RulesCanonicalizationPolicy does (no parsing; strip rules repeat as
+ * above), appending to out. 0 or KR_ETOOBIG. */
 int kr_url_canon_apply_rules(kr_url_canon_opts_t *opts, const char *s, size_t n,
                              kr_buf_t *out);
 
