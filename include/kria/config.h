@@ -11,7 +11,7 @@
  *
  * Syntax (see config/kria.conf):
  *   [section]            crawl, dns, http, politeness, scope, limits,
- *                        robots, canon, status, store
+ *                        robots, canon, status, store, adaptive
  *   [wait "NAME"]        a wait evaluator; repeatable, kept in file order
  *                        (most specific first). When no [wait] section is
  *                        configured the thesis' Figure 12 stack is used:
@@ -228,7 +228,48 @@ enum kr_cfg_type {
   X(STORE_COMMIT_INTERVAL, "store", "commit-interval", DURATION, 0, "50ms", "1ms..10s",  \
     NONE, "Finished URIs are committed to the state database at least this often.")   \
   X(STORE_COMMIT_UPDATES, "store", "commit-updates", INT, 0, "1000", "1..1000000", NONE, \
-    "Commit as soon as this many updates are pending.")
+    "Commit as soon as this many updates are pending.")                                 \
+                                                                                       \
+  X(ADAPTIVE_MIDFETCH, "adaptive", "midfetch", BOOL, KR_CFG_HOST, "true", "", NONE,     \
+    "Compare ETag and Last-Modified with the last visit's when the headers arrive; stop the download when they predict no change.") \
+  X(ADAPTIVE_MIDFETCH_SCHEME, "adaptive", "midfetch-scheme", ENUM, KR_CFG_HOST, "either", \
+    "timestamp|etag|both|either", NONE,                                                 \
+    "Thesis Table 1: download unless Last-Modified / ETag / one of them / both predict no change.") \
+  X(ADAPTIVE_ETAG_COMPARE, "adaptive", "etag-compare", ENUM, KR_CFG_HOST, "exact",       \
+    "exact|strong|weak", NONE,                                                          \
+    "ETag comparison: exact text (W/ included), RFC strong (weak tags say nothing) or RFC weak.") \
+  X(ADAPTIVE_TRUST_SAMPLE, "adaptive", "trust-sample", FLOAT, KR_CFG_HOST, "0.05", "0..1", \
+    NONE, "Share of visits downloaded in full although validators say unchanged, to check them.") \
+  X(ADAPTIVE_TRUST_MISSES, "adaptive", "trust-misses", INT, KR_CFG_HOST, "1", "1..1000", \
+    NONE, "Validator misses (unchanged said, content changed) that make a host distrusted.") \
+  X(ADAPTIVE_DISTRUST_PERIOD, "adaptive", "distrust-period", DURATION, KR_CFG_HOST, "7d", \
+    "1s..3650d", NONE, "How long a host whose validators lied is not trusted (full downloads).") \
+  X(ADAPTIVE_TRUST_PROBATION, "adaptive", "trust-probation", INT, KR_CFG_HOST, "3",       \
+    "0..1000", NONE, "Verified right \"unchanged\" predictions before a host's validators are first used.") \
+  X(ADAPTIVE_DIGEST_STRIP, "adaptive", "digest-strip", REGEX_LIST, KR_CFG_HOST, "", "",    \
+    NONE, "Volatile sections (PCRE2, matched byte-wise) replaced by a space before the change digest.") \
+  X(ADAPTIVE_DIGEST_STRIP_URL, "adaptive", "digest-strip-url", REGEX, KR_CFG_HOST, "", "", \
+    NONE, "Strip only in URLs matching this pattern; empty = every URL of the host.")    \
+  X(ADAPTIVE_DIGEST_STRIP_MAX_SIZE, "adaptive", "digest-strip-max-size", SIZE, KR_CFG_HOST, \
+    "1MiB", "1KiB..1GiB", NONE, "Larger bodies get the plain change digest (and \"stripSkippedSize\").") \
+  X(ADAPTIVE_DEDUPE, "adaptive", "dedupe", BOOL, 0, "true", "", NONE,                    \
+    "Recognise a payload already stored under another URL (identical-payload-digest revisit).") \
+  X(ADAPTIVE_REFRESH_EMBEDS, "adaptive", "refresh-embeds", BOOL, KR_CFG_HOST, "false", "", \
+    NONE, "When a page changed, fetch its embeds (images, styles, scripts) again at once.") \
+  X(ADAPTIVE_FEEDS, "adaptive", "feeds", BOOL, KR_CFG_HOST, "true", "", NONE,            \
+    "Read RSS, Atom and XML sitemaps: new or updated items are fetched at once.")        \
+  X(ADAPTIVE_ROBOTS_SITEMAPS, "adaptive", "robots-sitemaps", BOOL, KR_CFG_HOST, "true", "", \
+    NONE, "Queue the sitemaps named by robots.txt Sitemap lines.")                       \
+  X(ADAPTIVE_FEED_PULL_MAX, "adaptive", "feed-pull-max", INT, KR_CFG_HOST, "100",        \
+    "0..100000", NONE, "Undated items a changed feed or sitemap pulls forward (dated ones: those updated since).") \
+  X(ADAPTIVE_HINT_CHANGEFREQ, "adaptive", "hint-changefreq", BOOL, KR_CFG_HOST, "true", "", \
+    NONE, "poisson: a sitemap changefreq replaces initial-wait in a URI's prior.")       \
+  X(ADAPTIVE_HINT_LAST_MODIFIED, "adaptive", "hint-last-modified", BOOL, KR_CFG_HOST,    \
+    "true", "", NONE, "poisson: responses without Last-Modified are assumed to change about twice as often.") \
+  X(ADAPTIVE_HINT_DEPTH, "adaptive", "hint-depth-halving", FLOAT, KR_CFG_HOST, "0",       \
+    "0..1000", NONE, "poisson: the prior change rate halves every this many hops from a seed (0 = off).") \
+  X(ADAPTIVE_BUDGET_UTILISATION, "adaptive", "budget-utilisation", FLOAT, KR_CFG_HOST,   \
+    "0.9", "0.01..1", NONE, "poisson: share of a host's politeness budget (valence / delay) revisits may plan for.")
 
 /* Keys of [wait "NAME"] sections, same columns (section "wait"); every key
  * may be overridden per host as wait.NAME.key. The defaults are those of
@@ -275,6 +316,9 @@ enum { KR_CFG_TLS_RECORD, KR_CFG_TLS_REQUIRE, KR_CFG_TLS_OFF };
 enum { KR_CFG_QUEUE_BY_HOST, KR_CFG_QUEUE_BY_DOMAIN, KR_CFG_QUEUE_BY_IP };
 enum { KR_CFG_SCOPE_HOST, KR_CFG_SCOPE_DOMAIN, KR_CFG_SCOPE_PATH, KR_CFG_SCOPE_SURT };
 enum { KR_CFG_POLICY_MULTIPLICATIVE, KR_CFG_POLICY_POISSON };
+/* midfetch-scheme: index + 1 is the kr_vscheme_t (validators.h) */
+enum { KR_CFG_VSCHEME_TIMESTAMP, KR_CFG_VSCHEME_ETAG, KR_CFG_VSCHEME_BOTH, KR_CFG_VSCHEME_EITHER };
+enum { KR_CFG_ETAG_EXACT, KR_CFG_ETAG_STRONG, KR_CFG_ETAG_WEAK };
 /* log-level: use kr_config_str() and kr_log_level_parse(). */
 
 /* Bounds on hostile configuration. */

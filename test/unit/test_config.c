@@ -505,6 +505,13 @@ static void enums_getters_and_schema(void **state) {
       {KR_CFG_SCOPE_MODE, KR_CFG_SCOPE_DOMAIN, "domain"},
       {KR_CFG_SCOPE_MODE, KR_CFG_SCOPE_PATH, "path"},
       {KR_CFG_SCOPE_MODE, KR_CFG_SCOPE_SURT, "surt"},
+      {KR_CFG_ADAPTIVE_MIDFETCH_SCHEME, KR_CFG_VSCHEME_TIMESTAMP, "timestamp"},
+      {KR_CFG_ADAPTIVE_MIDFETCH_SCHEME, KR_CFG_VSCHEME_ETAG, "etag"},
+      {KR_CFG_ADAPTIVE_MIDFETCH_SCHEME, KR_CFG_VSCHEME_BOTH, "both"},
+      {KR_CFG_ADAPTIVE_MIDFETCH_SCHEME, KR_CFG_VSCHEME_EITHER, "either"},
+      {KR_CFG_ADAPTIVE_ETAG_COMPARE, KR_CFG_ETAG_EXACT, "exact"},
+      {KR_CFG_ADAPTIVE_ETAG_COMPARE, KR_CFG_ETAG_STRONG, "strong"},
+      {KR_CFG_ADAPTIVE_ETAG_COMPARE, KR_CFG_ETAG_WEAK, "weak"},
   };
   for (size_t i = 0; i < sizeof e / sizeof *e; i++) {
     kr_slice_t c = kr_config_enum_choice(e[i].key, e[i].idx);
