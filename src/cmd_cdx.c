@@ -16,8 +16,11 @@
  * without a value are left out; a WARC-Target-URI in angle brackets
  * (WARC/1.0 writers such as wget) loses them. offset and length are the
  * record's bytes in the file: its gzip member, or for plain WARC the
- * record without the CRLF CRLF after it (as warcio and cdxj-indexer). The key is python surt's (kr_surt), or
- * the URL itself when it has no SURT, as cdxj-indexer falls back.
+ * record without the CRLF CRLF after it (as warcio and cdxj-indexer).
+ * The key is python surt's (kr_surt), or the URL itself when it has no
+ * SURT, as cdxj-indexer falls back. The digest keeps its "sha1:" prefix
+ * as cdxj-indexer writes it (warcio.js's indexer drops it; pywb reads
+ * both).
  *
  * Every file is read whole before anything is printed; a malformed file
  * is an error (exit 2) naming the file and offset, and nothing is

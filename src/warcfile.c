@@ -420,6 +420,10 @@ int kr_warcfile_write(kr_warcfile_t *wf, kr_warc_rec_t *rec, const kr_slice_t *b
   return record_done(wf, start, &w, loc);
 }
 
+void kr_warcfile_new_id(kr_warcfile_t *wf, char out[KR_WARC_ID_SIZE]) {
+  kr_warc_new_id(wf->w, out);
+}
+
 int kr_warcfile_begin(kr_warcfile_t *wf, kr_warc_rec_t *rec, uint64_t block_len) {
   if (wf->streaming) return KR_EINVAL;
   wf->err[0] = '\0';

@@ -7,9 +7,11 @@
  * each starts with a warcinfo record that every later record names in
  * WARC-Warcinfo-ID. A file is closed (synced unless durability is none,
  * renamed without ".open") when it reaches max_size or at
- * kr_warcfile_rotate/close. Each record is one pwritev at the end of the
- * file, so once kr_warcfile_write returns, the record is in the kernel
- * and survives a crash of kria; durability says when it is on disk:
+ * kr_warcfile_rotate/close. A record goes to the end of the file with
+ * pwritev (one call, unless it is past whole_max and streams through
+ * zlib), never through a user-space buffer, so once kr_warcfile_write
+ * returns the record is in the kernel and survives a crash of kria;
+ * durability says when it is on disk:
  *   none    the OS decides;
  *   batch   the caller calls kr_warcfile_sync when kr_warcfile_sync_due
  *           says so, and always before committing to the store the
@@ -87,6 +89,10 @@ int kr_warcfile_open(const kr_warcfile_opts_t *opts, kr_warcfile_t **out,
  * (the partial record was cut away; errmsg says more). */
 int kr_warcfile_write(kr_warcfile_t *wf, kr_warc_rec_t *rec, const kr_slice_t *block,
                       size_t n, kr_warcfile_loc_t *loc);
+
+/* A fresh record id, e.g. to name a record before the one that points
+ * at it with WARC-Concurrent-To is written. */
+void kr_warcfile_new_id(kr_warcfile_t *wf, char out[KR_WARC_ID_SIZE]);
 
 /* Streaming (see kr_warc_begin): a record whose block arrives in pieces.
  * On any error the partial record is cut away and the stream ends. */

@@ -278,9 +278,13 @@ static int write_every_type(write_fn wr, void *ctx, const char *base_url) {
                                {KR_SLICE_LIT("http://127.0.0.1/img.png"), 'E', {NULL, 0}}};
   kr_warc_field_t ann[] = {{"contentState", KR_SLICE_LIT("changed")},
                            {"waitInterval", KR_SLICE_LIT("86400000")}};
-  kr_warc_meta_t meta = {.via = KR_SLICE_LIT("http://127.0.0.1/"), .hops_from_seed = KR_SLICE_LIT("L"),
-                         .fetch_time_ms = 12, .outlinks = links, .noutlinks = 2,
-                         .annotations = ann, .nannotations = 2};
+  kr_warc_meta_t meta = {.via = KR_SLICE_LIT("http://127.0.0.1/"),
+                         .hops_from_seed = KR_SLICE_LIT("L"),
+                         .fetch_time_ms = 12,
+                         .outlinks = links,
+                         .noutlinks = 2,
+                         .annotations = ann,
+                         .nannotations = 2};
   assert_int_equal(kr_warc_metadata_block(&mb, &meta), 0);
   kr_warc_rec_t md = {.type = KR_WARC_METADATA, .date_ms = T0 + 1,
                       .target_uri = kr_slice_cstr(url1), .concurrent_to = resp.id};
@@ -316,7 +320,8 @@ static int write_every_type(write_fn wr, void *ctx, const char *base_url) {
   n++;
   /* truncated response */
   char th[128];
-  snprintf(th, sizeof th, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 99999\r\n\r\n");
+  snprintf(th, sizeof th,
+           "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 99999\r\n\r\n");
   kr_warc_rec_t tr = {.type = KR_WARC_RESPONSE, .date_ms = T0 + 6, .ip = "127.0.0.1",
                       .target_uri = kr_slice_cstr(url3), .payload = KR_WARC_PAYLOAD_FROM,
                       .payload_from = strlen(th), .truncated = "length"};
@@ -470,7 +475,8 @@ static void round_trip_with(int gzip, int engine, size_t whole_max, size_t step)
   assert_string_equal(r[5].payload_digest, r[1].payload_digest);
   assert_string_equal(r[7].truncated, "length");
   assert_non_null(memmem(r[0].block.data, r[0].block.len, "format: WARC File Format 1.1\r\n", 30));
-  assert_non_null(memmem(r[0].block.data, r[0].block.len, "kria-config: warc.gzip-level=1\r\n", 32));
+  assert_non_null(
+      memmem(r[0].block.data, r[0].block.len, "kria-config: warc.gzip-level=1\r\n", 32));
   assert_non_null(memmem(r[8].block.data, r[8].block.len, "localhost.\t300\tIN\tAAAA\t::1\n", 27));
   /* Extents tile the stream; each gzip member inflates alone to exactly
    * its record. */
@@ -507,7 +513,10 @@ static void round_trip_with(int gzip, int engine, size_t whole_max, size_t step)
 }
 
 static void round_trip_plain(void **s) { (void)s; round_trip_with(0, 0, 0, 0); }
-static void round_trip_libdeflate(void **s) { (void)s; round_trip_with(1, KR_WARC_ENGINE_AUTO, 0, 0); }
+static void round_trip_libdeflate(void **s) {
+  (void)s;
+  round_trip_with(1, KR_WARC_ENGINE_AUTO, 0, 0);
+}
 static void round_trip_zlib(void **s) { (void)s; round_trip_with(1, KR_WARC_ENGINE_ZLIB, 0, 0); }
 /* Records over whole_max stream through zlib; 1-byte and 333-byte reads. */
 static void round_trip_past_whole_max(void **s) {
@@ -531,7 +540,8 @@ static void levels_and_engines(void **state) {
       o.engine = e ? KR_WARC_ENGINE_ZLIB : KR_WARC_ENGINE_LIBDEFLATE;
       kr_warc_writer_t *w;
       assert_int_equal(kr_warc_writer_new(&o, mem_sink, &m, &w), 0);
-      kr_warc_rec_t rec = {.type = KR_WARC_RESOURCE, .date_ms = T0, .target_uri = KR_SLICE_LIT("urn:x")};
+      kr_warc_rec_t rec = {
+          .type = KR_WARC_RESOURCE, .date_ms = T0, .target_uri = KR_SLICE_LIT("urn:x")};
       kr_slice_t b = {page, sizeof page};
       kr_warc_written_t out;
       assert_int_equal(kr_warc_write(w, &rec, &b, 1, &out), 0);
@@ -715,7 +725,8 @@ static void sink_errors_propagate(void **state) {
     kr_warc_writer_t *w;
     assert_int_equal(kr_warc_writer_new(&o, mem_sink, &m, &w), 0);
     m.fail_after = 0;
-    kr_warc_rec_t r = {.type = KR_WARC_RESOURCE, .date_ms = T0, .target_uri = KR_SLICE_LIT("urn:a")};
+    kr_warc_rec_t r = {
+        .type = KR_WARC_RESOURCE, .date_ms = T0, .target_uri = KR_SLICE_LIT("urn:a")};
     kr_slice_t b = {page, sizeof page};
     assert_int_equal(kr_warc_write(w, &r, &b, 1, NULL), KR_EIO);
     /* The next record is whole again. */
@@ -814,7 +825,8 @@ static void hostile_headers(void **state) {
   }
   /* Fine: empty input, LF line ends, continuation lines, unknown types. */
   assert_int_equal(count_records("", 0, &err), 0);
-  const char *lf = "WARC/1.0\nWARC-Type: future\nX-Long: a\n  b\n\tc\nContent-Length: 2\n\nxx\r\n\r\n";
+  const char *lf =
+      "WARC/1.0\nWARC-Type: future\nX-Long: a\n  b\n\tc\nContent-Length: 2\n\nxx\r\n\r\n";
   struct rrec r[2];
   assert_int_equal(read_all(lf, strlen(lf), r, 2, 0), 1);
   assert_int_equal(r[0].type, KR_WARC_UNKNOWN);
@@ -948,7 +960,8 @@ static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *f) 
 static int setup(void **state) {
   (void)state;
   kr_log_level = KR_LOG_ERROR;
-  snprintf(tmpdir, sizeof tmpdir, "%s/kria-warc.XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+  snprintf(tmpdir, sizeof tmpdir, "%s/kria-warc.XXXXXX",
+           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
   return mkdtemp(tmpdir) ? 0 : -1;
 }
 
@@ -1007,9 +1020,18 @@ static int file_write(void *ctx, kr_warc_rec_t *rec, const kr_slice_t *b, size_t
 
 static void prefix_rules(void **state) {
   (void)state;
-  static const char *const bad[] = {"", "..", "../x", "a/b", "/abs", ".hidden", "a..b",
-                                    "a b", "a\nb", "x\\y",
-                                    "0123456789012345678901234567890123456789012345678901234567890123456789"};
+  static const char *const bad[] = {
+      "",
+      "..",
+      "../x",
+      "a/b",
+      "/abs",
+      ".hidden",
+      "a..b",
+      "a b",
+      "a\nb",
+      "x\\y",
+      "0123456789012345678901234567890123456789012345678901234567890123456789"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) assert_false(kr_warcfile_prefix_ok(bad[i]));
   assert_false(kr_warcfile_prefix_ok(NULL));
   assert_true(kr_warcfile_prefix_ok("kria"));
@@ -1157,12 +1179,18 @@ static void streaming_to_file(void **state) {
   assert_int_equal(kr_warcfile_open(&o, &wf, NULL, 0), 0);
   uint8_t d[KR_SHA1_LEN];
   assert_int_equal(kr_sha1(page, sizeof page, d), 0);
-  kr_warc_rec_t r = {.type = KR_WARC_RESOURCE, .target_uri = KR_SLICE_LIT("urn:s"), .block_sha1 = d};
+  /* An id given in advance is kept. */
+  char pre[KR_WARC_ID_SIZE];
+  kr_warcfile_new_id(wf, pre);
+  kr_warc_rec_t r = {.type = KR_WARC_RESOURCE, .target_uri = KR_SLICE_LIT("urn:s"),
+                     .block_sha1 = d};
+  memcpy(r.id, pre, sizeof r.id);
   kr_warcfile_loc_t loc;
   assert_int_equal(kr_warcfile_begin(wf, &r, sizeof page), 0);
   assert_int_equal(kr_warcfile_append(wf, page, 5000), 0);
   assert_int_equal(kr_warcfile_append(wf, page + 5000, sizeof page - 5000), 0);
   assert_int_equal(kr_warcfile_end(wf, &loc), 0);
+  assert_string_equal(r.id, pre);
   uint64_t size = kr_warcfile_size(wf);
   assert_true(loc.offset + loc.length + 4 == size); /* plain: CDX length */
   /* A stream that goes wrong is cut away. */
