@@ -105,6 +105,8 @@ enum kr_cfg_type {
     NONE, "Embeds this many hops or fewer from their page are scheduled early (0 = off).") \
   X(CRAWL_LOG_LEVEL, "crawl", "log-level", ENUM, 0, "notice",                           \
     "error|warn|notice|info|debug", NONE, "Least important diagnostic shown on stderr.") \
+  X(CRAWL_PROGRESS_INTERVAL, "crawl", "progress-interval", DURATION, 0, "1m", "0..1d", NONE, \
+    "A progress-statistics line on stderr this often (0 = none).")                     \
                                                                                        \
   X(DNS_SERVERS, "dns", "servers", LIST, 0, "", "", ADDRESS,                            \
     "Name servers as IP, IP:PORT or [IPv6]:PORT; empty = those of /etc/resolv.conf.")  \
@@ -224,6 +226,8 @@ enum kr_cfg_type {
     "Address of the status console, e.g. 127.0.0.1:8080 or [::1]:8080; empty = off.")  \
   X(STATUS_TOKEN, "status", "token", STRING, 0, "", "", SECRET,                          \
     "Bearer token for control requests (16+ printable characters); needed off loopback.") \
+  X(STATUS_MAX_CLIENTS, "status", "max-clients", INT, 0, "16", "1..1024", NONE,           \
+    "Status connections served at once; more are answered 503.")                       \
                                                                                        \
   X(STORE_COMMIT_INTERVAL, "store", "commit-interval", DURATION, 0, "50ms", "1ms..10s",  \
     NONE, "Finished URIs are committed to the state database at least this often.")   \
