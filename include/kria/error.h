@@ -43,7 +43,8 @@
   X(ROBOTS, "robots", "robots.txt error")                                      \
   X(EMPTY_REPLY, "empty-reply", "server closed the connection without a response") \
   X(NOSPC, "no-space", "no space left on device")                             \
-  X(WARC, "bad-warc", "malformed WARC data")
+  X(WARC, "bad-warc", "malformed WARC data")                                   \
+  X(XML, "bad-xml", "malformed or refused XML (feed, sitemap)")
 
 enum kr_errno {
   KR_OK = 0,
