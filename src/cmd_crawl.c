@@ -81,7 +81,8 @@ int kr_cmd_crawl(int argc, char **argv) {
 
   kr_crawl_t *crawl;
   char err[1024];
-  rc = kr_crawl_new(cfg, NULL, &crawl, err, sizeof err);
+  kr_crawl_opts_t copts = {.config_path = file, .overrides = over, .n_overrides = nover};
+  rc = kr_crawl_new(cfg, &copts, &crawl, err, sizeof err);
   if (rc) {
     kr_cli_error(rc, "%s", err);
     kr_config_free(cfg);

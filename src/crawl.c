@@ -22,6 +22,7 @@
 #include "internal.h"
 #include "kria/seeds.h"
 #include "log.h"
+#include "service.h"
 
 #define DISPATCH_BUDGET 512       /* URIs started per dispatch call */
 #define ROBOTS_CACHE_ENTRIES 65536
@@ -107,6 +108,12 @@ static void hostcfg_free(kr_hostcfg_t *hc) {
   free(hc);
 }
 
+kr_hostcfg_t *kr__crawl_hostcfg_new(kr_crawl_t *c, const kr_config_view_t *v) {
+  return hostcfg_build(c, v, &c->global_hc->fopts);
+}
+
+void kr__crawl_hostcfg_free(kr_hostcfg_t *hc) { hostcfg_free(hc); }
+
 static size_t ptr_hash(const void *p, size_t mask) {
   uint64_t x = (uint64_t)(uintptr_t)p;
   x ^= x >> 33;
@@ -165,7 +172,9 @@ static void on_host(void *ud, kr_frontier_t *f, kr_hostq_t *h) {
     if (colon) n = (size_t)(colon - name);
   }
   const kr_hostcfg_t *hc = kr_crawl_hostcfg(c, name, n);
-  if (hc != c->global_hc) kr_frontier_host_set_opts(f, h, &hc->fopts, kr_crawl_now(c));
+  /* After a reload the global values may differ from the frontier's. */
+  if (hc != c->global_hc || c->reloads)
+    kr_frontier_host_set_opts(f, h, &hc->fopts, kr_crawl_now(c));
 }
 
 static int canon_from_config(kr_crawl_t *c, char *err, size_t errlen) {
@@ -383,6 +392,7 @@ static void start_fetch(kr_crawl_t *c, kr_curi_t *curi) {
   f->curi = curi;
   f->issued_ms = kr_crawl_now(c);
   c->st.issued++;
+  kr__service_issued(c, curi);
   kr_slice_t host = {"", 0};
   if (kr_url_parse(curi->url, curi->url_len, NULL, &f->url) == 0) {
     host = kr_url_hostname(f->url);
@@ -435,7 +445,7 @@ static void dispatch(kr_crawl_t *c) {
     c->dispatch_again = 1;
     return;
   }
-  if (c->stopping || c->closing || !c->frontier) {
+  if (c->stopping || c->closing || !c->frontier || c->paused) {
     check_end(c);
     return;
   }
@@ -545,12 +555,21 @@ void kr_crawl_stop(kr_crawl_t *c) {
   if (c->closing) return;
   if (!c->stopping) {
     c->stopping = 1;
+    kr__service_stopping(c);
     if (c->in_flight && c->opts.shutdown_grace_ms)
       uv_timer_start(&c->grace_timer, on_grace, c->opts.shutdown_grace_ms, 0);
     else if (c->in_flight)
       cancel_inflight(c);
   }
   check_end(c);
+}
+
+void kr_crawl_pause(kr_crawl_t *c, int paused) {
+  if (c->paused == !!paused) return;
+  c->paused = !!paused;
+  KR_LOG(KR_LOG_NOTICE, NULL, paused ? "paused: running fetches finish, nothing new is issued"
+                                     : "resumed");
+  if (!paused && !c->stopping && !c->closing) uv_idle_start(&c->idle, on_idle);
 }
 
 /* Notice the end of the crawl; act on it from the idle callback, outside
@@ -610,6 +629,7 @@ static void close_handle(uv_handle_t *h) {
 /* Every fetch is done: commit, close the modules and the handles. */
 static void close_everything(kr_crawl_t *c) {
   c->closing = 1;
+  kr__service_close(c);
   if (c->frontier) {
     summary(c);
     if (c->log) kr_crawllog_flush(c->log);
@@ -693,6 +713,7 @@ static int add_seeds(kr_crawl_t *c, char *err, size_t errlen) {
 static void teardown(kr_crawl_t *c) {
   if (!c->closing) {
     c->closing = c->stopping = 1;
+    kr__service_close(c);
     /* Fetches still running are cancelled and given back first. */
     if (c->http) kr_http_client_close(c->http);
     c->http = NULL;
@@ -808,6 +829,7 @@ int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out
     uv_signal_start(&c->sigint, on_signal, SIGINT);
     uv_signal_start(&c->sigterm, on_signal, SIGTERM);
   }
+  if ((rc = kr__service_open(c, err, errlen))) goto fail;
   *out = c;
   return 0;
 
@@ -824,6 +846,7 @@ int kr_crawl_run(kr_crawl_t *c) {
   uint64_t max_time = (uint64_t)kr_config_ms(kr_config_global(c->cfg), KR_CFG_LIMITS_MAX_TIME);
   if (max_time) kr_timer_start(&c->timers, &c->max_time_entry, kr_crawl_now(c) + max_time, on_max_time);
   dispatch(c);
+  kr__service_ready(c);
   uv_run(&c->loop, UV_RUN_DEFAULT);
   return c->fatal;
 }
@@ -835,6 +858,7 @@ void kr_crawl_free(kr_crawl_t *c) {
   /* Only close callbacks and cancellations are left: bounded. */
   uv_run(&c->loop, UV_RUN_DEFAULT);
   if (uv_loop_close(&c->loop)) KR_LOG(KR_LOG_WARN, NULL, "crawl: loop still has handles");
+  kr__service_free(c);
   if (c->log) kr_crawllog_close(c->log);
   while (c->free_fetches) {
     kr_fetch_t *f = c->free_fetches;

@@ -56,6 +56,11 @@ typedef struct kr_crawl_opts {
                                    the cancel and the commit, the process
                                    is gone within 5 s of the signal) */
   int no_signals;               /* 1: do not install SIGINT/SIGTERM handlers */
+  /* SIGHUP reload (src/service.c): the file and -o assignments the
+   * config was loaded from; NULL: reload is refused. Copied. */
+  const char *config_path;
+  const char *const *overrides;
+  size_t n_overrides;
 } kr_crawl_opts_t;
 
 typedef struct kr_crawl_stats {
@@ -84,6 +89,9 @@ int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out
 int kr_crawl_run(kr_crawl_t *c);
 /* Ask the crawl to stop, as SIGTERM does. Safe from any loop callback. */
 void kr_crawl_stop(kr_crawl_t *c);
+/* Hold dispatch (paused = 1: fetches running finish, nothing new is
+ * issued) or let it go on (0). Safe from any loop callback. */
+void kr_crawl_pause(kr_crawl_t *c, int paused);
 void kr_crawl_free(kr_crawl_t *c);
 void kr_crawl_get_stats(const kr_crawl_t *c, kr_crawl_stats_t *out);
 kr_frontier_t *kr_crawl_frontier(kr_crawl_t *c);
@@ -221,6 +229,9 @@ struct kr_crawl {
   uint64_t started_ms;
   uint64_t run_started_us;
   kr_crawl_stats_t st;
+  struct kr_service *svc;       /* status server, sd_notify, progress, reload */
+  int paused;                   /* dispatch held (kr_crawl_pause) */
+  uint32_t reloads;             /* configurations applied by SIGHUP */
 };
 
 /* Settings for host (ASCII, any case). Never NULL. */
@@ -232,6 +243,10 @@ void kr__proc_prefetch_register(kr_crawl_t *c); /* scope, robots */
 void kr__proc_fetch_register(kr_crawl_t *c);    /* http, digest */
 void kr__proc_extract_register(kr_crawl_t *c);  /* headers, html, css */
 void kr__proc_post_register(kr_crawl_t *c);     /* robots-update, finish */
+/* Settings of view v built afresh (config reload, src/service.c), and
+ * their release. */
+kr_hostcfg_t *kr__crawl_hostcfg_new(kr_crawl_t *c, const kr_config_view_t *v);
+void kr__crawl_hostcfg_free(kr_hostcfg_t *hc);
 /* Add one processor to c (storage in c->procs). */
 kr_processor_t *kr__crawl_add_proc(kr_crawl_t *c, const kr_processor_t *p);
 
