@@ -1051,6 +1051,10 @@ static int on_body(llhttp_t *p, const char *at, size_t n) {
       f->pending = P_ABORT;
       return HPE_USER;
     }
+    if (f->cancel_req) { /* canceled from on_payload: decode nothing more */
+      f->pending = KR_ECANCELED;
+      return HPE_USER;
+    }
   }
   int err = kr_inflate_feed(f->inflate, at, n, content_cb, f);
   if (err == KR_EBODY_TOO_BIG) {
@@ -1240,6 +1244,14 @@ static void feed(kr_http_fetch_t *f, const char *p, size_t n) {
       used = (size_t)(llhttp_get_error_pos(&f->parser) - p);
       llhttp_resume(&f->parser);
     } else if (e != HPE_OK) {
+      /* A head over the limit before the error is too big, however the
+       * bytes were cut into reads. */
+      if (in_head && f->head.len + (size_t)(llhttp_get_error_pos(&f->parser) - p) >
+                         c->opts.max_header_bytes) {
+        finish(f, KR_EHEADER_TOO_BIG, "response header larger than %zu bytes",
+               c->opts.max_header_bytes);
+        return;
+      }
       if (f->pending < 0) {
         finish(f, f->pending, "%s", f->errmsg[0] ? f->errmsg : kr_strerror(f->pending));
         return;
