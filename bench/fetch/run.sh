@@ -10,7 +10,8 @@
 # and wget2. Each run is checked: exit status 0 and nginx served exactly N
 # requests. See bench/README.md.
 #
-# Usage: bench/fetch/run.sh [--pages N] [--reps R] [--conns "16 32 64 128 256"]
+# Usage: bench/fetch/run.sh [--pages N] [--reps R] [--rounds K --pause S]
+#            [--conns "16 32 64 128 256"]
 #            [--clients "kria wget wget2-t1 wget2"] [--kria PATH] [--record]
 #            [--quick]
 set -euo pipefail
@@ -24,6 +25,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ARGS=("$@")
 PAGES=20000
 REPS=3
+ROUNDS=1
+PAUSE=0
 CONNS="16 32 64 128 256"
 CLIENTS=""
 KRIA=${KRIA:-$KB_ROOT/build-bench/kria}
@@ -36,17 +39,21 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--pages) PAGES=$2; shift 2 ;;
 	--reps) REPS=$2; shift 2 ;;
+	--rounds) ROUNDS=$2; shift 2 ;;
+	--pause) PAUSE=$2; shift 2 ;;
 	--conns) CONNS=$2; shift 2 ;;
 	--clients) CLIENTS=$2; shift 2 ;;
 	--kria) KRIA=$2; shift 2 ;;
 	--record) RECORD=1; shift ;;
 	--quick) PAGES=2000; REPS=1; shift ;;
-	-h | --help) sed -n '2,17p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,20p' "$0"; exit 0 ;;
 	*) kb_die "unknown option $1 (try --help)" ;;
 	esac
 done
 [[ $PAGES =~ ^[0-9]+$ && $PAGES -ge 1 && $PAGES -le 1000000 ]] || kb_die "--pages: 1..1000000"
 [[ $REPS =~ ^[0-9]+$ && $REPS -ge 1 && $REPS -le 50 ]] || kb_die "--reps: 1..50"
+[[ $ROUNDS =~ ^[0-9]+$ && $ROUNDS -ge 1 && $ROUNDS -le 10 ]] || kb_die "--rounds: 1..10"
+[[ $PAUSE =~ ^[0-9]+$ && $PAUSE -le 1800 ]] || kb_die "--pause: 0..1800 seconds"
 
 kb_bound "$TOTAL_LIMIT" "${ARGS[@]}"
 
@@ -74,6 +81,8 @@ if [ -z "$CLIENTS" ]; then
 	CLIENTS+=" wget wget2-t1 wget2"
 fi
 read -r -a CLIENT_LIST <<<"$CLIENTS"
+KRIA_OK_DESC="${KRIA#"$KB_ROOT"/}"
+[ $KRIA_OK = 1 ] || KRIA_OK_DESC+=" (no list mode: not measured)"
 LIST=LIST
 for c in "${CLIENT_LIST[@]}"; do client_cmd "$c"; done # validate names early
 
@@ -81,13 +90,21 @@ STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 RUN=$KB_OUT/fetch/run-$STAMP
 mkdir -p "$RUN/logs"
 ln -sfn "run-$STAMP" "$KB_OUT/fetch/last"
+MACHINE_MD=$(kb_machine_md)
+REV=$(git -C "$KB_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+git -C "$KB_ROOT" diff --quiet HEAD -- src include 2>/dev/null || REV+=" + uncommitted changes in src/include"
 fetch_setup "$PAGES" "$RUN"
 
 # --- runs --------------------------------------------------------------------
 TSV=$RUN/runs.tsv
 printf 'rep\tclient\twall_s\tuser_s\tsys_s\tmaxrss_kb\texit\tnginx_cpu_s\trequests\tnginx_errors\tok\tself_pages\tself_wall_s\tload1\n' >"$TSV"
 nclients=${#CLIENT_LIST[@]}
-for ((rep = 1; rep <= REPS; rep++)); do
+TOTAL_REPS=$((REPS * ROUNDS))
+for ((rep = 1; rep <= TOTAL_REPS; rep++)); do
+	if [ "$rep" -gt 1 ] && [ $(((rep - 1) % REPS)) = 0 ] && [ "$PAUSE" -gt 0 ]; then
+		kb_log "round $(((rep - 1) / REPS)) done; pausing ${PAUSE}s before the next"
+		sleep "$PAUSE"
+	fi
 	for ((k = 0; k < nclients; k++)); do
 		c=${CLIENT_LIST[$(((k + rep - 1) % nclients))]}
 		client_cmd "$c"
@@ -133,9 +150,14 @@ fmt() { awk -v p="$2" '{ printf "%." p "f (%." p "f–%." p "f)", $1, $2, $3 }' 
 
 REPORT=$RUN/report.md
 {
-	echo "### Fetch benchmark, $PAGES pages, $REPS repetitions"
+	if [ "$ROUNDS" -gt 1 ]; then
+		echo "### Fetch benchmark, $PAGES pages, $ROUNDS rounds × $REPS repetitions, ${PAUSE}s apart"
+	else
+		echo "### Fetch benchmark, $PAGES pages, $REPS repetitions"
+	fi
 	echo
-	kb_machine_md
+	echo "$MACHINE_MD"
+	echo "- kria: $KRIA_OK_DESC, source at $REV"
 	echo "- command: \`bench/fetch/run.sh${ARGS[*]:+ ${ARGS[*]}}\`"
 	echo "- server: nginx $(nginx -v 2>&1 | sed 's/.*\///'), 1 worker on CPU ${KB_NGINX_CPU:-1}, keep-alive, sendfile, access_log off; $NGINX_CACHE"
 	echo "- pages: $(find "$SITE/h0.test/p" -name '*.html' -printf '%s\n' | awk '{ s += $1 } END { printf "%d pages, %.0f bytes on average", NR, s / NR }'), ~33 links each, served as-is (no gzip)"
