@@ -6,65 +6,63 @@
  * URL is longer than max_value; no more than max_links are delivered; and
  * ASan/UBSan see nothing.
  *
- *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Iinclude -Isrc \
- *     test/fuzz/fuzz_extract.c src/extract_html.c src/extract_css.c src/buf.c \
- *     src/mem.c -o /tmp/fuzz_extract
- *   /tmp/fuzz_extract -dict=test/fuzz/extract.dict test/fuzz/corpus/extract
+ *   scripts/fuzz.sh extract     (or: make fuzz FUZZ_SECONDS=N)
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "kria/extract.h"
 
-typedef struct run {
+typedef struct ex_run {
   uint64_t hash, links;
   size_t max_value;
-} run_t;
+} ex_run_t;
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+static uint64_t ex_fnv(uint64_t h, const void *p, size_t n) {
   const unsigned char *s = p;
   for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 0x100000001b3ull;
   return h;
 }
 
-static int on_link(void *ud, const kr_extract_link_t *l) {
-  run_t *r = ud;
-  if (l->url.n > r->max_value) abort();
-  if (l->url.n && !l->url.p) abort();
+static int ex_on_link(void *ud, const kr_extract_link_t *l) {
+  ex_run_t *r = ud;
+  FUZZ_CHECK(l->url.n <= r->max_value);
+  FUZZ_CHECK(!l->url.n || l->url.p);
   char k = (char)l->kind;
-  r->hash = fnv(r->hash, &k, 1);
-  r->hash = fnv(r->hash, l->context, strlen(l->context) + 1);
-  r->hash = fnv(r->hash, l->url.p, l->url.n);
-  r->hash = fnv(r->hash, "\n", 1);
+  r->hash = ex_fnv(r->hash, &k, 1);
+  r->hash = ex_fnv(r->hash, l->context, strlen(l->context) + 1);
+  r->hash = ex_fnv(r->hash, l->url.p, l->url.n);
+  r->hash = ex_fnv(r->hash, "\n", 1);
   r->links++;
   return 0;
 }
 
-static run_t run(int css, const kr_extract_opts_t *o, const uint8_t *p, size_t n,
+static ex_run_t ex_run(int css, const kr_extract_opts_t *o, const uint8_t *p, size_t n,
                  size_t chunk) {
-  run_t r = {0xcbf29ce484222325ull, 0, o->max_value};
+  ex_run_t r = {0xcbf29ce484222325ull, 0, o->max_value};
   if (css) {
-    kr_css_extractor_t *x = kr_extract_css_new(o, on_link, &r);
+    kr_css_extractor_t *x = kr_extract_css_new(o, ex_on_link, &r);
     for (size_t i = 0; i < n; i += chunk)
       kr_extract_css_feed(x, p + i, n - i < chunk ? n - i : chunk);
     kr_extract_css_finish(x);
-    if (kr_extract_css_stats(x)->links != r.links) abort();
+    FUZZ_CHECK(kr_extract_css_stats(x)->links == r.links);
     kr_extract_css_free(x);
   } else {
-    kr_html_extractor_t *x = kr_extract_html_new(o, on_link, &r);
+    kr_html_extractor_t *x = kr_extract_html_new(o, ex_on_link, &r);
     for (size_t i = 0; i < n; i += chunk)
       kr_extract_html_feed(x, p + i, n - i < chunk ? n - i : chunk);
     kr_extract_html_finish(x);
-    if (kr_extract_html_stats(x)->links != r.links) abort();
+    FUZZ_CHECK(kr_extract_html_stats(x)->links == r.links);
     kr_extract_html_free(x);
   }
-  if (r.links > o->max_links) abort();
+  FUZZ_CHECK(r.links <= o->max_links);
   return r;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+int FUZZ_ENTRY(const uint8_t *data, size_t size);
+int FUZZ_ENTRY(const uint8_t *data, size_t size) {
   if (size < 1) return 0;
   uint8_t mode = data[0];
   data++, size--;
@@ -78,8 +76,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (mode & 8) o.flags |= KR_EXTRACT_FORMS;
   size_t chunk = 1 + (size_t)(mode >> 3) % 7;
   int css = mode & 1;
-  run_t whole = run(css, &o, data, size, size ? size : 1);
-  run_t parts = run(css, &o, data, size, chunk);
-  if (whole.hash != parts.hash || whole.links != parts.links) abort();
+  ex_run_t whole = ex_run(css, &o, data, size, size ? size : 1);
+  ex_run_t parts = ex_run(css, &o, data, size, chunk);
+  FUZZ_CHECK(whole.hash == parts.hash && whole.links == parts.links);
   return 0;
 }
