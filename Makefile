@@ -112,6 +112,12 @@ deps:
 bench: all
 	@echo "see bench/README.md"
 
+# libFuzzer harnesses in test/fuzz (clang, ASan+UBSan), FUZZ_SECONDS each;
+# FUZZ_TARGETS="url http" picks some. See scripts/fuzz.sh.
+FUZZ_SECONDS ?= 30
+fuzz:
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_BUILD=$(B)-fuzz scripts/fuzz.sh $(FUZZ_TARGETS)
+
 # bench/frontier: the frontier and store at scale (bench/frontier/run.sh).
 .PHONY: bench-frontier
 bench-frontier: $(B)/bench/frontier_bench
