@@ -234,6 +234,31 @@ enum kr_cfg_type {
   X(STORE_COMMIT_UPDATES, "store", "commit-updates", INT, 0, "1000", "1..1000000", NONE, \
     "Commit as soon as this many updates are pending.")                                 \
                                                                                        \
+  X(WARC_ENABLED, "warc", "enabled", BOOL, 0, "true", "", NONE,                         \
+    "Write WARC files (into crawl.warc-dir).")                                          \
+  X(WARC_PREFIX, "warc", "prefix", STRING, 0, "kria", "", NAME,                          \
+    "File names are PREFIX-YYYYMMDDhhmmssSSS-SERIAL-HOST.warc.gz.")                     \
+  X(WARC_COMPRESS, "warc", "compress", ENUM, 0, "gzip", "gzip|none", NONE,               \
+    "gzip: each record is its own gzip member (.warc.gz); none: plain .warc.")         \
+  X(WARC_LEVEL, "warc", "level", INT, 0, "1", "1..9", NONE,                              \
+    "gzip level; 1 measured best (bench/RESULTS.md: a third of level 6's cost, 1-2 % larger).") \
+  X(WARC_MAX_SIZE, "warc", "max-size", SIZE, 0, "1GiB", "1MiB..1TiB", NONE,              \
+    "A file is closed and a new one begun past this size.")                             \
+  X(WARC_DURABILITY, "warc", "durability", ENUM, 0, "batch", "none|batch|record", NONE,  \
+    "When records reach the disk: none (the OS decides), batch (fdatasync before each store commit), record (after each record).") \
+  X(WARC_WRITE_REQUEST, "warc", "write-request", BOOL, 0, "true", "", NONE,              \
+    "A request record (the request as sent) with each response or revisit.")           \
+  X(WARC_WRITE_METADATA, "warc", "write-metadata", BOOL, 0, "true", "", NONE,            \
+    "A metadata record per fetch: via, hops, outlinks and the adaptive-revisit notes.") \
+  X(WARC_WRITE_DNS, "warc", "write-dns", BOOL, 0, "false", "", NONE,                     \
+    "A dns: record of each host's addresses, once per DNS TTL.")                        \
+  X(WARC_WRITE_VOLATILE, "warc", "write-volatile", ENUM, 0, "full", "full|skip", NONE,   \
+    "Unchanged by the stripped change digest but a different payload: full stores a response, skip stores nothing.") \
+  X(WARC_RETRY_INTERVAL, "warc", "retry-interval", DURATION, 0, "10s", "100ms..1h", NONE, \
+    "After a full disk (or a write error) the crawl holds new fetches and tries again this often.") \
+  X(WARC_OPERATOR, "warc", "operator", STRING, 0, "", "", NONE,                          \
+    "Who runs the crawl, for the warcinfo records; empty = crawl.contact-url.")         \
+                                                                                       \
   X(ADAPTIVE_MIDFETCH, "adaptive", "midfetch", BOOL, KR_CFG_HOST, "true", "", NONE,     \
     "Compare ETag and Last-Modified with the last visit's when the headers arrive; stop the download when they predict no change.") \
   X(ADAPTIVE_MIDFETCH_SCHEME, "adaptive", "midfetch-scheme", ENUM, KR_CFG_HOST, "either", \
@@ -323,6 +348,9 @@ enum { KR_CFG_POLICY_MULTIPLICATIVE, KR_CFG_POLICY_POISSON };
 /* midfetch-scheme: index + 1 is the kr_vscheme_t (validators.h) */
 enum { KR_CFG_VSCHEME_TIMESTAMP, KR_CFG_VSCHEME_ETAG, KR_CFG_VSCHEME_BOTH, KR_CFG_VSCHEME_EITHER };
 enum { KR_CFG_ETAG_EXACT, KR_CFG_ETAG_STRONG, KR_CFG_ETAG_WEAK };
+enum { KR_CFG_WARC_GZIP, KR_CFG_WARC_NONE };
+enum { KR_CFG_DURABILITY_NONE, KR_CFG_DURABILITY_BATCH, KR_CFG_DURABILITY_RECORD };
+enum { KR_CFG_VOLATILE_FULL, KR_CFG_VOLATILE_SKIP };
 /* log-level: use kr_config_str() and kr_log_level_parse(). */
 
 /* Bounds on hostile configuration. */

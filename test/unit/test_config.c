@@ -512,6 +512,13 @@ static void enums_getters_and_schema(void **state) {
       {KR_CFG_ADAPTIVE_ETAG_COMPARE, KR_CFG_ETAG_EXACT, "exact"},
       {KR_CFG_ADAPTIVE_ETAG_COMPARE, KR_CFG_ETAG_STRONG, "strong"},
       {KR_CFG_ADAPTIVE_ETAG_COMPARE, KR_CFG_ETAG_WEAK, "weak"},
+      {KR_CFG_WARC_COMPRESS, KR_CFG_WARC_GZIP, "gzip"},
+      {KR_CFG_WARC_COMPRESS, KR_CFG_WARC_NONE, "none"},
+      {KR_CFG_WARC_DURABILITY, KR_CFG_DURABILITY_NONE, "none"},
+      {KR_CFG_WARC_DURABILITY, KR_CFG_DURABILITY_BATCH, "batch"},
+      {KR_CFG_WARC_DURABILITY, KR_CFG_DURABILITY_RECORD, "record"},
+      {KR_CFG_WARC_WRITE_VOLATILE, KR_CFG_VOLATILE_FULL, "full"},
+      {KR_CFG_WARC_WRITE_VOLATILE, KR_CFG_VOLATILE_SKIP, "skip"},
   };
   for (size_t i = 0; i < sizeof e / sizeof *e; i++) {
     kr_slice_t c = kr_config_enum_choice(e[i].key, e[i].idx);
