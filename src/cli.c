@@ -18,6 +18,7 @@
 #pragma weak kr_cmd_robots
 #pragma weak kr_cmd_crawl
 #pragma weak kr_cmd_cdx
+#pragma weak kr_cmd_simulate
 
 struct command {
   const char *name;
@@ -31,6 +32,7 @@ static const struct command commands[] = {
     {"robots", kr_cmd_robots, "FILE USER-AGENT URL  robots.txt decision"},
     {"crawl", kr_cmd_crawl, "-c FILE [-o section.key=value]...  run a crawl"},
     {"cdx", kr_cmd_cdx, "FILE...  sorted CDXJ index of WARC files"},
+    {"simulate", kr_cmd_simulate, "[--trace FILE | --urls N --hosts H] ...  compare revisit policies"},
 };
 
 void kr_cli_error(int err, const char *fmt, ...) {

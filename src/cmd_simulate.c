@@ -1,0 +1,681 @@
+/*
+ * `kria simulate`: compare revisit policies on simulated URIs (src/sim.h
+ * has the model, the trace format and the metrics). The world comes from
+ * a trace (--trace FILE) or is synthetic (--urls, --hosts and the mix
+ * options); every selected policy runs over the same world, the same
+ * changes and the same politeness, each in its own frontier. `fixed` uses
+ * --fixed-interval, or else the interval that spends the fetches of the
+ * reference run (poisson when selected, else multiplicative): it runs
+ * last, and again with a corrected interval while its fetch count is more
+ * than 1 % off (at most --fixed-passes runs). --jobs N runs up to N
+ * policies at once in child processes. Prints a table per period (whole
+ * run, first window) or, with --json, one JSON object. Exit 0, 2 error
+ * (trace, state database), 64 usage.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "internal.h"
+#include "log.h"
+#include "sim.h"
+
+static const char usage_text[] =
+    "usage: kria simulate [options]\n"
+    "world (a trace, or synthetic):\n"
+    "  --trace FILE          URIs with change times and validator behaviour\n"
+    "                        (format in src/sim.h and bench/adaptive/README.md)\n"
+    "  --urls N              synthetic URIs (1000)\n"
+    "  --hosts N             spread over N hosts (10)\n"
+    "  --mix SPEC            change rates: [W:]never|PERIOD|LO..HI, comma-separated\n"
+    "                        (1h..30d: log-uniform from hourly to monthly)\n"
+    "  --volatile SHARE      URIs with a volatile section (0.1)\n"
+    "  --validators SPEC     host shares: correct=0.7,missing=0.2,lying=0.1\n"
+    "  --size BYTES          typical body size (10KiB)\n"
+    "  --content-type TYPE   of the synthetic URIs (text/html)\n"
+    "  --seed N              changes and durations (1)\n"
+    "run:\n"
+    "  --days D              simulated days (30)\n"
+    "  --window-days D       the early period reported apart (3)\n"
+    "  --policy LIST         fixed,multiplicative,poisson (all three); oracle:\n"
+    "                        poisson's allocator fed the true rates (diagnostic)\n"
+    "  --fixed-interval DUR  fixed wait (default: the reference run's fetches)\n"
+    "  --fixed-passes N      runs of fixed to match the fetch count (2)\n"
+    "  -c FILE               config: [wait] evaluators, politeness, [host] sections\n"
+    "  -o SECTION.KEY=VALUE  config override (repeatable)\n"
+    "  --delay DUR           politeness delay for every host (min = max = DUR)\n"
+    "  --valence N           fetches per host at once\n"
+    "  --fetch-time DUR      median fetch duration (150ms), log-normal\n"
+    "  --fetch-sigma S       its sigma (0.5)\n"
+    "  --utilisation U       poisson: share of the politeness budget to plan (0.95)\n"
+    "  --no-conditional      never send If-None-Match / If-Modified-Since\n"
+    "  --scheme N            mid-fetch scheme 1-4 or timestamp|etag|both|either (4)\n"
+    "  --sample-rate R       validator trust: share checked in full (0.05)\n"
+    "  --no-strip            volatile sections are not stripped from the digest\n"
+    "  --abort-bytes BYTES   body bytes a mid-fetch abort still reads (1460)\n"
+    "  --state-dir DIR       where temporary state databases go\n"
+    "  --jobs N              policies run at once, in child processes (1)\n"
+    "output:\n"
+    "  --json                one JSON object instead of tables\n"
+    "  -v                    log the modules' notices; -v -v: each host's\n"
+    "                        allocator once a simulated day\n"
+    "exit status: 0 success, 2 error, 64 usage\n";
+
+#define MAX_OVERRIDES 256
+
+typedef struct job {
+  kr_sim_policy_t policy;
+  int64_t fixed_ms;
+  kr_sim_result_t res;
+  int rc;
+  char err[512];
+} job_t;
+
+/* ---- option values ---------------------------------------------------- */
+
+static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out) {
+  if (!*s || *s == '-' || *s == '+') return -1;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (*end || errno || v < lo || v > hi) return -1;
+  *out = v;
+  return 0;
+}
+
+static int parse_double(const char *s, double lo, double hi, double *out) {
+  if (!*s) return -1;
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (*end || errno || !isfinite(v) || v < lo || v > hi) return -1;
+  *out = v;
+  return 0;
+}
+
+static int parse_validators(const char *s, double share[3]) {
+  share[0] = share[1] = share[2] = 0;
+  const char *p = s;
+  while (*p) {
+    const char *e = strchr(p, ',');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    const char *eq = memchr(p, '=', n);
+    if (!eq) return -1;
+    size_t kn = (size_t)(eq - p);
+    int k = kn == 7 && !memcmp(p, "correct", 7)   ? 0
+            : kn == 7 && !memcmp(p, "missing", 7) ? 1
+            : kn == 5 && !memcmp(p, "lying", 5)   ? 2
+                                                  : -1;
+    if (k < 0) return -1;
+    char num[64];
+    size_t vn = n - kn - 1;
+    if (vn == 0 || vn >= sizeof num) return -1;
+    memcpy(num, eq + 1, vn);
+    num[vn] = 0;
+    if (parse_double(num, 0, 1e9, &share[k])) return -1;
+    p += n;
+    if (*p == ',') p++;
+  }
+  return share[0] + share[1] + share[2] > 0 ? 0 : -1;
+}
+
+static int parse_days(const char *s, int64_t *ms) {
+  double d;
+  if (parse_double(s, 0, 3650, &d) || !(d > 0)) return -1;
+  *ms = (int64_t)llround(d * 86400000.0);
+  return *ms > 0 ? 0 : -1;
+}
+
+/* ---- running ------------------------------------------------------------ */
+
+static void run_job(const kr_sim_world_t *w, const kr_sim_opts_t *base, job_t *j) {
+  kr_sim_opts_t o = *base;
+  if (j->policy == KR_SIM_FIXED) o.fixed_interval_ms = j->fixed_ms;
+  j->err[0] = 0;
+  j->rc = kr_sim_run(w, &o, j->policy, &j->res, j->err, sizeof j->err);
+}
+
+static int write_all(int fd, const void *p, size_t n) {
+  const char *c = p;
+  while (n) {
+    ssize_t k = write(fd, c, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return -1;
+    c += k;
+    n -= (size_t)k;
+  }
+  return 0;
+}
+
+static int read_all(int fd, void *p, size_t n) {
+  char *c = p;
+  while (n) {
+    ssize_t k = read(fd, c, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return -1;
+    c += k;
+    n -= (size_t)k;
+  }
+  return 0;
+}
+
+/* Run the jobs, up to `par` at once in child processes (par <= 1: here). */
+static void run_jobs(const kr_sim_world_t *w, const kr_sim_opts_t *o, job_t **jobs, size_t n,
+                     int par) {
+  if (par <= 1 || n <= 1) {
+    for (size_t i = 0; i < n; i++) run_job(w, o, jobs[i]);
+    return;
+  }
+  fflush(NULL);
+  for (size_t i = 0; i < n; i += (size_t)par) {
+    size_t m = KR_MIN(n - i, (size_t)par);
+    pid_t pid[16];
+    int fd[16];
+    for (size_t k = 0; k < m; k++) {
+      job_t *j = jobs[i + k];
+      int p[2];
+      pid[k] = -1;
+      fd[k] = -1;
+      if (pipe(p) != 0) {
+        j->rc = KR_EIO;
+        snprintf(j->err, sizeof j->err, "pipe: %s", strerror(errno));
+        continue;
+      }
+      pid[k] = fork();
+      if (pid[k] == 0) {
+        close(p[0]);
+        run_job(w, o, j);
+        int ok = write_all(p[1], j, sizeof *j);
+        close(p[1]);
+        _exit(ok == 0 ? 0 : 2);
+      }
+      close(p[1]);
+      if (pid[k] < 0) {
+        close(p[0]);
+        j->rc = KR_EIO;
+        snprintf(j->err, sizeof j->err, "fork: %s", strerror(errno));
+        continue;
+      }
+      fd[k] = p[0];
+    }
+    for (size_t k = 0; k < m; k++) {
+      if (pid[k] < 0) continue;
+      job_t *j = jobs[i + k];
+      if (read_all(fd[k], j, sizeof *j) != 0) {
+        j->rc = KR_EIO;
+        snprintf(j->err, sizeof j->err, "the %s run's process ended without a result",
+                 kr_sim_policy_name(j->policy));
+      }
+      close(fd[k]);
+      int st;
+      while (waitpid(pid[k], &st, 0) < 0 && errno == EINTR) {
+      }
+    }
+  }
+}
+
+/* ---- output --------------------------------------------------------------- */
+
+static void fmt_dur(double s, char *out, size_t len) {
+  if (s < 120)
+    snprintf(out, len, "%.0fs", s);
+  else if (s < 7200)
+    snprintf(out, len, "%.1fm", s / 60);
+  else if (s < 2 * 86400)
+    snprintf(out, len, "%.1fh", s / 3600);
+  else
+    snprintf(out, len, "%.1fd", s / 86400);
+}
+
+static void print_table(const char *title, job_t **jobs, size_t n, int early) {
+  printf("\n%s\n", title);
+  printf("%-22s %10s %10s %6s %6s %8s %10s %10s %9s\n", "policy", "versions", "captured",
+         "ratio", "fresh", "age", "fetches", "body MiB", "fetch/ver");
+  for (size_t i = 0; i < n; i++) {
+    const kr_sim_result_t *r = &jobs[i]->res;
+    const kr_sim_metrics_t *m = early ? &r->early : &r->all;
+    char name[64], age[32];
+    if (r->policy == KR_SIM_FIXED) {
+      char d[32];
+      fmt_dur((double)r->fixed_interval_ms / 1000.0, d, sizeof d);
+      snprintf(name, sizeof name, "fixed (%s)", d);
+    } else {
+      snprintf(name, sizeof name, "%s", kr_sim_policy_name(r->policy));
+    }
+    fmt_dur(kr_sim_age_s(m), age, sizeof age);
+    printf("%-22s %10" PRIu64 " %10" PRIu64 " %6.3f %6.3f %8s %10" PRIu64 " %10.1f %9.2f\n", name,
+           m->versions, m->captured, kr_sim_capture_ratio(m), kr_sim_freshness(m), age,
+           m->fetches, (double)m->body_bytes / 1048576.0, kr_sim_fetches_per_version(m));
+  }
+}
+
+static void print_text(const kr_sim_world_t *w, const kr_sim_opts_t *o, const char *source,
+                       job_t **jobs, size_t n) {
+  char wd[32], dur[32];
+  fmt_dur((double)o->window_ms / 1000.0, wd, sizeof wd);
+  fmt_dur((double)o->duration_ms / 1000.0, dur, sizeof dur);
+  printf("kria simulate: %zu URIs on %" PRIu64 " hosts (%s), %s simulated, seed %" PRIu64 "\n",
+         kr_sim_world_count(w), n ? jobs[0]->res.hosts : 0, source, dur, o->seed);
+  char title[128];
+  snprintf(title, sizeof title, "whole run (%s)", dur);
+  print_table(title, jobs, n, 0);
+  snprintf(title, sizeof title, "first %s", wd);
+  print_table(title, jobs, n, 1);
+  printf("\n%-22s %9s %9s %9s %9s %9s %8s %8s %7s\n", "validators", "unch.vis", "saved",
+         "304s", "aborts", "lost", "distrust", "polite", "wall s");
+  for (size_t i = 0; i < n; i++) {
+    const kr_sim_result_t *r = &jobs[i]->res;
+    const kr_sim_metrics_t *m = &r->all;
+    char pol[32];
+    if (r->politeness_min_gap_ms < 0)
+      snprintf(pol, sizeof pol, "-");
+    else
+      snprintf(pol, sizeof pol, "%s", r->politeness_violations ? "VIOLATED" : "ok");
+    printf("%-22s %9" PRIu64 " %8.1f%% %9" PRIu64 " %9" PRIu64 " %9" PRIu64 " %8" PRIu64
+           " %8s %7.1f\n",
+           kr_sim_policy_name(r->policy), m->unchanged_visits, 100 * kr_sim_unchanged_saving(m),
+           m->not_modified, m->aborted, m->lost_by_validators, r->hosts_distrusted, pol, r->wall_s);
+  }
+  for (size_t i = 0; i < n; i++) {
+    const kr_sim_result_t *r = &jobs[i]->res;
+    if (r->policy == KR_SIM_POISSON && r->est_n)
+      printf("\npoisson estimates at the end: %" PRIu64 " URIs, %.1f%% within 2x of the true rate, "
+             "median estimate/true %.2f\n",
+             r->est_n, 100 * r->est_within2, r->est_median_ratio);
+  }
+}
+
+static void json_str(FILE *f, const char *s) {
+  fputc('"', f);
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      fprintf(f, "\\%c", c);
+    else if (c < 0x20 || c == 0x7f)
+      fprintf(f, "\\u%04x", c);
+    else
+      fputc(c, f);
+  }
+  fputc('"', f);
+}
+
+static void json_metrics(FILE *f, const kr_sim_metrics_t *m) {
+  fprintf(f,
+          "{\"versions_existed\": %" PRIu64 ", \"versions_captured\": %" PRIu64
+          ", \"capture_ratio\": %.6f, \"mean_freshness\": %.6f, \"mean_age_s\": %.1f"
+          ", \"fetches\": %" PRIu64 ", \"body_bytes\": %" PRIu64
+          ", \"fetches_per_captured_version\": %.6f, \"not_modified\": %" PRIu64
+          ", \"mid_fetch_aborts\": %" PRIu64 ", \"unchanged_visits\": %" PRIu64
+          ", \"unchanged_full_body_bytes\": %" PRIu64 ", \"unchanged_body_bytes\": %" PRIu64
+          ", \"unchanged_bytes_saved\": %.6f, \"lost_by_validators\": %" PRIu64 "}",
+          m->versions, m->captured, kr_sim_capture_ratio(m), kr_sim_freshness(m),
+          kr_sim_age_s(m), m->fetches, m->body_bytes, kr_sim_fetches_per_version(m),
+          m->not_modified, m->aborted, m->unchanged_visits, m->unchanged_full_bytes,
+          m->unchanged_body_bytes, kr_sim_unchanged_saving(m), m->lost_by_validators);
+}
+
+static const kr_sim_result_t *find(job_t **jobs, size_t n, kr_sim_policy_t p) {
+  for (size_t i = 0; i < n; i++)
+    if (jobs[i]->res.policy == p) return &jobs[i]->res;
+  return NULL;
+}
+
+static void json_ratio(FILE *f, const char *name, const kr_sim_result_t *a,
+                       const kr_sim_result_t *b, int early, int *first) {
+  if (!a || !b) return;
+  const kr_sim_metrics_t *ma = early ? &a->early : &a->all, *mb = early ? &b->early : &b->all;
+  if (!mb->captured) return;
+  fprintf(f, "%s\"%s\": %.4f", *first ? "" : ", ", name,
+          (double)ma->captured / (double)mb->captured);
+  *first = 0;
+}
+
+static void print_json(const kr_sim_world_t *w, const kr_sim_opts_t *o, const char *source,
+                       const char *trace, uint64_t synth_hosts, job_t **jobs, size_t n) {
+  FILE *f = stdout;
+  fprintf(f, "{\"uris\": %zu, \"hosts\": %" PRIu64 ", \"source\": ", kr_sim_world_count(w),
+          n ? jobs[0]->res.hosts : synth_hosts);
+  json_str(f, source);
+  if (trace) {
+    fprintf(f, ", \"trace\": ");
+    json_str(f, trace);
+  }
+  fprintf(f,
+          ", \"seed\": %" PRIu64 ", \"days\": %.4f, \"window_days\": %.4f"
+          ", \"delay_ms\": %" PRId64 ", \"fetch_ms\": %" PRId64 ", \"utilisation\": %.3f"
+          ", \"conditional\": %s, \"strip\": %s, \"scheme\": %d, \"sample_rate\": %.4f,\n"
+          " \"policies\": [",
+          o->seed, (double)o->duration_ms / 86400000.0, (double)o->window_ms / 86400000.0,
+          o->delay_ms, o->fetch_ms, o->utilisation, o->conditional ? "true" : "false",
+          o->strip ? "true" : "false", (int)o->scheme, o->trust.sample_rate);
+  for (size_t i = 0; i < n; i++) {
+    const kr_sim_result_t *r = &jobs[i]->res;
+    fprintf(f, "%s\n  {\"policy\": \"%s\", \"fixed_interval_s\": ", i ? "," : "",
+            kr_sim_policy_name(r->policy));
+    if (r->policy == KR_SIM_FIXED)
+      fprintf(f, "%.3f", (double)r->fixed_interval_ms / 1000.0);
+    else
+      fprintf(f, "null");
+    fprintf(f, ",\n   \"all\": ");
+    json_metrics(f, &r->all);
+    fprintf(f, ",\n   \"first\": ");
+    json_metrics(f, &r->early);
+    fprintf(f,
+            ",\n   \"uris_visited\": %" PRIu64 ", \"hosts_distrusted\": %" PRIu64
+            ", \"politeness_checked\": %" PRIu64 ", \"politeness_violations\": %" PRIu64
+            ", \"politeness_min_gap_ms\": %" PRId64 ", \"max_in_flight_per_host\": %u"
+            ", \"at_min_wait\": %" PRIu64 ", \"at_max_wait\": %" PRIu64,
+            r->uris_visited, r->hosts_distrusted, r->politeness_checked,
+            r->politeness_violations, r->politeness_min_gap_ms, r->max_in_flight_host,
+            r->at_min_wait, r->at_max_wait);
+    if (r->policy == KR_SIM_POISSON)
+      fprintf(f,
+              ", \"estimates\": {\"uris\": %" PRIu64
+              ", \"within_2x\": %.4f, \"median_ratio\": %.4f}",
+              r->est_n, r->est_within2, r->est_median_ratio);
+    fprintf(f, ", \"wall_s\": %.3f, \"cpu_s\": %.3f}", r->wall_s, r->cpu_s);
+  }
+  fprintf(f, "],\n \"ratios\": {");
+  int first = 1;
+  const kr_sim_result_t *fx = find(jobs, n, KR_SIM_FIXED), *mu = find(jobs, n, KR_SIM_MULTIPLICATIVE),
+                        *po = find(jobs, n, KR_SIM_POISSON);
+  json_ratio(f, "poisson_vs_fixed", po, fx, 0, &first);
+  json_ratio(f, "poisson_vs_multiplicative", po, mu, 0, &first);
+  json_ratio(f, "multiplicative_vs_fixed", mu, fx, 0, &first);
+  json_ratio(f, "poisson_vs_fixed_first", po, fx, 1, &first);
+  json_ratio(f, "poisson_vs_multiplicative_first", po, mu, 1, &first);
+  json_ratio(f, "oracle_vs_multiplicative", find(jobs, n, KR_SIM_ORACLE), mu, 0, &first);
+  json_ratio(f, "poisson_vs_oracle", po, find(jobs, n, KR_SIM_ORACLE), 0, &first);
+  fprintf(f, "}}\n");
+}
+
+/* ---- the command ----------------------------------------------------------- */
+
+int kr_cmd_simulate(int argc, char **argv) {
+  kr_sim_synth_t syn;
+  kr_sim_synth_default(&syn);
+  kr_sim_opts_t o;
+  kr_sim_opts_default(&o);
+  const char *trace = NULL, *cfg_file = NULL, *policies = "fixed,multiplicative,poisson";
+  const char *overrides[MAX_OVERRIDES];
+  size_t noverrides = 0;
+  int json = 0, verbose = 0, jobs_par = 1, synth_given = 0;
+  uint64_t fixed_passes = 2;
+  int64_t fixed_ms = 0;
+
+#define NEED_ARG()                                                       \
+  do {                                                                   \
+    if (i + 1 >= argc) {                                                 \
+      kr_cli_error(0, "%s needs a value (see 'kria simulate --help')", a); \
+      return 64;                                                         \
+    }                                                                    \
+    v = argv[++i];                                                       \
+  } while (0)
+#define BAD(what)                                                        \
+  do {                                                                   \
+    kr_cli_error(0, "%s: bad value '%s' (%s)", a, v, what);              \
+    return 64;                                                           \
+  } while (0)
+
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i], *v = NULL;
+    uint64_t u;
+    double d;
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(usage_text, stdout);
+      return 0;
+    } else if (!strcmp(a, "--json")) {
+      json = 1;
+    } else if (!strcmp(a, "-v")) {
+      verbose++;
+    } else if (!strcmp(a, "--no-conditional")) {
+      o.conditional = 0;
+    } else if (!strcmp(a, "--no-strip")) {
+      o.strip = 0;
+    } else if (!strcmp(a, "--trace")) {
+      NEED_ARG();
+      trace = v;
+    } else if (!strcmp(a, "--urls")) {
+      NEED_ARG();
+      if (parse_u64(v, 1, KR_SIM_MAX_URIS, &syn.urls)) BAD("1..10000000");
+      synth_given = 1;
+    } else if (!strcmp(a, "--hosts")) {
+      NEED_ARG();
+      if (parse_u64(v, 1, KR_SIM_MAX_URIS, &syn.hosts)) BAD("1..10000000");
+      synth_given = 1;
+    } else if (!strcmp(a, "--mix")) {
+      NEED_ARG();
+      char e[256];
+      if (kr_sim_mix_parse(v, &syn.mix, e, sizeof e)) {
+        kr_cli_error(0, "--mix: %s", e);
+        return 64;
+      }
+      synth_given = 1;
+    } else if (!strcmp(a, "--volatile")) {
+      NEED_ARG();
+      if (parse_double(v, 0, 1, &syn.volatile_share)) BAD("a share within 0..1");
+      synth_given = 1;
+    } else if (!strcmp(a, "--validators")) {
+      NEED_ARG();
+      if (parse_validators(v, syn.share)) BAD("correct=A,missing=B,lying=C, shares >= 0");
+      synth_given = 1;
+    } else if (!strcmp(a, "--size")) {
+      NEED_ARG();
+      if (kr_config_parse_size(v, strlen(v), &u) || u == 0 || u > (UINT64_C(1) << 30))
+        BAD("a size within 1..1GiB");
+      syn.size = u;
+      synth_given = 1;
+    } else if (!strcmp(a, "--content-type")) {
+      NEED_ARG();
+      if (!*v || strlen(v) > 200 || !strchr(v, '/')) BAD("type/subtype");
+      syn.content_type = v;
+      synth_given = 1;
+    } else if (!strcmp(a, "--seed")) {
+      NEED_ARG();
+      if (parse_u64(v, 0, UINT64_MAX, &u)) BAD("an unsigned integer");
+      syn.seed = o.seed = u;
+    } else if (!strcmp(a, "--days")) {
+      NEED_ARG();
+      if (parse_days(v, &o.duration_ms)) BAD("days within (0, 3650]");
+    } else if (!strcmp(a, "--window-days")) {
+      NEED_ARG();
+      if (parse_days(v, &o.window_ms)) BAD("days within (0, 3650]");
+    } else if (!strcmp(a, "--policy")) {
+      NEED_ARG();
+      policies = v;
+    } else if (!strcmp(a, "--fixed-interval")) {
+      NEED_ARG();
+      if (kr_config_parse_duration(v, strlen(v), &fixed_ms) || fixed_ms < 1000)
+        BAD("a duration of at least 1s");
+    } else if (!strcmp(a, "--fixed-passes")) {
+      NEED_ARG();
+      if (parse_u64(v, 1, 10, &fixed_passes)) BAD("1..10");
+    } else if (!strcmp(a, "-c")) {
+      NEED_ARG();
+      cfg_file = v;
+    } else if (!strcmp(a, "-o")) {
+      NEED_ARG();
+      if (noverrides == MAX_OVERRIDES) BAD("too many -o");
+      overrides[noverrides++] = v;
+    } else if (!strcmp(a, "--delay")) {
+      NEED_ARG();
+      if (kr_config_parse_duration(v, strlen(v), &o.delay_ms) || o.delay_ms > 86400000)
+        BAD("a duration within 0..1d");
+    } else if (!strcmp(a, "--valence")) {
+      NEED_ARG();
+      if (parse_u64(v, 1, 64, &u)) BAD("1..64");
+      o.valence = (int)u;
+    } else if (!strcmp(a, "--fetch-time")) {
+      NEED_ARG();
+      if (kr_config_parse_duration(v, strlen(v), &o.fetch_ms) || o.fetch_ms < 1 ||
+          o.fetch_ms > 60000)
+        BAD("a duration within 1ms..60s");
+    } else if (!strcmp(a, "--fetch-sigma")) {
+      NEED_ARG();
+      if (parse_double(v, 0, 3, &o.fetch_sigma)) BAD("0..3");
+    } else if (!strcmp(a, "--utilisation")) {
+      NEED_ARG();
+      if (parse_double(v, 0, 1, &d) || !(d > 0)) BAD("within (0, 1]");
+      o.utilisation = d;
+    } else if (!strcmp(a, "--scheme")) {
+      NEED_ARG();
+      if (kr_validators_scheme_parse(v, strlen(v), &o.scheme)) BAD("1-4, timestamp, etag, both, either");
+    } else if (!strcmp(a, "--sample-rate")) {
+      NEED_ARG();
+      if (parse_double(v, 0, 1, &o.trust.sample_rate)) BAD("a share within 0..1");
+    } else if (!strcmp(a, "--abort-bytes")) {
+      NEED_ARG();
+      if (kr_config_parse_size(v, strlen(v), &o.abort_bytes) || o.abort_bytes > (UINT64_C(1) << 30))
+        BAD("a size within 0..1GiB");
+    } else if (!strcmp(a, "--state-dir")) {
+      NEED_ARG();
+      o.state_parent = v;
+    } else if (!strcmp(a, "--jobs")) {
+      NEED_ARG();
+      if (parse_u64(v, 1, 16, &u)) BAD("1..16");
+      jobs_par = (int)u;
+    } else {
+      kr_cli_error(0, "unknown option '%s' (see 'kria simulate --help')", a);
+      return 64;
+    }
+  }
+#undef NEED_ARG
+#undef BAD
+  if (trace && synth_given) {
+    kr_cli_error(0, "--trace excludes the synthetic world's options (--urls, --hosts, --mix, ...)");
+    return 64;
+  }
+
+  /* policies */
+  int want[KR_SIM_POLICIES] = {0};
+  for (const char *p = policies; *p;) {
+    const char *e = strchr(p, ',');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    kr_sim_policy_t pol;
+    if (kr_sim_policy_parse(p, n, &pol)) {
+      kr_cli_error(0, "--policy: unknown policy '%.*s' (fixed, multiplicative, poisson, oracle)",
+                   (int)n, p);
+      return 64;
+    }
+    want[pol] = 1;
+    p += n;
+    if (*p == ',') p++;
+  }
+  if (!want[0] && !want[1] && !want[2]) {
+    kr_cli_error(0, "--policy: no policy given");
+    return 64;
+  }
+  if (want[KR_SIM_FIXED] && !fixed_ms && !want[KR_SIM_MULTIPLICATIVE] && !want[KR_SIM_POISSON] &&
+      !want[KR_SIM_ORACLE]) {
+    kr_cli_error(0, "fixed alone needs --fixed-interval (or an adaptive policy to match)");
+    return 64;
+  }
+
+  kr_log_level = verbose >= 2 ? KR_LOG_INFO : verbose ? KR_LOG_NOTICE : KR_LOG_WARN;
+
+  /* config */
+  kr_config_t *cfg = kr_config_new();
+  int rc = 0;
+  if (cfg_file) rc = kr_config_load_file(cfg, cfg_file);
+  for (size_t i = 0; !rc && i < noverrides; i++) rc = kr_config_set(cfg, overrides[i]);
+  if (!rc) rc = kr_config_finish(cfg);
+  if (rc) {
+    size_t ne = kr_config_error_count(cfg);
+    for (size_t i = 0; i < ne; i++) kr_cli_error(KR_ECONFIG, "%s", kr_config_error(cfg, i));
+    if (!ne) kr_cli_error(KR_ECONFIG, "the configuration was refused");
+    kr_config_free(cfg);
+    return 2;
+  }
+  o.cfg = cfg;
+
+  /* world */
+  kr_sim_world_t *w = NULL;
+  char err[1024] = "";
+  if (trace)
+    rc = kr_sim_world_trace_file(trace, o.seed, &w, err, sizeof err);
+  else
+    rc = kr_sim_world_synthetic(&syn, &w, err, sizeof err);
+  if (rc) {
+    kr_cli_error(rc, "%s", err);
+    kr_config_free(cfg);
+    return trace ? 2 : 64;
+  }
+
+  /* adaptive policies first, then fixed against the reference */
+  job_t *jobs[KR_SIM_POLICIES * 2];
+  size_t nj = 0;
+  job_t *adaptive[KR_SIM_POLICIES];
+  size_t na = 0;
+  for (int p = KR_SIM_MULTIPLICATIVE; p < KR_SIM_POLICIES; p++)
+    if (want[p]) {
+      job_t *j = kr_xcalloc(1, sizeof *j);
+      j->policy = (kr_sim_policy_t)p;
+      adaptive[na++] = j;
+    }
+  job_t *fixed = NULL;
+  if (want[KR_SIM_FIXED] && fixed_ms) {
+    fixed = kr_xcalloc(1, sizeof *fixed);
+    fixed->policy = KR_SIM_FIXED;
+    fixed->fixed_ms = fixed_ms;
+    adaptive[na++] = fixed; /* independent: run with the others */
+  }
+  run_jobs(w, &o, adaptive, na, jobs_par);
+  for (size_t i = 0; i < na; i++)
+    if (adaptive[i]->rc && !rc) {
+      kr_cli_error(adaptive[i]->rc, "%s run: %s", kr_sim_policy_name(adaptive[i]->policy),
+                   adaptive[i]->err);
+      rc = adaptive[i]->rc;
+    }
+  if (!rc && want[KR_SIM_FIXED] && !fixed_ms) {
+    const kr_sim_result_t *ref = NULL;
+    for (size_t i = 0; i < na; i++)
+      if (adaptive[i]->policy == KR_SIM_POISSON) ref = &adaptive[i]->res;
+    if (!ref) ref = &adaptive[0]->res;
+    fixed = kr_xcalloc(1, sizeof *fixed);
+    fixed->policy = KR_SIM_FIXED;
+    fixed->fixed_ms = kr_sim_fixed_interval(ref, kr_sim_world_count(w), o.duration_ms);
+    double target = (double)ref->all.fetches, n = (double)kr_sim_world_count(w);
+    for (uint64_t pass = 0; pass < fixed_passes && !rc; pass++) {
+      run_job(w, &o, fixed);
+      rc = fixed->rc;
+      if (rc) {
+        kr_cli_error(rc, "fixed run: %s", fixed->err);
+        break;
+      }
+      double got = (double)fixed->res.all.fetches;
+      if (fabs(got - target) <= 0.01 * target || !(got > n) || !(target > n)) break;
+      if (pass + 1 < fixed_passes) {
+        /* visits beyond the first go as 1 / interval */
+        double ms = (double)fixed->fixed_ms * (got - n) / (target - n);
+        fixed->fixed_ms = ms < 1000 ? 1000 : (int64_t)ms;
+      }
+    }
+  }
+  if (fixed && !fixed_ms) jobs[nj++] = fixed;
+  for (size_t i = 0; i < na; i++) jobs[nj++] = adaptive[i];
+  /* print fixed, multiplicative, poisson */
+  for (size_t i = 1; i < nj; i++)
+    for (size_t k = i; k > 0 && jobs[k]->policy < jobs[k - 1]->policy; k--) {
+      job_t *t = jobs[k];
+      jobs[k] = jobs[k - 1];
+      jobs[k - 1] = t;
+    }
+  if (!rc) {
+    const char *source = trace ? "trace" : "synthetic";
+    if (json)
+      print_json(w, &o, source, trace, syn.hosts, jobs, nj);
+    else
+      print_text(w, &o, source, jobs, nj);
+    if (fflush(stdout) != 0) rc = KR_EIO;
+  }
+  for (size_t i = 0; i < nj; i++) free(jobs[i]);
+  kr_sim_world_free(w);
+  kr_config_free(cfg);
+  return rc ? 2 : 0;
+}

@@ -1,0 +1,307 @@
+/*
+ * The revisit simulator behind `kria simulate`: the real frontier (host
+ * queues, politeness, valence, its SQLite store), the real wait policies,
+ * estimators and allocator (include/kria/wait.h, estimate.h) and the real
+ * validator comparison and trust (validators.h) run on a virtual clock
+ * against simulated URIs whose changes are known, so every policy can be
+ * scored against the truth. Nothing is fetched: a simulated server answers
+ * each issued URI at once from the URI's ground truth, and the fetch
+ * "takes" a duration drawn from a log-normal distribution on the virtual
+ * clock, so politeness (delay-factor x duration, clamped) and valence
+ * apply exactly as in a crawl.
+ *
+ * ---- A world: the simulated URIs -----------------------------------------
+ * Each URI has a content type, a change process, validator behaviour, a
+ * volatile flag and a body size:
+ *   change process  never | Poisson of rate r (changes/s) | regular, one
+ *                   change every P | changes at given times
+ *   validators      correct: ETag names the bytes, Last-Modified is the
+ *                            time of the last change, If-None-Match /
+ *                            If-Modified-Since answered with 304 exactly
+ *                            when nothing changed
+ *                   missing: neither ETag nor Last-Modified
+ *                   lying:   ETag and Last-Modified never move (a server
+ *                            that answers 304 to every conditional request)
+ *   volatile        the page has a section that differs in every response
+ *                   (a clock, an ad): its ETag changes on every response
+ *                   (no Last-Modified), and its change digest is the
+ *                   stripped one only when strip is on (the crawler has a
+ *                   digest-strip rule for it); else every visit is a change
+ * The content seen by a visit is the version live when the URI was issued.
+ *
+ * ---- Trace format (kr_sim_world_trace) ------------------------------------
+ * UTF-8 text, one URI per line; blank lines and lines starting with '#'
+ * are ignored. Fields are separated by blanks (spaces or tabs):
+ *
+ *   URI  CONTENT-TYPE  CHANGES  VALIDATORS  VOLATILE  [size=BYTES]
+ *
+ *   URI           absolute http:// or https:// URL; canonicalised as the
+ *                 crawler does (kr_url_canon); a URI given twice is an error
+ *   CONTENT-TYPE  type/subtype as in a Content-Type header (no
+ *                 parameters), or "-" for none; it picks the [wait]
+ *                 evaluator as in a crawl
+ *   CHANGES       never
+ *                 rate=PERIOD   Poisson changes, one per PERIOD on average
+ *                 every=PERIOD  one change every PERIOD exactly, the first
+ *                               one PERIOD after the start
+ *                 at=T1,T2,...  changes at these offsets from the start,
+ *                               strictly increasing (at most 100,000)
+ *                 PERIOD and T are durations with units as in the config:
+ *                 ms, s, m, h, d, combinable ("1h30m"); T may be 0
+ *   VALIDATORS    correct | missing | lying
+ *   VOLATILE      yes | no
+ *   size=BYTES    body size (config size syntax: 12KiB, 20kB, 900);
+ *                 default 10 KiB, at most 1 GiB
+ *
+ * Example:
+ *   # URI                          type       changes      validators volatile
+ *   http://news.example/           text/html  rate=1h      correct    yes
+ *   http://news.example/logo.png   image/png  never        correct    no  size=4KiB
+ *   http://blog.example/post/1     text/html  at=2d,9d     missing    no
+ *
+ * Errors name the line: "NAME:LINE: message" (KR_EINVAL). Limits: 10
+ * million URIs, 64 KiB per line, 4,096 distinct content types.
+ *
+ * ---- Synthetic worlds (kr_sim_world_synthetic) ------------------------------
+ * urls URIs spread round-robin over hosts hosts named h<N>.sim.test, URI i
+ * at http://h<i mod hosts>.sim.test/p/<i div hosts>. Change rates come from
+ * a mix (kr_sim_mix_parse): comma-separated components
+ * [WEIGHT:]SPEC, SPEC = never | PERIOD (Poisson, one change per PERIOD)
+ * | LO..HI (periods log-uniform between LO and HI, Poisson); the default
+ * "1h..30d" is log-uniform from hourly to monthly. A share of the URIs is
+ * volatile; validator behaviour is per host, the hosts split among
+ * correct / missing / lying by largest remainder of the shares; body
+ * sizes are log-normal around size (sigma 0.5, within [256 B, 16 x size]).
+ *
+ * ---- Metrics (per policy; whole run and first window) --------------------
+ * versions      versions that appeared within the period: one per change
+ *               (the version live at the start is left out: every policy
+ *               archives it at its first visit, and counting it would only
+ *               dilute the differences)
+ * captured      of those, the versions archived: a visit that downloads the
+ *               body of a version not archived before (a 304 or a mid-fetch
+ *               abort archives nothing, so a lying validator loses versions)
+ * freshness     Cho's F: share of the time the archive's newest copy equals
+ *               the live page, age: Cho's A, time since the live page first
+ *               differed from that copy (0 while fresh); both averaged over
+ *               URIs and time from each URI's first download on
+ * fetches, body bytes (304: 0, abort: min(size, abort_bytes), else size),
+ * and for visits where the content had not changed: the body bytes a
+ * plain GET would have cost and the bytes actually spent.
+ * A fetch belongs to the window when it was issued within it.
+ *
+ * ---- Policies ---------------------------------------------------------------
+ * fixed           every URI waits fixed_interval_ms after each visit
+ * multiplicative  kr_wait_multiplicative with the URI's [wait] evaluator
+ * poisson         kr_wait_poisson, the history kept per URI (kr_vhist: the
+ *                 frontier's own uris.history has no Last-Modified ages),
+ *                 one kr_alloc_host_t per host queue with a budget of
+ *                 valence / (mean fetch time + its politeness delay) x
+ *                 utilisation
+ * oracle          a diagnostic, not a kria policy: the same allocator and
+ *                 clamps, but fed every URI's true change rate from the
+ *                 start (wait = clamp(x / lambda)): what poisson would reach
+ *                 with perfect estimates
+ * The policy key of the evaluators is ignored: the run's policy decides.
+ * A URI joins its host's allocator sketch (kr_alloc_host_update) only once
+ * its estimate rests on an observation: URIs still at the prior would
+ * count at the initial-wait's rate (the thesis' 20 s for text/html: one
+ * change every 29 s), inflating the host's x so that the first URIs
+ * learned got waits of weeks; unobserved URIs are due at once anyway.
+ */
+#ifndef KRIA_SIM_H
+#define KRIA_SIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kria/config.h"
+#include "kria/validators.h"
+
+#define KR_SIM_MAX_URIS 10000000u
+#define KR_SIM_MAX_LINE 65536u
+#define KR_SIM_MAX_TYPES 4096u
+#define KR_SIM_MAX_AT 100000u
+#define KR_SIM_MAX_MIX 16u
+#define KR_SIM_T0 INT64_C(1700000000000) /* virtual epoch ms at the start */
+
+typedef enum kr_sim_policy {
+  KR_SIM_FIXED = 0,
+  KR_SIM_MULTIPLICATIVE = 1,
+  KR_SIM_POISSON = 2,
+  KR_SIM_ORACLE = 3,   /* diagnostic: poisson's allocator fed the true rates */
+} kr_sim_policy_t;
+#define KR_SIM_POLICIES 4
+
+typedef enum kr_sim_validators {
+  KR_SIM_VAL_CORRECT = 0,
+  KR_SIM_VAL_MISSING = 1,
+  KR_SIM_VAL_LYING = 2,
+} kr_sim_validators_t;
+
+typedef enum kr_sim_change {
+  KR_SIM_NEVER = 0,
+  KR_SIM_POISSON_RATE = 1, /* rate changes/s */
+  KR_SIM_EVERY = 2,        /* period_ms */
+  KR_SIM_AT = 3,           /* times[at_off .. at_off + at_n) */
+} kr_sim_change_t;
+
+typedef struct kr_sim_world kr_sim_world_t;
+
+/* One component of a change-rate mix. */
+typedef struct kr_sim_mix_item {
+  double weight;  /* > 0 */
+  int never;      /* 1: never changes */
+  double lo_s;    /* shortest mean period (s) */
+  double hi_s;    /* longest (== lo_s: one rate) */
+} kr_sim_mix_item_t;
+
+typedef struct kr_sim_mix {
+  kr_sim_mix_item_t item[KR_SIM_MAX_MIX];
+  unsigned n;
+} kr_sim_mix_t;
+
+/* Parse a mix (see above). 0, or KR_EINVAL with a message in err. */
+int kr_sim_mix_parse(const char *s, kr_sim_mix_t *out, char *err, size_t errlen);
+
+typedef struct kr_sim_synth {
+  uint64_t urls;            /* >= 1 */
+  uint64_t hosts;           /* 1 .. urls */
+  uint64_t seed;
+  kr_sim_mix_t mix;         /* n = 0: "1h..30d" */
+  double volatile_share;    /* 0..1 */
+  double share[3];          /* hosts with correct, missing, lying validators */
+  uint64_t size;            /* typical body size (bytes, > 0) */
+  const char *content_type; /* NULL: text/html */
+} kr_sim_synth_t;
+
+void kr_sim_synth_default(kr_sim_synth_t *s);
+
+/* Build a world. 0, or KR_EINVAL / KR_ETOOBIG with a message in err. */
+int kr_sim_world_synthetic(const kr_sim_synth_t *s, kr_sim_world_t **out, char *err,
+                           size_t errlen);
+/* Parse a trace (len bytes; need not be NUL-terminated). name stands for
+ * the file in messages. seed drives the Poisson processes. 0, or
+ * KR_EINVAL with "NAME:LINE: message" in err. */
+int kr_sim_world_trace(const char *text, size_t len, const char *name, uint64_t seed,
+                       kr_sim_world_t **out, char *err, size_t errlen);
+/* Read and parse a trace file (at most 1 GiB). KR_EIO when unreadable. */
+int kr_sim_world_trace_file(const char *path, uint64_t seed, kr_sim_world_t **out,
+                            char *err, size_t errlen);
+void kr_sim_world_free(kr_sim_world_t *w);
+
+size_t kr_sim_world_count(const kr_sim_world_t *w);
+/* URI i (0-based, input order) as the world holds it. */
+typedef struct kr_sim_uri_info {
+  const char *url;
+  const char *content_type; /* "" for none */
+  kr_sim_change_t change;
+  double rate;              /* POISSON_RATE: changes/s */
+  int64_t period_ms;        /* EVERY */
+  size_t at_n;              /* AT */
+  kr_sim_validators_t validators;
+  int is_volatile;
+  uint64_t size;
+} kr_sim_uri_info_t;
+void kr_sim_world_uri(const kr_sim_world_t *w, size_t i, kr_sim_uri_info_t *out);
+
+/* ---- runs ---------------------------------------------------------------- */
+
+typedef struct kr_sim_opts {
+  int64_t duration_ms;       /* simulated time (30 d) */
+  int64_t window_ms;         /* the early window reported apart (3 d) */
+  uint64_t seed;             /* fetch durations */
+  kr_config_t *cfg;          /* finished config: [wait] stacks, politeness,
+                                http.conditional-requests, crawl.default-wait
+                                (NULL: defaults) */
+  int64_t delay_ms;          /* >= 0: politeness min = max = this; < 0: config */
+  int valence;               /* > 0: host-valence for every host; 0: config */
+  int64_t fetch_ms;          /* median fetch duration (150) */
+  double fetch_sigma;        /* log-normal sigma of the duration (0.5) */
+  double utilisation;        /* poisson: share of the politeness budget (0.95) */
+  int conditional;           /* 1 config, 0 never send conditional requests */
+  int strip;                 /* 1: volatile sections stripped from the digest */
+  kr_vscheme_t scheme;       /* mid-fetch scheme (4) */
+  kr_etag_mode_t etag_mode;  /* (exact) */
+  kr_vtrust_params_t trust;
+  uint64_t abort_bytes;      /* body bytes a mid-fetch abort still reads (1460) */
+  int64_t fixed_interval_ms; /* fixed policy's wait (> 0) */
+  uint32_t solve_every;      /* poisson: re-solve a host after this many updates (200) */
+  const char *state_parent;  /* where the run's temporary state directory
+                                goes; NULL: $TMPDIR, else /dev/shm, else /tmp */
+  int keep_state;            /* 1: leave the state directory (tests) */
+} kr_sim_opts_t;
+
+void kr_sim_opts_default(kr_sim_opts_t *o);
+
+typedef struct kr_sim_metrics {
+  uint64_t versions;           /* that appeared (changes) */
+  uint64_t captured;           /* of them, archived */
+  uint64_t fetches;
+  uint64_t body_bytes;
+  uint64_t not_modified;       /* 304 answers */
+  uint64_t aborted;            /* mid-fetch aborts */
+  uint64_t unchanged_visits;   /* visits where nothing had changed */
+  uint64_t unchanged_full_bytes;  /* what plain GETs would have cost on them */
+  uint64_t unchanged_body_bytes;  /* what they cost */
+  uint64_t lost_by_validators; /* changed content skipped by a 304 or abort */
+  double fresh_s, age_s2, observed_s;  /* integrals: freshness, age, time */
+} kr_sim_metrics_t;
+
+/* Derived figures (0 when undefined). */
+double kr_sim_capture_ratio(const kr_sim_metrics_t *m);
+double kr_sim_freshness(const kr_sim_metrics_t *m);
+double kr_sim_age_s(const kr_sim_metrics_t *m);
+double kr_sim_fetches_per_version(const kr_sim_metrics_t *m);
+double kr_sim_unchanged_saving(const kr_sim_metrics_t *m);
+
+typedef struct kr_sim_result {
+  kr_sim_policy_t policy;
+  int64_t fixed_interval_ms;   /* fixed: the interval used */
+  kr_sim_metrics_t all, early; /* whole run; first window */
+  uint64_t uris_visited;       /* URIs visited at least once */
+  double mean_first_visit_s;   /* mean time of each URI's first visit */
+  uint64_t hosts;
+  uint64_t hosts_distrusted;   /* hosts whose validators were distrusted */
+  uint64_t politeness_checked; /* issues checked against the delay */
+  int64_t politeness_min_gap_ms; /* smallest issue - (finish + delay) seen on
+                                    a valence-1 host; -1 none checked */
+  uint64_t politeness_violations;
+  uint32_t max_in_flight_host; /* most fetches of one host at once */
+  uint64_t at_min_wait, at_max_wait; /* URIs whose last wait was clamped there */
+  /* poisson: the last estimate of each URI against its true rate (URIs
+   * with a Poisson or regular change process and an estimate) */
+  uint64_t est_n;
+  double est_within2;          /* share within a factor 2 */
+  double est_median_ratio;     /* median of estimate / truth */
+  double wall_s;               /* real time of the run */
+  double cpu_s;
+} kr_sim_result_t;
+
+/* Run one policy over w. 0, or KR_EDB / KR_EINVAL / KR_EIO with a message
+ * in err. The world is not modified: runs over one world see the same
+ * changes. */
+int kr_sim_run(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy_t policy,
+               kr_sim_result_t *out, char *err, size_t errlen);
+
+/* The last wait a run gave URI i (ms), for tests: kept by kr_sim_run
+ * only when traces is not NULL. */
+typedef struct kr_sim_trace_out {
+  int64_t *last_wait_ms;  /* array of kr_sim_world_count() entries, or NULL */
+  uint32_t *visits;       /* the same, or NULL */
+} kr_sim_trace_out_t;
+int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy_t policy,
+                  kr_sim_result_t *out, kr_sim_trace_out_t *traces, char *err,
+                  size_t errlen);
+
+const char *kr_sim_policy_name(kr_sim_policy_t p);
+/* "fixed", "multiplicative", "poisson" -> policy; 0 or KR_EINVAL. */
+int kr_sim_policy_parse(const char *s, size_t n, kr_sim_policy_t *out);
+const char *kr_sim_validators_name(kr_sim_validators_t v);
+
+/* The fixed interval spending about `fetches` fetches over the run, given
+ * the reference run's URIs and mean first visit: N (D - first) / (F - N),
+ * at least 1 s. */
+int64_t kr_sim_fixed_interval(const kr_sim_result_t *ref, uint64_t uris, int64_t duration_ms);
+
+#endif

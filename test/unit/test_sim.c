@@ -1,0 +1,572 @@
+/* The revisit simulator (src/sim.h) on the real frontier and wait code:
+ * trace and mix parsing (every error names its line), synthetic worlds,
+ * determinism under a seed, the two ends of adaptation (a page that never
+ * changes ends at max-wait, one that changes on every visit at min-wait)
+ * for both adaptive policies, the fixed policy's capture ratio, freshness
+ * and age against Cho's closed forms for Poisson pages, politeness and
+ * valence never exceeded, validators (liars caught and costing versions,
+ * honest ones saving bytes), volatile sections, and refusals. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kria/config.h"
+#include "kria/error.h"
+#include "log.h"
+#include "sim.h"
+
+#define S INT64_C(1000)
+#define H (3600 * S)
+#define D (86400 * S)
+
+static kr_sim_world_t *trace(const char *text) {
+  kr_sim_world_t *w = NULL;
+  char err[512] = "";
+  int rc = kr_sim_world_trace(text, strlen(text), "t", 7, &w, err, sizeof err);
+  if (rc) fprintf(stderr, "# trace refused: %s\n", err);
+  assert_int_equal(rc, 0);
+  return w;
+}
+
+/* The error of a bad trace; asserts it was refused. */
+static const char *trace_err(const char *text) {
+  static char err[512];
+  kr_sim_world_t *w = NULL;
+  err[0] = 0;
+  int rc = kr_sim_world_trace(text, strlen(text), "t", 7, &w, err, sizeof err);
+  assert_int_equal(rc, KR_EINVAL);
+  assert_null(w);
+  return err;
+}
+
+static kr_config_t *config(const char *text) {
+  kr_config_t *c = kr_config_new();
+  if (text) assert_int_equal(kr_config_load_string(c, "test.conf", text, strlen(text)), 0);
+  assert_int_equal(kr_config_finish(c), 0);
+  return c;
+}
+
+static void run(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy_t p,
+                kr_sim_result_t *res, int64_t *last_wait) {
+  char err[512] = "";
+  kr_sim_trace_out_t t = {last_wait, NULL};
+  int rc = kr_sim_run_ex(w, o, p, res, last_wait ? &t : NULL, err, sizeof err);
+  if (rc) fprintf(stderr, "# run failed: %s\n", err);
+  assert_int_equal(rc, 0);
+}
+
+/* ---- parsing ------------------------------------------------------------ */
+
+static void trace_ok(void **state) {
+  (void)state;
+  kr_sim_world_t *w = trace(
+      "# a comment\n"
+      "\n"
+      "HTTP://News.Example/a#frag  text/html  rate=6h  correct  yes\n"
+      "  http://news.example/logo.png\timage/png never missing no size=4KiB\r\n"
+      "https://blog.example:8443/p  -  at=0,2d,9d12h  lying  no\n"
+      "http://blog.example/q  text/plain  every=90m  correct  no  size=123\n");
+  assert_int_equal(kr_sim_world_count(w), 4);
+  kr_sim_uri_info_t u;
+  kr_sim_world_uri(w, 0, &u);
+  assert_string_equal(u.url, "http://news.example/a");
+  assert_string_equal(u.content_type, "text/html");
+  assert_int_equal(u.change, KR_SIM_POISSON_RATE);
+  assert_true(fabs(u.rate - 1.0 / 21600) < 1e-12);
+  assert_int_equal(u.validators, KR_SIM_VAL_CORRECT);
+  assert_int_equal(u.is_volatile, 1);
+  assert_int_equal(u.size, 10240);
+  kr_sim_world_uri(w, 1, &u);
+  assert_int_equal(u.change, KR_SIM_NEVER);
+  assert_int_equal(u.validators, KR_SIM_VAL_MISSING);
+  assert_int_equal(u.size, 4096);
+  kr_sim_world_uri(w, 2, &u);
+  assert_string_equal(u.url, "https://blog.example:8443/p");
+  assert_string_equal(u.content_type, "");
+  assert_int_equal(u.change, KR_SIM_AT);
+  assert_int_equal(u.at_n, 3);
+  assert_int_equal(u.validators, KR_SIM_VAL_LYING);
+  kr_sim_world_uri(w, 3, &u);
+  assert_int_equal(u.change, KR_SIM_EVERY);
+  assert_int_equal(u.period_ms, 90 * 60 * S);
+  assert_int_equal(u.size, 123);
+  kr_sim_world_free(w);
+}
+
+static void trace_errors(void **state) {
+  (void)state;
+  static const struct {
+    const char *text, *want;
+  } cases[] = {
+      {"http://a.example/ text/html never correct\n", "t:1: expected URI"},
+      {"#\n\nnot-a-url text/html never correct no\n", "t:3: invalid URI"},
+      {"ftp://a.example/ text/html never correct no\n", "t:1: not an http or https URI"},
+      {"http://a.example/ texthtml never correct no\n", "t:1: bad content type"},
+      {"http://a.example/ text/html sometimes correct no\n", "t:1: bad CHANGES"},
+      {"http://a.example/ text/html rate=0 correct no\n", "t:1: bad period"},
+      {"http://a.example/ text/html rate=500ms correct no\n", "t:1: bad period"},
+      {"http://a.example/ text/html rate=6 correct no\n", "t:1: bad period"},
+      {"http://a.example/ text/html every=xyz correct no\n", "t:1: bad period"},
+      {"http://a.example/ text/html at=1d,1d correct no\n", "t:1: at= times must increase"},
+      {"http://a.example/ text/html at=1d,,2d correct no\n", "t:1: bad time"},
+      {"http://a.example/ text/html never honest no\n", "t:1: bad VALIDATORS"},
+      {"http://a.example/ text/html never correct maybe\n", "t:1: bad VOLATILE"},
+      {"http://a.example/ text/html never correct no colour=red\n", "t:1: unknown field"},
+      {"http://a.example/ text/html never correct no size=2GiB\n", "t:1: bad size"},
+      {"http://a.example/x text/html never correct no\nhttp://a.example/y text/html never correct no\n"
+       "http://A.example/x#f text/html never correct no\n",
+       "t:3: duplicate URI http://a.example/x (first on line 1)"},
+      {"# nothing\n\n", "t: no URIs"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    const char *e = trace_err(cases[i].text);
+    if (!strstr(e, cases[i].want)) fprintf(stderr, "# case %zu: '%s'\n", i, e);
+    assert_non_null(strstr(e, cases[i].want));
+  }
+  /* a NUL byte, and an overlong line */
+  kr_sim_world_t *w = NULL;
+  char err[256];
+  assert_int_equal(kr_sim_world_trace("http://a/ text/html\0 never correct no\n", 38, "t", 1, &w,
+                                      err, sizeof err),
+                   KR_EINVAL);
+  assert_non_null(strstr(err, "t:1: NUL"));
+  size_t n = KR_SIM_MAX_LINE + 100;
+  char *big = malloc(n + 1);
+  memset(big, 'a', n);
+  big[n] = 0;
+  memcpy(big, "http://a.example/ text/html never correct no\n", 45);
+  assert_int_equal(kr_sim_world_trace(big, n, "t", 1, &w, err, sizeof err), KR_EINVAL);
+  assert_non_null(strstr(err, "t:2: line longer"));
+  free(big);
+  /* too many change times */
+  size_t cap = KR_SIM_MAX_AT * 8 + 200;
+  char *at = malloc(cap);
+  size_t len = (size_t)snprintf(at, cap, "http://a.example/ text/html at=");
+  for (unsigned i = 1; i <= KR_SIM_MAX_AT + 1; i++)
+    len += (size_t)snprintf(at + len, cap - len, "%s%us", i > 1 ? "," : "", i);
+  len += (size_t)snprintf(at + len, cap - len, " correct no\n");
+  assert_int_equal(kr_sim_world_trace(at, len, "t", 1, &w, err, sizeof err), KR_EINVAL);
+  assert_non_null(strstr(err, "line longer") ? strstr(err, "line longer") : strstr(err, "more than"));
+  free(at);
+  /* a missing file */
+  assert_int_equal(kr_sim_world_trace_file("/nonexistent/trace", 1, &w, err, sizeof err), KR_EIO);
+}
+
+static void mix_parse(void **state) {
+  (void)state;
+  kr_sim_mix_t m;
+  char err[256];
+  assert_int_equal(kr_sim_mix_parse("1h..30d", &m, err, sizeof err), 0);
+  assert_int_equal(m.n, 1);
+  assert_true(m.item[0].lo_s == 3600 && m.item[0].hi_s == 30 * 86400.0);
+  assert_int_equal(kr_sim_mix_parse("0.2:never, 0.5:1h..1d ,0.3:7d", &m, err, sizeof err), 0);
+  assert_int_equal(m.n, 3);
+  assert_true(m.item[0].never && m.item[0].weight == 0.2);
+  assert_true(m.item[2].lo_s == 7 * 86400.0 && m.item[2].hi_s == m.item[2].lo_s);
+  const char *bad[] = {"", "1h..", "..1d", "2d..1d", "0:1h", "x:1h", "never,", "1h..30d..",
+                       "500ms", "1h,1h,1h,1h,1h,1h,1h,1h,1h,1h,1h,1h,1h,1h,1h,1h,1h"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    if (kr_sim_mix_parse(bad[i], &m, err, sizeof err) != KR_EINVAL)
+      fprintf(stderr, "# accepted '%s'\n", bad[i]);
+    assert_int_equal(kr_sim_mix_parse(bad[i], &m, err, sizeof err), KR_EINVAL);
+    assert_non_null(strstr(err, "mix:"));
+  }
+}
+
+static void synthetic(void **state) {
+  (void)state;
+  kr_sim_synth_t s;
+  kr_sim_synth_default(&s);
+  s.urls = 1000;
+  s.hosts = 10;
+  s.seed = 42;
+  kr_sim_world_t *w, *w2;
+  char err[256];
+  assert_int_equal(kr_sim_world_synthetic(&s, &w, err, sizeof err), 0);
+  assert_int_equal(kr_sim_world_synthetic(&s, &w2, err, sizeof err), 0);
+  assert_int_equal(kr_sim_world_count(w), 1000);
+  int hostval[10] = {0}, vol = 0, seen[10] = {0};
+  double lo = 1e9, hi = 0;
+  for (size_t i = 0; i < 1000; i++) {
+    kr_sim_uri_info_t u, u2;
+    kr_sim_world_uri(w, i, &u);
+    kr_sim_world_uri(w2, i, &u2);
+    assert_string_equal(u.url, u2.url);
+    assert_true(u.rate == u2.rate && u.size == u2.size && u.is_volatile == u2.is_volatile);
+    unsigned h;
+    assert_int_equal(sscanf(u.url, "http://h%u.sim.test/", &h), 1);
+    assert_true(h < 10);
+    assert_int_equal(h, i % 10);
+    /* validators are per host */
+    if (seen[h]) assert_int_equal(hostval[h], u.validators);
+    seen[h] = 1;
+    hostval[h] = u.validators;
+    vol += u.is_volatile;
+    assert_int_equal(u.change, KR_SIM_POISSON_RATE);
+    double period = 1 / u.rate;
+    if (period < lo) lo = period;
+    if (period > hi) hi = period;
+    assert_true(u.size >= 256 && u.size <= 16 * 10240);
+  }
+  /* default shares 0.7/0.2/0.1 of 10 hosts: 7, 2, 1 */
+  int cnt[3] = {0};
+  for (int h = 0; h < 10; h++) cnt[hostval[h]]++;
+  assert_int_equal(cnt[0], 7);
+  assert_int_equal(cnt[1], 2);
+  assert_int_equal(cnt[2], 1);
+  assert_true(vol > 60 && vol < 140); /* 10 % */
+  assert_true(lo >= 3600 && lo < 3 * 3600 && hi <= 30 * 86400.0 && hi > 20 * 86400.0);
+  kr_sim_world_free(w);
+  kr_sim_world_free(w2);
+  s.hosts = 2000;
+  assert_int_equal(kr_sim_world_synthetic(&s, &w, err, sizeof err), KR_EINVAL);
+  s.hosts = 1;
+  s.share[0] = s.share[1] = s.share[2] = 0;
+  assert_int_equal(kr_sim_world_synthetic(&s, &w, err, sizeof err), KR_EINVAL);
+}
+
+/* ---- runs ------------------------------------------------------------------ */
+
+static void deterministic(void **state) {
+  (void)state;
+  kr_sim_synth_t s;
+  kr_sim_synth_default(&s);
+  s.urls = 300;
+  s.hosts = 3;
+  s.seed = 5;
+  kr_sim_world_t *w;
+  char err[256];
+  assert_int_equal(kr_sim_world_synthetic(&s, &w, err, sizeof err), 0);
+  kr_sim_opts_t o;
+  kr_sim_opts_default(&o);
+  o.duration_ms = 4 * D;
+  o.window_ms = 1 * D;
+  o.seed = 5;
+  for (int p = KR_SIM_MULTIPLICATIVE; p <= KR_SIM_POISSON; p++) {
+    kr_sim_result_t a, b;
+    run(w, &o, (kr_sim_policy_t)p, &a, NULL);
+    run(w, &o, (kr_sim_policy_t)p, &b, NULL);
+    assert_memory_equal(&a.all, &b.all, sizeof a.all);
+    assert_memory_equal(&a.early, &b.early, sizeof a.early);
+    assert_true(a.all.fetches > 300);
+    assert_int_equal(a.uris_visited, 300);
+    /* every policy sees the same changes */
+    kr_sim_result_t f;
+    o.fixed_interval_ms = 6 * H;
+    run(w, &o, KR_SIM_FIXED, &f, NULL);
+    assert_int_equal(f.all.versions, a.all.versions);
+    assert_int_equal(f.early.versions, a.early.versions);
+  }
+  /* another seed, other durations and changes */
+  kr_sim_world_t *w2;
+  s.seed = 6;
+  assert_int_equal(kr_sim_world_synthetic(&s, &w2, err, sizeof err), 0);
+  kr_sim_result_t a, b;
+  run(w, &o, KR_SIM_MULTIPLICATIVE, &a, NULL);
+  run(w2, &o, KR_SIM_MULTIPLICATIVE, &b, NULL);
+  assert_true(a.all.versions != b.all.versions);
+  kr_sim_world_free(w);
+  kr_sim_world_free(w2);
+}
+
+/* One evaluator with clear clamps for the adaptation tests. */
+static const char *one_wait =
+    "[wait \"all\"]\n"
+    "initial-wait = 1d\n"
+    "min-wait = 1m\n"
+    "max-wait = 28d\n";
+
+static void never_changes_max_wait(void **state) {
+  (void)state;
+  kr_sim_world_t *w = trace(
+      "http://a.example/1 text/html never correct no\n"
+      "http://a.example/2 text/html never missing no\n"
+      "http://b.example/3 text/html never lying no\n");
+  kr_config_t *cfg = config(one_wait);
+  kr_sim_opts_t o;
+  kr_sim_opts_default(&o);
+  o.cfg = cfg;
+  o.duration_ms = 200 * D;
+  int64_t last[3];
+  for (int p = KR_SIM_MULTIPLICATIVE; p <= KR_SIM_POISSON; p++) {
+    kr_sim_result_t r;
+    run(w, &o, (kr_sim_policy_t)p, &r, last);
+    for (int i = 0; i < 3; i++) {
+      if (last[i] != 28 * D) fprintf(stderr, "# %s uri %d: %lld\n", kr_sim_policy_name(p), i,
+                                     (long long)last[i]);
+      assert_int_equal(last[i], 28 * D);
+    }
+    assert_int_equal(r.at_max_wait, 3);
+    assert_int_equal(r.all.versions, 0);
+    assert_int_equal(r.all.captured, 0);
+    assert_true(kr_sim_freshness(&r.all) == 1.0);
+    assert_true(kr_sim_age_s(&r.all) == 0.0);
+  }
+  kr_config_free(cfg);
+  kr_sim_world_free(w);
+}
+
+static void changes_every_visit_min_wait(void **state) {
+  (void)state;
+  /* changes every second: every visit finds a new version */
+  kr_sim_world_t *w = trace(
+      "http://a.example/1 text/html every=1s correct no\n"
+      "http://a.example/2 text/html rate=1s missing no\n"
+      "http://b.example/3 text/html every=2s correct no\n");
+  kr_config_t *cfg = config(one_wait);
+  kr_sim_opts_t o;
+  kr_sim_opts_default(&o);
+  o.cfg = cfg;
+  o.duration_ms = 10 * D;
+  int64_t last[3];
+  for (int p = KR_SIM_MULTIPLICATIVE; p <= KR_SIM_POISSON; p++) {
+    kr_sim_result_t r;
+    run(w, &o, (kr_sim_policy_t)p, &r, last);
+    for (int i = 0; i < 3; i++) assert_int_equal(last[i], 60 * S);
+    assert_int_equal(r.at_min_wait, 3);
+    /* each visit but the first captured a new version (the first too when
+     * the page changed before it) */
+    assert_true(r.all.captured >= r.all.fetches - 3 && r.all.captured <= r.all.fetches);
+  }
+  kr_config_free(cfg);
+  kr_sim_world_free(w);
+}
+
+/* Cho & Garcia-Molina for a Poisson page of rate l visited every I:
+ * capture ratio and freshness (1 - e^-lI) / (lI), age
+ * I/2 - 1/l + (1 - e^-lI) / (l^2 I). */
+static void fixed_matches_theory(void **state) {
+  (void)state;
+  char *text = malloc(200 * 80);
+  size_t len = 0;
+  for (int i = 0; i < 200; i++)
+    len += (size_t)sprintf(text + len, "http://h%d.example/p%d text/html rate=1h correct no\n",
+                           i % 40, i);
+  kr_sim_world_t *w = trace(text);
+  free(text);
+  kr_sim_opts_t o;
+  kr_sim_opts_default(&o);
+  o.duration_ms = 10 * D;
+  o.delay_ms = 0; /* politeness must not stretch the interval */
+  o.fetch_ms = 20;
+  o.fetch_sigma = 0;
+  for (int k = 0; k < 2; k++) {
+    double li = k == 0 ? 1.0 : 0.25; /* lambda x interval */
+    o.fixed_interval_ms = (int64_t)(li * 3600 * 1000);
+    kr_sim_result_t r;
+    run(w, &o, KR_SIM_FIXED, &r, NULL);
+    double want = (1 - exp(-li)) / li;
+    double I = (double)o.fixed_interval_ms / 1000 + 0.02, l = 1.0 / 3600;
+    double age = I / 2 - 1 / l + (1 - exp(-l * I)) / (l * l * I);
+    double ratio = kr_sim_capture_ratio(&r.all), fresh = kr_sim_freshness(&r.all);
+    fprintf(stderr, "# lambda I = %.2f: capture %.4f freshness %.4f (theory %.4f), age %.0f s (%.0f)\n",
+            li, ratio, fresh, want, kr_sim_age_s(&r.all), age);
+    assert_true(fabs(ratio - want) < 0.015);
+    assert_true(fabs(fresh - want) < 0.015);
+    assert_true(fabs(kr_sim_age_s(&r.all) - age) < 0.06 * age);
+    assert_int_equal(r.politeness_violations, 0);
+  }
+  kr_sim_world_free(w);
+}
+
+static void politeness_and_valence(void **state) {
+  (void)state;
+  kr_sim_synth_t s;
+  kr_sim_synth_default(&s);
+  s.urls = 600;
+  s.hosts = 3;
+  s.mix.n = 0;
+  char err[256];
+  assert_int_equal(kr_sim_mix_parse("1m..1h", &s.mix, err, sizeof err), 0);
+  kr_sim_world_t *w;
+  assert_int_equal(kr_sim_world_synthetic(&s, &w, err, sizeof err), 0);
+  /* delay-factor 5 x a fetch of ~300 ms within [1 s, 2 s], and one host
+   * with its own section */
+  kr_config_t *cfg = config(
+      "[politeness]\nmin-delay = 1s\nmax-delay = 2s\n"
+      "[host \"h1.sim.test\"]\npoliteness.min-delay = 7s\npoliteness.max-delay = 7s\n");
+  kr_sim_opts_t o;
+  kr_sim_opts_default(&o);
+  o.cfg = cfg;
+  o.duration_ms = 6 * H;
+  o.fetch_ms = 300;
+  for (int p = KR_SIM_MULTIPLICATIVE; p <= KR_SIM_POISSON; p++) {
+    kr_sim_result_t r;
+    run(w, &o, (kr_sim_policy_t)p, &r, NULL);
+    assert_true(r.politeness_checked > 10000);
+    assert_int_equal(r.politeness_violations, 0);
+    assert_true(r.politeness_min_gap_ms >= 0);
+    assert_int_equal(r.max_in_flight_host, 1);
+    /* the queue is saturated (waits of minutes, 200 URIs a host): the slow
+     * host did one fetch per 7 s + fetch time at most */
+    assert_true(r.all.fetches < (uint64_t)(2 * 21600 / 1.0 + 21600 / 7.0));
+  }
+  /* valence 2: two at once per host, never more */
+  o.valence = 2;
+  kr_sim_result_t r;
+  run(w, &o, KR_SIM_MULTIPLICATIVE, &r, NULL);
+  assert_int_equal(r.max_in_flight_host, 2);
+  assert_int_equal(r.politeness_min_gap_ms, -1); /* only valence-1 hosts are checked */
+  kr_sim_result_t r1;
+  o.valence = 1;
+  run(w, &o, KR_SIM_MULTIPLICATIVE, &r1, NULL);
+  assert_true(r.all.fetches > r1.all.fetches * 17 / 10);
+  /* a fixed delay for every host */
+  o.delay_ms = 3000;
+  run(w, &o, KR_SIM_MULTIPLICATIVE, &r1, NULL);
+  assert_int_equal(r1.politeness_violations, 0);
+  assert_true(r1.politeness_min_gap_ms >= 0);
+  assert_true(r1.all.fetches <= 3 * 21600 / 3 + 3);
+  assert_true(r1.all.fetches > 3 * 21600 / 3.5);
+  kr_config_free(cfg);
+  kr_sim_world_free(w);
+}
+
+static void validators(void **state) {
+  (void)state;
+  /* three hosts of 50 pages changing about daily: honest, without
+   * validators, lying (20 pages changing monthly, so that it earns trust
+   * before a change gives it away) */
+  char *text = malloc(150 * 100);
+  size_t len = 0;
+  static const char *const v[] = {"correct", "missing", "lying"};
+  for (int h = 0; h < 3; h++)
+    for (int i = 0; i < (h == 2 ? 20 : 50); i++)
+      len += (size_t)sprintf(text + len, "http://%s.example/%d text/html rate=%s %s no\n", v[h], i,
+                             h == 2 ? "30d" : "1d", v[h]);
+  kr_sim_world_t *w = trace(text);
+  free(text);
+  kr_sim_opts_t o;
+  kr_sim_opts_default(&o);
+  o.duration_ms = 20 * D;
+  o.fixed_interval_ms = 6 * H;
+  kr_sim_result_t r;
+  run(w, &o, KR_SIM_FIXED, &r, NULL);
+  assert_int_equal(r.hosts, 3);
+  assert_int_equal(r.hosts_distrusted, 1);  /* the liar, caught by the sample */
+  assert_true(r.all.lost_by_validators > 0); /* it cost versions before */
+  assert_true(r.all.not_modified > 0);
+  assert_true(kr_sim_unchanged_saving(&r.all) > 0.3);
+  assert_true(kr_sim_unchanged_saving(&r.all) < 0.95);
+
+  /* honest validators only: 304s save all but the trust sample */
+  kr_sim_world_t *w2 = trace(
+      "http://a.example/1 text/html rate=1d correct no\n"
+      "http://a.example/2 text/html rate=3d correct no\n"
+      "http://a.example/3 text/html rate=7d correct no\n"
+      "http://a.example/4 text/html never correct no\n");
+  o.duration_ms = 60 * D;
+  o.fixed_interval_ms = 1 * H;
+  run(w2, &o, KR_SIM_FIXED, &r, NULL);
+  assert_int_equal(r.hosts_distrusted, 0);
+  assert_int_equal(r.all.lost_by_validators, 0);
+  assert_true(kr_sim_unchanged_saving(&r.all) > 0.92);
+  /* hourly visits, daily changes: nearly all versions, none lost to 304s */
+  assert_true(r.all.captured >= r.all.versions * 95 / 100);
+  /* without conditional requests the mid-fetch check aborts instead,
+   * spending abort_bytes per unchanged visit */
+  kr_sim_result_t r2;
+  o.conditional = 0;
+  run(w2, &o, KR_SIM_FIXED, &r2, NULL);
+  assert_int_equal(r2.all.not_modified, 0);
+  assert_true(r2.all.aborted > r.all.not_modified * 9 / 10);
+  assert_true(kr_sim_unchanged_saving(&r2.all) > 0.8);
+  assert_true(kr_sim_unchanged_saving(&r2.all) < kr_sim_unchanged_saving(&r.all));
+  kr_sim_world_free(w);
+  kr_sim_world_free(w2);
+}
+
+static void volatile_sections(void **state) {
+  (void)state;
+  kr_sim_world_t *w = trace("http://a.example/v text/html never correct yes\n");
+  kr_config_t *cfg = config(one_wait);
+  kr_sim_opts_t o;
+  kr_sim_opts_default(&o);
+  o.cfg = cfg;
+  o.duration_ms = 200 * D;
+  int64_t last;
+  kr_sim_result_t r;
+  /* stripped: the page is seen unchanged, its changing ETag costs bytes */
+  run(w, &o, KR_SIM_MULTIPLICATIVE, &r, &last);
+  assert_int_equal(last, 28 * D);
+  assert_int_equal(r.all.not_modified, 0);
+  assert_true(kr_sim_unchanged_saving(&r.all) == 0.0);
+  /* not stripped: every visit looks like a change */
+  o.strip = 0;
+  o.duration_ms = 5 * D;
+  run(w, &o, KR_SIM_MULTIPLICATIVE, &r, &last);
+  assert_int_equal(last, 60 * S);
+  assert_int_equal(r.all.captured, 0); /* nothing new was really archived */
+  kr_config_free(cfg);
+  kr_sim_world_free(w);
+}
+
+static void refusals(void **state) {
+  (void)state;
+  kr_sim_world_t *w = trace("http://a.example/ text/html rate=1s correct no\n");
+  kr_sim_opts_t o;
+  kr_sim_opts_default(&o);
+  kr_sim_result_t r;
+  char err[256];
+  o.fixed_interval_ms = 0;
+  assert_int_equal(kr_sim_run(w, &o, KR_SIM_FIXED, &r, err, sizeof err), KR_EINVAL);
+  kr_sim_opts_default(&o);
+  o.utilisation = 0;
+  assert_int_equal(kr_sim_run(w, &o, KR_SIM_POISSON, &r, err, sizeof err), KR_EINVAL);
+  kr_sim_world_free(w);
+  /* a world changing too often to simulate */
+  char *text = malloc(20000 * 60);
+  size_t len = 0;
+  for (int i = 0; i < 20000; i++)
+    len += (size_t)sprintf(text + len, "http://a.example/%d text/html rate=1s correct no\n", i);
+  w = trace(text);
+  free(text);
+  kr_sim_opts_default(&o);
+  o.duration_ms = 3650 * D;
+  assert_int_equal(kr_sim_run(w, &o, KR_SIM_MULTIPLICATIVE, &r, err, sizeof err), KR_ETOOBIG);
+  assert_non_null(strstr(err, "change about"));
+  /* an unusable state directory */
+  kr_sim_opts_default(&o);
+  o.duration_ms = H;
+  o.state_parent = "/nonexistent/dir";
+  assert_int_equal(kr_sim_run(w, &o, KR_SIM_MULTIPLICATIVE, &r, err, sizeof err), KR_EIO);
+  kr_sim_world_free(w);
+}
+
+static void fixed_interval_arithmetic(void **state) {
+  (void)state;
+  kr_sim_result_t ref;
+  memset(&ref, 0, sizeof ref);
+  ref.all.fetches = 1000 + 1000 * 29; /* first visits + 29 revisits each */
+  ref.mean_first_visit_s = 86400;
+  /* 1000 URIs over 30 d, first visits at day 1: 29 d / 29 = 1 d */
+  assert_int_equal(kr_sim_fixed_interval(&ref, 1000, 30 * D), 1 * D);
+  ref.all.fetches = 10; /* fewer than one per URI: the whole run */
+  assert_int_equal(kr_sim_fixed_interval(&ref, 1000, 30 * D), 30 * D);
+}
+
+int main(void) {
+  kr_log_level = KR_LOG_WARN;
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(trace_ok),
+      cmocka_unit_test(trace_errors),
+      cmocka_unit_test(mix_parse),
+      cmocka_unit_test(synthetic),
+      cmocka_unit_test(deterministic),
+      cmocka_unit_test(never_changes_max_wait),
+      cmocka_unit_test(changes_every_visit_min_wait),
+      cmocka_unit_test(fixed_matches_theory),
+      cmocka_unit_test(politeness_and_valence),
+      cmocka_unit_test(validators),
+      cmocka_unit_test(volatile_sections),
+      cmocka_unit_test(refusals),
+      cmocka_unit_test(fixed_interval_arithmetic),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
