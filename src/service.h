@@ -14,16 +14,40 @@
  *   kr__service_stopping  the crawl starts stopping (STOPPING=1)
  *   kr__service_close     the crawl closes its handles (ours too)
  *   kr__service_free      kr_crawl_free, after the loop ran dry
+ *
+ * Reload (SIGHUP): the file and -o assignments are read again into a new
+ * configuration. It is refused, with every error logged and the running
+ * configuration kept, when it does not load or when a key that only takes
+ * effect at start-up changed (state and WARC directories, DNS, HTTP
+ * client, store, canonicalization, limits, the status address, ...). Live
+ * keys: the seeds file, scope.*, politeness.* but queue-assignment,
+ * crawl.default-wait, crawl.log-level, crawl.progress-interval, robots
+ * obey/expiry/exempt, http.conditional-requests, status.token, every
+ * other per-host key outside [http], and all [host] and [wait] sections.
+ * Applying it: per-host settings are rebuilt from the new views and set
+ * on every host queue, the scope is rebuilt from the new seeds (queued
+ * URIs now out of scope are refused when issued: the scope re-check
+ * processor), new seeds are added to the frontier. Settings still used
+ * by fetches in flight stay allocated until the crawl is freed (a reload
+ * costs the memory of one configuration until exit).
  */
 #ifndef KRIA_SERVICE_H
 #define KRIA_SERVICE_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <uv.h>
+
+#include "progress.h"
+#include "sdnotify.h"
+#include "status.h"
 
 typedef struct kr_crawl kr_crawl_t;
 typedef struct kr_curi kr_curi_t;
 typedef struct kr_service kr_service_t;
+typedef struct kr_hostcfg kr_hostcfg_t;
+typedef struct kr_scope kr_scope_t;
+typedef struct kr_config kr_config_t;
 
 int kr__service_open(kr_crawl_t *c, char *err, size_t errlen);
 void kr__service_ready(kr_crawl_t *c);
@@ -31,5 +55,73 @@ void kr__service_issued(kr_crawl_t *c, const kr_curi_t *curi);
 void kr__service_stopping(kr_crawl_t *c);
 void kr__service_close(kr_crawl_t *c);
 void kr__service_free(kr_crawl_t *c);
+
+/* ---- for src/status_pages.c ------------------------------------------------ */
+
+#define KR_SVC_TOP_VT 20 /* hosts listed with their validator trust */
+
+/* Host queues by state and validator trust, summed over every host;
+ * recomputed at most once a second (O(hosts), in memory). */
+typedef struct kr_hosts_summary {
+  uint64_t at_ms;           /* when computed */
+  uint64_t n, ready, busy, snoozed, empty;
+  uint64_t gated, backoff;  /* waiting for robots.txt; in a 429/503 back-off */
+  uint64_t due;             /* hosts whose head is due */
+  kr_lhist_t head_overdue;  /* now - head next_at of those */
+  uint64_t vt_checks, vt_predicted_unchanged, vt_skipped, vt_misses, vt_distrusted;
+  size_t ntop;              /* hosts in top (most validator checks) */
+  struct kr_svc_vt {
+    char host[128];
+    uint64_t checks, predicted_unchanged, skipped, verified, misses, false_alarms;
+    int distrusted;
+    double reliability, usefulness;  /* -1: undefined */
+  } top[KR_SVC_TOP_VT];
+} kr_hosts_summary_t;
+
+struct kr_service {
+  kr_crawl_t *c;
+  kr_status_server_t *status;  /* NULL: status.listen empty */
+  kr_sdnotify_t sd;
+  kr_progress_t *prog;
+  uv_timer_t tick;             /* every second: samples, census, progress line */
+  uv_timer_t watchdog;         /* WATCHDOG=1 while healthy */
+  uv_signal_t sighup;
+  int tick_init, watchdog_init, sighup_init, closed;
+  uint64_t started_ms;
+  uint64_t tick_due_mono;      /* when the tick should fire (monotonic ms) */
+  uint64_t lag_ms, lag_ms_max; /* the last tick's lateness; the largest of the minute */
+  uint64_t lag_window_start;
+  uint64_t progress_ms;        /* crawl.progress-interval, 0 off */
+  uint64_t next_progress_ms;
+  uint64_t next_sd_status_ms;
+  uint64_t paused_at_ms;       /* 0: not paused */
+  uint64_t watchdog_pings;
+  /* reload */
+  char *config_path;
+  char **overrides;
+  size_t n_overrides;
+  kr_config_t **configs;       /* loaded by reloads, freed at the end */
+  size_t nconfigs;
+  kr_hostcfg_t **retired;      /* settings replaced by reloads */
+  size_t nretired, retired_cap;
+  kr_scope_t **old_scopes;
+  size_t nold_scopes;
+  uint64_t reloads_ok, reloads_failed, last_reload_ms;
+  char last_reload_error[512];
+  /* cached summaries */
+  kr_hosts_summary_t hs;
+};
+
+/* The status server's handler (status_pages.c); ud is the service. */
+void kr__status_pages_handle(void *ud, const kr_status_req_t *req, kr_status_resp_t *resp);
+/* Host summary, recomputed when older than a second. */
+const kr_hosts_summary_t *kr__service_hosts(kr_service_t *s, uint64_t now_ms);
+/* Changes found so far and whether the figure is known (adaptive
+ * counters, else the census' versions beyond each URI's first). */
+int kr__service_changes(kr_service_t *s, uint64_t *out);
+/* Fill the progress figures from the crawl as it is now. */
+void kr__service_figures(kr_service_t *s, kr_progress_figures_t *f);
+/* "running", "paused", "stopping" */
+const char *kr__service_state(const kr_service_t *s);
 
 #endif

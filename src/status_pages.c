@@ -1,0 +1,1000 @@
+/*
+ * The status server's pages (see status.h for the server and its limits,
+ * service.h for what feeds them): GET / (the console), /status (JSON),
+ * /metrics (Prometheus text format 0.0.4), /hosts, /frontier, /uri?url=;
+ * POST /pause, /resume, /stop (the server has checked the token before
+ * any POST gets here). Every page is built synchronously from memory —
+ * counters, the host summary cached for a second, the last census — but
+ * /uri, which reads one row of the store by its fingerprint, and /hosts,
+ * one pass over the host queues. Text that came from the web (host
+ * names, URLs, ETags) leaves as escaped JSON; the console inserts it with
+ * textContent only and is served under a Content-Security-Policy that
+ * allows nothing from elsewhere. Sections: a JSON writer, /status,
+ * /metrics, /hosts and /frontier, /uri, control, the console, routing.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "crawl.h"
+#include "internal.h"
+#include "kria/digest.h"
+#include "kria/estimate.h"
+#include "kria/fp.h"
+#include "kria/validators.h"
+#include "log.h"
+#include "service.h"
+
+/* ---- a JSON writer -------------------------------------------------------------- */
+
+typedef struct jw {
+  kr_buf_t *b;
+  int n[32];  /* members written at each depth */
+  int d;
+} jw_t;
+
+static void jw_key(jw_t *w, const char *k) {
+  if (w->n[w->d]++) kr_buf_append(w->b, ",", 1);
+  if (k) {
+    kr_status_json_str(w->b, k, strlen(k));
+    kr_buf_append(w->b, ":", 1);
+  }
+}
+static void jw_open(jw_t *w, const char *k, char ch) {
+  jw_key(w, k);
+  kr_buf_append(w->b, &ch, 1);
+  KR_BUG_ON(w->d == 31);
+  w->n[++w->d] = 0;
+}
+static void jw_close(jw_t *w, char ch) {
+  kr_buf_append(w->b, &ch, 1);
+  if (w->d) w->d--;
+}
+static void jw_u64(jw_t *w, const char *k, uint64_t v) {
+  jw_key(w, k);
+  kr_buf_printf(w->b, "%" PRIu64, v);
+}
+static void jw_i64(jw_t *w, const char *k, int64_t v) {
+  jw_key(w, k);
+  kr_buf_printf(w->b, "%" PRId64, v);
+}
+static void jw_null(jw_t *w, const char *k) {
+  jw_key(w, k);
+  kr_buf_append_str(w->b, "null");
+}
+/* A time or a duration that may be "never". */
+static void jw_time(jw_t *w, const char *k, uint64_t v) {
+  if (v >= KR_NEVER) jw_null(w, k);
+  else jw_u64(w, k, v);
+}
+static void jw_dbl(jw_t *w, const char *k, double v) {
+  jw_key(w, k);
+  if (isfinite(v)) kr_buf_printf(w->b, "%.6g", v);
+  else kr_buf_append_str(w->b, "null");
+}
+static void jw_strn(jw_t *w, const char *k, const char *s, size_t n) {
+  jw_key(w, k);
+  kr_status_json_str(w->b, s ? s : "", s ? n : 0);
+}
+static void jw_str(jw_t *w, const char *k, const char *s) { jw_strn(w, k, s, s ? strlen(s) : 0); }
+static void jw_bool(jw_t *w, const char *k, int v) {
+  jw_key(w, k);
+  kr_buf_append_str(w->b, v ? "true" : "false");
+}
+/* [[lower_ms, count], ...] of the buckets holding something. */
+static void jw_hist(jw_t *w, const char *k, const kr_lhist_t *h) {
+  jw_open(w, k, '[');
+  for (unsigned i = 0; i < KR_LHIST_BUCKETS; i++) {
+    if (!h->n[i]) continue;
+    jw_key(w, NULL);
+    kr_buf_printf(w->b, "[%" PRIu64 ",%" PRIu64 "]", kr_lhist_lower_ms(i), h->n[i]);
+  }
+  jw_close(w, ']');
+}
+
+static const char *const uri_states[] = {"queued", "success", "retry", "disregarded", "failed"};
+static const char *const host_states[] = {"empty", "ready", "busy", "snoozed"};
+
+/* ---- /status ------------------------------------------------------------------------ */
+
+static void counts_json(jw_t *w, const char *k, const kr_counts_t *c) {
+  jw_open(w, k, '{');
+  jw_u64(w, "discovered", c->discovered);
+  jw_u64(w, "queued", c->queued);
+  jw_u64(w, "finished", c->finished);
+  jw_u64(w, "succeeded", c->succeeded);
+  jw_u64(w, "retried", c->retried);
+  jw_u64(w, "failed", c->failed);
+  jw_u64(w, "disregarded", c->disregarded);
+  jw_u64(w, "backoffs", c->backoffs);
+  jw_u64(w, "bytes", c->bytes);
+  jw_close(w, '}');
+}
+
+static void census_json(jw_t *w, const char *k, const kr_census_t *cs, uint64_t now) {
+  if (!cs->taken_ms) {
+    jw_null(w, k);
+    return;
+  }
+  jw_open(w, k, '{');
+  jw_u64(w, "taken", cs->taken_ms);
+  jw_u64(w, "age_ms", now > cs->taken_ms ? now - cs->taken_ms : 0);
+  jw_dbl(w, "scan_ms", (double)cs->scan_us / 1000.0);
+  jw_bool(w, "complete", cs->complete);
+  jw_u64(w, "uris", cs->uris);
+  jw_u64(w, "queued", cs->queued);
+  jw_u64(w, "due_now", cs->due_now);
+  jw_u64(w, "visited", cs->visited);
+  jw_u64(w, "visits", cs->visits);
+  jw_u64(w, "versions", cs->versions);
+  jw_open(w, "states", '{');
+  for (size_t i = 0; i < ARRAY_SIZE(uri_states); i++) jw_u64(w, uri_states[i], cs->by_state[i]);
+  jw_close(w, '}');
+  jw_u64(w, "overdue_p50_ms", kr_lhist_quantile(&cs->overdue, 0.5));
+  jw_u64(w, "overdue_p95_ms", kr_lhist_quantile(&cs->overdue, 0.95));
+  jw_u64(w, "wait_p50_ms", kr_lhist_quantile(&cs->wait, 0.5));
+  jw_hist(w, "overdue", &cs->overdue);
+  jw_hist(w, "wait", &cs->wait);
+  jw_hist(w, "due_in", &cs->due_in);
+  jw_close(w, '}');
+}
+
+static void vtrust_json(jw_t *w, const char *k, const kr_vtrust_t *vt, uint64_t now) {
+  jw_open(w, k, '{');
+  jw_u64(w, "checks", vt->checks);
+  jw_u64(w, "predicted_unchanged", vt->predicted_unchanged);
+  jw_u64(w, "skipped", vt->skipped);
+  jw_u64(w, "verified", vt->verified);
+  jw_u64(w, "misses", vt->misses);
+  jw_u64(w, "false_alarms", vt->false_alarms);
+  double rel = kr_vtrust_reliability(vt), use = kr_vtrust_usefulness(vt);
+  if (rel < 0) jw_null(w, "reliability");
+  else jw_dbl(w, "reliability", rel);
+  if (use < 0) jw_null(w, "usefulness");
+  else jw_dbl(w, "usefulness", use);
+  jw_bool(w, "distrusted", kr_vtrust_is_distrusted(vt, (int64_t)now));
+  jw_close(w, '}');
+}
+
+static void page_status(kr_service_t *s, kr_buf_t *b) {
+  kr_crawl_t *c = s->c;
+  uint64_t now = kr_crawl_now(c);
+  jw_t w = {.b = b};
+  kr_frontier_stats_t fs;
+  kr_frontier_stats(c->frontier, &fs);
+  const kr_hosts_summary_t *hs = kr__service_hosts(s, now);
+  const kr_census_t *cs = kr_progress_census(s->prog);
+  jw_open(&w, NULL, '{');
+  jw_str(&w, "kria", KRIA_VERSION);
+  jw_str(&w, "crawl_name", kr_config_str(kr_config_global(c->cfg), KR_CFG_CRAWL_NAME));
+  jw_i64(&w, "pid", (int64_t)getpid());
+  jw_str(&w, "state", kr__service_state(s));
+  jw_bool(&w, "paused", c->paused);
+  jw_u64(&w, "paused_for_ms", s->paused_at_ms && now > s->paused_at_ms ? now - s->paused_at_ms : 0);
+  jw_u64(&w, "now", now);
+  jw_u64(&w, "started", s->started_ms);
+  jw_u64(&w, "uptime_ms", now > s->started_ms ? now - s->started_ms : 0);
+  jw_u64(&w, "in_flight", c->in_flight);
+
+  size_t fv = offsetof(kr_progress_sample_t, visits);
+  jw_open(&w, "rates", '{');
+  jw_dbl(&w, "visits_per_s_10s", kr_progress_rate(s->prog, fv, 10000));
+  jw_dbl(&w, "visits_per_s_60s", kr_progress_rate(s->prog, fv, 60000));
+  jw_dbl(&w, "visits_per_s_1h", kr_progress_rate(s->prog, fv, 3600000));
+  jw_dbl(&w, "errors_per_s_60s",
+         kr_progress_rate(s->prog, offsetof(kr_progress_sample_t, errors), 60000));
+  jw_dbl(&w, "bytes_per_s_60s",
+         kr_progress_rate(s->prog, offsetof(kr_progress_sample_t, bytes), 60000));
+  jw_close(&w, '}');
+
+  double series[120];
+  size_t ns = kr_progress_recent(s->prog, fv, series, ARRAY_SIZE(series));
+  jw_open(&w, "series", '{');
+  jw_open(&w, "visits_per_s", '[');
+  for (size_t i = 0; i < ns; i++) jw_dbl(&w, NULL, series[i]);
+  jw_close(&w, ']');
+  jw_close(&w, '}');
+
+  jw_open(&w, "crawl", '{');
+  jw_u64(&w, "issued", c->st.issued);
+  jw_u64(&w, "fetched", c->st.fetched);
+  jw_u64(&w, "fetch_errors", c->st.fetch_errors);
+  jw_u64(&w, "disregarded", c->st.disregarded);
+  jw_u64(&w, "out_of_scope", c->st.out_of_scope);
+  jw_u64(&w, "prerequisites", c->st.prerequisites);
+  jw_u64(&w, "robots_fetched", c->st.robots_fetched);
+  jw_u64(&w, "links_found", c->st.links_found);
+  jw_u64(&w, "links_scheduled", c->st.links_scheduled);
+  jw_u64(&w, "links_rejected", c->st.links_rejected);
+  jw_u64(&w, "bytes", c->st.bytes);
+  jw_u64(&w, "deferred", c->st.deferred);
+  jw_close(&w, '}');
+
+  jw_open(&w, "frontier", '{');
+  jw_u64(&w, "discovered", fs.c.discovered);
+  jw_u64(&w, "queued", fs.c.queued);
+  jw_u64(&w, "finished", fs.c.finished);
+  jw_u64(&w, "succeeded", fs.c.succeeded);
+  jw_u64(&w, "retried", fs.c.retried);
+  jw_u64(&w, "failed", fs.c.failed);
+  jw_u64(&w, "disregarded", fs.c.disregarded);
+  jw_u64(&w, "backoffs", fs.c.backoffs);
+  jw_u64(&w, "bytes", fs.c.bytes);
+  jw_u64(&w, "hosts", fs.hosts);
+  jw_u64(&w, "ready_hosts", fs.ready_hosts);
+  jw_u64(&w, "duplicates", fs.duplicates);
+  jw_u64(&w, "rejected", fs.rejected);
+  jw_u64(&w, "seen", fs.seen);
+  if (fs.limit) jw_str(&w, "limit", fs.limit);
+  else jw_null(&w, "limit");
+  jw_close(&w, '}');
+
+  jw_open(&w, "hosts", '{');
+  jw_u64(&w, "total", hs->n);
+  jw_u64(&w, "ready", hs->ready);
+  jw_u64(&w, "busy", hs->busy);
+  jw_u64(&w, "snoozed", hs->snoozed);
+  jw_u64(&w, "empty", hs->empty);
+  jw_u64(&w, "gated", hs->gated);
+  jw_u64(&w, "backoff", hs->backoff);
+  jw_u64(&w, "due", hs->due);
+  jw_u64(&w, "head_overdue_p50_ms", kr_lhist_quantile(&hs->head_overdue, 0.5));
+  jw_u64(&w, "head_overdue_p95_ms", kr_lhist_quantile(&hs->head_overdue, 0.95));
+  jw_close(&w, '}');
+
+  const kr_lhist_t *oi = kr_progress_overdue_total(s->prog);
+  jw_open(&w, "overdue_issued", '{');
+  jw_u64(&w, "count", oi->count);
+  jw_u64(&w, "p50_ms", kr_lhist_quantile(oi, 0.5));
+  jw_u64(&w, "p95_ms", kr_lhist_quantile(oi, 0.95));
+  jw_u64(&w, "max_ms", oi->max_ms);
+  jw_dbl(&w, "mean_ms", oi->count ? (double)oi->sum_ms / (double)oi->count : 0);
+  jw_hist(&w, "hist", oi);
+  jw_close(&w, '}');
+
+  census_json(&w, "census", cs, now);
+
+  uint64_t total = 0, hours[24];
+  int known = kr__service_changes(s, &total);
+  size_t hh = kr_progress_hourly(s->prog, offsetof(kr_progress_sample_t, changes), now, hours, 24);
+  jw_open(&w, "changes", '{');
+  jw_bool(&w, "known", known);
+  jw_str(&w, "source", kr_crawl_adapt_counters ? "adaptive" : known ? "census" : "none");
+  jw_u64(&w, "total", total);
+  jw_open(&w, "per_hour", '[');
+  for (size_t i = 0; i < 24; i++) jw_u64(&w, NULL, hours[i]);
+  jw_close(&w, ']');
+  jw_u64(&w, "hours_with_data", hh);
+  jw_close(&w, '}');
+
+  kr_adapt_counters_t a;
+  if (kr_crawl_adapt_counters && kr_crawl_adapt_counters(c, &a)) {
+    jw_open(&w, "adaptive", '{');
+    jw_u64(&w, "changed", a.changed);
+    jw_u64(&w, "unchanged", a.unchanged);
+    jw_u64(&w, "not_modified", a.not_modified);
+    jw_u64(&w, "aborted", a.aborted);
+    jw_u64(&w, "bytes_saved", a.bytes_saved);
+    jw_u64(&w, "versions", a.versions);
+    jw_u64(&w, "revisits", a.revisits);
+    jw_close(&w, '}');
+  } else {
+    jw_null(&w, "adaptive");
+  }
+
+  jw_open(&w, "validators", '{');
+  jw_u64(&w, "checks", hs->vt_checks);
+  jw_u64(&w, "predicted_unchanged", hs->vt_predicted_unchanged);
+  jw_u64(&w, "skipped", hs->vt_skipped);
+  jw_u64(&w, "misses", hs->vt_misses);
+  jw_u64(&w, "distrusted_hosts", hs->vt_distrusted);
+  jw_open(&w, "top", '[');
+  for (size_t i = 0; i < hs->ntop; i++) {
+    const struct kr_svc_vt *e = &hs->top[i];
+    jw_open(&w, NULL, '{');
+    jw_str(&w, "host", e->host);
+    jw_u64(&w, "checks", e->checks);
+    jw_u64(&w, "predicted_unchanged", e->predicted_unchanged);
+    jw_u64(&w, "skipped", e->skipped);
+    jw_u64(&w, "verified", e->verified);
+    jw_u64(&w, "misses", e->misses);
+    jw_u64(&w, "false_alarms", e->false_alarms);
+    if (e->reliability < 0) jw_null(&w, "reliability");
+    else jw_dbl(&w, "reliability", e->reliability);
+    if (e->usefulness < 0) jw_null(&w, "usefulness");
+    else jw_dbl(&w, "usefulness", e->usefulness);
+    jw_bool(&w, "distrusted", e->distrusted);
+    jw_close(&w, '}');
+  }
+  jw_close(&w, ']');
+  jw_close(&w, '}');
+
+  const kr_store_stats_t *ss = kr_store_stats(kr_frontier_store(c->frontier));
+  jw_open(&w, "store", '{');
+  jw_u64(&w, "commits", ss->commits);
+  jw_u64(&w, "writes", ss->writes);
+  jw_u64(&w, "checkpoints", ss->checkpoints);
+  jw_u64(&w, "wal_frames", ss->wal_frames);
+  jw_u64(&w, "commit_us_max", ss->commit_us_max);
+  jw_close(&w, '}');
+
+  jw_open(&w, "loop", '{');
+  jw_u64(&w, "lag_ms", s->lag_ms);
+  jw_u64(&w, "lag_ms_max_1m", s->lag_ms_max);
+  jw_close(&w, '}');
+
+  jw_open(&w, "status_server", '{');
+  if (s->status) {
+    const kr_status_stats_t *st = kr_status_stats(s->status);
+    jw_str(&w, "address", kr_status_address(s->status));
+    jw_u64(&w, "requests", st->requests);
+    jw_u64(&w, "connections", st->connections);
+    jw_u64(&w, "refused", st->refused);
+    jw_u64(&w, "bad_requests", st->bad_requests);
+    jw_u64(&w, "timeouts", st->timeouts);
+    jw_u64(&w, "unauthorized", st->unauthorized);
+    jw_u64(&w, "clients", st->clients);
+  }
+  jw_close(&w, '}');
+
+  jw_open(&w, "reload", '{');
+  jw_u64(&w, "ok", s->reloads_ok);
+  jw_u64(&w, "failed", s->reloads_failed);
+  if (s->last_reload_ms) jw_u64(&w, "last", s->last_reload_ms);
+  else jw_null(&w, "last");
+  jw_str(&w, "last_error", s->last_reload_error);
+  jw_close(&w, '}');
+
+  jw_open(&w, "systemd", '{');
+  jw_bool(&w, "notify", kr_sdnotify_is_enabled(&s->sd));
+  jw_u64(&w, "watchdog_usec", s->sd.watchdog_usec);
+  jw_u64(&w, "watchdog_pings", s->watchdog_pings);
+  jw_u64(&w, "errors", s->sd.errors);
+  jw_close(&w, '}');
+
+  jw_u64(&w, "rare_events", kr__rare_events);
+  jw_close(&w, '}');
+  kr_buf_append(b, "\n", 1);
+}
+
+/* ---- /metrics -------------------------------------------------------------------------- */
+
+static void metric(kr_buf_t *b, const char *name, const char *type, const char *help, double v) {
+  kr_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name, type, name, v);
+}
+
+static void metric_u(kr_buf_t *b, const char *name, const char *type, const char *help,
+                     uint64_t v) {
+  kr_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %" PRIu64 "\n", name, help, name, type, name, v);
+}
+
+/* A Prometheus histogram in seconds from a log-scale one: each le bound
+ * counts the buckets lying wholly below it. */
+static void metric_hist(kr_buf_t *b, const char *name, const char *help, const kr_lhist_t *h) {
+  static const double les[] = {1, 10, 60, 300, 900, 3600, 6 * 3600, 86400, 3 * 86400, 7 * 86400,
+                               28 * 86400};
+  kr_buf_printf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+  for (size_t i = 0; i < ARRAY_SIZE(les); i++) {
+    uint64_t cum = 0;
+    for (unsigned j = 0; j + 1 < KR_LHIST_BUCKETS; j++)
+      if ((double)kr_lhist_lower_ms(j + 1) <= les[i] * 1000) cum += h->n[j];
+    kr_buf_printf(b, "%s_bucket{le=\"%g\"} %" PRIu64 "\n", name, les[i], cum);
+  }
+  kr_buf_printf(b, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n%s_sum %.3f\n%s_count %" PRIu64 "\n", name,
+                h->count, name, (double)h->sum_ms / 1000.0, name, h->count);
+}
+
+static void page_metrics(kr_service_t *s, kr_buf_t *b) {
+  kr_crawl_t *c = s->c;
+  uint64_t now = kr_crawl_now(c);
+  kr_frontier_stats_t fs;
+  kr_frontier_stats(c->frontier, &fs);
+  const kr_hosts_summary_t *hs = kr__service_hosts(s, now);
+  const kr_census_t *cs = kr_progress_census(s->prog);
+  kr_buf_append_str(b, "# HELP kria_info The crawler's version and crawl name.\n# TYPE kria_info gauge\n");
+  kr_buf_append_str(b, "kria_info{version=\"" KRIA_VERSION "\",crawl=\"");
+  /* crawl.name is letters, digits, . _ - (the config checks): no escaping needed */
+  kr_buf_append_str(b, kr_config_str(kr_config_global(c->cfg), KR_CFG_CRAWL_NAME));
+  kr_buf_append_str(b, "\"} 1\n");
+  metric(b, "kria_start_time_seconds", "gauge", "When the crawl process started (epoch).",
+         (double)s->started_ms / 1000.0);
+  metric_u(b, "kria_paused", "gauge", "1 while dispatch is paused.", (uint64_t)c->paused);
+  metric_u(b, "kria_stopping", "gauge", "1 once the crawl is stopping.", (uint64_t)c->stopping);
+  metric_u(b, "kria_in_flight", "gauge", "Fetches running now.", c->in_flight);
+  metric_u(b, "kria_uris_issued_total", "counter", "URIs taken from the frontier.", c->st.issued);
+  metric_u(b, "kria_fetches_total", "counter", "HTTP responses received (any status).", c->st.fetched);
+  metric_u(b, "kria_fetch_errors_total", "counter", "Fetches that got no response.", c->st.fetch_errors);
+  metric_u(b, "kria_disregarded_total", "counter", "URIs disregarded by robots.txt.", c->st.disregarded);
+  metric_u(b, "kria_out_of_scope_total", "counter", "URIs refused by the scope re-check.",
+           c->st.out_of_scope);
+  metric_u(b, "kria_robots_fetched_total", "counter", "robots.txt fetches completed.",
+           c->st.robots_fetched);
+  metric_u(b, "kria_links_found_total", "counter", "Links found by the extractors.", c->st.links_found);
+  metric_u(b, "kria_links_scheduled_total", "counter", "Links handed to the frontier.",
+           c->st.links_scheduled);
+  metric_u(b, "kria_response_bytes_total", "counter", "Raw response bytes received.", c->st.bytes);
+  metric_u(b, "kria_frontier_uris", "gauge", "URIs known to the frontier.", fs.c.discovered);
+  metric_u(b, "kria_frontier_queued", "gauge", "URIs queued (to visit or revisit).", fs.c.queued);
+  metric_u(b, "kria_frontier_finished_total", "counter", "Completions of any outcome.", fs.c.finished);
+  metric_u(b, "kria_frontier_succeeded_total", "counter", "Successful visits.", fs.c.succeeded);
+  metric_u(b, "kria_frontier_retried_total", "counter", "Retryable outcomes.", fs.c.retried);
+  metric_u(b, "kria_frontier_failed_total", "counter", "Failed outcomes.", fs.c.failed);
+  metric_u(b, "kria_frontier_backoffs_total", "counter", "Host back-offs on 429/503.", fs.c.backoffs);
+  kr_buf_append_str(b, "# HELP kria_hosts Host queues by state.\n# TYPE kria_hosts gauge\n");
+  kr_buf_printf(b, "kria_hosts{state=\"ready\"} %" PRIu64 "\nkria_hosts{state=\"busy\"} %" PRIu64
+                   "\nkria_hosts{state=\"snoozed\"} %" PRIu64 "\nkria_hosts{state=\"empty\"} %" PRIu64 "\n",
+                hs->ready, hs->busy, hs->snoozed, hs->empty);
+  metric_u(b, "kria_hosts_backoff", "gauge", "Host queues in a back-off.", hs->backoff);
+  metric_hist(b, "kria_issue_overdue_seconds", "How late revisits were issued after their next_at.",
+              kr_progress_overdue_total(s->prog));
+  if (cs->taken_ms) {
+    metric_u(b, "kria_census_due_now", "gauge", "URIs due now at the last census.", cs->due_now);
+    metric_u(b, "kria_census_versions", "gauge", "Versions stored over all URIs (last census).",
+             cs->versions);
+    metric(b, "kria_census_age_seconds", "gauge", "Age of the last census.",
+           (double)(now > cs->taken_ms ? now - cs->taken_ms : 0) / 1000.0);
+    metric(b, "kria_census_scan_seconds", "gauge", "Duration of the last census scan.",
+           (double)cs->scan_us / 1e6);
+    metric_hist(b, "kria_census_wait_seconds", "Wait intervals of the URIs queued to revisit.",
+                &cs->wait);
+  }
+  kr_adapt_counters_t a;
+  if (kr_crawl_adapt_counters && kr_crawl_adapt_counters(c, &a)) {
+    metric_u(b, "kria_changes_total", "counter", "Visits that found changed content.", a.changed);
+    metric_u(b, "kria_unchanged_total", "counter", "Visits that found unchanged content.", a.unchanged);
+    metric_u(b, "kria_not_modified_total", "counter", "304 answers to conditional requests.",
+             a.not_modified);
+    metric_u(b, "kria_midfetch_aborts_total", "counter", "Fetches aborted on validators.", a.aborted);
+    metric_u(b, "kria_validator_bytes_saved_total", "counter",
+             "Body bytes validators spared downloading.", a.bytes_saved);
+    metric_u(b, "kria_versions_total", "counter", "Full responses written.", a.versions);
+  }
+  metric_u(b, "kria_validator_checks_total", "counter", "Validator predictions made (all hosts).",
+           hs->vt_checks);
+  metric_u(b, "kria_validator_misses_total", "counter",
+           "Validators said unchanged and the digest disagreed.", hs->vt_misses);
+  metric_u(b, "kria_validator_distrusted_hosts", "gauge", "Hosts whose validators are distrusted.",
+           hs->vt_distrusted);
+  const kr_store_stats_t *ss = kr_store_stats(kr_frontier_store(c->frontier));
+  metric_u(b, "kria_store_commits_total", "counter", "State database commits.", ss->commits);
+  metric_u(b, "kria_store_wal_frames", "gauge", "WAL frames after the last commit.", ss->wal_frames);
+  metric(b, "kria_store_commit_seconds_max", "gauge", "Slowest commit so far.",
+         (double)ss->commit_us_max / 1e6);
+  metric(b, "kria_loop_lag_seconds", "gauge", "Lateness of the last one-second tick.",
+         (double)s->lag_ms / 1000.0);
+  metric(b, "kria_loop_lag_seconds_max", "gauge", "Largest tick lateness this minute.",
+         (double)s->lag_ms_max / 1000.0);
+  metric_u(b, "kria_reloads_total", "counter", "Configurations applied by SIGHUP.", s->reloads_ok);
+  metric_u(b, "kria_reload_failures_total", "counter", "Reloads refused.", s->reloads_failed);
+  metric_u(b, "kria_rare_events_total", "counter", "Rare internal events (KR_COUNT_IF).",
+           kr__rare_events);
+  if (s->status) {
+    const kr_status_stats_t *st = kr_status_stats(s->status);
+    metric_u(b, "kria_status_requests_total", "counter", "Status requests served.", st->requests);
+    metric_u(b, "kria_status_refused_total", "counter", "Status connections over the cap.",
+             st->refused);
+    metric_u(b, "kria_status_rejected_total", "counter",
+             "Status requests rejected (malformed, too big, too slow, unauthorized).",
+             st->bad_requests + st->timeouts + st->unauthorized);
+  }
+}
+
+/* ---- /hosts and /frontier -------------------------------------------------------------- */
+
+enum { SORT_OVERDUE, SORT_QUEUED, SORT_FINISHED, SORT_NAME };
+
+typedef struct pick {
+  uint64_t key;
+  kr_host_report_t r;
+} pick_t;
+
+/* Min-heap on key: the root is the weakest of the best kept so far. */
+static void heap_down(pick_t *h, size_t n, size_t i) {
+  for (;;) {
+    size_t l = 2 * i + 1, m = i;
+    if (l < n && h[l].key < h[m].key) m = l;
+    if (l + 1 < n && h[l + 1].key < h[m].key) m = l + 1;
+    if (m == i) return;
+    pick_t t = h[i];
+    h[i] = h[m];
+    h[m] = t;
+    i = m;
+  }
+}
+static void heap_up(pick_t *h, size_t i) {
+  while (i && h[(i - 1) / 2].key > h[i].key) {
+    pick_t t = h[i];
+    h[i] = h[(i - 1) / 2];
+    h[(i - 1) / 2] = t;
+    i = (i - 1) / 2;
+  }
+}
+static int by_key_desc(const void *a, const void *b) {
+  const pick_t *x = a, *y = b;
+  if (x->key != y->key) return x->key > y->key ? -1 : 1;
+  return strcmp(x->r.name, y->r.name);
+}
+
+/* Up to max host reports, best first by sort, optionally one state. */
+static size_t pick_hosts(kr_frontier_t *f, uint64_t now, int sort, int state, pick_t *out,
+                         size_t max, uint64_t *total) {
+  size_t n = 0, it = 0;
+  kr_host_report_t r;
+  *total = 0;
+  while (kr_frontier_report_next(f, &it, now, &r)) {
+    if (state >= 0 && (int)r.state != state) continue;
+    (*total)++;
+    uint64_t key = sort == SORT_OVERDUE    ? r.overdue_ms
+                   : sort == SORT_QUEUED   ? r.queued
+                   : sort == SORT_FINISHED ? r.c.finished
+                                           : UINT64_MAX - *total; /* iteration order */
+    if (n < max) {
+      out[n] = (pick_t){key, r};
+      heap_up(out, n++);
+    } else if (max && key > out[0].key) {
+      out[0] = (pick_t){key, r};
+      heap_down(out, n, 0);
+    }
+  }
+  qsort(out, n, sizeof *out, by_key_desc);
+  return n;
+}
+
+static void host_json(jw_t *w, kr_frontier_t *f, const kr_host_report_t *r, uint64_t now) {
+  jw_open(w, NULL, '{');
+  jw_str(w, "host", r->name);
+  jw_str(w, "state", r->state < ARRAY_SIZE(host_states) ? host_states[r->state] : "?");
+  jw_u64(w, "queued", r->queued);
+  jw_u64(w, "in_flight", r->in_flight);
+  jw_u64(w, "valence", r->valence);
+  if (r->ready_at >= KR_NEVER) jw_null(w, "ready_in_ms");
+  else jw_u64(w, "ready_in_ms", r->ready_at > now ? r->ready_at - now : 0);
+  jw_u64(w, "overdue_ms", r->overdue_ms);
+  if (r->has_head) {
+    jw_time(w, "head_next_at", r->head_next_at);
+    jw_i64(w, "head_directive", r->head_directive);
+  }
+  jw_bool(w, "gated", r->gated);
+  jw_u64(w, "backoff_level", r->backoff_level);
+  jw_u64(w, "backoff_until", r->backoff_until);
+  jw_u64(w, "fail_streak", r->fail_streak);
+  jw_i64(w, "robots_status", r->robots_status);
+  jw_u64(w, "robots_expires", r->robots_expires);
+  jw_i64(w, "crawl_delay_ms", r->crawl_delay_ms);
+  kr_hostq_t *h = kr_frontier_host_lookup(f, r->name, strlen(r->name));
+  if (h) jw_u64(w, "min_delay_ms", kr_frontier_host_delay(f, h, 0));
+  counts_json(w, "counts", &r->c);
+  vtrust_json(w, "validators", &r->vt, now);
+  jw_close(w, '}');
+}
+
+static int parse_uint(kr_slice_t q, const char *name, uint64_t *v) {
+  kr_buf_t b;
+  kr_buf_init(&b, 32);
+  int rc = kr_status_query_param(q, name, &b);
+  if (rc == 1) {
+    char *end;
+    unsigned long long x = b.len ? strtoull(b.data, &end, 10) : 0;
+    if (!b.len || *end || b.data[0] == '-') rc = KR_EINVAL;
+    else *v = x;
+  }
+  kr_buf_free(&b);
+  return rc;
+}
+
+static int page_hosts(kr_service_t *s, const kr_status_req_t *req, kr_status_resp_t *resp) {
+  kr_crawl_t *c = s->c;
+  uint64_t now = kr_crawl_now(c);
+  uint64_t limit = 200;
+  if (parse_uint(req->query, "limit", &limit) < 0 || limit > 10000) return 400;
+  int sort = SORT_OVERDUE, state = -1;
+  kr_buf_t v;
+  kr_buf_init(&v, 32);
+  if (kr_status_query_param(req->query, "sort", &v) == 1) {
+    if (!strcmp(v.data, "overdue")) sort = SORT_OVERDUE;
+    else if (!strcmp(v.data, "queued")) sort = SORT_QUEUED;
+    else if (!strcmp(v.data, "finished")) sort = SORT_FINISHED;
+    else if (!strcmp(v.data, "name")) sort = SORT_NAME;
+    else sort = -1;
+  }
+  if (sort >= 0 && kr_status_query_param(req->query, "state", &v) == 1) {
+    state = -2;
+    for (size_t i = 0; i < ARRAY_SIZE(host_states); i++)
+      if (!strcmp(v.data, host_states[i])) state = (int)i;
+  }
+  kr_buf_free(&v);
+  if (sort < 0 || state == -2) return 400;
+  pick_t *picks = limit ? kr_xcalloc(limit, sizeof *picks) : NULL;
+  uint64_t total;
+  size_t n = pick_hosts(c->frontier, now, sort, state, picks, limit, &total);
+  jw_t w = {.b = resp->body};
+  jw_open(&w, NULL, '{');
+  jw_u64(&w, "now", now);
+  jw_u64(&w, "total", total);
+  jw_u64(&w, "returned", n);
+  jw_open(&w, "hosts", '[');
+  for (size_t i = 0; i < n; i++) host_json(&w, c->frontier, &picks[i].r, now);
+  jw_close(&w, ']');
+  jw_close(&w, '}');
+  kr_buf_append(resp->body, "\n", 1);
+  free(picks);
+  return 200;
+}
+
+static int page_frontier(kr_service_t *s, const kr_status_req_t *req, kr_status_resp_t *resp) {
+  kr_crawl_t *c = s->c;
+  uint64_t now = kr_crawl_now(c);
+  kr_buf_t v;
+  kr_buf_init(&v, 16);
+  int text = kr_status_query_param(req->query, "format", &v) == 1 && !strcmp(v.data, "text");
+  kr_buf_free(&v);
+  if (text) {
+    resp->content_type = "text/plain; charset=utf-8";
+    kr_frontier_report_text(c->frontier, now, 50, resp->body);
+    return 200;
+  }
+  kr_frontier_stats_t fs;
+  kr_frontier_stats(c->frontier, &fs);
+  const kr_hosts_summary_t *hs = kr__service_hosts(s, now);
+  jw_t w = {.b = resp->body};
+  jw_open(&w, NULL, '{');
+  jw_u64(&w, "now", now);
+  counts_json(&w, "totals", &fs.c);
+  jw_u64(&w, "in_flight", fs.in_flight);
+  jw_u64(&w, "hosts", fs.hosts);
+  jw_u64(&w, "ready_hosts", hs->ready);
+  jw_u64(&w, "busy_hosts", hs->busy);
+  jw_u64(&w, "snoozed_hosts", hs->snoozed);
+  jw_u64(&w, "empty_hosts", hs->empty);
+  jw_u64(&w, "due_hosts", hs->due);
+  jw_u64(&w, "seen", fs.seen);
+  jw_bool(&w, "seen_complete", fs.seen_complete);
+  jw_u64(&w, "duplicates", fs.duplicates);
+  census_json(&w, "census", kr_progress_census(s->prog), now);
+  pick_t picks[20];
+  uint64_t total;
+  size_t n = pick_hosts(c->frontier, now, SORT_OVERDUE, -1, picks, ARRAY_SIZE(picks), &total);
+  jw_open(&w, "most_overdue", '[');
+  for (size_t i = 0; i < n; i++) {
+    const kr_host_report_t *r = &picks[i].r;
+    jw_open(&w, NULL, '{');
+    jw_str(&w, "host", r->name);
+    jw_str(&w, "state", r->state < ARRAY_SIZE(host_states) ? host_states[r->state] : "?");
+    jw_u64(&w, "overdue_ms", r->overdue_ms);
+    jw_u64(&w, "queued", r->queued);
+    if (r->has_head) jw_i64(&w, "head_directive", r->head_directive);
+    jw_close(&w, '}');
+  }
+  jw_close(&w, ']');
+  jw_close(&w, '}');
+  kr_buf_append(resp->body, "\n", 1);
+  return 200;
+}
+
+/* ---- /uri ----------------------------------------------------------------------------- */
+
+static void error_json(kr_status_resp_t *resp, int status, const char *msg) {
+  resp->status = status;
+  kr_buf_reset(resp->body);
+  kr_buf_printf(resp->body, "{\"error\":%d,\"message\":", status);
+  kr_status_json_str(resp->body, msg, strlen(msg));
+  kr_buf_append_str(resp->body, "}\n");
+}
+
+static int page_uri(kr_service_t *s, const kr_status_req_t *req, kr_status_resp_t *resp) {
+  kr_crawl_t *c = s->c;
+  uint64_t now = kr_crawl_now(c);
+  kr_buf_t in, canon;
+  kr_buf_init(&in, KR_URL_MAX);
+  kr_buf_init(&canon, 4 * KR_URL_MAX);
+  int rc = kr_status_query_param(req->query, "url", &in);
+  if (rc != 1 || !in.len) {
+    error_json(resp, 400, rc == 0 || !in.len ? "give the URL as /uri?url=URL" : "bad url= value");
+    goto out;
+  }
+  if (kr_url_canon_str(in.data, in.len, NULL, c->canon, &canon) || !canon.len) {
+    error_json(resp, 400, "not a URL kria can canonicalize");
+    goto out;
+  }
+  uint64_t fp = kr_fp(canon.data, canon.len);
+  kr_uri_row_t r;
+  rc = kr_store_uri_get(kr_frontier_store(c->frontier), fp, &r);
+  if (rc < 0) {
+    error_json(resp, 500, "the state database failed to answer");
+    goto out;
+  }
+  if (rc == 0) {
+    resp->status = 404;
+    jw_t w = {.b = resp->body};
+    jw_open(&w, NULL, '{');
+    jw_i64(&w, "error", 404);
+    jw_str(&w, "message", "URI unknown to this crawl");
+    jw_strn(&w, "canonical", canon.data, canon.len);
+    jw_close(&w, '}');
+    kr_buf_append(resp->body, "\n", 1);
+    goto out;
+  }
+  char fph[24];
+  snprintf(fph, sizeof fph, "%016" PRIx64, r.fp);
+  jw_t w = {.b = resp->body};
+  jw_open(&w, NULL, '{');
+  jw_strn(&w, "url", r.url, r.url_len);
+  jw_str(&w, "fp", fph);
+  jw_str(&w, "state", r.state >= 0 && r.state < (int)ARRAY_SIZE(uri_states) ? uri_states[r.state] : "?");
+  jw_i64(&w, "directive", r.directive);
+  jw_time(&w, "next_at", r.next_at);
+  if (r.next_at < KR_NEVER) {
+    if (r.next_at > now) jw_u64(&w, "due_in_ms", r.next_at - now);
+    else jw_u64(&w, "overdue_ms", now - r.next_at);
+  }
+  jw_u64(&w, "first_seen", r.first_seen);
+  if (r.last_visit) jw_u64(&w, "last_visit", r.last_visit);
+  else jw_null(&w, "last_visit");
+  jw_u64(&w, "wait_ms", r.wait_ms);
+  jw_u64(&w, "visits", r.visits);
+  jw_u64(&w, "versions", r.versions);
+  jw_u64(&w, "retries", r.retries);
+  jw_i64(&w, "status", r.status);
+  if (r.status < 0) jw_str(&w, "error", kr_err_name(r.status));
+  jw_strn(&w, "content_type", r.content_type, r.content_type_len);
+  if (r.digest_len == KR_SHA1_LEN) {
+    char d[KR_SHA1_B32_LEN + 1];
+    kr_sha1_base32(r.digest, d);
+    jw_str(&w, "digest", d);
+  } else {
+    jw_null(&w, "digest");
+  }
+  if (r.etag) jw_strn(&w, "etag", r.etag, r.etag_len);
+  else jw_null(&w, "etag");
+  if (r.last_modified) jw_i64(&w, "last_modified", r.last_modified);
+  else jw_null(&w, "last_modified");
+  jw_strn(&w, "hop_path", r.hop_path, r.hop_len);
+  if (r.via) {
+    snprintf(fph, sizeof fph, "%016" PRIx64, r.via);
+    jw_str(&w, "via_fp", fph);
+  }
+  if (r.hint_rate > 0) jw_dbl(&w, "hint_changes_per_day", r.hint_rate * 86400);
+  /* The visit history, oldest first, with the time of each visit worked
+   * back from the newest (last_visit). */
+  kr_vhist_t h;
+  int hrc = kr_vhist_decode(&h, r.history, r.history_len);
+  jw_open(&w, "history", '[');
+  if (hrc == 0) {
+    int64_t t = (int64_t)(r.last_visit / 1000);
+    int64_t times[KR_VHIST_MAX];
+    for (unsigned i = h.n; i-- > 0;) {
+      times[i] = t;
+      t -= h.v[i].interval_s;
+    }
+    static const char *const cs[] = {"unchanged", "changed", "unknown"};
+    for (unsigned i = 0; i < h.n; i++) {
+      jw_open(&w, NULL, '{');
+      if (r.last_visit) jw_i64(&w, "at", times[i] * 1000);
+      jw_i64(&w, "interval_s", h.v[i].interval_s);
+      jw_str(&w, "content", h.v[i].state <= KR_CONTENT_UNKNOWN ? cs[h.v[i].state] : "?");
+      if (h.v[i].age_s >= 0) jw_i64(&w, "age_s", h.v[i].age_s);
+      jw_close(&w, '}');
+    }
+  }
+  jw_close(&w, ']');
+  if (hrc) jw_str(&w, "history_error", "unreadable history");
+  jw_close(&w, '}');
+  kr_buf_append(resp->body, "\n", 1);
+out:
+  kr_buf_free(&in);
+  kr_buf_free(&canon);
+  return resp->status;
+}
+
+/* ---- control ----------------------------------------------------------------------------- */
+
+static void stop_after(void *ud) {
+  kr_service_t *s = ud;
+  KR_LOG(KR_LOG_NOTICE, NULL, "stop requested through the status server");
+  kr_crawl_stop(s->c);
+}
+
+static void control_reply(kr_service_t *s, kr_status_resp_t *resp, const char *did) {
+  jw_t w = {.b = resp->body};
+  jw_open(&w, NULL, '{');
+  jw_str(&w, "done", did);
+  jw_str(&w, "state", kr__service_state(s));
+  jw_bool(&w, "paused", s->c->paused);
+  jw_u64(&w, "in_flight", s->c->in_flight);
+  jw_close(&w, '}');
+  kr_buf_append(resp->body, "\n", 1);
+}
+
+/* ---- the console --------------------------------------------------------------------------- */
+
+static const char console_html[] =
+    "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+    "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\n"
+    "<title>kria console</title>\n<style>\n"
+    ":root{--bg:#0f1419;--panel:#182129;--line:#26313b;--fg:#d9e0e6;--mute:#8b98a5;"
+    "--acc:#4fb3d9;--ok:#7bc96f;--warn:#e3b341;--bad:#f47067}\n"
+    "*{box-sizing:border-box}\n"
+    "body{margin:0;font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;"
+    "background:var(--bg);color:var(--fg)}\n"
+    "header{display:flex;flex-wrap:wrap;gap:14px;align-items:baseline;padding:14px 22px;"
+    "border-bottom:1px solid var(--line)}\n"
+    "h1{font-size:20px;margin:0;letter-spacing:.02em}\n"
+    ".pill{padding:1px 10px;border-radius:10px;font-weight:600;font-size:13px;background:var(--line)}\n"
+    ".running{background:#1f3b2a;color:var(--ok)}.paused{background:#3d3419;color:var(--warn)}"
+    ".stopping{background:#40201f;color:var(--bad)}\n"
+    ".mute{color:var(--mute)}\n"
+    "main{display:grid;grid-template-columns:repeat(auto-fill,minmax(360px,1fr));gap:14px;"
+    "padding:14px 22px}\n"
+    ".tiles{grid-column:1/-1;display:grid;grid-template-columns:repeat(auto-fill,minmax(150px,1fr));"
+    "gap:10px}\n"
+    ".tile{background:var(--panel);border-radius:8px;padding:10px 12px}\n"
+    ".tile b{display:block;font-size:22px;font-variant-numeric:tabular-nums}\n"
+    ".tile span{color:var(--mute);font-size:12px}\n"
+    "section{background:var(--panel);border-radius:8px;padding:12px 14px;min-height:120px}\n"
+    "h2{font-size:12px;margin:0 0 10px;color:var(--mute);font-weight:600;text-transform:uppercase;"
+    "letter-spacing:.06em}\n"
+    ".row{display:grid;grid-template-columns:84px 1fr 64px;gap:8px;align-items:center;margin:4px 0;"
+    "font-size:13px}\n"
+    ".row .n{text-align:right;color:var(--mute);font-variant-numeric:tabular-nums}\n"
+    ".bar{height:12px;background:var(--acc);border-radius:3px;min-width:1px}\n"
+    ".cols{display:flex;align-items:flex-end;gap:2px;height:110px;border-bottom:1px solid var(--line)}\n"
+    ".cols div{flex:1;background:var(--acc);min-height:1px;border-radius:2px 2px 0 0}\n"
+    "table{width:100%;border-collapse:collapse;font-size:13px;font-variant-numeric:tabular-nums}\n"
+    "th{color:var(--mute);font-weight:600;font-size:12px}\n"
+    "td,th{padding:3px 6px;text-align:right;border-bottom:1px solid var(--line)}\n"
+    "td:first-child,th:first-child{text-align:left;max-width:170px;overflow:hidden;"
+    "text-overflow:ellipsis;white-space:nowrap}\n"
+    ".bad{color:var(--bad)}.ok{color:var(--ok)}\n"
+    "footer{padding:4px 22px 16px;color:var(--mute);font-size:12px}\n"
+    "</style></head><body>\n"
+    "<header><h1>kria</h1><span id=\"name\" class=\"mute\"></span>"
+    "<span id=\"state\" class=\"pill\">&hellip;</span><span id=\"uptime\" class=\"mute\"></span>"
+    "<span id=\"err\" class=\"bad\"></span></header>\n<main>\n"
+    "<div class=\"tiles\" id=\"tiles\"></div>\n"
+    "<section><h2>Visits per second &middot; last 2 minutes</h2><div class=\"cols\" id=\"spark\"></div>"
+    "<p class=\"mute\" id=\"spark-note\"></p></section>\n"
+    "<section><h2>Host queues</h2><div id=\"hosts\"></div><p class=\"mute\" id=\"hosts-note\"></p></section>\n"
+    "<section><h2>Overdue &middot; URIs due now</h2><div id=\"overdue\"></div>"
+    "<p class=\"mute\" id=\"overdue-note\"></p></section>\n"
+    "<section><h2>Wait intervals &middot; URIs queued to revisit</h2><div id=\"waits\"></div>"
+    "<p class=\"mute\" id=\"waits-note\"></p></section>\n"
+    "<section><h2>Changes found per hour &middot; 24 h</h2><div class=\"cols\" id=\"changes\"></div>"
+    "<p class=\"mute\" id=\"changes-note\"></p></section>\n"
+    "<section><h2>Validator trust per host</h2><table><thead><tr><th>host</th><th>checks</th>"
+    "<th>said same</th><th>misses</th><th>reliability</th><th>useful</th></tr></thead>"
+    "<tbody id=\"vt\"></tbody></table><p class=\"mute\" id=\"vt-note\"></p></section>\n"
+    "</main>\n<footer>Refreshes every 5 s from <a class=\"mute\" href=\"status\">/status</a> &middot; "
+    "<a class=\"mute\" href=\"metrics\">/metrics</a> &middot; <a class=\"mute\" href=\"hosts\">/hosts</a> "
+    "&middot; <a class=\"mute\" href=\"frontier\">/frontier</a> &middot; <span id=\"ver\"></span></footer>\n"
+    "<script>\n'use strict';\n"
+    "const $=id=>document.getElementById(id);\n"
+    "function el(t,c,x){const e=document.createElement(t);if(c)e.className=c;"
+    "if(x!=null)e.textContent=x;return e}\n"
+    "function num(n){if(n==null)return'n/a';if(n>=1e9)return(n/1e9).toFixed(1)+'G';"
+    "if(n>=1e6)return(n/1e6).toFixed(1)+'M';if(n>=1e4)return(n/1e3).toFixed(1)+'k';"
+    "return String(Math.round(n*10)/10)}\n"
+    "function dur(ms){if(ms==null)return'n/a';const s=ms/1e3;if(s<1)return Math.round(ms)+' ms';"
+    "if(s<60)return Math.round(s)+' s';if(s<3600)return Math.floor(s/60)+' min '+Math.round(s%60)+' s';"
+    "if(s<86400)return Math.floor(s/3600)+' h '+Math.round(s%3600/60)+' min';"
+    "return Math.floor(s/86400)+' d '+Math.round(s%86400/3600)+' h'}\n"
+    "const BINS=[[0,'< 1 min'],[6e4,'1-10 min'],[6e5,'10-60 min'],[36e5,'1-6 h'],[216e5,'6-24 h'],"
+    "[864e5,'1-3 d'],[2592e5,'3-7 d'],[6048e5,'7-28 d'],[24192e5,'28 d +']];\n"
+    "function binned(h){const o=BINS.map(b=>[b[1],0]);for(const[lo,n]of h||[]){let i=BINS.length-1;"
+    "while(i>0&&lo<BINS[i][0])i--;o[i][1]+=n}return o}\n"
+    "function bars(id,rows){const box=$(id);box.replaceChildren();"
+    "const max=Math.max(1,...rows.map(r=>r[1]));for(const[l,v,color]of rows){const r=el('div','row');"
+    "r.append(el('span',null,l));const w=el('div');const b=el('div','bar');"
+    "b.style.width=(100*v/max)+'%';if(color)b.style.background=color;w.append(b);r.append(w);"
+    "r.append(el('span','n',num(v)));box.append(r)}}\n"
+    "function cols(id,vals,tip){const box=$(id);box.replaceChildren();const max=Math.max(1e-9,...vals);"
+    "vals.forEach((v,i)=>{const d=el('div');d.style.height=(100*v/max)+'%';d.title=tip(v,i);"
+    "box.append(d)})}\n"
+    "function tile(l,v,sub){const t=el('div','tile');t.append(el('b',null,v));t.append(el('span',null,l));"
+    "if(sub)t.append(el('div','mute',sub));return t}\n"
+    "function render(s){\n"
+    "$('name').textContent=s.crawl_name+' \\u00b7 pid '+s.pid;const st=$('state');st.textContent=s.state;"
+    "st.className='pill '+s.state;$('uptime').textContent='up '+dur(s.uptime_ms);"
+    "$('ver').textContent='kria '+s.kria;\n"
+    "const c=s.census;const h=s.hosts;const r=s.rates;\n"
+    "const lastHour=s.changes.known?s.changes.per_hour[23]:null;\n"
+    "$('tiles').replaceChildren(tile('visits/s (10 s)',num(r.visits_per_s_10s)),"
+    "tile('visits/s (1 min)',num(r.visits_per_s_60s)),tile('URIs known',num(s.frontier.discovered)),"
+    "tile('queued',num(s.frontier.queued)),tile('due now',c?num(c.due_now):'n/a'),"
+    "tile('in flight',num(s.in_flight)),tile('changes this hour',num(lastHour)),"
+    "tile('overdue p50 / p95',c&&c.due_now?dur(c.overdue_p50_ms)+' / '+dur(c.overdue_p95_ms):'none'));\n"
+    "cols('spark',s.series.visits_per_s,(v,i)=>num(v)+' visits/s');"
+    "$('spark-note').textContent=num(s.crawl.fetched)+' visits, '+num(s.crawl.fetch_errors)+' errors since start';\n"
+    "bars('hosts',[['ready',h.ready,'#7bc96f'],['busy',h.busy,'#4fb3d9'],['snoozed',h.snoozed,'#8b98a5'],"
+    "['empty',h.empty,'#26313b']]);$('hosts-note').textContent=h.total+' host queues, '+h.backoff+"
+    "' in back-off, '+h.gated+' waiting for robots.txt';\n"
+    "if(c){bars('overdue',binned(c.overdue));$('overdue-note').textContent=c.due_now+' due now of '+"
+    "c.queued+' queued \\u00b7 census '+dur(c.age_ms)+' ago ('+c.scan_ms.toFixed(1)+' ms)';"
+    "bars('waits',binned(c.wait));$('waits-note').textContent='median wait '+dur(c.wait_p50_ms)+"
+    "' \\u00b7 '+c.versions+' versions over '+c.visited+' visited URIs'}\n"
+    "else{$('overdue-note').textContent='first census pending';$('waits-note').textContent='first census pending'}\n"
+    "cols('changes',s.changes.per_hour,(v,i)=>(23-i)+' h ago: '+v);$('changes-note').textContent="
+    "s.changes.known?num(s.changes.total)+' changes found ('+s.changes.source+')':'not measured yet';\n"
+    "const tb=$('vt');tb.replaceChildren();for(const v of s.validators.top){const tr=el('tr');"
+    "tr.append(el('td',null,v.host));tr.append(el('td',null,num(v.checks)));"
+    "tr.append(el('td',null,num(v.predicted_unchanged)));tr.append(el('td',v.misses?'bad':null,num(v.misses)));"
+    "tr.append(el('td',v.distrusted?'bad':'ok',v.reliability==null?'n/a':(100*v.reliability).toFixed(1)+'%'));"
+    "tr.append(el('td',null,v.usefulness==null?'n/a':(100*v.usefulness).toFixed(1)+'%'));tb.append(tr)}\n"
+    "$('vt-note').textContent=s.validators.top.length?s.validators.distrusted_hosts+' hosts distrusted':"
+    "'no validator checks yet'}\n"
+    "async function refresh(){try{const r=await fetch('status',{cache:'no-store'});"
+    "if(!r.ok)throw new Error('HTTP '+r.status);render(await r.json());$('err').textContent=''}"
+    "catch(e){$('err').textContent='status unavailable: '+e.message}}\n"
+    "refresh();setInterval(refresh,5000);\n"
+    "</script></body></html>\n";
+
+static const char console_headers[] =
+    "Content-Security-Policy: default-src 'none'; script-src 'unsafe-inline'; style-src "
+    "'unsafe-inline'; connect-src 'self'; img-src 'none'; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'\r\nReferrer-Policy: no-referrer\r\n";
+
+/* ---- routing ---------------------------------------------------------------------------------- */
+
+static int path_is(kr_slice_t p, const char *s) { return kr_slice_eq(p, kr_slice_cstr(s)); }
+
+void kr__status_pages_handle(void *ud, const kr_status_req_t *req, kr_status_resp_t *resp) {
+  kr_service_t *s = ud;
+  kr_crawl_t *c = s->c;
+  int get = req->method != KR_STATUS_POST;
+  if (!c->frontier) {
+    error_json(resp, 503, "the crawl is closing");
+    return;
+  }
+  if (path_is(req->path, "/pause") || path_is(req->path, "/resume") || path_is(req->path, "/stop")) {
+    if (get) {
+      error_json(resp, 405, "control requests are POSTs");
+      resp->headers = "Allow: POST\r\n";
+      return;
+    }
+    if (path_is(req->path, "/stop")) {
+      resp->after = stop_after; /* once the reply is out */
+      resp->after_ud = s;
+      resp->status = 202;
+      control_reply(s, resp, "stop");
+      return;
+    }
+    int pause = path_is(req->path, "/pause");
+    if (!c->stopping) {
+      kr_crawl_pause(c, pause);
+      if (pause && !s->paused_at_ms) s->paused_at_ms = kr_crawl_now(c);
+      if (!pause) s->paused_at_ms = 0;
+    }
+    control_reply(s, resp, pause ? "pause" : "resume");
+    if (c->stopping) resp->status = 409;
+    return;
+  }
+  if (!get) {
+    error_json(resp, 405, "only /pause, /resume and /stop take POST");
+    resp->headers = "Allow: GET, HEAD\r\n";
+    return;
+  }
+  int st = 200;
+  if (path_is(req->path, "/") || path_is(req->path, "/index.html")) {
+    resp->content_type = "text/html; charset=utf-8";
+    resp->headers = console_headers;
+    kr_buf_append(resp->body, console_html, sizeof console_html - 1);
+  } else if (path_is(req->path, "/status")) {
+    page_status(s, resp->body);
+  } else if (path_is(req->path, "/metrics")) {
+    resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
+    page_metrics(s, resp->body);
+  } else if (path_is(req->path, "/hosts")) {
+    st = page_hosts(s, req, resp);
+    if (st == 400) error_json(resp, 400, "hosts: limit=0..10000, sort=overdue|queued|finished|name, "
+                                         "state=empty|ready|busy|snoozed");
+  } else if (path_is(req->path, "/frontier")) {
+    page_frontier(s, req, resp);
+  } else if (path_is(req->path, "/uri")) {
+    page_uri(s, req, resp);
+  } else {
+    error_json(resp, 404, "no such page: try /, /status, /metrics, /hosts, /frontier, /uri?url=");
+  }
+}
