@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# `kria simulate`: the tables and the --json shape for synthetic worlds and
+# traces, the same numbers whether policies run here or in child
+# processes (--jobs), and the exit statuses: 0 success, 2 error (a bad
+# trace or config), 64 usage. TAP lines; run by scripts/run-tests.sh with
+# KRIA set to the binary under test.
+. "$(dirname "$0")/lib.sh"
+
+# sim ARGS...: runs kria simulate; sets RC, OUT, ERR
+sim() {
+  "$KRIA" simulate "$@" >"$T/out" 2>"$T/err"
+  RC=$?
+  OUT=$(cat "$T/out")
+  ERR=$(cat "$T/err")
+}
+
+# usage_err DESC STDERR-ERE ARGS...: exit 64, a message, nothing on stdout
+usage_err() {
+  local d=$1 re=$2
+  shift 2
+  sim "$@"
+  if [ "$RC" = 64 ] && [[ $ERR =~ $re ]] && [ -z "$OUT" ]; then ok "$d"; else
+    not_ok "$d"; diag "rc=$RC err='$ERR' out='${OUT:0:200}'"
+  fi
+}
+
+# jq-like checks with python3: pyjson FILE EXPR (EXPR on d, true = ok)
+pyjson() {
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' "$1" "$2"
+}
+
+command -v python3 >/dev/null || bail "python3 is needed to read the JSON"
+
+# ---- help and the table -----------------------------------------------------
+sim --help
+is "$RC" 0 "--help exits 0"
+like "$OUT" "usage: kria simulate" "--help prints the usage"
+like "$OUT" "--trace FILE" "--help documents --trace"
+
+small=(--urls 300 --hosts 3 --days 2 --window-days 1 --seed 3)
+sim "${small[@]}"
+is "$RC" 0 "a small synthetic run exits 0"
+like "$OUT" "300 URIs on 3 hosts \(synthetic\)" "the table names the world"
+like "$OUT" "whole run \(2.0d\)" "a table for the whole run"
+like "$OUT" "first 24.0h" "a table for the first window"
+like "$OUT" $'\n''fixed \([0-9.]+[smhd]\) +[0-9]+ +[0-9]+ +0\.[0-9]{3} ' "fixed names its interval, then numbers"
+like "$OUT" $'\n''multiplicative +[0-9]+ +[0-9]+ ' "a multiplicative row"
+like "$OUT" $'\n''poisson +[0-9]+ +[0-9]+ ' "a poisson row"
+like "$OUT" "poisson estimates at the end: [0-9]+ URIs" "poisson's estimates are scored"
+unlike "$OUT" "VIOLATED" "politeness held in every run"
+is "$ERR" "" "nothing on stderr"
+
+# ---- JSON ---------------------------------------------------------------------
+sim "${small[@]}" --json
+is "$RC" 0 "--json exits 0"
+cp "$T/out" "$T/a.json"
+check "--json is one JSON object" pyjson "$T/a.json" 'isinstance(d, dict)'
+check "world fields" pyjson "$T/a.json" \
+  'd["uris"] == 300 and d["hosts"] == 3 and d["source"] == "synthetic" and d["seed"] == 3 and d["days"] == 2'
+check "the three policies in order" pyjson "$T/a.json" \
+  '[p["policy"] for p in d["policies"]] == ["fixed", "multiplicative", "poisson"]'
+keys='["versions_existed","versions_captured","capture_ratio","mean_freshness","mean_age_s","fetches","body_bytes","fetches_per_captured_version","not_modified","mid_fetch_aborts","unchanged_visits","unchanged_full_body_bytes","unchanged_body_bytes","unchanged_bytes_saved","lost_by_validators"]'
+check "every metric, whole run and first window" pyjson "$T/a.json" \
+  "all(set($keys) <= set(p[k]) for p in d['policies'] for k in ('all', 'first'))"
+check "metrics are consistent" pyjson "$T/a.json" \
+  'all(0 <= p[k]["versions_captured"] <= p[k]["versions_existed"] and 0 <= p[k]["mean_freshness"] <= 1 and p[k]["fetches"] > 0 for p in d["policies"] for k in ("all","first"))'
+check "the first window is part of the run" pyjson "$T/a.json" \
+  'all(p["first"]["fetches"] <= p["all"]["fetches"] and p["first"]["versions_existed"] <= p["all"]["versions_existed"] for p in d["policies"])'
+check "every policy saw the same changes" pyjson "$T/a.json" \
+  'len({p["all"]["versions_existed"] for p in d["policies"]}) == 1'
+check "fixed has its interval, the others null" pyjson "$T/a.json" \
+  'd["policies"][0]["fixed_interval_s"] > 0 and d["policies"][1]["fixed_interval_s"] is None'
+check "politeness was checked and held" pyjson "$T/a.json" \
+  'all(p["politeness_checked"] > 0 and p["politeness_violations"] == 0 for p in d["policies"])'
+check "ratios between policies" pyjson "$T/a.json" \
+  'set(["poisson_vs_fixed","poisson_vs_multiplicative","poisson_vs_multiplicative_first"]) <= set(d["ratios"])'
+check "poisson reports its estimates" pyjson "$T/a.json" \
+  '0 <= d["policies"][2]["estimates"]["within_2x"] <= 1'
+
+# the same numbers from child processes
+sim "${small[@]}" --json --jobs 2
+is "$RC" 0 "--jobs 2 exits 0"
+cp "$T/out" "$T/b.json"
+check "--jobs 2 gives the same numbers" python3 -c '
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+strip = lambda d: [{k: v for k, v in p.items() if k not in ("wall_s", "cpu_s")} for p in d["policies"]]
+sys.exit(0 if strip(a) == strip(b) else 1)' "$T/a.json" "$T/b.json"
+
+# one policy, and the oracle diagnostic
+sim --urls 100 --hosts 2 --days 1 --policy poisson,oracle --json
+is "$RC" 0 "--policy poisson,oracle exits 0"
+check "only the policies asked for" pyjson "$T/out" \
+  '[p["policy"] for p in d["policies"]] == ["poisson", "oracle"] and "poisson_vs_oracle" in d["ratios"]'
+sim --urls 100 --hosts 2 --days 1 --policy fixed --fixed-interval 6h --json
+is "$RC" 0 "fixed alone with --fixed-interval exits 0"
+check "fixed uses the interval given" pyjson "$T/out" 'd["policies"][0]["fixed_interval_s"] == 21600'
+
+# ---- traces -----------------------------------------------------------------------
+cat >"$T/trace" <<'EOF'
+# URI                        type       changes     validators volatile
+http://news.example/         text/html  rate=1h     correct    yes
+http://news.example/logo.png image/png  never       correct    no   size=4KiB
+http://news.example/a        text/html  every=6h    missing    no
+http://blog.example/p/1      text/html  at=2h,1d    lying      no
+EOF
+sim --trace "$T/trace" --days 2 --delay 1s --json
+is "$RC" 0 "a trace runs"
+check "the trace's URIs and hosts" pyjson "$T/out" \
+  'd["uris"] == 4 and d["hosts"] == 2 and d["source"] == "trace" and d["trace"].endswith("/trace")'
+check "versions from the trace's change times" pyjson "$T/out" \
+  'd["policies"][1]["all"]["versions_existed"] >= 2 + 8'
+
+printf 'http://a.example/ text/html rate=1h correct no\nhttp://a.example/b text/html rate=fast correct no\n' >"$T/bad"
+sim --trace "$T/bad" --days 1
+is "$RC" 2 "a bad trace exits 2"
+like "$ERR" "kria: error: invalid: .*/bad:2: bad period" "the error names file and line"
+is "$OUT" "" "nothing on stdout"
+sim --trace "$T/missing" --days 1
+is "$RC" 2 "a missing trace exits 2"
+like "$ERR" "io: .*missing" "and says why"
+
+# ---- config ----------------------------------------------------------------------
+printf '[wait "all"]\ninitial-wait = 1h\nmin-wait = 10m\nmax-wait = 7d\n[politeness]\nmin-delay = 3s\nmax-delay = 3s\n' >"$T/sim.conf"
+sim --urls 100 --hosts 2 --days 1 -c "$T/sim.conf" --policy multiplicative --json
+is "$RC" 0 "-c FILE is read"
+check "the config's politeness applies" pyjson "$T/out" \
+  'd["policies"][0]["politeness_min_gap_ms"] >= 0 and d["policies"][0]["all"]["fetches"] <= 2 * 86400 / 3 + 2'
+sim --urls 100 --hosts 2 --days 1 -c "$T/nonexistent.conf"
+is "$RC" 2 "an unreadable config exits 2"
+like "$ERR" "config" "and says it is the config"
+sim --urls 100 --hosts 2 --days 1 -o politeness.min-delay=forever
+is "$RC" 2 "a bad -o exits 2"
+
+# ---- usage -----------------------------------------------------------------------
+usage_err "unknown option" "unknown option '--frobnicate'" --frobnicate
+usage_err "a value is missing" "--urls needs a value" --urls
+usage_err "--urls 0" "--urls: bad value '0'" --urls 0
+usage_err "--hosts above --urls" "hosts" --urls 10 --hosts 20
+usage_err "--days 0" "--days: bad value" --days 0
+usage_err "an unknown policy" "unknown policy 'bogus'" --policy fixed,bogus
+usage_err "fixed alone without an interval" "fixed alone needs --fixed-interval" --policy fixed
+usage_err "--trace with synthetic options" "--trace excludes" --trace "$T/trace" --urls 10
+usage_err "a bad mix" "--mix: mix: .2d..1d.: periods must be within" --mix 2d..1d
+usage_err "bad validator shares" "--validators: bad value" --validators honest=1
+usage_err "--utilisation 0" "--utilisation: bad value" --utilisation 0
+usage_err "--scheme 5" "--scheme: bad value" --scheme 5
+usage_err "--jobs 0" "--jobs: bad value" --jobs 0
+
+done_testing
