@@ -211,6 +211,8 @@ struct kr_store {
   uint64_t last_now;           /* latest time given to maybe_commit */
   kr_store_precommit_fn precommit;
   void *precommit_ud;
+  kr_store_presync_fn presync;
+  void *presync_ud;
   /* checkpoints */
   struct ckpt_job *job;        /* running job, NULL when none */
   uv_mutex_t mu;               /* guards thread_busy */
@@ -594,6 +596,7 @@ static int commit(kr_store_t *st) {
     KR_LOG(KR_LOG_ERROR, st->path, "commit aborted by its pre-commit step");
     return KR_EDB;
   }
+  if (st->presync) st->presync(st->presync_ud);
   uint64_t t0 = mono_us();
   int rc = sqlite3_step(st->stmt[S_COMMIT]);
   sqlite3_reset(st->stmt[S_COMMIT]);
@@ -648,6 +651,11 @@ int kr_store_in_tx(const kr_store_t *st) { return st->in_tx; }
 void kr_store_set_precommit(kr_store_t *st, kr_store_precommit_fn fn, void *ud) {
   st->precommit = fn;
   st->precommit_ud = ud;
+}
+
+void kr_store_set_presync(kr_store_t *st, kr_store_presync_fn fn, void *ud) {
+  st->presync = fn;
+  st->presync_ud = ud;
 }
 
 /* ---- checkpoints ------------------------------------------------------------ */

@@ -124,6 +124,12 @@ int kr_store_in_tx(const kr_store_t *st);
  * writes its dirty host rows). A negative return aborts the commit. */
 typedef int (*kr_store_precommit_fn)(void *ud);
 void kr_store_set_precommit(kr_store_t *st, kr_store_precommit_fn fn, void *ud);
+/* Called right before each COMMIT, after the pre-commit step, for output
+ * that must be on disk before the store says its work was done (the WARC
+ * files under durability batch: a crash may repeat a fetch, never lose
+ * one). It cannot stop the commit. NULL clears it. */
+typedef void (*kr_store_presync_fn)(void *ud);
+void kr_store_set_presync(kr_store_t *st, kr_store_presync_fn fn, void *ud);
 
 /* ---- URIs ------------------------------------------------------------ */
 

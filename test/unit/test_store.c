@@ -347,6 +347,43 @@ static void grouped_commits(void **state) {
   assert_int_equal(sql_int("SELECT count(*) FROM uris"), 4);
 }
 
+/* presync runs before every COMMIT (after precommit), once per commit,
+ * and never when nothing is committed. */
+static int presync_calls, presync_precommits;
+static void on_presync(void *ud) {
+  kr_store_t *st = ud;
+  presync_calls++;
+  presync_precommits = precommit_calls;
+  assert_true(kr_store_in_tx(st)); /* still before the COMMIT */
+}
+
+static void presync_before_commit(void **state) {
+  (void)state;
+  kr_store_opts_t o;
+  kr_store_opts_default(&o);
+  o.commit_updates = 2;
+  kr_store_t *st = open_ok(&o);
+  precommit_calls = 0;
+  kr_store_set_precommit(st, on_precommit, st);
+  kr_store_set_presync(st, on_presync, st);
+  int64_t h;
+  kr_store_host_insert(st, "p", 1, &h);
+  assert_int_equal(kr_store_maybe_commit(st, 1000), 0);
+  assert_int_equal(presync_calls, 0);
+  kr_uri_row_t a = row("http://p/a", h, 0, 1);
+  kr_store_uri_insert(st, &a);
+  assert_int_equal(kr_store_maybe_commit(st, 1000), 1);
+  assert_int_equal(presync_calls, 1);
+  assert_int_equal(presync_precommits, 1); /* after the pre-commit step */
+  assert_int_equal(kr_store_commit(st), 0);  /* nothing open: no call */
+  assert_int_equal(presync_calls, 1);
+  kr_uri_row_t b = row("http://p/b", h, 0, 1);
+  kr_store_uri_insert(st, &b);
+  kr_store_set_presync(st, NULL, NULL); /* cleared */
+  assert_int_equal(kr_store_close(st), 0);
+  assert_int_equal(presync_calls, 1);
+}
+
 /* kr_store_abandon = kill -9: the committed survives, the rest is gone. */
 static void abandon_loses_only_uncommitted(void **state) {
   (void)state;
@@ -651,6 +688,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(uris_roundtrip, setup, teardown),
       cmocka_unit_test_setup_teardown(hosts_reload, setup, teardown),
       cmocka_unit_test_setup_teardown(grouped_commits, setup, teardown),
+      cmocka_unit_test_setup_teardown(presync_before_commit, setup, teardown),
       cmocka_unit_test_setup_teardown(abandon_loses_only_uncommitted, setup, teardown),
       cmocka_unit_test_setup_teardown(refuses_non_sqlite, setup, teardown),
       cmocka_unit_test_setup_teardown(refuses_foreign, setup, teardown),
