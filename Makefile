@@ -44,7 +44,7 @@ DNS_SRCS := src/dns.c
 NET_SRCS := src/digest.c src/inflate.c src/conn.c src/tls.c src/http.c src/cmd_fetch.c
 ROBOTS_SRCS := src/robots.c src/cmd_robots.c
 CONFIG_SRCS := src/config.c src/config_schema.c
-SIM_SRCS := src/sim.c src/cmd_simulate.c
+SIM_SRCS := src/sim.c src/sim_world.c src/cmd_simulate.c
 SVC_SRCS := src/sdnotify.c src/status.c src/status_pages.c src/progress.c src/service.c src/cmd_status.c
 WARC_SRCS := src/warc.c src/warcfile.c src/cmd_cdx.c
 ADAPT_SRCS := src/wait.c src/estimate.c src/validators.c src/strip.c
@@ -79,7 +79,7 @@ $(B)/libkria.a: $(LIB_OBJS) $(LLHTTP_OBJS)
 	ar rcs $@ $^
 
 # Commands are weak in cli.c while under construction: -u pulls them in.
-CMD_SYMS := kr_cmd_url kr_cmd_fetch kr_cmd_robots kr_cmd_crawl kr_cmd_cdx kr_cmd_simulate
+CMD_SYMS := kr_cmd_url kr_cmd_fetch kr_cmd_robots kr_cmd_crawl kr_cmd_cdx kr_cmd_simulate kr_cmd_status kr_cmd_report
 $(KRIA): $(MAIN_OBJS) $(B)/libkria.a
 	$(CC) $(ALL_LDFLAGS) $(CMD_SYMS:%=-Wl,-u,%) -o $@ $(MAIN_OBJS) $(B)/libkria.a $(LIBS)
 

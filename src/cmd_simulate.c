@@ -53,10 +53,16 @@ static const char usage_text[] =
     "  --valence N           fetches per host at once\n"
     "  --fetch-time DUR      median fetch duration (150ms), log-normal\n"
     "  --fetch-sigma S       its sigma (0.5)\n"
-    "  --utilisation U       poisson: share of the politeness budget to plan (0.95)\n"
+    "  --utilisation U       poisson: share of the politeness budget to plan\n"
+    "                        (adaptive.budget-utilisation, 0.9)\n"
     "  --no-conditional      never send If-None-Match / If-Modified-Since\n"
-    "  --scheme N            mid-fetch scheme 1-4 or timestamp|etag|both|either (4)\n"
-    "  --sample-rate R       validator trust: share checked in full (0.05)\n"
+    "  --no-midfetch         never abort a download on validators\n"
+    "  --scheme N            mid-fetch scheme 1-4 or timestamp|etag|both|either\n"
+    "                        (adaptive.midfetch-scheme, either)\n"
+    "  --sample-rate R       validator trust: share checked in full\n"
+    "                        (adaptive.trust-sample, 0.05)\n"
+    "  --sketch-prior        poisson: URIs count in their host's allocator from\n"
+    "                        the first visit, at the prior's rate\n"
     "  --no-strip            volatile sections are not stripped from the digest\n"
     "  --abort-bytes BYTES   body bytes a mid-fetch abort still reads (1460)\n"
     "  --state-dir DIR       where temporary state databases go\n"
@@ -347,13 +353,21 @@ static void print_json(const kr_sim_world_t *w, const kr_sim_opts_t *o, const ch
     json_str(f, trace);
   }
   fprintf(f,
-          ", \"seed\": %" PRIu64 ", \"days\": %.4f, \"window_days\": %.4f"
-          ", \"delay_ms\": %" PRId64 ", \"fetch_ms\": %" PRId64 ", \"utilisation\": %.3f"
-          ", \"conditional\": %s, \"strip\": %s, \"scheme\": %d, \"sample_rate\": %.4f,\n"
-          " \"policies\": [",
+          ", \"seed\": %" PRIu64 ", \"days\": %.4f, \"window_days\": %.4f, \"fetch_ms\": %" PRId64
+          ", \"conditional\": %s, \"midfetch\": %s, \"strip\": %s, \"sketch_prior\": %s",
           o->seed, (double)o->duration_ms / 86400000.0, (double)o->window_ms / 86400000.0,
-          o->delay_ms, o->fetch_ms, o->utilisation, o->conditional ? "true" : "false",
-          o->strip ? "true" : "false", (int)o->scheme, o->trust.sample_rate);
+          o->fetch_ms, o->conditional ? "true" : "false", o->midfetch ? "true" : "false",
+          o->strip ? "true" : "false", o->sketch_prior ? "true" : "false");
+  /* overrides; null: each host's config */
+  if (o->delay_ms >= 0) fprintf(f, ", \"delay_ms\": %" PRId64, o->delay_ms);
+  else fprintf(f, ", \"delay_ms\": null");
+  if (o->utilisation > 0) fprintf(f, ", \"utilisation\": %.4f", o->utilisation);
+  else fprintf(f, ", \"utilisation\": null");
+  if (o->scheme) fprintf(f, ", \"scheme\": %d", (int)o->scheme);
+  else fprintf(f, ", \"scheme\": null");
+  if (o->sample_rate >= 0) fprintf(f, ", \"sample_rate\": %.4f", o->sample_rate);
+  else fprintf(f, ", \"sample_rate\": null");
+  fprintf(f, ",\n \"policies\": [");
   for (size_t i = 0; i < n; i++) {
     const kr_sim_result_t *r = &jobs[i]->res;
     fprintf(f, "%s\n  {\"policy\": \"%s\", \"fixed_interval_s\": ", i ? "," : "",
@@ -438,6 +452,10 @@ int kr_cmd_simulate(int argc, char **argv) {
       o.conditional = 0;
     } else if (!strcmp(a, "--no-strip")) {
       o.strip = 0;
+    } else if (!strcmp(a, "--no-midfetch")) {
+      o.midfetch = 0;
+    } else if (!strcmp(a, "--sketch-prior")) {
+      o.sketch_prior = 1;
     } else if (!strcmp(a, "--trace")) {
       NEED_ARG();
       trace = v;
@@ -528,7 +546,7 @@ int kr_cmd_simulate(int argc, char **argv) {
       if (kr_validators_scheme_parse(v, strlen(v), &o.scheme)) BAD("1-4, timestamp, etag, both, either");
     } else if (!strcmp(a, "--sample-rate")) {
       NEED_ARG();
-      if (parse_double(v, 0, 1, &o.trust.sample_rate)) BAD("a share within 0..1");
+      if (parse_double(v, 0, 1, &o.sample_rate)) BAD("a share within 0..1");
     } else if (!strcmp(a, "--abort-bytes")) {
       NEED_ARG();
       if (kr_config_parse_size(v, strlen(v), &o.abort_bytes) || o.abort_bytes > (UINT64_C(1) << 30))

@@ -1,18 +1,16 @@
 /*
- * The revisit simulator (see sim.h for the model, the trace format and the
- * metrics). A world is the ground truth: URIs with change processes,
- * validator behaviour and sizes, built from a trace or synthetically, and
- * read-only during runs. A run opens a real frontier in a temporary state
- * directory on a virtual clock, adds every URI, and lets the timer wheel
- * drive it: the frontier's on_ready pulls URIs, each issued URI becomes a
- * simulated fetch whose completion is one more wheel entry at issue time +
- * a drawn duration, and the completion plays the server (status, ETag,
- * Last-Modified, body) and the crawler's processors (conditional request,
- * mid-fetch check with validator trust, change digest, wait policy)
- * before handing the outcome to kr_frontier_finished(). Scoring happens
- * on the side from the ground truth. Sections: helpers and random numbers,
- * worlds (common, synthetic, mix, trace), change processes, runs (hosts,
- * metrics, fetches, the loop), names.
+ * The revisit simulator's runs (see sim.h for the model and the metrics;
+ * the worlds are built in sim_world.c). A run opens a real frontier in a
+ * temporary state directory on a virtual clock, adds every URI, and lets
+ * the timer wheel drive it: the frontier's on_ready pulls URIs, each
+ * issued URI becomes a simulated fetch whose completion is one more wheel
+ * entry at issue time + a drawn duration, and the completion plays the
+ * server (status, ETag, Last-Modified, body) and the crawler's processors
+ * (conditional request, mid-fetch check with validator trust, change
+ * digest, wait policy) before handing the outcome, with the visit history
+ * the policy read, to kr_frontier_finished(). Scoring happens on the side
+ * from the ground truth. Sections: helpers, change processes, runs (state,
+ * hosts, metrics, fetches, the loop), derived figures and names.
  */
 #include "sim.h"
 
@@ -36,47 +34,19 @@
 #include "kria/url.h"
 #include "kria/wait.h"
 #include "log.h"
+#include "sim_int.h"
 #include "timer.h"
 
-#define YEAR_MS (365 * INT64_C(86400000))
-#define MIN_PERIOD_MS 1000          /* Poisson and regular periods: >= 1 s */
-#define MAX_PERIOD_MS (100 * YEAR_MS)
-#define MAX_SIZE (UINT64_C(1) << 30)
-#define DEFAULT_SIZE 10240
+#define YEAR_MS KR__SIM_YEAR_MS
 #define MAX_CHANGES 1e9             /* expected changes of a world in one run */
 #define CHUNK_MS 10000              /* virtual time between kr_frontier_turn calls */
 #define ETAG_LEN 18                 /* "%016llx" quoted */
 
-/* ---- helpers and random numbers ------------------------------------------- */
+/* ---- helpers ------------------------------------------------------------------ */
 
-static int errf(char *err, size_t errlen, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int errf(char *err, size_t errlen, int rc, const char *fmt, ...) {
-  if (err && errlen) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-  }
-  return rc;
-}
-
-static uint64_t mix64(uint64_t z) {
-  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
-
-/* splitmix64: small state, good enough for simulation, and a URI's stream
- * depends only on (seed, index). */
-static uint64_t rnd(uint64_t *s) { return mix64(*s += UINT64_C(0x9e3779b97f4a7c15)); }
-static double unif(uint64_t *s) { return ((double)(rnd(s) >> 11) + 0.5) * 0x1p-53; }
-static double gauss(uint64_t *s) {
-  return sqrt(-2.0 * log(unif(s))) * cos(2 * M_PI * unif(s));
-}
 /* Exponential with mean 1/rate (changes/s), in whole ms >= 1, bounded. */
 static int64_t exp_ms(uint64_t *s, double rate) {
-  double ms = -log(unif(s)) / rate * 1000.0;
+  double ms = -log(kr__sim_unif(s)) / rate * 1000.0;
   if (!(ms < 1e15)) return INT64_C(1000000000000000);
   return ms < 1 ? 1 : (int64_t)ceil(ms);
 }
@@ -92,591 +62,6 @@ static double cpu_s(void) {
   getrusage(RUSAGE_SELF, &ru);
   return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
          (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
-}
-
-/* ---- worlds ------------------------------------------------------------------ */
-
-typedef struct wuri {
-  uint64_t url_off;    /* into pool, NUL-terminated */
-  uint32_t url_len;
-  uint32_t ctype;      /* index into types */
-  uint8_t change;      /* kr_sim_change_t */
-  uint8_t validators;  /* kr_sim_validators_t */
-  uint8_t is_volatile;
-  double rate;         /* POISSON_RATE */
-  int64_t period_ms;   /* EVERY */
-  uint64_t at_off;     /* AT: into at[] */
-  uint32_t at_n;
-  uint64_t size;
-  uint64_t fp;
-} wuri_t;
-
-struct kr_sim_world {
-  wuri_t *u;
-  size_t n, cap;
-  char *pool;
-  size_t pool_len, pool_cap;
-  char **types;
-  size_t ntypes;
-  int64_t *at;          /* change offsets from the start (ms) */
-  size_t nat, at_cap;
-  uint64_t seed;
-  uint32_t *map;        /* fp -> index + 1, open addressing */
-  size_t map_cap;
-};
-
-static kr_sim_world_t *world_new(uint64_t seed) {
-  kr_sim_world_t *w = kr_xcalloc(1, sizeof *w);
-  w->seed = seed;
-  return w;
-}
-
-void kr_sim_world_free(kr_sim_world_t *w) {
-  if (!w) return;
-  for (size_t i = 0; i < w->ntypes; i++) free(w->types[i]);
-  free(w->types);
-  free(w->u);
-  free(w->pool);
-  free(w->at);
-  free(w->map);
-  free(w);
-}
-
-size_t kr_sim_world_count(const kr_sim_world_t *w) { return w->n; }
-
-static const char *wurl(const kr_sim_world_t *w, const wuri_t *u) { return w->pool + u->url_off; }
-
-void kr_sim_world_uri(const kr_sim_world_t *w, size_t i, kr_sim_uri_info_t *out) {
-  const wuri_t *u = &w->u[i];
-  out->url = wurl(w, u);
-  out->content_type = w->types[u->ctype];
-  out->change = (kr_sim_change_t)u->change;
-  out->rate = u->rate;
-  out->period_ms = u->period_ms;
-  out->at_n = u->at_n;
-  out->validators = (kr_sim_validators_t)u->validators;
-  out->is_volatile = u->is_volatile;
-  out->size = u->size;
-}
-
-/* Intern a content type; -1 when there are too many. */
-static int type_intern(kr_sim_world_t *w, const char *s, size_t n) {
-  for (size_t i = 0; i < w->ntypes; i++)
-    if (strlen(w->types[i]) == n && memcmp(w->types[i], s, n) == 0) return (int)i;
-  if (w->ntypes >= KR_SIM_MAX_TYPES) return -1;
-  if ((w->ntypes & (w->ntypes + 1)) == 0 || w->ntypes == 0)
-    w->types = kr_xrealloc(w->types, (w->ntypes * 2 + 2) * sizeof *w->types);
-  w->types[w->ntypes] = kr_xstrndup(s, n);
-  return (int)w->ntypes++;
-}
-
-/* Append a URI (url copied into the pool). */
-static wuri_t *world_push(kr_sim_world_t *w, const char *url, size_t len) {
-  if (w->n == w->cap) {
-    w->cap = w->cap ? w->cap * 2 : 1024;
-    w->u = kr_xrealloc(w->u, w->cap * sizeof *w->u);
-  }
-  if (w->pool_len + len + 1 > w->pool_cap) {
-    size_t nc = w->pool_cap ? w->pool_cap : 65536;
-    while (nc < w->pool_len + len + 1) nc *= 2;
-    w->pool = kr_xrealloc(w->pool, nc);
-    w->pool_cap = nc;
-  }
-  wuri_t *u = &w->u[w->n++];
-  memset(u, 0, sizeof *u);
-  u->url_off = w->pool_len;
-  u->url_len = (uint32_t)len;
-  memcpy(w->pool + w->pool_len, url, len);
-  w->pool[w->pool_len + len] = 0;
-  w->pool_len += len + 1;
-  u->fp = kr_fp(url, len);
-  u->size = DEFAULT_SIZE;
-  return u;
-}
-
-static int64_t world_find(const kr_sim_world_t *w, uint64_t fp) {
-  if (!w->map_cap) return -1;
-  size_t mask = w->map_cap - 1;
-  for (size_t j = (size_t)mix64(fp) & mask;; j = (j + 1) & mask) {
-    uint32_t v = w->map[j];
-    if (!v) return -1;
-    if (w->u[v - 1].fp == fp) return (int64_t)v - 1;
-  }
-}
-
-/* Index every fingerprint; the index of the first URI with the same fp
- * as URI i when there is one (a duplicate), else -1. */
-static int64_t world_index_one(kr_sim_world_t *w, size_t i) {
-  size_t mask = w->map_cap - 1;
-  uint64_t fp = w->u[i].fp;
-  for (size_t j = (size_t)mix64(fp) & mask;; j = (j + 1) & mask) {
-    uint32_t v = w->map[j];
-    if (!v) {
-      w->map[j] = (uint32_t)i + 1;
-      return -1;
-    }
-    if (w->u[v - 1].fp == fp) return (int64_t)v - 1;
-  }
-}
-
-static void world_map_alloc(kr_sim_world_t *w, size_t n) {
-  size_t cap = 16;
-  while (cap < 2 * n) cap *= 2;
-  free(w->map);
-  w->map = kr_xcalloc(cap, sizeof *w->map);
-  w->map_cap = cap;
-}
-
-/* ---- synthetic --------------------------------------------------------------- */
-
-void kr_sim_synth_default(kr_sim_synth_t *s) {
-  memset(s, 0, sizeof *s);
-  s->urls = 1000;
-  s->hosts = 10;
-  s->seed = 1;
-  s->volatile_share = 0.1;
-  s->share[KR_SIM_VAL_CORRECT] = 0.7;
-  s->share[KR_SIM_VAL_MISSING] = 0.2;
-  s->share[KR_SIM_VAL_LYING] = 0.1;
-  s->size = DEFAULT_SIZE;
-  s->content_type = "text/html";
-}
-
-static int dur_parse(const char *s, size_t n, int64_t *ms) {
-  if (n == 1 && s[0] == '0') return KR_EINVAL; /* periods are positive */
-  return kr_config_parse_duration(s, n, ms);
-}
-
-int kr_sim_mix_parse(const char *s, kr_sim_mix_t *out, char *err, size_t errlen) {
-  memset(out, 0, sizeof *out);
-  size_t len = strlen(s);
-  size_t i = 0;
-  while (i <= len) {
-    size_t j = i;
-    while (j < len && s[j] != ',') j++;
-    const char *p = s + i;
-    size_t n = j - i;
-    while (n && (*p == ' ' || *p == '\t')) p++, n--;
-    while (n && (p[n - 1] == ' ' || p[n - 1] == '\t')) n--;
-    if (!n) return errf(err, errlen, KR_EINVAL, "mix: empty component");
-    if (out->n >= KR_SIM_MAX_MIX)
-      return errf(err, errlen, KR_EINVAL, "mix: more than %u components", KR_SIM_MAX_MIX);
-    kr_sim_mix_item_t *it = &out->item[out->n];
-    it->weight = 1;
-    const char *colon = memchr(p, ':', n);
-    if (colon) {
-      char num[64];
-      size_t wl = (size_t)(colon - p);
-      if (wl == 0 || wl >= sizeof num)
-        return errf(err, errlen, KR_EINVAL, "mix: bad weight in '%.*s'", (int)n, p);
-      memcpy(num, p, wl);
-      num[wl] = 0;
-      char *end;
-      errno = 0;
-      double wt = strtod(num, &end);
-      if (*end || errno || !(wt > 0) || !isfinite(wt))
-        return errf(err, errlen, KR_EINVAL, "mix: bad weight '%s'", num);
-      it->weight = wt;
-      n -= wl + 1;
-      p = colon + 1;
-    }
-    if (n == 5 && memcmp(p, "never", 5) == 0) {
-      it->never = 1;
-    } else {
-      const char *dots = NULL;
-      for (size_t k = 0; k + 1 < n; k++)
-        if (p[k] == '.' && p[k + 1] == '.') {
-          dots = p + k;
-          break;
-        }
-      int64_t lo, hi;
-      if (dots) {
-        if (dur_parse(p, (size_t)(dots - p), &lo) || dur_parse(dots + 2, n - (size_t)(dots - p) - 2, &hi))
-          return errf(err, errlen, KR_EINVAL, "mix: bad range '%.*s' (want LO..HI, e.g. 1h..30d)",
-                      (int)n, p);
-      } else {
-        if (dur_parse(p, n, &lo))
-          return errf(err, errlen, KR_EINVAL,
-                      "mix: bad component '%.*s' (want never, a period or LO..HI)", (int)n, p);
-        hi = lo;
-      }
-      if (lo < MIN_PERIOD_MS || hi > MAX_PERIOD_MS || lo > hi)
-        return errf(err, errlen, KR_EINVAL,
-                    "mix: '%.*s': periods must be within 1s..36500d, low first", (int)n, p);
-      it->lo_s = (double)lo / 1000.0;
-      it->hi_s = (double)hi / 1000.0;
-    }
-    out->n++;
-    i = j + 1;
-  }
-  return 0;
-}
-
-/* Largest remainder: how many of n items get each of k shares. */
-static void apportion(const double *share, int k, uint64_t n, uint64_t *cnt) {
-  double tot = 0;
-  for (int i = 0; i < k; i++) tot += share[i] > 0 ? share[i] : 0;
-  uint64_t given = 0;
-  double rem[8] = {0};
-  for (int i = 0; i < k; i++) {
-    double q = tot > 0 && share[i] > 0 ? (double)n * share[i] / tot : 0;
-    cnt[i] = (uint64_t)floor(q);
-    rem[i] = q - floor(q);
-    given += cnt[i];
-  }
-  if (tot <= 0) {
-    cnt[0] = n;
-    return;
-  }
-  while (given < n) {
-    int best = 0;
-    for (int i = 1; i < k; i++)
-      if (rem[i] > rem[best]) best = i;
-    cnt[best]++;
-    rem[best] = -1;
-    given++;
-  }
-}
-
-int kr_sim_world_synthetic(const kr_sim_synth_t *s, kr_sim_world_t **out, char *err,
-                           size_t errlen) {
-  *out = NULL;
-  if (s->urls == 0 || s->urls > KR_SIM_MAX_URIS)
-    return errf(err, errlen, KR_EINVAL, "--urls must be within 1..%u", KR_SIM_MAX_URIS);
-  if (s->hosts == 0 || s->hosts > s->urls)
-    return errf(err, errlen, KR_EINVAL, "--hosts must be within 1..urls");
-  if (!(s->volatile_share >= 0 && s->volatile_share <= 1))
-    return errf(err, errlen, KR_EINVAL, "the volatile share must be within 0..1");
-  double tot = 0;
-  for (int i = 0; i < 3; i++) {
-    if (!(s->share[i] >= 0) || !isfinite(s->share[i]))
-      return errf(err, errlen, KR_EINVAL, "validator shares must be >= 0");
-    tot += s->share[i];
-  }
-  if (!(tot > 0)) return errf(err, errlen, KR_EINVAL, "validator shares are all 0");
-  if (s->size == 0 || s->size > MAX_SIZE)
-    return errf(err, errlen, KR_EINVAL, "the body size must be within 1..1GiB");
-  kr_sim_mix_t mix = s->mix;
-  if (mix.n == 0) kr_sim_mix_parse("1h..30d", &mix, NULL, 0);
-  double wsum = 0;
-  for (unsigned i = 0; i < mix.n; i++) wsum += mix.item[i].weight;
-
-  kr_sim_world_t *w = world_new(s->seed);
-  const char *ct = s->content_type && *s->content_type ? s->content_type : "text/html";
-  int t = type_intern(w, ct, strlen(ct));
-  (void)t;
-
-  /* validators per host: the first hosts correct, then missing, then
-   * lying, in a shuffled host order so host index says nothing */
-  uint64_t cnt[3];
-  apportion(s->share, 3, s->hosts, cnt);
-  uint8_t *hv = kr_xmalloc(s->hosts);
-  uint64_t k = 0;
-  for (int v = 0; v < 3; v++)
-    for (uint64_t j = 0; j < cnt[v]; j++) hv[k++] = (uint8_t)v;
-  uint64_t rs = mix64(s->seed ^ UINT64_C(0x5151));
-  for (uint64_t i = s->hosts; i > 1; i--) { /* Fisher-Yates */
-    uint64_t j = rnd(&rs) % i;
-    uint8_t tmp = hv[i - 1];
-    hv[i - 1] = hv[j];
-    hv[j] = tmp;
-  }
-
-  char url[128];
-  for (uint64_t i = 0; i < s->urls; i++) {
-    uint64_t h = i % s->hosts;
-    int n = snprintf(url, sizeof url, "http://h%" PRIu64 ".sim.test/p/%" PRIu64, h, i / s->hosts);
-    wuri_t *u = world_push(w, url, (size_t)n);
-    u->ctype = 0;
-    u->validators = hv[h];
-    uint64_t r = mix64(s->seed * UINT64_C(0x2545f4914f6cdd1d) ^ (i + 1));
-    double pick = unif(&r) * wsum;
-    const kr_sim_mix_item_t *it = &mix.item[mix.n - 1];
-    for (unsigned c = 0; c < mix.n; c++) {
-      if (pick < mix.item[c].weight) {
-        it = &mix.item[c];
-        break;
-      }
-      pick -= mix.item[c].weight;
-    }
-    if (it->never) {
-      u->change = KR_SIM_NEVER;
-    } else {
-      double lp = log(it->lo_s) + unif(&r) * (log(it->hi_s) - log(it->lo_s));
-      u->change = KR_SIM_POISSON_RATE;
-      u->rate = 1.0 / exp(lp);
-    }
-    u->is_volatile = unif(&r) < s->volatile_share;
-    double sz = (double)s->size * exp(0.5 * gauss(&r));
-    if (sz < 256) sz = 256;
-    if (sz > 16.0 * (double)s->size) sz = 16.0 * (double)s->size;
-    u->size = (uint64_t)sz;
-  }
-  free(hv);
-  world_map_alloc(w, w->n);
-  for (size_t i = 0; i < w->n; i++) world_index_one(w, i);
-  *out = w;
-  return 0;
-}
-
-/* ---- trace ------------------------------------------------------------------- */
-
-typedef struct tok {
-  const char *p;
-  size_t n;
-} tok_t;
-
-static int is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
-
-static int tok_is(tok_t t, const char *s) { return t.n == strlen(s) && memcmp(t.p, s, t.n) == 0; }
-
-static int tok_prefix(tok_t t, const char *s) {
-  size_t n = strlen(s);
-  return t.n >= n && memcmp(t.p, s, n) == 0;
-}
-
-static int ctype_ok(tok_t t) {
-  if (tok_is(t, "-")) return 1;
-  size_t slash = 0;
-  for (size_t i = 0; i < t.n; i++) {
-    unsigned char c = (unsigned char)t.p[i];
-    if (c == '/') {
-      if (slash || i == 0 || i + 1 == t.n) return 0;
-      slash = i;
-    } else if (!(c > 0x20 && c < 0x7f) || strchr("()<>@,;:\\\"[]?={}", c)) {
-      return 0;
-    }
-  }
-  return slash != 0;
-}
-
-/* Parse the line's fields into u; the message names the problem. */
-static int trace_line(kr_sim_world_t *w, const tok_t *f, size_t nf, kr_buf_t *canon,
-                      char *msg, size_t msglen) {
-  if (nf < 5) return errf(msg, msglen, KR_EINVAL, "expected URI CONTENT-TYPE CHANGES VALIDATORS VOLATILE, got %zu field%s", nf, nf == 1 ? "" : "s");
-  kr_buf_reset(canon);
-  int rc = kr_url_canon_str(f[0].p, f[0].n, NULL, NULL, canon);
-  if (rc) return errf(msg, msglen, KR_EINVAL, "invalid URI '%.*s'", (int)KR_MIN(f[0].n, 200), f[0].p);
-  if (!(canon->len >= 7 && memcmp(canon->data, "http://", 7) == 0) &&
-      !(canon->len >= 8 && memcmp(canon->data, "https://", 8) == 0))
-    return errf(msg, msglen, KR_EINVAL, "not an http or https URI: '%.*s'",
-                (int)KR_MIN(f[0].n, 200), f[0].p);
-  if (canon->len > KR_URL_MAX) return errf(msg, msglen, KR_EINVAL, "URI longer than %d bytes", KR_URL_MAX);
-  if (!ctype_ok(f[1]))
-    return errf(msg, msglen, KR_EINVAL, "bad content type '%.*s' (want type/subtype or -)",
-                (int)KR_MIN(f[1].n, 100), f[1].p);
-  /* fields checked before the URI is added */
-  kr_sim_change_t change;
-  double rate = 0;
-  int64_t period = 0;
-  size_t at_start = w->nat;
-  tok_t c = f[2];
-  if (tok_is(c, "never")) {
-    change = KR_SIM_NEVER;
-  } else if (tok_prefix(c, "rate=") || tok_prefix(c, "every=")) {
-    size_t k = c.p[0] == 'r' ? 5 : 6;
-    if (dur_parse(c.p + k, c.n - k, &period) || period < MIN_PERIOD_MS || period > MAX_PERIOD_MS)
-      return errf(msg, msglen, KR_EINVAL, "bad period in '%.*s' (a duration within 1s..36500d, e.g. 6h)",
-                  (int)KR_MIN(c.n, 100), c.p);
-    change = k == 5 ? KR_SIM_POISSON_RATE : KR_SIM_EVERY;
-    rate = 1000.0 / (double)period;
-  } else if (tok_prefix(c, "at=")) {
-    change = KR_SIM_AT;
-    const char *p = c.p + 3, *end = c.p + c.n;
-    int64_t prev = -1;
-    while (p <= end) {
-      const char *q = p;
-      while (q < end && *q != ',') q++;
-      int64_t t;
-      size_t n = (size_t)(q - p);
-      if (n == 0 || kr_config_parse_duration(p, n, &t) || t < 0 || t > MAX_PERIOD_MS) {
-        w->nat = at_start;
-        return errf(msg, msglen, KR_EINVAL, "bad time '%.*s' in at= (durations from the start, e.g. 2d,9d12h)",
-                    (int)KR_MIN(n, 100), p);
-      }
-      if (t <= prev) {
-        w->nat = at_start;
-        return errf(msg, msglen, KR_EINVAL, "at= times must increase strictly ('%.*s')",
-                    (int)KR_MIN(n, 100), p);
-      }
-      if (w->nat - at_start >= KR_SIM_MAX_AT) {
-        w->nat = at_start;
-        return errf(msg, msglen, KR_EINVAL, "more than %u change times", KR_SIM_MAX_AT);
-      }
-      if (w->nat == w->at_cap) {
-        w->at_cap = w->at_cap ? w->at_cap * 2 : 1024;
-        w->at = kr_xrealloc(w->at, w->at_cap * sizeof *w->at);
-      }
-      w->at[w->nat++] = t;
-      prev = t;
-      p = q + 1;
-    }
-  } else {
-    return errf(msg, msglen, KR_EINVAL, "bad CHANGES '%.*s' (want never, rate=PERIOD, every=PERIOD or at=T,...)",
-                (int)KR_MIN(c.n, 100), c.p);
-  }
-  int val;
-  if (tok_is(f[3], "correct"))
-    val = KR_SIM_VAL_CORRECT;
-  else if (tok_is(f[3], "missing"))
-    val = KR_SIM_VAL_MISSING;
-  else if (tok_is(f[3], "lying"))
-    val = KR_SIM_VAL_LYING;
-  else {
-    w->nat = at_start;
-    return errf(msg, msglen, KR_EINVAL, "bad VALIDATORS '%.*s' (want correct, missing or lying)",
-                (int)KR_MIN(f[3].n, 100), f[3].p);
-  }
-  int vol;
-  if (tok_is(f[4], "yes"))
-    vol = 1;
-  else if (tok_is(f[4], "no"))
-    vol = 0;
-  else {
-    w->nat = at_start;
-    return errf(msg, msglen, KR_EINVAL, "bad VOLATILE '%.*s' (want yes or no)",
-                (int)KR_MIN(f[4].n, 100), f[4].p);
-  }
-  uint64_t size = DEFAULT_SIZE;
-  for (size_t i = 5; i < nf; i++) {
-    if (tok_prefix(f[i], "size=")) {
-      if (kr_config_parse_size(f[i].p + 5, f[i].n - 5, &size) || size > MAX_SIZE) {
-        w->nat = at_start;
-        return errf(msg, msglen, KR_EINVAL, "bad size '%.*s' (at most 1GiB)",
-                    (int)KR_MIN(f[i].n, 100), f[i].p);
-      }
-    } else {
-      w->nat = at_start;
-      return errf(msg, msglen, KR_EINVAL, "unknown field '%.*s' (only size=BYTES may follow)",
-                  (int)KR_MIN(f[i].n, 100), f[i].p);
-    }
-  }
-  int t = type_intern(w, tok_is(f[1], "-") ? "" : f[1].p, tok_is(f[1], "-") ? 0 : f[1].n);
-  if (t < 0) {
-    w->nat = at_start;
-    return errf(msg, msglen, KR_EINVAL, "more than %u distinct content types", KR_SIM_MAX_TYPES);
-  }
-  if (w->n >= KR_SIM_MAX_URIS) {
-    w->nat = at_start;
-    return errf(msg, msglen, KR_EINVAL, "more than %u URIs", KR_SIM_MAX_URIS);
-  }
-  wuri_t *u = world_push(w, (const char *)canon->data, canon->len);
-  u->ctype = (uint32_t)t;
-  u->change = (uint8_t)change;
-  u->rate = change == KR_SIM_POISSON_RATE ? rate : 0;
-  u->period_ms = change == KR_SIM_EVERY ? period : 0;
-  u->at_off = at_start;
-  u->at_n = (uint32_t)(w->nat - at_start);
-  u->validators = (uint8_t)val;
-  u->is_volatile = (uint8_t)vol;
-  u->size = size;
-  return 0;
-}
-
-int kr_sim_world_trace(const char *text, size_t len, const char *name, uint64_t seed,
-                       kr_sim_world_t **out, char *err, size_t errlen) {
-  *out = NULL;
-  if (!name) name = "<trace>";
-  kr_sim_world_t *w = world_new(seed);
-  kr_buf_t canon;
-  kr_buf_init(&canon, KR_URL_MAX * 4);
-  uint32_t *lines = NULL; /* line of each URI, for duplicate messages */
-  size_t lines_cap = 0;
-  int rc = 0;
-  size_t lineno = 0;
-  tok_t f[16];
-  for (size_t i = 0; i < len && !rc;) {
-    size_t j = i;
-    while (j < len && text[j] != '\n') j++;
-    lineno++;
-    const char *p = text + i;
-    size_t n = j - i;
-    i = j + 1;
-    if (n > KR_SIM_MAX_LINE) {
-      rc = errf(err, errlen, KR_EINVAL, "%s:%zu: line longer than %u bytes", name, lineno,
-                KR_SIM_MAX_LINE);
-      break;
-    }
-    if (memchr(p, 0, n)) {
-      rc = errf(err, errlen, KR_EINVAL, "%s:%zu: NUL byte", name, lineno);
-      break;
-    }
-    size_t nf = 0, k = 0;
-    while (k < n && is_blank(p[k])) k++;
-    if (k == n || p[k] == '#') continue;
-    while (k < n) {
-      size_t s = k;
-      while (k < n && !is_blank(p[k])) k++;
-      if (nf == ARRAY_SIZE(f)) {
-        nf++;
-        break;
-      }
-      f[nf++] = (tok_t){p + s, k - s};
-      while (k < n && is_blank(p[k])) k++;
-    }
-    char msg[512];
-    if (nf > ARRAY_SIZE(f)) {
-      rc = errf(err, errlen, KR_EINVAL, "%s:%zu: too many fields", name, lineno);
-      break;
-    }
-    if (trace_line(w, f, nf, &canon, msg, sizeof msg)) {
-      rc = errf(err, errlen, KR_EINVAL, "%s:%zu: %s", name, lineno, msg);
-      break;
-    }
-    if (w->n > lines_cap) {
-      lines_cap = lines_cap ? lines_cap * 2 : 1024;
-      lines = kr_xrealloc(lines, lines_cap * sizeof *lines);
-    }
-    lines[w->n - 1] = (uint32_t)KR_MIN(lineno, UINT32_MAX);
-  }
-  if (!rc && w->n == 0) rc = errf(err, errlen, KR_EINVAL, "%s: no URIs", name);
-  if (!rc) {
-    world_map_alloc(w, w->n);
-    for (size_t i = 0; i < w->n && !rc; i++) {
-      int64_t d = world_index_one(w, i);
-      if (d >= 0)
-        rc = errf(err, errlen, KR_EINVAL, "%s:%u: duplicate URI %s (first on line %u)", name,
-                  lines[i], wurl(w, &w->u[i]), lines[d]);
-    }
-  }
-  free(lines);
-  kr_buf_free(&canon);
-  if (rc) {
-    kr_sim_world_free(w);
-    return rc;
-  }
-  *out = w;
-  return 0;
-}
-
-int kr_sim_world_trace_file(const char *path, uint64_t seed, kr_sim_world_t **out, char *err,
-                            size_t errlen) {
-  *out = NULL;
-  FILE *fp = fopen(path, "rb");
-  if (!fp) return errf(err, errlen, KR_EIO, "%s: %s", path, strerror(errno));
-  size_t cap = 1 << 16, len = 0;
-  char *buf = kr_xmalloc(cap);
-  int rc = 0;
-  for (;;) {
-    if (len == cap) {
-      if (cap >= MAX_SIZE) {
-        rc = errf(err, errlen, KR_EINVAL, "%s: larger than 1GiB", path);
-        break;
-      }
-      cap *= 2;
-      buf = kr_xrealloc(buf, cap);
-    }
-    size_t got = fread(buf + len, 1, cap - len, fp);
-    len += got;
-    if (got == 0) {
-      if (ferror(fp)) rc = errf(err, errlen, KR_EIO, "%s: %s", path, strerror(errno));
-      break;
-    }
-  }
-  fclose(fp);
-  if (!rc) rc = kr_sim_world_trace(buf, len, path, seed, out, err, errlen);
-  free(buf);
-  return rc;
 }
 
 /* ---- change processes --------------------------------------------------------- */
@@ -762,7 +147,7 @@ static double true_rate(const wuri_t *u, int64_t duration_ms) {
 
 static void truth_init(const kr_sim_world_t *w, size_t i, suri_t *s, int64_t t0) {
   const wuri_t *u = &w->u[i];
-  s->rng = mix64(w->seed * UINT64_C(0x9e3779b97f4a7c15) ^ mix64(u->fp));
+  s->rng = kr__sim_mix64(w->seed * UINT64_C(0x9e3779b97f4a7c15) ^ kr__sim_mix64(u->fp));
   s->cap_version = -1;
   s->seen_version = -1;
   s->cls = -1;
@@ -795,7 +180,13 @@ typedef struct shost {
   char *name;
   const kr_config_view_t *view;
   kr_frontier_opts_t fo;     /* this host's frontier options (stable address) */
-  int conditional;
+  int conditional;           /* send If-None-Match / If-Modified-Since */
+  int midfetch;              /* abort when validators predict no change */
+  kr_vscheme_t scheme;
+  kr_etag_mode_t etag_mode;
+  kr_vtrust_params_t trust;
+  double utilisation;        /* of the politeness budget (poisson) */
+  int hint_lm;               /* poisson: Last-Modified hint */
   uint32_t valence;
   kr_alloc_host_t alloc;
   double cycle_ms;           /* mean fetch time + politeness delay */
@@ -843,7 +234,7 @@ typedef struct run {
 } run_t;
 
 static size_t ptr_slot(const void *p, size_t mask) {
-  return (size_t)mix64((uint64_t)(uintptr_t)p) & mask;
+  return (size_t)kr__sim_mix64((uint64_t)(uintptr_t)p) & mask;
 }
 
 static shost_t *host_of(run_t *r, const kr_hostq_t *h) {
@@ -905,7 +296,22 @@ static void on_host(void *ud, kr_frontier_t *f, kr_hostq_t *h) {
   sh->fo = r->fo;
   fopts_politeness(&sh->fo, sh->view, r->o);
   sh->valence = sh->fo.host_valence ? sh->fo.host_valence : 1;
-  sh->conditional = r->o->conditional && kr_config_bool(sh->view, KR_CFG_HTTP_CONDITIONAL_REQUESTS);
+  const kr_config_view_t *v = sh->view;
+  const kr_sim_opts_t *o = r->o;
+  sh->conditional = o->conditional && kr_config_bool(v, KR_CFG_HTTP_CONDITIONAL_REQUESTS);
+  sh->midfetch = o->midfetch && kr_config_bool(v, KR_CFG_ADAPTIVE_MIDFETCH);
+  sh->scheme = o->scheme ? o->scheme
+                         : (kr_vscheme_t)(kr_config_enum(v, KR_CFG_ADAPTIVE_MIDFETCH_SCHEME) + 1);
+  sh->etag_mode = (kr_etag_mode_t)kr_config_enum(v, KR_CFG_ADAPTIVE_ETAG_COMPARE);
+  kr_vtrust_params_default(&sh->trust);
+  sh->trust.sample_rate =
+      o->sample_rate >= 0 ? o->sample_rate : kr_config_float(v, KR_CFG_ADAPTIVE_TRUST_SAMPLE);
+  sh->trust.misses_to_distrust = (uint32_t)kr_config_int(v, KR_CFG_ADAPTIVE_TRUST_MISSES);
+  sh->trust.distrust_ms = kr_config_ms(v, KR_CFG_ADAPTIVE_DISTRUST_PERIOD);
+  sh->trust.probation = (uint32_t)kr_config_int(v, KR_CFG_ADAPTIVE_TRUST_PROBATION);
+  sh->utilisation =
+      o->utilisation > 0 ? o->utilisation : kr_config_float(v, KR_CFG_ADAPTIVE_BUDGET_UTILISATION);
+  sh->hint_lm = kr_config_bool(v, KR_CFG_ADAPTIVE_HINT_LAST_MODIFIED);
   kr_alloc_host_init(&sh->alloc, r->ep.x_min);
   double fm = (double)r->o->fetch_ms;
   double d = sh->fo.delay_factor * fm;
@@ -950,7 +356,7 @@ static void integrate(run_t *r, suri_t *s, int64_t t) {
 static void pull(run_t *r);
 
 static int64_t fetch_duration(run_t *r) {
-  double d = (double)r->o->fetch_ms * exp(r->o->fetch_sigma * gauss(&r->rng));
+  double d = (double)r->o->fetch_ms * exp(r->o->fetch_sigma * kr__sim_gauss(&r->rng));
   if (d < 1) d = 1;
   if (d > 60000) d = 60000;
   return (int64_t)d;
@@ -963,14 +369,14 @@ static void make_etag(char out[ETAG_LEN + 1], uint64_t h) {
 static void fail(run_t *r, int rc, const char *what) {
   if (!r->err) {
     r->err = rc;
-    errf(r->errbuf, r->errlen, rc, "%s: %s", what, kr_strerror(rc));
+    kr__sim_errf(r->errbuf, r->errlen, rc, "%s: %s", what, kr_strerror(rc));
   }
 }
 
 static void on_fetch_done(kr_wheel_entry_t *e);
 
 static void start_fetch(run_t *r, kr_curi_t *c) {
-  int64_t idx = world_find(r->w, c->fp);
+  int64_t idx = kr__sim_world_find(r->w, c->fp);
   KR_BUG_ON(idx < 0);
   suri_t *s = &r->s[idx];
   shost_t *sh = r->hosts[s->host];
@@ -1024,7 +430,7 @@ static int64_t next_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t *c, k
     return kr_wait_multiplicative(&p, c->visits ? (int64_t)c->wait_ms : 0, st,
                                   (int64_t)c->overdue_ms);
   if (r->policy == KR_SIM_ORACLE) {
-    double budget = kr_alloc_budget((int)sh->valence, (int64_t)sh->cycle_ms, r->o->utilisation);
+    double budget = kr_alloc_budget((int)sh->valence, (int64_t)sh->cycle_ms, sh->utilisation);
     kr_alloc_host_maybe_solve(&sh->alloc, budget, r->o->solve_every);
     double lambda = s->lambda > 0 ? s->lambda : 1e-12;
     return kr_wait_clamp(&p, (int64_t)KR_MIN(kr_alloc_host_x(&sh->alloc) / lambda * 1000.0, 9e18));
@@ -1032,12 +438,12 @@ static int64_t next_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t *c, k
   kr_vhist_t h;
   if (kr_vhist_decode(&h, hist, *hist_len)) kr_vhist_init(&h);
   kr_est_hints_t hints = kr_est_hints_none();
-  hints.last_modified = has_lm;
-  double budget = kr_alloc_budget((int)sh->valence, (int64_t)sh->cycle_ms, r->o->utilisation);
+  if (sh->hint_lm) hints.last_modified = has_lm;
+  double budget = kr_alloc_budget((int)sh->valence, (int64_t)sh->cycle_ms, sh->utilisation);
   kr_alloc_host_maybe_solve(&sh->alloc, budget, r->o->solve_every);
   kr_wait_info_t info;
   int64_t wait = kr_wait_poisson(&p, &r->ep, &h, st, &hints, kr_alloc_host_x(&sh->alloc), &info);
-  if (s->cls >= 0 && info.observations > 0) {
+  if (s->cls >= 0 && (info.observations > 0 || r->o->sketch_prior)) {
     kr_alloc_host_update(&sh->alloc, s->cls, s->lambda, info.lambda);
     s->lambda = info.lambda;
   }
@@ -1068,14 +474,14 @@ static void on_fetch_done(kr_wheel_entry_t *e) {
   switch (u->validators) {
   case KR_SIM_VAL_CORRECT:
     if (u->is_volatile) {
-      make_etag(etag, mix64(u->fp ^ mix64(((uint64_t)s->version << 32) ^ s->responses)));
+      make_etag(etag, kr__sim_mix64(u->fp ^ kr__sim_mix64(((uint64_t)s->version << 32) ^ s->responses)));
     } else {
-      make_etag(etag, mix64(u->fp ^ mix64((uint64_t)s->version + 1)));
+      make_etag(etag, kr__sim_mix64(u->fp ^ kr__sim_mix64((uint64_t)s->version + 1)));
       lm = s->last_change / 1000;
     }
     break;
   case KR_SIM_VAL_LYING:
-    make_etag(etag, mix64(u->fp));
+    make_etag(etag, kr__sim_mix64(u->fp));
     lm = (r->t0 - YEAR_MS) / 1000;
     break;
   default:
@@ -1085,7 +491,7 @@ static void on_fetch_done(kr_wheel_entry_t *e) {
   int has_hist = c->visits > 0;
   int has_val = has_hist && (c->etag_len > 0 || c->last_modified > 0);
   kr_vtrust_t trust = *kr_frontier_host_vtrust(c->host);
-  kr_vtrust_mode_t mode = has_val ? kr_vtrust_mode(&trust, &o->trust, c->fp, c->visits, ti)
+  kr_vtrust_mode_t mode = has_val ? kr_vtrust_mode(&trust, &sh->trust, c->fp, c->visits, ti)
                                   : KR_VTRUST_PROBATION;
   int conditional = has_val && sh->conditional && mode == KR_VTRUST_USE;
   int status = 200;
@@ -1104,7 +510,7 @@ static void on_fetch_done(kr_wheel_entry_t *e) {
   if (status == 304) {
     bytes = 0;
     st = KR_CONTENT_UNCHANGED;
-    kr_vtrust_record(&trust, &o->trust, 0, KR_CONTENT_UNKNOWN, ti);
+    kr_vtrust_record(&trust, &sh->trust, 0, KR_CONTENT_UNKNOWN, ti);
     for (int k = 0; k < 2; k++)
       if (ms[k]) ms[k]->not_modified++;
   } else {
@@ -1113,27 +519,27 @@ static void on_fetch_done(kr_wheel_entry_t *e) {
       char date[KR_HTTP_DATE_SIZE] = "";
       if (lm) kr_validators_date_format(lm, date);
       kr_val_result_t vr;
-      predicted = kr_validators_check(o->scheme, o->etag_mode, kr_slice(c->etag, c->etag_len),
+      predicted = kr_validators_check(sh->scheme, sh->etag_mode, kr_slice(c->etag, c->etag_len),
                                       kr_slice(etag, etag_len), c->last_modified,
                                       kr_slice(date, strlen(date)), &vr);
     }
-    if (has_val && mode == KR_VTRUST_USE && !predicted) {
+    if (has_val && sh->midfetch && mode == KR_VTRUST_USE && !predicted) {
       bytes = KR_MIN(u->size, o->abort_bytes);
       st = KR_CONTENT_UNCHANGED;
-      kr_vtrust_record(&trust, &o->trust, 0, KR_CONTENT_UNKNOWN, ti);
+      kr_vtrust_record(&trust, &sh->trust, 0, KR_CONTENT_UNKNOWN, ti);
       for (int k = 0; k < 2; k++)
         if (ms[k]) ms[k]->aborted++;
     } else {
       full = 1;
       bytes = u->size;
       uint64_t salt = u->is_volatile && !o->strip ? s->responses : 0;
-      digest = mix64(u->fp ^ mix64(((uint64_t)s->version << 32) + salt + 7));
+      digest = kr__sim_mix64(u->fp ^ kr__sim_mix64(((uint64_t)s->version << 32) + salt + 7));
       if (!has_hist)
         st = KR_CONTENT_CHANGED;
       else
         st = c->digest_len == 8 && !memcmp(c->digest, &digest, 8) ? KR_CONTENT_UNCHANGED
                                                                    : KR_CONTENT_CHANGED;
-      if (has_val) kr_vtrust_record(&trust, &o->trust, predicted, st, ti);
+      if (has_val) kr_vtrust_record(&trust, &sh->trust, predicted, st, ti);
     }
   }
 
@@ -1258,7 +664,7 @@ static void report_day(run_t *r) {
            "%s day %" PRId64 ": fetches %" PRIu64 ", budget %.4f/s, x %.3f (%s), sketch %u URIs, "
            "sum lambda %.4g/s",
            kr_sim_policy_name(r->policy), day, r->res->all.fetches,
-           kr_alloc_budget((int)sh->valence, (int64_t)sh->cycle_ms, r->o->utilisation),
+           kr_alloc_budget((int)sh->valence, (int64_t)sh->cycle_ms, sh->utilisation),
            sh->alloc.x,
            sh->alloc.state == KR_ALLOC_SLACK ? "slack" : sh->alloc.state == KR_ALLOC_BINDS ? "binds" : "over",
            n, sum);
@@ -1271,14 +677,12 @@ void kr_sim_opts_default(kr_sim_opts_t *o) {
   o->window_ms = 3 * INT64_C(86400000);
   o->seed = 1;
   o->delay_ms = -1;
+  o->conditional = 1;
+  o->midfetch = 1;
+  o->sample_rate = -1;
   o->fetch_ms = 150;
   o->fetch_sigma = 0.5;
-  o->utilisation = 0.95;
-  o->conditional = 1;
   o->strip = 1;
-  o->scheme = KR_VSCHEME_DEFAULT;
-  o->etag_mode = KR_ETAG_EXACT;
-  kr_vtrust_params_default(&o->trust);
   o->abort_bytes = 1460;
   o->fixed_interval_ms = 86400000;
   o->solve_every = 200;
@@ -1316,13 +720,13 @@ static int add_all(run_t *r) {
     size_t n = KR_MIN((size_t)BATCH, w->n - i);
     for (size_t k = 0; k < n; k++) {
       const wuri_t *u = &w->u[i + k];
-      links[k] = (kr_link_t){.url = wurl(w, u), .url_len = u->url_len, .hop_path = "",
+      links[k] = (kr_link_t){.url = kr__sim_url(w, u), .url_len = u->url_len, .hop_path = "",
                              .hop_len = 0, .next_at = now, .directive = KR_DIRECTIVE_NORMAL};
     }
     size_t added = 0;
     rc = kr_frontier_add_batch(r->f, links, n, now, &added);
     if (!rc && added != n) {
-      rc = errf(r->errbuf, r->errlen, KR_EINVAL,
+      rc = kr__sim_errf(r->errbuf, r->errlen, KR_EINVAL,
                 "the frontier refused %zu of the URIs (bad or duplicate)", n - added);
       break;
     }
@@ -1342,11 +746,11 @@ static int add_all(run_t *r) {
     const wuri_t *u = &w->u[i];
     suri_t *s = &r->s[i];
     truth_init(w, i, s, r->t0);
-    int k = kr_frontier_queue_key(r->f, wurl(w, u), u->url_len, key, sizeof key);
+    int k = kr_frontier_queue_key(r->f, kr__sim_url(w, u), u->url_len, key, sizeof key);
     kr_hostq_t *h = k == 0 ? kr_frontier_host_lookup(r->f, key, strlen(key)) : NULL;
     shost_t *sh = h ? host_of(r, h) : NULL;
     if (!sh) {
-      return errf(r->errbuf, r->errlen, KR_EINVAL, "no host queue for %s", wurl(w, u));
+      return kr__sim_errf(r->errbuf, r->errlen, KR_EINVAL, "no host queue for %s", kr__sim_url(w, u));
     }
     s->host = sh->idx;
     const char *ct = w->types[u->ctype];
@@ -1396,16 +800,17 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
   memset(out, 0, sizeof *out);
   if (err && errlen) err[0] = 0;
   if (o->duration_ms <= 0 || o->window_ms < 0 || o->fetch_ms <= 0 || !(o->fetch_sigma >= 0) ||
-      !(o->utilisation > 0 && o->utilisation <= 1))
-    return errf(err, errlen, KR_EINVAL, "invalid simulation options");
+      !(o->utilisation >= 0 && o->utilisation <= 1) || o->sample_rate > 1 ||
+      (unsigned)o->scheme > KR_VSCHEME_EITHER)
+    return kr__sim_errf(err, errlen, KR_EINVAL, "invalid simulation options");
   if (policy == KR_SIM_FIXED && o->fixed_interval_ms <= 0)
-    return errf(err, errlen, KR_EINVAL, "the fixed policy needs an interval");
+    return kr__sim_errf(err, errlen, KR_EINVAL, "the fixed policy needs an interval");
   double expect = 0;
   for (size_t i = 0; i < w->n; i++)
     if (w->u[i].change == KR_SIM_POISSON_RATE)
       expect += w->u[i].rate * (double)o->duration_ms / 1000.0;
   if (expect > MAX_CHANGES)
-    return errf(err, errlen, KR_ETOOBIG,
+    return kr__sim_errf(err, errlen, KR_ETOOBIG,
                 "the URIs would change about %.3g times in the run, more than the %.0g a run "
                 "may simulate: shorten it or slow the changes",
                 expect, MAX_CHANGES);
@@ -1419,7 +824,7 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
   r->traces = traces;
   r->errbuf = err;
   r->errlen = errlen;
-  r->rng = mix64(o->seed ^ UINT64_C(0x6b726961));
+  r->rng = kr__sim_mix64(o->seed ^ UINT64_C(0x6b726961));
   out->policy = policy;
   out->fixed_interval_ms = policy == KR_SIM_FIXED ? o->fixed_interval_ms : 0;
   out->politeness_min_gap_ms = -1;
@@ -1429,7 +834,7 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
     r->own_cfg = r->cfg = kr_config_new();
     if (kr_config_finish(r->cfg)) {
       kr_config_free(r->own_cfg);
-      return errf(err, errlen, KR_ECONFIG, "the default configuration does not finish");
+      return kr__sim_errf(err, errlen, KR_ECONFIG, "the default configuration does not finish");
     }
   }
   r->matcher = kr_config_matcher_new();
@@ -1452,14 +857,14 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
   char *dir = kr_xasprintf("%s/kria-sim.XXXXXX", state_parent(o));
   int rc = 0;
   if (!mkdtemp(dir)) {
-    rc = errf(err, errlen, KR_EIO, "cannot create a state directory under %s: %s",
+    rc = kr__sim_errf(err, errlen, KR_EIO, "cannot create a state directory under %s: %s",
               state_parent(o), strerror(errno));
     goto out;
   }
   char ferr[512] = "";
   rc = kr_frontier_open(dir, &r->fo, &r->timers, &r->f, ferr, sizeof ferr);
   if (rc) {
-    errf(err, errlen, rc, "%s", ferr[0] ? ferr : "cannot open the frontier");
+    kr__sim_errf(err, errlen, rc, "%s", ferr[0] ? ferr : "cannot open the frontier");
     r->f = NULL;
     goto out;
   }
@@ -1504,7 +909,7 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
 out:
   if (r->f) {
     int c = kr_frontier_close(r->f);
-    if (c < 0 && !rc) rc = errf(err, errlen, c, "closing the frontier: %s", kr_strerror(c));
+    if (c < 0 && !rc) rc = kr__sim_errf(err, errlen, c, "closing the frontier: %s", kr_strerror(c));
   }
   kr_timers_close(&r->timers, NULL);
   if (!o->keep_state && dir[0]) remove_state(dir);

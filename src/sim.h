@@ -211,22 +211,30 @@ typedef struct kr_sim_opts {
   int64_t duration_ms;       /* simulated time (30 d) */
   int64_t window_ms;         /* the early window reported apart (3 d) */
   uint64_t seed;             /* fetch durations */
-  kr_config_t *cfg;          /* finished config: [wait] stacks, politeness,
-                                http.conditional-requests, crawl.default-wait
-                                (NULL: defaults) */
+  kr_config_t *cfg;          /* finished config (NULL: defaults), read per
+                                host view: [wait] stacks, politeness.*,
+                                crawl.default-wait, http.conditional-requests,
+                                adaptive.midfetch, midfetch-scheme,
+                                etag-compare, trust-*, distrust-period,
+                                budget-utilisation, hint-last-modified */
+  /* overrides of the config for every host */
   int64_t delay_ms;          /* >= 0: politeness min = max = this; < 0: config */
-  int valence;               /* > 0: host-valence for every host; 0: config */
+  int valence;               /* > 0: host-valence; 0: config */
+  double utilisation;        /* > 0: budget-utilisation; 0: config */
+  int conditional;           /* 0: never send conditional requests; 1: config */
+  int midfetch;              /* 0: never abort mid-fetch; 1: config */
+  kr_vscheme_t scheme;       /* 1-4: mid-fetch scheme; 0: config */
+  double sample_rate;        /* >= 0: trust-sample; < 0: config */
+  /* the simulation itself */
   int64_t fetch_ms;          /* median fetch duration (150) */
   double fetch_sigma;        /* log-normal sigma of the duration (0.5) */
-  double utilisation;        /* poisson: share of the politeness budget (0.95) */
-  int conditional;           /* 1 config, 0 never send conditional requests */
   int strip;                 /* 1: volatile sections stripped from the digest */
-  kr_vscheme_t scheme;       /* mid-fetch scheme (4) */
-  kr_etag_mode_t etag_mode;  /* (exact) */
-  kr_vtrust_params_t trust;
   uint64_t abort_bytes;      /* body bytes a mid-fetch abort still reads (1460) */
   int64_t fixed_interval_ms; /* fixed policy's wait (> 0) */
   uint32_t solve_every;      /* poisson: re-solve a host after this many updates (200) */
+  int sketch_prior;          /* poisson: 1 = URIs join the sketch at their first
+                                visit with the prior's rate (as src/proc_wait.c
+                                does); 0 = once observed (see above) */
   const char *state_parent;  /* where the run's temporary state directory
                                 goes; NULL: $TMPDIR, else /dev/shm, else /tmp */
   int keep_state;            /* 1: leave the state directory (tests) */

@@ -478,6 +478,24 @@ static void validators(void **state) {
   assert_true(r2.all.aborted > r.all.not_modified * 9 / 10);
   assert_true(kr_sim_unchanged_saving(&r2.all) > 0.8);
   assert_true(kr_sim_unchanged_saving(&r2.all) < kr_sim_unchanged_saving(&r.all));
+  /* the config decides per host: no mid-fetch check either, then every
+   * visit downloads; a larger trust sample downloads more */
+  kr_config_t *cfg = config("[adaptive]\nmidfetch = false\n");
+  o.cfg = cfg;
+  run(w2, &o, KR_SIM_FIXED, &r2, NULL);
+  assert_int_equal(r2.all.aborted, 0);
+  assert_true(kr_sim_unchanged_saving(&r2.all) == 0.0);
+  kr_config_free(cfg);
+  cfg = config("[adaptive]\ntrust-sample = 0.5\n");
+  o.cfg = cfg;
+  o.conditional = 1;
+  run(w2, &o, KR_SIM_FIXED, &r2, NULL);
+  assert_true(kr_sim_unchanged_saving(&r2.all) < 0.6);
+  assert_true(kr_sim_unchanged_saving(&r2.all) > 0.4);
+  o.sample_rate = 0; /* the option overrides the config */
+  run(w2, &o, KR_SIM_FIXED, &r2, NULL);
+  assert_true(kr_sim_unchanged_saving(&r2.all) > 0.99);
+  kr_config_free(cfg);
   kr_sim_world_free(w);
   kr_sim_world_free(w2);
 }
@@ -517,7 +535,10 @@ static void refusals(void **state) {
   o.fixed_interval_ms = 0;
   assert_int_equal(kr_sim_run(w, &o, KR_SIM_FIXED, &r, err, sizeof err), KR_EINVAL);
   kr_sim_opts_default(&o);
-  o.utilisation = 0;
+  o.utilisation = 1.5;
+  assert_int_equal(kr_sim_run(w, &o, KR_SIM_POISSON, &r, err, sizeof err), KR_EINVAL);
+  kr_sim_opts_default(&o);
+  o.scheme = (kr_vscheme_t)5;
   assert_int_equal(kr_sim_run(w, &o, KR_SIM_POISSON, &r, err, sizeof err), KR_EINVAL);
   kr_sim_world_free(w);
   /* a world changing too often to simulate */

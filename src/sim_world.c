@@ -1,0 +1,590 @@
+/*
+ * Simulator worlds (see sim.h): the ground truth of `kria simulate`, built
+ * from a trace file or synthetically, and read-only while runs use it.
+ * One array of URIs, their URLs in one string pool, the content types
+ * interned, explicit change times in one array, and an index by
+ * fingerprint. Sections: common, synthetic (with the rate mix), trace.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontier.h" /* KR_URL_MAX */
+#include "internal.h"
+#include "kria/fp.h"
+#include "kria/url.h"
+#include "sim_int.h"
+
+#define MIN_PERIOD_MS 1000          /* Poisson and regular periods: >= 1 s */
+#define MAX_PERIOD_MS (100 * KR__SIM_YEAR_MS)
+#define MAX_SIZE (UINT64_C(1) << 30)
+#define DEFAULT_SIZE 10240
+
+int kr__sim_errf(char *err, size_t errlen, int rc, const char *fmt, ...) {
+  if (err && errlen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+  }
+  return rc;
+}
+
+/* ---- common ------------------------------------------------------------------ */
+
+static kr_sim_world_t *world_new(uint64_t seed) {
+  kr_sim_world_t *w = kr_xcalloc(1, sizeof *w);
+  w->seed = seed;
+  return w;
+}
+
+void kr_sim_world_free(kr_sim_world_t *w) {
+  if (!w) return;
+  for (size_t i = 0; i < w->ntypes; i++) free(w->types[i]);
+  free(w->types);
+  free(w->u);
+  free(w->pool);
+  free(w->at);
+  free(w->map);
+  free(w);
+}
+
+size_t kr_sim_world_count(const kr_sim_world_t *w) { return w->n; }
+
+
+void kr_sim_world_uri(const kr_sim_world_t *w, size_t i, kr_sim_uri_info_t *out) {
+  const wuri_t *u = &w->u[i];
+  out->url = kr__sim_url(w, u);
+  out->content_type = w->types[u->ctype];
+  out->change = (kr_sim_change_t)u->change;
+  out->rate = u->rate;
+  out->period_ms = u->period_ms;
+  out->at_n = u->at_n;
+  out->validators = (kr_sim_validators_t)u->validators;
+  out->is_volatile = u->is_volatile;
+  out->size = u->size;
+}
+
+/* Intern a content type; -1 when there are too many. */
+static int type_intern(kr_sim_world_t *w, const char *s, size_t n) {
+  for (size_t i = 0; i < w->ntypes; i++)
+    if (strlen(w->types[i]) == n && memcmp(w->types[i], s, n) == 0) return (int)i;
+  if (w->ntypes >= KR_SIM_MAX_TYPES) return -1;
+  if ((w->ntypes & (w->ntypes + 1)) == 0 || w->ntypes == 0)
+    w->types = kr_xrealloc(w->types, (w->ntypes * 2 + 2) * sizeof *w->types);
+  w->types[w->ntypes] = kr_xstrndup(s, n);
+  return (int)w->ntypes++;
+}
+
+/* Append a URI (url copied into the pool). */
+static wuri_t *world_push(kr_sim_world_t *w, const char *url, size_t len) {
+  if (w->n == w->cap) {
+    w->cap = w->cap ? w->cap * 2 : 1024;
+    w->u = kr_xrealloc(w->u, w->cap * sizeof *w->u);
+  }
+  if (w->pool_len + len + 1 > w->pool_cap) {
+    size_t nc = w->pool_cap ? w->pool_cap : 65536;
+    while (nc < w->pool_len + len + 1) nc *= 2;
+    w->pool = kr_xrealloc(w->pool, nc);
+    w->pool_cap = nc;
+  }
+  wuri_t *u = &w->u[w->n++];
+  memset(u, 0, sizeof *u);
+  u->url_off = w->pool_len;
+  u->url_len = (uint32_t)len;
+  memcpy(w->pool + w->pool_len, url, len);
+  w->pool[w->pool_len + len] = 0;
+  w->pool_len += len + 1;
+  u->fp = kr_fp(url, len);
+  u->size = DEFAULT_SIZE;
+  return u;
+}
+
+int64_t kr__sim_world_find(const kr_sim_world_t *w, uint64_t fp) {
+  if (!w->map_cap) return -1;
+  size_t mask = w->map_cap - 1;
+  for (size_t j = (size_t)kr__sim_mix64(fp) & mask;; j = (j + 1) & mask) {
+    uint32_t v = w->map[j];
+    if (!v) return -1;
+    if (w->u[v - 1].fp == fp) return (int64_t)v - 1;
+  }
+}
+
+/* Index every fingerprint; the index of the first URI with the same fp
+ * as URI i when there is one (a duplicate), else -1. */
+static int64_t world_index_one(kr_sim_world_t *w, size_t i) {
+  size_t mask = w->map_cap - 1;
+  uint64_t fp = w->u[i].fp;
+  for (size_t j = (size_t)kr__sim_mix64(fp) & mask;; j = (j + 1) & mask) {
+    uint32_t v = w->map[j];
+    if (!v) {
+      w->map[j] = (uint32_t)i + 1;
+      return -1;
+    }
+    if (w->u[v - 1].fp == fp) return (int64_t)v - 1;
+  }
+}
+
+static void world_map_alloc(kr_sim_world_t *w, size_t n) {
+  size_t cap = 16;
+  while (cap < 2 * n) cap *= 2;
+  free(w->map);
+  w->map = kr_xcalloc(cap, sizeof *w->map);
+  w->map_cap = cap;
+}
+
+/* ---- synthetic --------------------------------------------------------------- */
+
+void kr_sim_synth_default(kr_sim_synth_t *s) {
+  memset(s, 0, sizeof *s);
+  s->urls = 1000;
+  s->hosts = 10;
+  s->seed = 1;
+  s->volatile_share = 0.1;
+  s->share[KR_SIM_VAL_CORRECT] = 0.7;
+  s->share[KR_SIM_VAL_MISSING] = 0.2;
+  s->share[KR_SIM_VAL_LYING] = 0.1;
+  s->size = DEFAULT_SIZE;
+  s->content_type = "text/html";
+}
+
+static int dur_parse(const char *s, size_t n, int64_t *ms) {
+  if (n == 1 && s[0] == '0') return KR_EINVAL; /* periods are positive */
+  return kr_config_parse_duration(s, n, ms);
+}
+
+int kr_sim_mix_parse(const char *s, kr_sim_mix_t *out, char *err, size_t errlen) {
+  memset(out, 0, sizeof *out);
+  size_t len = strlen(s);
+  size_t i = 0;
+  while (i <= len) {
+    size_t j = i;
+    while (j < len && s[j] != ',') j++;
+    const char *p = s + i;
+    size_t n = j - i;
+    while (n && (*p == ' ' || *p == '\t')) p++, n--;
+    while (n && (p[n - 1] == ' ' || p[n - 1] == '\t')) n--;
+    if (!n) return kr__sim_errf(err, errlen, KR_EINVAL, "mix: empty component");
+    if (out->n >= KR_SIM_MAX_MIX)
+      return kr__sim_errf(err, errlen, KR_EINVAL, "mix: more than %u components", KR_SIM_MAX_MIX);
+    kr_sim_mix_item_t *it = &out->item[out->n];
+    it->weight = 1;
+    const char *colon = memchr(p, ':', n);
+    if (colon) {
+      char num[64];
+      size_t wl = (size_t)(colon - p);
+      if (wl == 0 || wl >= sizeof num)
+        return kr__sim_errf(err, errlen, KR_EINVAL, "mix: bad weight in '%.*s'", (int)n, p);
+      memcpy(num, p, wl);
+      num[wl] = 0;
+      char *end;
+      errno = 0;
+      double wt = strtod(num, &end);
+      if (*end || errno || !(wt > 0) || !isfinite(wt))
+        return kr__sim_errf(err, errlen, KR_EINVAL, "mix: bad weight '%s'", num);
+      it->weight = wt;
+      n -= wl + 1;
+      p = colon + 1;
+    }
+    if (n == 5 && memcmp(p, "never", 5) == 0) {
+      it->never = 1;
+    } else {
+      const char *dots = NULL;
+      for (size_t k = 0; k + 1 < n; k++)
+        if (p[k] == '.' && p[k + 1] == '.') {
+          dots = p + k;
+          break;
+        }
+      int64_t lo, hi;
+      if (dots) {
+        if (dur_parse(p, (size_t)(dots - p), &lo) || dur_parse(dots + 2, n - (size_t)(dots - p) - 2, &hi))
+          return kr__sim_errf(err, errlen, KR_EINVAL, "mix: bad range '%.*s' (want LO..HI, e.g. 1h..30d)",
+                      (int)n, p);
+      } else {
+        if (dur_parse(p, n, &lo))
+          return kr__sim_errf(err, errlen, KR_EINVAL,
+                      "mix: bad component '%.*s' (want never, a period or LO..HI)", (int)n, p);
+        hi = lo;
+      }
+      if (lo < MIN_PERIOD_MS || hi > MAX_PERIOD_MS || lo > hi)
+        return kr__sim_errf(err, errlen, KR_EINVAL,
+                    "mix: '%.*s': periods must be within 1s..36500d, low first", (int)n, p);
+      it->lo_s = (double)lo / 1000.0;
+      it->hi_s = (double)hi / 1000.0;
+    }
+    out->n++;
+    i = j + 1;
+  }
+  return 0;
+}
+
+/* Largest remainder: how many of n items get each of k shares. */
+static void apportion(const double *share, int k, uint64_t n, uint64_t *cnt) {
+  double tot = 0;
+  for (int i = 0; i < k; i++) tot += share[i] > 0 ? share[i] : 0;
+  uint64_t given = 0;
+  double rem[8] = {0};
+  for (int i = 0; i < k; i++) {
+    double q = tot > 0 && share[i] > 0 ? (double)n * share[i] / tot : 0;
+    cnt[i] = (uint64_t)floor(q);
+    rem[i] = q - floor(q);
+    given += cnt[i];
+  }
+  if (tot <= 0) {
+    cnt[0] = n;
+    return;
+  }
+  while (given < n) {
+    int best = 0;
+    for (int i = 1; i < k; i++)
+      if (rem[i] > rem[best]) best = i;
+    cnt[best]++;
+    rem[best] = -1;
+    given++;
+  }
+}
+
+int kr_sim_world_synthetic(const kr_sim_synth_t *s, kr_sim_world_t **out, char *err,
+                           size_t errlen) {
+  *out = NULL;
+  if (s->urls == 0 || s->urls > KR_SIM_MAX_URIS)
+    return kr__sim_errf(err, errlen, KR_EINVAL, "--urls must be within 1..%u", KR_SIM_MAX_URIS);
+  if (s->hosts == 0 || s->hosts > s->urls)
+    return kr__sim_errf(err, errlen, KR_EINVAL, "--hosts must be within 1..urls");
+  if (!(s->volatile_share >= 0 && s->volatile_share <= 1))
+    return kr__sim_errf(err, errlen, KR_EINVAL, "the volatile share must be within 0..1");
+  double tot = 0;
+  for (int i = 0; i < 3; i++) {
+    if (!(s->share[i] >= 0) || !isfinite(s->share[i]))
+      return kr__sim_errf(err, errlen, KR_EINVAL, "validator shares must be >= 0");
+    tot += s->share[i];
+  }
+  if (!(tot > 0)) return kr__sim_errf(err, errlen, KR_EINVAL, "validator shares are all 0");
+  if (s->size == 0 || s->size > MAX_SIZE)
+    return kr__sim_errf(err, errlen, KR_EINVAL, "the body size must be within 1..1GiB");
+  kr_sim_mix_t mix = s->mix;
+  if (mix.n == 0) kr_sim_mix_parse("1h..30d", &mix, NULL, 0);
+  double wsum = 0;
+  for (unsigned i = 0; i < mix.n; i++) wsum += mix.item[i].weight;
+
+  kr_sim_world_t *w = world_new(s->seed);
+  const char *ct = s->content_type && *s->content_type ? s->content_type : "text/html";
+  int t = type_intern(w, ct, strlen(ct));
+  (void)t;
+
+  /* validators per host: the first hosts correct, then missing, then
+   * lying, in a shuffled host order so host index says nothing */
+  uint64_t cnt[3];
+  apportion(s->share, 3, s->hosts, cnt);
+  uint8_t *hv = kr_xmalloc(s->hosts);
+  uint64_t k = 0;
+  for (int v = 0; v < 3; v++)
+    for (uint64_t j = 0; j < cnt[v]; j++) hv[k++] = (uint8_t)v;
+  uint64_t rs = kr__sim_mix64(s->seed ^ UINT64_C(0x5151));
+  for (uint64_t i = s->hosts; i > 1; i--) { /* Fisher-Yates */
+    uint64_t j = kr__sim_rnd(&rs) % i;
+    uint8_t tmp = hv[i - 1];
+    hv[i - 1] = hv[j];
+    hv[j] = tmp;
+  }
+
+  char url[128];
+  for (uint64_t i = 0; i < s->urls; i++) {
+    uint64_t h = i % s->hosts;
+    int n = snprintf(url, sizeof url, "http://h%" PRIu64 ".sim.test/p/%" PRIu64, h, i / s->hosts);
+    wuri_t *u = world_push(w, url, (size_t)n);
+    u->ctype = 0;
+    u->validators = hv[h];
+    uint64_t r = kr__sim_mix64(s->seed * UINT64_C(0x2545f4914f6cdd1d) ^ (i + 1));
+    double pick = kr__sim_unif(&r) * wsum;
+    const kr_sim_mix_item_t *it = &mix.item[mix.n - 1];
+    for (unsigned c = 0; c < mix.n; c++) {
+      if (pick < mix.item[c].weight) {
+        it = &mix.item[c];
+        break;
+      }
+      pick -= mix.item[c].weight;
+    }
+    if (it->never) {
+      u->change = KR_SIM_NEVER;
+    } else {
+      double lp = log(it->lo_s) + kr__sim_unif(&r) * (log(it->hi_s) - log(it->lo_s));
+      u->change = KR_SIM_POISSON_RATE;
+      u->rate = 1.0 / exp(lp);
+    }
+    u->is_volatile = kr__sim_unif(&r) < s->volatile_share;
+    double sz = (double)s->size * exp(0.5 * kr__sim_gauss(&r));
+    if (sz < 256) sz = 256;
+    if (sz > 16.0 * (double)s->size) sz = 16.0 * (double)s->size;
+    u->size = (uint64_t)sz;
+  }
+  free(hv);
+  world_map_alloc(w, w->n);
+  for (size_t i = 0; i < w->n; i++) world_index_one(w, i);
+  *out = w;
+  return 0;
+}
+
+/* ---- trace ------------------------------------------------------------------- */
+
+typedef struct tok {
+  const char *p;
+  size_t n;
+} tok_t;
+
+static int is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+static int tok_is(tok_t t, const char *s) { return t.n == strlen(s) && memcmp(t.p, s, t.n) == 0; }
+
+static int tok_prefix(tok_t t, const char *s) {
+  size_t n = strlen(s);
+  return t.n >= n && memcmp(t.p, s, n) == 0;
+}
+
+static int ctype_ok(tok_t t) {
+  if (tok_is(t, "-")) return 1;
+  size_t slash = 0;
+  for (size_t i = 0; i < t.n; i++) {
+    unsigned char c = (unsigned char)t.p[i];
+    if (c == '/') {
+      if (slash || i == 0 || i + 1 == t.n) return 0;
+      slash = i;
+    } else if (!(c > 0x20 && c < 0x7f) || strchr("()<>@,;:\\\"[]?={}", c)) {
+      return 0;
+    }
+  }
+  return slash != 0;
+}
+
+/* Parse the line's fields into u; the message names the problem. */
+static int trace_line(kr_sim_world_t *w, const tok_t *f, size_t nf, kr_buf_t *canon,
+                      char *msg, size_t msglen) {
+  if (nf < 5) return kr__sim_errf(msg, msglen, KR_EINVAL, "expected URI CONTENT-TYPE CHANGES VALIDATORS VOLATILE, got %zu field%s", nf, nf == 1 ? "" : "s");
+  kr_buf_reset(canon);
+  int rc = kr_url_canon_str(f[0].p, f[0].n, NULL, NULL, canon);
+  if (rc) return kr__sim_errf(msg, msglen, KR_EINVAL, "invalid URI '%.*s'", (int)KR_MIN(f[0].n, 200), f[0].p);
+  if (!(canon->len >= 7 && memcmp(canon->data, "http://", 7) == 0) &&
+      !(canon->len >= 8 && memcmp(canon->data, "https://", 8) == 0))
+    return kr__sim_errf(msg, msglen, KR_EINVAL, "not an http or https URI: '%.*s'",
+                (int)KR_MIN(f[0].n, 200), f[0].p);
+  if (canon->len > KR_URL_MAX) return kr__sim_errf(msg, msglen, KR_EINVAL, "URI longer than %d bytes", KR_URL_MAX);
+  if (!ctype_ok(f[1]))
+    return kr__sim_errf(msg, msglen, KR_EINVAL, "bad content type '%.*s' (want type/subtype or -)",
+                (int)KR_MIN(f[1].n, 100), f[1].p);
+  /* fields checked before the URI is added */
+  kr_sim_change_t change;
+  double rate = 0;
+  int64_t period = 0;
+  size_t at_start = w->nat;
+  tok_t c = f[2];
+  if (tok_is(c, "never")) {
+    change = KR_SIM_NEVER;
+  } else if (tok_prefix(c, "rate=") || tok_prefix(c, "every=")) {
+    size_t k = c.p[0] == 'r' ? 5 : 6;
+    if (dur_parse(c.p + k, c.n - k, &period) || period < MIN_PERIOD_MS || period > MAX_PERIOD_MS)
+      return kr__sim_errf(msg, msglen, KR_EINVAL, "bad period in '%.*s' (a duration within 1s..36500d, e.g. 6h)",
+                  (int)KR_MIN(c.n, 100), c.p);
+    change = k == 5 ? KR_SIM_POISSON_RATE : KR_SIM_EVERY;
+    rate = 1000.0 / (double)period;
+  } else if (tok_prefix(c, "at=")) {
+    change = KR_SIM_AT;
+    const char *p = c.p + 3, *end = c.p + c.n;
+    int64_t prev = -1;
+    while (p <= end) {
+      const char *q = p;
+      while (q < end && *q != ',') q++;
+      int64_t t;
+      size_t n = (size_t)(q - p);
+      if (n == 0 || kr_config_parse_duration(p, n, &t) || t < 0 || t > MAX_PERIOD_MS) {
+        w->nat = at_start;
+        return kr__sim_errf(msg, msglen, KR_EINVAL, "bad time '%.*s' in at= (durations from the start, e.g. 2d,9d12h)",
+                    (int)KR_MIN(n, 100), p);
+      }
+      if (t <= prev) {
+        w->nat = at_start;
+        return kr__sim_errf(msg, msglen, KR_EINVAL, "at= times must increase strictly ('%.*s')",
+                    (int)KR_MIN(n, 100), p);
+      }
+      if (w->nat - at_start >= KR_SIM_MAX_AT) {
+        w->nat = at_start;
+        return kr__sim_errf(msg, msglen, KR_EINVAL, "more than %u change times", KR_SIM_MAX_AT);
+      }
+      if (w->nat == w->at_cap) {
+        w->at_cap = w->at_cap ? w->at_cap * 2 : 1024;
+        w->at = kr_xrealloc(w->at, w->at_cap * sizeof *w->at);
+      }
+      w->at[w->nat++] = t;
+      prev = t;
+      p = q + 1;
+    }
+  } else {
+    return kr__sim_errf(msg, msglen, KR_EINVAL, "bad CHANGES '%.*s' (want never, rate=PERIOD, every=PERIOD or at=T,...)",
+                (int)KR_MIN(c.n, 100), c.p);
+  }
+  int val;
+  if (tok_is(f[3], "correct"))
+    val = KR_SIM_VAL_CORRECT;
+  else if (tok_is(f[3], "missing"))
+    val = KR_SIM_VAL_MISSING;
+  else if (tok_is(f[3], "lying"))
+    val = KR_SIM_VAL_LYING;
+  else {
+    w->nat = at_start;
+    return kr__sim_errf(msg, msglen, KR_EINVAL, "bad VALIDATORS '%.*s' (want correct, missing or lying)",
+                (int)KR_MIN(f[3].n, 100), f[3].p);
+  }
+  int vol;
+  if (tok_is(f[4], "yes"))
+    vol = 1;
+  else if (tok_is(f[4], "no"))
+    vol = 0;
+  else {
+    w->nat = at_start;
+    return kr__sim_errf(msg, msglen, KR_EINVAL, "bad VOLATILE '%.*s' (want yes or no)",
+                (int)KR_MIN(f[4].n, 100), f[4].p);
+  }
+  uint64_t size = DEFAULT_SIZE;
+  for (size_t i = 5; i < nf; i++) {
+    if (tok_prefix(f[i], "size=")) {
+      if (kr_config_parse_size(f[i].p + 5, f[i].n - 5, &size) || size > MAX_SIZE) {
+        w->nat = at_start;
+        return kr__sim_errf(msg, msglen, KR_EINVAL, "bad size '%.*s' (at most 1GiB)",
+                    (int)KR_MIN(f[i].n, 100), f[i].p);
+      }
+    } else {
+      w->nat = at_start;
+      return kr__sim_errf(msg, msglen, KR_EINVAL, "unknown field '%.*s' (only size=BYTES may follow)",
+                  (int)KR_MIN(f[i].n, 100), f[i].p);
+    }
+  }
+  int t = type_intern(w, tok_is(f[1], "-") ? "" : f[1].p, tok_is(f[1], "-") ? 0 : f[1].n);
+  if (t < 0) {
+    w->nat = at_start;
+    return kr__sim_errf(msg, msglen, KR_EINVAL, "more than %u distinct content types", KR_SIM_MAX_TYPES);
+  }
+  if (w->n >= KR_SIM_MAX_URIS) {
+    w->nat = at_start;
+    return kr__sim_errf(msg, msglen, KR_EINVAL, "more than %u URIs", KR_SIM_MAX_URIS);
+  }
+  wuri_t *u = world_push(w, (const char *)canon->data, canon->len);
+  u->ctype = (uint32_t)t;
+  u->change = (uint8_t)change;
+  u->rate = change == KR_SIM_POISSON_RATE ? rate : 0;
+  u->period_ms = change == KR_SIM_EVERY ? period : 0;
+  u->at_off = at_start;
+  u->at_n = (uint32_t)(w->nat - at_start);
+  u->validators = (uint8_t)val;
+  u->is_volatile = (uint8_t)vol;
+  u->size = size;
+  return 0;
+}
+
+int kr_sim_world_trace(const char *text, size_t len, const char *name, uint64_t seed,
+                       kr_sim_world_t **out, char *err, size_t errlen) {
+  *out = NULL;
+  if (!name) name = "<trace>";
+  kr_sim_world_t *w = world_new(seed);
+  kr_buf_t canon;
+  kr_buf_init(&canon, KR_URL_MAX * 4);
+  uint32_t *lines = NULL; /* line of each URI, for duplicate messages */
+  size_t lines_cap = 0;
+  int rc = 0;
+  size_t lineno = 0;
+  tok_t f[16];
+  for (size_t i = 0; i < len && !rc;) {
+    size_t j = i;
+    while (j < len && text[j] != '\n') j++;
+    lineno++;
+    const char *p = text + i;
+    size_t n = j - i;
+    i = j + 1;
+    if (n > KR_SIM_MAX_LINE) {
+      rc = kr__sim_errf(err, errlen, KR_EINVAL, "%s:%zu: line longer than %u bytes", name, lineno,
+                KR_SIM_MAX_LINE);
+      break;
+    }
+    if (memchr(p, 0, n)) {
+      rc = kr__sim_errf(err, errlen, KR_EINVAL, "%s:%zu: NUL byte", name, lineno);
+      break;
+    }
+    size_t nf = 0, k = 0;
+    while (k < n && is_blank(p[k])) k++;
+    if (k == n || p[k] == '#') continue;
+    while (k < n) {
+      size_t s = k;
+      while (k < n && !is_blank(p[k])) k++;
+      if (nf == ARRAY_SIZE(f)) {
+        nf++;
+        break;
+      }
+      f[nf++] = (tok_t){p + s, k - s};
+      while (k < n && is_blank(p[k])) k++;
+    }
+    char msg[512];
+    if (nf > ARRAY_SIZE(f)) {
+      rc = kr__sim_errf(err, errlen, KR_EINVAL, "%s:%zu: too many fields", name, lineno);
+      break;
+    }
+    if (trace_line(w, f, nf, &canon, msg, sizeof msg)) {
+      rc = kr__sim_errf(err, errlen, KR_EINVAL, "%s:%zu: %s", name, lineno, msg);
+      break;
+    }
+    if (w->n > lines_cap) {
+      lines_cap = lines_cap ? lines_cap * 2 : 1024;
+      lines = kr_xrealloc(lines, lines_cap * sizeof *lines);
+    }
+    lines[w->n - 1] = (uint32_t)KR_MIN(lineno, UINT32_MAX);
+  }
+  if (!rc && w->n == 0) rc = kr__sim_errf(err, errlen, KR_EINVAL, "%s: no URIs", name);
+  if (!rc) {
+    world_map_alloc(w, w->n);
+    for (size_t i = 0; i < w->n && !rc; i++) {
+      int64_t d = world_index_one(w, i);
+      if (d >= 0)
+        rc = kr__sim_errf(err, errlen, KR_EINVAL, "%s:%u: duplicate URI %s (first on line %u)", name,
+                  lines[i], kr__sim_url(w, &w->u[i]), lines[d]);
+    }
+  }
+  free(lines);
+  kr_buf_free(&canon);
+  if (rc) {
+    kr_sim_world_free(w);
+    return rc;
+  }
+  *out = w;
+  return 0;
+}
+
+int kr_sim_world_trace_file(const char *path, uint64_t seed, kr_sim_world_t **out, char *err,
+                            size_t errlen) {
+  *out = NULL;
+  FILE *fp = fopen(path, "rb");
+  if (!fp) return kr__sim_errf(err, errlen, KR_EIO, "%s: %s", path, strerror(errno));
+  size_t cap = 1 << 16, len = 0;
+  char *buf = kr_xmalloc(cap);
+  int rc = 0;
+  for (;;) {
+    if (len == cap) {
+      if (cap >= MAX_SIZE) {
+        rc = kr__sim_errf(err, errlen, KR_EINVAL, "%s: larger than 1GiB", path);
+        break;
+      }
+      cap *= 2;
+      buf = kr_xrealloc(buf, cap);
+    }
+    size_t got = fread(buf + len, 1, cap - len, fp);
+    len += got;
+    if (got == 0) {
+      if (ferror(fp)) rc = kr__sim_errf(err, errlen, KR_EIO, "%s: %s", path, strerror(errno));
+      break;
+    }
+  }
+  fclose(fp);
+  if (!rc) rc = kr_sim_world_trace(buf, len, path, seed, out, err, errlen);
+  free(buf);
+  return rc;
+}
