@@ -19,6 +19,8 @@
 #pragma weak kr_cmd_crawl
 #pragma weak kr_cmd_cdx
 #pragma weak kr_cmd_simulate
+#pragma weak kr_cmd_status
+#pragma weak kr_cmd_report
 
 struct command {
   const char *name;
@@ -33,6 +35,8 @@ static const struct command commands[] = {
     {"crawl", kr_cmd_crawl, "-c FILE [-o section.key=value]...  run a crawl"},
     {"cdx", kr_cmd_cdx, "FILE...  sorted CDXJ index of WARC files"},
     {"simulate", kr_cmd_simulate, "[--trace FILE | --urls N --hosts H] ...  compare revisit policies"},
+    {"status", kr_cmd_status, "[--addr IP:PORT | -s DIR | -c FILE]  what a crawl is doing"},
+    {"report", kr_cmd_report, "hosts | frontier | uri URL  host queues, frontier, one URI"},
 };
 
 void kr_cli_error(int err, const char *fmt, ...) {

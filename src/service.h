@@ -121,6 +121,10 @@ const kr_hosts_summary_t *kr__service_hosts(kr_service_t *s, uint64_t now_ms);
 int kr__service_changes(kr_service_t *s, uint64_t *out);
 /* Fill the progress figures from the crawl as it is now. */
 void kr__service_figures(kr_service_t *s, kr_progress_figures_t *f);
+/* One URI's row as JSON or text (status_pages.c; `kria report uri`
+ * offline uses it too). */
+struct kr_uri_row;
+void kr__status_uri_format(const struct kr_uri_row *r, uint64_t now_ms, int text, kr_buf_t *out);
 /* "running", "paused", "stopping" */
 const char *kr__service_state(const kr_service_t *s);
 

@@ -361,6 +361,58 @@ static void page_status(kr_service_t *s, kr_buf_t *b) {
   kr_buf_append(b, "\n", 1);
 }
 
+/* The same as text, for `kria status`. */
+static void page_status_text(kr_service_t *s, kr_buf_t *b) {
+  kr_crawl_t *c = s->c;
+  uint64_t now = kr_crawl_now(c);
+  kr_frontier_stats_t fs;
+  kr_frontier_stats(c->frontier, &fs);
+  const kr_hosts_summary_t *hs = kr__service_hosts(s, now);
+  const kr_census_t *cs = kr_progress_census(s->prog);
+  const kr_lhist_t *oi = kr_progress_overdue_total(s->prog);
+  size_t fv = offsetof(kr_progress_sample_t, visits);
+  char t1[32], t2[32], t3[32];
+  kr_progress_fmt_ms(now > s->started_ms ? now - s->started_ms : 0, t1, sizeof t1);
+  kr_buf_printf(b, "kria %s, crawl %s, pid %d: %s, up %s\n", KRIA_VERSION,
+                kr_config_str(kr_config_global(c->cfg), KR_CFG_CRAWL_NAME), (int)getpid(),
+                kr__service_state(s), t1);
+  kr_buf_printf(b,
+                "visits      %.1f/s over 10 s, %.1f/s over 1 min; %" PRIu64 " responses, %" PRIu64
+                " errors, %" PRIu64 " in flight\n",
+                kr_progress_rate(s->prog, fv, 10000), kr_progress_rate(s->prog, fv, 60000),
+                c->st.fetched, c->st.fetch_errors, c->in_flight);
+  kr_buf_printf(b, "frontier    %" PRIu64 " URIs, %" PRIu64 " queued, %" PRIu64 " succeeded, %" PRIu64
+                   " failed, %" PRIu64 " disregarded\n",
+                fs.c.discovered, fs.c.queued, fs.c.succeeded, fs.c.failed, fs.c.disregarded);
+  if (cs->taken_ms) {
+    kr_progress_fmt_ms(kr_lhist_quantile(&cs->overdue, 0.5), t1, sizeof t1);
+    kr_progress_fmt_ms(kr_lhist_quantile(&cs->overdue, 0.95), t2, sizeof t2);
+    kr_progress_fmt_ms(kr_lhist_quantile(&cs->wait, 0.5), t3, sizeof t3);
+    kr_buf_printf(b, "due now     %" PRIu64 " URIs, overdue p50 %s p95 %s; median wait %s\n",
+                  cs->due_now, t1, t2, t3);
+  } else {
+    kr_buf_append_str(b, "due now     n/a (first census pending)\n");
+  }
+  if (oi->count) {
+    kr_progress_fmt_ms(kr_lhist_quantile(oi, 0.5), t1, sizeof t1);
+    kr_progress_fmt_ms(kr_lhist_quantile(oi, 0.95), t2, sizeof t2);
+    kr_buf_printf(b, "issued      %" PRIu64 " revisits, overdue p50 %s p95 %s\n", oi->count, t1, t2);
+  }
+  kr_buf_printf(b, "hosts       %" PRIu64 ": %" PRIu64 " ready, %" PRIu64 " busy, %" PRIu64
+                   " snoozed, %" PRIu64 " empty; %" PRIu64 " in back-off\n",
+                hs->n, hs->ready, hs->busy, hs->snoozed, hs->empty, hs->backoff);
+  uint64_t changes;
+  if (kr__service_changes(s, &changes))
+    kr_buf_printf(b, "changes     %" PRIu64 " found\n", changes);
+  kr_buf_printf(b, "validators  %" PRIu64 " checks, %" PRIu64 " said unchanged, %" PRIu64
+                   " misses, %" PRIu64 " hosts distrusted\n",
+                hs->vt_checks, hs->vt_predicted_unchanged, hs->vt_misses, hs->vt_distrusted);
+  if (s->status) kr_buf_printf(b, "console     http://%s/\n", kr_status_address(s->status));
+  if (s->reloads_ok || s->reloads_failed)
+    kr_buf_printf(b, "reloads     %" PRIu64 " applied, %" PRIu64 " refused%s%s\n", s->reloads_ok,
+                  s->reloads_failed, s->last_reload_error[0] ? ": " : "", s->last_reload_error);
+}
+
 /* ---- /metrics -------------------------------------------------------------------------- */
 
 static void metric(kr_buf_t *b, const char *name, const char *type, const char *help, double v) {
@@ -586,6 +638,14 @@ static int parse_uint(kr_slice_t q, const char *name, uint64_t *v) {
   return rc;
 }
 
+static int want_text(const kr_status_req_t *req) {
+  kr_buf_t v;
+  kr_buf_init(&v, 16);
+  int text = kr_status_query_param(req->query, "format", &v) == 1 && !strcmp(v.data, "text");
+  kr_buf_free(&v);
+  return text;
+}
+
 static int page_hosts(kr_service_t *s, const kr_status_req_t *req, kr_status_resp_t *resp) {
   kr_crawl_t *c = s->c;
   uint64_t now = kr_crawl_now(c);
@@ -611,6 +671,25 @@ static int page_hosts(kr_service_t *s, const kr_status_req_t *req, kr_status_res
   pick_t *picks = limit ? kr_xcalloc(limit, sizeof *picks) : NULL;
   uint64_t total;
   size_t n = pick_hosts(c->frontier, now, sort, state, picks, limit, &total);
+  if (want_text(req)) {
+    resp->content_type = "text/plain; charset=utf-8";
+    kr_buf_printf(resp->body, "%-40s %-8s %8s %10s %10s %9s %9s\n", "host", "state", "queued",
+                  "overdue", "ready in", "finished", "failed");
+    for (size_t i = 0; i < n; i++) {
+      const kr_host_report_t *r = &picks[i].r;
+      char o[32], ri[32];
+      kr_progress_fmt_ms(r->overdue_ms, o, sizeof o);
+      kr_progress_fmt_ms(r->ready_at >= KR_NEVER ? KR_NEVER : r->ready_at > now ? r->ready_at - now : 0,
+                         ri, sizeof ri);
+      kr_buf_printf(resp->body, "%-40.*s %-8s %8" PRIu64 " %10s %10s %9" PRIu64 " %9" PRIu64 "\n",
+                    (int)KR_MIN(strlen(r->name), 200), r->name,
+                    r->state < ARRAY_SIZE(host_states) ? host_states[r->state] : "?", r->queued, o,
+                    ri, r->c.finished, r->c.failed);
+    }
+    kr_buf_printf(resp->body, "%zu of %" PRIu64 " hosts\n", n, total);
+    free(picks);
+    return 200;
+  }
   jw_t w = {.b = resp->body};
   jw_open(&w, NULL, '{');
   jw_u64(&w, "now", now);
@@ -628,11 +707,7 @@ static int page_hosts(kr_service_t *s, const kr_status_req_t *req, kr_status_res
 static int page_frontier(kr_service_t *s, const kr_status_req_t *req, kr_status_resp_t *resp) {
   kr_crawl_t *c = s->c;
   uint64_t now = kr_crawl_now(c);
-  kr_buf_t v;
-  kr_buf_init(&v, 16);
-  int text = kr_status_query_param(req->query, "format", &v) == 1 && !strcmp(v.data, "text");
-  kr_buf_free(&v);
-  if (text) {
+  if (want_text(req)) {
     resp->content_type = "text/plain; charset=utf-8";
     kr_frontier_report_text(c->frontier, now, 50, resp->body);
     return 200;
@@ -685,6 +760,112 @@ static void error_json(kr_status_resp_t *resp, int status, const char *msg) {
   kr_buf_append_str(resp->body, "}\n");
 }
 
+void kr__status_uri_format(const kr_uri_row_t *rp, uint64_t now, int text, kr_buf_t *out) {
+  const kr_uri_row_t r = *rp;
+  kr_vhist_t h;
+  int hrc = kr_vhist_decode(&h, r.history, r.history_len);
+  /* The visit history, oldest first, with the time of each visit worked
+   * back from the newest (last_visit). */
+  int64_t times[KR_VHIST_MAX];
+  if (hrc == 0) {
+    int64_t t = (int64_t)(r.last_visit / 1000);
+    for (unsigned i = h.n; i-- > 0;) {
+      times[i] = t;
+      t -= h.v[i].interval_s;
+    }
+  }
+  static const char *const cs[] = {"unchanged", "changed", "unknown"};
+  const char *state =
+      r.state >= 0 && r.state < (int)ARRAY_SIZE(uri_states) ? uri_states[r.state] : "?";
+  char d[KR_SHA1_B32_LEN + 1] = "";
+  if (r.digest_len == KR_SHA1_LEN) kr_sha1_base32(r.digest, d);
+  if (text) {
+    char a[32], b[32];
+    kr_buf_printf(out, "url           %.*s\nfp            %016" PRIx64 "\nstate         %s\n",
+                  (int)r.url_len, r.url, r.fp, state);
+    if (r.next_at >= KR_NEVER) {
+      kr_buf_append_str(out, "next visit    never\n");
+    } else {
+      kr_progress_fmt_ms(r.next_at > now ? r.next_at - now : now - r.next_at, a, sizeof a);
+      kr_buf_printf(out, "next visit    %s %s\n", r.next_at > now ? "in" : "overdue by", a);
+    }
+    kr_progress_fmt_ms(r.wait_ms, a, sizeof a);
+    kr_buf_printf(out, "visits        %u, %u versions, %u retries; wait %s\n", r.visits,
+                  r.versions, r.retries, a);
+    if (r.last_visit) {
+      kr_progress_fmt_ms(now > r.last_visit ? now - r.last_visit : 0, b, sizeof b);
+      kr_buf_printf(out, "last visit    %s ago, status %d%s%s\n", b, r.status,
+                    r.status < 0 ? " " : "", r.status < 0 ? kr_err_name(r.status) : "");
+    }
+    kr_buf_printf(out, "content type  %.*s\ndigest        %s\n", (int)r.content_type_len,
+                  r.content_type ? r.content_type : "", d[0] ? d : "-");
+    if (r.etag) kr_buf_printf(out, "etag          %.*s\n", (int)KR_MIN(r.etag_len, 512), r.etag);
+    kr_buf_printf(out, "hop path      %.*s\n", (int)r.hop_len, r.hop_path ? r.hop_path : "");
+    if (hrc == 0) {
+      kr_buf_printf(out, "history       %u visits, oldest first\n", h.n);
+      for (unsigned i = 0; i < h.n; i++) {
+        kr_progress_fmt_ms((uint64_t)h.v[i].interval_s * 1000, a, sizeof a);
+        kr_progress_fmt_ms(now / 1000 > (uint64_t)times[i] ? (now / 1000 - (uint64_t)times[i]) * 1000 : 0,
+                           b, sizeof b);
+        kr_buf_printf(out, "  %-10s after %-8s (%s ago)\n",
+                      h.v[i].state <= KR_CONTENT_UNKNOWN ? cs[h.v[i].state] : "?", i ? a : "-",
+                      b);
+      }
+    } else {
+      kr_buf_append_str(out, "history       unreadable\n");
+    }
+    return;
+  }
+  char fph[24];
+  snprintf(fph, sizeof fph, "%016" PRIx64, r.fp);
+  jw_t w = {.b = out};
+  jw_open(&w, NULL, '{');
+  jw_strn(&w, "url", r.url, r.url_len);
+  jw_str(&w, "fp", fph);
+  jw_str(&w, "state", state);
+  jw_i64(&w, "directive", r.directive);
+  jw_time(&w, "next_at", r.next_at);
+  if (r.next_at < KR_NEVER) {
+    if (r.next_at > now) jw_u64(&w, "due_in_ms", r.next_at - now);
+    else jw_u64(&w, "overdue_ms", now - r.next_at);
+  }
+  jw_u64(&w, "first_seen", r.first_seen);
+  if (r.last_visit) jw_u64(&w, "last_visit", r.last_visit);
+  else jw_null(&w, "last_visit");
+  jw_u64(&w, "wait_ms", r.wait_ms);
+  jw_u64(&w, "visits", r.visits);
+  jw_u64(&w, "versions", r.versions);
+  jw_u64(&w, "retries", r.retries);
+  jw_i64(&w, "status", r.status);
+  if (r.status < 0) jw_str(&w, "error", kr_err_name(r.status));
+  jw_strn(&w, "content_type", r.content_type, r.content_type_len);
+  if (d[0]) jw_str(&w, "digest", d);
+  else jw_null(&w, "digest");
+  if (r.etag) jw_strn(&w, "etag", r.etag, r.etag_len);
+  else jw_null(&w, "etag");
+  if (r.last_modified) jw_i64(&w, "last_modified", r.last_modified);
+  else jw_null(&w, "last_modified");
+  jw_strn(&w, "hop_path", r.hop_path, r.hop_len);
+  if (r.via) {
+    snprintf(fph, sizeof fph, "%016" PRIx64, r.via);
+    jw_str(&w, "via_fp", fph);
+  }
+  if (r.hint_rate > 0) jw_dbl(&w, "hint_changes_per_day", r.hint_rate * 86400);
+  jw_open(&w, "history", '[');
+  for (unsigned i = 0; hrc == 0 && i < h.n; i++) {
+    jw_open(&w, NULL, '{');
+    if (r.last_visit) jw_i64(&w, "at", times[i] * 1000);
+    jw_i64(&w, "interval_s", h.v[i].interval_s);
+    jw_str(&w, "content", h.v[i].state <= KR_CONTENT_UNKNOWN ? cs[h.v[i].state] : "?");
+    if (h.v[i].age_s >= 0) jw_i64(&w, "age_s", h.v[i].age_s);
+    jw_close(&w, '}');
+  }
+  jw_close(&w, ']');
+  if (hrc) jw_str(&w, "history_error", "unreadable history");
+  jw_close(&w, '}');
+  kr_buf_append(out, "\n", 1);
+}
+
 static int page_uri(kr_service_t *s, const kr_status_req_t *req, kr_status_resp_t *resp) {
   kr_crawl_t *c = s->c;
   uint64_t now = kr_crawl_now(c);
@@ -718,72 +899,8 @@ static int page_uri(kr_service_t *s, const kr_status_req_t *req, kr_status_resp_
     kr_buf_append(resp->body, "\n", 1);
     goto out;
   }
-  char fph[24];
-  snprintf(fph, sizeof fph, "%016" PRIx64, r.fp);
-  jw_t w = {.b = resp->body};
-  jw_open(&w, NULL, '{');
-  jw_strn(&w, "url", r.url, r.url_len);
-  jw_str(&w, "fp", fph);
-  jw_str(&w, "state", r.state >= 0 && r.state < (int)ARRAY_SIZE(uri_states) ? uri_states[r.state] : "?");
-  jw_i64(&w, "directive", r.directive);
-  jw_time(&w, "next_at", r.next_at);
-  if (r.next_at < KR_NEVER) {
-    if (r.next_at > now) jw_u64(&w, "due_in_ms", r.next_at - now);
-    else jw_u64(&w, "overdue_ms", now - r.next_at);
-  }
-  jw_u64(&w, "first_seen", r.first_seen);
-  if (r.last_visit) jw_u64(&w, "last_visit", r.last_visit);
-  else jw_null(&w, "last_visit");
-  jw_u64(&w, "wait_ms", r.wait_ms);
-  jw_u64(&w, "visits", r.visits);
-  jw_u64(&w, "versions", r.versions);
-  jw_u64(&w, "retries", r.retries);
-  jw_i64(&w, "status", r.status);
-  if (r.status < 0) jw_str(&w, "error", kr_err_name(r.status));
-  jw_strn(&w, "content_type", r.content_type, r.content_type_len);
-  if (r.digest_len == KR_SHA1_LEN) {
-    char d[KR_SHA1_B32_LEN + 1];
-    kr_sha1_base32(r.digest, d);
-    jw_str(&w, "digest", d);
-  } else {
-    jw_null(&w, "digest");
-  }
-  if (r.etag) jw_strn(&w, "etag", r.etag, r.etag_len);
-  else jw_null(&w, "etag");
-  if (r.last_modified) jw_i64(&w, "last_modified", r.last_modified);
-  else jw_null(&w, "last_modified");
-  jw_strn(&w, "hop_path", r.hop_path, r.hop_len);
-  if (r.via) {
-    snprintf(fph, sizeof fph, "%016" PRIx64, r.via);
-    jw_str(&w, "via_fp", fph);
-  }
-  if (r.hint_rate > 0) jw_dbl(&w, "hint_changes_per_day", r.hint_rate * 86400);
-  /* The visit history, oldest first, with the time of each visit worked
-   * back from the newest (last_visit). */
-  kr_vhist_t h;
-  int hrc = kr_vhist_decode(&h, r.history, r.history_len);
-  jw_open(&w, "history", '[');
-  if (hrc == 0) {
-    int64_t t = (int64_t)(r.last_visit / 1000);
-    int64_t times[KR_VHIST_MAX];
-    for (unsigned i = h.n; i-- > 0;) {
-      times[i] = t;
-      t -= h.v[i].interval_s;
-    }
-    static const char *const cs[] = {"unchanged", "changed", "unknown"};
-    for (unsigned i = 0; i < h.n; i++) {
-      jw_open(&w, NULL, '{');
-      if (r.last_visit) jw_i64(&w, "at", times[i] * 1000);
-      jw_i64(&w, "interval_s", h.v[i].interval_s);
-      jw_str(&w, "content", h.v[i].state <= KR_CONTENT_UNKNOWN ? cs[h.v[i].state] : "?");
-      if (h.v[i].age_s >= 0) jw_i64(&w, "age_s", h.v[i].age_s);
-      jw_close(&w, '}');
-    }
-  }
-  jw_close(&w, ']');
-  if (hrc) jw_str(&w, "history_error", "unreadable history");
-  jw_close(&w, '}');
-  kr_buf_append(resp->body, "\n", 1);
+  if (want_text(req)) resp->content_type = "text/plain; charset=utf-8";
+  kr__status_uri_format(&r, now, want_text(req), resp->body);
 out:
   kr_buf_free(&in);
   kr_buf_free(&canon);
@@ -982,7 +1099,12 @@ void kr__status_pages_handle(void *ud, const kr_status_req_t *req, kr_status_res
     resp->headers = console_headers;
     kr_buf_append(resp->body, console_html, sizeof console_html - 1);
   } else if (path_is(req->path, "/status")) {
-    page_status(s, resp->body);
+    if (want_text(req)) {
+      resp->content_type = "text/plain; charset=utf-8";
+      page_status_text(s, resp->body);
+    } else {
+      page_status(s, resp->body);
+    }
   } else if (path_is(req->path, "/metrics")) {
     resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
     page_metrics(s, resp->body);
