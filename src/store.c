@@ -8,7 +8,8 @@
  * copying the WAL back. Opening refuses anything that is not a kria
  * database of a schema this build knows, and never rewrites such a file.
  * Sections: errors, lock, statements, open and schema, transactions,
- * checkpoints, URIs, hosts, meta, adaptive (digest index, hints).
+ * checkpoints, URIs, hosts, meta, adaptive (digest index, hints), WARC
+ * originals.
  */
 #include "store.h"
 
@@ -54,6 +55,9 @@ enum {
   S_DIGEST_GET,
   S_DIGEST_PUT,
   S_URI_SET_HINT,
+  S_ORIG_GET,
+  S_ORIG_FIND,
+  S_ORIG_PUT,
   S__COUNT
 };
 
@@ -111,6 +115,11 @@ static const char *const stmt_sql[S__COUNT] = {
                      "ON u.fp = d.fp WHERE d.digest = ?1",
     [S_DIGEST_PUT] = "INSERT OR IGNORE INTO digests(digest, fp, date) VALUES (?1,?2,?3)",
     [S_URI_SET_HINT] = "UPDATE uris SET hint = ?2 WHERE fp = ?1",
+    [S_ORIG_GET] = "SELECT o.digest, o.ofp, o.date, u.url FROM originals o LEFT JOIN uris u "
+                   "ON u.fp = o.ofp WHERE o.fp = ?1",
+    [S_ORIG_FIND] = "SELECT o.digest, o.ofp, o.date, u.url FROM originals o LEFT JOIN uris u "
+                    "ON u.fp = o.ofp WHERE o.digest = ?1 LIMIT 1",
+    [S_ORIG_PUT] = "INSERT OR REPLACE INTO originals(fp, digest, ofp, date) VALUES (?1,?2,?3,?4)",
 };
 
 /* Schema migrations: step v brings user_version v-1 to v. Each runs with
@@ -191,6 +200,13 @@ static const char *const migrations[] = {
     " CASE WHEN vt_checks > 0 THEN COALESCE(CASE WHEN vt_verified > 0 THEN"
     " (vt_verified - vt_misses) * 1.0 / vt_verified END, 1.0) * vt_predicted_unchanged"
     " / vt_checks END AS usefulness FROM hosts;",
+    /* 3: WARC originals. Per URI, the payload digest of its current
+     * version and the response record that holds that payload (its URI
+     * and WARC-Date), written only once the record is in a WARC file:
+     * what a revisit record refers to. */
+    "CREATE TABLE originals(fp INTEGER PRIMARY KEY, digest BLOB NOT NULL,"
+    " ofp INTEGER NOT NULL, date INTEGER NOT NULL);"
+    "CREATE INDEX originals_digest ON originals(digest);",
 };
 
 struct kr_store {
@@ -262,6 +278,8 @@ static inline void settle(kr_store_t *st) {
   if (st->get_active) {
     sqlite3_reset(st->stmt[S_URI_GET]);
     sqlite3_reset(st->stmt[S_DIGEST_GET]);
+    sqlite3_reset(st->stmt[S_ORIG_GET]);
+    sqlite3_reset(st->stmt[S_ORIG_FIND]);
     st->get_active = 0;
   }
 }
@@ -1148,6 +1166,58 @@ int kr_store_digest_put(kr_store_t *st, const uint8_t *d, size_t n, uint64_t fp,
   sqlite3_clear_bindings(s);
   if (rc) return rc;
   return sqlite3_changes(st->db) > 0;
+}
+
+/* ---- WARC originals ---------------------------------------------------------- */
+
+static int orig_row(kr_store_t *st, sqlite3_stmt *s, kr_original_t *out) {
+  int rc = sqlite3_step(s);
+  if (rc == SQLITE_DONE) {
+    sqlite3_reset(s);
+    return 0;
+  }
+  if (rc != SQLITE_ROW) {
+    sqlite3_reset(s);
+    return db_err(st, "reading WARC originals");
+  }
+  st->get_active = 1; /* readable until the next call */
+  memset(out, 0, sizeof(*out));
+  out->digest = sqlite3_column_blob(s, 0);
+  out->digest_len = (size_t)sqlite3_column_bytes(s, 0);
+  out->ofp = (uint64_t)sqlite3_column_int64(s, 1);
+  out->date = (uint64_t)sqlite3_column_int64(s, 2);
+  out->url = col_text(s, 3, &out->url_len);
+  return 1;
+}
+
+int kr_store_original_get(kr_store_t *st, uint64_t fp, kr_original_t *out) {
+  settle(st);
+  sqlite3_stmt *s = st->stmt[S_ORIG_GET];
+  sqlite3_bind_int64(s, 1, (sqlite3_int64)fp);
+  return orig_row(st, s, out);
+}
+
+int kr_store_original_find(kr_store_t *st, const uint8_t *d, size_t n, kr_original_t *out) {
+  settle(st);
+  if (!d || !n) return 0;
+  sqlite3_stmt *s = st->stmt[S_ORIG_FIND];
+  sqlite3_bind_blob(s, 1, d, (int)n, SQLITE_STATIC);
+  return orig_row(st, s, out);
+}
+
+int kr_store_original_put(kr_store_t *st, uint64_t fp, const uint8_t *d, size_t n, uint64_t ofp,
+                          uint64_t date) {
+  settle(st);
+  if (!d || !n) return KR_EINVAL;
+  if (write_begin(st)) return KR_EDB;
+  sqlite3_stmt *s = st->stmt[S_ORIG_PUT];
+  sqlite3_bind_int64(s, 1, (sqlite3_int64)fp);
+  sqlite3_bind_blob(s, 2, d, (int)n, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 3, (sqlite3_int64)ofp);
+  sqlite3_bind_int64(s, 4, (sqlite3_int64)date);
+  int rc = step_done(st, s, "writing a WARC original");
+  sqlite3_clear_bindings(s);
+  return rc;
 }
 
 int kr_store_uri_set_hint(kr_store_t *st, uint64_t fp, double rate) {

@@ -21,6 +21,11 @@
  *   digests(digest, fp, date)      payload digest -> the first URI and
  *                                  date it was stored under (URL-agnostic
  *                                  duplicates)
+ *   originals(fp, digest, ofp, date)  per URI the payload digest of its
+ *                                  current version and the WARC response
+ *                                  record holding it (URI fp and
+ *                                  WARC-Date): what revisits refer to;
+ *                                  indexed by digest too
  *   host_validators                a view: per host the validator trust
  *                                  counters, reliability and usefulness
  *   uris_queue(host_id, directive DESC, next_at) WHERE next_at < NEVER
@@ -59,7 +64,7 @@
 
 #define KR_NEVER ((uint64_t)INT64_MAX)   /* next_at of a URI never due */
 #define KR_STORE_APP_ID 0x6b726961       /* "kria" */
-#define KR_STORE_SCHEMA 2                /* user_version this build writes */
+#define KR_STORE_SCHEMA 3                /* user_version this build writes */
 #define KR_STORE_DB_NAME "kria.db"
 #define KR_STORE_LOCK_NAME "kria.lock"
 
@@ -281,6 +286,25 @@ int kr_store_digest_get(kr_store_t *st, const uint8_t *d, size_t n, kr_digest_re
  * inserted, 0 known, KR_EDB. */
 int kr_store_digest_put(kr_store_t *st, const uint8_t *d, size_t n, uint64_t fp,
                         uint64_t date);
+/* A URI's WARC original: the payload digest of its current version and
+ * the response record holding that payload (written by the WARC writer,
+ * src/proc_warc.c, only once the record is in a file). */
+typedef struct kr_original {
+  const uint8_t *digest;  /* payload digest */
+  size_t digest_len;
+  uint64_t ofp;           /* the record's URI (may be another URI's) */
+  uint64_t date;          /* its WARC-Date, epoch ms */
+  const char *url;        /* ofp's URL, NULL when the row is gone */
+  size_t url_len;
+} kr_original_t;
+/* fp's original. 1 and *out (pointers valid until the next call into the
+ * store), 0 when none, KR_EDB. */
+int kr_store_original_get(kr_store_t *st, uint64_t fp, kr_original_t *out);
+/* Some URI's original with payload digest d (n bytes), like _get. */
+int kr_store_original_find(kr_store_t *st, const uint8_t *d, size_t n, kr_original_t *out);
+/* Set fp's original. 0, KR_EINVAL (no digest), KR_EDB. */
+int kr_store_original_put(kr_store_t *st, uint64_t fp, const uint8_t *d, size_t n, uint64_t ofp,
+                          uint64_t date);
 /* Set (rate > 0) or clear (rate <= 0) fp's changefreq hint. 1, 0 when fp
  * is absent, KR_EDB. */
 int kr_store_uri_set_hint(kr_store_t *st, uint64_t fp, double rate);

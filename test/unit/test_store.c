@@ -471,7 +471,7 @@ static void refuses_newer_schema(void **state) {
   (void)state;
   kr_store_close(open_ok(NULL));
   make_db("PRAGMA user_version = 99;");
-  expect_refusal("schema version 99 is newer than this kria knows (2)");
+  expect_refusal("schema version 99 is newer than this kria knows (3)");
 }
 
 static void refuses_corrupt(void **state) {
@@ -650,6 +650,7 @@ static void migrates_v1(void **state) {
   assert_int_equal(sql_int("SELECT vt_checks FROM hosts WHERE id = 1"), 0);
   assert_int_equal(sql_int("SELECT count(*) FROM digests"), 0);
   assert_int_equal(sql_int("SELECT checks FROM host_validators"), 0);
+  assert_int_equal(sql_int("SELECT count(*) FROM originals"), 0); /* step 3 */
 }
 
 /* The payload digest index keeps the first URI and date of a digest. */
@@ -682,6 +683,46 @@ static void digest_index(void **state) {
   assert_int_equal(sql_int("SELECT count(*) FROM digests"), 2);
 }
 
+/* Originals: by URI, by payload digest, replaced, and the URL of the
+ * record's URI joined in. */
+static void warc_originals(void **state) {
+  (void)state;
+  kr_store_t *st = open_ok(NULL);
+  int64_t h;
+  assert_int_equal(kr_store_host_insert(st, "o.example", 9, &h), 0);
+  kr_uri_row_t a = row("http://o.example/a", h, 0, 1);
+  kr_uri_row_t b = row("http://o.example/b", h, 0, 1);
+  assert_int_equal(kr_store_uri_insert(st, &a), 1);
+  assert_int_equal(kr_store_uri_insert(st, &b), 1);
+  uint8_t d1[20], d2[20];
+  memset(d1, 1, sizeof d1);
+  memset(d2, 2, sizeof d2);
+  kr_original_t o;
+  assert_int_equal(kr_store_original_get(st, a.fp, &o), 0);
+  assert_int_equal(kr_store_original_find(st, d1, 20, &o), 0);
+  assert_int_equal(kr_store_original_put(st, a.fp, NULL, 0, a.fp, 1), KR_EINVAL);
+  assert_int_equal(kr_store_original_put(st, a.fp, d1, 20, a.fp, 5000), 0);
+  /* b's payload was found under a: b's original is a's record */
+  assert_int_equal(kr_store_original_put(st, b.fp, d1, 20, a.fp, 5000), 0);
+  assert_int_equal(kr_store_original_get(st, b.fp, &o), 1);
+  assert_int_equal(o.digest_len, 20);
+  assert_memory_equal(o.digest, d1, 20);
+  assert_true(o.ofp == a.fp && o.date == 5000);
+  assert_non_null(o.url);
+  assert_string_equal(o.url, "http://o.example/a");
+  /* a changed: its original moves on */
+  assert_int_equal(kr_store_original_put(st, a.fp, d2, 20, a.fp, 9000), 0);
+  assert_int_equal(kr_store_original_get(st, a.fp, &o), 1);
+  assert_memory_equal(o.digest, d2, 20);
+  assert_true(o.date == 9000);
+  assert_int_equal(kr_store_original_find(st, d1, 20, &o), 1);
+  assert_true(o.ofp == a.fp && o.date == 5000); /* b's row still names it */
+  assert_int_equal(kr_store_original_find(st, NULL, 0, &o), 0);
+  assert_int_equal(kr_store_commit(st), 0);
+  kr_store_close(st);
+  assert_int_equal(sql_int("SELECT count(*) FROM originals"), 2);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(fresh_schema, setup, teardown),
@@ -699,6 +740,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(checkpoint_inline_and_async, setup, teardown),
       cmocka_unit_test_setup_teardown(migrates_v1, setup, teardown),
       cmocka_unit_test_setup_teardown(digest_index, setup, teardown),
+      cmocka_unit_test_setup_teardown(warc_originals, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
