@@ -1,0 +1,335 @@
+#!/usr/bin/env bash
+# The status server, control, reload and `kria status` against a live
+# crawl of a kts site (3,000 pages, one host, 20 ms politeness, so the
+# crawl is busy throughout):
+#  - `status.listen = 127.0.0.1:0`: the bound address is logged and
+#    written to <state-dir>/status.addr;
+#  - GET /status, /hosts, /frontier, /uri?url= parse as JSON (python3 or
+#    node) with the expected fields; /metrics is Prometheus text format
+#    (HELP and TYPE before each family, sample lines well-formed); / is
+#    the console with its Content-Security-Policy; 404, 405;
+#  - POST /pause without or with a wrong token: 401; with it: paused, and
+#    kts sees no request while two progress lines say "paused"; /resume:
+#    requests again;
+#  - hostile clients: a 9 KiB header gets 431, a slowloris client 408 and
+#    is cut after 5 s, 20 idle connections over the cap of 16 get 503,
+#    and the crawl goes on meanwhile;
+#  - SIGHUP: a new seed on another host gets fetched; a [host] override
+#    changes that host queue's politeness; a bad file and a changed
+#    start-up-only key are refused with the errors logged, the crawl
+#    running on;
+#  - kria status / report online; POST /stop: exit 0; kria status -s DIR
+#    and report hosts|uri offline afterwards; a non-loopback address
+#    without a token and a port in use are refused at start.
+. "$(dirname "$0")/lib.sh"
+
+"$KRIA" status --help >/dev/null 2>&1 || bail "kria status is not built ($KRIA)"
+command -v curl >/dev/null || bail "curl is needed"
+
+# jget EXPR: EXPR (d['a']['b'] style) of the JSON on stdin, printed as
+# JSON; jlen EXPR: its length. python3 if it works, else node.
+if python3 -c 'import json' 2>/dev/null; then
+  jget() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps(eval(sys.argv[1])))' "$1"; }
+  jlen() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(len(eval(sys.argv[1])))' "$1"; }
+  jvalid() { python3 -c 'import json,sys; json.load(sys.stdin)'; }
+elif command -v node >/dev/null; then
+  export jsrun='let s="";process.stdin.on("data",x=>s+=x).on("end",()=>{const d=JSON.parse(s);'
+  jget() { node -e "${jsrun}console.log(JSON.stringify(eval(process.argv[1])))})" "$1"; }
+  jlen() { node -e "${jsrun}console.log(eval(process.argv[1]).length)})" "$1"; }
+  jvalid() { node -e "${jsrun}})"; }
+else
+  bail "neither python3 nor node to parse JSON"
+fi
+export -f jget jlen jvalid
+
+# wait_until SECONDS CMD...: run CMD every 50 ms until it succeeds
+# (0) or SECONDS pass (1).
+wait_until() {
+  local limit=$1; shift
+  local end=$((SECONDS + limit))
+  while ((SECONDS <= end)); do
+    "$@" && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
+cat >"$T/routes.ini" <<'EOF'
+[route "/robots.txt"]
+content-type = text/plain
+body = User-agent: *\nAllow: /\n
+
+[route "/"]
+body = <html><body><a href="/p/0">start</a> <a href="/p/1">more</a></body></html>
+
+[route "/unlinked"]
+body = <p>only a seed points here</p>
+
+[site]
+pages = 3000
+links = 3
+body-size = 1K
+etag = auto
+EOF
+
+kts_start "$T/routes.ini" --log "$T/kts1.log" || bail "kts did not start"
+P1=$KTS_PORT
+U1=$KTS_URL
+KTS1_PID=$KTS_PID
+kts_start "$T/routes.ini" --log "$T/kts2.log" || bail "second kts did not start"
+P2=$KTS_PORT
+
+TOKEN=status-test-token-0123456789
+STATE=$T/state
+echo "$U1/" >"$T/seeds.txt"
+write_conf() { # extra lines appended
+  {
+    echo "[crawl]"
+    echo "seeds = $T/seeds.txt"
+    echo "state-dir = $STATE"
+    echo "revisit = true"
+    echo "progress-interval = 1s"
+    echo "[politeness]"
+    echo "min-delay = 20ms"
+    echo "max-delay = 20ms"
+    echo "delay-factor = 0"
+    echo "[store]"
+    echo "commit-interval = 10ms"
+    echo "[status]"
+    echo "listen = 127.0.0.1:0"
+    echo "token = $TOKEN"
+    local l
+    for l in "$@"; do echo "$l"; done
+  } >"$T/crawl.conf"
+}
+write_conf
+
+"$KRIA" crawl -c "$T/crawl.conf" 2>"$T/kria.err" &
+KRIA_PID=$!
+_pids+=("$KRIA_PID")
+
+if ! wait_until 15 test -s "$STATE/status.addr"; then
+  diag "$(tail -5 "$T/kria.err")"
+  bail "no status.addr"
+fi
+ADDR=$(cat "$STATE/status.addr")
+like "$ADDR" '^127\.0\.0\.1:[0-9]+$' "status.addr holds the bound address ($ADDR)"
+SPORT=${ADDR##*:}
+isnt "$SPORT" 0 "an ephemeral port was bound"
+check "the address is logged" grep -q "status: listening on http://$ADDR/" "$T/kria.err"
+
+api() { local p=$1; shift; curl -s -m 10 "$@" "http://$ADDR$p"; }
+code() { local p=$1; shift; curl -s -o /dev/null -w '%{http_code}' -m 10 "$@" "http://$ADDR$p"; }
+st() { api /status | jget "$1"; }
+finished_ge() { [ "$(st "d['frontier']['finished']")" -ge "$1" ] 2>/dev/null; }
+
+check "the crawl gets going (20 URIs finished)" wait_until 30 finished_ge 20
+
+# ---- GET pages --------------------------------------------------------------
+api /status >"$T/status.json"
+check "/status is JSON" jvalid <"$T/status.json"
+is "$(jget "d['state']" <"$T/status.json")" '"running"' "/status: running"
+is "$(jget "d['crawl_name']" <"$T/status.json")" '"kria"' "/status: crawl name"
+is "$(jget "d['status_server']['address']" <"$T/status.json")" "\"$ADDR\"" "/status: its own address"
+for k in rates series crawl frontier hosts overdue_issued changes validators store loop reload systemd; do
+  [ "$(jget "'$k' in d" <"$T/status.json" 2>/dev/null)" = true ] ||
+    [ "$(jget "d.hasOwnProperty('$k')" <"$T/status.json" 2>/dev/null)" = true ] || { not_ok "/status has $k"; continue; }
+  ok "/status has $k"
+done
+check "/status?format=text" bash -c "curl -s -m 10 'http://$ADDR/status?format=text' | grep -q '^frontier '"
+check "a census ran (due_now known)" wait_until 20 bash -c "curl -s -m 5 http://$ADDR/status | grep -q '\"census\":{'"
+
+api /metrics >"$T/metrics.txt"
+check "/metrics has kria_fetches_total" grep -q '^kria_fetches_total [0-9]' "$T/metrics.txt"
+check "/metrics has host states" grep -q '^kria_hosts{state="ready"} [0-9]' "$T/metrics.txt"
+check "/metrics has the overdue histogram" grep -q '^kria_issue_overdue_seconds_bucket{le="+Inf"} [0-9]' "$T/metrics.txt"
+metrics_ok() { # every family typed before its samples, every line well-formed
+  local line name fam typed=" " bad=0
+  while IFS= read -r line; do
+    if [[ $line =~ ^#\ HELP\ ([a-zA-Z_:][a-zA-Z0-9_:]*)\ .+$ ]]; then continue; fi
+    if [[ $line =~ ^#\ TYPE\ ([a-zA-Z_:][a-zA-Z0-9_:]*)\ (counter|gauge|histogram|summary|untyped)$ ]]; then
+      typed+="${BASH_REMATCH[1]} "
+      continue
+    fi
+    if [[ $line =~ ^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[a-zA-Z_][a-zA-Z0-9_]*=\"[^\"]*\"(,[a-zA-Z_][a-zA-Z0-9_]*=\"[^\"]*\")*\})?\ -?[0-9][0-9.eE+-]*$ ]]; then
+      name=${BASH_REMATCH[1]}
+      fam=$name
+      [[ $typed == *" $fam "* ]] || fam=${name%_bucket}
+      [[ $typed == *" $fam "* ]] || fam=${name%_sum}
+      [[ $typed == *" $fam "* ]] || fam=${name%_count}
+      if [[ $typed != *" $fam "* ]]; then diag "untyped sample: $line"; bad=1; fi
+      continue
+    fi
+    diag "malformed line: $line"
+    bad=1
+  done <"$T/metrics.txt"
+  [ "$bad" = 0 ]
+}
+check "/metrics: Prometheus text format, HELP/TYPE before samples" metrics_ok
+check "/metrics: counters end in _total" bash -c "! grep '^# TYPE' '$T/metrics.txt' | grep ' counter$' | grep -v '_total counter$'"
+is "$(grep -c '^# HELP' "$T/metrics.txt")" "$(grep -c '^# TYPE' "$T/metrics.txt")" "/metrics: a HELP per TYPE"
+
+api "/hosts?limit=5" >"$T/hosts.json"
+check "/hosts is JSON" jvalid <"$T/hosts.json"
+is "$(jget "d['hosts'][0]['host']" <"$T/hosts.json")" "\"127.0.0.1:$P1\"" "/hosts lists the host queue"
+is "$(jget "d['hosts'][0]['min_delay_ms']" <"$T/hosts.json")" 20 "/hosts: its politeness delay (20 ms)"
+is "$(code "/hosts?limit=x")" 400 "/hosts?limit=x: 400"
+is "$(code "/hosts?sort=nonsense")" 400 "/hosts?sort=nonsense: 400"
+api /frontier >"$T/frontier.json"
+check "/frontier is JSON" jvalid <"$T/frontier.json"
+check "/frontier?format=text" bash -c "curl -s -m 10 'http://$ADDR/frontier?format=text' | grep -q '^frontier: '"
+
+api "/uri?url=$U1/" >"$T/uri.json"
+check "/uri is JSON" jvalid <"$T/uri.json"
+is "$(jget "d['url']" <"$T/uri.json")" "\"$U1/\"" "/uri: the seed's row"
+check "/uri: visited, with a history" bash -c "[ \"\$(jget \"d['visits']\" <'$T/uri.json')\" -ge 1 ] && [ \"\$(jlen \"d['history']\" <'$T/uri.json')\" -ge 1 ]"
+is "$(code "/uri?url=$U1/never-linked")" 404 "/uri of an unknown URL: 404"
+is "$(code "/uri")" 400 "/uri without url=: 400"
+is "$(code "/uri?url=%zz")" 400 "/uri with a bad escape: 400"
+
+curl -s -m 10 -D "$T/console.h" -o "$T/console.html" "http://$ADDR/"
+check "/ is the console" grep -q '<title>kria console</title>' "$T/console.html"
+check "console has a Content-Security-Policy" grep -qi "^Content-Security-Policy: default-src 'none'" "$T/console.h"
+check "console loads nothing from elsewhere" bash -c "! grep -Eqi '(src|href)=\"(https?:)?//' '$T/console.html'"
+is "$(code /nope)" 404 "unknown page: 404"
+is "$(code /status -X POST -H "Authorization: Bearer $TOKEN")" 405 "POST /status: 405"
+is "$(code /pause)" 405 "GET /pause: 405"
+is "$(code /status -H 'Host: evil.example')" 421 "a Host that is not loopback: 421"
+
+# ---- pause / resume -----------------------------------------------------------
+is "$(code /pause -X POST)" 401 "POST /pause without a token: 401"
+is "$(code /pause -X POST -H 'Authorization: Bearer wrong-token-0123456789')" 401 "POST /pause, wrong token: 401"
+is "$(st "d['paused']")" false "still running after the refused pauses"
+r=$(api /pause -X POST -H "Authorization: Bearer $TOKEN")
+is "$(jget "d['paused']" <<<"$r")" true "POST /pause with the token: paused"
+check "running fetches drain" wait_until 10 bash -c "[ \"\$(curl -s -m 5 http://$ADDR/status | jget \"d['in_flight']\")\" = 0 ]"
+is "$(st "d['state']")" '"paused"' "/status says paused"
+n1=$(wc -l <"$T/kts1.log")
+p0=$(grep -c 'progress: .*, paused$' "$T/kria.err")
+check "two progress lines while paused" wait_until 10 bash -c "[ \$(grep -c 'progress: .*, paused\$' '$T/kria.err') -ge $((p0 + 2)) ]"
+n2=$(wc -l <"$T/kts1.log")
+is "$n2" "$n1" "no request reached kts while paused"
+r=$(api /resume -X POST -H "Authorization: Bearer $TOKEN")
+is "$(jget "d['paused']" <<<"$r")" false "POST /resume: running"
+check "requests again after resume" wait_until 10 bash -c "[ \$(wc -l <'$T/kts1.log') -gt $n2 ]"
+
+# ---- hostile clients -----------------------------------------------------------
+f0=$(st "d['crawl']['fetched']")
+big=$(head -c 9000 /dev/zero | tr '\0' a)
+is "$(code /status -H "X-Big: $big")" 431 "a 9 KiB header: 431"
+t0=$(date +%s%N)
+exec {sl}<>"/dev/tcp/127.0.0.1/$SPORT"
+printf 'GET /status HTTP/1.1\r\nHost: 127' >&"$sl"
+resp=$(timeout 15 cat <&"$sl")
+exec {sl}<&-
+ms=$((($(date +%s%N) - t0) / 1000000))
+like "$resp" '^HTTP/1.1 408' "slowloris: 408"
+check "slowloris cut after ~5 s ($ms ms)" test "$ms" -ge 4500 -a "$ms" -lt 9000
+fds=()
+for i in $(seq 1 20); do
+  exec {fd}<>"/dev/tcp/127.0.0.1/$SPORT"
+  fds+=("$fd")
+done
+busy=0
+for i in 16 17 18 19; do
+  out=$(timeout 5 cat <&"${fds[$i]}")
+  [[ $out == "HTTP/1.1 503"* ]] && busy=$((busy + 1))
+done
+is "$busy" 4 "connections over max-clients (16): 503"
+for fd in "${fds[@]}"; do exec {fd}<&-; done
+check "served again once they are gone" wait_until 10 bash -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' -m 5 http://$ADDR/status)\" = 200 ]"
+f1=$(st "d['crawl']['fetched']")
+check "the crawl went on meanwhile ($f0 -> $f1)" test "$f1" -gt "$f0"
+check "rejections are counted" bash -c "[ \"\$(curl -s -m 5 http://$ADDR/status | jget \"d['status_server']['refused']\")\" -ge 4 ]"
+
+# ---- SIGHUP reload ---------------------------------------------------------------
+echo "http://127.0.0.1:$P2/unlinked" >>"$T/seeds.txt"
+kill -HUP "$KRIA_PID"
+check "reload logged: 2 seeds, 1 new" wait_until 10 grep -q 'reloaded: 2 seeds (1 new)' "$T/kria.err"
+check "the new seed gets fetched" wait_until 20 grep -q 'GET /unlinked ' "$T/kts2.log"
+is "$(st "d['reload']['ok']")" 1 "/status counts the reload"
+
+write_conf '[host "127.0.0.1"]' 'politeness.min-delay = 3s' 'politeness.max-delay = 3s'
+kill -HUP "$KRIA_PID"
+delay_is() { [ "$(api "/hosts?sort=name&limit=10" | jget "[h['min_delay_ms'] for h in d['hosts'] if h['host']=='127.0.0.1:$P1'][0]" 2>/dev/null ||
+  api "/hosts?sort=name&limit=10" | jget "d['hosts'].filter(h=>h.host=='127.0.0.1:$P1')[0].min_delay_ms")" = "$1" ]; }
+check "a [host] override applies to its host queue (3 s)" wait_until 10 delay_is 3000
+
+cp "$T/crawl.conf" "$T/crawl.conf.good"
+echo "bogus-key = 1" >>"$T/crawl.conf"
+kill -HUP "$KRIA_PID"
+check "a bad file is refused, errors logged" wait_until 10 grep -q "'bogus-key' should be section.key" "$T/kria.err"
+check "... and the reload counted as refused" wait_until 10 bash -c "[ \"\$(curl -s -m 5 http://$ADDR/status | jget \"d['reload']['failed']\")\" = 1 ]"
+is "$(st "d['state']")" '"running"' "the crawl runs on with the old configuration"
+write_conf '[host "127.0.0.1"]' 'politeness.min-delay = 3s' 'politeness.max-delay = 3s'
+sed -i 's/^commit-interval = 10ms$/commit-interval = 20ms/' "$T/crawl.conf"
+kill -HUP "$KRIA_PID"
+check "a changed start-up-only key is refused" wait_until 10 grep -q 'store.commit-interval changed (10ms -> 20ms): it takes a restart' "$T/kria.err"
+check "... counted" wait_until 10 bash -c "[ \"\$(curl -s -m 5 http://$ADDR/status | jget \"d['reload']['failed']\")\" = 2 ]"
+cp "$T/crawl.conf.good" "$T/crawl.conf"
+
+# ---- kria status / report online ---------------------------------------------------
+out=$("$KRIA" status --addr "$ADDR" 2>&1)
+like "$out" "frontier +[0-9]+ URIs" "kria status --addr"
+out=$("$KRIA" status -c "$T/crawl.conf" --json 2>&1)
+is "$(jget "d['state']" <<<"$out")" '"running"' "kria status -c FILE --json (port from status.addr)"
+out=$("$KRIA" report hosts --addr "$ADDR" --limit 5 2>&1)
+like "$out" "127\.0\.0\.1:$P1" "kria report hosts"
+out=$("$KRIA" report uri "$U1/" --addr "$ADDR" 2>&1)
+like "$out" "visits +[0-9]+" "kria report uri"
+"$KRIA" report uri "$U1/not-known" --addr "$ADDR" >/dev/null 2>&1
+is "$?" 1 "kria report uri of an unknown URI: exit 1"
+out=$("$KRIA" status -s "$STATE" 2>&1)
+like "$out" "frontier +[0-9]+ URIs" "kria status -s DIR while the crawl holds the state"
+
+# ---- refusals at start ---------------------------------------------------------------
+cat >"$T/other.conf" <<EOF
+[crawl]
+seeds = $T/seeds.txt
+state-dir = $T/state-other
+[status]
+listen = $ADDR
+EOF
+timeout 30 "$KRIA" crawl -c "$T/other.conf" 2>"$T/other.err"
+is "$?" 2 "a status port in use: exit 2"
+check "... saying why" grep -q "cannot listen" "$T/other.err"
+sed -i "s/^listen = .*/listen = 0.0.0.0:0/" "$T/other.conf"
+timeout 30 "$KRIA" crawl -c "$T/other.conf" 2>"$T/other.err"
+is "$?" 2 "a non-loopback address without a token: exit 2"
+check "... saying why" grep -q "status.token must be set" "$T/other.err"
+
+# ---- stop -------------------------------------------------------------------------------
+is "$(code /stop -X POST)" 401 "POST /stop without a token: 401"
+r=$(api /stop -X POST -H "Authorization: Bearer $TOKEN" -w ' %{http_code}')
+like "$r" ' 202$' "POST /stop: 202"
+if timeout 15 tail -s 0.05 --pid="$KRIA_PID" -f /dev/null; then
+  wait "$KRIA_PID"
+  is "$?" 0 "kria exits 0 after /stop"
+else
+  not_ok "kria exits after /stop"
+fi
+check "the stop is logged" grep -q 'stop requested through the status server' "$T/kria.err"
+check "status.addr names the address used" test -s "$STATE/status.addr"
+
+# ---- offline ----------------------------------------------------------------------------
+out=$("$KRIA" status -s "$STATE" 2>&1)
+is "$?" 0 "kria status -s DIR after the crawl: exit 0"
+like "$out" "frontier +[0-9]+ URIs, [0-9]+ queued" "... with the frontier's totals"
+out=$("$KRIA" status -s "$STATE" --json)
+check "kria status -s DIR --json parses" jvalid <<<"$out"
+check "... counts the URIs" test "$(jget "d['uris']" <<<"$out")" -ge 20
+out=$("$KRIA" report hosts -s "$STATE" --json)
+is "$(jget "d['hosts'][0]['host']" <<<"$out" | tr -d '"' | sed 's/:.*//')" 127.0.0.1 "kria report hosts -s DIR --json"
+out=$("$KRIA" report uri "$U1/" -s "$STATE" 2>&1)
+like "$out" "history +[0-9]+ visits" "kria report uri -s DIR"
+"$KRIA" report uri "$U1/not-known" -s "$STATE" >/dev/null 2>&1
+is "$?" 1 "kria report uri -s DIR, unknown URI: exit 1"
+"$KRIA" status -s "$T/nowhere" >/dev/null 2>&1
+is "$?" 2 "kria status -s of a missing directory: exit 2"
+"$KRIA" status --addr 127.0.0.1:1 >/dev/null 2>&1
+is "$?" 2 "kria status with no server there: exit 2"
+"$KRIA" report bogus >/dev/null 2>&1
+is "$?" 64 "kria report bogus: exit 64"
+
+kts_stop "$KTS1_PID"
+done_testing
