@@ -1,0 +1,924 @@
+/*
+ * The WARC writer of a crawl: what each visit leaves in the WARC files
+ * (src/warcfile.h does files, rotation and durability; kria/warc.h the
+ * records), always before the store commits the visit, so a crash can
+ * repeat a fetch but never lose one.
+ *
+ * Per visit with a response, in this order:
+ *  - the content: a `response` record whose block is the HTTP response as
+ *    received (the raw head, then the body bytes with their transfer
+ *    coding, from the client's on_raw stream), WARC-Payload-Digest over
+ *    the entity (proc_digest.c's payload SHA-1), WARC-Truncated when the
+ *    body was cut (length, time, disconnect); or a `revisit` with the
+ *    response head only:
+ *      identical-payload-digest  the payload digest equals that of the
+ *        stored original of this URI, or, with adaptive.dedupe, of
+ *        another URI's (store: originals, which only ever names records
+ *        that were written);
+ *      server-not-modified  a 304, or a mid-fetch abort (the validators
+ *        said unchanged): the stored original's payload digest is carried
+ *        forward; without a stored original the 304 is kept as a plain
+ *        response;
+ *    a visit the change processor found unchanged (stripped change
+ *    digest) whose payload nevertheless differs is stored in full
+ *    (warc.write-volatile = full) or not at all (skip);
+ *  - a `request` record (the request as sent), WARC-Concurrent-To the
+ *    first record;
+ *  - a `metadata` record (Heritrix style: hopsFromSeed, fetchTimeMs,
+ *    outlinks, and the adaptive-revisit notes: content state, visits,
+ *    versions, change digest, crawl.log annotations);
+ *  - with warc.write-dns, before them a `response` record dns:HOST
+ *    (text/dns) once per host and DNS TTL.
+ * Every record of a visit has the fetch's start as WARC-Date, which is
+ * also the date the store keeps for an original, so a revisit's
+ * WARC-Refers-To-Date names its original exactly.
+ *
+ * Memory: body bytes are kept in memory up to 4 MiB per fetch (and 256
+ * MiB across fetches), then spilled to an unlinked temporary file in the
+ * WARC directory and streamed from there into the record; recording stops
+ * (WARC-Truncated: length) past twice http.max-body-bytes, the most chunk
+ * framing could add.
+ *
+ * Where: the "warc" processor of the write phase; a fetch whose walk
+ * jumped to the post phase after an error that still left a response
+ * (a body cut by a timeout or a reset) is written by "warc-late", the
+ * first post processor. Both run before "finish" hands the visit to the
+ * frontier. Durability batch syncs the file from the store's presync
+ * hook, right before each COMMIT.
+ *
+ * Full disk (or any write error): the partial record is cut away by
+ * warcfile, the fetch is given back untouched (it is fetched again
+ * later), dispatch is held (kr_crawl_pause) with one clear error line,
+ * and every warc.retry-interval the free space of the directory is
+ * checked; with 4 MiB free the crawl resumes. What was committed stays.
+ *
+ * Sections: captures (raw bytes), the decision, records, the processors,
+ * full disk, life cycle.
+ */
+#include "proc_warc.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "crawl.h"
+#include "internal.h"
+#include "log.h"
+#include "warcfile.h"
+
+#define CAP_MEM_MAX (4u << 20)   /* raw body kept in memory per fetch */
+#define MEM_BUDGET (256u << 20)  /* ... and across fetches */
+#define POOL_KEEP (256u << 10)   /* pooled captures keep smaller buffers */
+#define POOL_MAX 1024            /* captures kept for reuse */
+#define SPILL_CHUNK (64u << 10)  /* read back from the spill file in these */
+#define RESUME_FREE (4u << 20)   /* free bytes in the WARC directory to resume */
+#define DNS_SLOTS 4096           /* power of two: hosts with a dns record */
+#define BLOCK_MAX (32u << 20)    /* metadata and dns blocks */
+
+/* ---- captures ------------------------------------------------------------------ */
+
+/* The raw body of one fetch, for its response record. */
+struct kr_warc_cap {
+  struct kr_warc_cap *next;     /* pool */
+  kr_buf_t mem;                 /* raw body bytes in memory */
+  int fd;                       /* spill file, -1 none */
+  kr_sha1_t sha;                /* block digest once spilling */
+  int sha_ready;                /* sha initialised (once per object) */
+  uint64_t len;                 /* raw body bytes recorded */
+  uint64_t max;                 /* nothing recorded past this */
+  int over;                     /* bytes past max were dropped */
+  int failed;                   /* the spill file failed */
+  int done;                     /* the visit's records were dealt with */
+};
+
+struct dns_slot {
+  uint64_t h;                   /* hash of the host name, 0 empty */
+  uint64_t until;               /* recorded until (epoch ms) */
+};
+
+struct kr_warc {
+  kr_crawl_t *c;
+  kr_warcfile_t *wf;
+  char *dir;
+  int durability;               /* enum kr_warc_durability */
+  int req, meta, dns, volatile_skip, dedupe;
+  uint64_t retry_ms;
+  uint64_t raw_max;
+  kr_store_t *st;
+  /* full disk */
+  int we_paused;                /* dispatch held by us */
+  kr_wheel_entry_t retry;
+  uint64_t held_since;
+  /* captures */
+  struct kr_warc_cap *pool;
+  size_t npool;
+  size_t mem;                   /* raw bytes in memory, all fetches */
+  struct dns_slot *dns_slots;
+  kr_buf_t block;               /* metadata and dns blocks */
+  kr_warc_stats_t st_;
+};
+
+static struct kr_warc_cap *cap_get(struct kr_warc *w) {
+  struct kr_warc_cap *k = w->pool;
+  if (k) {
+    w->pool = k->next;
+    w->npool--;
+  } else {
+    k = kr_xcalloc(1, sizeof *k);
+    kr_buf_init(&k->mem, CAP_MEM_MAX);
+    k->sha_ready = kr_sha1_init(&k->sha) == 0;
+  }
+  k->next = NULL;
+  k->fd = -1;
+  k->len = 0;
+  k->max = w->raw_max;
+  k->over = k->failed = k->done = 0;
+  return k;
+}
+
+static void cap_free(struct kr_warc_cap *k) {
+  if (k->sha_ready) kr_sha1_free(&k->sha);
+  kr_buf_free(&k->mem);
+  free(k);
+}
+
+static void cap_put(struct kr_warc *w, struct kr_warc_cap *k) {
+  w->mem -= k->mem.len;
+  if (k->fd >= 0) close(k->fd);
+  k->fd = -1;
+  if (w->npool >= POOL_MAX) {
+    cap_free(k);
+    return;
+  }
+  if (k->mem.cap > POOL_KEEP) {
+    kr_buf_free(&k->mem);
+    kr_buf_init(&k->mem, CAP_MEM_MAX);
+  }
+  kr_buf_reset(&k->mem);
+  k->next = w->pool;
+  w->pool = k;
+  w->npool++;
+}
+
+/* An unlinked file in the WARC directory (same file system as the
+ * records it will feed). */
+static int spill_open(const char *dir) {
+  int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)) return fd;
+  char path[4096];
+  if (snprintf(path, sizeof path, "%s/.kria-spill-XXXXXX", dir) >= (int)sizeof path) return -1;
+  fd = mkostemp(path, O_CLOEXEC);
+  if (fd >= 0) unlink(path);
+  return fd;
+}
+
+static int write_all(int fd, const char *p, size_t n) {
+  while (n) {
+    ssize_t k = write(fd, p, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return -1;
+    p += k;
+    n -= (size_t)k;
+  }
+  return 0;
+}
+
+/* Move the capture to a spill file: the block digest starts with the head
+ * and the bytes held so far. */
+static int spill_start(struct kr_warc *w, kr_fetch_t *f, struct kr_warc_cap *k) {
+  kr_slice_t head = f->resp->raw_head;
+  k->fd = spill_open(w->dir);
+  if (k->fd < 0 || !k->sha_ready || kr_sha1_reset(&k->sha) ||
+      kr_sha1_update(&k->sha, head.p, head.n) ||
+      kr_sha1_update(&k->sha, k->mem.data ? k->mem.data : "", k->mem.len) ||
+      write_all(k->fd, k->mem.data ? k->mem.data : "", k->mem.len)) {
+    KR_LOG(KR_LOG_WARN, f->cf.url, "cannot spill a large body to %s: %s", w->dir,
+           strerror(errno));
+    return -1;
+  }
+  w->mem -= k->mem.len;
+  kr_buf_free(&k->mem);
+  kr_buf_init(&k->mem, CAP_MEM_MAX);
+  w->st_.spilled++;
+  return 0;
+}
+
+void kr__warc_raw(kr_fetch_t *f, const char *p, size_t n) {
+  struct kr_warc_cap *k = f->wcap;
+  if (!k || k->failed || k->over || !n) return;
+  struct kr_warc *w = f->crawl->warc;
+  if (n > k->max - k->len) {
+    k->over = 1;
+    n = (size_t)(k->max - k->len);
+    if (!n) return;
+  }
+  if (k->fd < 0) {
+    if (k->mem.len + n <= CAP_MEM_MAX && w->mem + n <= MEM_BUDGET &&
+        kr_buf_append(&k->mem, p, n) == 0) {
+      w->mem += n;
+      k->len += n;
+      return;
+    }
+    if (spill_start(w, f, k)) {
+      k->failed = 1;
+      return;
+    }
+  }
+  if (kr_sha1_update(&k->sha, p, n) || write_all(k->fd, p, n)) {
+    KR_LOG(KR_LOG_WARN, f->cf.url, "cannot spill a large body to %s: %s", w->dir,
+           strerror(errno));
+    k->failed = 1;
+    return;
+  }
+  k->len += n;
+}
+
+/* ---- the decision -------------------------------------------------------------- */
+
+enum rec_kind {
+  K_NONE = 0,     /* nothing to store */
+  K_RESPONSE,     /* the content */
+  K_IDENTICAL,    /* revisit, identical-payload-digest */
+  K_NOT_MODIFIED, /* revisit, server-not-modified */
+};
+
+/* The stored original a revisit points at. */
+struct orig {
+  int found;
+  uint8_t digest[KR_SHA1_LEN];
+  uint64_t ofp, date;
+  const char *url;              /* in f's arena */
+  size_t url_len;
+};
+
+static int orig_lookup(struct kr_warc *w, kr_fetch_t *f, struct orig *o) {
+  memset(o, 0, sizeof *o);
+  kr_original_t r;
+  int rc = kr_store_original_get(w->st, f->curi->fp, &r);
+  if (rc < 0) return rc;
+  if (rc == 0 || r.digest_len != KR_SHA1_LEN || !r.url) return 0;
+  o->url = kr_arena_strndup(&f->arena, r.url, r.url_len);
+  if (!o->url) return 0;
+  memcpy(o->digest, r.digest, KR_SHA1_LEN);
+  o->ofp = r.ofp;
+  o->date = r.date;
+  o->url_len = r.url_len;
+  o->found = 1;
+  return 1;
+}
+
+/* A response stored for another URI with payload digest d (URL-agnostic).
+ * The originals table, not the digest index, answers: it only ever names
+ * records that were written. */
+static int index_lookup(struct kr_warc *w, kr_fetch_t *f, const uint8_t *d, struct orig *o) {
+  memset(o, 0, sizeof *o);
+  kr_original_t r;
+  int rc = kr_store_original_find(w->st, d, KR_SHA1_LEN, &r);
+  if (rc <= 0 || !r.url || r.ofp == f->curi->fp) return rc < 0 ? rc : 0;
+  o->url = kr_arena_strndup(&f->arena, r.url, r.url_len);
+  if (!o->url) return 0;
+  memcpy(o->digest, d, KR_SHA1_LEN);
+  o->ofp = r.ofp;
+  o->date = r.date;
+  o->url_len = r.url_len;
+  o->found = 1;
+  return 1;
+}
+
+/* The payload digest of this response, when known. */
+static int payload_digest(kr_fetch_t *f, uint8_t out[KR_SHA1_LEN]) {
+  if (f->ad.has_payload_digest) {
+    memcpy(out, f->ad.payload_digest, KR_SHA1_LEN);
+    return 1;
+  }
+  /* The walk jumped over the digest phase (an error after the headers):
+   * what arrived was hashed all the same. */
+  if (f->ad.pdigesting && kr_sha1_final(&f->psha, f->ad.payload_digest) == 0) {
+    f->ad.pdigesting = 0;
+    f->ad.has_payload_digest = 1;
+    memcpy(out, f->ad.payload_digest, KR_SHA1_LEN);
+    return 1;
+  }
+  return 0;
+}
+
+/* What to write for f; *o is the original of a revisit. A store error
+ * is logged and taken as "no original" (the content is then stored). */
+static enum rec_kind decide(struct kr_warc *w, kr_fetch_t *f, const uint8_t *pd, int has_pd,
+                            struct orig *o) {
+  const kr_http_resp_t *r = f->resp;
+  memset(o, 0, sizeof *o);
+  int rc;
+  if (r->status == 304 || f->ad.midfetch_abort) {
+    rc = orig_lookup(w, f, o);
+    if (rc < 0) KR_LOG(KR_LOG_WARN, f->cf.url, "while reading the stored original: %s",
+                       kr_strerror(rc));
+    return rc == 1 ? K_NOT_MODIFIED : K_RESPONSE;
+  }
+  if (has_pd && r->payload_bytes && !r->truncated && !f->http_err) {
+    rc = orig_lookup(w, f, o);
+    if (rc == 1 && memcmp(o->digest, pd, KR_SHA1_LEN) == 0) return K_IDENTICAL;
+    if (w->dedupe && index_lookup(w, f, pd, o) == 1) return K_IDENTICAL;
+  }
+  /* The change digest (volatile sections stripped) said unchanged, the
+   * payload says otherwise. */
+  int unchanged = f->ad.visits && f->ad.content == KR_CONTENT_UNCHANGED;
+  if (unchanged) {
+    if (w->volatile_skip) {
+      w->st_.volatile_skipped++;
+      return K_NONE;
+    }
+    w->st_.volatile_full++;
+  }
+  return K_RESPONSE;
+}
+
+/* ---- records ------------------------------------------------------------------- */
+
+/* Write one record; accounts for it. 0, KR_EINVAL (a bad record: logged,
+ * skipped), KR_ENOSPC / KR_EIO (the caller gives the fetch back). */
+static int put(struct kr_warc *w, kr_fetch_t *f, kr_warc_rec_t *rec, const kr_slice_t *v,
+               size_t n) {
+  kr_warcfile_loc_t loc;
+  int rc = kr_warcfile_write(w->wf, rec, v, n, &loc);
+  if (rc == 0) {
+    w->st_.records++;
+    w->st_.bytes += loc.w.bytes;
+  } else if (rc == KR_EINVAL) {
+    w->st_.write_errors++;
+    KR_LOG(KR_LOG_WARN, f->cf.url, "a %s record could not be made (bad field): skipped",
+           kr_warc_type_name(rec->type));
+  }
+  return rc;
+}
+
+static const char *truncated_why(kr_fetch_t *f, const struct kr_warc_cap *k) {
+  const kr_http_resp_t *r = f->resp;
+  if (r->truncated || (k && k->over)) return "length";
+  switch (f->http_err) {
+  case 0:
+    return r->aborted ? "unspecified" : NULL;
+  case KR_EFIRSTBYTE_TIMEOUT:
+  case KR_EIDLE_TIMEOUT:
+  case KR_ETOTAL_TIMEOUT:
+    return "time";
+  default:
+    return "disconnect";
+  }
+}
+
+/* The response record from a spill file: streamed. */
+static int put_spilled(struct kr_warc *w, kr_fetch_t *f, kr_warc_rec_t *rec,
+                       struct kr_warc_cap *k) {
+  kr_slice_t head = f->resp->raw_head;
+  uint8_t sha[KR_SHA1_LEN];
+  if (kr_sha1_final(&k->sha, sha)) return KR_EIO;
+  rec->block_sha1 = sha;
+  int rc = kr_warcfile_begin(w->wf, rec, head.n + k->len);
+  if (!rc) rc = kr_warcfile_append(w->wf, head.p, head.n);
+  char *buf = rc ? NULL : kr_xmalloc(SPILL_CHUNK);
+  for (uint64_t off = 0; !rc && off < k->len;) {
+    size_t want = k->len - off < SPILL_CHUNK ? (size_t)(k->len - off) : SPILL_CHUNK;
+    ssize_t got = pread(k->fd, buf, want, (off_t)off);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      KR_LOG(KR_LOG_ERROR, f->cf.url, "reading back the spilled body: %s",
+             got < 0 ? strerror(errno) : "short file");
+      rc = KR_EIO;
+      break;
+    }
+    rc = kr_warcfile_append(w->wf, buf, (size_t)got);
+    off += (uint64_t)got;
+  }
+  free(buf);
+  kr_warcfile_loc_t loc;
+  if (!rc) rc = kr_warcfile_end(w->wf, &loc);
+  if (!rc) {
+    w->st_.records++;
+    w->st_.bytes += loc.w.bytes;
+  }
+  return rc;
+}
+
+static const char *content_state_name(kr_fetch_t *f) {
+  if (!f->ad.visits) return NULL;
+  switch (f->ad.content) {
+  case KR_CONTENT_UNCHANGED:
+    return "unchanged";
+  case KR_CONTENT_CHANGED:
+    return "changed";
+  default:
+    return "unknown";
+  }
+}
+
+static int put_metadata(struct kr_warc *w, kr_fetch_t *f, uint64_t date, const char *to) {
+  const kr_curi_t *u = f->curi;
+  kr_warc_outlink_t *ol = NULL;
+  if (f->nlinks) ol = kr_arena_alloc(&f->arena, f->nlinks * sizeof *ol);
+  size_t nol = 0;
+  for (size_t i = 0; ol && i < f->nlinks; i++) {
+    const kr_link_t *l = &f->links[i];
+    ol[nol].url = kr_slice(l->url, l->url_len);
+    ol[nol].hop = l->hop_len ? l->hop_path[l->hop_len - 1] : 'L';
+    ol[nol].context = kr_slice("", 0);
+    nol++;
+  }
+  kr_warc_field_t an[8];
+  size_t nan = 0;
+  char visits[24], versions[24], wait[24], overdue[24], cd[KR_SHA1_LABEL_SIZE];
+  const char *cs = content_state_name(f);
+  if (cs) {
+    an[nan++] = (kr_warc_field_t){"contentState", kr_slice_cstr(cs)};
+    snprintf(visits, sizeof visits, "%" PRIu32, f->ad.visits);
+    snprintf(versions, sizeof versions, "%" PRIu32, f->ad.versions);
+    an[nan++] = (kr_warc_field_t){"visits", kr_slice_cstr(visits)};
+    an[nan++] = (kr_warc_field_t){"versions", kr_slice_cstr(versions)};
+  }
+  if (f->has_digest) {
+    kr_sha1_label(f->digest, cd);
+    an[nan++] = (kr_warc_field_t){"changeDigest", kr_slice_cstr(cd)};
+  }
+  if (u->visits) {
+    snprintf(wait, sizeof wait, "%" PRIu64, u->wait_ms);
+    an[nan++] = (kr_warc_field_t){"previousWaitMs", kr_slice_cstr(wait)};
+  }
+  snprintf(overdue, sizeof overdue, "%" PRIu64, u->overdue_ms);
+  an[nan++] = (kr_warc_field_t){"overdueMs", kr_slice_cstr(overdue)};
+  /* crawl.log's annotations so far, comma separated */
+  kr_buf_t *b = &w->block;
+  kr_buf_reset(b);
+  for (size_t i = 0; i < f->nannot; i++) {
+    if (i) kr_buf_append(b, ",", 1);
+    kr_buf_append_slice(b, f->annot[i]);
+  }
+  char *annots = b->len ? kr_arena_strndup(&f->arena, b->data, b->len) : NULL;
+  if (annots) an[nan++] = (kr_warc_field_t){"annotations", kr_slice_cstr(annots)};
+  kr_warc_meta_t m = {
+      .via = kr_slice("", 0),
+      .hops_from_seed = kr_slice(u->hop_path ? u->hop_path : "", u->hop_len),
+      .fetch_time_ms = (int64_t)f->fetch_duration_ms,
+      .outlinks = ol,
+      .noutlinks = nol,
+      .annotations = an,
+      .nannotations = nan,
+  };
+  kr_buf_reset(b);
+  int rc = kr_warc_metadata_block(b, &m);
+  if (rc) {
+    KR_LOG(KR_LOG_WARN, f->cf.url, "metadata record left out: %s", kr_strerror(rc));
+    return 0;
+  }
+  kr_warc_rec_t rec = {.type = KR_WARC_METADATA, .date_ms = date,
+                       .target_uri = kr_slice(f->cf.url, f->cf.url_len), .concurrent_to = to};
+  kr_slice_t v = kr_slice(b->data ? b->data : "", b->len);
+  rc = put(w, f, &rec, &v, 1);
+  if (rc == 0) w->st_.metadata++;
+  return rc == KR_EINVAL ? 0 : rc;
+}
+
+/* Every record of f. 0, or KR_ENOSPC / KR_EIO: f must be given back. */
+static int write_visit(struct kr_warc *w, kr_fetch_t *f) {
+  const kr_http_resp_t *r = f->resp;
+  struct kr_warc_cap *k = f->wcap;
+  uint8_t pd[KR_SHA1_LEN];
+  int has_pd = payload_digest(f, pd);
+  struct orig o;
+  enum rec_kind kind = decide(w, f, pd, has_pd, &o);
+  if (kind == K_NONE) {
+    kr_fetch_annotate(f, "warcSkippedVolatile");
+    return 0;
+  }
+  uint64_t date = f->fetch_start_ms ? f->fetch_start_ms : kr_crawl_now(f->crawl);
+  kr_slice_t url = kr_slice(f->cf.url, f->cf.url_len);
+  char pdl[KR_SHA1_LABEL_SIZE];
+  kr_warc_rec_t rec = {.date_ms = date, .target_uri = url,
+                       .ip = r->peer_ip[0] ? r->peer_ip : NULL};
+  int rc;
+  if (kind == K_RESPONSE) {
+    rec.type = KR_WARC_RESPONSE;
+    rec.truncated = truncated_why(f, k);
+    if (has_pd) {
+      kr_sha1_label(pd, pdl);
+      rec.payload = KR_WARC_PAYLOAD_DIGEST;
+      rec.payload_digest = pdl;
+    } else if (!r->chunked && (!k || k->fd < 0)) {
+      rec.payload = KR_WARC_PAYLOAD_FROM;
+      rec.payload_from = r->raw_head.n;
+    }
+    if (k && k->failed) return KR_EIO; /* the body is gone: fetch it again */
+    if (k && k->fd >= 0) {
+      rc = put_spilled(w, f, &rec, k);
+    } else {
+      kr_slice_t v[2] = {r->raw_head, k && k->mem.len ? kr_slice(k->mem.data, k->mem.len)
+                                                      : kr_slice("", 0)};
+      rc = put(w, f, &rec, v, 2);
+    }
+    if (rc == KR_EINVAL) return 0;
+    if (rc) return rc;
+    w->st_.responses++;
+    if (rec.truncated) w->st_.truncated++;
+    /* This record is now the original of the URI's payload. */
+    if (has_pd && !rec.truncated) {
+      int src = kr_store_original_put(w->st, f->curi->fp, pd, KR_SHA1_LEN, f->curi->fp, date);
+      if (src < 0) KR_LOG(KR_LOG_WARN, f->cf.url, "while noting the original: %s",
+                          kr_strerror(src));
+    }
+  } else {
+    rec.type = KR_WARC_REVISIT;
+    rec.profile = kind == K_IDENTICAL ? KR_WARC_PROFILE_IDENTICAL : KR_WARC_PROFILE_NOT_MODIFIED;
+    kr_sha1_label(o.digest, pdl);
+    rec.payload = KR_WARC_PAYLOAD_DIGEST;
+    rec.payload_digest = pdl;
+    rec.refers_to_uri = kr_slice(o.url, o.url_len);
+    rec.refers_to_date_ms = o.date;
+    kr_slice_t v = r->raw_head;
+    rc = put(w, f, &rec, &v, 1);
+    if (rc == KR_EINVAL) return 0;
+    if (rc) return rc;
+    if (kind == K_IDENTICAL) {
+      w->st_.revisits_identical++;
+      /* a payload found under another URI becomes this URI's original */
+      if (o.ofp != f->curi->fp || !f->ad.visits) {
+        int src = kr_store_original_put(w->st, f->curi->fp, o.digest, KR_SHA1_LEN, o.ofp, o.date);
+        if (src < 0) KR_LOG(KR_LOG_WARN, f->cf.url, "while noting the original: %s",
+                            kr_strerror(src));
+      }
+    } else {
+      w->st_.revisits_not_modified++;
+    }
+  }
+  if (w->req && f->http) {
+    kr_slice_t q = kr_http_fetch_request(f->http);
+    kr_warc_rec_t rq = {.type = KR_WARC_REQUEST, .date_ms = date, .target_uri = url,
+                        .concurrent_to = rec.id};
+    if (q.n) {
+      rc = put(w, f, &rq, &q, 1);
+      if (rc && rc != KR_EINVAL) return rc;
+      if (rc == 0) w->st_.requests++;
+    }
+  }
+  if (w->meta) {
+    rc = put_metadata(w, f, date, rec.id);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+/* ---- full disk ------------------------------------------------------------------- */
+
+static void on_retry(kr_wheel_entry_t *e);
+
+static void hold(struct kr_warc *w, kr_fetch_t *f, int err) {
+  kr_crawl_t *c = w->c;
+  w->st_.write_errors++;
+  /* Held already: someone may have resumed the crawl meanwhile. */
+  if (!c->paused) {
+    kr_crawl_pause(c, 1);
+    w->we_paused = 1;
+  }
+  if (w->st_.held) return;
+  w->st_.held = 1;
+  w->st_.holds++;
+  w->held_since = kr_crawl_now(c);
+  KR_LOG(KR_LOG_ERROR, w->dir,
+         "cannot write WARC records (%s%s%s): no new fetches until it works again, "
+         "fetches running now are given back and repeated later; checking every %" PRIu64
+         " ms",
+         kr_err_name(err), kr_warcfile_errmsg(w->wf)[0] ? ": " : "", kr_warcfile_errmsg(w->wf),
+         w->retry_ms);
+  (void)f;
+  kr_timer_start(&c->timers, &w->retry, w->held_since + w->retry_ms, on_retry);
+}
+
+static void on_retry(kr_wheel_entry_t *e) {
+  struct kr_warc *w = container_of(e, struct kr_warc, retry);
+  kr_crawl_t *c = w->c;
+  if (!w->st_.held || c->closing) return;
+  struct statvfs sv;
+  uint64_t now = kr_crawl_now(c);
+  uint64_t avail = 0;
+  int known = statvfs(w->dir, &sv) == 0;
+  if (known) avail = (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize;
+  if (known && avail < RESUME_FREE) {
+    KR_LOG(KR_LOG_INFO, w->dir, "still %" PRIu64 " bytes free: WARC writing stays held", avail);
+    kr_timer_start(&c->timers, &w->retry, now + w->retry_ms, on_retry);
+    return;
+  }
+  w->st_.held = 0;
+  KR_LOG(KR_LOG_NOTICE, w->dir, "%" PRIu64 " bytes free after %" PRIu64
+         " s: writing WARC records again, fetches resume", avail, (now - w->held_since) / 1000);
+  if (w->we_paused) {
+    w->we_paused = 0;
+    kr_crawl_pause(c, 0);
+  }
+}
+
+static void failed(struct kr_warc *w, kr_fetch_t *f, int err) {
+  f->disp = KR_DISP_DEFER;
+  w->st_.deferred++;
+  hold(w, f, err);
+}
+
+/* ---- the processors --------------------------------------------------------------- */
+
+/* Is there a visit with a response to record? */
+static int has_visit(kr_fetch_t *f) {
+  kr_crawl_t *c = f->crawl;
+  if (!f->curi || f->decided || f->disp != KR_DISP_FINISH) return 0;
+  if (!f->resp || !f->resp->status) return 0;
+  if (f->http_err == KR_ECANCELED && c->stopping) return 0; /* given back */
+  return 1;
+}
+
+static int warc_headers(kr_chain_fetch_t *cf, kr_processor_t *self) {
+  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
+  struct kr_warc *w = self->data;
+  const kr_http_resp_t *r = f->resp;
+  if (!r || f->wcap) return 0;
+  f->wcap = cap_get(w);
+  /* No body is coming for these. */
+  if (r->status == 304 || f->ad.midfetch_abort) f->wcap->max = 0;
+  return 0;
+}
+
+static void warc_cleanup(kr_chain_fetch_t *cf, kr_processor_t *self) {
+  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
+  struct kr_warc *w = self->data;
+  if (f->wcap) cap_put(w, f->wcap);
+  f->wcap = NULL;
+}
+
+static void run_visit(struct kr_warc *w, kr_fetch_t *f) {
+  struct kr_warc_cap *k = f->wcap;
+  if (k) {
+    if (k->done) return;
+    k->done = 1;
+  }
+  if (!has_visit(f)) return;
+  if (!w->wf) return;
+  int rc = write_visit(w, f);
+  if (rc) failed(w, f, rc);
+}
+
+static int warc_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
+  run_visit(self->data, container_of(cf, kr_fetch_t, cf));
+  return KR_PROC_NEXT;
+}
+
+/* First in the post phase: a fetch whose walk skipped the write phase
+ * after an error but has a response (a cut body) is recorded here. */
+static int warc_late_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
+  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
+  if (f->wcap && !f->wcap->done && f->cf.err) run_visit(self->data, f);
+  return KR_PROC_NEXT;
+}
+
+/* dns records ----------------------------------------------------------------------- */
+
+static uint64_t host_hash(kr_slice_t h) {
+  uint64_t x = 1469598103934665603ull;
+  for (size_t i = 0; i < h.n; i++) {
+    unsigned char ch = (unsigned char)h.p[i];
+    if (ch >= 'A' && ch <= 'Z') ch += 32;
+    x = (x ^ ch) * 1099511628211ull;
+  }
+  return x ? x : 1;
+}
+
+static void on_dns(void *data, int status, const kr_dns_result_t *res) {
+  kr_fetch_t *f = data;
+  struct kr_warc *w = f->crawl->warc;
+  if (status == 0 && res && res->naddrs > 0 && w->wf) {
+    char txt[KR_DNS_MAX_ADDRS][INET6_ADDRSTRLEN];
+    const char *addrs[KR_DNS_MAX_ADDRS];
+    size_t n = 0;
+    for (int i = 0; i < res->naddrs && i < KR_DNS_MAX_ADDRS; i++) {
+      const struct sockaddr_storage *ss = &res->addrs[i];
+      const void *a = ss->ss_family == AF_INET
+                          ? (const void *)&((const struct sockaddr_in *)ss)->sin_addr
+                          : (const void *)&((const struct sockaddr_in6 *)ss)->sin6_addr;
+      if (inet_ntop(ss->ss_family, a, txt[n], sizeof txt[n])) {
+        addrs[n] = txt[n];
+        n++;
+      }
+    }
+    kr_slice_t host = f->cf.host;
+    char *name = kr_arena_strndup(&f->arena, host.p, host.n);
+    uint64_t now = kr_crawl_now(f->crawl);
+    kr_buf_reset(&w->block);
+    char uri[300];
+    if (name && n && host.n < 256 &&
+        kr_warc_dns_block(&w->block, now, name, addrs, n, res->ttl_s) == 0) {
+      snprintf(uri, sizeof uri, "dns:%s", name);
+      kr_warc_rec_t rec = {.type = KR_WARC_RESPONSE, .date_ms = now,
+                           .target_uri = kr_slice_cstr(uri), .content_type = "text/dns",
+                           .payload = KR_WARC_PAYLOAD_FROM, .payload_from = 0};
+      kr_slice_t v = kr_slice(w->block.data, w->block.len);
+      int rc = put(w, f, &rec, &v, 1);
+      if (rc == 0) {
+        w->st_.dns++;
+        struct dns_slot *s = &w->dns_slots[host_hash(host) & (DNS_SLOTS - 1)];
+        s->h = host_hash(host);
+        s->until = now + (uint64_t)(res->ttl_s ? res->ttl_s : 60) * 1000;
+      } else if (rc != KR_EINVAL) {
+        failed(w, f, rc);
+      }
+    }
+  }
+  kr_chain_resume(&f->cf, 0);
+}
+
+static int dns_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
+  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
+  struct kr_warc *w = self->data;
+  kr_crawl_t *c = f->crawl;
+  if (!has_visit(f) || !w->wf || !c->dns || !f->url) return KR_PROC_NEXT;
+  kr_slice_t host = f->cf.host;
+  if (!host.n || host.n > 253 || memchr(host.p, ':', host.n)) return KR_PROC_NEXT;
+  /* IP literals were not resolved */
+  struct in_addr a4;
+  char name[256];
+  memcpy(name, host.p, host.n);
+  name[host.n] = '\0';
+  if (inet_pton(AF_INET, name, &a4) == 1) return KR_PROC_NEXT;
+  uint64_t hh = host_hash(host);
+  struct dns_slot *s = &w->dns_slots[hh & (DNS_SLOTS - 1)];
+  if (s->h == hh && s->until > kr_crawl_now(c)) return KR_PROC_NEXT;
+  if (kr_dns_resolve(c->dns, name, on_dns, f, NULL)) return KR_PROC_NEXT;
+  return KR_PROC_ASYNC;
+}
+
+/* ---- life cycle --------------------------------------------------------------------- */
+
+static void presync(void *ud) {
+  struct kr_warc *w = ud;
+  if (!w->wf || w->durability != KR_WARC_SYNC_BATCH) return;
+  int rc = kr_warcfile_sync(w->wf);
+  if (rc == 0) {
+    w->st_.syncs++;
+    return;
+  }
+  /* The records are in the kernel (a crash of kria keeps them); only a
+   * crash of the machine could lose them now. Stop adding to that. */
+  KR_LOG(KR_LOG_ERROR, w->dir, "syncing the WARC file failed: %s", kr_warcfile_errmsg(w->wf));
+  hold(w, NULL, rc);
+}
+
+static int dir_of(const kr_config_view_t *g, char *out, size_t outlen) {
+  const char *d = kr_config_str(g, KR_CFG_CRAWL_WARC_DIR);
+  int n = d[0] ? snprintf(out, outlen, "%s", d)
+               : snprintf(out, outlen, "%s/warcs", kr_config_str(g, KR_CFG_CRAWL_STATE_DIR));
+  return n > 0 && (size_t)n < outlen ? 0 : -1;
+}
+
+int kr__warc_open(kr_crawl_t *c, char *err, size_t errlen) {
+  const kr_config_view_t *g = kr_config_global(c->cfg);
+  if (!kr_config_bool(g, KR_CFG_WARC_ENABLED)) return 0;
+  char dir[4096];
+  if (dir_of(g, dir, sizeof dir)) {
+    snprintf(err, errlen, "crawl.warc-dir: path too long");
+    return KR_ECONFIG;
+  }
+  struct kr_warc *w = kr_xcalloc(1, sizeof *w);
+  c->warc = w;
+  w->c = c;
+  w->dir = kr_xstrdup(dir);
+  w->st = kr_frontier_store(c->frontier);
+  w->req = kr_config_bool(g, KR_CFG_WARC_WRITE_REQUEST);
+  w->meta = kr_config_bool(g, KR_CFG_WARC_WRITE_METADATA);
+  w->dns = kr_config_bool(g, KR_CFG_WARC_WRITE_DNS);
+  w->volatile_skip = kr_config_enum(g, KR_CFG_WARC_WRITE_VOLATILE) == KR_CFG_VOLATILE_SKIP;
+  w->dedupe = kr_config_bool(g, KR_CFG_ADAPTIVE_DEDUPE);
+  w->retry_ms = (uint64_t)kr_config_ms(g, KR_CFG_WARC_RETRY_INTERVAL);
+  uint64_t body = kr_config_size(g, KR_CFG_HTTP_MAX_BODY_BYTES);
+  w->raw_max = body > (UINT64_MAX >> 2) ? UINT64_MAX >> 1 : 2 * body + (1u << 20);
+  kr_buf_init(&w->block, BLOCK_MAX);
+  kr_wheel_entry_init(&w->retry, on_retry);
+  w->dns_slots = kr_xcalloc(DNS_SLOTS, sizeof *w->dns_slots);
+
+  /* Leftovers of a crash first: each cut to its last whole record. */
+  kr_warcfile_repair_stats_t rs = {0};
+  char e[512] = "";
+  int rc = kr_warcfile_repair_dir(dir, &rs, e, sizeof e);
+  if (rc) {
+    snprintf(err, errlen, "%s: repairing WARC files left open: %s", dir, e);
+    return KR_EIO;
+  }
+  w->st_.repaired_files = rs.files;
+  if (rs.files)
+    KR_LOG(KR_LOG_NOTICE, dir, "repaired %u WARC file(s) left open (%u empty removed, %" PRIu64
+           " records kept, %" PRIu64 " bytes cut)", rs.files, rs.removed, rs.records,
+           rs.bytes_cut);
+
+  kr_warcfile_opts_t o;
+  kr_warcfile_opts_default(&o);
+  o.dir = dir;
+  o.prefix = kr_config_str(g, KR_CFG_WARC_PREFIX);
+  o.writer.gzip = kr_config_enum(g, KR_CFG_WARC_COMPRESS) == KR_CFG_WARC_GZIP;
+  o.writer.level = (int)kr_config_int(g, KR_CFG_WARC_LEVEL);
+  o.max_size = kr_config_size(g, KR_CFG_WARC_MAX_SIZE);
+  static const int dur[] = {[KR_CFG_DURABILITY_NONE] = KR_WARC_SYNC_NONE,
+                            [KR_CFG_DURABILITY_BATCH] = KR_WARC_SYNC_BATCH,
+                            [KR_CFG_DURABILITY_RECORD] = KR_WARC_SYNC_RECORD};
+  o.durability = w->durability = dur[kr_config_enum(g, KR_CFG_WARC_DURABILITY)];
+  o.clock = &c->clock;
+  const char *op = kr_config_str(g, KR_CFG_WARC_OPERATOR);
+  if (!op[0]) op = kr_config_str(g, KR_CFG_CRAWL_CONTACT_URL);
+  char level[16], size[32];
+  snprintf(level, sizeof level, "%d", o.writer.gzip ? o.writer.level : 0);
+  snprintf(size, sizeof size, "%" PRIu64, o.max_size);
+  const kr_warc_field_t extra[] = {
+      {"kria-scope-mode", kr_config_enum_choice(KR_CFG_SCOPE_MODE,
+                                                kr_config_enum(g, KR_CFG_SCOPE_MODE))},
+      {"kria-revisit", kr_slice_cstr(kr_config_bool(g, KR_CFG_CRAWL_REVISIT) ? "true" : "false")},
+      {"kria-warc-level", kr_slice_cstr(level)},
+      {"kria-warc-max-size", kr_slice_cstr(size)},
+      {"kria-write-volatile", kr_slice_cstr(w->volatile_skip ? "skip" : "full")},
+  };
+  o.info.software = "kria/" KRIA_VERSION " (+https://github.com/kria-crawler/kria)";
+  o.info.operator_name = op[0] ? op : NULL;
+  o.info.is_part_of = kr_config_str(g, KR_CFG_CRAWL_NAME);
+  o.info.description = "adaptive-revisit crawl";
+  o.info.robots = kr_config_bool(g, KR_CFG_ROBOTS_OBEY) ? "obey" : "ignore";
+  o.info.user_agent = kr_config_user_agent(c->cfg);
+  o.info.from = kr_config_str(g, KR_CFG_CRAWL_CONTACT_URL)[0]
+                    ? kr_config_str(g, KR_CFG_CRAWL_CONTACT_URL) : NULL;
+  o.info.extra = extra;
+  o.info.nextra = ARRAY_SIZE(extra);
+  rc = kr_warcfile_open(&o, &w->wf, e, sizeof e);
+  if (rc) {
+    snprintf(err, errlen, "%s: cannot write WARC files there: %s", dir, e[0] ? e : kr_strerror(rc));
+    return rc == KR_EINVAL ? KR_ECONFIG : KR_EIO;
+  }
+  kr_store_set_presync(w->st, presync, w);
+  return 0;
+}
+
+void kr__proc_warc_register(kr_crawl_t *c) {
+  struct kr_warc *w = c->warc;
+  if (!w) return;
+  if (w->dns)
+    kr__crawl_add_proc(c, &(kr_processor_t){.name = "warc-dns", .phase = KR_PHASE_WRITE,
+                                            .run = dns_run, .data = w});
+  kr__crawl_add_proc(c, &(kr_processor_t){.name = "warc", .phase = KR_PHASE_WRITE,
+                                          .run = warc_run, .on_headers = warc_headers,
+                                          .cleanup = warc_cleanup, .data = w});
+  kr__crawl_add_proc(c, &(kr_processor_t){.name = "warc-late", .phase = KR_PHASE_POST,
+                                          .run = warc_late_run, .data = w});
+}
+
+static void log_summary(const struct kr_warc *w) {
+  const kr_warc_stats_t *s = &w->st_;
+  KR_LOG(KR_LOG_NOTICE, w->dir,
+         "WARC: %" PRIu64 " records, %" PRIu64 " bytes: %" PRIu64 " responses, %" PRIu64
+         " identical-payload and %" PRIu64 " not-modified revisits, %" PRIu64 " volatile stored, %"
+         PRIu64 " skipped; %" PRIu64 " fetches given back after write errors",
+         s->records, s->bytes, s->responses, s->revisits_identical, s->revisits_not_modified,
+         s->volatile_full, s->volatile_skipped, s->deferred);
+}
+
+void kr__warc_close(kr_crawl_t *c) {
+  struct kr_warc *w = c->warc;
+  if (!w || !w->wf) return;
+  kr_timer_stop(&w->retry);
+  /* One last sync before the last commit, then close and rename. */
+  int rc = kr_warcfile_close(w->wf);
+  w->wf = NULL;
+  if (rc) KR_LOG(KR_LOG_ERROR, w->dir, "closing the WARC file: %s", kr_strerror(rc));
+  log_summary(w);
+}
+
+void kr__warc_free(kr_crawl_t *c) {
+  struct kr_warc *w = c->warc;
+  if (!w) return;
+  if (w->wf) {
+    kr_timer_stop(&w->retry);
+    kr_warcfile_close(w->wf);
+  }
+  while (w->pool) {
+    struct kr_warc_cap *k = w->pool;
+    w->pool = k->next;
+    cap_free(k);
+  }
+  kr_buf_free(&w->block);
+  free(w->dns_slots);
+  free(w->dir);
+  free(w);
+  c->warc = NULL;
+}
+
+void kr__warc_stats(const kr_crawl_t *c, kr_warc_stats_t *out) {
+  if (c->warc)
+    *out = c->warc->st_;
+  else
+    memset(out, 0, sizeof *out);
+}

@@ -1,0 +1,56 @@
+/*
+ * The WARC writer of a crawl (proc_warc.c): the write-phase processors
+ * and the hooks the crawl loop and the http processor call. See the
+ * paragraph at the top of proc_warc.c for what is written when.
+ */
+#ifndef KRIA_PROC_WARC_H
+#define KRIA_PROC_WARC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct kr_crawl kr_crawl_t;
+typedef struct kr_fetch kr_fetch_t;
+
+/* What the writer did so far (kr__warc_stats). */
+typedef struct kr_warc_stats {
+  uint64_t records;             /* records written, all types */
+  uint64_t bytes;               /* bytes written to WARC files */
+  uint64_t responses;           /* response records (content stored) */
+  uint64_t revisits_identical;  /* identical-payload-digest revisits */
+  uint64_t revisits_not_modified; /* server-not-modified revisits */
+  uint64_t requests, metadata, dns;
+  uint64_t volatile_full;       /* unchanged by the change digest, payload
+                                   differs: stored in full */
+  uint64_t volatile_skipped;    /* ... not stored (write-volatile = skip) */
+  uint64_t truncated;           /* records with WARC-Truncated */
+  uint64_t spilled;             /* bodies kept in a temporary file */
+  uint64_t deferred;            /* fetches given back: a write failed */
+  uint64_t write_errors;        /* failed writes and syncs */
+  uint64_t holds;               /* times dispatch was held (full disk) */
+  uint64_t syncs;               /* batch syncs before store commits */
+  uint64_t repaired_files;      /* ".open" files repaired at start-up */
+  int held;                     /* dispatch held now */
+} kr_warc_stats_t;
+
+/* At kr_crawl_new, once the frontier is open: repair leftover ".open"
+ * files in the WARC directory, open the writer and set the store's
+ * presync hook. A no-op with warc.enabled = false. 0, or KR_ECONFIG /
+ * KR_EIO with a one-line reason in err. */
+int kr__warc_open(kr_crawl_t *c, char *err, size_t errlen);
+/* Register the processors: "warc-dns" and "warc" in the write phase,
+ * "warc-late" in the post phase, which must come before the processors
+ * of kr__proc_post_register. A no-op when the writer is off. */
+void kr__proc_warc_register(kr_crawl_t *c);
+/* Raw response bytes as received (the HTTP client's on_raw), for the
+ * response record's block. Cheap when f is not being recorded. */
+void kr__warc_raw(kr_fetch_t *f, const char *p, size_t n);
+/* At shutdown, every fetch done, before the frontier's last commit: close
+ * (sync, rename without ".open") the current file. */
+void kr__warc_close(kr_crawl_t *c);
+/* Free everything (kr_crawl_free); closes first if still open. */
+void kr__warc_free(kr_crawl_t *c);
+/* Counters; zero when the writer is off. */
+void kr__warc_stats(const kr_crawl_t *c, kr_warc_stats_t *out);
+
+#endif
