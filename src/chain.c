@@ -177,6 +177,9 @@ static void walk(kr_chain_fetch_t *f) {
       f->pos++;
     } else if (rc == KR_PROC_SKIP_TO_POST) {
       f->pos = f->pos < post ? post : f->pos + 1;
+    } else if (rc == KR_PROC_SKIP_TO_WRITE) {
+      uint32_t write = c->phase_start[KR_PHASE_WRITE];
+      f->pos = f->pos < write ? write : f->pos + 1;
     } else if (rc < 0) {
       p->errors++;
       KR_LOG(KR_LOG_DEBUG, f->url, "chain: %s failed: %s", p->name, kr_err_name(rc));

@@ -10,6 +10,10 @@
  *   KR_PROC_NEXT          go on with the next processor
  *   KR_PROC_SKIP_TO_POST  skip to the first post processor (disregarded,
  *                         deferred, nothing to fetch...)
+ *   KR_PROC_SKIP_TO_WRITE skip to the first write processor (unchanged
+ *                         content: no extraction, but the visit is still
+ *                         recorded, as a revisit); from the write phase
+ *                         on it is NEXT
  *   KR_PROC_ASYNC         suspended: the processor started I/O and calls
  *                         kr_chain_resume() once it completes (that call
  *                         may even come before run returns)
@@ -70,6 +74,7 @@ typedef enum kr_proc_rc {
   KR_PROC_NEXT = 0,
   KR_PROC_SKIP_TO_POST = 1,
   KR_PROC_ASYNC = 2,
+  KR_PROC_SKIP_TO_WRITE = 3,
 } kr_proc_rc_t;
 
 /* Processors per chain: the stream subscriptions of a fetch are a 64-bit

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@
 #define LINKS_BUDGET (256u << 20)    /* links held by all fetches at once */
 #define POOL_KEEP_BODY (64u << 10)   /* pooled objects keep smaller buffers */
 #define POOL_KEEP_LINKS 1024
+#define POOL_KEEP_STRIP (1u << 20) /* digest-strip copies kept per pooled object */
 
 static void check_end(kr_crawl_t *c);
 static void crawl_fail(kr_crawl_t *c, int err);
@@ -78,6 +80,53 @@ static const pcre2_code **regex_list(const kr_config_view_t *v, kr_cfg_key_t key
   return a;
 }
 
+/* [adaptive] settings of a view. 0, or KR_ECONFIG with a reason in err
+ * (a digest-strip pattern that PCRE2 refuses byte-wise: the config
+ * checked it in UTF mode). */
+static int adapt_from_view(kr_hostcfg_t *hc, const kr_config_view_t *v, char *err,
+                           size_t errlen) {
+  hc->midfetch = kr_config_bool(v, KR_CFG_ADAPTIVE_MIDFETCH);
+  hc->vscheme = (kr_vscheme_t)(kr_config_enum(v, KR_CFG_ADAPTIVE_MIDFETCH_SCHEME) + 1);
+  static const kr_etag_mode_t modes[] = {[KR_CFG_ETAG_EXACT] = KR_ETAG_EXACT,
+                                         [KR_CFG_ETAG_STRONG] = KR_ETAG_STRONG,
+                                         [KR_CFG_ETAG_WEAK] = KR_ETAG_WEAK};
+  hc->etag_mode = modes[kr_config_enum(v, KR_CFG_ADAPTIVE_ETAG_COMPARE)];
+  kr_vtrust_params_default(&hc->vtrust);
+  hc->vtrust.sample_rate = kr_config_float(v, KR_CFG_ADAPTIVE_TRUST_SAMPLE);
+  hc->vtrust.misses_to_distrust = (uint32_t)kr_config_int(v, KR_CFG_ADAPTIVE_TRUST_MISSES);
+  hc->vtrust.distrust_ms = kr_config_ms(v, KR_CFG_ADAPTIVE_DISTRUST_PERIOD);
+  hc->vtrust.probation = (uint32_t)kr_config_int(v, KR_CFG_ADAPTIVE_TRUST_PROBATION);
+  hc->strip_max = (size_t)kr_config_size(v, KR_CFG_ADAPTIVE_DIGEST_STRIP_MAX_SIZE);
+  size_t n = kr_config_list_len(v, KR_CFG_ADAPTIVE_DIGEST_STRIP);
+  if (n) {
+    kr_strip_opts_t so;
+    kr_strip_opts_default(&so);
+    so.max_size = hc->strip_max;
+    hc->strip = kr_strip_new(&so);
+    for (size_t i = 0; i < n; i++) {
+      char e[256] = "";
+      if (kr_strip_add(hc->strip, NULL, NULL, kr_config_list_item(v, KR_CFG_ADAPTIVE_DIGEST_STRIP, i),
+                       e, sizeof e)) {
+        snprintf(err, errlen, "adaptive.digest-strip: %s", e);
+        kr_strip_free(hc->strip);
+        hc->strip = NULL;
+        return KR_ECONFIG;
+      }
+    }
+  }
+  hc->strip_url = kr_config_regex(v, KR_CFG_ADAPTIVE_DIGEST_STRIP_URL);
+  hc->refresh_embeds = kr_config_bool(v, KR_CFG_ADAPTIVE_REFRESH_EMBEDS);
+  hc->feeds = kr_config_bool(v, KR_CFG_ADAPTIVE_FEEDS);
+  hc->robots_sitemaps = kr_config_bool(v, KR_CFG_ADAPTIVE_ROBOTS_SITEMAPS);
+  hc->feed_pull_max = (uint32_t)kr_config_int(v, KR_CFG_ADAPTIVE_FEED_PULL_MAX);
+  hc->hint_changefreq = kr_config_bool(v, KR_CFG_ADAPTIVE_HINT_CHANGEFREQ);
+  hc->hint_lm = kr_config_bool(v, KR_CFG_ADAPTIVE_HINT_LAST_MODIFIED);
+  kr_est_params_default(&hc->est);
+  hc->est.depth_halving = kr_config_float(v, KR_CFG_ADAPTIVE_HINT_DEPTH);
+  hc->utilisation = kr_config_float(v, KR_CFG_ADAPTIVE_BUDGET_UTILISATION);
+  return 0;
+}
+
 static kr_hostcfg_t *hostcfg_build(kr_crawl_t *c, const kr_config_view_t *v,
                                    const kr_frontier_opts_t *base) {
   kr_hostcfg_t *hc = kr_xcalloc(1, sizeof *hc);
@@ -96,12 +145,16 @@ static kr_hostcfg_t *hostcfg_build(kr_crawl_t *c, const kr_config_view_t *v,
   hc->obey_robots = kr_config_bool(v, KR_CFG_ROBOTS_OBEY);
   hc->robots_expiry_ms = (uint64_t)kr_config_ms(v, KR_CFG_ROBOTS_EXPIRY);
   hc->conditional = kr_config_bool(v, KR_CFG_HTTP_CONDITIONAL_REQUESTS);
+  char err[320];
+  if (adapt_from_view(hc, v, err, sizeof err))
+    KR_LOG(KR_LOG_WARN, kr_config_view_host(v), "%s: no digest-strip for these hosts", err);
   (void)c;
   return hc;
 }
 
 static void hostcfg_free(kr_hostcfg_t *hc) {
   if (!hc) return;
+  kr_strip_free(hc->strip);
   free(hc->inc);
   free(hc->exc);
   free(hc->exempt);
@@ -294,6 +347,19 @@ void kr_fetch_annotate(kr_fetch_t *f, const char *s) {
   if (f->nannot < KR_FETCH_MAX_ANNOT) f->annot[f->nannot++] = kr_slice_cstr(s);
 }
 
+void kr_fetch_annotatef(kr_fetch_t *f, const char *fmt, ...) {
+  if (f->nannot >= KR_FETCH_MAX_ANNOT) return;
+  char buf[256];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  size_t len = (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1;
+  char *s = kr_arena_strndup(&f->arena, buf, len);
+  if (s) f->annot[f->nannot++] = kr_slice(s, len);
+}
+
 void kr_fetch_decide(kr_fetch_t *f, kr_outcome_kind_t kind, int log_status) {
   f->decided = 1;
   f->outcome.kind = kind;
@@ -312,7 +378,9 @@ static kr_fetch_t *fetch_get(kr_crawl_t *c) {
     f->worker = (unsigned)c->nfetch_objs++;
     kr_arena_init(&f->arena, FETCH_ARENA_BLOCK, FETCH_ARENA_CAP);
     kr_buf_init(&f->body, c->robots_max_size);
+    kr_buf_init(&f->strip_buf, KR_STRIP_BUF_CAP);
     if (kr_sha1_init(&f->sha) == 0) f->sha_ready = 1;
+    if (kr_sha1_init(&f->psha) == 0) f->psha_ready = 1;
   }
   f->prev = NULL;
   f->next = c->inflight;
@@ -347,6 +415,16 @@ static void fetch_put(kr_crawl_t *c, kr_fetch_t *f) {
     f->links = NULL;
     f->links_cap = 0;
   }
+  if (f->fmeta_cap > POOL_KEEP_LINKS) {
+    free(f->fmeta);
+    f->fmeta = NULL;
+    f->fmeta_cap = 0;
+  }
+  if (f->strip_buf.cap > POOL_KEEP_STRIP) {
+    kr_buf_free(&f->strip_buf);
+    kr_buf_init(&f->strip_buf, KR_STRIP_BUF_CAP);
+  }
+  kr_buf_reset(&f->strip_buf);
   /* Keep the pooled buffers, zero the rest. */
   kr_sha1_t sha = f->sha;
   int sha_ready = f->sha_ready;
@@ -357,7 +435,19 @@ static void fetch_put(kr_crawl_t *c, kr_fetch_t *f) {
   kr_arena_t arena = f->arena;
   kr_buf_t body = f->body;
   unsigned worker = f->worker;
+  kr_sha1_t psha = f->psha;
+  int psha_ready = f->psha_ready;
+  kr_buf_t strip_buf = f->strip_buf;
+  kr_feed_t *feed = f->feed;
+  kr_feed_meta_t *fmeta = f->fmeta;
+  size_t fmeta_cap = f->fmeta_cap;
   memset(f, 0, sizeof *f);
+  f->psha = psha;
+  f->psha_ready = psha_ready;
+  f->strip_buf = strip_buf;
+  f->feed = feed;
+  f->fmeta = fmeta;
+  f->fmeta_cap = fmeta_cap;
   f->crawl = c;
   f->sha = sha;
   f->sha_ready = sha_ready;
@@ -374,6 +464,10 @@ static void fetch_put(kr_crawl_t *c, kr_fetch_t *f) {
 
 static void fetch_destroy(kr_fetch_t *f) {
   kr_sha1_free(&f->sha);
+  kr_sha1_free(&f->psha);
+  kr_buf_free(&f->strip_buf);
+  kr_feed_free(f->feed);
+  free(f->fmeta);
   if (f->html) kr_extract_html_free(f->html);
   if (f->css) kr_extract_css_free(f->css);
   free(f->links);
@@ -391,6 +485,8 @@ static void start_fetch(kr_crawl_t *c, kr_curi_t *curi) {
   kr_fetch_t *f = fetch_get(c);
   f->curi = curi;
   f->issued_ms = kr_crawl_now(c);
+  f->ad.content = KR_CONTENT_UNKNOWN;
+  f->ad.vt_mode = -1;
   c->st.issued++;
   kr__service_issued(c, curi);
   kr_slice_t host = {"", 0};
@@ -609,9 +705,48 @@ static void on_max_time(kr_wheel_entry_t *e) {
   check_end(c);
 }
 
+/* Adaptive revisiting in numbers, and validator trust per host. */
+static void summary_adaptive(kr_crawl_t *c) {
+  const kr_crawl_stats_t *s = &c->st;
+  KR_LOG(KR_LOG_NOTICE, NULL,
+         "revisits: %" PRIu64 " changed, %" PRIu64 " unchanged (%" PRIu64 " not modified, %" PRIu64
+         " aborted mid-fetch, %" PRIu64 " by digest), %" PRIu64 " unknown; %" PRIu64
+         " body bytes received on unchanged visits, %" PRIu64 " not received after aborts; %" PRIu64
+         " stripped digests, %" PRIu64 " duplicate payloads, %" PRIu64 " embeds refreshed; "
+         "%" PRIu64 " feeds (%" PRIu64 " items, %" PRIu64 " pulled forward, %" PRIu64
+         " errors), %" PRIu64 " sitemaps from robots.txt; waits: %" PRIu64
+         " multiplicative, %" PRIu64 " poisson; %" PRIu64 " validator misses",
+         s->changed, s->unchanged, s->not_modified, s->midfetch_aborts, s->unchanged_full,
+         s->unknown, s->unchanged_body_bytes, s->aborted_bytes_saved, s->stripped, s->duplicates,
+         s->embeds_refreshed, s->feeds, s->feed_items, s->feed_pulled, s->feed_errors,
+         s->sitemaps_from_robots, s->waits[0], s->waits[1], s->vtrust_misses);
+  uint64_t now = kr_crawl_now(c);
+  size_t it = 0, shown = 0;
+  kr_host_report_t r;
+  while (kr_frontier_report_next(c->frontier, &it, now, &r)) {
+    if (!r.vt.checks) continue;
+    if (++shown > 50) {
+      KR_LOG(KR_LOG_NOTICE, NULL, "validators: more hosts in the state database's "
+                                  "host_validators view");
+      break;
+    }
+    double rel = kr_vtrust_reliability(&r.vt), use = kr_vtrust_usefulness(&r.vt);
+    char rs[16] = "?", us[16] = "?";
+    if (rel >= 0) snprintf(rs, sizeof rs, "%.3f", rel);
+    if (use >= 0) snprintf(us, sizeof us, "%.3f", use);
+    KR_LOG(KR_LOG_NOTICE, r.name,
+           "validators: reliability %s, usefulness %s (%" PRIu64 " checks, %" PRIu64
+           " said unchanged, %" PRIu64 " downloads saved, %" PRIu64 " verified, %" PRIu64
+           " misses)%s",
+           rs, us, r.vt.checks, r.vt.predicted_unchanged, r.vt.skipped, r.vt.verified,
+           r.vt.misses, kr_vtrust_is_distrusted(&r.vt, (int64_t)now) ? ", distrusted" : "");
+  }
+}
+
 static void summary(kr_crawl_t *c) {
   kr_frontier_stats_t fs;
   kr_frontier_stats(c->frontier, &fs);
+  summary_adaptive(c);
   double secs = (double)(kr_clock_mono_us(&c->clock) - c->run_started_us) / 1e6;
   KR_LOG(KR_LOG_NOTICE, NULL,
          "fetched %" PRIu64 " (%" PRIu64 " errors), %" PRIu64 " bytes in %.1f s (%.0f/s); "
@@ -769,6 +904,8 @@ int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out
   c->xopts.flags |= KR_EXTRACT_HTTP_ONLY;
   c->re_html = compile("^\\s*(text/html|application/xhtml\\+xml)\\b");
   c->re_css = compile("^\\s*text/css\\b");
+  c->re_feed = compile("^\\s*(application/((rss|atom|rdf|x-rss)\\+)?xml|text/xml)\\b");
+  c->matcher = kr_config_matcher_new();
 
   if ((rc = canon_from_config(c, err, errlen)) || (rc = scope_from_config(c, err, errlen)))
     goto fail;
@@ -805,10 +942,24 @@ int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out
     goto fail;
   }
 
+  /* A digest-strip pattern of the global view that PCRE2 refuses
+   * byte-wise stops the crawl here ([host] views are built lazily: theirs
+   * are logged and skipped). */
+  {
+    kr_hostcfg_t probe;
+    memset(&probe, 0, sizeof probe);
+    rc = adapt_from_view(&probe, g, err, errlen);
+    kr_strip_free(probe.strip);
+    if (rc) goto fail;
+  }
   kr_chain_init(&c->chain, on_finalize, c);
   kr__proc_prefetch_register(c);
   kr__proc_fetch_register(c);
+  kr__proc_midfetch_register(c);
+  kr__proc_digest_register(c);
+  kr__proc_change_register(c);
   kr__proc_extract_register(c);
+  kr__proc_feed_register(c);
   kr__proc_post_register(c);
   kr_chain_build(&c->chain);
 
@@ -877,5 +1028,8 @@ void kr_crawl_free(kr_crawl_t *c) {
   kr_buf_free(&c->hop_buf);
   if (c->re_html) pcre2_code_free(c->re_html);
   if (c->re_css) pcre2_code_free(c->re_css);
+  if (c->re_feed) pcre2_code_free(c->re_feed);
+  kr_config_matcher_free(c->matcher);
+  kr__adapt_hosts_free(c);
   free(c);
 }

@@ -41,7 +41,12 @@
 #include "kria/arena.h"
 #include "kria/config.h"
 #include "kria/digest.h"
+#include "kria/estimate.h"
 #include "kria/extract.h"
+#include "kria/feed.h"
+#include "kria/strip.h"
+#include "kria/validators.h"
+#include "kria/wait.h"
 #include "kria/robots.h"
 #include "kria/scope.h"
 #include "kria/url.h"
@@ -76,6 +81,25 @@ typedef struct kr_crawl_stats {
   uint64_t links_rejected;      /* bad URL or out of scope */
   uint64_t bytes;               /* raw response bytes */
   uint64_t deferred;            /* given back untouched (shutdown) */
+  /* adaptive revisiting */
+  uint64_t changed;             /* content state of visits (first ones count changed) */
+  uint64_t unchanged;
+  uint64_t unknown;
+  uint64_t not_modified;        /* unchanged by a 304 */
+  uint64_t midfetch_aborts;     /* unchanged by validators at the headers */
+  uint64_t unchanged_full;      /* unchanged by the digest: body downloaded */
+  uint64_t unchanged_body_bytes;/* body bytes received on unchanged visits */
+  uint64_t aborted_bytes_saved; /* Content-Length not received after aborts */
+  uint64_t stripped;            /* change digests with volatile sections stripped */
+  uint64_t duplicates;          /* payloads already stored under another URL */
+  uint64_t embeds_refreshed;    /* embeds pulled forward with a changed page */
+  uint64_t feeds;               /* feeds and sitemaps read */
+  uint64_t feed_items;          /* items with a URL in them */
+  uint64_t feed_pulled;         /* items scheduled now (new or updated) */
+  uint64_t feed_errors;         /* unreadable feeds (XML errors, DTDs, limits) */
+  uint64_t sitemaps_from_robots;
+  uint64_t vtrust_misses;       /* validators said unchanged, digest disagreed */
+  uint64_t waits[2];            /* waits decided: multiplicative, poisson */
 } kr_crawl_stats_t;
 
 /* Build a crawl from cfg (finished; must outlive the crawl). 0 and *out,
@@ -111,6 +135,19 @@ typedef struct kr_hostcfg {
   int obey_robots;
   uint64_t robots_expiry_ms;
   int conditional;              /* http.conditional-requests */
+  /* adaptive revisiting ([adaptive]) */
+  int midfetch;
+  kr_vscheme_t vscheme;
+  kr_etag_mode_t etag_mode;
+  kr_vtrust_params_t vtrust;
+  kr_strip_t *strip;            /* NULL: no digest-strip patterns */
+  size_t strip_max;             /* bodies kept for stripping up to this */
+  const pcre2_code *strip_url;  /* NULL: every URL */
+  int refresh_embeds, feeds, robots_sitemaps;
+  uint32_t feed_pull_max;
+  int hint_changefreq, hint_lm;
+  kr_est_params_t est;          /* poisson estimator (hints applied) */
+  double utilisation;           /* of the host's politeness budget */
 } kr_hostcfg_t;
 
 /* What a fetch ended as, decided by the processors, carried out by post. */
@@ -120,7 +157,46 @@ typedef enum kr_fetch_disp {
   KR_DISP_DEFER,        /* give it back untouched (shutdown) */
 } kr_fetch_disp_t;
 
-#define KR_FETCH_MAX_ANNOT 6
+#define KR_FETCH_MAX_ANNOT 16
+/* strip_buf's own cap (adaptive.digest-strip-max-size, at most 1 GiB,
+ * is the real limit) */
+#define KR_STRIP_BUF_CAP ((size_t)1 << 30)
+
+/* A feed or sitemap item among a fetch's links. */
+typedef struct kr_feed_meta {
+  size_t link;                  /* index in f->links */
+  int64_t updated;              /* the item's latest date, epoch s; 0 unknown */
+  double rate;                  /* sitemap changefreq, changes/s; 0 none */
+} kr_feed_meta_t;
+
+/* Per-fetch state of the adaptive processors (zeroed per fetch). */
+typedef struct kr_fetch_adapt {
+  /* validators (proc_midfetch.c) */
+  int vt_mode;                  /* kr_vtrust_mode_t decided before the request */
+  int conditional_sent;         /* If-None-Match / If-Modified-Since went out */
+  int val_checked;              /* stored and current validators compared */
+  int val_change;               /* ... and they predicted a change */
+  int midfetch_abort;           /* headers said unchanged: body not fetched */
+  /* digests (proc_digest.c) */
+  int pdigesting;               /* psha holds this response's payload */
+  int has_payload_digest;
+  uint8_t payload_digest[KR_SHA1_LEN];
+  int strip_on;                 /* strip rules apply: body kept in strip_buf */
+  int strip_over;               /* body outgrew the strip size limit */
+  /* change (proc_change.c) */
+  int content;                  /* kr_content_t; KR_CONTENT_UNKNOWN until decided */
+  int content_set;              /* decided before the body: 304 or abort */
+  uint32_t visits, versions;    /* after this visit */
+  const char *dup_url;          /* identical payload stored under this URL (arena) */
+  uint64_t dup_date;            /* ... at this time (epoch ms) */
+  /* feeds (proc_feed.c) */
+  int feed_active;
+  int feed_kind;                /* kr_feed_kind_t of the document read */
+  int feed_err;                 /* its parse error, 0 none */
+  /* wait (proc_wait.c) */
+  uint8_t hist[KR_VHIST_BYTES]; /* visit history with this visit */
+  size_t hist_len;
+} kr_fetch_adapt_t;
 
 struct kr_fetch {
   kr_chain_fetch_t cf;          /* the chain's view (url, host, ctype) */
@@ -148,8 +224,15 @@ struct kr_fetch {
   kr_sha1_t sha;                /* reused across fetches of this object */
   int sha_ready;                /* sha initialised (once per object) */
   int digesting;                /* sha holds this response's content */
-  int has_digest;
+  int has_digest;               /* the change digest (decoded, stripped) */
   uint8_t digest[KR_SHA1_LEN];
+  kr_sha1_t psha;               /* payload digest, reused */
+  int psha_ready;
+  kr_buf_t strip_buf;           /* decoded body for digest-strip, reused */
+  kr_feed_t *feed;              /* feed/sitemap extractor, reused */
+  struct kr_feed_meta *fmeta;   /* feed items among the links, reused */
+  size_t nfmeta, fmeta_cap;
+  kr_fetch_adapt_t ad;
   /* extraction */
   kr_html_extractor_t *html;    /* reused; reset per document */
   kr_css_extractor_t *css;
@@ -171,6 +254,8 @@ struct kr_fetch {
 
 /* Add a static annotation (crawl.log column 12) to f. */
 void kr_fetch_annotate(kr_fetch_t *f, const char *s);
+/* Add a formatted annotation (copied into f's arena). */
+void kr_fetch_annotatef(kr_fetch_t *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Decide f's outcome before or instead of fetching (prefetch). */
 void kr_fetch_decide(kr_fetch_t *f, kr_outcome_kind_t kind, int log_status);
 
@@ -205,7 +290,12 @@ struct kr_crawl {
   /* content-type filters of the extractors */
   pcre2_code *re_html, *re_css;
   /* processors (registered in this order within their phases) */
-  kr_processor_t procs[16];
+  kr_processor_t procs[32];
+  /* adaptive revisiting */
+  kr_config_matcher_t *matcher; /* wait evaluators, strip URL filters */
+  pcre2_code *re_feed;          /* content types read as feeds/sitemaps */
+  struct kr_adapt_host **ahosts;/* per host queue: poisson allocator */
+  size_t ahosts_cap, ahosts_n;
   size_t nprocs;
   /* fetch objects */
   kr_fetch_t *free_fetches;
@@ -242,7 +332,28 @@ uint64_t kr_crawl_now(const kr_crawl_t *c);
 void kr__proc_prefetch_register(kr_crawl_t *c); /* scope, robots */
 void kr__proc_fetch_register(kr_crawl_t *c);    /* http, digest */
 void kr__proc_extract_register(kr_crawl_t *c);  /* headers, html, css */
-void kr__proc_post_register(kr_crawl_t *c);     /* robots-update, finish */
+void kr__proc_post_register(kr_crawl_t *c);     /* robots-update, outcome, revisit, finish */
+/* adaptive processors */
+void kr__proc_digest_register(kr_crawl_t *c);   /* digest (payload, change, strip) */
+void kr__proc_midfetch_register(kr_crawl_t *c); /* midfetch (stream hook) */
+void kr__proc_change_register(kr_crawl_t *c);   /* change */
+void kr__proc_feed_register(kr_crawl_t *c);     /* extract-feed */
+void kr__proc_wait_register(kr_crawl_t *c);     /* revisit (wait, embeds, feeds) */
+/* proc_midfetch.c: how to treat validators on this visit (sets
+ * f->ad.vt_mode); 1 when conditional headers may be sent. */
+int kr__adapt_before_request(kr_fetch_t *f);
+/* proc_digest.c: payload bytes (transfer coding removed) from the HTTP
+ * client. */
+void kr__digest_payload(kr_fetch_t *f, const char *p, size_t n);
+/* proc_wait.c: free the per-host allocators. */
+void kr__adapt_hosts_free(kr_crawl_t *c);
+/* proc_feed.c: sitemap changefreq hints of f's items, after the frontier
+ * has the links (post, after finish). */
+void kr__proc_feed_post_register(kr_crawl_t *c);
+/* proc_feed.c: queue the sitemaps of robots.txt rules r as links of f. */
+void kr__feed_robots_sitemaps(kr_fetch_t *f, const kr_robots_t *r);
+/* crawl.c: format ms as Heritrix's crawl.log durations ("45s0ms"). */
+size_t kr__fmt_duration(char *out, size_t cap, int64_t ms);
 /* Settings of view v built afresh (config reload, src/service.c), and
  * their release. */
 kr_hostcfg_t *kr__crawl_hostcfg_new(kr_crawl_t *c, const kr_config_view_t *v);
@@ -258,6 +369,13 @@ int kr__origin_key(const kr_url_t *url, char *out, size_t outlen);
 /* After a robots.txt fetch (proc_post.c calls it from the robots-update
  * processor): store rules for f's origin, tell the frontier. */
 void kr__robots_store(kr_fetch_t *f);
+
+/* extract (proc_extract.c): resolve raw against f's base, canonicalize,
+ * check the scope for hop `hop` and keep it in f->links: 1 and *idx (may
+ * be NULL) its index, 0 rejected, KR_ETOOBIG over a cap. */
+int kr__extract_add_link(kr_fetch_t *f, kr_slice_t raw, char hop, size_t *idx);
+/* A 2xx body of a page (not robots.txt, not known unchanged) is coming. */
+int kr__extract_wants_links(const kr_fetch_t *f);
 
 /* post (proc_post.c): remember url as fp's URL for later via columns. */
 void kr__via_remember(kr_crawl_t *c, uint64_t fp, const char *url, size_t len);

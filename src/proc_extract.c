@@ -32,9 +32,7 @@ static int is_http(const kr_url_t *u) {
   return kr_slice_eq(s, KR_SLICE_LIT("http")) || kr_slice_eq(s, KR_SLICE_LIT("https"));
 }
 
-/* Resolve, canonicalize, scope-check raw and keep it. 0, or KR_ETOOBIG
- * once the fetch holds as many links as it may. */
-static int add_link(kr_fetch_t *f, kr_slice_t raw, char hop) {
+int kr__extract_add_link(kr_fetch_t *f, kr_slice_t raw, char hop, size_t *idx) {
   kr_crawl_t *c = f->crawl;
   c->st.links_found++;
   if (f->nlinks >= c->xopts.max_links) {
@@ -83,12 +81,19 @@ static int add_link(kr_fetch_t *f, kr_slice_t raw, char hop) {
   f->links_bytes += need;
   c->links_bytes += need;
   c->st.links_scheduled++;
-  return 0;
+  if (idx) *idx = f->nlinks - 1;
+  return 1;
 reject:
   kr_url_free(abs);
   kr_url_free(cu);
   c->st.links_rejected++;
   return 0;
+}
+
+/* 0, or KR_ETOOBIG once the fetch holds as many links as it may. */
+static int add_link(kr_fetch_t *f, kr_slice_t raw, char hop) {
+  int rc = kr__extract_add_link(f, raw, hop, NULL);
+  return rc < 0 ? rc : 0;
 }
 
 static int on_link(void *ud, const kr_extract_link_t *l) {
@@ -117,9 +122,12 @@ static int headers_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   return KR_PROC_NEXT;
 }
 
-static int wants_links(const kr_fetch_t *f) {
-  return !f->is_robots && f->resp && f->resp->status >= 200 && f->resp->status < 300;
+int kr__extract_wants_links(const kr_fetch_t *f) {
+  /* content_set: unchanged by a 304 or a mid-fetch abort, no body comes */
+  return !f->is_robots && f->resp && f->resp->status >= 200 && f->resp->status < 300 &&
+         !f->ad.content_set;
 }
+#define wants_links kr__extract_wants_links
 
 static int html_headers(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);

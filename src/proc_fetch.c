@@ -11,14 +11,13 @@
  *         for robots.txt, which RFC 9309 wants followed for at least five
  *         hops: those are fetched here, inline, and the body of the last
  *         one is kept (up to robots.max-size) for the post phase.
- * digest  SHA-1 of the content (what crawl.log's digest column shows and
- *         what tells changed from unchanged), streamed through one reused
- *         OpenSSL context per fetch object.
- * Sections: HTTP callbacks, the http processor, the digest processor.
+ * The payload bytes go to the digest processor's payload SHA-1
+ * (proc_digest.c); when the midfetch processor found the validators
+ * unchanged at the headers, the client is told to abort.
+ * Sections: HTTP callbacks, the http processor.
  */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "crawl.h"
 #include "internal.h"
@@ -41,7 +40,12 @@ static int on_headers(kr_http_fetch_t *hf, const kr_http_resp_t *r) {
   if (follows_redirect(f, r)) return KR_HTTP_ABORT; /* next hop from on_done */
   f->cf.content_type = r->content_type;
   kr_chain_headers(&f->cf);
-  return KR_HTTP_CONTINUE;
+  return f->ad.midfetch_abort ? KR_HTTP_ABORT : KR_HTTP_CONTINUE;
+}
+
+static int on_payload(kr_http_fetch_t *hf, const char *p, size_t n) {
+  kr__digest_payload(kr_http_fetch_data(hf), p, n);
+  return 0;
 }
 
 static int on_content(kr_http_fetch_t *hf, const char *p, size_t n) {
@@ -107,6 +111,7 @@ static void on_done(kr_http_fetch_t *hf, int err) {
 
 static const kr_http_cbs_t cbs = {
     .on_headers = on_headers,
+    .on_payload = on_payload,
     .on_content = on_content,
     .on_done = on_done,
 };
@@ -119,21 +124,23 @@ static int http_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_http_req_t req;
   memset(&req, 0, sizeof req);
   const kr_curi_t *u = f->curi;
-  if (f->hc->conditional && u->visits > 0 && !f->is_robots) {
+  /* validator trust decides (proc_midfetch.c); kr__adapt_before_request
+   * is called for every visit so the mode is known at the headers */
+  if (kr__adapt_before_request(f) && f->hc->conditional) {
     if (u->etag && u->etag_len) req.if_none_match = u->etag;
     if (u->last_modified > 0) {
-      time_t t = (time_t)u->last_modified;
-      struct tm tm;
-      if (gmtime_r(&t, &tm) &&
-          strftime(f->ims, sizeof f->ims, "%a, %d %b %Y %H:%M:%S GMT", &tm) > 0)
-        req.if_modified_since = f->ims;
+      kr_validators_date_format(u->last_modified, f->ims);
+      req.if_modified_since = f->ims;
     }
+    f->ad.conditional_sent = req.if_none_match || req.if_modified_since;
   }
   f->fetch_start_ms = kr_crawl_now(c);
   int rc = kr_http_fetch_start(c->http, f->url, &req, &cbs, f, &f->http);
   if (rc == KR_EINVAL && (req.if_none_match || req.if_modified_since)) {
     /* A validator a server sent that cannot go back in a header. */
     kr_fetch_annotate(f, "bad-validator");
+    f->ad.conditional_sent = 0;
+    f->ad.vt_mode = -1; /* nothing to compare against at the headers */
     rc = kr_http_fetch_start(c->http, f->url, NULL, &cbs, f, &f->http);
   }
   if (rc) {
@@ -145,46 +152,7 @@ static int http_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   return KR_PROC_ASYNC;
 }
 
-/* ---- the digest processor ----------------------------------------------------------- */
-
-static int digest_headers(kr_chain_fetch_t *cf, kr_processor_t *self) {
-  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
-  if (!f->sha_ready || kr_sha1_reset(&f->sha)) return 0;
-  f->digesting = 1;
-  return 1;
-}
-
-static int digest_body(kr_chain_fetch_t *cf, kr_processor_t *self, const char *p, size_t n) {
-  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
-  if (kr_sha1_update(&f->sha, p, n)) {
-    f->digesting = 0;
-    return 1;
-  }
-  return 0;
-}
-
-static int digest_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
-  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
-  /* A 304 has no body: the previous digest stands. */
-  if (f->digesting && f->resp && f->resp->status != 304 &&
-      kr_sha1_final(&f->sha, f->digest) == 0)
-    f->has_digest = 1;
-  f->digesting = 0;
-  return KR_PROC_NEXT;
-}
-
-static void digest_cleanup(kr_chain_fetch_t *cf, kr_processor_t *self) {
-  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
-  f->digesting = 0;
-}
-
 void kr__proc_fetch_register(kr_crawl_t *c) {
   kr__crawl_add_proc(c, &(kr_processor_t){.name = "http", .phase = KR_PHASE_FETCH,
                                           .run = http_run});
-  kr__crawl_add_proc(c, &(kr_processor_t){.name = "digest",
-                                          .phase = KR_PHASE_DIGEST,
-                                          .run = digest_run,
-                                          .on_headers = digest_headers,
-                                          .on_body = digest_body,
-                                          .cleanup = digest_cleanup});
 }

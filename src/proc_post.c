@@ -6,14 +6,17 @@
  *                for the origin, tell the frontier the host's robots state
  *                and Crawl-delay, and release the host from its
  *                prerequisite gate (kr__robots_store, proc_prefetch.c).
- * finish         build the outcome (unless prefetch decided it already):
+ * outcome        build the outcome (unless prefetch decided it already):
  *                a response of any status is a visit (429/503 back the
  *                host off instead); no response is retryable, except for
  *                errors that will not change (bad URL, malformed
  *                response), which fail; a fetch cancelled by a shutdown
- *                goes back untouched. Then one crawl.log line, then the
- *                frontier gets the outcome and the extracted links in one
- *                call (one transaction).
+ *                goes back untouched.
+ * revisit        (proc_wait.c) the wait, the history and what a changed
+ *                page or feed pulls forward.
+ * finish         one crawl.log line, then the frontier gets the outcome
+ *                and the extracted links in one call (one transaction).
+ * feed-hints     (proc_feed.c) sitemap changefreq hints of the links.
  * The via column needs the referrer's URL while the frontier keeps only
  * its fingerprint: a direct-mapped cache of recent pages answers most,
  * the store the rest. Sections: via URLs, the outcome, crawl.log, the
@@ -157,13 +160,15 @@ static void build_outcome(kr_fetch_t *f) {
     o->content_type = r->content_type.p;
     o->content_type_len = r->content_type.n;
   }
+  /* the change digest is what the next visit compares with */
   if (f->has_digest) {
     o->digest = f->digest;
     o->digest_len = KR_SHA1_LEN;
-    o->content = u->digest_len == KR_SHA1_LEN ? memcmp(u->digest, f->digest, KR_SHA1_LEN) != 0 : 2;
-  } else {
-    o->content = r->status == 304 ? 0 : 2;
   }
+  (void)u;
+  o->content = f->ad.content == KR_CONTENT_UNCHANGED ? 0
+               : f->ad.content == KR_CONTENT_CHANGED ? 1
+                                                     : 2;
   if (r->etag.n) {
     o->etag = r->etag.p;
     o->etag_len = r->etag.n;
@@ -191,7 +196,11 @@ static void write_log(kr_fetch_t *f) {
   e.worker = f->worker;
   e.fetch_ms = f->fetch_start_ms;
   e.duration_ms = f->fetch_duration_ms;
-  if (f->has_digest) {
+  /* the payload digest, as WARC-Payload-Digest (no body: none) */
+  if (f->ad.has_payload_digest) {
+    kr_sha1_label(f->ad.payload_digest, digest);
+    e.digest = kr_slice_cstr(digest);
+  } else if (f->has_digest) {
     kr_sha1_label(f->digest, digest);
     e.digest = kr_slice_cstr(digest);
   }
@@ -212,11 +221,17 @@ static int robots_update_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   return KR_PROC_NEXT;
 }
 
+static int outcome_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
+  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
+  (void)self;
+  if (f->curi && !f->decided) build_outcome(f);
+  return KR_PROC_NEXT;
+}
+
 static int finish_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
   kr_crawl_t *c = self->data;
   if (!f->curi) return KR_PROC_NEXT; /* handed back already */
-  if (!f->decided) build_outcome(f);
   if (f->links_dropped) kr_fetch_annotate(f, "links-capped");
   if (f->disp == KR_DISP_FINISH) {
     write_log(f);
@@ -229,6 +244,10 @@ static int finish_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
 void kr__proc_post_register(kr_crawl_t *c) {
   kr__crawl_add_proc(c, &(kr_processor_t){.name = "robots-update", .phase = KR_PHASE_POST,
                                           .run = robots_update_run});
+  kr__crawl_add_proc(c, &(kr_processor_t){.name = "outcome", .phase = KR_PHASE_POST,
+                                          .run = outcome_run});
+  kr__proc_wait_register(c);
   kr__crawl_add_proc(c, &(kr_processor_t){.name = "finish", .phase = KR_PHASE_POST,
                                           .run = finish_run});
+  kr__proc_feed_post_register(c);
 }

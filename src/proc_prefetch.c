@@ -255,6 +255,7 @@ void kr__robots_store(kr_fetch_t *f) {
          : kr_robots_policy(r) == KR_ROBOTS_ALLOW_ALL ? "allow all"
                                                       : "disallow all",
          kr_robots_stats(r)->rules_kept, (long long)delay);
+  kr__feed_robots_sitemaps(f, r);
   cache_put(c->robots, origin, strlen(origin), r, expires);
   kr_frontier_host_set_robots(c->frontier, f->curi->host, expires, status ? status : f->http_err,
                               delay, now);

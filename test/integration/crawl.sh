@@ -9,7 +9,7 @@
 #    a restart on the finished state fetches nothing and exits 0;
 #  - politeness: with min-delay 200 ms the requests kts logs (--log-times)
 #    are at least 200 ms apart;
-#  - revisit mode with default-wait 1s, bounded by limits.max-time: every
+#  - revisit mode with 1 s waits, bounded by limits.max-time: every
 #    page fetched at least twice, revisits conditional (If-None-Match);
 #  - SIGTERM while a fetch hangs: it gets 4 s, then kria exits 0 within 5 s;
 #  - bad configuration, bad -o, no seeds, a foreign state database: exit 2
@@ -160,7 +160,10 @@ kts_start "$T/routes.ini" --log "$T/kts3.log" || bail "kts did not start"
 echo "$KTS_URL/p/0" >"$T/seeds3.txt"
 crawl_conf "$T/revisit.conf" "$T/state3" "$T/seeds3.txt" \
   "[scope]" "max-link-hops = 1" "[limits]" "max-time = 3500ms"
-kcrawl "$T/revisit.conf" -o crawl.revisit=true -o crawl.default-wait=1s
+# the text evaluator decides now (wait.text.*); probation off so the
+# validators are trusted from the first revisit
+kcrawl "$T/revisit.conf" -o crawl.revisit=true -o wait.text.initial-wait=1s \
+  -o wait.text.min-wait=1s -o wait.text.unchanged-factor=1 -o adaptive.trust-probation=0
 is "$RC" 0 "revisit crawl exits 0 at max-time"
 like "$ERR" "limit max-time reached" "says which limit stopped it"
 grep -q "GET /p/0 " "$T/kts3.log" || diag "kria: $ERR" "kts: $(head -5 "$T/kts3.log")"

@@ -280,6 +280,35 @@ static void skip_to_post_and_errors(void **state) {
   kr_chain_free(&c);
 }
 
+static void skip_to_write(void **state) {
+  (void)state;
+  kr_chain_t c;
+  tproc_t d, x, e, w, p, w2;
+  kr_chain_init(&c, finalize_fn, NULL);
+  tp_init(&d, 'd', KR_PHASE_DIGEST, KR_PROC_NEXT);
+  tp_init(&x, 'x', KR_PHASE_CHANGE, KR_PROC_SKIP_TO_WRITE);
+  tp_init(&e, 'E', KR_PHASE_EXTRACT, KR_PROC_NEXT);
+  tp_init(&w, 'W', KR_PHASE_WRITE, KR_PROC_SKIP_TO_WRITE);
+  tp_init(&w2, 'V', KR_PHASE_WRITE, KR_PROC_NEXT);
+  tp_init(&p, 'P', KR_PHASE_POST, KR_PROC_NEXT);
+  kr_chain_add(&c, &p.p);
+  kr_chain_add(&c, &w.p);
+  kr_chain_add(&c, &w2.p);
+  kr_chain_add(&c, &e.p);
+  kr_chain_add(&c, &x.p);
+  kr_chain_add(&c, &d.p);
+  kr_chain_build(&c);
+  tfetch_t tf;
+  /* the change processor skips extraction, not the writers; inside the
+   * write phase it moves on like NEXT */
+  tf_start(&c, &tf, "http://a.test/", "a.test");
+  assert_string_equal(tf.trace, "dxWVP");
+  x.rc = KR_PROC_NEXT;
+  tf_start(&c, &tf, "http://a.test/", "a.test");
+  assert_string_equal(tf.trace, "dxEWVP");
+  kr_chain_free(&c);
+}
+
 static void async_resume(void **state) {
   (void)state;
   kr_chain_t c;
@@ -462,6 +491,7 @@ int main(void) {
       cmocka_unit_test_setup(add_limits, setup),
       cmocka_unit_test_setup(filters, setup),
       cmocka_unit_test_setup(skip_to_post_and_errors, setup),
+      cmocka_unit_test_setup(skip_to_write, setup),
       cmocka_unit_test_setup(async_resume, setup),
       cmocka_unit_test_setup(sync_resume_is_flat, setup),
       cmocka_unit_test_setup(streaming, setup),

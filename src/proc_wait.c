@@ -1,0 +1,295 @@
+/*
+ * The revisit processor (post phase, between the outcome and finish): how
+ * long until the next visit, and what a changed page or feed pulls
+ * forward. The thesis' WaitEvaluator stack (6.3.2) plus chapter 8.
+ *
+ * Wait. For a successful visit (any HTTP status) of a URI other than
+ * robots.txt: the visit history gets this visit (interval since the last
+ * one, content state, the version's age Date - Last-Modified when the
+ * response has both) and goes to the frontier with the outcome. The
+ * evaluators of the host's config view ([host] overrides applied) are
+ * tried most specific first: the first whose content-type pattern matches
+ * the response's Content-Type (a 304's: the stored one) decides, with its
+ * policy (wait.h):
+ *   multiplicative  the thesis' algorithm from the previous wait, the
+ *                   content state and the overdue time;
+ *   poisson         the change rate estimated from the history, the
+ *                   prior from initial-wait and the hints (sitemap
+ *                   changefreq, no Last-Modified, depth from the seed),
+ *                   the changes per visit x of the host's allocator
+ *                   (estimate.h), solved within its politeness budget
+ *                   valence / delay x adaptive.budget-utilisation.
+ * No evaluator matching: crawl.default-wait. The wait becomes the URI's
+ * next_at through the frontier's success outcome. crawl.log gets the
+ * thesis' annotations wt:<wait>,<visits>vis,<versions>ver,ov:<overdue>
+ * and wait:<evaluator>/<policy>[/<estimator>].
+ *
+ * Pulled forward (links of this fetch given to the frontier by finish):
+ *   embeds   adaptive.refresh-embeds: a page that changed (not its first
+ *            visit) has its E links due now at HIGH (add never moves a
+ *            URI later; it brings this one forward);
+ *   feeds    a feed or sitemap that changed: items dated after its
+ *            previous visit are due now at HIGH, undated ones (up to
+ *            adaptive.feed-pull-max) due now. New items are new URIs,
+ *            due now anyway.
+ * Per host queue the poisson allocator lives in a table here, in memory
+ * only: after a restart its sketch fills again as URIs are revisited.
+ * Sections: durations, per-host allocators, the wait, pulling forward,
+ * the processor.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "crawl.h"
+#include "internal.h"
+#include "log.h"
+
+#define ALLOC_SOLVE_EVERY 64 /* sketch updates between re-solves of x */
+
+/* ---- durations ------------------------------------------------------------------ */
+
+/* Heritrix's crawl.log form (ArchiveUtils.formatMillisecondsToConventional
+ * of its 1.x days, as in the thesis' "wt:45s0ms,...,ov:3ms"): days, hours,
+ * minutes and seconds while the rest reaches them, then always ms. */
+size_t kr__fmt_duration(char *out, size_t cap, int64_t ms) {
+  static const struct {
+    int64_t unit;
+    const char *name;
+  } u[] = {{86400000, "d"}, {3600000, "h"}, {60000, "m"}, {1000, "s"}};
+  size_t n = 0;
+  if (ms < 0) {
+    n += (size_t)snprintf(out + n, cap - n, "-");
+    ms = ms == INT64_MIN ? INT64_MAX : -ms;
+  }
+  for (size_t i = 0; i < ARRAY_SIZE(u) && n < cap; i++)
+    if (ms >= u[i].unit) {
+      n += (size_t)snprintf(out + n, cap - n, "%" PRId64 "%s", ms / u[i].unit, u[i].name);
+      ms %= u[i].unit;
+    }
+  if (n < cap) n += (size_t)snprintf(out + n, cap - n, "%" PRId64 "ms", ms);
+  return n < cap ? n : cap - 1;
+}
+
+/* ---- per-host allocators ------------------------------------------------------------ */
+
+struct kr_adapt_host {
+  const kr_hostq_t *h;
+  kr_alloc_host_t alloc;
+};
+
+static size_t ptr_slot(const void *p, size_t mask) {
+  uint64_t x = (uint64_t)(uintptr_t)p;
+  x ^= x >> 33;
+  x *= UINT64_C(0xff51afd7ed558ccd);
+  x ^= x >> 33;
+  return (size_t)x & mask;
+}
+
+static struct kr_adapt_host *adapt_host(kr_crawl_t *c, const kr_hostq_t *h, double x_min) {
+  if (c->ahosts_cap) {
+    for (size_t j = ptr_slot(h, c->ahosts_cap - 1); c->ahosts[j];
+         j = (j + 1) & (c->ahosts_cap - 1))
+      if (c->ahosts[j]->h == h) return c->ahosts[j];
+  }
+  if ((c->ahosts_n + 1) * 2 > c->ahosts_cap) {
+    size_t ncap = c->ahosts_cap ? c->ahosts_cap * 2 : 64;
+    struct kr_adapt_host **n = kr_xcalloc(ncap, sizeof *n);
+    for (size_t i = 0; i < c->ahosts_cap; i++) {
+      if (!c->ahosts[i]) continue;
+      size_t j = ptr_slot(c->ahosts[i]->h, ncap - 1);
+      while (n[j]) j = (j + 1) & (ncap - 1);
+      n[j] = c->ahosts[i];
+    }
+    free(c->ahosts);
+    c->ahosts = n;
+    c->ahosts_cap = ncap;
+  }
+  struct kr_adapt_host *a = kr_xcalloc(1, sizeof *a);
+  a->h = h;
+  kr_alloc_host_init(&a->alloc, x_min);
+  size_t j = ptr_slot(h, c->ahosts_cap - 1);
+  while (c->ahosts[j]) j = (j + 1) & (c->ahosts_cap - 1);
+  c->ahosts[j] = a;
+  c->ahosts_n++;
+  return a;
+}
+
+void kr__adapt_hosts_free(kr_crawl_t *c) {
+  for (size_t i = 0; i < c->ahosts_cap; i++) free(c->ahosts[i]);
+  free(c->ahosts);
+  c->ahosts = NULL;
+  c->ahosts_cap = c->ahosts_n = 0;
+}
+
+/* ---- the wait -------------------------------------------------------------------------- */
+
+/* Seconds since the previous visit, at least 1 after one (estimate.h). */
+static int64_t interval_s(const kr_curi_t *u, uint64_t now) {
+  if (!u->last_visit) return 0;
+  uint64_t d = now > u->last_visit ? (now - u->last_visit + 999) / 1000 : 1;
+  return d ? (int64_t)d : 1;
+}
+
+/* Date - Last-Modified of the response, -1 when either is missing. */
+static int64_t version_age(const kr_http_resp_t *r) {
+  if (!r || !r->last_modified.n) return -1;
+  kr_slice_t d = kr_http_resp_header(r, "Date");
+  int64_t date, lm;
+  if (!d.p || kr_validators_date_parse(d.p, d.n, &date) ||
+      kr_validators_date_parse(r->last_modified.p, r->last_modified.n, &lm))
+    return -1;
+  return date >= lm ? date - lm : -1;
+}
+
+/* Hops from the seed (links and everything else alike). */
+static int depth_of(const kr_curi_t *u) { return (int)(u->hop_len > 1000 ? 1000 : u->hop_len); }
+
+static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *h,
+                           const kr_cfg_wait_t **ev_out, kr_wait_info_t *info) {
+  kr_crawl_t *c = f->crawl;
+  const kr_hostcfg_t *hc = f->hc;
+  const kr_curi_t *u = f->curi;
+  const kr_http_resp_t *r = f->resp;
+  kr_slice_t ct = r && r->content_type.n ? r->content_type
+                                         : kr_slice(u->content_type ? u->content_type : "",
+                                                    u->content_type_len);
+  const kr_cfg_wait_t *ev = kr_config_wait_match(hc->view, c->matcher, ct.p, ct.n);
+  *ev_out = ev;
+  memset(info, 0, sizeof *info);
+  if (!ev) return (int64_t)hc->fopts.default_wait_ms;
+  kr_wait_params_t p;
+  kr_wait_params_from_config(&p, ev);
+  if (p.policy != KR_WAIT_POISSON) {
+    c->st.waits[0]++;
+    int64_t prev = u->visits ? (int64_t)(u->wait_ms > INT64_MAX ? INT64_MAX : u->wait_ms) : 0;
+    int64_t ov = u->overdue_ms > INT64_MAX ? INT64_MAX : (int64_t)u->overdue_ms;
+    return kr_wait_multiplicative(&p, prev, state, ov);
+  }
+  c->st.waits[1]++;
+  kr_est_hints_t hints = kr_est_hints_none();
+  if (hc->hint_lm) {
+    int has_lm = r && r->status != 304 ? r->last_modified.n > 0 : u->last_modified > 0;
+    hints.last_modified = has_lm;
+  }
+  if (hc->hint_changefreq) hints.changefreq_rate = u->hint_rate;
+  if (hc->est.depth_halving > 0) hints.depth = depth_of(u);
+  /* The host's changes-per-visit target within its politeness budget. */
+  struct kr_adapt_host *ah = adapt_host(c, u->host, hc->est.x_min);
+  int cls = kr_alloc_host_class(&ah->alloc, p.min_ms, p.max_ms);
+  uint64_t delay = kr_frontier_host_delay(c->frontier, u->host, f->fetch_duration_ms);
+  double budget = kr_alloc_budget((int)hc->fopts.host_valence, (int64_t)delay, hc->utilisation);
+  kr_alloc_host_maybe_solve(&ah->alloc, budget, ALLOC_SOLVE_EVERY);
+  double old_lambda = 0;
+  if (u->visits) { /* where the sketch has this URI now */
+    kr_vhist_t h0;
+    double prior = kr_est_prior(&hc->est, p.initial_ms, &hints);
+    kr_est_result_t r0;
+    if (kr_vhist_decode(&h0, u->history, u->history_len) == 0 && h0.n) {
+      kr_est_rate(&hc->est, &h0, prior, &r0);
+      old_lambda = r0.lambda;
+    }
+  }
+  int64_t w = kr_wait_poisson(&p, &hc->est, h, state, &hints, kr_alloc_host_x(&ah->alloc), info);
+  kr_alloc_host_update(&ah->alloc, cls, old_lambda, info->lambda);
+  return w;
+}
+
+static void annotate_wait(kr_fetch_t *f, int64_t wait, const kr_cfg_wait_t *ev,
+                          const kr_wait_info_t *info) {
+  const kr_curi_t *u = f->curi;
+  char a[48], b[48];
+  kr__fmt_duration(a, sizeof a, wait);
+  kr__fmt_duration(b, sizeof b, u->overdue_ms > INT64_MAX ? INT64_MAX : (int64_t)u->overdue_ms);
+  kr_fetch_annotatef(f, "wt:%s", a);
+  kr_fetch_annotatef(f, "%uvis", f->ad.visits ? f->ad.visits : u->visits + 1);
+  kr_fetch_annotatef(f, "%uver", f->ad.versions ? f->ad.versions : (u->versions ? u->versions : 1));
+  kr_fetch_annotatef(f, "ov:%s", b);
+  if (!ev) {
+    kr_fetch_annotate(f, "wait:crawl.default-wait");
+  } else if (ev->policy == KR_CFG_POLICY_POISSON) {
+    kr_fetch_annotatef(f, "wait:%s/poisson/%s", ev->name,
+                       info->used_default ? "default" : kr_est_method_name(info->method));
+  } else {
+    kr_fetch_annotatef(f, "wait:%s/multiplicative", ev->name);
+  }
+}
+
+/* ---- pulling forward --------------------------------------------------------------------- */
+
+static void refresh_embeds(kr_fetch_t *f, uint64_t now) {
+  for (size_t i = 0; i < f->nlinks; i++) {
+    kr_link_t *l = &f->links[i];
+    if (!l->hop_len || l->hop_path[l->hop_len - 1] != 'E') continue;
+    l->directive = KR_DIRECTIVE_HIGH;
+    l->next_at = now;
+    l->flags |= KR_LINK_RESCHEDULE;
+    f->crawl->st.embeds_refreshed++;
+  }
+}
+
+static void pull_feed_items(kr_fetch_t *f, uint64_t now) {
+  const kr_curi_t *u = f->curi;
+  int64_t since = (int64_t)(u->last_visit / 1000); /* the feed's previous visit */
+  uint32_t undated = 0;
+  for (size_t i = 0; i < f->nfmeta; i++) {
+    const kr_feed_meta_t *m = &f->fmeta[i];
+    if (m->link >= f->nlinks) continue;
+    kr_link_t *l = &f->links[m->link];
+    if (m->updated > 0) {
+      if (m->updated < since) continue;
+      l->directive = KR_DIRECTIVE_HIGH;
+    } else if (undated++ >= f->hc->feed_pull_max) {
+      continue;
+    }
+    l->next_at = now;
+    l->flags |= KR_LINK_RESCHEDULE;
+    f->crawl->st.feed_pulled++;
+  }
+}
+
+/* ---- the processor -------------------------------------------------------------------------- */
+
+static int revisit_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
+  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
+  kr_crawl_t *c = self->data;
+  const kr_curi_t *u = f->curi;
+  if (!u || f->disp != KR_DISP_FINISH || f->outcome.kind != KR_OUTCOME_SUCCESS || f->is_robots)
+    return KR_PROC_NEXT;
+  uint64_t now = kr_crawl_now(c);
+  kr_content_t state = (kr_content_t)f->ad.content;
+  if (!f->ad.visits) { /* change did not run (no response body path) */
+    f->ad.visits = u->visits + 1;
+    f->ad.versions = u->visits == 0 ? 1 : u->versions;
+  }
+  /* The history with this visit: what the estimators and the frontier keep. */
+  kr_vhist_visit_t v = {.interval_s = interval_s(u, now),
+                        .state = u->visits == 0 && state != KR_CONTENT_UNKNOWN
+                                     ? KR_CONTENT_CHANGED
+                                     : state,
+                        .age_s = state == KR_CONTENT_UNKNOWN ? -1 : version_age(f->resp)};
+  f->ad.hist_len = kr_vhist_push(u->history, u->history_len, &v, f->ad.hist, NULL);
+  kr_vhist_t h;
+  if (kr_vhist_decode(&h, f->ad.hist, f->ad.hist_len)) kr_vhist_init(&h);
+  const kr_cfg_wait_t *ev;
+  kr_wait_info_t info;
+  int64_t wait = decide_wait(f, state, &h, &ev, &info);
+  if (wait < 1) wait = 1;
+  f->outcome.wait_ms = (uint64_t)wait;
+  f->outcome.content = state == KR_CONTENT_UNCHANGED ? 0 : state == KR_CONTENT_CHANGED ? 1 : 2;
+  f->outcome.history = f->ad.hist;
+  f->outcome.history_len = f->ad.hist_len;
+  annotate_wait(f, wait, ev, &info);
+
+  if (state == KR_CONTENT_CHANGED && u->visits > 0) {
+    if (f->hc->refresh_embeds) refresh_embeds(f, now);
+    if (f->nfmeta) pull_feed_items(f, now);
+  }
+  return KR_PROC_NEXT;
+}
+
+void kr__proc_wait_register(kr_crawl_t *c) {
+  kr__crawl_add_proc(c, &(kr_processor_t){.name = "revisit", .phase = KR_PHASE_POST,
+                                          .run = revisit_run});
+}
