@@ -56,9 +56,37 @@ struct kr_frontier {
   const char *limit;
   kr_store_pick_t *pick;     /* scratch for kr_store_pick */
   size_t pick_cap;
+  /* writes held back while the store drains (kr_store_writable) */
+  struct pending *pending_head, *pending_tail;
+  uint64_t npending, pending_max, pending_total;
+  size_t pending_bytes;
+  uint64_t drains_cut;
 };
 
+/* Held-back writes: past the first bound kr_frontier_next() issues nothing
+ * (the fetches that would add more wait for the drain); past the second
+ * the drain is cut short and everything is written at once. */
+#define HELD_BACK_PAUSE (16u << 20)
+#define HELD_BACK_MAX (64u << 20)
+
+/* A completion or a batch of links that arrived while the store drained,
+ * with copies of everything it points to; applied in arrival order. */
+typedef struct pending {
+  struct pending *next;
+  kr_curi_t *c;    /* a completion (the URI stays in its slot), or NULL */
+  kr_outcome_t o;
+  kr_link_t *links;
+  size_t nlinks;
+  uint64_t now;
+  size_t bytes;    /* of this allocation */
+} pending_t;
+
 static void rearm(kr_frontier_t *f, kr_hostq_t *h, uint64_t now);
+static int replay(kr_frontier_t *f);
+static int finish_now(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
+                      const kr_link_t *links, size_t nlinks, uint64_t now);
+static int add_batch_now(kr_frontier_t *f, const kr_link_t *links, size_t n,
+                         uint64_t now, size_t *added);
 
 /* ---- options ------------------------------------------------------------- */
 
@@ -87,6 +115,8 @@ void kr_frontier_opts_default(kr_frontier_opts_t *o) {
   o->seen_turn_step = 50000;
   o->quick_check = 1;
   o->cache_mib = 64;
+  o->wal_checkpoint_mib = 256;
+  o->page_size = 4096;
 }
 
 static const kr_frontier_opts_t *hopts(const kr_frontier_t *f, const kr_hostq_t *h) {
@@ -364,6 +394,8 @@ int kr_frontier_open(const char *state_dir, const kr_frontier_opts_t *opts,
   if (f->opts.commit_ms) so.commit_ms = f->opts.commit_ms;
   if (f->opts.commit_updates) so.commit_updates = f->opts.commit_updates;
   if (f->opts.cache_mib) so.cache_mib = f->opts.cache_mib;
+  if (f->opts.wal_checkpoint_mib) so.wal_checkpoint_bytes = (uint64_t)f->opts.wal_checkpoint_mib << 20;
+  if (f->opts.page_size) so.page_size = f->opts.page_size;
   so.quick_check = f->opts.quick_check;
   int rc = kr_store_open(state_dir, &so, &f->st, err, errlen);
   if (rc) {
@@ -416,16 +448,33 @@ int kr_frontier_open(const char *state_dir, const kr_frontier_opts_t *opts,
   return 0;
 }
 
+static void pending_free_all(kr_frontier_t *f) {
+  for (pending_t *p = f->pending_head, *n; p; p = n) {
+    n = p->next;
+    free(p);
+  }
+  f->pending_head = f->pending_tail = NULL;
+  f->npending = 0;
+  f->pending_bytes = 0;
+}
+
 int kr_frontier_close(kr_frontier_t *f) {
   if (!f) return 0;
-  int rc = kr_store_close(f->st);
+  int rc = 0;
+  if (f->pending_head) { /* finish the drain now and apply what waited */
+    kr_store_wait_checkpoint(f->st);
+    rc = replay(f);
+  }
+  int crc = kr_store_close(f->st);
+  pending_free_all(f);
   free_all(f);
-  return rc;
+  return rc < 0 ? rc : crc;
 }
 
 void kr_frontier_abandon(kr_frontier_t *f) {
   if (!f) return;
   kr_store_abandon(f->st);
+  pending_free_all(f);
   free_all(f);
 }
 
@@ -435,7 +484,9 @@ void kr_frontier_set_on_ready(kr_frontier_t *f, kr_frontier_ready_fn fn, void *u
 }
 
 int kr_frontier_turn(kr_frontier_t *f, uint64_t now) {
-  int rc = kr_store_maybe_commit(f->st, now);
+  int rc = replay(f);
+  if (rc < 0) return rc;
+  rc = kr_store_maybe_commit(f->st, now);
   if (rc < 0) return rc;
   if (!f->seen_complete) {
     rc = seen_step(f, f->opts.seen_turn_step ? f->opts.seen_turn_step : 50000);
@@ -657,12 +708,37 @@ static int add_one(kr_frontier_t *f, const kr_link_t *l, uint64_t now) {
   return 1;
 }
 
+static int queue_op(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
+                    const kr_link_t *links, size_t nlinks, uint64_t now);
+
+static int replay_all(kr_frontier_t *f, int force);
+
+/* 1 when writes must wait (a drain, or older writes waiting). */
+static int must_queue(kr_frontier_t *f) {
+  if (replay(f) < 0) return 0; /* let the caller's write report it */
+  if (f->pending_bytes >= HELD_BACK_MAX) {
+    /* The drain takes too long for memory: write now, in order. */
+    f->drains_cut++;
+    if (replay_all(f, 1) < 0) return 0;
+    return 0;
+  }
+  return f->pending_head != NULL || !kr_store_writable(f->st);
+}
+
 int kr_frontier_add(kr_frontier_t *f, const kr_link_t *link, uint64_t now) {
+  if (must_queue(f)) return queue_op(f, NULL, NULL, link, 1, now);
   return add_one(f, link, now);
 }
 
 int kr_frontier_add_batch(kr_frontier_t *f, const kr_link_t *links, size_t n,
                           uint64_t now, size_t *added) {
+  if (added) *added = 0;
+  if (must_queue(f)) return queue_op(f, NULL, NULL, links, n, now);
+  return add_batch_now(f, links, n, now, added);
+}
+
+static int add_batch_now(kr_frontier_t *f, const kr_link_t *links, size_t n,
+                         uint64_t now, size_t *added) {
   size_t k = 0;
   for (size_t i = 0; i < n; i++) {
     int rc = add_one(f, &links[i], now);
@@ -794,6 +870,9 @@ static int issue(kr_frontier_t *f, kr_hostq_t *h, uint64_t now, kr_curi_t **out)
 int kr_frontier_next(kr_frontier_t *f, uint64_t now, kr_curi_t **out) {
   *out = NULL;
   if (check_limits(f, now)) return 0;
+  if (f->pending_bytes >= HELD_BACK_PAUSE && replay(f) == 0 &&
+      f->pending_bytes >= HELD_BACK_PAUSE)
+    return 0; /* back-pressure while the store drains */
   if (f->in_flight >= f->opts.max_connections) return 0;
   /* Bounded: each pass removes the front host from the list or issues. */
   for (size_t guard = f->nready + 1; f->ready_head && guard > 0; guard--) {
@@ -850,11 +929,17 @@ static void host_backoff(kr_frontier_t *f, kr_hostq_t *h, const kr_frontier_opts
 
 int kr_frontier_finished(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
                          const kr_link_t *links, size_t nlinks, uint64_t now) {
+  if (must_queue(f)) return queue_op(f, c, o, links, nlinks, now);
+  return finish_now(f, c, o, links, nlinks, now);
+}
+
+static int finish_now(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
+                      const kr_link_t *links, size_t nlinks, uint64_t now) {
   kr_hostq_t *h = c->host;
   const kr_frontier_opts_t *ho = hopts(f, h);
   kr_store_hold(f->st); /* the row, the links and the host: one transaction */
   int rc = 0;
-  if (nlinks) rc = kr_frontier_add_batch(f, links, nlinks, now, NULL);
+  if (nlinks) rc = add_batch_now(f, links, nlinks, now, NULL);
 
   kr_uri_row_t r;
   memset(&r, 0, sizeof(r));
@@ -992,6 +1077,81 @@ void kr_frontier_defer(kr_frontier_t *f, kr_curi_t *c, uint64_t now) {
   release(f, c, 0, c->directive, c->next_at, now);
 }
 
+/* ---- writes held back during a drain ----------------------------------------------- */
+
+static size_t str_room(const void *p, size_t n) { return p ? n + 1 : 0; }
+
+static char *keep(char **at, const void *src, size_t n) {
+  if (!src) return NULL;
+  char *d = *at;
+  memcpy(d, src, n);
+  d[n] = 0;
+  *at += n + 1;
+  return d;
+}
+
+/* Copy a completion (c, o) or a batch of links into the queue. Returns 0
+ * (the caller sees success; the write happens at the drain's end). */
+static int queue_op(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
+                    const kr_link_t *links, size_t nlinks, uint64_t now) {
+  size_t room = sizeof(pending_t) + nlinks * sizeof(kr_link_t);
+  for (size_t i = 0; i < nlinks; i++)
+    room += str_room(links[i].url, links[i].url_len) +
+            str_room(links[i].hop_path, links[i].hop_len);
+  if (o)
+    room += str_room(o->content_type, o->content_type_len) +
+            str_room(o->digest, o->digest_len) + str_room(o->etag, o->etag_len) +
+            str_room(o->history, o->history_len);
+  pending_t *p = kr_xcalloc(1, room);
+  char *at = (char *)(p + 1) + nlinks * sizeof(kr_link_t);
+  p->c = c;
+  p->now = now;
+  if (o) {
+    p->o = *o;
+    p->o.content_type = keep(&at, o->content_type, o->content_type_len);
+    p->o.digest = (const uint8_t *)keep(&at, o->digest, o->digest_len);
+    p->o.etag = keep(&at, o->etag, o->etag_len);
+    p->o.history = (const uint8_t *)keep(&at, o->history, o->history_len);
+  }
+  p->links = nlinks ? (kr_link_t *)(p + 1) : NULL;
+  p->nlinks = nlinks;
+  for (size_t i = 0; i < nlinks; i++) {
+    p->links[i] = links[i];
+    p->links[i].url = keep(&at, links[i].url, links[i].url_len);
+    p->links[i].hop_path = keep(&at, links[i].hop_path, links[i].hop_len);
+  }
+  if (f->pending_tail)
+    f->pending_tail->next = p;
+  else
+    f->pending_head = p;
+  f->pending_tail = p;
+  p->bytes = room;
+  f->pending_bytes += room;
+  f->npending++;
+  f->pending_total++;
+  if (f->npending > f->pending_max) f->pending_max = f->npending;
+  return 0;
+}
+
+/* Apply the held-back writes in arrival order once the store is writable.
+ * 0 or KR_EDB (the rest stay queued). */
+static int replay(kr_frontier_t *f) { return replay_all(f, 0); }
+
+static int replay_all(kr_frontier_t *f, int force) {
+  while (f->pending_head && (force || kr_store_writable(f->st))) {
+    pending_t *p = f->pending_head;
+    f->pending_head = p->next;
+    if (!f->pending_head) f->pending_tail = NULL;
+    f->npending--;
+    f->pending_bytes -= p->bytes;
+    int rc = p->c ? finish_now(f, p->c, &p->o, p->links, p->nlinks, p->now)
+                  : add_batch_now(f, p->links, p->nlinks, p->now, NULL);
+    free(p);
+    if (rc < 0) return rc;
+  }
+  return 0;
+}
+
 /* ---- prerequisites ------------------------------------------------------------------ */
 
 int kr_frontier_prereq_require(kr_frontier_t *f, kr_curi_t *c, const char *url,
@@ -1011,7 +1171,7 @@ int kr_frontier_prereq_require(kr_frontier_t *f, kr_curi_t *c, const char *url,
                  .flags = KR_LINK_RESCHEDULE | KR_LINK_REVIVE};
   h->gated = 1;
   kr_frontier_defer(f, c, now);
-  int rc = add_one(f, &l, now);
+  int rc = kr_frontier_add(f, &l, now);
   rearm(f, h, now);
   return rc < 0 ? rc : 0;
 }
@@ -1169,6 +1329,11 @@ void kr_frontier_stats(kr_frontier_t *f, kr_frontier_stats_t *out) {
   out->seen = kr_seen_count(f->seen);
   out->seen_complete = f->seen_complete;
   out->limit = f->limit;
+  out->held_back = f->npending;
+  out->held_back_max = f->pending_max;
+  out->held_back_total = f->pending_total;
+  out->held_back_bytes = f->pending_bytes;
+  out->drains_cut = f->drains_cut;
 }
 
 /* ---- validation ------------------------------------------------------------------------ */

@@ -27,7 +27,10 @@
  * Transactions. Nothing commits by itself: kr_frontier_turn() (once per
  * loop turn, from a uv_check) commits every <= commit_ms or <=
  * commit_updates writes. A completion and its discovered links, given to
- * one kr_frontier_finished() call, are always in one transaction.
+ * one kr_frontier_finished() call, are always in one transaction. While
+ * the store drains its WAL (store.h), completions and links are copied
+ * and held back — the completed URI keeps its slot, nothing waits — and
+ * applied in arrival order by the first kr_frontier_turn() after it.
  *
  * Callbacks: on_ready runs from the timer wheel (never from inside a
  * kr_frontier_* call) and may call kr_frontier_next(). on_host runs when a
@@ -112,6 +115,8 @@ typedef struct kr_frontier_opts {
   uint32_t seen_turn_step;               /* 50000: then per kr_frontier_turn */
   int quick_check;                       /* 1: PRAGMA quick_check at open */
   uint32_t cache_mib;                    /* 64: SQLite page cache */
+  uint32_t wal_checkpoint_mib;           /* 256: background checkpoints past this WAL size */
+  uint32_t page_size;                    /* 4096: SQLite page size of a new database */
   /* a host queue was created or loaded (may be NULL) */
   void (*on_host)(void *ud, kr_frontier_t *f, kr_hostq_t *h);
   void *host_ud;
@@ -243,7 +248,8 @@ int kr_frontier_load_seen(kr_frontier_t *f);
 int kr_frontier_add(kr_frontier_t *f, const kr_link_t *link, uint64_t now);
 /* Add n links; known ones are rejected by the seen filter in memory.
  * Bad links are skipped (counted in stats.rejected); *added (may be NULL)
- * gets the number of new URIs. 0 or KR_EDB. */
+ * gets the number of new URIs. 0 or KR_EDB. While the store drains, links
+ * are held back (*added 0, kr_frontier_add returns 0) and applied later. */
 int kr_frontier_add_batch(kr_frontier_t *f, const kr_link_t *links, size_t n,
                           uint64_t now, size_t *added);
 
@@ -251,7 +257,7 @@ int kr_frontier_add_batch(kr_frontier_t *f, const kr_link_t *links, size_t n,
 
 /* Issue the top URI of the host ready longest. 1 and *out, 0 when nothing
  * may be issued now (nothing ready, max_connections reached, a limit
- * reached), KR_EDB. */
+ * reached, 16 MiB of writes held back by a store drain), KR_EDB. */
 int kr_frontier_next(kr_frontier_t *f, uint64_t now, kr_curi_t **out);
 
 /* Complete an issued URI: update its row by outcome, add its discovered
@@ -345,6 +351,11 @@ typedef struct kr_frontier_stats {
   uint64_t seen;            /* fingerprints in the seen filter */
   int seen_complete;        /* the filter holds every row's fp */
   const char *limit;        /* which limit was reached, or NULL */
+  uint64_t held_back;       /* writes waiting for a store drain to end */
+  uint64_t held_back_max;
+  uint64_t held_back_total;
+  uint64_t held_back_bytes;
+  uint64_t drains_cut;      /* drains ended early: too much held back */
 } kr_frontier_stats_t;
 
 void kr_frontier_stats(kr_frontier_t *f, kr_frontier_stats_t *out);

@@ -235,7 +235,10 @@ struct kr_store {
   uv_cond_t cv;
   int thread_busy;             /* a job's thread part has not returned */
   uint64_t ckpt_done_frames;   /* frames backfilled by the last checkpoint */
+  uint64_t last_frames;        /* WAL frames after the previous commit */
   int wal_warned;
+  int draining;                /* no transaction may begin (see checkpoint_maybe) */
+  uint64_t drain_started_us;
   int get_active;              /* S_URI_GET or S_DIGEST_GET is left on a row */
   kr_store_stats_t stats;
 };
@@ -421,7 +424,9 @@ static int check_and_migrate(kr_store_t *st, char *err, size_t errlen) {
 
   char *msg = NULL;
   /* Only now that the file is known to be ours may it be changed. */
-  if (fresh && exec_sql(st->db, "PRAGMA page_size = 4096", &msg) != SQLITE_OK)
+  char psz[64];
+  snprintf(psz, sizeof psz, "PRAGMA page_size = %u", st->opts.page_size);
+  if (fresh && exec_sql(st->db, psz, &msg) != SQLITE_OK)
     goto sqlfail;
   {
     sqlite3_stmt *s;
@@ -476,7 +481,8 @@ void kr_store_opts_default(kr_store_opts_t *o) {
   memset(o, 0, sizeof(*o));
   o->commit_ms = 50;
   o->commit_updates = 1000;
-  o->wal_checkpoint_bytes = 64u << 20;
+  o->wal_checkpoint_bytes = 256u << 20;
+  o->page_size = 4096;
   o->idle_checkpoint_ms = 1000;
   o->cache_mib = 64;
   o->quick_check = 1;
@@ -508,6 +514,11 @@ int kr_store_open(const char *dir, const kr_store_opts_t *opts,
   else
     kr_store_opts_default(&st->opts);
   if (!st->opts.commit_updates) st->opts.commit_updates = 1;
+  /* A power of two in SQLite's range, else the default. */
+  if (st->opts.page_size < 512 || st->opts.page_size > 65536 ||
+      (st->opts.page_size & (st->opts.page_size - 1)))
+    st->opts.page_size = 4096;
+  if (!st->opts.wal_checkpoint_bytes) st->opts.wal_checkpoint_bytes = 256u << 20;
   st->dir = kr_xstrdup(dir);
   st->path = kr_xasprintf("%s/%s", dir, KR_STORE_DB_NAME);
   int rc;
@@ -593,6 +604,9 @@ static int step_done(kr_store_t *st, sqlite3_stmt *s, const char *what) {
 /* Every write calls this first: joins (or opens) the transaction. */
 static int write_begin(kr_store_t *st) {
   if (!st->in_tx) {
+    /* A write during a drain is allowed (correctness never depends on
+     * it); it only costs this drain its WAL restart. */
+    if (st->draining) st->stats.drains_broken++;
     if (step_done(st, st->stmt[S_BEGIN], "beginning a transaction")) return KR_EDB;
     st->in_tx = 1;
     st->tx_writes = 0;
@@ -605,6 +619,7 @@ static int write_begin(kr_store_t *st) {
 }
 
 static void checkpoint_maybe(kr_store_t *st, uint64_t now);
+static void drain_end(kr_store_t *st);
 
 static int commit(kr_store_t *st) {
   if (!st->in_tx) return 0;
@@ -686,7 +701,11 @@ static int wal_hook(void *ud, sqlite3 *db, const char *name, int frames) {
   if ((uint64_t)frames > st->stats.wal_frames_max)
     st->stats.wal_frames_max = (uint64_t)frames;
   /* The WAL restarted from its beginning: old progress means nothing. */
-  if ((uint64_t)frames < st->ckpt_done_frames) st->ckpt_done_frames = 0;
+  if ((uint64_t)frames < st->ckpt_done_frames || (uint64_t)frames < st->last_frames) {
+    st->ckpt_done_frames = 0;
+    st->stats.restarts++;
+  }
+  st->last_frames = (uint64_t)frames;
   return SQLITE_OK;
 }
 
@@ -721,6 +740,7 @@ static void ckpt_after(uv_work_t *req, int status) {
     st->job = NULL;
     st->stats.checkpoint_running = 0;
     if (status == 0) ckpt_note(st, job->rc, job->log, job->ckpt);
+    drain_end(st);
   }
   free(job);
 }
@@ -743,22 +763,59 @@ static void ckpt_start(kr_store_t *st) {
   st->stats.checkpoint_running = 1;
 }
 
-/* Start a checkpoint when the WAL is big, or when the store is idle and
- * the WAL holds frames no checkpoint has copied yet. */
-static void checkpoint_maybe(kr_store_t *st, uint64_t now) {
-  if (st->job || st->in_tx) return;
-  uint64_t frames = st->stats.wal_frames;
-  if (frames <= st->ckpt_done_frames) return;
-  uint64_t bytes = frames * (uint64_t)st->page_size;
-  int big = bytes >= st->opts.wal_checkpoint_bytes;
-  int idle = now >= st->last_commit_at + st->opts.idle_checkpoint_ms;
-  if (bytes >= 8 * st->opts.wal_checkpoint_bytes && !st->wal_warned) {
-    st->wal_warned = 1;
-    KR_LOG(KR_LOG_WARN, st->path,
-           "WAL at %" PRIu64 " MiB: checkpoints are not keeping up", bytes >> 20);
-  }
-  if (big || idle) ckpt_start(st);
+/* Uncopied WAL at which the background passes count as caught up. */
+#define DRAIN_REMAINDER (16u << 20)
+
+static void drain_end(kr_store_t *st) {
+  if (!st->draining) return;
+  st->draining = 0;
+  uint64_t us = mono_us() - st->drain_started_us;
+  if (us > st->stats.drain_us_max) st->stats.drain_us_max = us;
 }
+
+/* After each commit (and at idle). While the WAL is below
+ * wal_checkpoint_bytes, nothing (but an idle pass). Past it, PASSIVE passes
+ * in the background copy the bulk while commits go on, each pass only
+ * what the previous ones left. A PASSIVE pass alone never lets the WAL
+ * restart while transactions keep coming: the WAL restarts only when a
+ * transaction begins with every frame copied, and by the time a pass
+ * finishes, newer commits wait in the WAL. So once a pass has left at most
+ * DRAIN_REMAINDER uncopied (or the WAL reached twice the threshold), the
+ * store drains: no transaction begins until one more pass has copied the
+ * rest. The caller keeps its writes for that time (kr_store_writable() is
+ * 0; the frontier queues completions and links) and nothing on the loop
+ * waits; the first transaction after the drain writes the WAL from its
+ * beginning. */
+static void checkpoint_maybe(kr_store_t *st, uint64_t now) {
+  if (st->job || st->in_tx || st->draining) return;
+  uint64_t frames = st->stats.wal_frames;
+  if (!frames) return;
+  uint64_t pending = frames > st->ckpt_done_frames ? frames - st->ckpt_done_frames : 0;
+  uint64_t ps = (uint64_t)st->page_size;
+  uint64_t limit = st->opts.wal_checkpoint_bytes;
+  if (frames * ps >= limit) {
+    if (pending * ps <= DRAIN_REMAINDER || frames * ps >= 2 * limit) {
+      if (pending * ps > DRAIN_REMAINDER && !st->wal_warned) {
+        st->wal_warned = 1;
+        KR_LOG(KR_LOG_NOTICE, st->path,
+               "WAL at %" PRIu64 " MiB: background checkpoints are not keeping up; "
+               "draining with %" PRIu64 " MiB uncopied",
+               (frames * ps) >> 20, (pending * ps) >> 20);
+      }
+      st->draining = 1;
+      st->drain_started_us = mono_us();
+      st->stats.drains++;
+      ckpt_start(st); /* inline without a loop: the drain ends at once */
+      if (!st->job) drain_end(st);
+    } else {
+      ckpt_start(st);
+    }
+    return;
+  }
+  if (pending && now >= st->last_commit_at + st->opts.idle_checkpoint_ms) ckpt_start(st);
+}
+
+int kr_store_writable(const kr_store_t *st) { return !st->draining; }
 
 int kr_store_checkpoint(kr_store_t *st) {
   settle(st);
@@ -781,6 +838,13 @@ static void ckpt_detach(kr_store_t *st) {
   uv_mutex_unlock(&st->mu);
   st->job->st = NULL;
   st->job = NULL;
+  st->stats.checkpoint_running = 0;
+  drain_end(st);
+}
+
+void kr_store_wait_checkpoint(kr_store_t *st) {
+  if (!st->job) return;
+  ckpt_detach(st);
 }
 
 int kr_store_close(kr_store_t *st) {

@@ -44,8 +44,14 @@
  * commit, on the loop). A WAL hook notes the WAL size after each commit;
  * past wal_checkpoint_bytes, or when the store has been idle for
  * idle_checkpoint_ms, a PASSIVE checkpoint runs on a second connection in
- * a uv_queue_work job. Without a loop (tests, tools) it runs inline from
- * kr_store_maybe_commit().
+ * a uv_queue_work job while commits go on. Once the passes have left
+ * little uncopied, the store drains: no transaction begins until one more
+ * pass has copied the rest, so the next one restarts the WAL from its
+ * beginning — the only way the WAL stops growing while transactions keep
+ * coming, and no commit waits for it. During a drain kr_store_writable()
+ * is 0 and the caller holds its writes back (the frontier queues them).
+ * Without a loop (tests, tools) the passes run inline from
+ * kr_store_maybe_commit() and a drain ends before it returns.
  *
  * Refusals at open (KR_EDB, message names the file): another process holds
  * `<state-dir>/kria.lock`; kria.db is not an SQLite file, belongs to
@@ -84,10 +90,11 @@ typedef struct kr_store_opts {
   kr_clock_t *clock;             /* transaction age; NULL: from maybe_commit */
   uint32_t commit_ms;            /* commit a transaction this old (50) */
   uint32_t commit_updates;       /* or holding this many writes (1000) */
-  uint64_t wal_checkpoint_bytes; /* checkpoint past this WAL size (64 MiB) */
+  uint64_t wal_checkpoint_bytes; /* checkpoint past this WAL size (256 MiB) */
   uint32_t idle_checkpoint_ms;   /* or after this long without commits (1000) */
   uint32_t cache_mib;            /* SQLite page cache (64) */
   int quick_check;               /* PRAGMA quick_check at open (1) */
+  uint32_t page_size;            /* for a new database (4096) */
 } kr_store_opts_t;
 
 void kr_store_opts_default(kr_store_opts_t *o);
@@ -118,6 +125,13 @@ const char *kr_store_path(const kr_store_t *st); /* .../kria.db */
  * commit (rolled back: the caller's memory no longer matches the database
  * and the crawl must stop). */
 int kr_store_maybe_commit(kr_store_t *st, uint64_t now);
+/* 0 while the store drains (see Checkpoints above): writes should wait
+ * for it (they are correct anyway, but keep the WAL from restarting).
+ * Becomes 1 again in a loop callback; check it at each loop turn. */
+int kr_store_writable(const kr_store_t *st);
+/* Wait (blocking) for a running checkpoint job's thread part and end a
+ * drain: for shutdown. */
+void kr_store_wait_checkpoint(kr_store_t *st);
 /* Commit now (0 when nothing was open). KR_EINVAL while held. */
 int kr_store_commit(kr_store_t *st);
 /* Brackets: no commit between hold and the matching release. */
@@ -262,6 +276,10 @@ typedef struct kr_store_stats {
   uint64_t inserts, insert_ignored; /* kr_store_uri_insert: run, no-op */
   uint64_t updates, picks, gets;
   uint64_t checkpoints;             /* completed checkpoint runs */
+  uint64_t restarts;                /* times the WAL started over */
+  uint64_t drains;                  /* drains (see kr_store_writable) */
+  uint64_t drains_broken;           /* writes that began during one */
+  uint64_t drain_us_max;            /* the longest drain */
   uint64_t wal_frames;              /* WAL size after the last commit */
   uint64_t wal_frames_max;
   uint64_t commit_us_max;           /* slowest COMMIT */

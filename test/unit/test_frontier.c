@@ -27,6 +27,7 @@
 #include "log.h"
 #include "store.h"
 #include "timer.h"
+#include <uv.h>
 
 #define T0 UINT64_C(1700000000000)
 #define SEC 1000u
@@ -1176,6 +1177,84 @@ static void adaptive_fields(void **state) {
   valid();
 }
 
+/* While the store drains its WAL (no transaction may begin), a completion
+ * and links are held back — the URI keeps its slot, nothing is written —
+ * and applied in order once the drain is over; the WAL then restarts. */
+static void held_back_during_drain(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  kr_timers_close(&timers, NULL); /* the one without a loop */
+  kr_timers_init(&timers, &loop, &clk);
+  kr_frontier_opts_t o = fixed_delay(0);
+  o.wal_checkpoint_mib = 1;
+  o.commit_updates = 50;
+  fopen_with(&o);
+  kr_store_t *st = kr_frontier_store(F);
+  add("http://held.test/a");
+  kr_frontier_commit(F);
+  adv(0);
+  kr_curi_t *c = next();
+  assert_non_null(c);
+  /* Write until a drain begins (bounded). */
+  char u[96];
+  int n = 0, rounds = 0;
+  while (kr_store_writable(st) && rounds++ < 2000) {
+    kr_link_t l[50];
+    char urls[50][96];
+    for (int i = 0; i < 50; i++, n++) {
+      snprintf(urls[i], sizeof(urls[i]), "http://w%d.test/some/longer/path/%d", n % 97, n);
+      l[i] = (kr_link_t){.url = urls[i], .url_len = strlen(urls[i]), .hop_path = "L", .hop_len = 1};
+    }
+    assert_int_equal(kr_frontier_add_batch(F, l, 50, now(), NULL), 0);
+    assert_int_equal(kr_frontier_turn(F, now()), 0);
+    uv_run(&loop, UV_RUN_NOWAIT);
+  }
+  assert_false(kr_store_writable(st));
+  assert_true(kr_store_stats(st)->drains >= 1);
+  kr_frontier_stats_t s;
+  kr_frontier_stats(F, &s);
+  uint64_t before = s.c.discovered;
+  /* Held back: nothing written, the host stays busy. */
+  kr_outcome_t ok = {.kind = KR_OUTCOME_SUCCESS, .status = 200};
+  snprintf(u, sizeof(u), "http://held.test/b");
+  kr_link_t lb = {.url = u, .url_len = strlen(u), .hop_path = "L", .hop_len = 1};
+  assert_int_equal(kr_frontier_finished(F, c, &ok, &lb, 1, now()), 0);
+  kr_frontier_stats(F, &s);
+  assert_int_equal(s.held_back, 1);
+  assert_int_equal(s.in_flight, 1);
+  assert_int_equal(host("held.test").state, KR_HOSTQ_BUSY);
+  assert_int_equal(row_of("http://held.test/a").visits, 0);
+  size_t added = 9;
+  kr_link_t lc = {.url = "http://held.test/c", .url_len = 18};
+  assert_int_equal(kr_frontier_add_batch(F, &lc, 1, now(), &added), 0);
+  assert_int_equal(added, 0);
+  kr_frontier_stats(F, &s);
+  assert_int_equal(s.held_back, 2);
+  assert_int_equal(s.c.discovered, before);
+  /* The drain ends in a loop callback; the next turn applies both. */
+  for (int k = 0; k < 10000 && !kr_store_writable(st); k++) uv_run(&loop, UV_RUN_ONCE);
+  assert_true(kr_store_writable(st));
+  assert_int_equal(kr_frontier_turn(F, now()), 0);
+  kr_frontier_stats(F, &s);
+  assert_int_equal(s.held_back, 0);
+  assert_int_equal(s.in_flight, 0);
+  assert_int_equal(s.c.discovered, before + 2);
+  assert_int_equal(row_of("http://held.test/a").visits, 1);
+  row_of("http://held.test/b");
+  row_of("http://held.test/c");
+  /* The first transaction after the drain wrote a fresh WAL. */
+  uint64_t restarts = kr_store_stats(st)->restarts;
+  assert_int_equal(kr_frontier_commit(F), 0);
+  assert_true(kr_store_stats(st)->restarts > restarts || restarts > 0);
+  valid();
+  kr_frontier_close(F);
+  F = NULL;
+  kr_timers_close(&timers, NULL);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
   const struct CMUnitTest tests[] = {
@@ -1201,6 +1280,7 @@ int main(void) {
       T(queue_assignment),
       T(retry_after_parser),
       T(report),
+      T(held_back_during_drain),
       T(adaptive_fields),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
