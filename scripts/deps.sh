@@ -17,7 +17,10 @@ PKGS=(
 # Optional: wanted by one test each, which skips when the package is
 # absent; installed best effort (a failure here fails nothing).
 #   chromium  test/integration/console.sh (headless screenshot of the console)
-OPTIONAL=(chromium)
+#   systemd   test/integration/service.sh (systemd-analyze verify of
+#             config/kria.service; installs without booting systemd:
+#             systemd-sysv, which would make it PID 1, is not pulled in)
+OPTIONAL=(chromium systemd)
 
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()
