@@ -424,7 +424,9 @@ static void handle(client_t *c) {
   kr_status_resp_t resp = {.status = 200, .content_type = "application/json", .body = &c->out};
   kr_buf_reset(&c->out);
   s->st.requests++;
+  uint64_t t0 = uv_hrtime();
   s->o.handler(s->o.ud, &req, &resp);
+  s->st.busy_us += (uv_hrtime() - t0) / 1000;
   c->after = resp.after;
   c->after_ud = resp.after_ud;
   send_response(c, resp.status, resp.content_type ? resp.content_type : "application/json",

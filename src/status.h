@@ -91,6 +91,7 @@ typedef struct kr_status_stats {
   uint64_t bad_requests;          /* 400/405/413/421/431 */
   uint64_t timeouts;              /* 408: too slow to send the request */
   uint64_t unauthorized;          /* 401/403 */
+  uint64_t busy_us;               /* spent in the handler (page building) */
   uint32_t clients;               /* open now */
 } kr_status_stats_t;
 

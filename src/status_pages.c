@@ -338,6 +338,7 @@ static void page_status(kr_service_t *s, kr_buf_t *b) {
     jw_u64(&w, "timeouts", st->timeouts);
     jw_u64(&w, "unauthorized", st->unauthorized);
     jw_u64(&w, "clients", st->clients);
+    jw_u64(&w, "busy_us", st->busy_us);
   }
   jw_close(&w, '}');
 
@@ -529,6 +530,9 @@ static void page_metrics(kr_service_t *s, kr_buf_t *b) {
     metric_u(b, "kria_status_requests_total", "counter", "Status requests served.", st->requests);
     metric_u(b, "kria_status_refused_total", "counter", "Status connections over the cap.",
              st->refused);
+    metric(b, "kria_status_busy_seconds_total", "counter",
+           "Loop time spent building status pages (the server's cost to the crawl).",
+           (double)st->busy_us / 1e6);
     metric_u(b, "kria_status_rejected_total", "counter",
              "Status requests rejected (malformed, too big, too slow, unauthorized).",
              st->bad_requests + st->timeouts + st->unauthorized);
