@@ -18,6 +18,7 @@
 #pragma weak kr_cmd_robots
 #pragma weak kr_cmd_crawl
 #pragma weak kr_cmd_cdx
+#pragma weak kr_cmd_wacz
 #pragma weak kr_cmd_simulate
 #pragma weak kr_cmd_status
 #pragma weak kr_cmd_report
@@ -34,6 +35,7 @@ static const struct command commands[] = {
     {"robots", kr_cmd_robots, "FILE USER-AGENT URL  robots.txt decision"},
     {"crawl", kr_cmd_crawl, "-c FILE [-o section.key=value]...  run a crawl"},
     {"cdx", kr_cmd_cdx, "FILE...  sorted CDXJ index of WARC files"},
+    {"wacz", kr_cmd_wacz, "OUT.wacz FILE...  package WARC files for replayweb.page (WACZ 1.1.1)"},
     {"simulate", kr_cmd_simulate, "[--trace FILE | --urls N --hosts H] ...  compare revisit policies"},
     {"status", kr_cmd_status, "[--addr IP:PORT | -s DIR | -c FILE]  what a crawl is doing"},
     {"report", kr_cmd_report, "hosts | frontier | uri URL  host queues, frontier, one URI"},

@@ -19,6 +19,7 @@ int kr_cmd_fetch(int argc, char **argv);
 int kr_cmd_robots(int argc, char **argv);
 int kr_cmd_crawl(int argc, char **argv);
 int kr_cmd_cdx(int argc, char **argv);
+int kr_cmd_wacz(int argc, char **argv);
 int kr_cmd_simulate(int argc, char **argv);
 int kr_cmd_status(int argc, char **argv);
 int kr_cmd_report(int argc, char **argv);

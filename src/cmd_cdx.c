@@ -25,6 +25,9 @@
  * Every file is read whole before anything is printed; a malformed file
  * is an error (exit 2) naming the file and offset, and nothing is
  * printed. Exit 0, 2 error, 64 usage.
+ *
+ * The indexer is shared (cdx.h): `kria wacz` builds its index with it and
+ * learns the pages of a collection from the same pass.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +38,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "cdx.h"
 #include "cli.h"
 #include "internal.h"
 #include "kria/url.h"
@@ -49,15 +53,9 @@ static const char usage_text[] =
 #define HTTP_HEAD_MAX 65536
 #define LINES_MAX_BYTES (4ull << 30)
 
-struct lines {
-  char **v;
-  size_t n, cap;
-  uint64_t bytes;
-};
-
 /* Python's json.dumps (ensure_ascii) of n bytes of UTF-8; bytes that are
  * not UTF-8 are taken as Latin-1. */
-static int json_str(kr_buf_t *b, const char *s, size_t n) {
+int kr__cdx_json_str(kr_buf_t *b, const char *s, size_t n) {
   int err = kr_buf_append(b, "\"", 1);
   for (size_t i = 0; i < n && !err; i++) {
     unsigned char c = (unsigned char)s[i];
@@ -165,17 +163,22 @@ static int add_field(kr_buf_t *b, int *first, const char *name, kr_slice_t v) {
   if (!v.p) return 0;
   int err = kr_buf_printf(b, "%s\"%s\": ", *first ? "" : ", ", name);
   *first = 0;
-  return err ? err : json_str(b, v.p, v.n);
+  return err ? err : kr__cdx_json_str(b, v.p, v.n);
 }
 
-static int index_file(const char *path, struct lines *out, struct http_info *hi) {
+int kr__cdx_index_file(const char *path, const char *name, kr_cdx_lines_t *out,
+                       kr_cdx_rec_fn fn, void *ud) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     kr_cli_error(KR_EIO, "%s: %s", path, strerror(errno));
     return KR_EIO;
   }
-  const char *base = strrchr(path, '/');
-  base = base ? base + 1 : path;
+  const char *base = name;
+  if (!base) {
+    base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+  }
+  struct http_info *hi = kr_xmalloc(sizeof *hi);
   kr_warc_reader_t *r = kr_warc_reader_new(NULL, kr_warc_fd_source, &fd);
   kr_buf_t line, key;
   kr_buf_init(&line, 1u << 20);
@@ -263,6 +266,12 @@ static int index_file(const char *path, struct lines *out, struct http_info *hi)
       out->v = kr_xrealloc(out->v, (out->cap = out->cap ? out->cap * 2 : 256) * sizeof *out->v);
     out->v[out->n++] = kr_xstrndup(line.data, line.len);
     out->bytes += line.len;
+    if (fn) {
+      kr_cdx_rec_t cr = {.type = t, .url = url, .date = date, .mime = mime,
+                         .status = hp ? hp->status : (kr_slice_t){NULL, 0}};
+      memcpy(cr.ts, ts, sizeof cr.ts);
+      fn(ud, &cr);
+    }
   }
   if (!err && rc < 0) err = rc;
   if (err && r && kr_warc_reader_errmsg(r)[0])
@@ -272,12 +281,23 @@ static int index_file(const char *path, struct lines *out, struct http_info *hi)
   kr_buf_free(&line);
   kr_buf_free(&key);
   kr_warc_reader_free(r);
+  free(hi);
   close(fd);
   return err;
 }
 
 static int cmp_lines(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+void kr__cdx_sort(kr_cdx_lines_t *L) {
+  if (L->n) qsort(L->v, L->n, sizeof *L->v, cmp_lines);
+}
+
+void kr__cdx_lines_free(kr_cdx_lines_t *L) {
+  for (size_t i = 0; i < L->n; i++) free(L->v[i]);
+  free(L->v);
+  memset(L, 0, sizeof *L);
 }
 
 int kr_cmd_cdx(int argc, char **argv) {
@@ -296,13 +316,11 @@ int kr_cmd_cdx(int argc, char **argv) {
       kr_cli_error(0, "unknown option '%s' (see 'kria cdx --help')", argv[i]);
       return 64;
     }
-  struct lines L = {0};
-  struct http_info *hi = kr_xmalloc(sizeof *hi);
+  kr_cdx_lines_t L = {0};
   int err = 0;
-  for (int i = first; i < argc && !err; i++) err = index_file(argv[i], &L, hi);
-  free(hi);
+  for (int i = first; i < argc && !err; i++) err = kr__cdx_index_file(argv[i], NULL, &L, NULL, NULL);
   if (!err) {
-    if (L.n) qsort(L.v, L.n, sizeof *L.v, cmp_lines);
+    kr__cdx_sort(&L);
     for (size_t i = 0; i < L.n; i++) {
       fputs(L.v[i], stdout);
       putchar('\n');
@@ -312,7 +330,6 @@ int kr_cmd_cdx(int argc, char **argv) {
       err = KR_EIO;
     }
   }
-  for (size_t i = 0; i < L.n; i++) free(L.v[i]);
-  free(L.v);
+  kr__cdx_lines_free(&L);
   return err ? 2 : 0;
 }
