@@ -19,11 +19,11 @@
  *                the table grows.
  *   the line     kr_progress_line() formats one progress-statistics line.
  *
- * Figures the adaptive processors own (changes found, versions stored,
- * 304s, bytes saved by validators) come through the hook
- * kr_crawl_adapt_counters() below; until the crawl defines it they are
- * estimated from the census (versions beyond each URI's first) or shown
- * as "n/a".
+ * Figures the adaptive processors own (versions stored, 304s, bytes
+ * saved by validators) come through the hook kr_crawl_adapt_counters()
+ * below. "Changes found" are changes seen on revisits: the census' sum of
+ * versions beyond each URI's first (the adaptive counters count a first
+ * version as a change), the adaptive count before the first census.
  */
 #ifndef KRIA_PROGRESS_H
 #define KRIA_PROGRESS_H
@@ -60,20 +60,21 @@ uint64_t kr_lhist_quantile(const kr_lhist_t *h, double p);
 typedef struct kr_crawl kr_crawl_t;
 
 typedef struct kr_adapt_counters {
-  uint64_t changed;          /* visits whose content changed (first versions excluded) */
+  uint64_t changed;          /* visits whose content changed (a URI's first version counts) */
   uint64_t unchanged;        /* visits found unchanged (digest, 304 or abort) */
   uint64_t not_modified;     /* 304 answers to conditional requests */
   uint64_t aborted;          /* mid-fetch aborts on validators */
-  uint64_t bytes_saved;      /* body bytes validators spared (stored length of the skipped) */
-  uint64_t versions;         /* full responses written (WARC response records) */
-  uint64_t revisits;         /* revisit records written */
+  uint64_t bytes_saved;      /* body bytes validators spared: Content-Length of the
+                                aborted (a lower bound: a 304's body size is unknown) */
+  uint64_t versions;         /* versions stored (changed visits) */
+  uint64_t revisits;         /* unchanged visits recorded as revisits */
 } kr_adapt_counters_t;
 
-/* HOOK for the adaptive processors (issue 4): when the crawl keeps these
- * counters it defines this function, filling *out and returning 1. Weak:
- * absent until then, and the figures above are estimated or "n/a". */
-int kr_crawl_adapt_counters(const kr_crawl_t *c, kr_adapt_counters_t *out)
-    __attribute__((weak));
+/* The hook between the adaptive processors and the statistics: fills
+ * *out, returns 1 when the crawl keeps these counters (0: the figures
+ * are shown as "n/a"). src/service.c defines it from kr_crawl_stats_t,
+ * where the processors count. */
+int kr_crawl_adapt_counters(const kr_crawl_t *c, kr_adapt_counters_t *out);
 
 /* ---- census ------------------------------------------------------------------ */
 

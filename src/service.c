@@ -168,12 +168,21 @@ void kr__service_free(kr_crawl_t *c) {
 
 /* ---- the tick ---------------------------------------------------------------------- */
 
+/* The hook of progress.h, from the counters the adaptive processors keep
+ * in the crawl's stats. */
+int kr_crawl_adapt_counters(const kr_crawl_t *c, kr_adapt_counters_t *out) {
+  const kr_crawl_stats_t *st = &c->st;
+  out->changed = st->changed;
+  out->unchanged = st->unchanged;
+  out->not_modified = st->not_modified;
+  out->aborted = st->midfetch_aborts;
+  out->bytes_saved = st->aborted_bytes_saved;
+  out->versions = st->changed;
+  out->revisits = st->unchanged;
+  return 1;
+}
+
 int kr__service_changes(kr_service_t *s, uint64_t *out) {
-  kr_adapt_counters_t a;
-  if (kr_crawl_adapt_counters && kr_crawl_adapt_counters(s->c, &a)) {
-    *out = a.changed;
-    return 1;
-  }
   const kr_census_t *cs = s->prog ? kr_progress_census(s->prog) : NULL;
   if (cs && cs->taken_ms && cs->complete) {
     *out = cs->versions > cs->visited ? cs->versions - cs->visited : 0;
@@ -213,14 +222,20 @@ void kr__service_figures(kr_service_t *s, kr_progress_figures_t *f) {
     f->overdue_p95_ms = kr_lhist_quantile(ow, 0.95);
   }
   f->changes_known = kr__service_changes(s, &f->changes);
+  /* Versions over the crawl's life (the census reads the store); the
+   * adaptive counters only cover this process. */
   kr_adapt_counters_t a;
-  if (kr_crawl_adapt_counters && kr_crawl_adapt_counters(c, &a)) {
-    f->versions_known = f->saved_known = 1;
-    f->versions = a.versions;
-    f->bytes_saved = a.bytes_saved;
-  } else if (cs->taken_ms && cs->complete) {
+  int have_a = kr_crawl_adapt_counters(c, &a);
+  if (cs->taken_ms && cs->complete) {
     f->versions_known = 1;
     f->versions = cs->versions;
+  } else if (have_a) {
+    f->versions_known = 1;
+    f->versions = a.versions;
+  }
+  if (have_a) {
+    f->saved_known = 1;
+    f->bytes_saved = a.bytes_saved;
   }
 }
 

@@ -263,7 +263,7 @@ static void page_status(kr_service_t *s, kr_buf_t *b) {
   size_t hh = kr_progress_hourly(s->prog, offsetof(kr_progress_sample_t, changes), now, hours, 24);
   jw_open(&w, "changes", '{');
   jw_bool(&w, "known", known);
-  jw_str(&w, "source", kr_crawl_adapt_counters ? "adaptive" : known ? "census" : "none");
+  jw_str(&w, "source", known ? "census" : "none");
   jw_u64(&w, "total", total);
   jw_open(&w, "per_hour", '[');
   for (size_t i = 0; i < 24; i++) jw_u64(&w, NULL, hours[i]);
@@ -272,7 +272,7 @@ static void page_status(kr_service_t *s, kr_buf_t *b) {
   jw_close(&w, '}');
 
   kr_adapt_counters_t a;
-  if (kr_crawl_adapt_counters && kr_crawl_adapt_counters(c, &a)) {
+  if (kr_crawl_adapt_counters(c, &a)) {
     jw_open(&w, "adaptive", '{');
     jw_u64(&w, "changed", a.changed);
     jw_u64(&w, "unchanged", a.unchanged);
@@ -496,7 +496,7 @@ static void page_metrics(kr_service_t *s, kr_buf_t *b) {
                 &cs->wait);
   }
   kr_adapt_counters_t a;
-  if (kr_crawl_adapt_counters && kr_crawl_adapt_counters(c, &a)) {
+  if (kr_crawl_adapt_counters(c, &a)) {
     metric_u(b, "kria_changes_total", "counter", "Visits that found changed content.", a.changed);
     metric_u(b, "kria_unchanged_total", "counter", "Visits that found unchanged content.", a.unchanged);
     metric_u(b, "kria_not_modified_total", "counter", "304 answers to conditional requests.",
