@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "proc_warc.h"
 #include "kria/seeds.h"
 #include "log.h"
 #include "service.h"
@@ -768,6 +769,7 @@ static void close_everything(kr_crawl_t *c) {
   if (c->frontier) {
     summary(c);
     if (c->log) kr_crawllog_flush(c->log);
+    kr__warc_close(c); /* records on disk before the last commit */
     int rc = kr_frontier_close(c->frontier);
     c->frontier = NULL;
     if (rc < 0 && !c->fatal) c->fatal = rc;
@@ -952,6 +954,7 @@ int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out
     kr_strip_free(probe.strip);
     if (rc) goto fail;
   }
+  if ((rc = kr__warc_open(c, err, errlen))) goto fail;
   kr_chain_init(&c->chain, on_finalize, c);
   kr__proc_prefetch_register(c);
   kr__proc_fetch_register(c);
@@ -960,6 +963,7 @@ int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out
   kr__proc_change_register(c);
   kr__proc_extract_register(c);
   kr__proc_feed_register(c);
+  kr__proc_warc_register(c); /* its post processor goes first */
   kr__proc_post_register(c);
   kr_chain_build(&c->chain);
 
@@ -1010,6 +1014,7 @@ void kr_crawl_free(kr_crawl_t *c) {
   uv_run(&c->loop, UV_RUN_DEFAULT);
   if (uv_loop_close(&c->loop)) KR_LOG(KR_LOG_WARN, NULL, "crawl: loop still has handles");
   kr__service_free(c);
+  kr__warc_free(c);
   if (c->log) kr_crawllog_close(c->log);
   while (c->free_fetches) {
     kr_fetch_t *f = c->free_fetches;

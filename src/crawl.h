@@ -250,6 +250,7 @@ struct kr_fetch {
   int log_status;               /* crawl.log status when decided */
   kr_slice_t annot[KR_FETCH_MAX_ANNOT];
   size_t nannot;
+  struct kr_warc_cap *wcap;     /* raw response bytes for WARC (proc_warc.c) */
 };
 
 /* Add a static annotation (crawl.log column 12) to f. */
@@ -322,6 +323,7 @@ struct kr_crawl {
   struct kr_service *svc;       /* status server, sd_notify, progress, reload */
   int paused;                   /* dispatch held (kr_crawl_pause) */
   uint32_t reloads;             /* configurations applied by SIGHUP */
+  struct kr_warc *warc;         /* WARC writer (proc_warc.c), NULL when off */
 };
 
 /* Settings for host (ASCII, any case). Never NULL. */

@@ -21,6 +21,7 @@
 
 #include "crawl.h"
 #include "internal.h"
+#include "proc_warc.h"
 #include "log.h"
 
 #define ROBOTS_MAX_REDIRECTS 5
@@ -45,6 +46,11 @@ static int on_headers(kr_http_fetch_t *hf, const kr_http_resp_t *r) {
 
 static int on_payload(kr_http_fetch_t *hf, const char *p, size_t n) {
   kr__digest_payload(kr_http_fetch_data(hf), p, n);
+  return 0;
+}
+
+static int on_raw(kr_http_fetch_t *hf, const char *p, size_t n) {
+  kr__warc_raw(kr_http_fetch_data(hf), p, n); /* the response record's block */
   return 0;
 }
 
@@ -111,6 +117,7 @@ static void on_done(kr_http_fetch_t *hf, int err) {
 
 static const kr_http_cbs_t cbs = {
     .on_headers = on_headers,
+    .on_raw = on_raw,
     .on_payload = on_payload,
     .on_content = on_content,
     .on_done = on_done,
