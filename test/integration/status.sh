@@ -15,7 +15,8 @@
 #    is cut after 5 s, 20 idle connections over the cap of 16 get 503,
 #    and the crawl goes on meanwhile;
 #  - SIGHUP: a new seed on another host gets fetched; a [host] override
-#    changes that host queue's politeness; a bad file and a changed
+#    changes that host queue's politeness; a scope exclusion refuses
+#    queued URIs when they are issued; a bad file and a changed
 #    start-up-only key are refused with the errors logged, the crawl
 #    running on;
 #  - kria status / report online; POST /stop: exit 0; kria status -s DIR
@@ -255,6 +256,18 @@ delay_is() { [ "$(api "/hosts?sort=name&limit=10" | jget "[h['min_delay_ms'] for
   api "/hosts?sort=name&limit=10" | jget "d['hosts'].filter(h=>h.host=='127.0.0.1:$P1')[0].min_delay_ms")" = "$1" ]; }
 check "a [host] override applies to its host queue (3 s)" wait_until 10 delay_is 3000
 
+# scope re-checked: queued /p/ URIs are refused when issued from now on
+oos0=$(st "d['crawl']['out_of_scope']")
+write_conf '[scope]' "exclude = ^http://127\\.0\\.0\\.1:$P1/p/" \
+  '[host "127.0.0.1"]' 'politeness.min-delay = 3s' 'politeness.max-delay = 3s'
+kill -HUP "$KRIA_PID"
+oos_grew() { [ "$(st "d['crawl']['out_of_scope']")" -gt "$oos0" ] 2>/dev/null; }
+check "scope re-checked after a reload: queued URIs now excluded are refused" wait_until 20 oos_grew
+check "... logged out of scope in crawl.log" wait_until 10 grep -q "^.* -5000 .*/p/" "$STATE/logs/crawl.log"
+
+write_conf '[host "127.0.0.1"]' 'politeness.min-delay = 3s' 'politeness.max-delay = 3s'
+kill -HUP "$KRIA_PID"
+check "... and the next reload takes the exclusion back" wait_until 10 bash -c "[ \$(grep -c 'reloaded: ' '$T/kria.err') -ge 4 ]"
 cp "$T/crawl.conf" "$T/crawl.conf.good"
 echo "bogus-key = 1" >>"$T/crawl.conf"
 kill -HUP "$KRIA_PID"
