@@ -158,8 +158,9 @@ static int normalize(const kr_url_t *u, unsigned flags, kr_buf_t *out) {
       rc = pct_normalize(out, host.p, host.n);
     } else if (!rc) {
       if (ht == KR_URL_HOST_DOMAIN && (flags & KR_URL_CANON_STRIP_WWW)) {
-        size_t cut = www_prefix(host);
-        host.p += cut, host.n -= cut;
+        /* every leading www label ("www.www2.x.org" -> "x.org"), or the
+         * canonical form would lose one more on the next canon */
+        for (size_t cut; (cut = www_prefix(host)) != 0;) host.p += cut, host.n -= cut;
       }
       rc = kr_buf_append(out, host.p, host.n);
     }

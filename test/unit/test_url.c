@@ -378,6 +378,8 @@ static void canon_flags(void **state) {
                                                  KR_URL_CANON_SORT_QUERY | KR_URL_CANON_TIDY_QUERY);
   assert_string_equal(canon_of("http://u:p@www.x.org/?b=2&a=1&&a=0", o), "http://x.org/?a=0&a=1&b=2");
   assert_string_equal(canon_of("http://www12.x.org/", o), "http://x.org/");
+  assert_string_equal(canon_of("http://www04.www.x.org/", o), "http://x.org/"); /* idempotent */
+  assert_string_equal(canon_of("http://www.www.com/", o), "http://www.com/");
   assert_string_equal(canon_of("http://www.com/", o), "http://www.com/");     /* keeps a dot */
   assert_string_equal(canon_of("http://wwwx.org/", o), "http://wwwx.org/");   /* not www\d*. */
   assert_int_equal(kr_url_canon_opts_flags(o), KR_URL_CANON_STRIP_USERINFO | KR_URL_CANON_STRIP_WWW |
