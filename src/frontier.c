@@ -61,6 +61,8 @@ struct kr_frontier {
   uint64_t npending, pending_max, pending_total;
   size_t pending_bytes;
   uint64_t drains_cut;
+  uint64_t stats_flushed_at; /* last commit that wrote every dirty host */
+  int flush_all;             /* the next commit writes every dirty host */
 };
 
 /* Held-back writes: past the first bound kr_frontier_next() issues nothing
@@ -125,7 +127,22 @@ static const kr_frontier_opts_t *hopts(const kr_frontier_t *f, const kr_hostq_t 
 
 /* ---- host table ------------------------------------------------------------ */
 
+/* A host row must be written with the next commit (its scheduling state,
+ * robots, back-off, or the discovered/queued counts changed). */
 static void mark_dirty(kr_frontier_t *f, kr_hostq_t *h) {
+  if (!h->dirty) {
+    h->dirty_next = f->dirty;
+    f->dirty = h;
+  }
+  h->dirty = 2;
+}
+
+/* Only statistics changed (finished, succeeded, bytes...): the row is
+ * written with a commit at most every HOST_STATS_FLUSH_MS, so a revisit
+ * costs one row write, not two. A crash can lose that much of these
+ * counters; discovered and queued are always exact. */
+#define HOST_STATS_FLUSH_MS 5000
+static void mark_stats(kr_frontier_t *f, kr_hostq_t *h) {
   if (h->dirty) return;
   h->dirty = 1;
   h->dirty_next = f->dirty;
@@ -225,15 +242,35 @@ static void host_row(const kr_hostq_t *h, kr_host_row_t *r) {
 /* Pre-commit: write the rows of the hosts changed in this transaction. */
 static int flush_hosts(void *ud) {
   kr_frontier_t *f = ud;
+  uint64_t now = kr_clock_now_ms(f->clock);
+  int all = f->flush_all || now >= f->stats_flushed_at + HOST_STATS_FLUSH_MS;
+  kr_hostq_t *keep = NULL;
   while (f->dirty) {
     kr_hostq_t *h = f->dirty;
+    f->dirty = h->dirty_next;
+    if (h->dirty < 2 && !all) { /* statistics only: later */
+      h->dirty_next = keep;
+      keep = h;
+      continue;
+    }
     kr_host_row_t r;
     host_row(h, &r);
-    if (kr_store_host_update(f->st, &r) < 0) return KR_EDB;
-    f->dirty = h->dirty_next;
+    if (kr_store_host_update(f->st, &r) < 0) {
+      h->dirty_next = f->dirty; /* keep the rest for the next commit */
+      f->dirty = h;
+      while (keep) {
+        kr_hostq_t *k = keep;
+        keep = k->dirty_next;
+        k->dirty_next = f->dirty;
+        f->dirty = k;
+      }
+      return KR_EDB;
+    }
     h->dirty = 0;
     h->dirty_next = NULL;
   }
+  f->dirty = keep;
+  if (all) f->stats_flushed_at = now;
   return 0;
 }
 
@@ -461,6 +498,8 @@ static void pending_free_all(kr_frontier_t *f) {
 int kr_frontier_close(kr_frontier_t *f) {
   if (!f) return 0;
   int rc = 0;
+  f->flush_all = 1; /* every counter goes into the last commit */
+  if (f->dirty && kr_store_writable(f->st) && !f->pending_head) rc = flush_hosts(f);
   if (f->pending_head) { /* finish the drain now and apply what waited */
     kr_store_wait_checkpoint(f->st);
     rc = replay(f);
@@ -495,7 +534,14 @@ int kr_frontier_turn(kr_frontier_t *f, uint64_t now) {
   return 0;
 }
 
-int kr_frontier_commit(kr_frontier_t *f) { return kr_store_commit(f->st); }
+int kr_frontier_commit(kr_frontier_t *f) {
+  /* An explicit commit writes every dirty host, statistics included. */
+  f->flush_all = 1;
+  int rc = f->dirty ? flush_hosts(f) : 0;
+  if (rc == 0) rc = kr_store_commit(f->st);
+  f->flush_all = 0;
+  return rc;
+}
 
 int kr_frontier_load_seen(kr_frontier_t *f) {
   int rc = 0;
@@ -962,7 +1008,7 @@ static int finish_now(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
   r.history = c->history;
   r.history_len = c->history_len;
   uint8_t hist[KR_VHIST_BYTES];
-  int write_row = 1;
+  int write_row = 1, urgent = 0;
   uint64_t delay = o->no_contact ? 0 : kr__hostq_politeness(h, ho, o->fetch_ms);
 
   COUNT(f, h, finished, 1);
@@ -1019,6 +1065,7 @@ static int finish_now(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
     if (h->fail_streak || h->backoff_level) {
       h->fail_streak = 0;
       h->backoff_level = 0;
+      urgent = 1;
     }
     break;
   }
@@ -1055,13 +1102,20 @@ static int finish_now(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
     host_backoff(f, h, ho, o->retry_after_ms, now);
     break;
   }
-  if (r.next_at >= KR_NEVER && c->next_at < KR_NEVER) COUNT(f, h, queued, (uint64_t)-1);
+  if (r.next_at >= KR_NEVER && c->next_at < KR_NEVER) {
+    COUNT(f, h, queued, (uint64_t)-1);
+    urgent = 1;
+  }
   if (o->host_error && (kind == KR_OUTCOME_RETRY || kind == KR_OUTCOME_FAILED)) {
     h->fail_streak++;
+    urgent = 1;
     if (h->fail_streak >= ho->host_failures_before_backoff) host_backoff(f, h, ho, 0, now);
   }
   if (r.next_at >= KR_NEVER) r.next_at = KR_NEVER;
-  mark_dirty(f, h);
+  if (urgent)
+    mark_dirty(f, h);
+  else
+    mark_stats(f, h);
   if (write_row && rc == 0) {
     int u = kr_store_uri_update(f->st, &r);
     if (u < 0) rc = u;

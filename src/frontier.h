@@ -24,6 +24,18 @@
  * holds it aside in memory only: its row stays queued, so a crash puts it
  * back for free.
  *
+ * Order within a host queue: directive desc, next_at asc, then the
+ * fingerprint (as SQLite's signed integer): links found in the same
+ * millisecond leave in an arbitrary but fixed order, not in discovery
+ * order.
+ *
+ * Start-up (also after kill -9): every host queue is rebuilt from its
+ * hosts row and one indexed query for its head; nothing else is replayed.
+ * The seen filter is loaded from the fingerprints for at most
+ * seen_open_budget_ms, then seen_turn_step more per kr_frontier_turn();
+ * until it is complete a link the filter does not know goes to SQLite
+ * (INSERT OR IGNORE), so dedupe is exact from the first moment.
+ *
  * Transactions. Nothing commits by itself: kr_frontier_turn() (once per
  * loop turn, from a uv_check) commits every <= commit_ms or <=
  * commit_updates writes. A completion and its discovered links, given to
