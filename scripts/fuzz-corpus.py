@@ -214,6 +214,25 @@ def config_items():
     return out
 
 
+def seeds_items(conf):
+    out = [
+        ("basic", b"\x00# seeds\nhttp://example.org/\nhttps://www.example.org/a?b=1#f\n"
+                  b"example.org\nexample.org:8080/x  # comment\n\nmailto:a@b.org\n"),
+        ("dups", b"\x00http://a.org/\nHTTP://A.ORG:80/\nhttp://a.org/./\nhttp://a.org/#x\n"),
+        ("bom-crlf", b"\x02\xef\xbb\xbfhttp://x.org/\r\n\t https://y.org/ \r\n# c\r\n"),
+        ("binary", b"\x01http://x.org/\x00\nhttp://y.org/\xff\n" + b"a" * 100 + b".org\n"),
+        ("cap", b"\x01a.org\nb.org\nc.org\nd.org\ne.org\n"),
+        ("sessions", b"\x44http://x.org/;jsessionid=0123456789abcdef0123456789ABCDEF?a=1\n"
+                     b"http://www.x.org/?b&a&&\nhttp://u:p@x.org/\n"),
+    ]
+    with open(os.path.join(conf, "url", "urltestdata.json"), encoding="utf-8") as f:
+        inputs = [t["input"] for t in json.load(f) if isinstance(t, dict) and "\n" not in t["input"]]
+    for i in range(0, len(inputs), 40):
+        body = "\n".join(inputs[i:i + 40]).encode("utf-8", "surrogatepass")
+        out.append((None, bytes([(i // 40 * 4) & 0x7C]) + body))
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--conformance", default=os.path.join(os.path.dirname(TOP), "shared", "conformance"))
@@ -225,6 +244,7 @@ def main():
         "http": http_items,
         "inflate": inflate_items,
         "config": config_items,
+        "seeds": lambda: seeds_items(a.conformance),
     }
     for t in a.targets or sorted(gens):
         if t not in gens:

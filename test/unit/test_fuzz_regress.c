@@ -44,6 +44,9 @@ static const char *fuzz_current = "(none)";
 #define FUZZ_ENTRY fuzz_warc_entry
 #include "../fuzz/fuzz_warc.c"
 #undef FUZZ_ENTRY
+#define FUZZ_ENTRY fuzz_seeds_entry
+#include "../fuzz/fuzz_seeds.c"
+#undef FUZZ_ENTRY
 
 typedef int fuzz_entry_fn(const uint8_t *data, size_t size);
 
@@ -134,6 +137,12 @@ static void test_config(void **state) { replay("config", fuzz_config_entry, 5); 
 
 static void test_warc(void **state) { replay("warc", fuzz_warc_entry, 5); }
 
+static void test_seeds(void **state) {
+  replay("seeds", fuzz_seeds_entry, 5);
+  for (unsigned i = 0; i < 32; i++) kr_url_canon_opts_free(seedsfz_opts[i]);
+  memset(seedsfz_opts, 0, sizeof seedsfz_opts);
+}
+
 static void test_http(void **state) {
   replay("http", fuzz_http_entry, 10);
   fuzz_http_cleanup();
@@ -144,7 +153,7 @@ int main(void) {
       cmocka_unit_test(test_url),     cmocka_unit_test(test_robots),
       cmocka_unit_test(test_extract), cmocka_unit_test(test_inflate),
       cmocka_unit_test(test_config),  cmocka_unit_test(test_http),
-      cmocka_unit_test(test_warc),
+      cmocka_unit_test(test_warc),    cmocka_unit_test(test_seeds),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
