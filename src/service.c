@@ -12,6 +12,7 @@
  */
 #include "service.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -73,12 +74,13 @@ int kr__service_open(kr_crawl_t *c, char *err, size_t errlen) {
     /* The bound address (listen = 127.0.0.1:0 picks a port): scripts and
      * `kria status` read this line and the file. */
     KR_LOG(KR_LOG_NOTICE, NULL, "status: listening on http://%s/", kr_status_address(s->status));
-    char path[4096];
-    snprintf(path, sizeof path, "%s/status.addr", kr_config_str(g, KR_CFG_CRAWL_STATE_DIR));
-    FILE *f = fopen(path, "w");
+    s->addr_path = kr_xasprintf("%s/status.addr", kr_config_str(g, KR_CFG_CRAWL_STATE_DIR));
+    FILE *f = fopen(s->addr_path, "w");
     if (f) {
       fprintf(f, "%s\n", kr_status_address(s->status));
       fclose(f);
+    } else {
+      KR_LOG(KR_LOG_WARN, s->addr_path, "cannot write the status address: %s", strerror(errno));
     }
   }
 
@@ -138,6 +140,7 @@ void kr__service_close(kr_crawl_t *c) {
   s->closed = 1;
   kr_status_close(s->status);
   s->status = NULL;
+  if (s->addr_path) unlink(s->addr_path); /* nobody answers there any more */
   close_if((uv_handle_t *)&s->tick, s->tick_init);
   close_if((uv_handle_t *)&s->watchdog, s->watchdog_init);
   close_if((uv_handle_t *)&s->sighup, s->sighup_init);
@@ -163,6 +166,7 @@ void kr__service_free(kr_crawl_t *c) {
   for (size_t i = 0; i < s->n_overrides; i++) free(s->overrides[i]);
   free(s->overrides);
   free(s->config_path);
+  free(s->addr_path);
   free(s);
 }
 
@@ -546,7 +550,10 @@ static void reload(kr_service_t *s) {
   for (size_t i = 0; i < seeds.n; i++) {
     kr_link_t l = {.url = seeds.v[i].url, .url_len = seeds.v[i].len, .hop_path = "",
                    .directive = KR_DIRECTIVE_NORMAL};
-    if (kr_frontier_add(c->frontier, &l, now) > 0) added++;
+    int arc = kr_frontier_add(c->frontier, &l, now);
+    if (arc > 0) added++;
+    else if (arc == KR_EDB) /* the next commit fails as well and stops the crawl */
+      KR_LOG(KR_LOG_ERROR, seeds.v[i].url, "reload: cannot add the seed: %s", kr_strerror(arc));
   }
   size_t nseeds = seeds.n;
   kr_seeds_free(&seeds);

@@ -81,6 +81,7 @@ typedef struct kr_hosts_summary {
 struct kr_service {
   kr_crawl_t *c;
   kr_status_server_t *status;  /* NULL: status.listen empty */
+  char *addr_path;             /* <state-dir>/status.addr while we serve */
   kr_sdnotify_t sd;
   kr_progress_t *prog;
   uv_timer_t tick;             /* every second: samples, census, progress line */

@@ -322,7 +322,7 @@ else
   not_ok "kria exits after /stop"
 fi
 check "the stop is logged" grep -q 'stop requested through the status server' "$T/kria.err"
-check "status.addr names the address used" test -s "$STATE/status.addr"
+check "status.addr is removed at exit" test ! -e "$STATE/status.addr"
 
 # ---- offline ----------------------------------------------------------------------------
 out=$("$KRIA" status -s "$STATE" 2>&1)
