@@ -12,6 +12,8 @@ PKGS=(
   libcmocka-dev libjson-c-dev openssl nginx-light valgrind curl unzip
   # benchmarks
   wget wget2 dnsmasq-base util-linux time linux-perf iproute2
+  # fuzzing (make fuzz: libFuzzer, ASan and UBSan runtimes)
+  clang libclang-rt-14-dev
 )
 
 # Optional: wanted by one test each, which skips when the package is
