@@ -44,6 +44,7 @@ DNS_SRCS := src/dns.c
 NET_SRCS := src/digest.c src/inflate.c src/conn.c src/tls.c src/http.c src/cmd_fetch.c
 ROBOTS_SRCS := src/robots.c src/cmd_robots.c
 CONFIG_SRCS := src/config.c src/config_schema.c
+DEMO_SRCS := src/demo_site.c src/cmd_demo.c
 WARCW_SRCS := src/proc_warc.c src/cmd_wacz.c src/zipw.c
 SIM_SRCS := src/sim.c src/sim_world.c src/cmd_simulate.c
 SVC_SRCS := src/sdnotify.c src/status.c src/status_pages.c src/progress.c src/service.c src/cmd_status.c
@@ -56,7 +57,7 @@ EXTRACT_SRCS := src/extract_html.c src/extract_css.c src/extract_feed.c
 CLI_SRCS := src/cli.c
 
 # While modules are under construction a listed file may not exist yet.
-LIB_SRCS := $(wildcard $(BASE_SRCS) $(URL_SRCS) $(TIME_SRCS) $(DNS_SRCS) $(NET_SRCS) $(ROBOTS_SRCS) $(CONFIG_SRCS) $(WARCW_SRCS) $(SVC_SRCS) $(WARC_SRCS) $(ADAPT_SRCS) $(CRAWL_SRCS) $(SCOPE_SRCS) $(FRONTIER_SRCS) $(EXTRACT_SRCS) $(SIM_SRCS) $(CLI_SRCS))
+LIB_SRCS := $(wildcard $(BASE_SRCS) $(URL_SRCS) $(TIME_SRCS) $(DNS_SRCS) $(NET_SRCS) $(ROBOTS_SRCS) $(CONFIG_SRCS) $(DEMO_SRCS) $(WARCW_SRCS) $(SVC_SRCS) $(WARC_SRCS) $(ADAPT_SRCS) $(CRAWL_SRCS) $(SCOPE_SRCS) $(FRONTIER_SRCS) $(EXTRACT_SRCS) $(SIM_SRCS) $(CLI_SRCS))
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
 LLHTTP_OBJS := $(B)/llhttp/api.o $(B)/llhttp/http.o $(B)/llhttp/llhttp.o
 MAIN_OBJS := $(B)/src/main.o
@@ -80,9 +81,12 @@ $(B)/libkria.a: $(LIB_OBJS) $(LLHTTP_OBJS)
 	ar rcs $@ $^
 
 # Commands are weak in cli.c while under construction: -u pulls them in.
-CMD_SYMS := kr_cmd_url kr_cmd_fetch kr_cmd_robots kr_cmd_crawl kr_cmd_cdx kr_cmd_simulate kr_cmd_status kr_cmd_report kr_cmd_wacz
+CMD_SYMS := kr_cmd_url kr_cmd_fetch kr_cmd_robots kr_cmd_crawl kr_cmd_cdx kr_cmd_simulate kr_cmd_status kr_cmd_report kr_cmd_wacz kr_cmd_demo
 $(KRIA): $(MAIN_OBJS) $(B)/libkria.a
 	$(CC) $(ALL_LDFLAGS) $(CMD_SYMS:%=-Wl,-u,%) -o $@ $(MAIN_OBJS) $(B)/libkria.a $(LIBS)
+
+# cmd_demo.c compiles config/demo.conf in (.incbin).
+$(B)/src/cmd_demo.o: config/demo.conf
 
 $(KTS): $(KTS_OBJS) $(B)/libkria.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $(KTS_OBJS) $(B)/libkria.a $(LIBS)

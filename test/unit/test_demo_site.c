@@ -1,0 +1,479 @@
+/*
+ * Tests for the demo site of `kria demo`. The pure part: paths map to
+ * classes and pages (and nothing else does), versions move with each
+ * class's period and never for the static ones, equal inputs give equal
+ * bytes, honest validators follow the version and answer 304 to
+ * If-None-Match (lists, weak tags, *) and If-Modified-Since, pages without
+ * validators never 304, images ignore conditionals, the clock section is
+ * the only difference between two requests of a clock page, the liar's
+ * validators never move while its content does (and it 304s anyway), the
+ * liar lives on Host localhost only, robots.txt allows everything. The
+ * server on a real loop, talked to through plain sockets: keep-alive and
+ * pipelined requests answered in order, HEAD without a body, 405, 413, a
+ * head past 8 KiB 431, and closing with a client connected leaves no
+ * handle behind.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <uv.h>
+
+#include "demo_site.h"
+#include "kria/error.h"
+
+/* ---- the pure part ------------------------------------------------------------ */
+
+static const kr_demo_params_t P = {.seed = 7, .start_epoch_s = 1700000000, .port = 4242};
+
+typedef struct answer {
+  kr_demo_resp_t r;
+  kr_buf_t body;
+} answer_t;
+
+/* Render one request into a (freed by done()). */
+static void render(answer_t *a, const char *host, const char *path, uint64_t elapsed,
+                   const char *inm, const char *ims, uint64_t reqno) {
+  kr_demo_req_t rq = {
+      .path = kr_slice_cstr(path),
+      .host = host ? kr_slice_cstr(host) : kr_slice(NULL, 0),
+      .if_none_match = inm ? kr_slice_cstr(inm) : kr_slice(NULL, 0),
+      .if_modified_since = ims ? kr_slice_cstr(ims) : kr_slice(NULL, 0),
+      .elapsed_ms = elapsed,
+      .now_ms = (int64_t)P.start_epoch_s * 1000 + (int64_t)elapsed,
+      .request_no = reqno,
+  };
+  kr_buf_init(&a->body, 65536);
+  assert_int_equal(kr_demo_render(&P, &rq, &a->r, &a->body), 0);
+}
+
+static void done(answer_t *a) { kr_buf_free(&a->body); }
+
+static int same_body(const answer_t *a, const answer_t *b) {
+  return a->body.len == b->body.len && !memcmp(a->body.data, b->body.data, a->body.len);
+}
+
+static void classify(void **state) {
+  (void)state;
+  static const struct {
+    const char *path;
+    int cls;
+    unsigned page;
+  } t[] = {
+      {"/", KR_DEMO_HOME, 0},           {"/?x=1", KR_DEMO_HOME, 0},
+      {"/news/0", KR_DEMO_NEWS, 0},     {"/news/3", KR_DEMO_NEWS, 3},
+      {"/news/3?a", KR_DEMO_NEWS, 3},   {"/news/4", -1, 0},
+      {"/news/01", -1, 0},              {"/news/", -1, 0},
+      {"/news/1x", -1, 0},              {"/news/99999999999999", -1, 0},
+      {"/section/2", KR_DEMO_SECTION, 2}, {"/archive/3", KR_DEMO_ARCHIVE, 3},
+      {"/clock/1", KR_DEMO_CLOCK, 1},   {"/clock/2", -1, 0},
+      {"/img/2.gif", KR_DEMO_IMAGE, 2}, {"/img/2", -1, 0},
+      {"/img/.gif", -1, 0},             {"/img/9.gif", -1, 0},
+      {"/liar/2", KR_DEMO_LIAR, 2},     {"/robots.txt", -1, 0},
+      {"", -1, 0},                      {"news/0", -1, 0},
+      {"//", -1, 0},
+  };
+  for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
+    unsigned page = 99;
+    int c = kr_demo_classify(t[i].path, strlen(t[i].path), &page);
+    if (c != t[i].cls) fail_msg("%s: class %d, wanted %d", t[i].path, c, t[i].cls);
+    if (c >= 0 && page != t[i].page) fail_msg("%s: page %u", t[i].path, page);
+  }
+  for (int k = 0; k < KR_DEMO_NCLASS; k++) {
+    assert_non_null(kr_demo_class((kr_demo_class_t)k)->name);
+    assert_true(kr_demo_class((kr_demo_class_t)k)->pages > 0);
+  }
+}
+
+static void versions(void **state) {
+  (void)state;
+  /* Each page's version moves once per period, whatever its phase. */
+  for (unsigned p = 0; p < 4; p++) {
+    uint64_t v0 = kr_demo_version(P.seed, KR_DEMO_NEWS, p, 0);
+    assert_true(v0 <= 1);
+    assert_int_equal(kr_demo_version(P.seed, KR_DEMO_NEWS, p, 3000), v0 + 1);
+    assert_int_equal(kr_demo_version(P.seed, KR_DEMO_NEWS, p, 30000), v0 + 10);
+    assert_int_equal(kr_demo_version(P.seed, KR_DEMO_SECTION, p % 3, 150000) -
+                         kr_demo_version(P.seed, KR_DEMO_SECTION, p % 3, 0),
+                     10);
+    assert_int_equal(kr_demo_version(P.seed, KR_DEMO_ARCHIVE, p, 1000000), 0);
+    assert_int_equal(kr_demo_version(P.seed, KR_DEMO_IMAGE, p, 1000000), 0);
+  }
+  /* The phases differ, so a class does not change all at once. */
+  int differ = 0;
+  for (unsigned p = 1; p < 4; p++)
+    for (uint64_t t = 0; t < 3000; t += 100)
+      differ |= kr_demo_version(P.seed, KR_DEMO_NEWS, p, t) !=
+                kr_demo_version(P.seed, KR_DEMO_NEWS, 0, t);
+  assert_true(differ);
+}
+
+static void honest_validators(void **state) {
+  (void)state;
+  answer_t a, b, c;
+  render(&a, "127.0.0.1:1", "/news/1", 0, NULL, NULL, 1);
+  assert_int_equal(a.r.status, 200);
+  assert_int_equal(a.r.cls, KR_DEMO_NEWS);
+  assert_string_equal(a.r.content_type, "text/html; charset=utf-8");
+  assert_true(a.r.etag[0] == '"');
+  assert_true(a.r.last_modified[0]);
+  assert_non_null(memmem(a.body.data, a.body.len, "href=\"/news/2\"", 14));
+  /* Same version: same bytes and validators. */
+  render(&b, "127.0.0.1:1", "/news/1", 10, NULL, NULL, 2);
+  uint64_t v0 = kr_demo_version(P.seed, KR_DEMO_NEWS, 1, 0);
+  if (kr_demo_version(P.seed, KR_DEMO_NEWS, 1, 10) == v0) {
+    assert_true(same_body(&a, &b));
+    assert_string_equal(a.r.etag, b.r.etag);
+  }
+  done(&b);
+  /* A new version: new bytes, new ETag, a later Last-Modified. */
+  render(&c, "127.0.0.1:1", "/news/1", 3000, NULL, NULL, 3);
+  assert_false(same_body(&a, &c));
+  assert_string_not_equal(a.r.etag, c.r.etag);
+  assert_string_not_equal(a.r.last_modified, c.r.last_modified);
+
+  /* If-None-Match: current tag (alone, in a list, weak, *) -> 304. */
+  char list[128];
+  snprintf(list, sizeof list, "\"x\", W/%s , \"y\"", c.r.etag);
+  const char *yes[] = {c.r.etag, list, "*"};
+  for (size_t i = 0; i < 3; i++) {
+    render(&b, "127.0.0.1:1", "/news/1", 3000, yes[i], NULL, 4);
+    if (b.r.status != 304) fail_msg("If-None-Match %s: %d", yes[i], b.r.status);
+    assert_int_equal(b.body.len, 0);
+    assert_string_equal(b.r.etag, c.r.etag);
+    done(&b);
+  }
+  /* The old tag -> 200; If-None-Match decides even when IMS would 304. */
+  render(&b, "127.0.0.1:1", "/news/1", 3000, a.r.etag, "Fri, 01 Jan 2100 00:00:00 GMT", 5);
+  assert_int_equal(b.r.status, 200);
+  done(&b);
+  /* If-Modified-Since alone: at or after Last-Modified -> 304, before -> 200,
+   * unreadable -> 200. */
+  render(&b, "127.0.0.1:1", "/news/1", 3000, NULL, c.r.last_modified, 6);
+  assert_int_equal(b.r.status, 304);
+  done(&b);
+  render(&b, "127.0.0.1:1", "/news/1", 3000, NULL, a.r.last_modified, 7);
+  assert_int_equal(b.r.status, 200);
+  done(&b);
+  render(&b, "127.0.0.1:1", "/news/1", 3000, NULL, "yesterday", 8);
+  assert_int_equal(b.r.status, 200);
+  done(&b);
+  /* Archive pages never change. */
+  render(&b, NULL, "/archive/2", 0, NULL, NULL, 9);
+  done(&a);
+  render(&a, NULL, "/archive/2", 600000, b.r.etag, NULL, 10);
+  assert_int_equal(a.r.status, 304);
+  done(&a);
+  render(&a, NULL, "/archive/2", 600000, NULL, NULL, 11);
+  assert_true(same_body(&a, &b));
+  done(&a);
+  done(&b);
+  done(&c);
+}
+
+static void no_validators(void **state) {
+  (void)state;
+  answer_t a, b;
+  render(&a, NULL, "/section/0", 0, "*", "Fri, 01 Jan 2100 00:00:00 GMT", 1);
+  assert_int_equal(a.r.status, 200);
+  assert_string_equal(a.r.etag, "");
+  assert_string_equal(a.r.last_modified, "");
+  render(&b, NULL, "/section/0", 15000, NULL, NULL, 2);
+  assert_false(same_body(&a, &b));
+  done(&a);
+  done(&b);
+}
+
+/* The body without its clock section. */
+static void unclock(const answer_t *a, char *out, size_t cap) {
+  const char *s = memmem(a->body.data, a->body.len, "<div class=\"clock\">", 19);
+  assert_non_null(s);
+  const char *e = memmem(s, a->body.len - (size_t)(s - a->body.data), "</div>", 6);
+  assert_non_null(e);
+  size_t head = (size_t)(s - a->body.data), tail = a->body.len - (size_t)(e + 6 - a->body.data);
+  assert_true(head + tail < cap);
+  memcpy(out, a->body.data, head);
+  memcpy(out + head, e + 6, tail);
+  out[head + tail] = '\0';
+  assert_null(memchr(s + 19, '<', (size_t)(e - s - 19))); /* the strip rule's [^<]* fits */
+}
+
+static void clock_section(void **state) {
+  (void)state;
+  answer_t a, b;
+  render(&a, NULL, "/clock/0", 100, NULL, NULL, 1);
+  render(&b, NULL, "/clock/0", 60000, NULL, NULL, 2);
+  assert_int_equal(a.r.status, 200);
+  assert_string_equal(a.r.etag, "");
+  assert_false(same_body(&a, &b));
+  static char x[65536], y[65536];
+  unclock(&a, x, sizeof x);
+  unclock(&b, y, sizeof y);
+  assert_string_equal(x, y);
+  done(&a);
+  done(&b);
+}
+
+static void images(void **state) {
+  (void)state;
+  answer_t a, b;
+  render(&a, NULL, "/img/1.gif", 0, NULL, NULL, 1);
+  assert_int_equal(a.r.status, 200);
+  assert_string_equal(a.r.content_type, "image/gif");
+  assert_true(a.body.len > 1000);
+  assert_memory_equal(a.body.data, "GIF89a", 6);
+  assert_int_equal((unsigned char)a.body.data[a.body.len - 1], 0x3b);
+  /* Conditionals are ignored: the same image again. */
+  render(&b, NULL, "/img/1.gif", 500000, a.r.etag, a.r.last_modified, 2);
+  assert_int_equal(b.r.status, 200);
+  assert_string_equal(a.r.etag, b.r.etag);
+  assert_true(same_body(&a, &b));
+  done(&a);
+  done(&b);
+}
+
+static void liar(void **state) {
+  (void)state;
+  answer_t a, b, c;
+  render(&a, "localhost:4242", "/liar/0", 0, NULL, NULL, 1);
+  render(&b, "LOCALHOST", "/liar/0", 5000, NULL, NULL, 2);
+  assert_int_equal(a.r.status, 200);
+  assert_int_equal(a.r.cls, KR_DEMO_LIAR);
+  assert_false(same_body(&a, &b));                    /* the content moved */
+  assert_string_equal(a.r.etag, b.r.etag);            /* its validators did not */
+  assert_string_equal(a.r.last_modified, b.r.last_modified);
+  render(&c, "localhost:4242", "/liar/0", 5000, a.r.etag, NULL, 3);
+  assert_int_equal(c.r.status, 304);                  /* and it says so */
+  done(&c);
+  /* The liar is on its own host; the main pages are not there. */
+  render(&c, "127.0.0.1:4242", "/liar/0", 0, NULL, NULL, 4);
+  assert_int_equal(c.r.status, 404);
+  done(&c);
+  render(&c, "localhost:4242", "/news/0", 0, NULL, NULL, 5);
+  assert_int_equal(c.r.status, 404);
+  done(&c);
+  /* The home page links the liar pages with the port. */
+  render(&c, "127.0.0.1:4242", "/", 0, NULL, NULL, 6);
+  assert_non_null(memmem(c.body.data, c.body.len, "http://localhost:4242/liar/2", 28));
+  assert_non_null(memmem(c.body.data, c.body.len, "/img/3.gif", 10));
+  done(&c);
+  done(&a);
+  done(&b);
+}
+
+static void robots_and_missing(void **state) {
+  (void)state;
+  answer_t a;
+  const char *hosts[] = {"127.0.0.1:4242", "localhost:4242"};
+  for (size_t i = 0; i < 2; i++) {
+    render(&a, hosts[i], "/robots.txt", 0, NULL, NULL, 1);
+    assert_int_equal(a.r.status, 200);
+    assert_int_equal(a.r.cls, -1);
+    assert_non_null(memmem(a.body.data, a.body.len, "Disallow:\n", 10));
+    done(&a);
+  }
+  const char *bad[] = {"/nope", "/news/7", "", "/img/1.gif.gif", "/%2e%2e/etc/passwd"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    render(&a, NULL, bad[i], 0, NULL, NULL, 1);
+    assert_int_equal(a.r.status, 404);
+    done(&a);
+  }
+  /* A huge If-None-Match list is read to its end without matching. */
+  static char big[60000];
+  memset(big, ',', sizeof big - 1);
+  big[0] = '"';
+  render(&a, NULL, "/news/0", 0, big, NULL, 1);
+  assert_int_equal(a.r.status, 200);
+  done(&a);
+  /* A body buffer too small is an error, not an overflow. */
+  kr_buf_t small;
+  kr_buf_init(&small, 100);
+  kr_demo_req_t rq = {.path = KR_SLICE_LIT("/archive/0")};
+  kr_demo_resp_t r;
+  assert_int_equal(kr_demo_render(&P, &rq, &r, &small), KR_ETOOBIG);
+  kr_buf_free(&small);
+}
+
+/* ---- the server ---------------------------------------------------------------- */
+
+typedef struct fx {
+  uv_loop_t loop;
+  kr_demo_site_t *site;
+  uint16_t port;
+} fx_t;
+
+static void fx_start(fx_t *fx) {
+  memset(fx, 0, sizeof *fx);
+  assert_int_equal(uv_loop_init(&fx->loop), 0);
+  int fd;
+  assert_int_equal(kr_demo_site_bind(&fd, &fx->port), 0);
+  assert_true(fx->port > 0);
+  assert_int_equal(kr_demo_site_start(&fx->loop, fd, 7, &fx->site), 0);
+}
+
+static void fx_stop(fx_t *fx) {
+  kr_demo_site_close(fx->site);
+  assert_int_equal(uv_run(&fx->loop, UV_RUN_DEFAULT), 0);
+  assert_int_equal(uv_loop_close(&fx->loop), 0);
+}
+
+static int tc_connect(fx_t *fx) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  assert_true(fd >= 0);
+  struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(fx->port)};
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  return fd;
+}
+
+static void tc_send(fx_t *fx, int fd, const char *data, size_t n) {
+  size_t off = 0;
+  for (int turns = 0; off < n && turns < 100000; turns++) {
+    ssize_t w = send(fd, data + off, n - off, MSG_NOSIGNAL);
+    if (w > 0) off += (size_t)w;
+    else if (w < 0 && errno == EAGAIN) uv_run(&fx->loop, UV_RUN_NOWAIT);
+    else return; /* closed by the server: what it answered is what we test */
+  }
+}
+
+/* Turn the loop until the server closes fd's connection; what came back. */
+static const char *tc_response(fx_t *fx, int fd, size_t *len) {
+  static char buf[1 << 17];
+  size_t n = 0;
+  for (int turns = 0; turns < 10000; turns++) {
+    ssize_t r;
+    while ((r = recv(fd, buf + n, sizeof buf - 1 - n, 0)) > 0) n += (size_t)r;
+    if (r == 0 || (r < 0 && errno != EAGAIN) || n == sizeof buf - 1) break;
+    uv_run(&fx->loop, UV_RUN_ONCE);
+  }
+  buf[n] = '\0';
+  close(fd);
+  if (len) *len = n;
+  return buf;
+}
+
+static const char *exchange(fx_t *fx, const char *req, size_t n) {
+  int fd = tc_connect(fx);
+  tc_send(fx, fd, req, n);
+  return tc_response(fx, fd, NULL);
+}
+#define EXCHANGE(fx, lit) exchange((fx), (lit), sizeof(lit) - 1)
+
+static int count(const char *s, const char *needle) {
+  int n = 0;
+  for (const char *p = s; (p = strstr(p, needle)); p++) n++;
+  return n;
+}
+
+static void server_pipelined(void **state) {
+  (void)state;
+  fx_t fx;
+  fx_start(&fx);
+  const char *r = EXCHANGE(&fx, "GET /archive/0 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                                "HEAD /img/0.gif HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+                                "GET /robots.txt HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                "Connection: close\r\n\r\n"
+                                "GET /news/0 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+  /* Three answers in order, the last says close, nothing after it. */
+  assert_int_equal(count(r, "HTTP/1.1 200 OK\r\n"), 3);
+  const char *a = strstr(r, "<title>kria demo: archive 0</title>");
+  const char *b = strstr(r, "Content-Type: image/gif");
+  const char *c = strstr(r, "User-agent: *");
+  assert_non_null(a);
+  assert_non_null(b);
+  assert_non_null(c);
+  assert_true(a < b && b < c);
+  assert_null(strstr(r, "GIF89a"));      /* HEAD: no body */
+  assert_null(strstr(r, "news 0"));      /* after Connection: close */
+  assert_int_equal(count(r, "Connection: keep-alive\r\n"), 2);
+  assert_int_equal(count(r, "Connection: close\r\n"), 1);
+
+  /* A conditional request gets a 304 with the validators, no body. */
+  char etag[64] = "";
+  const char *e = strstr(r, "ETag: ");
+  assert_non_null(e);
+  sscanf(e + 6, "%63[^\r]", etag);
+  char req[512];
+  int n = snprintf(req, sizeof req,
+                   "GET /archive/0 HTTP/1.1\r\nHost: 127.0.0.1\r\nIf-None-Match: %s\r\n"
+                   "Connection: close\r\n\r\n",
+                   etag);
+  r = exchange(&fx, req, (size_t)n);
+  assert_non_null(strstr(r, "HTTP/1.1 304 Not Modified\r\n"));
+  assert_non_null(strstr(r, etag));
+  assert_null(strstr(r, "Content-Length"));
+  assert_null(strstr(r, "<html>"));
+
+  kr_demo_site_stats_t st;
+  kr_demo_site_get_stats(fx.site, &st);
+  assert_int_equal(st.requests, 4);
+  assert_int_equal(st.not_modified, 1);
+  assert_int_equal(st.by_class[KR_DEMO_ARCHIVE], 2);
+  assert_int_equal(st.by_class_304[KR_DEMO_ARCHIVE], 1);
+  assert_int_equal(st.by_class[KR_DEMO_IMAGE], 1);
+  fx_stop(&fx);
+}
+
+static void server_refusals(void **state) {
+  (void)state;
+  fx_t fx;
+  fx_start(&fx);
+  const char *r = EXCHANGE(&fx, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+  assert_non_null(strstr(r, "HTTP/1.1 405 "));
+  assert_non_null(strstr(r, "Allow: GET, HEAD\r\n"));
+  r = EXCHANGE(&fx, "GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello");
+  assert_non_null(strstr(r, "HTTP/1.1 413 "));
+  r = EXCHANGE(&fx, "GET / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+  assert_non_null(strstr(r, "HTTP/1.1 413 "));
+  r = EXCHANGE(&fx, "GARBAGE\r\n\r\n");
+  assert_non_null(strstr(r, "HTTP/1.1 400 "));
+  r = EXCHANGE(&fx, "GET http://x/ HTTP/1.1\r\n\r\n");
+  assert_non_null(strstr(r, "HTTP/1.1 400 "));
+  r = EXCHANGE(&fx, "GET /nope HTTP/1.0\r\n\r\n");
+  assert_non_null(strstr(r, "HTTP/1.1 404 "));
+  assert_non_null(strstr(r, "Connection: close"));
+
+  /* Heads past 8 KiB: one big header, many small ones. */
+  static char big[20000];
+  int n = snprintf(big, sizeof big, "GET / HTTP/1.1\r\nX-Big: ");
+  memset(big + n, 'a', 9000);
+  n += 9000;
+  n += snprintf(big + n, sizeof big - (size_t)n, "\r\n\r\n");
+  r = exchange(&fx, big, (size_t)n);
+  assert_non_null(strstr(r, "HTTP/1.1 431 "));
+  n = snprintf(big, sizeof big, "GET / HTTP/1.1\r\n");
+  for (int i = 0; i < 1000; i++) n += snprintf(big + n, sizeof big - (size_t)n, "X-%d: y\r\n", i);
+  n += snprintf(big + n, sizeof big - (size_t)n, "\r\n");
+  r = exchange(&fx, big, (size_t)n);
+  assert_non_null(strstr(r, "HTTP/1.1 431 "));
+
+  /* Closing with a client connected (mid-request) leaves nothing behind. */
+  int fd = tc_connect(&fx);
+  tc_send(&fx, fd, "GET / HTTP/1.1\r\n", 16);
+  for (int i = 0; i < 5; i++) uv_run(&fx.loop, UV_RUN_NOWAIT);
+  fx_stop(&fx);
+  close(fd);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(classify),          cmocka_unit_test(versions),
+      cmocka_unit_test(honest_validators), cmocka_unit_test(no_validators),
+      cmocka_unit_test(clock_section),     cmocka_unit_test(images),
+      cmocka_unit_test(liar),              cmocka_unit_test(robots_and_missing),
+      cmocka_unit_test(server_pipelined),  cmocka_unit_test(server_refusals),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
