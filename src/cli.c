@@ -22,6 +22,7 @@
 #pragma weak kr_cmd_simulate
 #pragma weak kr_cmd_status
 #pragma weak kr_cmd_report
+#pragma weak kr_cmd_demo
 
 struct command {
   const char *name;
@@ -34,6 +35,7 @@ static const struct command commands[] = {
     {"fetch", kr_cmd_fetch, "fetch one URL through the engine"},
     {"robots", kr_cmd_robots, "FILE USER-AGENT URL  robots.txt decision"},
     {"crawl", kr_cmd_crawl, "-c FILE [-o section.key=value]...  run a crawl"},
+    {"demo", kr_cmd_demo, "[--seconds N] [--state-dir DIR]  crawl a built-in changing site"},
     {"cdx", kr_cmd_cdx, "FILE...  sorted CDXJ index of WARC files"},
     {"wacz", kr_cmd_wacz, "OUT.wacz FILE...  package WARC files for replayweb.page (WACZ 1.1.1)"},
     {"simulate", kr_cmd_simulate, "[--trace FILE | --urls N --hosts H] ...  compare revisit policies"},

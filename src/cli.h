@@ -23,5 +23,6 @@ int kr_cmd_wacz(int argc, char **argv);
 int kr_cmd_simulate(int argc, char **argv);
 int kr_cmd_status(int argc, char **argv);
 int kr_cmd_report(int argc, char **argv);
+int kr_cmd_demo(int argc, char **argv);
 
 #endif

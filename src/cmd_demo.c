@@ -1,0 +1,616 @@
+/*
+ * `kria demo [--seconds N] [--state-dir DIR] [--config FILE] [--seed N]
+ * [-o section.key=value]...`: crawl the built-in demo site (demo_site.h)
+ * for a bounded time and show the wait intervals adapting to how often
+ * each class of page changes.
+ *
+ * The crawl is the real one, made and run exactly as `kria crawl` does
+ * (kr_crawl_new / kr_crawl_run) from config/demo.conf, which is compiled
+ * into the binary below (.incbin, from the top of the source tree, where
+ * the Makefile runs the compiler) so the command works wherever the binary
+ * is. The demo site serves on the crawl's own loop: its socket is bound
+ * before the crawl exists (the seeds name its port), its listener is
+ * opened on the crawl's loop once the crawl is made, and it is closed
+ * when the crawl starts closing, noticed by a uv_check handle, so the
+ * crawl's own shutdown (limits.max-time = --seconds, or SIGINT) ends
+ * everything. While it runs, a progress line on stderr (rewritten in
+ * place on a terminal, else one line every 5 s); at the end a table per
+ * page class built from crawl.log (the wt:/vis/ver annotations and the
+ * notModified / midFetchAbort / unchanged / validatorMiss ones) next to
+ * the site's ground truth, then where crawl.log and the WARC files are.
+ * Sections: the built-in configuration, arguments and the state
+ * directory, progress, the table, the command.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "crawl.h"
+#include "demo_site.h"
+#include "internal.h"
+#include "kria/config.h"
+
+/* ---- the built-in configuration ------------------------------------------------------ */
+
+/* config/demo.conf as a NUL-terminated string (the Makefile makes
+ * cmd_demo.o depend on it). */
+__asm__(".section .rodata\n"
+        ".globl kr__demo_conf\n"
+        ".hidden kr__demo_conf\n"
+        ".type kr__demo_conf, @object\n"
+        "kr__demo_conf:\n"
+        ".incbin \"config/demo.conf\"\n"
+        ".byte 0\n"
+        ".size kr__demo_conf, . - kr__demo_conf\n"
+        ".previous\n");
+extern const char kr__demo_conf[] __attribute__((visibility("hidden")));
+
+/* ---- arguments and the state directory ------------------------------------------------- */
+
+static const char usage_text[] =
+    "usage: kria demo [--seconds N] [--state-dir DIR] [--config FILE] [--seed N]\n"
+    "                 [-o section.key=value]...\n"
+    "\n"
+    "Serve a built-in demo site on 127.0.0.1 (pages changing every 3 s, every\n"
+    "15 s or never, a clock section, images, validators of every quality) and\n"
+    "crawl it for N seconds (default 60) with config/demo.conf (built in;\n"
+    "--config FILE replaces it, -o overrides one key), showing progress and\n"
+    "then a table of how the waits adapted per class of page, and where the\n"
+    "crawl.log and WARC files are. DIR must be new or empty (default: a new\n"
+    "directory under $TMPDIR or /tmp); it is kept. SIGINT ends the demo\n"
+    "early, with the table. Exit 0, 2 on an error, 64 on a usage error.\n";
+
+#define MAX_SECONDS 86400
+#define MAX_OVERRIDES 64
+
+typedef struct demo_args {
+  unsigned seconds;
+  const char *state_dir;
+  const char *config;
+  uint64_t seed;
+  const char *over[MAX_OVERRIDES];
+  size_t nover;
+} demo_args_t;
+
+static int parse_uint(const char *s, uint64_t max, uint64_t *out) {
+  if (!*s) return -1;
+  uint64_t v = 0;
+  for (; *s; s++) {
+    if (*s < '0' || *s > '9') return -1;
+    v = v * 10 + (uint64_t)(*s - '0');
+    if (v > max) return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+/* 0, 1 for --help (printed), or 64 (reported). */
+static int parse_args(int argc, char **argv, demo_args_t *a) {
+  memset(a, 0, sizeof *a);
+  a->seconds = 60;
+  a->seed = 1;
+  for (int i = 1; i < argc; i++) {
+    const char *o = argv[i];
+    if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+      fputs(usage_text, stdout);
+      return 1;
+    }
+    int known = !strcmp(o, "--seconds") || !strcmp(o, "--state-dir") || !strcmp(o, "--config") ||
+                !strcmp(o, "--seed") || !strcmp(o, "-o");
+    if (!known) {
+      kr_cli_error(0, "demo: unexpected argument '%s' (try 'kria demo --help')", o);
+      return 64;
+    }
+    if (i + 1 >= argc) {
+      kr_cli_error(0, "demo: %s needs a value", o);
+      return 64;
+    }
+    const char *v = argv[++i];
+    uint64_t n;
+    if (!strcmp(o, "--seconds")) {
+      if (parse_uint(v, MAX_SECONDS, &n) || n == 0) {
+        kr_cli_error(0, "demo: --seconds wants a whole number from 1 to %d, not '%s'",
+                     MAX_SECONDS, v);
+        return 64;
+      }
+      a->seconds = (unsigned)n;
+    } else if (!strcmp(o, "--seed")) {
+      if (parse_uint(v, UINT32_MAX, &n)) {
+        kr_cli_error(0, "demo: --seed wants a whole number, not '%s'", v);
+        return 64;
+      }
+      a->seed = n;
+    } else if (!strcmp(o, "--state-dir")) {
+      if (!*v) {
+        kr_cli_error(0, "demo: --state-dir needs a directory");
+        return 64;
+      }
+      a->state_dir = v;
+    } else if (!strcmp(o, "--config")) {
+      a->config = v;
+    } else {
+      if (a->nover == MAX_OVERRIDES) {
+        kr_cli_error(0, "demo: more than %d -o options", MAX_OVERRIDES);
+        return 64;
+      }
+      a->over[a->nover++] = v;
+    }
+  }
+  return 0;
+}
+
+/* Make dir (one level) or accept it when it is an empty directory: the
+ * demo's URLs name a port of this run, so an old state directory would
+ * hold URIs nobody serves. 0, or KR_EIO with err set. */
+static int prepare_state_dir(const char *dir, char *err, size_t errlen) {
+  if (mkdir(dir, 0777) == 0) return 0;
+  if (errno != EEXIST) {
+    snprintf(err, errlen, "%s: cannot create: %s", dir, strerror(errno));
+    return KR_EIO;
+  }
+  DIR *d = opendir(dir);
+  if (!d) {
+    snprintf(err, errlen, "%s: cannot open: %s", dir, strerror(errno));
+    return KR_EIO;
+  }
+  struct dirent *e;
+  int empty = 1;
+  while ((e = readdir(d)))
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+      empty = 0;
+      break;
+    }
+  closedir(d);
+  if (!empty) {
+    snprintf(err, errlen,
+             "%s is not empty: kria demo starts from a new state directory "
+             "(remove it or name another)",
+             dir);
+    return KR_EIO;
+  }
+  return 0;
+}
+
+static int write_seeds(const char *path, uint16_t port) {
+  FILE *f = fopen(path, "w");
+  if (!f) return KR_EIO;
+  fprintf(f, "# written by kria demo: the demo site of this run\nhttp://127.0.0.1:%u/\n", port);
+  for (unsigned i = 0; i < kr_demo_class(KR_DEMO_LIAR)->pages; i++)
+    fprintf(f, "http://localhost:%u/liar/%u\n", port, i);
+  return fclose(f) ? KR_EIO : 0;
+}
+
+static void print_config_errors(kr_config_t *cfg, int rc, const char *name) {
+  size_t n = kr_config_error_count(cfg);
+  for (size_t i = 0; i < n; i++) kr_cli_error(KR_ECONFIG, "%s", kr_config_error(cfg, i));
+  if (kr_config_error_total(cfg) > n)
+    kr_cli_error(KR_ECONFIG, "... and %zu more", kr_config_error_total(cfg) - n);
+  if (!n) kr_cli_error(rc, "%s: cannot load the configuration", name);
+}
+
+/* ---- progress ---------------------------------------------------------------------------- */
+
+typedef struct demo_run {
+  kr_crawl_t *crawl;
+  kr_demo_site_t *site;
+  uv_timer_t progress;
+  uv_check_t watch;             /* notices the crawl closing */
+  int tty;                      /* stderr is a terminal: one line, rewritten */
+  int line_shown;               /* a progress line waits to be cleared */
+  uint64_t started_ms;          /* site time at start (0) */
+  uint64_t next_line_ms;        /* non-terminal: next line due */
+  /* taken when the crawl closes, after the site is gone */
+  kr_demo_site_stats_t site_st;
+  uint64_t elapsed_ms;
+  int closed;
+} demo_run_t;
+
+#define TTY_TICK_MS 250
+#define LINE_EVERY_MS 5000
+
+static void progress_line(demo_run_t *r) {
+  kr_crawl_stats_t s;
+  kr_crawl_get_stats(r->crawl, &s);
+  kr_frontier_stats_t fs;
+  memset(&fs, 0, sizeof fs);
+  kr_frontier_t *fr = kr_crawl_frontier(r->crawl);
+  if (fr) kr_frontier_stats(fr, &fs);
+  double el = (double)kr_demo_site_elapsed_ms(r->site) / 1000.0;
+  char line[256];
+  snprintf(line, sizeof line,
+           "%5.1f s  visits %" PRIu64 "  changed %" PRIu64 "  unchanged %" PRIu64 " (304 %" PRIu64
+           ", aborts %" PRIu64 ", by digest %" PRIu64 ")  queued %" PRIu64,
+           el, s.fetched, s.changed, s.unchanged, s.not_modified, s.midfetch_aborts,
+           s.unchanged_full, fs.c.queued);
+  if (r->tty) {
+    fprintf(stderr, "\r\033[K%s", line);
+    r->line_shown = 1;
+  } else {
+    fprintf(stderr, "%s\n", line);
+  }
+  fflush(stderr);
+}
+
+static void clear_line(demo_run_t *r) {
+  if (r->tty && r->line_shown) fputs("\r\033[K", stderr);
+  r->line_shown = 0;
+}
+
+static void on_progress(uv_timer_t *t) {
+  demo_run_t *r = t->data;
+  if (r->closed || r->crawl->closing) return;
+  progress_line(r);
+}
+
+static void on_watch(uv_check_t *h) {
+  demo_run_t *r = h->data;
+  if (r->closed || !r->crawl->closing) return;
+  /* The crawl has finished its fetches and is closing: the site goes too. */
+  r->closed = 1;
+  r->elapsed_ms = kr_demo_site_elapsed_ms(r->site);
+  kr_demo_site_get_stats(r->site, &r->site_st);
+  kr_demo_site_close(r->site);
+  r->site = NULL;
+  uv_close((uv_handle_t *)&r->progress, NULL);
+  uv_close((uv_handle_t *)&r->watch, NULL);
+  clear_line(r);
+}
+
+/* ---- the table --------------------------------------------------------------------------- */
+
+#define MAX_URIS 256
+#define LINE_MAX_BYTES 65536
+
+typedef struct uri_row {
+  char uri[256];
+  int cls;
+  unsigned page;
+  uint64_t visits, versions, n304, aborts, by_digest, misses;
+  int64_t first_wait, last_wait;   /* ms, -1 none */
+} uri_row_t;
+
+/* Heritrix's crawl.log durations ("1m2s300ms", "45s0ms"): ms or -1. */
+static int64_t parse_duration(const char *s, size_t n) {
+  int64_t total = 0;
+  size_t i = 0;
+  if (!n) return -1;
+  while (i < n) {
+    int64_t v = 0;
+    size_t d = i;
+    while (i < n && s[i] >= '0' && s[i] <= '9' && i - d < 12) v = v * 10 + (s[i++] - '0');
+    if (i == d || i >= n) return -1;
+    if (i + 1 < n && s[i] == 'm' && s[i + 1] == 's') total += v, i += 2;
+    else if (s[i] == 's') total += v * 1000, i++;
+    else if (s[i] == 'm') total += v * 60000, i++;
+    else if (s[i] == 'h') total += v * 3600000, i++;
+    else if (s[i] == 'd') total += v * 86400000, i++;
+    else return -1;
+  }
+  return total;
+}
+
+static uri_row_t *row_for(uri_row_t *rows, size_t *n, const char *uri, size_t len) {
+  for (size_t i = 0; i < *n; i++)
+    if (strlen(rows[i].uri) == len && !memcmp(rows[i].uri, uri, len)) return &rows[i];
+  if (*n == MAX_URIS || len >= sizeof rows[0].uri) return NULL;
+  uri_row_t *r = &rows[(*n)++];
+  memset(r, 0, sizeof *r);
+  memcpy(r->uri, uri, len);
+  r->first_wait = r->last_wait = -1;
+  return r;
+}
+
+/* One crawl.log line into rows. Lines of other URIs (robots.txt) and
+ * lines without a response are skipped. */
+static void take_line(char *line, uri_row_t *rows, size_t *nrows) {
+  char *f[12];
+  size_t nf = 0;
+  char *save = NULL;
+  for (char *t = strtok_r(line, " \n", &save); t && nf < 12; t = strtok_r(NULL, " \n", &save))
+    f[nf++] = t;
+  if (nf < 12) return;
+  long status = strtol(f[1], NULL, 10);
+  if (status <= 0) return;
+  const char *uri = f[3];
+  const char *p = strstr(uri, "://");
+  if (!p) return;
+  const char *path = strchr(p + 3, '/');
+  if (!path) return;
+  unsigned page;
+  int cls = kr_demo_classify(path, strlen(path), &page);
+  if (cls < 0) return;
+  uri_row_t *r = row_for(rows, nrows, uri, strlen(uri));
+  if (!r) return;
+  r->cls = cls;
+  r->page = page;
+  r->visits++;
+  if (!strcmp(f[11], "-")) return;
+  for (char *a = strtok_r(f[11], ",", &save); a; a = strtok_r(NULL, ",", &save)) {
+    size_t an = strlen(a);
+    if (!strncmp(a, "wt:", 3)) {
+      int64_t w = parse_duration(a + 3, an - 3);
+      if (w >= 0) {
+        if (r->first_wait < 0) r->first_wait = w;
+        r->last_wait = w;
+      }
+    } else if (an > 3 && !strcmp(a + an - 3, "ver") && a[0] >= '0' && a[0] <= '9') {
+      r->versions = strtoull(a, NULL, 10);
+    } else if (!strcmp(a, "notModified")) {
+      r->n304++;
+    } else if (!strcmp(a, "midFetchAbort")) {
+      r->aborts++;
+    } else if (!strcmp(a, "unchanged")) {
+      r->by_digest++;
+    } else if (!strcmp(a, "validatorMiss")) {
+      r->misses++;
+    }
+  }
+}
+
+static void fmt_wait(char *out, size_t n, double ms) {
+  if (ms < 0) snprintf(out, n, "-");
+  else snprintf(out, n, "%.1fs", ms / 1000.0);
+}
+
+/* The table per class from crawl.log. 0, or -1 when crawl.log could not
+ * be read (said on stderr). */
+static int print_table(const char *log_path, uint64_t seed, uint64_t elapsed_ms,
+                       const kr_demo_site_stats_t *ss) {
+  FILE *f = fopen(log_path, "r");
+  if (!f) {
+    kr_cli_error(KR_EIO, "%s: cannot read: %s", log_path, strerror(errno));
+    return -1;
+  }
+  uri_row_t *rows = kr_xcalloc(MAX_URIS, sizeof *rows);
+  size_t nrows = 0;
+  char *line = kr_xmalloc(LINE_MAX_BYTES);
+  int skipping = 0; /* in the rest of an over-long line */
+  while (fgets(line, LINE_MAX_BYTES, f)) {
+    size_t len = strlen(line);
+    int whole = len && line[len - 1] == '\n';
+    if (!skipping && whole) take_line(line, rows, &nrows);
+    skipping = !whole;
+  }
+  fclose(f);
+  free(line);
+
+  printf("\n%-8s %5s %6s %11s %13s %5s %6s %9s %9s\n", "class", "pages", "visits", "versions",
+         "mean wait", "304s", "aborts", "unchanged", "validator");
+  printf("%-8s %5s %6s %11s %6s %6s %5s %6s %9s %9s\n", "", "", "", "found/made", "first", "last",
+         "", "", "by digest", "misses");
+  for (int k = 0; k < KR_DEMO_NCLASS; k++) {
+    const kr_demo_class_info_t *ci = kr_demo_class((kr_demo_class_t)k);
+    uint64_t pages = 0, visits = 0, versions = 0, n304 = 0, aborts = 0, dig = 0, misses = 0;
+    double wf = 0, wl = 0;
+    unsigned nwf = 0, nwl = 0;
+    for (size_t i = 0; i < nrows; i++) {
+      const uri_row_t *r = &rows[i];
+      if (r->cls != k) continue;
+      pages++;
+      visits += r->visits;
+      versions += r->versions;
+      n304 += r->n304;
+      aborts += r->aborts;
+      dig += r->by_digest;
+      misses += r->misses;
+      if (r->first_wait >= 0) wf += (double)r->first_wait, nwf++;
+      if (r->last_wait >= 0) wl += (double)r->last_wait, nwl++;
+    }
+    /* Versions the site made while the demo ran (the clock section aside). */
+    uint64_t made = 0;
+    for (unsigned p = 0; p < ci->pages; p++)
+      made += kr_demo_version(seed, (kr_demo_class_t)k, p, elapsed_ms) + 1;
+    char a[32], b[32], v[48];
+    fmt_wait(a, sizeof a, nwf ? wf / nwf : -1);
+    fmt_wait(b, sizeof b, nwl ? wl / nwl : -1);
+    snprintf(v, sizeof v, "%" PRIu64 "/%" PRIu64, versions, made);
+    printf("%-8s %5" PRIu64 " %6" PRIu64 " %11s %6s %6s %5" PRIu64 " %6" PRIu64 " %9" PRIu64
+           " %9" PRIu64 "\n",
+           ci->name, pages, visits, v, a, b, n304, aborts, dig, misses);
+  }
+  free(rows);
+  printf("\nclasses:\n");
+  for (int k = 0; k < KR_DEMO_NCLASS; k++) {
+    const kr_demo_class_info_t *ci = kr_demo_class((kr_demo_class_t)k);
+    printf("  %-8s %s (the site answered %" PRIu64 " requests, %" PRIu64 " with 304)\n",
+           ci->name, ci->about, ss->by_class[k], ss->by_class_304[k]);
+  }
+  return 0;
+}
+
+/* WARC files in dir, with sizes. */
+static void print_warcs(const char *dir) {
+  DIR *d = opendir(dir);
+  if (!d) {
+    printf("  WARC files  none (%s: %s)\n", dir, strerror(errno));
+    return;
+  }
+  struct dirent *e;
+  unsigned n = 0;
+  uint64_t bytes = 0;
+  while ((e = readdir(d))) {
+    if (!strstr(e->d_name, ".warc")) continue;
+    char p[8192];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+    if (stat(p, &sb) || !S_ISREG(sb.st_mode)) continue;
+    if (n < 10) printf("  WARC file   %s (%" PRIu64 " bytes)\n", p, (uint64_t)sb.st_size);
+    n++;
+    bytes += (uint64_t)sb.st_size;
+  }
+  closedir(d);
+  if (!n) printf("  WARC files  none in %s\n", dir);
+  else if (n > 10) printf("  WARC files  %u in %s (%" PRIu64 " bytes)\n", n, dir, bytes);
+}
+
+/* ---- the command ------------------------------------------------------------------------- */
+
+static int load_config(const demo_args_t *a, const char *state_dir, const char *seeds,
+                       kr_config_t **out) {
+  kr_config_t *cfg = kr_config_new();
+  const char *name = a->config ? a->config : "demo.conf (built in)";
+  int rc = a->config ? kr_config_load_file(cfg, a->config)
+                     : kr_config_load_string(cfg, name, kr__demo_conf, strlen(kr__demo_conf));
+  char set[3][4400];
+  snprintf(set[0], sizeof set[0], "crawl.seeds=%s", seeds);
+  snprintf(set[1], sizeof set[1], "crawl.state-dir=%s", state_dir);
+  snprintf(set[2], sizeof set[2], "limits.max-time=%us", a->seconds);
+  for (size_t i = 0; i < 3; i++)
+    if (kr_config_set(cfg, set[i]) && !rc) rc = KR_ECONFIG;
+  for (size_t i = 0; i < a->nover; i++)
+    if (kr_config_set(cfg, a->over[i]) && !rc) rc = KR_ECONFIG;
+  if (rc == 0) rc = kr_config_finish(cfg);
+  if (rc) {
+    print_config_errors(cfg, rc, name);
+    kr_config_free(cfg);
+    return rc;
+  }
+  *out = cfg;
+  return 0;
+}
+
+static void print_intro(const demo_args_t *a, uint16_t port, const char *state_dir) {
+  printf("kria demo: crawling a built-in demo site for %u s\n", a->seconds);
+  printf("  site      http://127.0.0.1:%u/ (the liar pages on http://localhost:%u/liar/)\n",
+         port, port);
+  char p[4200], addr[128] = "";
+  snprintf(p, sizeof p, "%s/status.addr", state_dir);
+  FILE *f = fopen(p, "r");
+  if (f) {
+    if (fgets(addr, sizeof addr, f)) addr[strcspn(addr, "\r\n")] = '\0';
+    fclose(f);
+  }
+  if (addr[0]) printf("  console   http://%s/ (open it while the demo runs)\n", addr);
+  printf("  state     %s\n", state_dir);
+  printf("  pages     ");
+  for (int k = 0; k < KR_DEMO_NCLASS; k++) {
+    const kr_demo_class_info_t *ci = kr_demo_class((kr_demo_class_t)k);
+    printf("%s%u %s", k ? ", " : "", ci->pages, ci->name);
+  }
+  printf("\n\n");
+  fflush(stdout);
+}
+
+int kr_cmd_demo(int argc, char **argv) {
+  demo_args_t a;
+  int rc = parse_args(argc, argv, &a);
+  if (rc) return rc == 1 ? 0 : rc;
+
+  char err[8192], state_dir[4096];
+  if (a.state_dir) {
+    if (strlen(a.state_dir) >= sizeof state_dir - 64) {
+      kr_cli_error(0, "demo: --state-dir path too long");
+      return 64;
+    }
+    snprintf(state_dir, sizeof state_dir, "%s", a.state_dir);
+    if (prepare_state_dir(state_dir, err, sizeof err)) {
+      kr_cli_error(KR_EIO, "%s", err);
+      return 2;
+    }
+  } else {
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !*tmp || strlen(tmp) > 1024) tmp = "/tmp";
+    snprintf(state_dir, sizeof state_dir, "%s/kria-demo-XXXXXX", tmp);
+    if (!mkdtemp(state_dir)) {
+      kr_cli_error(KR_EIO, "%s: cannot create: %s", state_dir, strerror(errno));
+      return 2;
+    }
+  }
+
+  int fd;
+  uint16_t port;
+  if ((rc = kr_demo_site_bind(&fd, &port))) {
+    kr_cli_error(rc, "demo: cannot bind a socket on 127.0.0.1: %s", strerror(errno));
+    return 2;
+  }
+  char seeds[4200];
+  snprintf(seeds, sizeof seeds, "%s/seeds.txt", state_dir);
+  if (write_seeds(seeds, port)) {
+    kr_cli_error(KR_EIO, "%s: cannot write: %s", seeds, strerror(errno));
+    close(fd);
+    return 2;
+  }
+  kr_config_t *cfg;
+  if (load_config(&a, state_dir, seeds, &cfg)) {
+    close(fd);
+    return 2;
+  }
+  char warc_dir[4200] = "";
+  const kr_config_view_t *g = kr_config_global(cfg);
+  if (kr_config_bool(g, KR_CFG_WARC_ENABLED)) {
+    const char *wd = kr_config_str(g, KR_CFG_CRAWL_WARC_DIR);
+    if (wd[0]) snprintf(warc_dir, sizeof warc_dir, "%s", wd);
+    else snprintf(warc_dir, sizeof warc_dir, "%s/warcs", state_dir);
+  }
+
+  kr_crawl_t *crawl;
+  rc = kr_crawl_new(cfg, NULL, &crawl, err, sizeof err);
+  if (rc) {
+    kr_cli_error(rc, "%s", err);
+    close(fd);
+    kr_config_free(cfg);
+    return 2;
+  }
+  demo_run_t run;
+  memset(&run, 0, sizeof run);
+  run.crawl = crawl;
+  run.tty = isatty(STDERR_FILENO);
+  rc = kr_demo_site_start(&crawl->loop, fd, a.seed, &run.site);
+  if (rc) {
+    kr_cli_error(rc, "demo: cannot serve the demo site on the crawl's loop");
+    kr_crawl_free(crawl); /* runs the loop: the site's handles close too */
+    kr_config_free(cfg);
+    return 2;
+  }
+  uv_timer_init(&crawl->loop, &run.progress);
+  uv_check_init(&crawl->loop, &run.watch);
+  run.progress.data = run.watch.data = &run;
+  uint64_t tick = run.tty ? TTY_TICK_MS : LINE_EVERY_MS;
+  uv_timer_start(&run.progress, on_progress, tick, tick);
+  uv_check_start(&run.watch, on_watch);
+
+  print_intro(&a, port, state_dir);
+  rc = kr_crawl_run(crawl);
+  kr_crawl_stats_t st;
+  kr_crawl_get_stats(crawl, &st);
+  kr_crawl_free(crawl);
+  kr_config_free(cfg);
+  if (!run.closed) { /* cannot happen: the loop ran until everything closed */
+    kr_cli_error(KR_EINVAL, "demo: the crawl ended without closing");
+    return 2;
+  }
+
+  printf("kria demo: %.1f s, %" PRIu64 " fetches (%" PRIu64 " errors), %" PRIu64
+         " changed, %" PRIu64 " unchanged: %" PRIu64 " answered 304, %" PRIu64
+         " aborted mid-fetch (%" PRIu64 " body bytes not downloaded), %" PRIu64
+         " by digest (%" PRIu64 " with the clock section stripped)\n",
+         (double)run.elapsed_ms / 1000.0, st.fetched, st.fetch_errors, st.changed, st.unchanged,
+         st.not_modified, st.midfetch_aborts, st.aborted_bytes_saved, st.unchanged_full,
+         st.stripped);
+  if (st.vtrust_misses)
+    printf("  validators were caught lying %" PRIu64 " time(s): that host is not trusted\n",
+           st.vtrust_misses);
+  char log_path[4200];
+  snprintf(log_path, sizeof log_path, "%s/logs/crawl.log", state_dir);
+  int trc = print_table(log_path, a.seed, run.elapsed_ms, &run.site_st);
+  printf("\nmean wait: the wait given after a page's first and after its last visit, averaged\n"
+         "over the class; versions: those the crawl found / those the site made meanwhile.\n\n");
+  printf("  crawl.log   %s\n", log_path);
+  if (warc_dir[0]) print_warcs(warc_dir);
+  else printf("  WARC files  off (warc.enabled = false)\n");
+  printf("  state       %s (kria status -s %s, kria report hosts -s %s)\n", state_dir,
+         state_dir, state_dir);
+  fflush(stdout);
+  if (rc) {
+    kr_cli_error(rc, "the crawl stopped on an error");
+    return 2;
+  }
+  return trc ? 2 : 0;
+}

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# `kria demo`: the built-in demo site crawled for 12 s with the built-in
+# config/demo.conf. Checked: exit 0; the table has a row for every page
+# class; news pages (a new version every 3 s) are visited more often than
+# archive pages (never change) and end with shorter waits; some visits
+# were unchanged (304s, mid-fetch aborts or equal digests); the clock
+# pages' visits count as unchanged (the digest-strip rule); crawl.log
+# exists with wt: annotations; the WARC files named exist; progress lines
+# on stderr (not a terminal here). Refusals: a non-empty state directory
+# (2), a bad --seconds, an unknown option (64); --help (0); a bad -o is a
+# configuration error (2).
+. "$(dirname "$0")/lib.sh"
+
+"$KRIA" demo --help >/dev/null 2>&1 || bail "kria demo is not built ($KRIA)"
+
+secs=${DEMO_TEST_SECONDS:-12}
+st="$T/state"
+"$KRIA" demo --seconds "$secs" --state-dir "$st" >"$T/out" 2>"$T/err"
+rc=$?
+is "$rc" 0 "kria demo --seconds $secs exits 0"
+[ "$rc" -eq 0 ] || diag "$(tail -20 "$T/err")"
+out=$(cat "$T/out")
+
+# col CLASS N: column N of CLASS's table row (class pages visits versions
+# first last 304s aborts digest misses).
+col() { awk -v c="$1" -v n="$2" '$1 == c && NF == 10 && $2 ~ /^[0-9]+$/ { print $n; exit }' "$T/out"; }
+# seconds of a "12.3s" wait
+secs_of() { local v=${1%s}; printf '%s\n' "${v:--1}"; }
+
+for c in home news section archive clock image liar; do
+  like "$(col "$c" 2)" '^[1-9][0-9]*$' "table row for class $c"
+done
+
+news=$(col news 3) arch=$(col archive 3)
+news_pages=$(col news 2) arch_pages=$(col archive 2)
+if [ -n "$news" ] && [ -n "$arch" ] && [ "$news_pages" = "$arch_pages" ] && [ "$news" -gt "$arch" ]; then
+  ok "news pages visited more often than archive pages ($news > $arch visits, $news_pages pages each)"
+else
+  not_ok "news pages visited more often than archive pages"
+  diag "news '$news' visits on '$news_pages' pages, archive '$arch' on '$arch_pages'"
+fi
+
+nw=$(secs_of "$(col news 6)") aw=$(secs_of "$(col archive 6)")
+if awk -v a="$nw" -v b="$aw" 'BEGIN { exit !(a > 0 && b > 0 && a < b) }'; then
+  ok "news pages end with shorter waits than archive pages (${nw}s < ${aw}s)"
+else
+  not_ok "news pages end with shorter waits than archive pages"; diag "news '$nw', archive '$aw'"
+fi
+
+unchanged=0
+for c in home news section archive clock image liar; do
+  for n in 7 8 9; do unchanged=$((unchanged + $(col "$c" "$n"))); done
+done
+if [ "$unchanged" -gt 0 ]; then ok "unchanged visits: $unchanged (304s, aborts, digests)"
+else not_ok "at least one 304 or unchanged visit"; fi
+
+clock_found=$(col clock 4)
+like "$clock_found" '^2/2$' "clock pages: one version each (the clock section stripped), not one per visit"
+
+log="$st/logs/crawl.log"
+check "crawl.log exists" test -s "$log"
+like "$(grep -c 'wt:' "$log" 2>/dev/null)" '^[1-9][0-9]*$' "crawl.log has wt: annotations"
+like "$out" "crawl\\.log +$st/logs/crawl\\.log" "the output says where crawl.log is"
+
+warc=$(awk '$1 == "WARC" && $2 == "file" { print $3; exit }' "$T/out")
+if [ -n "$warc" ]; then
+  check "the WARC file named exists ($warc)" test -s "$warc"
+else
+  like "$out" "WARC files +(off|none)" "no WARC file: the output says so"
+fi
+
+like "$(cat "$T/err")" 'visits [0-9]+ +changed [0-9]+ +unchanged [0-9]+' "progress lines on stderr"
+
+# Refusals
+mkdir -p "$T/full" && : >"$T/full/x"
+"$KRIA" demo --seconds 1 --state-dir "$T/full" >/dev/null 2>"$T/e2"
+is "$?" 2 "a non-empty state directory is refused"
+like "$(cat "$T/e2")" 'not empty' "... with a clear message"
+for bad in 0 -1 x 86401 ''; do
+  "$KRIA" demo --seconds "$bad" >/dev/null 2>&1
+  is "$?" 64 "--seconds '$bad' is a usage error"
+done
+"$KRIA" demo --bogus >/dev/null 2>&1
+is "$?" 64 "an unknown option is a usage error"
+"$KRIA" demo --help >/dev/null
+is "$?" 0 "--help exits 0"
+"$KRIA" demo --seconds 1 --state-dir "$T/s3" -o politeness.min-delay=soon >/dev/null 2>"$T/e3"
+is "$?" 2 "a bad -o override is a configuration error"
+like "$(cat "$T/e3")" 'min-delay' "... naming the key"
+
+done_testing
