@@ -39,7 +39,9 @@
 
 #define YEAR_MS KR__SIM_YEAR_MS
 #define MAX_CHANGES 1e9             /* expected changes of a world in one run */
-#define CHUNK_MS 10000              /* virtual time between kr_frontier_turn calls */
+#define CHUNK_MS 10000              /* virtual time between kr_frontier_turn calls, */
+#define CHUNK_EVENTS 200000         /* shortened while a chunk runs more callbacks: */
+                                    /* kr_timers_advance stops at 1,000,000 */
 #define ETAG_LEN 18                 /* "%016llx" quoted */
 
 /* ---- helpers ------------------------------------------------------------------ */
@@ -872,10 +874,15 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
   rc = add_all(r);
   out->hosts = r->nhosts;
   if (!rc) {
+    uint64_t chunk = CHUNK_MS;
     for (uint64_t now = kr_clock_now_ms(&r->clock); now < (uint64_t)r->end && !r->err;
          now = kr_clock_now_ms(&r->clock)) {
-      uint64_t step = KR_MIN((uint64_t)CHUNK_MS, (uint64_t)r->end - now);
-      kr_timers_advance(&r->timers, step);
+      uint64_t step = KR_MIN(chunk, (uint64_t)r->end - now);
+      size_t fired = kr_timers_advance(&r->timers, step);
+      if (fired > CHUNK_EVENTS && chunk > 1)
+        chunk /= 2;
+      else if (fired < CHUNK_EVENTS / 4 && chunk < CHUNK_MS)
+        chunk *= 2;
       if (r->err) break;
       if (kr_log_level >= KR_LOG_INFO) report_day(r);
       int t = kr_frontier_turn(r->f, kr_clock_now_ms(&r->clock));
