@@ -115,7 +115,7 @@ void kr_frontier_opts_default(kr_frontier_opts_t *o) {
   o->commit_updates = 1000;
   o->seen_open_budget_ms = 500;
   o->seen_turn_step = 50000;
-  o->quick_check = 1;
+  o->quick_check = 2;
   o->cache_mib = 64;
   o->wal_checkpoint_mib = 256;
   o->page_size = 4096;

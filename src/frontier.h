@@ -125,7 +125,8 @@ typedef struct kr_frontier_opts {
   uint32_t commit_updates;               /* 1000 */
   uint32_t seen_open_budget_ms;          /* 500: fingerprints loaded at open */
   uint32_t seen_turn_step;               /* 50000: then per kr_frontier_turn */
-  int quick_check;                       /* 1: PRAGMA quick_check at open */
+  int quick_check;                       /* 2: PRAGMA quick_check in the background
+                                            (1 at open, 0 never; store.h) */
   uint32_t cache_mib;                    /* 64: SQLite page cache */
   uint32_t wal_checkpoint_mib;           /* 256: background checkpoints past this WAL size */
   uint32_t page_size;                    /* 4096: SQLite page size of a new database */

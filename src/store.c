@@ -240,6 +240,9 @@ struct kr_store {
   int draining;                /* no transaction may begin (see checkpoint_maybe) */
   uint64_t drain_started_us;
   int get_active;              /* S_URI_GET or S_DIGEST_GET is left on a row */
+  int check_state;             /* background quick_check: 0 running/none, 1 ok, KR_EDB */
+  int background_check;        /* start one once open */
+  char check_msg[512];
   kr_store_stats_t stats;
 };
 
@@ -248,7 +251,13 @@ typedef struct ckpt_job {
   kr_store_t *st;  /* NULL once the store closed while the job ran */
   sqlite3 *db;
   int rc, log, ckpt;
+  int is_check;    /* a PRAGMA quick_check instead of a checkpoint */
+  char result[256];
 } ckpt_job_t;
+
+static int run_quick_check(sqlite3 *db, char *out, size_t outlen);
+static void ckpt_work(uv_work_t *req);
+static void ckpt_after(uv_work_t *req, int status);
 
 /* ---- errors -------------------------------------------------------------- */
 
@@ -401,26 +410,16 @@ static int check_and_migrate(kr_store_t *st, char *err, size_t errlen) {
   if (!fresh && ver < 1)
     return fail(err, errlen, st->path,
                 "kria database without a schema version: corrupt");
-  if (!fresh && st->opts.quick_check) {
-    sqlite3_stmt *s;
-    rc = sqlite3_prepare_v2(st->db, "PRAGMA quick_check(1)", -1, &s, NULL);
-    if (rc == SQLITE_OK) {
-      rc = sqlite3_step(s);
-      const char *res = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(s, 0) : NULL;
-      int ok = res && strcmp(res, "ok") == 0;
-      char first[200];
-      snprintf(first, sizeof(first), "%s", res ? res : sqlite3_errmsg(st->db));
-      sqlite3_finalize(s);
-      if (!ok)
-        return fail(err, errlen, st->path,
-                    "database is corrupt (quick_check: %s); refusing to use "
-                    "it — restore a backup or start a new state directory",
-                    first);
-    } else {
-      return fail(err, errlen, st->path, "database is corrupt (%s)",
-                  sqlite3_errstr(rc));
-    }
+  if (!fresh && (st->opts.quick_check == 1 || (st->opts.quick_check && !st->opts.loop))) {
+    char res[256];
+    if (!run_quick_check(st->db, res, sizeof(res)))
+      return fail(err, errlen, st->path,
+                  "database is corrupt (quick_check: %s); refusing to use it — "
+                  "restore a backup or start a new state directory",
+                  res);
+    st->check_state = 1;
   }
+  st->background_check = !fresh && st->opts.quick_check == 2 && st->opts.loop;
 
   char *msg = NULL;
   /* Only now that the file is known to be ours may it be changed. */
@@ -485,7 +484,7 @@ void kr_store_opts_default(kr_store_opts_t *o) {
   o->page_size = 4096;
   o->idle_checkpoint_ms = 1000;
   o->cache_mib = 64;
-  o->quick_check = 1;
+  o->quick_check = 2;
 }
 
 static void store_free(kr_store_t *st) {
@@ -582,6 +581,20 @@ int kr_store_open(const char *dir, const kr_store_opts_t *opts,
               sqlite3_errmsg(st->ckpt_db));
     goto out;
   }
+  if (st->background_check) {
+    ckpt_job_t *job = kr_xcalloc(1, sizeof(*job));
+    job->st = st;
+    job->db = st->ckpt_db;
+    job->is_check = 1;
+    st->thread_busy = 1;
+    if (uv_queue_work(st->opts.loop, &job->req, ckpt_work, ckpt_after) != 0) {
+      st->thread_busy = 0;
+      free(job);
+      rc = fail(err, errlen, st->path, "cannot start the background quick_check");
+      goto out;
+    }
+    st->job = job;
+  }
   *out = st;
   return 0;
 
@@ -647,8 +660,14 @@ static int commit(kr_store_t *st) {
   return 1;
 }
 
+int kr_store_check_state(const kr_store_t *st, const char **msg) {
+  if (msg) *msg = st->check_state < 0 ? st->check_msg : NULL;
+  return st->check_state;
+}
+
 int kr_store_maybe_commit(kr_store_t *st, uint64_t now) {
   settle(st);
+  if (st->check_state < 0) return KR_EDB;
   int rc = 0;
   st->last_now = now;
   if (st->in_tx && !st->hold) {
@@ -709,10 +728,29 @@ static int wal_hook(void *ud, sqlite3 *db, const char *name, int frames) {
   return SQLITE_OK;
 }
 
+/* PRAGMA quick_check(1) on db: 1 ok, 0 with the first problem in out. */
+static int run_quick_check(sqlite3 *db, char *out, size_t outlen) {
+  sqlite3_stmt *s;
+  int rc = sqlite3_prepare_v2(db, "PRAGMA quick_check(1)", -1, &s, NULL);
+  if (rc != SQLITE_OK) {
+    snprintf(out, outlen, "%s", sqlite3_errstr(rc));
+    return 0;
+  }
+  rc = sqlite3_step(s);
+  const char *res = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(s, 0) : NULL;
+  int ok = res && strcmp(res, "ok") == 0;
+  snprintf(out, outlen, "%s", res ? res : sqlite3_errmsg(db));
+  sqlite3_finalize(s);
+  return ok;
+}
+
 static void ckpt_work(uv_work_t *req) {
   ckpt_job_t *job = container_of(req, ckpt_job_t, req);
-  job->rc = sqlite3_wal_checkpoint_v2(job->db, NULL, SQLITE_CHECKPOINT_PASSIVE,
-                                      &job->log, &job->ckpt);
+  if (job->is_check)
+    job->rc = run_quick_check(job->db, job->result, sizeof(job->result));
+  else
+    job->rc = sqlite3_wal_checkpoint_v2(job->db, NULL, SQLITE_CHECKPOINT_PASSIVE,
+                                        &job->log, &job->ckpt);
   kr_store_t *st = job->st; /* cannot change before thread_busy drops */
   uv_mutex_lock(&st->mu);
   st->thread_busy = 0;
@@ -736,7 +774,17 @@ static void ckpt_note(kr_store_t *st, int rc, int log, int ckpt) {
 static void ckpt_after(uv_work_t *req, int status) {
   ckpt_job_t *job = container_of(req, ckpt_job_t, req);
   kr_store_t *st = job->st;
-  if (st) {
+  if (st && job->is_check) {
+    st->job = NULL;
+    st->check_state = status == 0 && job->rc ? 1 : KR_EDB;
+    if (st->check_state < 0) {
+      snprintf(st->check_msg, sizeof(st->check_msg),
+               "%s: database is corrupt (quick_check: %s); stop and restore a backup "
+               "or start a new state directory",
+               st->path, status == 0 ? job->result : "not run");
+      KR_LOG(KR_LOG_ERROR, st->path, "%s", st->check_msg);
+    }
+  } else if (st) {
     st->job = NULL;
     st->stats.checkpoint_running = 0;
     if (status == 0) ckpt_note(st, job->rc, job->log, job->ckpt);

@@ -57,6 +57,11 @@
  * `<state-dir>/kria.lock`; kria.db is not an SQLite file, belongs to
  * another application, has a newer schema than this build knows, or fails
  * PRAGMA quick_check. Nothing is ever reset or rewritten to "repair" it.
+ * The quick_check reads every page (about 1.4 s per million URIs here), so
+ * by default it runs in the background right after open, on the
+ * checkpoint connection: a corrupt database then makes
+ * kr_store_maybe_commit() return KR_EDB with kr_store_check_state()'s
+ * message naming the file, and the crawl stops.
  */
 #ifndef KRIA_STORE_H
 #define KRIA_STORE_H
@@ -93,7 +98,10 @@ typedef struct kr_store_opts {
   uint64_t wal_checkpoint_bytes; /* checkpoint past this WAL size (256 MiB) */
   uint32_t idle_checkpoint_ms;   /* or after this long without commits (1000) */
   uint32_t cache_mib;            /* SQLite page cache (64) */
-  int quick_check;               /* PRAGMA quick_check at open (1) */
+  int quick_check;               /* PRAGMA quick_check: 0 never, 1 at open
+                                    (blocking), 2 in the background right
+                                    after open (default; at open without a
+                                    loop) */
   uint32_t page_size;            /* for a new database (4096) */
 } kr_store_opts_t;
 
@@ -123,7 +131,8 @@ const char *kr_store_path(const kr_store_t *st); /* .../kria.db */
  * >= commit_ms old (and no hold is active); also starts idle/size
  * checkpoints. Returns 1 if it committed, 0 if not, KR_EDB on a failed
  * commit (rolled back: the caller's memory no longer matches the database
- * and the crawl must stop). */
+ * and the crawl must stop) or once the background quick_check found the
+ * database corrupt. */
 int kr_store_maybe_commit(kr_store_t *st, uint64_t now);
 /* 0 while the store drains (see Checkpoints above): writes should wait
  * for it (they are correct anyway, but keep the WAL from restarting).
@@ -132,6 +141,9 @@ int kr_store_writable(const kr_store_t *st);
 /* Wait (blocking) for a running checkpoint job's thread part and end a
  * drain: for shutdown. */
 void kr_store_wait_checkpoint(kr_store_t *st);
+/* The quick_check: 1 passed, 0 not run or still running, KR_EDB corrupt
+ * (*msg, when msg is not NULL, gets the reason naming the file). */
+int kr_store_check_state(const kr_store_t *st, const char **msg);
 /* Commit now (0 when nothing was open). KR_EINVAL while held. */
 int kr_store_commit(kr_store_t *st);
 /* Brackets: no commit between hold and the matching release. */

@@ -500,6 +500,50 @@ static void refuses_corrupt(void **state) {
     assert_int_equal(pwrite(fd, junk, sizeof(junk), pg * 4096 + 100), (ssize_t)sizeof(junk));
   close(fd);
   expect_refusal("corrupt");
+  /* In the background (the default with a loop): the open succeeds, the
+   * check reports the damage and every later commit fails with it. */
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  kr_store_opts_t o;
+  kr_store_opts_default(&o);
+  o.loop = &loop;
+  assert_int_equal(o.quick_check, 2);
+  st = open_ok(&o);
+  const char *msg = NULL;
+  assert_int_equal(kr_store_check_state(st, &msg), 0); /* running */
+  for (int k = 0; k < 1000 && kr_store_check_state(st, NULL) == 0; k++)
+    uv_run(&loop, UV_RUN_ONCE);
+  assert_int_equal(kr_store_check_state(st, &msg), KR_EDB);
+  assert_non_null(msg);
+  assert_non_null(strstr(msg, "kria.db: database is corrupt (quick_check"));
+  assert_int_equal(kr_store_maybe_commit(st, 99999), KR_EDB);
+  kr_store_close(st);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/* A sound database passes the background check; checkpoints wait for it. */
+static void background_check_passes(void **state) {
+  (void)state;
+  kr_store_t *st = open_ok(NULL);
+  int64_t h;
+  kr_store_host_insert(st, "h", 1, &h);
+  kr_store_close(st);
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  kr_store_opts_t o;
+  kr_store_opts_default(&o);
+  o.loop = &loop;
+  st = open_ok(&o);
+  for (int k = 0; k < 1000 && kr_store_check_state(st, NULL) == 0; k++)
+    uv_run(&loop, UV_RUN_ONCE);
+  assert_int_equal(kr_store_check_state(st, NULL), 1);
+  kr_uri_row_t r = row("http://h/x", h, 0, 1);
+  assert_int_equal(kr_store_uri_insert(st, &r), 1);
+  assert_int_equal(kr_store_commit(st), 0);
+  kr_store_close(st);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
 }
 
 static void second_instance_refused(void **state) {
@@ -735,6 +779,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(refuses_foreign, setup, teardown),
       cmocka_unit_test_setup_teardown(refuses_newer_schema, setup, teardown),
       cmocka_unit_test_setup_teardown(refuses_corrupt, setup, teardown),
+      cmocka_unit_test_setup_teardown(background_check_passes, setup, teardown),
       cmocka_unit_test_setup_teardown(second_instance_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(fp_scan_signed_range, setup, teardown),
       cmocka_unit_test_setup_teardown(checkpoint_inline_and_async, setup, teardown),
