@@ -3,7 +3,7 @@
 #   make                 build build/kria and the test server build/kts
 #   make check           unit + integration tests ("N passed, N failed")
 #   make check SANITIZE=1  the same under ASan+UBSan (objects in build-san/)
-#   make demo            build, then run the demo against the test server
+#   make demo            build, then run kria demo (DEMO_SECONDS=N, default 60)
 #   make deps            install the Debian packages (idempotent)
 #   make src/url.o       build one object (lands in $(B)/src/url.o)
 #   make BUILD=dir       build elsewhere (dir, or dir-san with SANITIZE=1)

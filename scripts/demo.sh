@@ -1,76 +1,46 @@
 #!/usr/bin/env bash
-# `make demo`: start kts with the demo site (test/server/fixtures/demo.ini),
-# fetch every page through `kria fetch` twice — the second time with
-# If-None-Match set to the first answer's ETag, so unchanged pages come
-# back 304 and the changing page 200 — print a table, stop kts by PID.
-# Every step is bounded in time. Usage: scripts/demo.sh BUILD_DIR
+# `make demo` (after `make deps all`): run `kria demo`, which serves a
+# built-in site whose pages change at known rates on 127.0.0.1 and crawls
+# it with config/demo.conf for DEMO_SECONDS (default 60), then prints how
+# the waits adapted per class of page. Its state directory is BUILD_DIR/demo
+# (the previous run's is removed first: it names a port of that run). Then
+# the WARC files it wrote are indexed with `kria cdx` and their records
+# counted: full responses for what changed, revisit records (headers only)
+# for what did not. Usage: scripts/demo.sh BUILD_DIR
 set -u
 B=${1:-build}
 top=$(cd "$(dirname "$0")/.." && pwd)
-export KRIA_BUILD="$top/$B" KRIA_TOP="$top"
-export KRIA="$KRIA_BUILD/kria" KTS="$KRIA_BUILD/kts"
-# shellcheck source=../test/integration/lib.sh
-. "$top/test/integration/lib.sh"
+KRIA="$top/$B/kria"
+secs=${DEMO_SECONDS:-60}
+state="$top/$B/demo"
 
-[ -x "$KTS" ] || { echo "demo: $KTS is not built (make BUILD=$B)" >&2; exit 1; }
-if ! kria_has_fetch; then
-  echo "demo: 'kria fetch' is not in this build yet ($KRIA)" >&2
+[ -x "$KRIA" ] || { echo "demo: $KRIA is not built (make BUILD=$B)" >&2; exit 1; }
+if ! "$KRIA" demo --help >/dev/null 2>&1; then
+  echo "demo: 'kria demo' is not in this build ($KRIA)" >&2
   exit 1
 fi
+case $secs in
+  '' | *[!0-9]*) echo "demo: DEMO_SECONDS must be a whole number of seconds" >&2; exit 1 ;;
+esac
 
-kts_start "$top/test/server/fixtures/demo.ini" --log "$T/requests.log" >/dev/null ||
-  { echo "demo: kts did not start" >&2; exit 1; }
-base=$KTS_URL
-echo "kts serving the demo site at $base (pid $KTS_PID)"
-echo
+rm -rf -- "$state"
+"$KRIA" demo --seconds "$secs" --state-dir "$state"
+rc=$?
+[ "$rc" -eq 0 ] || { echo "demo: kria demo exited with status $rc" >&2; exit "$rc"; }
 
-paths=(/ /gzip /chunked /static /changing /p/0 /p/1 /p/4 /missing)
-
-# etag_of: the ETag header from `kria fetch --headers` output in $OUT.
-etag_of() {
-  local l
-  while IFS= read -r l; do
-    l=${l%$'\r'}
-    l=${l#"  "}
-    if [[ ${l,,} == etag:* ]]; then
-      l=${l#*:}
-      printf '%s\n' "${l# }"
-      return 0
-    fi
-  done <<<"$OUT"
-  return 1
-}
-
-row() { printf '%-12s %-5s %6s %-34s %5s   %-5s %5s\n' "$@"; }
-row "URL" "first" "bytes" "sha1" "ms" "again" "ms"
-row "---" "-----" "-----" "----" "--" "-----" "--"
-fails=0
-for p in "${paths[@]}"; do
-  kfetch --headers "$base$p"
-  if [ "$RC" -ne 0 ]; then
-    row "$p" "error" "-" "${ERR:0:34}" "-" "" ""
-    fails=$((fails + 1))
-    continue
-  fi
-  s1=$(field status) b1=$(field bytes) h1=$(field sha1) t1=$(field time-ms)
-  etag=$(etag_of || true)
-  if [ -n "$etag" ]; then
-    kfetch --if-none-match "$etag" "$base$p"
-    if [ "$RC" -eq 0 ]; then s2=$(field status) t2=$(field time-ms); else s2=error t2=-; fi
-  else
-    s2="(no etag)" t2=""
-  fi
-  row "$p" "$s1" "$b1" "$h1" "$t1" "$s2" "$t2"
-done
-echo
-echo "'again' is a conditional fetch with the first ETag: 304 = unchanged;"
-echo "/changing gets a new version on every request, so it answers 200."
-echo
-echo "requests as kts saw them (connection, request, validators sent):"
-awk -F' [|] ' '{ sub(/ HTTP\/1\.[01]$/, "", $1); line = "  " $1
-  for (i = 2; i <= NF; i++) if ($i ~ /^If-/) line = line "  " $i
-  print line }' "$T/requests.log"
-kts_stop || fails=$((fails + 1))
-echo
-[ "$fails" -eq 0 ] && echo "demo: done" || echo "demo: $fails problem(s)"
-[ "$fails" -eq 0 ]
+shopt -s nullglob
+warcs=("$state"/warcs/*.warc.gz "$state"/warcs/*.warc)
+[ ${#warcs[@]} -gt 0 ] || exit 0
+if "$KRIA" cdx "${warcs[@]}" >"$state/index.cdxj" 2>"$state/cdx.err"; then
+  awk '
+    { if ($0 ~ /"mime": "warc\/revisit"/) { rev++; if ($0 ~ /"status": "304"/) nm++ } else resp++ }
+    END {
+      printf "\nWARC records (kria cdx, index in %s):\n", idx
+      printf "  %d responses (full records: new versions, robots.txt, pages whose only\n", resp
+      printf "     change was the stripped clock section)\n"
+      printf "  %d revisits (headers only, pointing at a stored response; %d after a 304)\n", rev, nm
+    }' idx="$state/index.cdxj" "$state/index.cdxj"
+else
+  echo "demo: kria cdx could not index the WARC files: $(head -3 "$state/cdx.err")" >&2
+  exit 1
+fi

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -230,6 +231,10 @@ static void progress_line(demo_run_t *r) {
            el, s.fetched, s.changed, s.unchanged, s.not_modified, s.midfetch_aborts,
            s.unchanged_full, fs.c.queued);
   if (r->tty) {
+    /* One terminal row, or rewriting it in place breaks. */
+    struct winsize ws;
+    if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 && ws.ws_col <= sizeof line)
+      line[ws.ws_col - 1] = '\0';
     fprintf(stderr, "\r\033[K%s", line);
     r->line_shown = 1;
   } else {
@@ -416,12 +421,7 @@ static int print_table(const char *log_path, uint64_t seed, uint64_t elapsed_ms,
            ci->name, pages, visits, v, a, b, n304, aborts, dig, misses);
   }
   free(rows);
-  printf("\nclasses:\n");
-  for (int k = 0; k < KR_DEMO_NCLASS; k++) {
-    const kr_demo_class_info_t *ci = kr_demo_class((kr_demo_class_t)k);
-    printf("  %-8s %s (the site answered %" PRIu64 " requests, %" PRIu64 " with 304)\n",
-           ci->name, ci->about, ss->by_class[k], ss->by_class_304[k]);
-  }
+  (void)ss;
   return 0;
 }
 
@@ -489,12 +489,11 @@ static void print_intro(const demo_args_t *a, uint16_t port, const char *state_d
   }
   if (addr[0]) printf("  console   http://%s/ (open it while the demo runs)\n", addr);
   printf("  state     %s\n", state_dir);
-  printf("  pages     ");
   for (int k = 0; k < KR_DEMO_NCLASS; k++) {
     const kr_demo_class_info_t *ci = kr_demo_class((kr_demo_class_t)k);
-    printf("%s%u %s", k ? ", " : "", ci->pages, ci->name);
+    printf("  %-9s %u %-8s %s\n", k ? "" : "pages", ci->pages, ci->name, ci->about);
   }
-  printf("\n\n");
+  printf("\n");
   fflush(stdout);
 }
 
@@ -587,15 +586,17 @@ int kr_cmd_demo(int argc, char **argv) {
     return 2;
   }
 
-  printf("kria demo: %.1f s, %" PRIu64 " fetches (%" PRIu64 " errors), %" PRIu64
-         " changed, %" PRIu64 " unchanged: %" PRIu64 " answered 304, %" PRIu64
-         " aborted mid-fetch (%" PRIu64 " body bytes not downloaded), %" PRIu64
-         " by digest (%" PRIu64 " with the clock section stripped)\n",
-         (double)run.elapsed_ms / 1000.0, st.fetched, st.fetch_errors, st.changed, st.unchanged,
-         st.not_modified, st.midfetch_aborts, st.aborted_bytes_saved, st.unchanged_full,
-         st.stripped);
+  printf("kria demo: %.1f s, %" PRIu64 " fetches (%" PRIu64 " errors; the site answered %" PRIu64
+         " requests)\n",
+         (double)run.elapsed_ms / 1000.0, st.fetched, st.fetch_errors, run.site_st.requests);
+  printf("  %" PRIu64 " visits found a change, %" PRIu64 " found none: %" PRIu64 " answered 304,\n"
+         "  %" PRIu64 " stopped at the headers (%" PRIu64 " body bytes not downloaded), %" PRIu64
+         " had the\n  same digest (%" PRIu64 " digests with the clock section stripped)\n",
+         st.changed, st.unchanged, st.not_modified, st.midfetch_aborts, st.aborted_bytes_saved,
+         st.unchanged_full, st.stripped);
   if (st.vtrust_misses)
-    printf("  validators were caught lying %" PRIu64 " time(s): that host is not trusted\n",
+    printf("  validators said unchanged %" PRIu64 " time(s) when the content had changed:\n"
+           "  that host's validators are not trusted (full downloads)\n",
            st.vtrust_misses);
   char log_path[4200];
   snprintf(log_path, sizeof log_path, "%s/logs/crawl.log", state_dir);
@@ -605,8 +606,9 @@ int kr_cmd_demo(int argc, char **argv) {
   printf("  crawl.log   %s\n", log_path);
   if (warc_dir[0]) print_warcs(warc_dir);
   else printf("  WARC files  off (warc.enabled = false)\n");
-  printf("  state       %s (kria status -s %s, kria report hosts -s %s)\n", state_dir,
-         state_dir, state_dir);
+  printf("  state       %s\n  look        kria status -s %s\n"
+         "              kria report hosts -s %s\n",
+         state_dir, state_dir, state_dir);
   fflush(stdout);
   if (rc) {
     kr_cli_error(rc, "the crawl stopped on an error");

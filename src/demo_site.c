@@ -49,15 +49,14 @@
 /* ---- classes and versions ------------------------------------------------------------ */
 
 static const kr_demo_class_info_t classes[KR_DEMO_NCLASS] = {
-    [KR_DEMO_HOME] = {"home", "never changes; ETag + Last-Modified, 304s", 1, 0, 0},
-    [KR_DEMO_NEWS] = {"news", "a new version every 3 s; ETag + Last-Modified, 304s", 4, 3000, 0},
+    [KR_DEMO_HOME] = {"home", "never changes; ETag, Last-Modified, 304s", 1, 0, 0},
+    [KR_DEMO_NEWS] = {"news", "a new version every 3 s; ETag, Last-Modified, 304s", 4, 3000, 0},
     [KR_DEMO_SECTION] = {"section", "a new version every 15 s; no validators", 3, 15000, 0},
-    [KR_DEMO_ARCHIVE] = {"archive", "never changes; ETag + Last-Modified, 304s", 4, 0, 0},
-    [KR_DEMO_CLOCK] = {"clock", "never, but a clock section changes per request; no validators",
-                       2, 0, 0},
-    [KR_DEMO_IMAGE] = {"image", "never changes; ETag + Last-Modified, conditionals ignored", 4, 0,
+    [KR_DEMO_ARCHIVE] = {"archive", "never changes; ETag, Last-Modified, 304s", 4, 0, 0},
+    [KR_DEMO_CLOCK] = {"clock", "never, but for a clock section (new on every request)", 2, 0, 0},
+    [KR_DEMO_IMAGE] = {"image", "never changes; ETag, Last-Modified, conditionals ignored", 4, 0,
                        0},
-    [KR_DEMO_LIAR] = {"liar", "every 5 s; ETag and Last-Modified never move, 304s anyway", 3,
+    [KR_DEMO_LIAR] = {"liar", "every 5 s, but its ETag and Last-Modified never move (304s)", 3,
                       5000, 1},
 };
 
