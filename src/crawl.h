@@ -183,6 +183,7 @@ typedef struct kr_fetch_adapt {
   uint8_t payload_digest[KR_SHA1_LEN];
   int strip_on;                 /* strip rules apply: body kept in strip_buf */
   int strip_over;               /* body outgrew the strip size limit */
+  int change_is_payload;        /* no content coding, no strip: one SHA-1 */
   /* change (proc_change.c) */
   int content;                  /* kr_content_t; KR_CONTENT_UNKNOWN until decided */
   int content_set;              /* decided before the body: 304 or abort */

@@ -14,8 +14,10 @@
  *          (strip.h, the thesis' HTTPContentDigest); a bigger body keeps
  *          the plain digest ("stripSkippedSize"). The archived bytes are
  *          never touched.
- * Nothing is digested for a 304 or a mid-fetch abort (no body: the
- * previous digest stands). Sections: streams, the processor.
+ * Without a content coding and without stripping the two are the same
+ * bytes: the payload SHA-1 serves as the change digest too (one SHA-1 per
+ * body, not two). Nothing is digested for a 304 or a mid-fetch abort (no
+ * body: the previous digest stands). Sections: streams, the processor.
  */
 #include <string.h>
 
@@ -31,8 +33,6 @@ static int digest_headers(kr_chain_fetch_t *cf, kr_processor_t *self) {
   const kr_http_resp_t *r = f->resp;
   if (!r || r->status == 304 || f->ad.midfetch_abort) return 0;
   if (f->psha_ready && kr_sha1_reset(&f->psha) == 0) f->ad.pdigesting = 1;
-  if (!f->sha_ready || kr_sha1_reset(&f->sha)) return 0;
-  f->digesting = 1;
   const kr_hostcfg_t *hc = f->hc;
   if (hc->strip && !f->is_robots) {
     kr_slice_t url = kr_slice(f->cf.url, f->cf.url_len);
@@ -43,6 +43,12 @@ static int digest_headers(kr_chain_fetch_t *cf, kr_processor_t *self) {
       kr_buf_reset(&f->strip_buf);
     }
   }
+  if (f->ad.pdigesting && !r->content_encoding.n && !f->ad.strip_on) {
+    f->ad.change_is_payload = 1; /* the same bytes: hash them once */
+    return 0;
+  }
+  if (!f->sha_ready || kr_sha1_reset(&f->sha)) return 0;
+  f->digesting = 1;
   return 1;
 }
 
@@ -86,6 +92,10 @@ static int digest_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   if (f->ad.pdigesting && body && kr_sha1_final(&f->psha, f->ad.payload_digest) == 0)
     f->ad.has_payload_digest = 1;
   f->ad.pdigesting = 0;
+  if (f->ad.change_is_payload && f->ad.has_payload_digest) {
+    memcpy(f->digest, f->ad.payload_digest, KR_SHA1_LEN);
+    f->has_digest = 1;
+  }
   if (f->digesting && body) {
     if (f->ad.strip_on && !f->ad.strip_over) {
       kr_strip_result_t sr;
