@@ -850,7 +850,7 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
   kr_frontier_opts_default(&r->fo);
   fopts_politeness(&r->fo, kr_config_global(r->cfg), o);
   r->fo.commit_ms = UINT32_MAX;
-  r->fo.commit_updates = 20000;
+  r->fo.commit_updates = 200000; /* each commit rewrites most pages into the WAL */
   r->fo.quick_check = 0;
   r->fo.max_connections = 1000000;
   r->fo.on_host = on_host;
