@@ -56,8 +56,7 @@ FRONTIER_SRCS := src/fp.c src/seen.c src/store.c src/hostq.c src/frontier.c
 EXTRACT_SRCS := src/extract_html.c src/extract_css.c src/extract_feed.c
 CLI_SRCS := src/cli.c
 
-# While modules are under construction a listed file may not exist yet.
-LIB_SRCS := $(wildcard $(BASE_SRCS) $(URL_SRCS) $(TIME_SRCS) $(DNS_SRCS) $(NET_SRCS) $(ROBOTS_SRCS) $(CONFIG_SRCS) $(DEMO_SRCS) $(WARCW_SRCS) $(SVC_SRCS) $(WARC_SRCS) $(ADAPT_SRCS) $(CRAWL_SRCS) $(SCOPE_SRCS) $(FRONTIER_SRCS) $(EXTRACT_SRCS) $(SIM_SRCS) $(CLI_SRCS))
+LIB_SRCS := $($(BASE_SRCS) $(URL_SRCS) $(TIME_SRCS) $(DNS_SRCS) $(NET_SRCS) $(ROBOTS_SRCS) $(CONFIG_SRCS) $(DEMO_SRCS) $(WARCW_SRCS) $(SVC_SRCS) $(WARC_SRCS) $(ADAPT_SRCS) $(CRAWL_SRCS) $(SCOPE_SRCS) $(FRONTIER_SRCS) $(EXTRACT_SRCS) $(SIM_SRCS) $(CLI_SRCS))
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
 LLHTTP_OBJS := $(B)/llhttp/api.o $(B)/llhttp/http.o $(B)/llhttp/llhttp.o
 MAIN_OBJS := $(B)/src/main.o
@@ -80,10 +79,8 @@ $(B)/libkria.a: $(LIB_OBJS) $(LLHTTP_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-# Commands are weak in cli.c while under construction: -u pulls them in.
-CMD_SYMS := kr_cmd_url kr_cmd_fetch kr_cmd_robots kr_cmd_crawl kr_cmd_cdx kr_cmd_simulate kr_cmd_status kr_cmd_report kr_cmd_wacz kr_cmd_demo
 $(KRIA): $(MAIN_OBJS) $(B)/libkria.a
-	$(CC) $(ALL_LDFLAGS) $(CMD_SYMS:%=-Wl,-u,%) -o $@ $(MAIN_OBJS) $(B)/libkria.a $(LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $(MAIN_OBJS) $(B)/libkria.a $(LIBS)
 
 # cmd_demo.c compiles config/demo.conf in (.incbin).
 $(B)/src/cmd_demo.o: config/demo.conf

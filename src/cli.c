@@ -12,18 +12,6 @@
 
 #include "internal.h"
 
-/* Weak while the commands are under construction in parallel. */
-#pragma weak kr_cmd_url
-#pragma weak kr_cmd_fetch
-#pragma weak kr_cmd_robots
-#pragma weak kr_cmd_crawl
-#pragma weak kr_cmd_cdx
-#pragma weak kr_cmd_wacz
-#pragma weak kr_cmd_simulate
-#pragma weak kr_cmd_status
-#pragma weak kr_cmd_report
-#pragma weak kr_cmd_demo
-
 struct command {
   const char *name;
   int (*run)(int argc, char **argv);
@@ -55,7 +43,7 @@ void kr_cli_error(int err, const char *fmt, ...) {
 static void usage(FILE *f) {
   fprintf(f, "usage: kria <command> [args]\n\ncommands:\n");
   for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
-    if (commands[i].run) fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
   fprintf(f, "  %-8s %s\n", "version", "print the version");
 }
 
@@ -74,7 +62,7 @@ int kr_cli_main(int argc, char **argv) {
     return 0;
   }
   for (size_t i = 0; i < ARRAY_SIZE(commands); i++)
-    if (!strcmp(name, commands[i].name) && commands[i].run)
+    if (!strcmp(name, commands[i].name))
       return commands[i].run(argc - 1, argv + 1);
   kr_cli_error(0, "unknown command '%s' (try 'kria help')", name);
   return 64;
