@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Generate the seed corpora of the fuzz harnesses under test/fuzz/corpus/.
 
-    scripts/fuzz-corpus.py [--conformance DIR] [TARGET...]
+    scripts/fuzz-corpus.py [--clean] [--conformance DIR] [TARGET...]
 
 Seeds come from the conformance data (../shared/conformance: WHATWG URL
 tests, python-surt cases, Google's robots.txt tests), the unit test
@@ -10,8 +10,10 @@ compressed streams. Each file starts with the mode byte(s) its harness
 reads (see the comment at the top of test/fuzz/fuzz_<target>.c); modes
 cycle so every option set gets seeds. Output is deterministic, so
 rerunning the script changes nothing unless the sources changed. The
-extract corpus is written by hand and left alone. Afterwards
-`scripts/fuzz.sh --merge TARGET` can add what a run found.
+extract and warc corpora are written by hand and left alone. The
+committed corpora also hold inputs merged in from fuzz runs
+(`scripts/fuzz.sh --merge TARGET`, keeping the total under ~1 MB): they
+stay when this script runs again, unless --clean.
 """
 import argparse
 import gzip
@@ -25,11 +27,13 @@ import zlib
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def write_corpus(target, items):
-    """items: list of (name or None, bytes). Replaces the directory."""
+def write_corpus(target, items, clean):
+    """items: list of (name or None, bytes). Files already there (inputs
+    merged in from fuzz runs) stay unless clean."""
     d = os.path.join(TOP, "test", "fuzz", "corpus", target)
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
+    if clean:
+        shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d, exist_ok=True)
     seen = set()
     for name, data in items:
         h = hashlib.sha1(data).hexdigest()
@@ -40,7 +44,7 @@ def write_corpus(target, items):
         with open(os.path.join(d, fn), "wb") as f:
             f.write(data)
     total = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d))
-    print(f"{target}: {len(seen)} seeds, {total} bytes")
+    print(f"{target}: {len(seen)} seeds written, {len(os.listdir(d))} files, {total} bytes")
 
 
 def url_items(conf):
@@ -236,6 +240,8 @@ def seeds_items(conf):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--conformance", default=os.path.join(os.path.dirname(TOP), "shared", "conformance"))
+    ap.add_argument("--clean", action="store_true",
+                    help="remove what is in the directories first (merged fuzz finds too)")
     ap.add_argument("targets", nargs="*")
     a = ap.parse_args()
     gens = {
@@ -249,7 +255,7 @@ def main():
     for t in a.targets or sorted(gens):
         if t not in gens:
             sys.exit(f"fuzz-corpus: no generator for {t}")
-        write_corpus(t, gens[t]())
+        write_corpus(t, gens[t](), a.clean)
 
 
 if __name__ == "__main__":
