@@ -57,6 +57,7 @@ srcs=$(sed -n 1p <<<"$vars")
 cppflags=$(sed -n 2p <<<"$vars")
 libs=$(sed -n 3p <<<"$vars")
 llhttp_objs=$(sed -n 4p <<<"$vars")
+[ -n "$srcs" ] || { echo "fuzz.sh: the Makefile's LIB_SRCS is empty" >&2; exit 2; }
 objs=()
 for s in $srcs; do objs+=("$B/${s%.c}.o"); done
 
