@@ -181,6 +181,9 @@ static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *
   uint64_t delay = kr_frontier_host_delay(c->frontier, u->host, f->fetch_duration_ms);
   double budget = kr_alloc_budget((int)hc->fopts.host_valence, (int64_t)delay, hc->utilisation);
   kr_alloc_host_maybe_solve(&ah->alloc, budget, ALLOC_SOLVE_EVERY);
+  /* The sketch holds only estimates resting on an observation
+   * (estimate.h): a URI at its prior would inflate x while the first
+   * crawl is still learning and send everything learned meanwhile away. */
   double old_lambda = 0;
   if (u->visits) { /* where the sketch has this URI now */
     kr_vhist_t h0;
@@ -188,11 +191,13 @@ static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *
     kr_est_result_t r0;
     if (kr_vhist_decode(&h0, u->history, u->history_len) == 0 && h0.n) {
       kr_est_rate(&hc->est, &h0, prior, &r0);
-      old_lambda = r0.lambda;
+      if (r0.observations > 0) old_lambda = r0.lambda;
     }
   }
   int64_t w = kr_wait_poisson(&p, &hc->est, h, state, &hints, kr_alloc_host_x(&ah->alloc), info);
-  kr_alloc_host_update(&ah->alloc, cls, old_lambda, info->lambda);
+  double new_lambda = info->observations > 0 ? info->lambda : 0;
+  if (old_lambda > 0 || new_lambda > 0)
+    kr_alloc_host_update(&ah->alloc, cls, old_lambda, new_lambda);
   return w;
 }
 
