@@ -50,7 +50,9 @@
  * warcfile, the fetch is given back untouched (it is fetched again
  * later), dispatch is held (kr_crawl_pause) with one clear error line,
  * and every warc.retry-interval the free space of the directory is
- * checked; with 4 MiB free the crawl resumes. What was committed stays.
+ * checked; with 4 MiB (or an eighth of a smaller file system) free the
+ * crawl resumes; should the disk still be full, the next write holds it
+ * again. What was committed stays.
  *
  * Sections: captures (raw bytes), the decision, records, the processors,
  * full disk, life cycle.
@@ -79,7 +81,8 @@
 #define POOL_KEEP (256u << 10)   /* pooled captures keep smaller buffers */
 #define POOL_MAX 1024            /* captures kept for reuse */
 #define SPILL_CHUNK (64u << 10)  /* read back from the spill file in these */
-#define RESUME_FREE (4u << 20)   /* free bytes in the WARC directory to resume */
+#define RESUME_FREE (4u << 20)   /* free bytes in the WARC directory to resume, */
+#define RESUME_SHARE 8           /* ... or this share of a smaller file system */
 #define DNS_SLOTS 4096           /* power of two: hosts with a dns record */
 #define BLOCK_MAX (32u << 20)    /* metadata and dns blocks */
 
@@ -606,9 +609,14 @@ static void on_retry(kr_wheel_entry_t *e) {
   struct statvfs sv;
   uint64_t now = kr_crawl_now(c);
   uint64_t avail = 0;
+  uint64_t want = RESUME_FREE;
   int known = statvfs(w->dir, &sv) == 0;
-  if (known) avail = (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize;
-  if (known && avail < RESUME_FREE) {
+  if (known) {
+    avail = (uint64_t)sv.f_bavail * (uint64_t)sv.f_frsize;
+    uint64_t share = (uint64_t)sv.f_blocks * (uint64_t)sv.f_frsize / RESUME_SHARE;
+    if (share < want) want = share;
+  }
+  if (known && avail < want) {
     KR_LOG(KR_LOG_INFO, w->dir, "still %" PRIu64 " bytes free: WARC writing stays held", avail);
     kr_timer_start(&c->timers, &w->retry, now + w->retry_ms, on_retry);
     return;

@@ -1,0 +1,337 @@
+#!/usr/bin/env bash
+# `kria crawl` writing WARC, checked by a third-party reader (warcio.js,
+# pinned, `npm ci` as warc_check.sh does) through warccheck.mjs (every
+# record parses, digests recompute, records tile the files, every revisit
+# names a real original) and counted with warclist.mjs:
+#  - a revisit crawl of a kts site (validators → 304s, a server ignoring
+#    conditionals → mid-fetch aborts, pages without validators →
+#    identical-payload revisits, a changing page, a volatile page whose
+#    clock is stripped from the change digest, gzip, chunked, a 5 MB body
+#    spilled to a temporary file, a host name with a dns: record):
+#    per crawl.log line exactly the record the annotations call for —
+#    responses for new and changed visits (and volatile ones with
+#    write-volatile = full), server-not-modified revisits for notModified
+#    and midFetchAbort, identical-payload revisits for "unchanged" — one
+#    request and one metadata record per visit, warcinfo first, no file
+#    left .open, file names PREFIX-TIMESTAMP-SERIAL-HOST.warc.gz;
+#  - write-volatile = skip: the volatile page's unchanged visits store
+#    nothing (crawl.log says warcSkippedVolatile);
+#  - `kria cdx` over the crawl's files agrees with warcio.js's indexer;
+#  - `kria wacz`: unzip -t passes, the expected entries, WARCs stored,
+#    datapackage.json sizes and SHA-256 match the entries, the digest file
+#    matches datapackage.json, the index is kria cdx's; refusals (.open
+#    files, garbage, usage);
+#  - kill -9 mid-crawl: the .open file is repaired at restart, validates,
+#    and every URI the store says was visited has a record (a crash
+#    repeats fetches, never loses one);
+#  - a full disk (a 1 MiB tmpfs, when this runs as root and may mount):
+#    fetching stops with a clear error, resumes once space is freed, the
+#    crawl completes with every visited URI recorded.
+# TAP; run by scripts/run-tests.sh (KRIA, KTS, KRIA_BUILD set).
+. "$(dirname "$0")/lib.sh"
+
+HERE=$KRIA_TOP/test/integration
+[ -x "$KRIA" ] && "$KRIA" crawl --help >/dev/null 2>&1 || bail "kria crawl is not built ($KRIA)"
+command -v sqlite3 >/dev/null || bail "sqlite3 is not installed"
+if ! command -v node >/dev/null; then
+  skip "node not installed (scripts/deps.sh installs nodejs)" "warcio.js checks"
+  done_testing
+fi
+if [ ! -f "$HERE/node_modules/warcio/package.json" ]; then
+  diag "installing warcio.js from package-lock.json (npm ci)"
+  if ! (cd "$HERE" && timeout 300 npm ci --no-audit --no-fund --loglevel=error) >"$T/npm.log" 2>&1; then
+    not_ok "npm ci installs warcio.js"
+    diag "$(tail -20 "$T/npm.log")"
+    done_testing
+  fi
+fi
+
+# warccheck DESC FILE...: warccheck.mjs passes on the files
+warccheck() {
+  local d=$1; shift
+  if (cd "$HERE" && node warccheck.mjs "$@") >"$T/check.out" 2>&1; then ok "$d"; else
+    not_ok "$d"; diag "$(grep -v '^ok ' "$T/check.out" | head -20)"
+  fi
+}
+warclist() { (cd "$HERE" && node warclist.mjs "$@"); }
+
+# crawl_conf FILE STATE SEEDS [extra lines...]
+crawl_conf() {
+  local f=$1 state=$2 seeds=$3; shift 3
+  {
+    echo "[crawl]"
+    echo "seeds = $seeds"
+    echo "state-dir = $state"
+    echo "revisit = false"
+    echo "[politeness]"
+    echo "min-delay = 0"
+    echo "max-delay = 0"
+    echo "delay-factor = 0"
+    echo "[store]"
+    echo "commit-interval = 10ms"
+    local l
+    for l in "$@"; do echo "$l"; done
+  } >"$f"
+}
+
+# recorded STATE FILE...: URIs the store says were visited (SUCCESS) that
+# have no response or revisit record in FILE... (none expected)
+unrecorded() {
+  local state=$1; shift
+  sqlite3 "$state/kria.db" "select url from uris where state = 1 order by url" >"$T/visited"
+  warclist "$@" | awk '$1 == "response" || $1 == "revisit" {print $3}' | sort -u >"$T/recorded"
+  comm -23 "$T/visited" "$T/recorded"
+}
+
+# ---- a revisit crawl -------------------------------------------------------------
+
+cat >"$T/site.ini" <<'EOF'
+[route "/robots.txt"]
+content-type = text/plain
+body = User-agent: *\nDisallow: /private/\n
+
+[route "/"]
+body = <html><body><a href="/p/0">pages</a> <a href="/gz">gz</a> <a href="/ch">ch</a>
+body = <a href="/vol">vol</a> <a href="/chg">chg</a> <a href="/ign">ign</a>
+body = <a href="/big">big</a> <img src="/img/x.png"></body></html>
+
+[route "/img*"]
+content-type = image/png
+body = png
+
+[route "/gz"]
+gzip = 1
+body-size = 8K
+etag = auto
+
+[route "/ch"]
+chunked = 1
+chunk-size = 500
+body-size = 6K
+etag = auto
+
+[route "/vol"]
+volatile = 1
+body-size = 3K
+
+[route "/chg"]
+change-every = 1
+body-size = 2K
+etag = auto
+
+[route "/ign"]
+ignore-conditionals = 1
+etag = auto
+last-modified = auto
+body-size = 20K
+
+[route "/big"]
+body-size = 5M
+etag = auto
+
+[site]
+pages = 6
+links = 2
+body-size = 4K
+etag = auto
+EOF
+kts_start "$T/site.ini" --log "$T/kts.log" || bail "kts did not start"
+echo "127.0.0.1 site.test" >"$T/hosts"
+echo "http://site.test:$KTS_PORT/" >"$T/seeds.txt"
+REV=(-o crawl.revisit=true -o limits.max-time=4s -o adaptive.trust-probation=0
+  -o adaptive.trust-sample=0)
+for w in text image default; do
+  REV+=(-o "wait.$w.initial-wait=1s" -o "wait.$w.min-wait=1s" -o "wait.$w.unchanged-factor=1")
+done
+crawl_conf "$T/a.conf" "$T/a" "$T/seeds.txt" "[dns]" "hosts-file = $T/hosts" \
+  "[adaptive]" 'digest-strip = <div class="clock">[^<]*</div>' \
+  "[warc]" "write-dns = true" "durability = batch"
+timeout 60 "$KRIA" crawl -c "$T/a.conf" "${REV[@]}" >"$T/a.out" 2>"$T/a.err"
+is "$?" 0 "revisit crawl exits 0 at max-time"
+mapfile -t A < <(find "$T/a/warcs" -type f | sort)
+is "${#A[@]}" 1 "one WARC file"
+like "${A[0]##*/}" '^kria-[0-9]{17}-00000-[^-]+\.warc\.gz$' "named PREFIX-TIMESTAMP-SERIAL-HOST.warc.gz"
+warccheck "warcio.js reads every record; digests, tiling and revisit targets check out" "${A[@]}"
+warclist "${A[@]}" >"$T/a.list"
+CL="$T/a/logs/crawl.log"
+is "$(head -1 "$T/a.list" | cut -d' ' -f1)" warcinfo "the file starts with a warcinfo record"
+# what crawl.log says each visit was
+U="http://site.test:$KTS_PORT"
+visits=$(wc -l <"$CL")
+nm=$(grep -cE 'notModified|midFetchAbort' "$CL")
+vol_unch=$(grep -E " $U/vol " "$CL" | grep -c unchanged)
+ident=$(($(grep -v -E 'notModified|midFetchAbort' "$CL" | grep -c unchanged) - vol_unch))
+resp=$((visits - nm - ident))
+diag "$visits visits: $nm not modified, $ident identical, $vol_unch volatile, $resp responses"
+check "revisits happened: 304s ($nm), mid-fetch aborts, unchanged bodies ($ident)" \
+  test "$nm" -ge 10 -a "$ident" -ge 3 -a "$vol_unch" -ge 1
+check "some mid-fetch aborts" grep -q midFetchAbort "$CL"
+cnt() { grep -cE "$1" "$T/a.list"; }
+is "$(cnt '^response [0-9]+ http')" "$resp" "a response record per new or changed visit (volatile ones too, write-volatile = full)"
+is "$(cnt '^revisit not-modified ')" "$nm" "a server-not-modified revisit per 304 or mid-fetch abort"
+is "$(cnt '^revisit identical ')" "$ident" "an identical-payload revisit per unchanged download"
+is "$(cnt '^request ')" "$visits" "a request record per visit"
+is "$(cnt '^metadata ')" "$visits" "a metadata record per visit"
+is "$(cnt "^response 200 $U/chg\$")" "$(grep -c " $U/chg " "$CL")" "the changing page is stored at every visit"
+is "$(cnt "^response - dns:site.test\$")" 1 "one dns: record for the host"
+is "$(cnt '^revisit ')" "$(grep -cE 'notModified|midFetchAbort|unchanged' "$CL" | awk -v v="$vol_unch" '{print $1 - v}')" \
+  "revisits == unchanged visits (volatile ones aside)"
+like "$(grep -c "^response 200 $U/big\$" "$T/a.list")" '^1$' "the 5 MB body is stored once (spilled, streamed)"
+like "$(cat "$T/a.err")" "WARC: [0-9]+ records" "a summary of what was written"
+is "$(find "$T/a/warcs" -name '*.open' | wc -l)" 0 "no file left .open at shutdown"
+zcat "${A[0]}" | awk -v u="$U/" '{sub(/\r$/, "")} /^WARC-Type: /{m = $2 == "metadata"} m && $0 == "WARC-Target-URI: " u {p = 1} p {print} p && /^overdueMs/ {exit}' >"$T/meta"
+like "$(cat "$T/meta")" 'outlink: http://site.test:[0-9]+/p/0 L' "metadata lists outlinks with hop types"
+like "$(cat "$T/meta")" 'contentState: changed' "metadata carries the content state"
+is "$(unrecorded "$T/a" "${A[@]}")" "" "every visited URI has a record"
+
+# ---- write-volatile = skip -----------------------------------------------------------
+
+crawl_conf "$T/b.conf" "$T/b" "$T/seeds.txt" "[dns]" "hosts-file = $T/hosts" \
+  "[adaptive]" 'digest-strip = <div class="clock">[^<]*</div>' \
+  "[warc]" "write-volatile = skip" "write-request = false" "write-metadata = false"
+timeout 60 "$KRIA" crawl -c "$T/b.conf" "${REV[@]}" -o limits.max-time=2500ms 2>"$T/b.err"
+is "$?" 0 "write-volatile = skip crawl exits 0"
+mapfile -t B < <(find "$T/b/warcs" -type f | sort)
+warccheck "its files check out" "${B[@]}"
+warclist "${B[@]}" >"$T/b.list"
+bvol=$(grep -E " $U/vol " "$T/b/logs/crawl.log" | grep -c unchanged)
+check "the volatile page was revisited unchanged ($bvol)" test "$bvol" -ge 1
+is "$(grep -c "^response 200 $U/vol\$" "$T/b.list")" 1 "its unchanged visits store nothing: only the first visit"
+is "$(grep -c warcSkippedVolatile "$T/b/logs/crawl.log")" "$bvol" "crawl.log says warcSkippedVolatile for each"
+is "$(grep -cE '^(request|metadata) ' "$T/b.list")" 0 "no request or metadata records when turned off"
+kts_stop
+
+# ---- kria cdx ---------------------------------------------------------------------------
+
+"$KRIA" cdx "${A[@]}" "${B[@]}" >"$T/idx.cdxj"
+is "$?" 0 "kria cdx over the crawl's files exits 0"
+if (cd "$HERE" && node warccheck.mjs --cdx "$T/idx.cdxj" "${A[@]}" "${B[@]}") >"$T/cdx.out" 2>&1; then
+  ok "kria cdx agrees with warcio.js's indexer ($(grep -o '[0-9]* lines agree' "$T/cdx.out"))"
+else
+  not_ok "kria cdx agrees with warcio.js's indexer"; diag "$(grep -v '^ok ' "$T/cdx.out" | head)"
+fi
+
+# ---- kria wacz --------------------------------------------------------------------------
+
+W="$T/out.wacz"
+"$KRIA" wacz --title "kria test" "$W" "${A[@]}" "${B[@]}" 2>"$T/wacz.err"
+is "$?" 0 "kria wacz exits 0"
+if unzip -t "$W" >"$T/unzip.out" 2>&1; then ok "unzip -t accepts the package"; else
+  not_ok "unzip -t accepts the package"; diag "$(tail -5 "$T/unzip.out")"
+fi
+names=$(unzip -Z1 "$W" | sort)
+want=$( { for f in "${A[@]}" "${B[@]}"; do echo "archive/${f##*/}"; done
+  printf '%s\n' indexes/index.cdx pages/pages.jsonl datapackage.json datapackage-digest.json; } | sort)
+is "$names" "$want" "entries: the WARCs, index, pages, datapackage and its digest"
+is "$(zipinfo "$W" 'archive/*' | awk '{print $6}' | sort -u)" stor "WARCs are stored, not deflated"
+mkdir -p "$T/x" && (cd "$T/x" && unzip -q "$W")
+bad=0 n=0
+while IFS=$'\t' read -r path hash bytes; do
+  n=$((n + 1))
+  got=$(sha256sum "$T/x/$path" | cut -d' ' -f1)
+  [ "sha256:$got" = "$hash" ] || { bad=$((bad + 1)); diag "$path: hash $hash, file sha256:$got"; }
+  [ "$(stat -c %s "$T/x/$path")" = "$bytes" ] || { bad=$((bad + 1)); diag "$path: bytes $bytes"; }
+done < <(node -e 'const d=require(process.argv[1]); if (d.profile!=="data-package"||d.wacz_version!=="1.1.1") process.exit(3); for (const r of d.resources) console.log([r.path,r.hash,r.bytes].join("\t"))' "$T/x/datapackage.json")
+is "$n" $((${#A[@]} + ${#B[@]} + 2)) "datapackage.json lists every file (profile data-package, wacz_version 1.1.1)"
+is "$bad" 0 "datapackage.json sizes and SHA-256 match the entries"
+dg=$(node -p 'require(process.argv[1]).hash' "$T/x/datapackage-digest.json")
+is "$dg" "sha256:$(sha256sum "$T/x/datapackage.json" | cut -d' ' -f1)" "datapackage-digest.json matches datapackage.json"
+is "$(cat "$T/x/indexes/index.cdx")" "$(cat "$T/idx.cdxj")" "the index is kria cdx's"
+like "$(head -1 "$T/x/pages/pages.jsonl")" '"format": "json-pages-1.0"' "pages.jsonl starts with its header"
+like "$(cat "$T/x/pages/pages.jsonl")" "\"url\": \"$U/p/0\", \"ts\": \"[0-9-]+T[0-9:.]+Z\"" "pages.jsonl lists the HTML pages with their first capture"
+cp "${A[0]}" "$T/left.warc.gz.open"
+"$KRIA" wacz "$T/o2.wacz" "$T/left.warc.gz.open" 2>"$T/w2.err"
+is "$?" 2 "a file still .open is refused"
+head -c 5000 /dev/urandom >"$T/junk.warc.gz"
+"$KRIA" wacz "$T/o3.wacz" "${A[0]}" "$T/junk.warc.gz" 2>"$T/w3.err"
+is "$?" 2 "a garbage WARC is an error"
+check "and no package is left behind" test ! -e "$T/o3.wacz" -a -z "$(find "$T" -maxdepth 1 -name 'o3.wacz.tmp*')"
+"$KRIA" wacz "$T/o4.wacz" 2>/dev/null
+is "$?" 64 "no WARC files: usage error"
+
+# ---- kill -9 mid-crawl ----------------------------------------------------------------
+
+cat >"$T/slow.ini" <<'EOF'
+[route "/robots.txt"]
+status = 404
+
+[site]
+pages = 200
+links = 3
+body-size = 6K
+delay-ms = 5
+EOF
+kts_start "$T/slow.ini" || bail "kts did not start"
+echo "$KTS_URL/p/0" >"$T/seeds2.txt"
+crawl_conf "$T/k.conf" "$T/k" "$T/seeds2.txt" "[warc]" "durability = none"
+"$KRIA" crawl -c "$T/k.conf" 2>"$T/k1.err" &
+kpid=$!
+_pids+=("$kpid")
+# bounded wait on the crawl's progress: 40 lines in crawl.log
+for _ in $(seq 400); do
+  [ "$(cat "$T/k/logs/crawl.log" 2>/dev/null | wc -l)" -ge 40 ] && break
+  sleep 0.05
+done
+kill -KILL "$kpid"
+wait "$kpid" 2>/dev/null
+is "$(find "$T/k/warcs" -name '*.warc.gz.open' | wc -l)" 1 "kill -9 leaves the file .open"
+timeout 120 "$KRIA" crawl -c "$T/k.conf" 2>"$T/k2.err"
+is "$?" 0 "the restarted crawl completes"
+like "$(cat "$T/k2.err")" "repaired 1 WARC file" "the .open file is repaired at start-up"
+is "$(find "$T/k/warcs" -name '*.open' | wc -l)" 0 "nothing left .open"
+mapfile -t K < <(find "$T/k/warcs" -type f | sort)
+is "${#K[@]}" 2 "the repaired file and the new one"
+warccheck "the repaired file and the new one check out" "${K[@]}"
+is "$(unrecorded "$T/k" "${K[@]}")" "" "every URI visited before or after the kill has a record"
+is "$(sqlite3 "$T/k/kria.db" 'select count(*) from uris where state = 1')" 201 "the whole site (and robots.txt) was visited"
+kts_stop
+
+# ---- a full disk --------------------------------------------------------------------------
+
+mkdir -p "$T/full"
+if [ "$(id -u)" != 0 ] || ! mount -t tmpfs -o size=1m tmpfs "$T/full" 2>/dev/null; then
+  skip "needs root and tmpfs mounts" "full disk: hold, error, resume"
+  done_testing
+fi
+trap 'umount "$T/full" 2>/dev/null; _lib_cleanup' EXIT
+cat >"$T/full.ini" <<'EOF'
+[route "/robots.txt"]
+status = 404
+
+[site]
+pages = 60
+links = 3
+body-size = 12K
+seed = 7
+EOF
+kts_start "$T/full.ini" || bail "kts did not start"
+echo "$KTS_URL/p/0" >"$T/seeds3.txt"
+# leave about 120 KiB: a few dozen records fit, then the disk is full
+avail=$(df -B1 --output=avail "$T/full" | tail -1)
+dd if=/dev/zero of="$T/full/filler" bs=4096 count=$(((avail - 120 * 1024) / 4096)) 2>/dev/null
+crawl_conf "$T/f.conf" "$T/f" "$T/seeds3.txt" "[warc]" "retry-interval = 200ms" "compress = none"
+"$KRIA" crawl -c "$T/f.conf" -o crawl.warc-dir="$T/full/warcs" 2>"$T/f.err" &
+fpid=$!
+_pids+=("$fpid")
+for _ in $(seq 400); do grep -q "cannot write WARC records" "$T/f.err" && break; sleep 0.05; done
+like "$(cat "$T/f.err")" "cannot write WARC records \((enospc|no-space)[^)]*\): no new fetches" \
+  "a full disk: one clear error, fetching held"
+n_held=$(wc -l <"$T/f/logs/crawl.log")
+rm -f "$T/full/filler"
+timeout 60 tail -s 0.05 --pid="$fpid" -f /dev/null || kill -KILL "$fpid"
+wait "$fpid"
+is "$?" 0 "the crawl resumes and completes once space is freed"
+like "$(cat "$T/f.err")" "writing WARC records again" "says so when it resumes"
+is "$(grep -c 'cannot write WARC records' "$T/f.err")" 1 "the error is logged once per episode"
+check "URIs were visited after the resume ($n_held before)" \
+  test "$(wc -l <"$T/f/logs/crawl.log")" -gt "$n_held"
+mapfile -t F < <(find "$T/full/warcs" -type f | sort)
+warccheck "the WARC files on the once-full disk check out" "${F[@]}"
+is "$(sqlite3 "$T/f/kria.db" 'select count(*) from uris where state = 1')" 61 "every page (and robots.txt) visited"
+is "$(unrecorded "$T/f" "${F[@]}")" "" "every visited URI has its record: nothing lost to the full disk"
+is "$(awk '{print $4}' "$T/f/logs/crawl.log" | sort | uniq -d | wc -l)" 0 "no URI logged twice"
+kts_stop
+umount "$T/full"
+trap _lib_cleanup EXIT
+
+done_testing
