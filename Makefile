@@ -56,7 +56,7 @@ FRONTIER_SRCS := src/fp.c src/seen.c src/store.c src/hostq.c src/frontier.c
 EXTRACT_SRCS := src/extract_html.c src/extract_css.c src/extract_feed.c
 CLI_SRCS := src/cli.c
 
-LIB_SRCS := $($(BASE_SRCS) $(URL_SRCS) $(TIME_SRCS) $(DNS_SRCS) $(NET_SRCS) $(ROBOTS_SRCS) $(CONFIG_SRCS) $(DEMO_SRCS) $(WARCW_SRCS) $(SVC_SRCS) $(WARC_SRCS) $(ADAPT_SRCS) $(CRAWL_SRCS) $(SCOPE_SRCS) $(FRONTIER_SRCS) $(EXTRACT_SRCS) $(SIM_SRCS) $(CLI_SRCS))
+LIB_SRCS := $(BASE_SRCS) $(URL_SRCS) $(TIME_SRCS) $(DNS_SRCS) $(NET_SRCS) $(ROBOTS_SRCS) $(CONFIG_SRCS) $(DEMO_SRCS) $(WARCW_SRCS) $(SVC_SRCS) $(WARC_SRCS) $(ADAPT_SRCS) $(CRAWL_SRCS) $(SCOPE_SRCS) $(FRONTIER_SRCS) $(EXTRACT_SRCS) $(SIM_SRCS) $(CLI_SRCS)
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
 LLHTTP_OBJS := $(B)/llhttp/api.o $(B)/llhttp/http.o $(B)/llhttp/llhttp.o
 MAIN_OBJS := $(B)/src/main.o
