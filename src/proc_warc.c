@@ -683,10 +683,11 @@ static int warc_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
 }
 
 /* First in the post phase: a fetch whose walk skipped the write phase
- * after an error but has a response (a cut body) is recorded here. */
+ * (after an error) but has a response, e.g. a body cut by a timeout, is
+ * recorded here, still before "finish" hands the visit on. */
 static int warc_late_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
-  if (f->wcap && !f->wcap->done && f->cf.err) run_visit(self->data, f);
+  if (f->wcap && !f->wcap->done) run_visit(self->data, f);
   return KR_PROC_NEXT;
 }
 

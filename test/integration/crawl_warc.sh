@@ -16,6 +16,9 @@
 #    left .open, file names PREFIX-TIMESTAMP-SERIAL-HOST.warc.gz;
 #  - write-volatile = skip: the volatile page's unchanged visits store
 #    nothing (crawl.log says warcSkippedVolatile);
+#  - bodies cut by the server, by the idle timeout and by max-body-bytes
+#    are stored with WARC-Truncated disconnect / time / length (the first
+#    two jump over the write phase: the post phase's warc-late writes them);
 #  - `kria cdx` over the crawl's files agrees with warcio.js's indexer;
 #  - `kria wacz`: unzip -t passes, the expected entries, WARCs stored,
 #    datapackage.json sizes and SHA-256 match the entries, the digest file
@@ -199,6 +202,41 @@ check "the volatile page was revisited unchanged ($bvol)" test "$bvol" -ge 1
 is "$(grep -c "^response 200 $U/vol\$" "$T/b.list")" 1 "its unchanged visits store nothing: only the first visit"
 is "$(grep -c warcSkippedVolatile "$T/b/logs/crawl.log")" "$bvol" "crawl.log says warcSkippedVolatile for each"
 is "$(grep -cE '^(request|metadata) ' "$T/b.list")" 0 "no request or metadata records when turned off"
+kts_stop
+
+# ---- cut bodies: WARC-Truncated --------------------------------------------------------
+
+cat >"$T/cut.ini" <<'EOF2'
+[route "/robots.txt"]
+status = 404
+
+[route "/"]
+body = <a href="/cut">cut</a> <a href="/slow">slow</a> <a href="/huge">huge</a>
+
+[route "/cut"]
+body-size = 8K
+drop-after = 3000
+
+[route "/slow"]
+body-size = 8K
+stall = body
+stall-after = 2000
+
+[route "/huge"]
+body-size = 3M
+EOF2
+kts_start "$T/cut.ini" || bail "kts did not start"
+echo "$KTS_URL/" >"$T/seeds4.txt"
+crawl_conf "$T/c.conf" "$T/c" "$T/seeds4.txt" "[http]" "timeout-idle = 300ms" "max-body-bytes = 1MiB"
+timeout 60 "$KRIA" crawl -c "$T/c.conf" 2>"$T/c.err"
+is "$?" 0 "a crawl meeting cut bodies exits 0"
+mapfile -t C < <(find "$T/c/warcs" -type f | sort)
+warccheck "records of cut bodies check out (digests over what arrived)" "${C[@]}"
+warclist "${C[@]}" >"$T/c.list"
+like "$(cat "$T/c.list")" "response 200 $KTS_URL/cut disconnect" "a body cut by the server: WARC-Truncated: disconnect"
+like "$(cat "$T/c.list")" "response 200 $KTS_URL/slow time" "a body cut by the idle timeout: WARC-Truncated: time"
+like "$(cat "$T/c.list")" "response 200 $KTS_URL/huge length" "a body over max-body-bytes: WARC-Truncated: length"
+is "$(unrecorded "$T/c" "${C[@]}")" "" "every visited URI has a record"
 kts_stop
 
 # ---- kria cdx ---------------------------------------------------------------------------
