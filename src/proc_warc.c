@@ -78,7 +78,7 @@
 
 #define CAP_MEM_MAX (4u << 20)   /* raw body kept in memory per fetch */
 #define MEM_BUDGET (256u << 20)  /* ... and across fetches */
-#define POOL_KEEP (256u << 10)   /* pooled captures keep smaller buffers */
+#define POOL_KEEP (64u << 10)    /* pooled captures keep smaller buffers */
 #define POOL_MAX 1024            /* captures kept for reuse */
 #define SPILL_CHUNK (64u << 10)  /* read back from the spill file in these */
 #define RESUME_FREE (4u << 20)   /* free bytes in the WARC directory to resume, */

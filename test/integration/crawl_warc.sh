@@ -16,6 +16,7 @@
 #    left .open, file names PREFIX-TIMESTAMP-SERIAL-HOST.warc.gz;
 #  - write-volatile = skip: the volatile page's unchanged visits store
 #    nothing (crawl.log says warcSkippedVolatile);
+#  - a WARC directory that cannot be made: exit 2 naming it;
 #  - bodies cut by the server, by the idle timeout and by max-body-bytes
 #    are stored with WARC-Truncated disconnect / time / length (the first
 #    two jump over the write phase: the post phase's warc-late writes them);
@@ -203,6 +204,13 @@ is "$(grep -c "^response 200 $U/vol\$" "$T/b.list")" 1 "its unchanged visits sto
 is "$(grep -c warcSkippedVolatile "$T/b/logs/crawl.log")" "$bvol" "crawl.log says warcSkippedVolatile for each"
 is "$(grep -cE '^(request|metadata) ' "$T/b.list")" 0 "no request or metadata records when turned off"
 kts_stop
+
+# ---- a WARC directory that cannot be one ------------------------------------------------
+
+echo "a file" >"$T/notadir"
+timeout 60 "$KRIA" crawl -c "$T/b.conf" -o crawl.warc-dir="$T/notadir" 2>"$T/nd.err"
+is "$?" 2 "a WARC directory that cannot be made: exit 2"
+like "$(cat "$T/nd.err")" "$T/notadir: .*(Not a directory|cannot write WARC files there)" "with a message naming it and why"
 
 # ---- cut bodies: WARC-Truncated --------------------------------------------------------
 
