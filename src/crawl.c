@@ -94,6 +94,8 @@ static int adapt_from_view(kr_hostcfg_t *hc, const kr_config_view_t *v, char *er
   hc->etag_mode = modes[kr_config_enum(v, KR_CFG_ADAPTIVE_ETAG_COMPARE)];
   kr_vtrust_params_default(&hc->vtrust);
   hc->vtrust.sample_rate = kr_config_float(v, KR_CFG_ADAPTIVE_TRUST_SAMPLE);
+  hc->vtrust.sample_min = kr_config_float(v, KR_CFG_ADAPTIVE_TRUST_SAMPLE_MIN);
+  hc->vtrust.sample_halving = (uint32_t)kr_config_int(v, KR_CFG_ADAPTIVE_TRUST_SAMPLE_HALVING);
   hc->vtrust.misses_to_distrust = (uint32_t)kr_config_int(v, KR_CFG_ADAPTIVE_TRUST_MISSES);
   hc->vtrust.distrust_ms = kr_config_ms(v, KR_CFG_ADAPTIVE_DISTRUST_PERIOD);
   hc->vtrust.probation = (uint32_t)kr_config_int(v, KR_CFG_ADAPTIVE_TRUST_PROBATION);

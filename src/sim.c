@@ -308,6 +308,8 @@ static void on_host(void *ud, kr_frontier_t *f, kr_hostq_t *h) {
   kr_vtrust_params_default(&sh->trust);
   sh->trust.sample_rate =
       o->sample_rate >= 0 ? o->sample_rate : kr_config_float(v, KR_CFG_ADAPTIVE_TRUST_SAMPLE);
+  sh->trust.sample_min = kr_config_float(v, KR_CFG_ADAPTIVE_TRUST_SAMPLE_MIN);
+  sh->trust.sample_halving = (uint32_t)kr_config_int(v, KR_CFG_ADAPTIVE_TRUST_SAMPLE_HALVING);
   sh->trust.misses_to_distrust = (uint32_t)kr_config_int(v, KR_CFG_ADAPTIVE_TRUST_MISSES);
   sh->trust.distrust_ms = kr_config_ms(v, KR_CFG_ADAPTIVE_DISTRUST_PERIOD);
   sh->trust.probation = (uint32_t)kr_config_int(v, KR_CFG_ADAPTIVE_TRUST_PROBATION);

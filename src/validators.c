@@ -10,6 +10,7 @@
  */
 #include "kria/validators.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "kria/error.h"
@@ -302,6 +303,8 @@ void kr_validators_date_format(int64_t epoch_s, char out[KR_HTTP_DATE_SIZE]) {
 
 void kr_vtrust_params_default(kr_vtrust_params_t *p) {
   p->sample_rate = 0.05;
+  p->sample_min = 0.01;
+  p->sample_halving = 20;
   p->distrust_ms = 7 * 86400 * INT64_C(1000);
   p->misses_to_distrust = 1;
   p->probation = 3;
@@ -324,11 +327,20 @@ int kr_vtrust_is_distrusted(const kr_vtrust_t *t, int64_t now_ms) {
   return t->distrust_until != 0 && now_ms < t->distrust_until;
 }
 
+double kr_vtrust_sample_rate(const kr_vtrust_t *t, const kr_vtrust_params_t *p) {
+  double base = p->sample_rate;
+  if (!(base > 0) || !p->sample_halving) return base;
+  uint32_t halvings = t->confirm_run / p->sample_halving;
+  double r = ldexp(base, -(int)(halvings < 1000 ? halvings : 1000));
+  double lo = p->sample_min < base ? p->sample_min : base;
+  return r > lo ? r : lo;
+}
+
 kr_vtrust_mode_t kr_vtrust_mode(const kr_vtrust_t *t, const kr_vtrust_params_t *p, uint64_t fp,
                                 uint32_t visit, int64_t now_ms) {
   if (kr_vtrust_is_distrusted(t, now_ms)) return KR_VTRUST_DISTRUSTED;
   if (t->verified - t->misses < p->probation) return KR_VTRUST_PROBATION;
-  if (kr_vtrust_is_sample(p->sample_rate, fp, visit)) return KR_VTRUST_SAMPLE;
+  if (kr_vtrust_is_sample(kr_vtrust_sample_rate(t, p), fp, visit)) return KR_VTRUST_SAMPLE;
   return KR_VTRUST_USE;
 }
 
@@ -347,8 +359,12 @@ void kr_vtrust_record(kr_vtrust_t *t, const kr_vtrust_params_t *p, int predicted
     return;
   }
   t->verified++;
-  if (digest == KR_CONTENT_UNCHANGED) return;
+  if (digest == KR_CONTENT_UNCHANGED) {
+    if (t->confirm_run < UINT32_MAX) t->confirm_run++;
+    return;
+  }
   t->misses++;
+  t->confirm_run = 0;
   if (t->miss_run < UINT32_MAX) t->miss_run++;
   uint32_t need = p->misses_to_distrust ? p->misses_to_distrust : 1;
   int already = kr_vtrust_is_distrusted(t, now_ms);

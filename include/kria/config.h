@@ -269,6 +269,11 @@ enum kr_cfg_type {
     "ETag comparison: exact text (W/ included), RFC strong (weak tags say nothing) or RFC weak.") \
   X(ADAPTIVE_TRUST_SAMPLE, "adaptive", "trust-sample", FLOAT, KR_CFG_HOST, "0.05", "0..1", \
     NONE, "Share of visits downloaded in full although validators say unchanged, to check them.") \
+  X(ADAPTIVE_TRUST_SAMPLE_MIN, "adaptive", "trust-sample-min", FLOAT, KR_CFG_HOST, "0.01", \
+    "0..1", NONE, "Floor of the sampled share while a host's validators keep being confirmed.") \
+  X(ADAPTIVE_TRUST_SAMPLE_HALVING, "adaptive", "trust-sample-halving", INT, KR_CFG_HOST,  \
+    "20", "0..1000000", NONE,                                                           \
+    "Consecutive confirmations (right \"unchanged\" predictions checked) that halve the sampled share; a miss restores it; 0 = never.") \
   X(ADAPTIVE_TRUST_MISSES, "adaptive", "trust-misses", INT, KR_CFG_HOST, "1", "1..1000", \
     NONE, "Validator misses (unchanged said, content changed) that make a host distrusted.") \
   X(ADAPTIVE_DISTRUST_PERIOD, "adaptive", "distrust-period", DURATION, KR_CFG_HOST, "7d", \

@@ -42,8 +42,8 @@
  *               no mid-fetch abort; every body downloaded and compared;
  *   PROBATION   fewer than `probation` verified right "unchanged"
  *               predictions so far: the same (trust is earned first);
- *   SAMPLE      a sample_rate share of visits (5 %), picked by a hash of
- *               (URI fingerprint, visit number), so a run is
+ *   SAMPLE      a share of visits (kr_vtrust_sample_rate), picked by a
+ *               hash of (URI fingerprint, visit number), so a run is
  *               reproducible and the sample independent of the content:
  *               the same, so the prediction is checked by the digest;
  *   USE         conditional request, and mid-fetch abort on "unchanged".
@@ -54,6 +54,16 @@
  * distrust_ms (right predictions in between do not excuse a liar; a miss
  * while distrusted starts the period again, so trust comes back only
  * after a full period without one).
+ * The sample's share starts at sample_rate (5 %) and halves with every
+ * sample_halving (20) consecutive confirmations (a verified "no change"
+ * prediction that was right), down to sample_min (1 %); one miss puts it
+ * back at sample_rate. A host whose validators were never caught lying
+ * thus pays less and less for the checking, and a host that starts lying
+ * after a long honest run is caught within about 1/sample_min of its
+ * unchanged-predicted visits instead of 1/sample_rate. (With 5 % flat,
+ * the bytes saved on unchanged visits with honest validators can never
+ * reach 95 %.) The run (confirm_run) lives in memory: after a restart a
+ * host starts again at sample_rate.
  * Measures (the thesis' two, made precise; both -1 while undefined):
  *   reliability = (verified - misses) / verified
  *       of the "no change" predictions checked against the digest, the
@@ -143,6 +153,8 @@ void kr_validators_date_format(int64_t epoch_s, char out[KR_HTTP_DATE_SIZE]);
 
 typedef struct kr_vtrust_params {
   double sample_rate;          /* share of visits checked in full (0.05) */
+  double sample_min;           /* ... decaying to this floor (0.01) */
+  uint32_t sample_halving;     /* confirmations per halving (20; 0 = no decay) */
   int64_t distrust_ms;         /* how long a caught host is distrusted (7 d) */
   uint32_t misses_to_distrust; /* misses since trust was gained that distrust (1) */
   uint32_t probation;          /* right "unchanged" predictions verified
@@ -160,6 +172,8 @@ typedef struct kr_vtrust {
   uint64_t false_alarms;        /* "change" predicted, digest unchanged */
   uint64_t distrusts;           /* times the host lost trust (not extensions) */
   uint32_t miss_run;            /* misses since trust was last (re)gained */
+  uint32_t confirm_run;         /* right verified "no change" since the last miss
+                                   (memory only: the store does not keep it) */
   int64_t distrust_until;       /* epoch ms; 0: never distrusted */
 } kr_vtrust_t;
 
@@ -175,6 +189,10 @@ typedef enum kr_vtrust_mode {
 /* 1 when visit `visit` of URI fp is in the sample: a pure function of
  * (fp, visit, rate); rate <= 0 never, >= 1 always. */
 int kr_vtrust_is_sample(double rate, uint64_t fp, uint32_t visit);
+/* The share of visits sampled now: sample_rate halved every
+ * sample_halving confirmations of the current run, at least sample_min
+ * (and never above sample_rate). */
+double kr_vtrust_sample_rate(const kr_vtrust_t *t, const kr_vtrust_params_t *p);
 /* How to treat validators on this visit (decided before the request). */
 kr_vtrust_mode_t kr_vtrust_mode(const kr_vtrust_t *t, const kr_vtrust_params_t *p, uint64_t fp,
                                 uint32_t visit, int64_t now_ms);

@@ -486,12 +486,19 @@ static void validators(void **state) {
   assert_int_equal(r2.all.aborted, 0);
   assert_true(kr_sim_unchanged_saving(&r2.all) == 0.0);
   kr_config_free(cfg);
-  cfg = config("[adaptive]\ntrust-sample = 0.5\n");
+  cfg = config("[adaptive]\ntrust-sample = 0.5\ntrust-sample-halving = 0\n");
   o.cfg = cfg;
   o.conditional = 1;
   run(w2, &o, KR_SIM_FIXED, &r2, NULL);
   assert_true(kr_sim_unchanged_saving(&r2.all) < 0.6);
   assert_true(kr_sim_unchanged_saving(&r2.all) > 0.4);
+  kr_config_free(cfg);
+  /* the same sample decaying with confirmations (the default halving):
+   * honest validators end up checked at the floor */
+  cfg = config("[adaptive]\ntrust-sample = 0.5\ntrust-sample-min = 0.01\n");
+  o.cfg = cfg;
+  run(w2, &o, KR_SIM_FIXED, &r2, NULL);
+  assert_true(kr_sim_unchanged_saving(&r2.all) > 0.8);
   o.sample_rate = 0; /* the option overrides the config */
   run(w2, &o, KR_SIM_FIXED, &r2, NULL);
   assert_true(kr_sim_unchanged_saving(&r2.all) > 0.99);

@@ -5,9 +5,11 @@
  * through kr_validators_check with nginx-style header values, HTTP-date
  * parsing (three formats, impossible dates, hostile text) checked against
  * timegm, formatting round trips, and trust: the sample is deterministic
- * and 5 % +- a binomial margin, probation, distrust on a miss, extension
- * and recovery after the period, the two measures on a scripted host,
- * and a simulated liar caught while an honest host never is. */
+ * and 5 % +- a binomial margin, its decay to the floor with
+ * confirmations and return on a miss, probation, distrust on a miss,
+ * extension and recovery after the period, the two measures on a scripted host,
+ * a simulated liar caught while an honest host never is, and a host
+ * that starts lying after a long honest run caught at the floor rate. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -419,7 +421,8 @@ static void measures(void **state) {
 }
 
 /* A host whose validators say "unchanged" for 10 % of real changes is
- * caught by 5 % sampling; an honest host never is. */
+ * caught by 5 % sampling; an honest host never is, and its sample decays
+ * to the 1 % floor. */
 static void liar_and_honest(void **state) {
   (void)state;
   kr_vtrust_params_t p;
@@ -457,9 +460,96 @@ static void liar_and_honest(void **state) {
       assert_int_equal(t.distrusts, 0);
       assert_true(kr_vtrust_reliability(&t) == 1.0);
       assert_true(fabs(kr_vtrust_usefulness(&t) - 0.7) < 0.01);
-      assert_true(fabs((double)full / visits - 0.05) < 0.005);
+      /* the sample decayed to its floor: 1 %, not 5 % */
+      assert_true(fabs((double)full / visits - 0.01) < 0.002);
     }
   }
+}
+
+/* The sampled share halves every sample_halving confirmations down to
+ * sample_min; a miss puts it back at sample_rate. */
+static void sample_decay(void **state) {
+  (void)state;
+  kr_vtrust_params_t p;
+  kr_vtrust_params_default(&p);
+  assert_true(p.sample_min == 0.01 && p.sample_halving == 20);
+  p.probation = 0;
+  p.misses_to_distrust = 1000; /* misses here only reset the run */
+  kr_vtrust_t t;
+  kr_vtrust_init(&t);
+  assert_true(kr_vtrust_sample_rate(&t, &p) == 0.05);
+  for (int i = 0; i < 19; i++) kr_vtrust_record(&t, &p, 0, KR_CONTENT_UNCHANGED, 0);
+  assert_true(kr_vtrust_sample_rate(&t, &p) == 0.05);
+  kr_vtrust_record(&t, &p, 0, KR_CONTENT_UNCHANGED, 0);
+  assert_int_equal(t.confirm_run, 20);
+  assert_true(kr_vtrust_sample_rate(&t, &p) == 0.025);
+  /* skipped downloads, predicted changes and false alarms confirm nothing */
+  kr_vtrust_record(&t, &p, 0, KR_CONTENT_UNKNOWN, 0);
+  kr_vtrust_record(&t, &p, 1, KR_CONTENT_UNCHANGED, 0);
+  kr_vtrust_record(&t, &p, 1, KR_CONTENT_CHANGED, 0);
+  assert_int_equal(t.confirm_run, 20);
+  for (int i = 0; i < 20; i++) kr_vtrust_record(&t, &p, 0, KR_CONTENT_UNCHANGED, 0);
+  assert_true(kr_vtrust_sample_rate(&t, &p) == 0.0125);
+  for (int i = 0; i < 20; i++) kr_vtrust_record(&t, &p, 0, KR_CONTENT_UNCHANGED, 0);
+  assert_true(kr_vtrust_sample_rate(&t, &p) == 0.01); /* the floor, not 0.00625 */
+  t.confirm_run = UINT32_MAX;                          /* saturates, no wrap */
+  kr_vtrust_record(&t, &p, 0, KR_CONTENT_UNCHANGED, 0);
+  assert_true(t.confirm_run == UINT32_MAX && kr_vtrust_sample_rate(&t, &p) == 0.01);
+  /* a miss: back to the full rate */
+  kr_vtrust_record(&t, &p, 0, KR_CONTENT_CHANGED, 0);
+  assert_int_equal(t.confirm_run, 0);
+  assert_true(kr_vtrust_sample_rate(&t, &p) == 0.05);
+  /* the share is what kr_vtrust_mode samples with: a decayed sample is a
+   * subset of the full one (same hash, lower threshold) */
+  t.confirm_run = 1000;
+  long full = 0, decayed = 0;
+  for (uint32_t v = 0; v < 20000; v++) {
+    int a = kr_vtrust_is_sample(0.05, 77, v);
+    int b = kr_vtrust_mode(&t, &p, 77, v, 0) == KR_VTRUST_SAMPLE;
+    assert_true(!b || a);
+    full += a;
+    decayed += b;
+  }
+  assert_true(labs(decayed - 200) < 50 && labs(full - 1000) < 100);
+  /* no decay; a floor above the rate is the rate; rate 0 stays 0 */
+  kr_vtrust_params_t q = p;
+  q.sample_halving = 0;
+  assert_true(kr_vtrust_sample_rate(&t, &q) == 0.05);
+  q = p;
+  q.sample_min = 0.5;
+  assert_true(kr_vtrust_sample_rate(&t, &q) == 0.05);
+  q.sample_rate = 0;
+  assert_true(kr_vtrust_sample_rate(&t, &q) == 0);
+  assert_int_equal(kr_vtrust_mode(&t, &q, 77, 1, 0), KR_VTRUST_USE);
+}
+
+/* A host honest for a long time that starts lying is caught at the floor
+ * rate: within a few hundred of its lies, not never. */
+static void late_liar(void **state) {
+  (void)state;
+  kr_vtrust_params_t p;
+  kr_vtrust_params_default(&p);
+  kr_vtrust_t t;
+  kr_vtrust_init(&t);
+  int64_t now = 0;
+  long lies = 0, caught_after = -1;
+  for (long i = 0; i < 400000 && caught_after < 0; i++) {
+    now += 1000;
+    int liar = i >= 200000;
+    kr_vtrust_mode_t m = kr_vtrust_mode(&t, &p, 1 + (uint64_t)(i % 5000), (uint32_t)(i / 5000), now);
+    int changed = rnd() % 100 < 30;
+    int predicted_change = changed && !liar; /* a liar never admits a change */
+    kr_content_t digest = m == KR_VTRUST_USE && !predicted_change
+                              ? KR_CONTENT_UNKNOWN
+                              : changed ? KR_CONTENT_CHANGED : KR_CONTENT_UNCHANGED;
+    lies += liar && changed;
+    if (i == 199999) assert_true(kr_vtrust_sample_rate(&t, &p) == 0.01);
+    kr_vtrust_record(&t, &p, predicted_change, digest, now);
+    if (t.distrusts) caught_after = lies;
+  }
+  printf("# late liar caught after %ld lies\n", caught_after);
+  assert_true(caught_after >= 0 && caught_after < 1000);
+  assert_int_equal(t.confirm_run, 0);
 }
 
 int main(void) {
@@ -469,6 +559,7 @@ int main(void) {
       cmocka_unit_test(dates),          cmocka_unit_test(sampling),
       cmocka_unit_test(probation_distrust_recovery),
       cmocka_unit_test(measures),       cmocka_unit_test(liar_and_honest),
+      cmocka_unit_test(sample_decay),   cmocka_unit_test(late_liar),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
