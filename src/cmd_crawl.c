@@ -1,7 +1,8 @@
 /*
- * `kria crawl -c FILE [-o section.key=value]...`: load the configuration
- * (the file, then the overrides, then the cross-key checks), build the
- * crawl and run it until it ends. Exit 0 when the crawl ended as asked (a
+ * `kria crawl -c FILE [-o section.key=value]... [--revisit-now]`: load the
+ * configuration (the file, then the overrides, then the cross-key checks),
+ * build the crawl and run it until it ends (--revisit-now: every URI of
+ * the state directory due at start). Exit 0 when the crawl ended as asked (a
  * snapshot crawl completed, a limit was reached, SIGINT/SIGTERM), 2 on a
  * configuration, state-directory or database error, 64 on a usage error.
  */
@@ -15,12 +16,15 @@
 #include "log.h"
 
 static const char usage_text[] =
-    "usage: kria crawl -c FILE [-o section.key=value]...\n"
+    "usage: kria crawl -c FILE [-o section.key=value]... [--revisit-now]\n"
     "\n"
     "Crawl as FILE says (see config/kria.conf for every key). -o overrides\n"
     "one key after the file (repeatable; wait.NAME.key for wait evaluators).\n"
     "Relative paths in the configuration (crawl.seeds, crawl.state-dir) are\n"
-    "taken from the current directory. SIGINT or SIGTERM stops the crawl:\n"
+    "taken from the current directory. --revisit-now makes every URI the\n"
+    "state directory knows due at start (a second pass over a site, e.g.\n"
+    "with crawl.revisit = false: conditional GETs where validators are\n"
+    "known, then exit). SIGINT or SIGTERM stops the crawl:\n"
     "running fetches get 4 s to finish, the rest is abandoned (it stays\n"
     "queued), everything is committed and kria exits within 5 s.\n"
     "Exit 0 when the crawl ended, 2 on an error, 64 on a usage error.\n";
@@ -29,11 +33,16 @@ int kr_cmd_crawl(int argc, char **argv) {
   const char *file = NULL;
   const char *over[256];
   size_t nover = 0;
+  int revisit_now = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       fputs(usage_text, stdout);
       return 0;
+    }
+    if (!strcmp(a, "--revisit-now")) {
+      revisit_now = 1;
+      continue;
     }
     if (!strcmp(a, "-c") || !strcmp(a, "-o")) {
       if (i + 1 >= argc) {
@@ -81,7 +90,8 @@ int kr_cmd_crawl(int argc, char **argv) {
 
   kr_crawl_t *crawl;
   char err[1024];
-  kr_crawl_opts_t copts = {.config_path = file, .overrides = over, .n_overrides = nover};
+  kr_crawl_opts_t copts = {.config_path = file, .overrides = over, .n_overrides = nover,
+                           .revisit_now = revisit_now};
   rc = kr_crawl_new(cfg, &copts, &crawl, err, sizeof err);
   if (rc) {
     kr_cli_error(rc, "%s", err);

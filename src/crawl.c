@@ -329,6 +329,7 @@ static void frontier_from_config(kr_crawl_t *c, kr_frontier_opts_t *o) {
   kr_frontier_opts_default(o);
   fopts_from_view(o, g);
   o->revisit = kr_config_bool(g, KR_CFG_CRAWL_REVISIT);
+  o->revisit_now = c->opts.revisit_now;
   o->preference_embed_hops = (uint32_t)kr_config_int(g, KR_CFG_CRAWL_PREFERENCE_EMBED_HOPS);
   o->max_connections = (uint32_t)kr_config_int(g, KR_CFG_HTTP_MAX_CONNECTIONS);
   static const kr_queue_assign_t qa[] = {[KR_CFG_QUEUE_BY_HOST] = KR_QUEUE_BY_HOST,

@@ -61,6 +61,8 @@ typedef struct kr_crawl_opts {
                                    the cancel and the commit, the process
                                    is gone within 5 s of the signal) */
   int no_signals;               /* 1: do not install SIGINT/SIGTERM handlers */
+  int revisit_now;              /* 1: every known URI is due at start
+                                   (kria crawl --revisit-now) */
   /* SIGHUP reload (src/service.c): the file and -o assignments the
    * config was loaded from; NULL: reload is refused. Copied. */
   const char *config_path;

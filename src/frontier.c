@@ -456,6 +456,12 @@ int kr_frontier_open(const char *state_dir, const kr_frontier_opts_t *opts,
            had, want, had);
   if (got < 0) rc = got;
 
+  if (!rc && f->opts.revisit_now) {
+    int64_t moved = kr_store_due_all(f->st, kr_clock_now_ms(f->clock));
+    if (moved < 0) rc = (int)moved;
+    else
+      KR_LOG(KR_LOG_INFO, kr_store_path(f->st), "revisit now: %" PRId64 " URIs made due", moved);
+  }
   if (!rc) rc = kr_store_hosts_each(f->st, load_host, f);
   for (size_t i = 0; !rc && i < f->nhosts; i++) rc = load_head(f, f->hosts[i]);
   if (!rc) {

@@ -113,6 +113,7 @@ typedef struct kr_frontier_opts {
   uint32_t preference_embed_hops;        /* 0 */
   uint32_t max_connections;              /* 4096 URIs in flight at most */
   kr_queue_assign_t queue_assign;        /* KR_QUEUE_BY_HOST */
+  int revisit_now;                       /* 0; 1: every known URI due at open */
   /* IP assignment: write host's address into out; 0 or < 0 unknown. */
   int (*ip_of)(void *ud, const char *host, size_t len, char *out, size_t outlen);
   void *ip_ud;

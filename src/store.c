@@ -1081,6 +1081,30 @@ int kr_store_uri_set_sched(kr_store_t *st, uint64_t fp, int directive,
   return sqlite3_changes(st->db) > 0;
 }
 
+int64_t kr_store_due_all(kr_store_t *st, uint64_t now) {
+  static const char *const sql[] = {
+      "UPDATE uris SET next_at = ?1, state = CASE WHEN state IN (3, 4) THEN 0 ELSE state END"
+      " WHERE next_at > ?1",
+      "UPDATE hosts SET queued = (SELECT count(*) FROM uris"
+      " WHERE host_id = hosts.id AND next_at < " NEVER_SQL ")",
+  };
+  settle(st);
+  if (write_begin(st)) return KR_EDB;
+  int64_t moved = 0;
+  for (size_t i = 0; i < sizeof(sql) / sizeof(sql[0]); i++) {
+    sqlite3_stmt *s;
+    if (sqlite3_prepare_v2(st->db, sql[i], -1, &s, NULL) != SQLITE_OK)
+      return db_err(st, "making every URI due");
+    if (i == 0) sqlite3_bind_int64(s, 1, (sqlite3_int64)(now < KR_NEVER ? now : KR_NEVER - 1));
+    int rc = sqlite3_step(s);
+    sqlite3_finalize(s);
+    if (rc != SQLITE_DONE) return db_err(st, "making every URI due");
+    if (i == 0) moved = sqlite3_changes(st->db);
+    st->stats.updates++;
+  }
+  return moved;
+}
+
 int kr_store_pick(kr_store_t *st, int64_t host_id, kr_store_pick_t *out, int max) {
   settle(st);
   sqlite3_stmt *s = st->stmt[S_PICK];

@@ -210,6 +210,13 @@ int kr_store_uri_update(kr_store_t *st, const kr_uri_row_t *r);
 int kr_store_uri_set_sched(kr_store_t *st, uint64_t fp, int directive,
                            uint64_t next_at, int state);
 
+/* Make every URI due at now (kria crawl --revisit-now): next_at moves to
+ * now wherever it is later (KR_NEVER included), disregarded and failed
+ * URIs are queued again, and each host's queued count is recounted. Runs
+ * in the open transaction (before the frontier loads the host rows).
+ * Returns the number of URIs moved, or KR_EDB. */
+int64_t kr_store_due_all(kr_store_t *st, uint64_t now);
+
 /* The top of host_id's queue: up to max (fp, directive, next_at) in
  * queue order (directive desc, next_at, fp), only next_at < KR_NEVER.
  * Returns the number written to out, or KR_EDB. */
