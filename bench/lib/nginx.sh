@@ -17,7 +17,11 @@
 #   kb_nginx_cache_desc     one line: how open_file_cache was set and why
 #
 # Tunables (environment): KB_NGINX_CPU (default 1), KB_NGINX_WANT_PORT
-# (default: a free port chosen at random), KB_NGINX_ACCESS_LOG (default off),
+# (default: a free port chosen at random), KB_NGINX_LISTEN (addresses to
+# listen on besides 127.0.0.1, e.g. "$(kb_host_addrs N)" of dns.sh; one
+# port for all), KB_NGINX_ACCESS_LOG (default off; set: DIR/access.log in
+# the "kb" format: host status body_bytes request_method request_uri
+# "If-None-Match" "If-Modified-Since"),
 # KB_NGINX_FILES (files the run will serve, sizes open_file_cache),
 # KB_NGINX_OPEN_FILE_CACHE=off, KB_NGINX_CONNECTIONS (default 4096).
 
@@ -67,23 +71,28 @@ kb__nginx_conf() {
 	mask="1$(printf '%0*d' "$cpu" 0)"
 	[ "$cpu" -eq 0 ] && mask=1
 	[ "$(id -u)" -eq 0 ] && user_line="user root;"
-	[ -n "${KB_NGINX_ACCESS_LOG:-}" ] && access="$dir/access.log"
+	[ -n "${KB_NGINX_ACCESS_LOG:-}" ] && access="$dir/access.log kb"
+	local a listen_def="" listen=""
+	for a in 127.0.0.1 ${KB_NGINX_LISTEN:-}; do
+		case " $listen_def " in *" $a:$port "*) continue ;; esac
+		listen_def+="
+        listen $a:$port default_server backlog=4096;"
+		listen+="
+        listen $a:$port;"
+	done
 	if [ "$vhosts" = vhosts ]; then
 		servers="
-    server {
-        listen 127.0.0.1:$port default_server backlog=4096;
+    server {$listen_def
         root $root/h0.test;
         location = /nginx_status { stub_status; }
     }
-    server {
-        listen 127.0.0.1:$port;
+    server {$listen
         server_name ~^(?<vhost>[a-z0-9-]+\\.test)\$;
         root $root/\$vhost;
     }"
 	else
 		servers="
-    server {
-        listen 127.0.0.1:$port default_server backlog=4096;
+    server {$listen_def
         root $root;
         location = /nginx_status { stub_status; }
     }"
@@ -105,6 +114,7 @@ events {
 }
 
 http {
+    log_format kb '\$host \$status \$body_bytes_sent \$request_method \$request_uri "\$http_if_none_match" "\$http_if_modified_since"';
     access_log $access;
     server_tokens off;
     types {
