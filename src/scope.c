@@ -21,6 +21,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "kria/config.h"
 #include "kria/error.h"
 #include "kria/mem.h"
 #include "kria/seeds.h"
@@ -56,14 +57,20 @@ struct kr_scope {
 
 /* ---- options and names ---- */
 
+/* A [scope] key's default from the config schema: the one place the
+ * numbers are written, so kria crawl and the scope's own users agree. */
+static long schema_default(kr_cfg_key_t key) {
+  return strtol(kr_config_key_default(key), NULL, 10);
+}
+
 void kr_scope_opts_init(kr_scope_opts_t *o) {
   memset(o, 0, sizeof *o);
   o->mode = KR_SCOPE_HOST;
-  o->max_url_len = KR_SCOPE_DEFAULT_MAX_URL_LEN;
-  o->max_link_hops = KR_SCOPE_DEFAULT_MAX_LINK_HOPS;
-  o->max_trans_hops = KR_SCOPE_DEFAULT_MAX_TRANS_HOPS;
-  o->max_path_depth = KR_SCOPE_DEFAULT_MAX_PATH_DEPTH;
-  o->max_repeated_segments = KR_SCOPE_DEFAULT_MAX_REPEATED_SEGMENTS;
+  o->max_url_len = (size_t)schema_default(KR_CFG_SCOPE_MAX_URL_LENGTH);
+  o->max_link_hops = (int)schema_default(KR_CFG_SCOPE_MAX_LINK_HOPS);
+  o->max_trans_hops = (int)schema_default(KR_CFG_SCOPE_MAX_TRANS_HOPS);
+  o->max_path_depth = (unsigned)schema_default(KR_CFG_SCOPE_MAX_PATH_DEPTH);
+  o->max_repeated_segments = (unsigned)schema_default(KR_CFG_SCOPE_MAX_REPEATED_SEGMENTS);
   o->www_alias = 1;
 }
 

@@ -102,12 +102,9 @@ typedef enum kr_scope_rule {
   KR_SCOPE_R_OUT_OF_SCOPE, /* "out-of-scope"  reject */
 } kr_scope_rule_t;
 
-/* Defaults (Heritrix's where it has one). */
-#define KR_SCOPE_DEFAULT_MAX_URL_LEN 2048
-#define KR_SCOPE_DEFAULT_MAX_LINK_HOPS 20
-#define KR_SCOPE_DEFAULT_MAX_TRANS_HOPS 3
-#define KR_SCOPE_DEFAULT_MAX_PATH_DEPTH 20
-#define KR_SCOPE_DEFAULT_MAX_REPEATED_SEGMENTS 2
+/* Defaults: kr_scope_opts_init takes the numbers from the config schema
+ * (include/kria/config.h, [scope]), their one source; test_scope checks
+ * the two agree. */
 /* The trap rule finds repeated blocks of up to this many segments (a
  * longer block repeated three times is deeper than any sane depth limit;
  * the depth rule guards that case). Keeps the rule linear in the URL. */
@@ -118,9 +115,9 @@ typedef enum kr_scope_rule {
 
 typedef struct kr_scope_opts {
   kr_scope_mode_t mode;            /* KR_SCOPE_HOST */
-  size_t max_url_len;              /* 2048 bytes of href; 0 = no limit */
+  size_t max_url_len;              /* 2083 bytes of href; 0 = no limit */
   int max_link_hops;               /* 20; < 0 = no limit; 0 = seeds only */
-  int max_trans_hops;              /* 3; 0 = nothing out of scope */
+  int max_trans_hops;              /* 2; 0 = nothing out of scope */
   unsigned max_path_depth;         /* 20 '/' in the path; 0 = no limit */
   unsigned max_repeated_segments;  /* 2; 0 = trap rule off */
   int calendar_min_year;           /* calendar rule: both 0 = off (default) */

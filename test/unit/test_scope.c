@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "kria/buf.h"
+#include "kria/config.h"
 #include "kria/error.h"
 #include "kria/scope.h"
 #include "kria/seeds.h"
@@ -330,6 +331,27 @@ static void link_hops(void **state) {
   assert_int_equal(kr_scope_trans_hops(kr_slice_cstr("")), 0);
 }
 
+/* The scope's defaults are the config schema's: kria crawl (which sets
+ * every field from the config) and the scope's other users (tools, tests,
+ * fuzzers) must decide alike. */
+static void defaults_match_schema(void **state) {
+  (void)state;
+  kr_config_t *cfg = kr_config_new();
+  assert_int_equal(kr_config_finish(cfg), 0);
+  const kr_config_view_t *g = kr_config_global(cfg);
+  kr_scope_opts_t o;
+  kr_scope_opts_init(&o);
+  assert_int_equal(o.max_url_len, kr_config_int(g, KR_CFG_SCOPE_MAX_URL_LENGTH));
+  assert_int_equal(o.max_link_hops, kr_config_int(g, KR_CFG_SCOPE_MAX_LINK_HOPS));
+  assert_int_equal(o.max_trans_hops, kr_config_int(g, KR_CFG_SCOPE_MAX_TRANS_HOPS));
+  assert_int_equal(o.max_path_depth, kr_config_int(g, KR_CFG_SCOPE_MAX_PATH_DEPTH));
+  assert_int_equal(o.max_repeated_segments,
+                   kr_config_int(g, KR_CFG_SCOPE_MAX_REPEATED_SEGMENTS));
+  assert_int_equal(o.mode, KR_SCOPE_HOST);
+  assert_int_equal(kr_config_enum(g, KR_CFG_SCOPE_MODE), KR_CFG_SCOPE_HOST);
+  kr_config_free(cfg);
+}
+
 static void trans_hops(void **state) {
   (void)state;
   static const char *const seeds[] = {"http://example.org/", NULL};
@@ -337,7 +359,8 @@ static void trans_hops(void **state) {
   /* An embed of an in-scope page on a CDN host is accepted. */
   assert_string_equal(D(s, "http://cdn.other.net/img.png", "LLLE"), "accept:trans-hops");
   assert_string_equal(D(s, "http://cdn.other.net/a.css", "LLLER"), "accept:trans-hops");
-  assert_string_equal(D(s, "http://cdn.other.net/b", "LLLERX"), "accept:trans-hops");
+  /* max-trans-hops is 2 by default (the schema's, as Heritrix's) */
+  assert_string_equal(D(s, "http://cdn.other.net/b", "LLLERX"), "reject:trans-hops");
   assert_string_equal(D(s, "http://cdn.other.net/c", "LLLEERX"), "reject:trans-hops");
   assert_string_equal(D(s, "http://elsewhere.net/", "LLLL"), "reject:out-of-scope");
   /* A redirect from a seed to another host. */
@@ -418,15 +441,15 @@ static void length_and_scheme(void **state) {
   (void)state;
   static const char *const seeds[] = {"http://example.org/", NULL};
   kr_scope_t *s = make_mode(KR_SCOPE_HOST, seeds);
-  char url[2100];
+  char url[2200]; /* max-url-length is 2083 by default */
   strcpy(url, "http://example.org/");
   size_t n = strlen(url);
-  memset(url + n, 'a', 2048 - n);
-  url[2048] = '\0';
+  memset(url + n, 'a', 2083 - n);
+  url[2083] = '\0';
   assert_string_equal(D(s, url, "L"), "accept:host");
   strcat(url, "#a-fragment-is-not-counted");
   assert_string_equal(D(s, url, "L"), "accept:host");
-  url[2048] = 'b', url[2049] = '\0';
+  url[2083] = 'b', url[2084] = '\0';
   assert_string_equal(D(s, url, "L"), "reject:length");
   assert_string_equal(D(s, "ftp://example.org/", "L"), "reject:scheme");
   assert_string_equal(D(s, "mailto:a@example.org", "L"), "reject:scheme");
@@ -749,6 +772,7 @@ int main(void) {
       cmocka_unit_test(trap_matches_heritrix_regex),
       cmocka_unit_test(trap_long_url_bounded),
       cmocka_unit_test(calendar_rule),
+      cmocka_unit_test(defaults_match_schema),
       cmocka_unit_test(include_exclude),
       cmocka_unit_test(per_host_limits),
       cmocka_unit_test(timing_10000_seeds),
