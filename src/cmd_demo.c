@@ -250,13 +250,13 @@ static void clear_line(demo_run_t *r) {
 
 static void on_progress(uv_timer_t *t) {
   demo_run_t *r = t->data;
-  if (r->closed || r->crawl->closing) return;
+  if (r->closed || kr_crawl_is_closing(r->crawl)) return;
   progress_line(r);
 }
 
 static void on_watch(uv_check_t *h) {
   demo_run_t *r = h->data;
-  if (r->closed || !r->crawl->closing) return;
+  if (r->closed || !kr_crawl_is_closing(r->crawl)) return;
   /* The crawl has finished its fetches and is closing: the site goes too. */
   r->closed = 1;
   r->elapsed_ms = kr_demo_site_elapsed_ms(r->site);
@@ -561,15 +561,15 @@ int kr_cmd_demo(int argc, char **argv) {
   memset(&run, 0, sizeof run);
   run.crawl = crawl;
   run.tty = isatty(STDERR_FILENO);
-  rc = kr_demo_site_start(&crawl->loop, fd, a.seed, &run.site);
+  rc = kr_demo_site_start(kr_crawl_loop(crawl), fd, a.seed, &run.site);
   if (rc) {
     kr_cli_error(rc, "demo: cannot serve the demo site on the crawl's loop");
     kr_crawl_free(crawl); /* runs the loop: the site's handles close too */
     kr_config_free(cfg);
     return 2;
   }
-  uv_timer_init(&crawl->loop, &run.progress);
-  uv_check_init(&crawl->loop, &run.watch);
+  uv_timer_init(kr_crawl_loop(crawl), &run.progress);
+  uv_check_init(kr_crawl_loop(crawl), &run.watch);
   run.progress.data = run.watch.data = &run;
   uint64_t tick = run.tty ? TTY_TICK_MS : LINE_EVERY_MS;
   uv_timer_start(&run.progress, on_progress, tick, tick);

@@ -45,6 +45,10 @@ uint64_t kr_crawl_now(const kr_crawl_t *c) { return kr_clock_now_ms(&c->clock); 
 
 kr_frontier_t *kr_crawl_frontier(kr_crawl_t *c) { return c->frontier; }
 
+uv_loop_t *kr_crawl_loop(kr_crawl_t *c) { return &c->loop; }
+
+int kr_crawl_is_closing(const kr_crawl_t *c) { return c->closing; }
+
 void kr_crawl_get_stats(const kr_crawl_t *c, kr_crawl_stats_t *out) { *out = c->st; }
 
 /* ---- settings from the config ------------------------------------------------- */
@@ -257,8 +261,8 @@ static int canon_from_config(kr_crawl_t *c, char *err, size_t errlen) {
   return 0;
 }
 
-static int scope_from_config(kr_crawl_t *c, char *err, size_t errlen) {
-  const kr_config_view_t *g = kr_config_global(c->cfg);
+int kr_crawl_scope_new(const kr_config_t *cfg, kr_scope_t **out, char *err, size_t errlen) {
+  const kr_config_view_t *g = kr_config_global(cfg);
   kr_scope_opts_t so;
   kr_scope_opts_init(&so);
   static const kr_scope_mode_t modes[] = {
@@ -277,7 +281,7 @@ static int scope_from_config(kr_crawl_t *c, char *err, size_t errlen) {
   so.n_surt_prefixes = np;
   /* include/exclude are applied per host through kr_scope_limits_t from
    * the config's compiled patterns, so the scope needs none of its own. */
-  int rc = kr_scope_new(&so, &c->scope, err, errlen);
+  int rc = kr_scope_new(&so, out, err, errlen);
   free(pre);
   return rc;
 }
@@ -912,7 +916,7 @@ int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out
   c->re_feed = compile("^\\s*(application/((rss|atom|rdf|x-rss)\\+)?xml|text/xml)\\b");
   c->matcher = kr_config_matcher_new();
 
-  if ((rc = canon_from_config(c, err, errlen)) || (rc = scope_from_config(c, err, errlen)))
+  if ((rc = canon_from_config(c, err, errlen)) || (rc = kr_crawl_scope_new(c->cfg, &c->scope, err, errlen)))
     goto fail;
 
   const char *state_dir = kr_config_str(g, KR_CFG_CRAWL_STATE_DIR);

@@ -121,6 +121,15 @@ void kr_crawl_pause(kr_crawl_t *c, int paused);
 void kr_crawl_free(kr_crawl_t *c);
 void kr_crawl_get_stats(const kr_crawl_t *c, kr_crawl_stats_t *out);
 kr_frontier_t *kr_crawl_frontier(kr_crawl_t *c);
+/* The crawl's loop: front ends (kria demo) put their own handles on it
+ * before kr_crawl_run(); they must close them once kr_crawl_is_closing(). */
+uv_loop_t *kr_crawl_loop(kr_crawl_t *c);
+/* 1 once the crawl has begun closing its handles (the run is ending). */
+int kr_crawl_is_closing(const kr_crawl_t *c);
+/* The scope of cfg's [scope] section, without seeds (kr_crawl_new, and a
+ * SIGHUP reload building the next one). 0 and *out, or KR_ECONFIG with a
+ * reason in err. */
+int kr_crawl_scope_new(const kr_config_t *cfg, kr_scope_t **out, char *err, size_t errlen);
 
 /* ===================================================================== */
 /* For processors.                                                        */

@@ -399,29 +399,6 @@ static void reload_fail(kr_service_t *s, const char *fmt, ...) {
 }
 
 /* A scope from the new config (the same mapping crawl.c makes at start). */
-static int scope_build(kr_config_t *cfg, kr_scope_t **out, char *err, size_t errlen) {
-  const kr_config_view_t *g = kr_config_global(cfg);
-  kr_scope_opts_t so;
-  kr_scope_opts_init(&so);
-  static const kr_scope_mode_t modes[] = {
-      [KR_CFG_SCOPE_HOST] = KR_SCOPE_HOST, [KR_CFG_SCOPE_DOMAIN] = KR_SCOPE_DOMAIN,
-      [KR_CFG_SCOPE_PATH] = KR_SCOPE_PATH, [KR_CFG_SCOPE_SURT] = KR_SCOPE_SURT};
-  so.mode = modes[kr_config_enum(g, KR_CFG_SCOPE_MODE)];
-  so.max_url_len = (size_t)kr_config_int(g, KR_CFG_SCOPE_MAX_URL_LENGTH);
-  so.max_link_hops = (int)kr_config_int(g, KR_CFG_SCOPE_MAX_LINK_HOPS);
-  so.max_trans_hops = (int)kr_config_int(g, KR_CFG_SCOPE_MAX_TRANS_HOPS);
-  so.max_path_depth = (unsigned)kr_config_int(g, KR_CFG_SCOPE_MAX_PATH_DEPTH);
-  so.max_repeated_segments = (unsigned)kr_config_int(g, KR_CFG_SCOPE_MAX_REPEATED_SEGMENTS);
-  size_t np = kr_config_list_len(g, KR_CFG_SCOPE_SURT_PREFIXES);
-  const char **pre = np ? kr_xcalloc(np, sizeof *pre) : NULL;
-  for (size_t i = 0; i < np; i++) pre[i] = kr_config_list_item(g, KR_CFG_SCOPE_SURT_PREFIXES, i);
-  so.surt_prefixes = pre;
-  so.n_surt_prefixes = np;
-  int rc = kr_scope_new(&so, out, err, errlen);
-  free(pre);
-  return rc;
-}
-
 /* Host part of a queue key ("host", "host:port", "[v6]:port"). */
 static size_t key_host_len(const char *name) {
   size_t n = strlen(name);
@@ -494,7 +471,7 @@ static void reload(kr_service_t *s) {
   /* The new scope and seeds, before anything changes. */
   char err[512] = "";
   kr_scope_t *scope = NULL;
-  if (scope_build(n, &scope, err, sizeof err)) {
+  if (kr_crawl_scope_new(n, &scope, err, sizeof err)) {
     reload_fail(s, "scope: %s", err);
     kr_config_free(n);
     goto out;
