@@ -36,6 +36,7 @@
 #define POOL_KEEP_STRIP (1u << 20) /* digest-strip copies kept per pooled object */
 
 static void check_end(kr_crawl_t *c);
+static void http_from_view(kr_http_opts_t *o, const kr_config_view_t *v);
 static void crawl_fail(kr_crawl_t *c, int err);
 static void dispatch(kr_crawl_t *c);
 static void on_idle(uv_idle_t *h);
@@ -152,6 +153,8 @@ static kr_hostcfg_t *hostcfg_build(kr_crawl_t *c, const kr_config_view_t *v,
   hc->obey_robots = kr_config_bool(v, KR_CFG_ROBOTS_OBEY);
   hc->robots_expiry_ms = (uint64_t)kr_config_ms(v, KR_CFG_ROBOTS_EXPIRY);
   hc->conditional = kr_config_bool(v, KR_CFG_HTTP_CONDITIONAL_REQUESTS);
+  kr_http_opts_default(&hc->http);
+  http_from_view(&hc->http, v);
   char err[320];
   if (adapt_from_view(hc, v, err, sizeof err))
     KR_LOG(KR_LOG_WARN, kr_config_view_host(v), "%s: no digest-strip for these hosts", err);
@@ -286,22 +289,33 @@ int kr_crawl_scope_new(const kr_config_t *cfg, kr_scope_t **out, char *err, size
   return rc;
 }
 
+/* The [http] keys a [host] section may override, from view v: what a
+ * fetch of that host reads from its own options (kr_http_req_t.opts). */
+static void http_from_view(kr_http_opts_t *o, const kr_config_view_t *v) {
+  o->connect_timeout_ms = (uint32_t)kr_config_ms(v, KR_CFG_HTTP_TIMEOUT_CONNECT);
+  o->first_byte_timeout_ms = (uint32_t)kr_config_ms(v, KR_CFG_HTTP_TIMEOUT_FIRST_BYTE);
+  o->idle_timeout_ms = (uint32_t)kr_config_ms(v, KR_CFG_HTTP_TIMEOUT_IDLE);
+  o->total_timeout_ms = (uint32_t)kr_config_ms(v, KR_CFG_HTTP_TIMEOUT_TOTAL);
+  o->max_header_bytes = (size_t)kr_config_size(v, KR_CFG_HTTP_MAX_HEADER_BYTES);
+  o->max_body_bytes = kr_config_size(v, KR_CFG_HTTP_MAX_BODY_BYTES);
+  o->max_ratio = (uint32_t)kr_config_int(v, KR_CFG_HTTP_MAX_RATIO);
+  o->drain_max_bytes = (size_t)kr_config_size(v, KR_CFG_HTTP_DRAIN_THRESHOLD);
+  static const int verify[] = {[KR_CFG_TLS_RECORD] = KR_TLS_VERIFY_RECORD,
+                               [KR_CFG_TLS_REQUIRE] = KR_TLS_VERIFY_REQUIRE,
+                               [KR_CFG_TLS_OFF] = KR_TLS_VERIFY_OFF};
+  o->tls_verify = verify[kr_config_enum(v, KR_CFG_HTTP_TLS_VERIFY)];
+  /* Busy connections are bounded by the host's valence (one fetch each);
+   * this bounds the idle ones kept for it. */
+  int64_t per_host = kr_config_int(v, KR_CFG_HTTP_CONNECTIONS_PER_HOST);
+  o->pool_max_idle_per_key =
+      (uint32_t)(per_host ? per_host : kr_config_int(v, KR_CFG_POLITENESS_HOST_VALENCE));
+}
+
 static void http_from_config(kr_crawl_t *c, kr_http_opts_t *o) {
   const kr_config_view_t *g = kr_config_global(c->cfg);
   kr_http_opts_default(o);
   o->user_agent = kr_config_user_agent(c->cfg);
-  o->connect_timeout_ms = (uint32_t)kr_config_ms(g, KR_CFG_HTTP_TIMEOUT_CONNECT);
-  o->first_byte_timeout_ms = (uint32_t)kr_config_ms(g, KR_CFG_HTTP_TIMEOUT_FIRST_BYTE);
-  o->idle_timeout_ms = (uint32_t)kr_config_ms(g, KR_CFG_HTTP_TIMEOUT_IDLE);
-  o->total_timeout_ms = (uint32_t)kr_config_ms(g, KR_CFG_HTTP_TIMEOUT_TOTAL);
-  o->max_header_bytes = (size_t)kr_config_size(g, KR_CFG_HTTP_MAX_HEADER_BYTES);
-  o->max_body_bytes = kr_config_size(g, KR_CFG_HTTP_MAX_BODY_BYTES);
-  o->max_ratio = (uint32_t)kr_config_int(g, KR_CFG_HTTP_MAX_RATIO);
-  o->drain_max_bytes = (size_t)kr_config_size(g, KR_CFG_HTTP_DRAIN_THRESHOLD);
-  static const int verify[] = {[KR_CFG_TLS_RECORD] = KR_TLS_VERIFY_RECORD,
-                               [KR_CFG_TLS_REQUIRE] = KR_TLS_VERIFY_REQUIRE,
-                               [KR_CFG_TLS_OFF] = KR_TLS_VERIFY_OFF};
-  o->tls_verify = verify[kr_config_enum(g, KR_CFG_HTTP_TLS_VERIFY)];
+  http_from_view(o, g);
   /* Keep a connection for every fetch that may run at once. */
   uint32_t maxc = (uint32_t)kr_config_int(g, KR_CFG_HTTP_MAX_CONNECTIONS);
   if (o->pool_max_idle < maxc) o->pool_max_idle = maxc;

@@ -146,6 +146,7 @@ typedef struct kr_hostcfg {
   int obey_robots;
   uint64_t robots_expiry_ms;
   int conditional;              /* http.conditional-requests */
+  kr_http_opts_t http;          /* this view's [http] (req.opts of its fetches) */
   /* adaptive revisiting ([adaptive]) */
   int midfetch;
   kr_vscheme_t vscheme;

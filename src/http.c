@@ -177,6 +177,7 @@ struct kr_http_fetch {
   int done_called;               /* on_done has begun */
   const kr_http_cbs_t *cbs;
   void *data;
+  kr_http_opts_t o;              /* this fetch's options (kr_http_req_t.opts) */
   /* target */
   char *href, *host, *key;       /* in the arena; host without brackets */
   int port, https, head_method;
@@ -351,16 +352,17 @@ static void pool_timer_cb(uv_timer_t *t) {
   }
 }
 
-/* Keep conn for reuse under key, or close it when the pool is full. */
-static void pool_put(kr_http_client_t *c, kr_conn_t *conn) {
-  if (c->closing || !c->opts.pool_max_idle || !c->opts.pool_max_idle_per_key) {
+/* Keep conn for reuse under key, or close it when the pool is full
+ * (per_key: the idle connections this key may keep). */
+static void pool_put(kr_http_client_t *c, kr_conn_t *conn, uint32_t per_key) {
+  if (c->closing || !c->opts.pool_max_idle || !per_key) {
     kr_conn_close(conn);
     return;
   }
   uint64_t h = hash_str(conn->key);
   pool_entry_t **pp = pool_slot(c, conn->key, h);
   pool_entry_t *e = *pp;
-  if (e && e->n >= c->opts.pool_max_idle_per_key) {
+  if (e && e->n >= per_key) {
     kr_conn_close(conn);
     return;
   }
@@ -510,12 +512,12 @@ kr_slice_t kr_http_resp_header(const kr_http_resp_t *r, const char *name) {
 /* ---- timers ------------------------------------------------------------- */
 
 static uint64_t total_due(const kr_http_fetch_t *f) {
-  uint32_t t = f->client->opts.total_timeout_ms;
+  uint32_t t = f->o.total_timeout_ms;
   return t ? f->t0_ms + t : UINT64_MAX;
 }
 
 static uint64_t phase_due(const kr_http_fetch_t *f) {
-  const kr_http_opts_t *o = &f->client->opts;
+  const kr_http_opts_t *o = &f->o;
   switch (f->phase) {
   case PH_CONNECT:
     return KR_MIN(f->phase_due_ms, f->attempt_due_ms);
@@ -552,7 +554,7 @@ static void set_phase(kr_http_fetch_t *f, int phase, uint32_t ms) {
 
 static void timer_cb(uv_timer_t *t) {
   kr_http_fetch_t *f = t->data;
-  const kr_http_opts_t *o = &f->client->opts;
+  const kr_http_opts_t *o = &f->o;
   uint64_t now = uv_now(f->client->loop);
   if (now >= total_due(f)) {
     if (f->state == FS_DRAIN) {
@@ -626,7 +628,7 @@ static void finish(kr_http_fetch_t *f, int err, const char *fmt, ...) {
     f->conn = NULL;
     if (!err && f->reusable && kr_conn_is_usable(conn)) {
       conn->requests++;
-      pool_put(c, conn);
+      pool_put(c, conn, f->o.pool_max_idle_per_key);
     } else {
       kr_conn_close(conn);
     }
@@ -753,7 +755,7 @@ static void send_request(kr_http_fetch_t *f) {
   kr_conn_peer(conn, f->resp.peer_ip, sizeof f->resp.peer_ip, &f->resp.peer_port);
   kr_conn_tls_info(conn, &f->resp.tls);
   set_state(f, FS_WAIT);
-  set_phase(f, PH_FIRSTBYTE, c->opts.first_byte_timeout_ms);
+  set_phase(f, PH_FIRSTBYTE, f->o.first_byte_timeout_ms);
   int err = kr_conn_write(conn, f->req.data, f->req.len);
   if (!err) return;
   /* A pooled connection the server closed meanwhile: once more, fresh. */
@@ -796,7 +798,7 @@ static void connect_addrs(kr_http_fetch_t *f, const struct sockaddr_storage *add
   set_state(f, FS_CONNECT);
   /* Each address gets an equal share of the connect timeout, so one
    * black-holed address (a dead IPv6 route) cannot use it all. */
-  uint32_t ms = c->opts.connect_timeout_ms;
+  uint32_t ms = f->o.connect_timeout_ms;
   f->attempt_ms = n > 1 && ms ? KR_MAX(ms / (uint32_t)n, 1u) : 0;
   f->attempt_due_ms = f->attempt_ms ? uv_now(c->loop) + f->attempt_ms : UINT64_MAX;
   set_phase(f, PH_CONNECT, ms);
@@ -806,7 +808,7 @@ static void connect_addrs(kr_http_fetch_t *f, const struct sockaddr_storage *add
     return;
   }
   f->conn->key = kr_xstrdup(f->key);
-  if (f->https) kr_tls_push(f->conn, c->tls, f->host, f->port);
+  if (f->https) kr_tls_push(f->conn, c->tls, f->host, f->port, f->o.tls_verify);
 }
 
 static void dns_cb(void *data, int status, const kr_dns_result_t *res) {
@@ -878,6 +880,11 @@ int kr_http_fetch_start(kr_http_client_t *c, const kr_url_t *url,
   f->done_called = 0;
   f->cbs = cbs;
   f->data = data;
+  f->o = rq && rq->opts ? *rq->opts : c->opts;
+  if (!f->o.max_header_bytes) f->o.max_header_bytes = c->opts.max_header_bytes;
+  /* The head and arena caps follow this fetch's header limit. */
+  f->head.max = f->o.max_header_bytes + c->env.rbuf_size + 1;
+  f->arena.cap = f->o.max_header_bytes * 2 + (1u << 20);
   f->conn = NULL;
   f->dns_req = NULL;
   f->phase = PH_NONE;
@@ -1036,7 +1043,7 @@ static int content_cb(void *data, const char *p, size_t n) {
 static int on_body(llhttp_t *p, const char *at, size_t n) {
   kr_http_fetch_t *f = pf(p);
   if (f->draining) return 0;
-  const kr_http_opts_t *o = &f->client->opts;
+  const kr_http_opts_t *o = &f->o;
   int over = 0;
   if (o->max_body_bytes && n > o->max_body_bytes - f->resp.payload_bytes) {
     n = (size_t)(o->max_body_bytes - f->resp.payload_bytes);
@@ -1117,7 +1124,6 @@ static const llhttp_settings_t *parser_settings(void) {
  * the header slices into the copy, pick out the headers kria uses, and
  * set up content decoding. */
 static int build_resp(kr_http_fetch_t *f) {
-  kr_http_client_t *c = f->client;
   kr_http_resp_t *r = &f->resp;
   size_t len = f->head.len - f->msg_start;
   char *raw = kr_arena_alloc(&f->arena, len + 1);
@@ -1161,9 +1167,9 @@ static int build_resp(kr_http_fetch_t *f) {
     r->content_decoded = 0;
   }
   kr_inflate_limits_t lim = {
-      .max_out = c->opts.max_body_bytes,
-      .max_ratio = c->opts.max_ratio,
-      .ratio_after = c->opts.ratio_after_bytes,
+      .max_out = f->o.max_body_bytes,
+      .max_ratio = f->o.max_ratio,
+      .ratio_after = f->o.ratio_after_bytes,
   };
   kr_inflate_start(f->inflate, coding, &lim);
   return 0;
@@ -1193,11 +1199,10 @@ static void abort_close(kr_http_fetch_t *f) {
 }
 
 static void notify_headers(kr_http_fetch_t *f) {
-  kr_http_client_t *c = f->client;
   f->notified = 1;
   if (build_resp(f)) {
     finish(f, KR_EHEADER_TOO_BIG, "response header larger than %zu bytes",
-           c->opts.max_header_bytes);
+           f->o.max_header_bytes);
     return;
   }
   set_state(f, FS_BODY);
@@ -1215,7 +1220,7 @@ static void notify_headers(kr_http_fetch_t *f) {
   f->resp.aborted = 1;
   if (f->no_body) return; /* completes at once; the connection stays */
   if ((f->pflags & F_CONTENT_LENGTH) && !(f->pflags & F_CHUNKED) &&
-      f->cl <= c->opts.drain_max_bytes) {
+      f->cl <= f->o.drain_max_bytes) {
     f->draining = 1;
     set_state(f, FS_DRAIN);
     return;
@@ -1226,7 +1231,6 @@ static void notify_headers(kr_http_fetch_t *f) {
 /* Run llhttp over one read, segment by segment: a segment ends where the
  * parser pauses (headers complete, message complete) or at the end. */
 static void feed(kr_http_fetch_t *f, const char *p, size_t n) {
-  kr_http_client_t *c = f->client;
   while (n > 0) {
     /* While in the head, the parser's callbacks record offsets into the
      * head buffer as if this segment were already appended to it; only
@@ -1247,9 +1251,9 @@ static void feed(kr_http_fetch_t *f, const char *p, size_t n) {
       /* A head over the limit before the error is too big, however the
        * bytes were cut into reads. */
       if (in_head && f->head.len + (size_t)(llhttp_get_error_pos(&f->parser) - p) >
-                         c->opts.max_header_bytes) {
+                         f->o.max_header_bytes) {
         finish(f, KR_EHEADER_TOO_BIG, "response header larger than %zu bytes",
-               c->opts.max_header_bytes);
+               f->o.max_header_bytes);
         return;
       }
       if (f->pending < 0) {
@@ -1267,9 +1271,9 @@ static void feed(kr_http_fetch_t *f, const char *p, size_t n) {
     }
     if (in_head) {
       size_t hb = f->headers_done ? used : n;
-      if (f->head.len + hb > c->opts.max_header_bytes || kr_buf_append(&f->head, p, hb)) {
+      if (f->head.len + hb > f->o.max_header_bytes || kr_buf_append(&f->head, p, hb)) {
         finish(f, KR_EHEADER_TOO_BIG, "response header larger than %zu bytes",
-               c->opts.max_header_bytes);
+               f->o.max_header_bytes);
         return;
       }
     }

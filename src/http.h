@@ -87,6 +87,13 @@ typedef struct kr_http_req {
   const char *if_modified_since;  /* HTTP-date, NULL = none */
   const char *const *headers;     /* extra "Name: value" lines */
   size_t nheaders;
+  /* This fetch's options (a host's [http] overrides), copied at start;
+   * NULL: the client's. Read from it: the timeouts, max_header_bytes,
+   * max_body_bytes, body_limit_is_error, max_ratio, ratio_after_bytes,
+   * drain_max_bytes, tls_verify and pool_max_idle_per_key (idle
+   * connections kept for this fetch's scheme:host:port). The rest
+   * (user agent, resolve, CA file, pool totals) is the client's. */
+  const kr_http_opts_t *opts;
 } kr_http_req_t;
 
 enum { KR_HTTP_CONTINUE = 0, KR_HTTP_ABORT = 1 };

@@ -86,7 +86,8 @@ static int robots_next_hop(kr_fetch_t *f, kr_http_fetch_t *hf, const kr_http_res
   f->http = NULL;
   f->resp = NULL;
   kr_buf_reset(&f->body);
-  rc = kr_http_fetch_start(c->http, next, NULL, &cbs, f, &f->http);
+  kr_http_req_t req = {.opts = &f->hc->http};
+  rc = kr_http_fetch_start(c->http, next, &req, &cbs, f, &f->http);
   kr_url_free(next);
   if (rc) {
     f->http = NULL;
@@ -130,6 +131,7 @@ static int http_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_crawl_t *c = self->data;
   kr_http_req_t req;
   memset(&req, 0, sizeof req);
+  req.opts = &f->hc->http; /* the host's [http] settings */
   const kr_curi_t *u = f->curi;
   /* validator trust decides (proc_midfetch.c); kr__adapt_before_request
    * is called for every visit so the mode is known at the headers */
@@ -148,7 +150,8 @@ static int http_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
     kr_fetch_annotate(f, "bad-validator");
     f->ad.conditional_sent = 0;
     f->ad.vt_mode = -1; /* nothing to compare against at the headers */
-    rc = kr_http_fetch_start(c->http, f->url, NULL, &cbs, f, &f->http);
+    kr_http_req_t plain = {.opts = &f->hc->http};
+    rc = kr_http_fetch_start(c->http, f->url, &plain, &cbs, f, &f->http);
   }
   if (rc) {
     f->http = NULL;

@@ -36,6 +36,7 @@ struct kr_tls_ctx {
 typedef struct tls_cf {
   kr_cf_t cf;            /* first: the conn sees a kr_cf_t */
   kr_tls_ctx_t *ctx;
+  int verify;            /* enum kr_tls_verify of this connection */
   SSL *ssl;
   BIO *rbio, *wbio;      /* owned by ssl */
   char *key;             /* "host:port" for the session cache */
@@ -176,7 +177,7 @@ static void fill_info(tls_cf_t *tc) {
   if (alpn_len >= sizeof i->alpn) alpn_len = sizeof i->alpn - 1;
   if (alpn_len) memcpy(i->alpn, alpn, alpn_len);
   i->alpn[alpn_len] = '\0';
-  i->verify_checked = tc->ctx->verify != KR_TLS_VERIFY_OFF;
+  i->verify_checked = tc->verify != KR_TLS_VERIFY_OFF;
   i->verify_result = i->verify_checked ? SSL_get_verify_result(tc->ssl) : X509_V_OK;
   snprintf(i->verify_error, sizeof i->verify_error, "%s",
            i->verify_checked ? X509_verify_cert_error_string(i->verify_result)
@@ -211,7 +212,7 @@ static void handshake(tls_cf_t *tc) {
     return;
   }
   long vr = SSL_get_verify_result(tc->ssl);
-  if (tc->ctx->verify == KR_TLS_VERIFY_REQUIRE && vr != X509_V_OK) {
+  if (tc->verify == KR_TLS_VERIFY_REQUIRE && vr != X509_V_OK) {
     ERR_clear_error();
     snprintf(c->errmsg, sizeof c->errmsg, "certificate verify failed: %s",
              X509_verify_cert_error_string(vr));
@@ -321,10 +322,11 @@ const kr_cf_ops_t kr__tls_cf_ops = {
     .destroy = tls_destroy,
 };
 
-void kr_tls_push(kr_conn_t *c, kr_tls_ctx_t *t, const char *host, int port) {
+void kr_tls_push(kr_conn_t *c, kr_tls_ctx_t *t, const char *host, int port, int verify) {
   tls_cf_t *tc = kr_xcalloc(1, sizeof *tc);
   tc->cf.ops = &kr__tls_cf_ops;
   tc->ctx = t;
+  tc->verify = verify < 0 ? t->verify : verify;
   tc->key = kr_xasprintf("%s:%d", host, port);
   tc->ssl = SSL_new(t->ssl_ctx);
   KR_BUG_ON(!tc->ssl); /* only fails out of memory */
@@ -338,7 +340,10 @@ void kr_tls_push(kr_conn_t *c, kr_tls_ctx_t *t, const char *host, int port) {
   unsigned char bin[16];
   int is_ip = inet_pton(AF_INET, host, bin) == 1 || inet_pton(AF_INET6, host, bin) == 1;
   if (!is_ip) SSL_set_tlsext_host_name(tc->ssl, host);
-  if (t->verify != KR_TLS_VERIFY_OFF) {
+  if (tc->verify != t->verify)
+    SSL_set_verify(tc->ssl, tc->verify == KR_TLS_VERIFY_REQUIRE ? SSL_VERIFY_PEER : SSL_VERIFY_NONE,
+                   NULL);
+  if (tc->verify != KR_TLS_VERIFY_OFF) {
     if (is_ip)
       X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(tc->ssl), host);
     else

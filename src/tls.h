@@ -41,8 +41,9 @@ const char *kr_tls_verify_name(int mode);
 /* Push a TLS filter onto c, which is still connecting; the handshake
  * starts when the socket is connected, and c's on_connect fires when it
  * ends. host is the URL's host (IPv6 without brackets); SNI is sent for
- * names, not for IP literals. */
-void kr_tls_push(kr_conn_t *c, kr_tls_ctx_t *t, const char *host, int port);
+ * names, not for IP literals. verify is this connection's mode (enum
+ * kr_tls_verify: a host's own tls-verify), or -1 for the context's. */
+void kr_tls_push(kr_conn_t *c, kr_tls_ctx_t *t, const char *host, int port, int verify);
 
 /* Counters for tests and the status page. */
 typedef struct kr_tls_stats {
