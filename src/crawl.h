@@ -78,6 +78,7 @@ typedef struct kr_crawl_stats {
   uint64_t out_of_scope;        /* scope re-check rejected */
   uint64_t prerequisites;       /* URIs sent back for robots.txt */
   uint64_t robots_fetched;      /* robots.txt fetches completed */
+  uint64_t robots_reused;       /* rules read back from the state database */
   uint64_t links_found;         /* raw links from the extractors */
   uint64_t links_scheduled;     /* handed to the frontier */
   uint64_t links_rejected;      /* bad URL or out of scope */

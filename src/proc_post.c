@@ -8,7 +8,8 @@
  *                prerequisite gate (kr__robots_store, proc_prefetch.c).
  * outcome        build the outcome (unless prefetch decided it already):
  *                a response of any status is a visit (429/503 back the
- *                host off instead); no response is retryable, except for
+ *                host off instead; a robots.txt answering 429 or 5xx is
+ *                retryable, counted); no response is retryable, except for
  *                errors that will not change (bad URL, malformed
  *                response), which fail; a fetch cancelled by a shutdown
  *                goes back untouched.
@@ -145,6 +146,13 @@ static void build_outcome(kr_fetch_t *f) {
   f->log_status = r->status;
   if (r->truncated) kr_fetch_annotate(f, "lenTrunc");
   if (err && err != KR_ECANCELED) kr_fetch_annotate(f, kr_err_name(err));
+  if (f->is_robots && (r->status == 429 || r->status >= 500)) {
+    /* robots.txt unavailable: a retry, so a robots.txt that never comes
+     * back runs out of retries and fails with its URIs (proc_prefetch.c)
+     * instead of backing the host off forever. */
+    o->kind = KR_OUTCOME_RETRY;
+    return;
+  }
   if (r->status == 429 || r->status == 503) {
     o->kind = KR_OUTCOME_BACKOFF;
     kr_slice_t ra = kr_http_resp_header(r, "Retry-After");

@@ -14,10 +14,18 @@
  *         matches the path; robots.txt unavailable (5xx, network error:
  *         disallow all) -> retried later with -61, so a server that was
  *         down for an hour does not lose its URIs forever.
+ * robots.txt unavailable and out of retries (its own: proc_post.c counts
+ * a 5xx or 429 robots.txt as a retry) -> the URIs fail at once with -61,
+ * annotated robots:gave-up, so a robots.txt that answers 503 forever
+ * cannot hold a snapshot crawl: it ends after (max-retries + 1) fetches of
+ * the robots.txt, retry-delay apart.
  * The cache keys rules by origin ("http://host:port"), expires them after
  * robots.expiry (failures sooner: after retry-delay) and holds at most a
- * fixed number of origins, dropping the least recently used (they are
- * fetched again when needed). kr__robots_store() fills it after a
+ * fixed number of origins, dropping the least recently used. Each fetch's
+ * outcome (status, 2xx body, expiry) is also kept in the state database
+ * (store.h, robots table): an origin the cache does not hold is looked up
+ * there before its robots.txt is fetched again, so a restart within the
+ * expiry fetches none. kr__robots_store() fills it after a
  * robots.txt fetch (called from the post phase). Sections: the cache,
  * origins, the scope processor, the robots processor, storing rules.
  */
@@ -37,6 +45,7 @@ typedef struct robots_entry {
   uint64_t hash;
   kr_robots_t *robots;
   uint64_t expires;                      /* epoch ms */
+  int final;                             /* unavailable, its prerequisite gave up */
   struct robots_entry *chain;            /* bucket */
   struct robots_entry *lru_prev, *lru_next; /* most recent first */
 } robots_entry_t;
@@ -116,14 +125,15 @@ static void cache_remove(kr_robots_cache_t *rc, robots_entry_t *e) {
 }
 
 /* Put rules for origin (owned by the cache from now on). */
-static void cache_put(kr_robots_cache_t *rc, const char *origin, size_t n, kr_robots_t *r,
-                      uint64_t expires) {
+static robots_entry_t *cache_put(kr_robots_cache_t *rc, const char *origin, size_t n,
+                                 kr_robots_t *r, uint64_t expires, int final) {
   robots_entry_t *e = cache_get(rc, origin, n);
   if (e) {
     kr_robots_free(e->robots);
     e->robots = r;
     e->expires = expires;
-    return;
+    e->final = final;
+    return e;
   }
   if (rc->n >= rc->max) cache_remove(rc, rc->lru_tail);
   e = kr_xcalloc(1, sizeof *e);
@@ -131,11 +141,27 @@ static void cache_put(kr_robots_cache_t *rc, const char *origin, size_t n, kr_ro
   e->hash = kr_fp(origin, n);
   e->robots = r;
   e->expires = expires;
+  e->final = final;
   robots_entry_t **b = &rc->buckets[e->hash & (rc->nbuckets - 1)];
   e->chain = *b;
   *b = e;
   lru_front(rc, e);
   rc->n++;
+  return e;
+}
+
+/* The rules of origin as the state database kept them (a robots.txt
+ * fetched before a restart), when they have not expired; NULL otherwise. */
+static robots_entry_t *cache_load(kr_crawl_t *c, const char *origin, size_t n, uint64_t now) {
+  kr_robots_row_t row;
+  int rc = kr_store_robots_get(kr_frontier_store(c->frontier), origin, n, &row);
+  if (rc <= 0 || row.expires <= now) return NULL;
+  kr_robots_options_t ro = {.max_bytes = c->robots_max_size};
+  kr_robots_t *r = NULL;
+  if (kr_robots_from_status(row.status, row.body, row.body_len, c->robots_agent, &ro, &r))
+    return NULL;
+  c->st.robots_reused++;
+  return cache_put(c->robots, origin, n, r, row.expires, row.final);
 }
 
 /* ---- origins ---------------------------------------------------------------------- */
@@ -205,6 +231,7 @@ static int robots_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   size_t on = strlen(origin);
   uint64_t now = kr_crawl_now(c);
   robots_entry_t *e = cache_get(c->robots, origin, on);
+  if (!e) e = cache_load(c, origin, on, now);
   if (!e || e->expires <= now) {
     /* Prerequisite: the URI waits in its queue for the robots.txt. */
     memcpy(origin + on, "/robots.txt", 12);
@@ -224,8 +251,13 @@ static int robots_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
     return KR_PROC_NEXT;
   }
   if (d.reason == KR_ROBOTS_BY_STATUS) {
-    kr_fetch_decide(f, KR_OUTCOME_RETRY, KR_S_ROBOTS_PREREQUISITE_FAILURE);
+    /* Retried while the robots.txt is; once it has given up, so do its
+     * URIs (a snapshot crawl ends, a revisit crawl tries them again
+     * after the failed wait). */
+    kr_fetch_decide(f, e->final ? KR_OUTCOME_FAILED : KR_OUTCOME_RETRY,
+                    KR_S_ROBOTS_PREREQUISITE_FAILURE);
     kr_fetch_annotate(f, "robots:unavailable");
+    if (e->final) kr_fetch_annotate(f, "robots:gave-up");
     return KR_PROC_SKIP_TO_POST;
   }
   c->st.disregarded++;
@@ -248,6 +280,10 @@ void kr__robots_store(kr_fetch_t *f) {
   if (kr_robots_policy(r) == KR_ROBOTS_DISALLOW_ALL && f->hc->fopts.retry_delay_ms < ttl)
     ttl = f->hc->fopts.retry_delay_ms; /* try again sooner after a failure */
   uint64_t expires = now + ttl;
+  /* Unavailable (5xx, 429, no response) and out of retries: the robots.txt
+   * fails now (proc_post.c) and the URIs waiting for it fail with it. */
+  int final = kr_robots_policy(r) == KR_ROBOTS_DISALLOW_ALL &&
+              f->curi->retries >= f->hc->fopts.max_retries;
   int64_t delay = kr_robots_crawl_delay_ms(r);
   c->st.robots_fetched++;
   KR_LOG(KR_LOG_INFO, origin, "robots.txt: status %d, %s, %u rules, crawl-delay %lld ms", status,
@@ -256,7 +292,16 @@ void kr__robots_store(kr_fetch_t *f) {
                                                       : "disallow all",
          kr_robots_stats(r)->rules_kept, (long long)delay);
   kr__feed_robots_sitemaps(f, r);
-  cache_put(c->robots, origin, strlen(origin), r, expires);
+  cache_put(c->robots, origin, strlen(origin), r, expires, final);
+  /* Kept for a restart, in the transaction that finishes this fetch. */
+  kr_robots_row_t row = {.expires = expires, .status = status ? status : f->http_err,
+                         .final = final};
+  if (status >= 200 && status < 300) {
+    row.body = f->body.data;
+    row.body_len = f->body.len;
+  }
+  if (kr_store_robots_put(kr_frontier_store(c->frontier), origin, strlen(origin), &row))
+    KR_LOG(KR_LOG_WARN, origin, "robots.txt rules not kept in the state database");
   kr_frontier_host_set_robots(c->frontier, f->curi->host, expires, status ? status : f->http_err,
                               delay, now);
   kr_frontier_prereq_done(c->frontier, f->curi->host, now);

@@ -58,6 +58,8 @@ enum {
   S_ORIG_GET,
   S_ORIG_FIND,
   S_ORIG_PUT,
+  S_ROBOTS_GET,
+  S_ROBOTS_PUT,
   S__COUNT
 };
 
@@ -120,6 +122,9 @@ static const char *const stmt_sql[S__COUNT] = {
     [S_ORIG_FIND] = "SELECT o.digest, o.ofp, o.date, u.url FROM originals o LEFT JOIN uris u "
                     "ON u.fp = o.ofp WHERE o.digest = ?1 LIMIT 1",
     [S_ORIG_PUT] = "INSERT OR REPLACE INTO originals(fp, digest, ofp, date) VALUES (?1,?2,?3,?4)",
+    [S_ROBOTS_GET] = "SELECT expires, status, final, body FROM robots WHERE origin = ?1",
+    [S_ROBOTS_PUT] = "INSERT OR REPLACE INTO robots(origin, expires, status, final, body)"
+                     " VALUES (?1,?2,?3,?4,?5)",
 };
 
 /* Schema migrations: step v brings user_version v-1 to v. Each runs with
@@ -207,6 +212,11 @@ static const char *const migrations[] = {
     "CREATE TABLE originals(fp INTEGER PRIMARY KEY, digest BLOB NOT NULL,"
     " ofp INTEGER NOT NULL, date INTEGER NOT NULL);"
     "CREATE INDEX originals_digest ON originals(digest);",
+    /* 4: robots.txt per origin (the last fetch: status, the body of a
+     * 2xx, when it expires, whether its prerequisite gave up), so a
+     * restart does not fetch every host's robots.txt again at once. */
+    "CREATE TABLE robots(origin TEXT PRIMARY KEY, expires INTEGER NOT NULL,"
+    " status INTEGER NOT NULL, final INTEGER NOT NULL DEFAULT 0, body BLOB);",
 };
 
 struct kr_store {
@@ -292,6 +302,7 @@ static inline void settle(kr_store_t *st) {
     sqlite3_reset(st->stmt[S_DIGEST_GET]);
     sqlite3_reset(st->stmt[S_ORIG_GET]);
     sqlite3_reset(st->stmt[S_ORIG_FIND]);
+    sqlite3_reset(st->stmt[S_ROBOTS_GET]);
     st->get_active = 0;
   }
 }
@@ -1352,6 +1363,49 @@ int kr_store_original_put(kr_store_t *st, uint64_t fp, const uint8_t *d, size_t 
   sqlite3_bind_int64(s, 3, (sqlite3_int64)ofp);
   sqlite3_bind_int64(s, 4, (sqlite3_int64)date);
   int rc = step_done(st, s, "writing a WARC original");
+  sqlite3_clear_bindings(s);
+  return rc;
+}
+
+/* ---- robots.txt ---------------------------------------------------------------- */
+
+int kr_store_robots_get(kr_store_t *st, const char *origin, size_t n, kr_robots_row_t *out) {
+  settle(st);
+  sqlite3_stmt *s = st->stmt[S_ROBOTS_GET];
+  sqlite3_bind_text(s, 1, origin, (int)n, SQLITE_STATIC);
+  int rc = sqlite3_step(s);
+  if (rc == SQLITE_DONE) {
+    sqlite3_reset(s);
+    return 0;
+  }
+  if (rc != SQLITE_ROW) {
+    sqlite3_reset(s);
+    return db_err(st, "reading robots.txt rules");
+  }
+  st->get_active = 1; /* readable until the next call */
+  memset(out, 0, sizeof(*out));
+  int64_t exp = sqlite3_column_int64(s, 0);
+  out->expires = exp > 0 ? (uint64_t)exp : 0;
+  out->status = sqlite3_column_int(s, 1);
+  out->final = sqlite3_column_int(s, 2) != 0;
+  out->body = sqlite3_column_blob(s, 3);
+  out->body_len = (size_t)sqlite3_column_bytes(s, 3);
+  return 1;
+}
+
+int kr_store_robots_put(kr_store_t *st, const char *origin, size_t n, const kr_robots_row_t *r) {
+  settle(st);
+  if (write_begin(st)) return KR_EDB;
+  sqlite3_stmt *s = st->stmt[S_ROBOTS_PUT];
+  sqlite3_bind_text(s, 1, origin, (int)n, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 2, (sqlite3_int64)(r->expires > INT64_MAX ? INT64_MAX : r->expires));
+  sqlite3_bind_int(s, 3, r->status);
+  sqlite3_bind_int(s, 4, r->final != 0);
+  if (r->body && r->body_len)
+    sqlite3_bind_blob(s, 5, r->body, (int)r->body_len, SQLITE_STATIC);
+  else
+    sqlite3_bind_null(s, 5);
+  int rc = step_done(st, s, "writing robots.txt rules");
   sqlite3_clear_bindings(s);
   return rc;
 }

@@ -26,6 +26,9 @@
  *                                  record holding it (URI fp and
  *                                  WARC-Date): what revisits refer to;
  *                                  indexed by digest too
+ *   robots(origin, expires, status, final, body)  the last robots.txt
+ *                                  fetch per origin ("http://host:port"):
+ *                                  a restart reuses it until it expires
  *   host_validators                a view: per host the validator trust
  *                                  counters, reliability and usefulness
  *   uris_queue(host_id, directive DESC, next_at) WHERE next_at < NEVER
@@ -75,7 +78,7 @@
 
 #define KR_NEVER ((uint64_t)INT64_MAX)   /* next_at of a URI never due */
 #define KR_STORE_APP_ID 0x6b726961       /* "kria" */
-#define KR_STORE_SCHEMA 3                /* user_version this build writes */
+#define KR_STORE_SCHEMA 4                /* user_version this build writes */
 #define KR_STORE_DB_NAME "kria.db"
 #define KR_STORE_LOCK_NAME "kria.lock"
 
@@ -342,6 +345,19 @@ int kr_store_original_find(kr_store_t *st, const uint8_t *d, size_t n, kr_origin
 /* Set fp's original. 0, KR_EINVAL (no digest), KR_EDB. */
 int kr_store_original_put(kr_store_t *st, uint64_t fp, const uint8_t *d, size_t n, uint64_t ofp,
                           uint64_t date);
+/* The last robots.txt fetch of an origin. */
+typedef struct kr_robots_row {
+  uint64_t expires;       /* epoch ms: fetch it again from then on */
+  int status;             /* HTTP status after redirects, <= 0 no response */
+  int final;              /* unavailable and its retries are used up */
+  const char *body;       /* the body for a 2xx (robots.max-size at most) */
+  size_t body_len;
+} kr_robots_row_t;
+/* origin's row. 1 and *out (body valid until the next call into the
+ * store), 0 when none, KR_EDB. */
+int kr_store_robots_get(kr_store_t *st, const char *origin, size_t n, kr_robots_row_t *out);
+/* Replace origin's row. 0 or KR_EDB. */
+int kr_store_robots_put(kr_store_t *st, const char *origin, size_t n, const kr_robots_row_t *r);
 /* Set (rate > 0) or clear (rate <= 0) fp's changefreq hint. 1, 0 when fp
  * is absent, KR_EDB. */
 int kr_store_uri_set_hint(kr_store_t *st, uint64_t fp, double rate);
