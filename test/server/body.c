@@ -183,8 +183,13 @@ static size_t enc_read(kts_body_t *b, char *out, size_t max) {
   z_stream *z = &b->z;
   z->next_out = (unsigned char *)out;
   z->avail_out = (unsigned)KR_MIN(max, (size_t)1 << 30);
-  /* Bounded: each turn either consumes input or produces output. */
-  while (z->avail_out > 0) {
+  unsigned out_cap = z->avail_out;
+  uLong in0 = z->total_in;
+  /* Bounded: each turn either consumes input or produces output. A body
+   * that compresses ~1000:1 (a gzip bomb) would need 64 MiB of input to
+   * fill a 64 KiB buffer, a second before the first byte: what there is
+   * goes out after 4 MiB of input. */
+  while (z->avail_out > 0 && !(z->avail_out < out_cap && z->total_in - in0 >= (4u << 20))) {
     if (z->avail_in == 0 && !b->src_eof) {
       size_t n = kts_gen_read(&b->gen, b->zin, sizeof b->zin);
       if (n == 0) b->src_eof = 1;
@@ -278,7 +283,10 @@ static void next_chunk(kts_body_t *b) {
 size_t kts_body_read(kts_body_t *b, char *out, size_t max) {
   if (b->framing != KTS_FRAME_CHUNKED) return enc_read(b, out, max);
   size_t n = 0;
+  uLong in0 = b->zinit ? b->z.total_in : 0;
   while (n < max) {
+    /* as in enc_read: a gzip bomb's chunks go out as they are made */
+    if (n && b->zinit && b->z.total_in - in0 >= (4u << 20)) break;
     if (b->frame_off < b->frame.len) {
       size_t take = KR_MIN(max - n, b->frame.len - b->frame_off);
       memcpy(out + n, b->frame.data + b->frame_off, take);
