@@ -1056,6 +1056,7 @@ static int on_body(llhttp_t *p, const char *at, size_t n) {
     f->in_cb--;
     if (r) {
       f->pending = P_ABORT;
+      f->trunc_end = at + n;
       return HPE_USER;
     }
     if (f->cancel_req) { /* canceled from on_payload: decode nothing more */
@@ -1064,13 +1065,18 @@ static int on_body(llhttp_t *p, const char *at, size_t n) {
     }
   }
   int err = kr_inflate_feed(f->inflate, at, n, content_cb, f);
+  /* From here on_payload has seen at..at+n: when the fetch stops in these
+   * bytes they still go to on_raw (trunc_end), so a record of the raw
+   * bytes holds what its payload digest covers. */
   if (err == KR_EBODY_TOO_BIG) {
     over = 1;
   } else if (err == KR_EABORTED) {
     f->pending = P_ABORT;
+    f->trunc_end = at + n;
     return HPE_USER;
   } else if (err) {
     f->pending = err;
+    f->trunc_end = at + n;
     if (err == KR_ERATIO)
       snprintf(f->errmsg, sizeof f->errmsg,
                "decompressed %llu bytes from %llu (limit %u:1)",
@@ -1228,6 +1234,17 @@ static void notify_headers(kr_http_fetch_t *f) {
   abort_close(f);
 }
 
+/* Count n received bytes and hand them to on_raw (not while draining);
+ * nonzero when on_raw asks to abort. */
+static int raw_out(kr_http_fetch_t *f, const char *p, size_t n) {
+  f->resp.raw_bytes += n;
+  if (!n || !f->cbs->on_raw || f->draining) return 0;
+  f->in_cb++;
+  int r = f->cbs->on_raw(f, p, n);
+  f->in_cb--;
+  return r;
+}
+
 /* Run llhttp over one read, segment by segment: a segment ends where the
  * parser pauses (headers complete, message complete) or at the end. */
 static void feed(kr_http_fetch_t *f, const char *p, size_t n) {
@@ -1256,15 +1273,20 @@ static void feed(kr_http_fetch_t *f, const char *p, size_t n) {
                f->o.max_header_bytes);
         return;
       }
-      if (f->pending < 0) {
-        finish(f, f->pending, "%s", f->errmsg[0] ? f->errmsg : kr_strerror(f->pending));
-        return;
-      }
-      if (f->pending == P_NONE) {
-        finish(f, KR_EPROTO, "%s (%s) after %llu bytes", llhttp_get_error_reason(&f->parser),
-               llhttp_errno_name(e),
-               (unsigned long long)(f->resp.raw_bytes +
-                                    (size_t)(llhttp_get_error_pos(&f->parser) - p)));
+      if (f->pending < 0 || f->pending == P_NONE) {
+        /* In the body, the bytes before the error (those on_payload saw,
+         * up to trunc_end when a callback or the decoder stopped) go to
+         * on_raw first: a record of the raw bytes holds what its payload
+         * digest covers. */
+        const char *epos = llhttp_get_error_pos(&f->parser);
+        unsigned long long at = f->resp.raw_bytes + (size_t)(epos - p);
+        const char *stop = f->pending == P_NONE ? epos : f->trunc_end;
+        if (!in_head && stop && !f->cancel_req) raw_out(f, p, (size_t)(stop - p));
+        if (f->pending < 0)
+          finish(f, f->pending, "%s", f->errmsg[0] ? f->errmsg : kr_strerror(f->pending));
+        else
+          finish(f, KR_EPROTO, "%s (%s) after %llu bytes", llhttp_get_error_reason(&f->parser),
+                 llhttp_errno_name(e), at);
         return;
       }
       used = f->trunc_end ? (size_t)(f->trunc_end - p) : 0;
@@ -1277,12 +1299,10 @@ static void feed(kr_http_fetch_t *f, const char *p, size_t n) {
         return;
       }
     }
-    f->resp.raw_bytes += used;
-    if (used && f->cbs->on_raw && !f->draining && f->pending != P_ABORT) {
-      f->in_cb++;
-      int r = f->cbs->on_raw(f, p, used);
-      f->in_cb--;
-      if (r) f->pending = P_ABORT;
+    if (f->pending != P_ABORT || f->trunc_end) {
+      if (raw_out(f, p, used)) f->pending = P_ABORT;
+    } else {
+      f->resp.raw_bytes += used;
     }
     if (f->cancel_req) {
       finish(f, KR_ECANCELED, "canceled");

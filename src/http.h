@@ -12,7 +12,9 @@
  *   on_raw*      bytes as received after TLS (status line, headers, body
  *                with chunk framing): what a WARC response record stores.
  *                The header block arrives before on_headers; body bytes
- *                arrive after on_payload/on_content of the same bytes.
+ *                arrive after on_payload/on_content of the same bytes,
+ *                also when an error, a limit or an abort stops the fetch
+ *                in them (every payload byte is among the raw bytes).
  *   on_headers   headers complete. Return KR_HTTP_ABORT to stop here: the
  *                connection is closed, or, when at most drain_max bytes of
  *                a Content-Length body remain, drained and kept for reuse.

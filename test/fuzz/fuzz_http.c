@@ -21,7 +21,9 @@
  * Invariants, beyond ASan/UBSan and LeakSanitizer:
  *  - on_done exactly once and nothing after it; on_headers at most once;
  *    never a timeout (the server always ends the connection);
- *  - on_raw delivers exactly the input bytes, in order; at on_headers the
+ *  - on_raw delivers exactly the input bytes, in order, and every payload
+ *    byte among them (also when an error or an abort stopped the fetch
+ *    in those bytes); at on_headers the
  *    raw head is the input just before that point, within
  *    max_header_bytes, and every header slice lies inside it;
  *  - payload and content never exceed max_body_bytes; resp counters equal
@@ -262,6 +264,11 @@ static void hf_on_done(kr_http_fetch_t *f, int err) {
   FUZZ_CHECK(resp->raw_bytes <= run->n && r->raw_seen <= resp->raw_bytes);
   FUZZ_CHECK(resp->payload_bytes == r->payload && resp->content_bytes == r->content);
   FUZZ_CHECK(r->payload <= o->max_body_bytes && r->content <= o->max_body_bytes);
+  /* Every payload byte is among the raw bytes, also when the fetch
+   * stopped in them (a record of the raw bytes covers its payload
+   * digest); only a cancel from on_payload drops the rest. */
+  if (r->headers_calls && !run->cancel_payload)
+    FUZZ_CHECK(r->raw_seen >= resp->raw_head.n + r->payload);
   if (err == 0) {
     FUZZ_CHECK(r->headers_calls == 1 && resp->status >= 200);
     FUZZ_CHECK(resp->raw_head.n > 0);
