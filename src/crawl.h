@@ -232,6 +232,7 @@ struct kr_fetch {
   uint64_t fetch_duration_ms;
   uint64_t raw_bytes;           /* over every exchange (robots redirects) */
   int redirects;                /* robots.txt: Location hops followed */
+  int cut;                      /* download stopped at a size limit of ours */
   kr_buf_t body;                /* robots.txt body, up to robots.max-size */
   char ims[40];                 /* If-Modified-Since we sent */
   /* digest */
@@ -392,6 +393,7 @@ void kr__robots_store(kr_fetch_t *f);
 int kr__extract_add_link(kr_fetch_t *f, kr_slice_t raw, char hop, size_t *idx);
 /* A 2xx body of a page (not robots.txt, not known unchanged) is coming. */
 int kr__extract_wants_links(const kr_fetch_t *f);
+void kr__extract_note_capped(kr_fetch_t *f);
 
 /* post (proc_post.c): remember url as fp's URL for later via columns. */
 void kr__via_remember(kr_crawl_t *c, uint64_t fp, const char *url, size_t len);

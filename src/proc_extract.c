@@ -113,10 +113,28 @@ static int on_link(void *ud, const kr_extract_link_t *l) {
 
 /* ---- the processors -------------------------------------------------------------------- */
 
+/* Redirects followed in a row, as browsers do (Firefox and Chrome stop at
+ * 20). Each hop is its own URI, so a loop ends at the first URI seen
+ * again, but a chain of distinct URLs would otherwise end only where the
+ * hop accounting does (hops past 50 are shown as "N+" and counted as
+ * links): it ends here, on a 3xx annotated "redirects-capped". */
+#define MAX_REDIRECTS_IN_A_ROW 20
+
+static unsigned redirects_in_a_row(const kr_curi_t *u) {
+  unsigned n = 0;
+  while (n < u->hop_len && u->hop_path[u->hop_len - 1 - n] == 'R') n++;
+  return n;
+}
+
 static int headers_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
   if (!f->resp || f->is_robots) return KR_PROC_NEXT;
-  if (f->resp->location.n) add_link(f, f->resp->location, 'R');
+  if (f->resp->location.n) {
+    if (redirects_in_a_row(f->curi) >= MAX_REDIRECTS_IN_A_ROW)
+      kr_fetch_annotate(f, "redirects-capped");
+    else
+      add_link(f, f->resp->location, 'R');
+  }
   kr_slice_t cl = kr_http_resp_header(f->resp, "Content-Location");
   if (cl.p && cl.n) add_link(f, kr_slice_trim(cl), 'R');
   return KR_PROC_NEXT;
@@ -154,6 +172,14 @@ static int html_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
     f->html_active = 0;
   }
   return KR_PROC_NEXT;
+}
+
+/* Links streamed out of a response whose fetch then failed (a timeout, a
+ * reset mid-body) are still scheduled, but html_run/css_run were skipped:
+ * count what the extractors dropped here, for the post phase's note. */
+void kr__extract_note_capped(kr_fetch_t *f) {
+  if (f->html_active && kr_extract_html_stats(f->html)->capped) f->links_dropped++;
+  if (f->css_active && kr_extract_css_stats(f->css)->capped) f->links_dropped++;
 }
 
 static void html_cleanup(kr_chain_fetch_t *cf, kr_processor_t *self) {

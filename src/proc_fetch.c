@@ -58,7 +58,15 @@ static int on_content(kr_http_fetch_t *hf, const char *p, size_t n) {
   kr_fetch_t *f = kr_http_fetch_data(hf);
   if (f->is_robots) {
     size_t room = f->body.max - f->body.len;
-    if (room) kr_buf_append(&f->body, p, n < room ? n : room);
+    if (n > room) {
+      /* The rest would be ignored: a 100 MB robots.txt is not downloaded
+       * to max-body-bytes (or for timeout-total) to parse 500 KiB of it. */
+      kr_buf_append(&f->body, p, room);
+      kr_chain_body(&f->cf, p, room);
+      f->cut = 1;
+      return 1;
+    }
+    kr_buf_append(&f->body, p, n);
   }
   kr_chain_body(&f->cf, p, n);
   return 0;

@@ -144,7 +144,7 @@ static void build_outcome(kr_fetch_t *f) {
   }
   o->status = r->status;
   f->log_status = r->status;
-  if (r->truncated) kr_fetch_annotate(f, "lenTrunc");
+  if (r->truncated || f->cut) kr_fetch_annotate(f, "lenTrunc");
   if (err && err != KR_ECANCELED) kr_fetch_annotate(f, kr_err_name(err));
   if (f->is_robots && (r->status == 429 || r->status >= 500)) {
     /* robots.txt unavailable: a retry, so a robots.txt that never comes
@@ -240,6 +240,7 @@ static int finish_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
   kr_crawl_t *c = self->data;
   if (!f->curi) return KR_PROC_NEXT; /* handed back already */
+  kr__extract_note_capped(f);
   if (f->links_dropped) kr_fetch_annotate(f, "links-capped");
   if (f->disp == KR_DISP_FINISH) {
     write_log(f);

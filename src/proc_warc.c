@@ -365,7 +365,7 @@ static int put(struct kr_warc *w, kr_fetch_t *f, kr_warc_rec_t *rec, const kr_sl
 
 static const char *truncated_why(kr_fetch_t *f, const struct kr_warc_cap *k) {
   const kr_http_resp_t *r = f->resp;
-  if (r->truncated || (k && k->over)) return "length";
+  if (r->truncated || f->cut || (k && k->over)) return "length";
   switch (f->http_err) {
   case 0:
     return r->aborted ? "unspecified" : NULL;
