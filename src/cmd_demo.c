@@ -458,11 +458,14 @@ static int load_config(const demo_args_t *a, const char *state_dir, const char *
   const char *name = a->config ? a->config : "demo.conf (built in)";
   int rc = a->config ? kr_config_load_file(cfg, a->config)
                      : kr_config_load_string(cfg, name, kr__demo_conf, strlen(kr__demo_conf));
-  char set[3][4400];
+  char set[4][4400];
   snprintf(set[0], sizeof set[0], "crawl.seeds=%s", seeds);
   snprintf(set[1], sizeof set[1], "crawl.state-dir=%s", state_dir);
   snprintf(set[2], sizeof set[2], "limits.max-time=%us", a->seconds);
-  for (size_t i = 0; i < 3; i++)
+  /* The demo site listens on loopback, which the address policy refuses
+   * by default; also with --config FILE. */
+  snprintf(set[3], sizeof set[3], "http.allow-private-addresses=true");
+  for (size_t i = 0; i < 4; i++)
     if (kr_config_set(cfg, set[i]) && !rc) rc = KR_ECONFIG;
   for (size_t i = 0; i < a->nover; i++)
     if (kr_config_set(cfg, a->over[i]) && !rc) rc = KR_ECONFIG;

@@ -50,6 +50,11 @@ static const char usage_text[] =
     "  --ca-file FILE              extra trusted CA certificates (PEM)\n"
     "  --dns-server IP[:PORT]      name server instead of resolv.conf\n"
     "  --resolve HOST:PORT:ADDR[,ADDR...]  use ADDR for HOST:PORT (repeatable)\n"
+    "  --allow-private             connect to loopback, private, link-local and\n"
+    "                              other special addresses too (refused by\n"
+    "                              default: kria: error: address-refused)\n"
+    "  --allow-addresses CIDRS     connect to these despite the policy (a,b,...)\n"
+    "  --deny-addresses CIDRS      never connect to these\n"
     "  --abort-on-headers          abort once the headers are in\n"
     "  --input FILE                fetch every URL of FILE (one a line)\n"
     "  --connections N             concurrent fetches in list mode (64)\n"
@@ -166,6 +171,14 @@ static int parse_args(int argc, char **argv, fetch_cli_t *o) {
       }
       if (used) strcat(o->resolve, ";");
       strcat(o->resolve, v);
+    } else if (!strcmp(a, "--allow-private")) {
+      o->hopts.allow_private_addresses = 1;
+    } else if (!strcmp(a, "--allow-addresses")) {
+      NEED_VALUE();
+      o->hopts.allow_addresses = v;
+    } else if (!strcmp(a, "--deny-addresses")) {
+      NEED_VALUE();
+      o->hopts.deny_addresses = v;
     } else if (!strcmp(a, "--abort-on-headers")) {
       o->abort_on_headers = 1;
     } else if (!strcmp(a, "--input")) {
@@ -298,7 +311,8 @@ static int env_open(env_t *e, fetch_cli_t *o) {
   }
   err = kr_http_client_new(&e->loop, &e->clock, e->dns, &o->hopts, &e->http);
   if (err) {
-    kr_cli_error(err, "fetch: bad client options (--resolve, --ca-file, --user-agent)");
+    kr_cli_error(err, "fetch: bad client options (--resolve, --ca-file, --user-agent, "
+                      "--allow-addresses, --deny-addresses)");
     kr_dns_free(e->dns);
     uv_run(&e->loop, UV_RUN_DEFAULT);
     uv_loop_close(&e->loop);

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kria/addrpolicy.h"
 #include "kria/error.h"
 #include "kria/mem.h"
 
@@ -152,6 +153,11 @@ static int check_SECRET(const char *s, char *err, size_t errlen) {
   if (n && (n < 16 || n > 256 || !is_print_ascii(s, 0)))
     return fail(err, errlen, "use 16 to 256 printable characters without spaces");
   return 0;
+}
+
+static int check_CIDR(const char *s, char *err, size_t errlen) {
+  kr_cidr_t c;
+  return kr_cidr_parse(s, strlen(s), &c, err, errlen) ? -1 : 0;
 }
 
 #define check_NONE NULL

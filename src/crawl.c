@@ -311,9 +311,27 @@ static void http_from_view(kr_http_opts_t *o, const kr_config_view_t *v) {
       (uint32_t)(per_host ? per_host : kr_config_int(v, KR_CFG_POLITENESS_HOST_VALENCE));
 }
 
+/* The items of a list key joined with ',' (malloc'd; "" when empty). */
+static char *join_list(const kr_config_view_t *g, kr_cfg_key_t k) {
+  kr_buf_t b;
+  kr_buf_init(&b, 1 << 20);
+  for (size_t i = 0; i < kr_config_list_len(g, k); i++) {
+    if (i) kr_buf_append_str(&b, ",");
+    kr_buf_append_str(&b, kr_config_list_item(g, k, i));
+  }
+  char *s = kr_xstrndup(b.data ? b.data : "", b.len);
+  kr_buf_free(&b);
+  return s;
+}
+
+/* o->allow_addresses and o->deny_addresses are malloc'd (the caller
+ * frees them once the client is made). */
 static void http_from_config(kr_crawl_t *c, kr_http_opts_t *o) {
   const kr_config_view_t *g = kr_config_global(c->cfg);
   kr_http_opts_default(o);
+  o->allow_private_addresses = kr_config_bool(g, KR_CFG_HTTP_ALLOW_PRIVATE_ADDRESSES);
+  o->allow_addresses = join_list(g, KR_CFG_HTTP_ALLOW_ADDRESSES);
+  o->deny_addresses = join_list(g, KR_CFG_HTTP_DENY_ADDRESSES);
   o->user_agent = kr_config_user_agent(c->cfg);
   http_from_view(o, g);
   /* Keep a connection for every fetch that may run at once. */
@@ -960,6 +978,8 @@ int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out
   kr_http_opts_t ho;
   http_from_config(c, &ho);
   rc = kr_http_client_new(&c->loop, &c->clock, c->dns, &ho, &c->http);
+  free((char *)ho.allow_addresses);
+  free((char *)ho.deny_addresses);
   if (rc) {
     snprintf(err, errlen, "http: cannot set up the client");
     goto fail;

@@ -47,6 +47,7 @@ int kr_crawllog_status_of_error(int err) {
   case KR_EURL:
   case KR_ESCHEME: return KR_S_UNFETCHABLE_URI;
   case KR_EROBOTS: return KR_S_ROBOTS_PREREQUISITE_FAILURE;
+  case KR_EADDR_REFUSED: return KR_S_BLOCKED_BY_ADDRESS_POLICY;
   default: return KR_S_RUNTIME_EXCEPTION;
   }
 }

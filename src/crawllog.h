@@ -63,6 +63,11 @@ enum kr_fetch_status {
   KR_S_BLOCKED_BY_CUSTOM_PROCESSOR = -5002,
   KR_S_BLOCKED_BY_QUOTA = -5003,
   KR_S_BLOCKED_BY_RUNTIME_LIMIT = -5004,
+  /* kria's own, next in Heritrix's "blocked" family: every address of
+   * the host is refused by the address policy ([http]
+   * allow-private-addresses, allow-addresses, deny-addresses); nothing
+   * was sent. Annotated "address-refused". */
+  KR_S_BLOCKED_BY_ADDRESS_POLICY = -5005,
   KR_S_DELETED_BY_USER = -6000,
   KR_S_PROCESSING_THREAD_KILLED = -7000,
   KR_S_ROBOTS_PRECLUDED = -9998,         /* robots.txt disallows */
@@ -72,7 +77,7 @@ enum kr_fetch_status {
  * any response: DNS -> -1; refused, unreachable, connect timeout, TLS ->
  * -2; reset, truncated, empty reply, other network error -> -3;
  * first-byte/idle/total timeout -> -4; bad URL or scheme -> -7; robots
- * -> -61; anything else -> -5 (put kr_err_name() in an annotation). A
+ * -> -61; refused by the address policy -> -5005; anything else -> -5 (put kr_err_name() in an annotation). A
  * failure after the response headers keeps the HTTP status (Heritrix
  * annotates it, e.g. "timeTrunc", "lenTrunc"). 0 -> 0. */
 int kr_crawllog_status_of_error(int err);

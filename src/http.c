@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "kria/addrpolicy.h"
 #include "kria/inflate.h"
 #include "log.h"
 
@@ -226,6 +227,7 @@ struct kr_http_client {
   char *ua, *accept, *ca_file, *resolve;
   override_t *ov;
   size_t nov;
+  kr_addrpolicy_t *policy;
   kr_conn_env_t env;
   kr_tls_ctx_t *tls;
   /* fetch objects */
@@ -784,8 +786,68 @@ static void fetch_on_connect(kr_conn_t *conn, int status) {
   send_request(f);
 }
 
+static void sockaddr_ip(const struct sockaddr_storage *a, char *ip, size_t len) {
+  snprintf(ip, len, "?");
+  if (a->ss_family == AF_INET6)
+    inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)a)->sin6_addr, ip, (socklen_t)len);
+  else if (a->ss_family == AF_INET)
+    inet_ntop(AF_INET, &((const struct sockaddr_in *)a)->sin_addr, ip, (socklen_t)len);
+}
+
+/* Keep the addresses of addrs the policy allows, in order, in out (at
+ * most KR_DNS_MAX_ADDRS). When none is left, finish f with
+ * KR_EADDR_REFUSED naming the first address and why, and return 0. */
+static int allowed_addrs(kr_http_fetch_t *f, const struct sockaddr_storage *addrs, int n,
+                         struct sockaddr_storage *out) {
+  kr_http_client_t *c = f->client;
+  kr_addr_verdict_t first = {0};
+  int kept = 0, refused = 0;
+  char ip[INET6_ADDRSTRLEN];
+  for (int i = 0; i < n && kept < KR_DNS_MAX_ADDRS; i++) {
+    kr_addr_verdict_t v;
+    if (kr_addrpolicy_check_sockaddr(c->policy, (const struct sockaddr *)&addrs[i], &v)) {
+      out[kept++] = addrs[i];
+      continue;
+    }
+    c->stats.addrs_refused++;
+    sockaddr_ip(&addrs[i], ip, sizeof ip);
+    KR_LOG(KR_LOG_DEBUG, f->href, "address %s of %s refused (%s)", ip, f->host,
+           kr_addr_class_name(v.cls));
+    if (refused++ == 0) first = v;
+  }
+  if (kept) return kept;
+  for (int i = 0; i < n; i++) /* the first address, for the message */
+    if (kr_addrpolicy_check_sockaddr(c->policy, (const struct sockaddr *)&addrs[i], NULL) == 0) {
+      sockaddr_ip(&addrs[i], ip, sizeof ip);
+      break;
+    }
+  const char *more = refused > 1 ? " (and every other address of it)" : "";
+  char what[INET6_ADDRSTRLEN + 300];
+  struct sockaddr_storage lit;
+  if (parse_ip(f->host, strlen(f->host), &lit))
+    snprintf(what, sizeof what, "%s resolves to %s%s", f->host, ip, more);
+  else
+    snprintf(what, sizeof what, "%s", ip);
+  char cidr[64];
+  if (first.rule == KR_ADDR_BY_DENY_LIST)
+    finish(f, KR_EADDR_REFUSED, "%s, in [http] deny-addresses %s", what,
+           kr_cidr_format(first.cidr, cidr, sizeof cidr));
+  else
+    finish(f, KR_EADDR_REFUSED,
+           "%s, a %s address; [http] allow-private-addresses (kria fetch --allow-private) or "
+           "allow-addresses would permit it",
+           what, kr_addr_class_name(first.cls));
+  return 0;
+}
+
 static void connect_addrs(kr_http_fetch_t *f, const struct sockaddr_storage *addrs, int n) {
   kr_http_client_t *c = f->client;
+  struct sockaddr_storage ok[KR_DNS_MAX_ADDRS];
+  if (n > 0) {
+    n = allowed_addrs(f, addrs, n, ok);
+    if (n == 0) return;
+    addrs = ok;
+  }
   if (f->https && !c->tls) {
     kr_tls_opts_t to = {.verify = c->opts.tls_verify, .ca_file = c->ca_file};
     int err = kr_tls_ctx_new(&to, &c->tls);
@@ -1432,8 +1494,20 @@ int kr_http_client_new(uv_loop_t *loop, kr_clock_t *clock, kr_dns_t *dns,
     free(c);
     return KR_ECONFIG;
   }
+  c->policy = kr_addrpolicy_new(opts->allow_private_addresses);
+  char perr[160];
+  if (kr_addrpolicy_allow(c->policy, opts->allow_addresses, perr, sizeof perr) ||
+      kr_addrpolicy_deny(c->policy, opts->deny_addresses, perr, sizeof perr)) {
+    KR_LOG(KR_LOG_ERROR, NULL, "address policy: %s", perr);
+    kr_addrpolicy_free(c->policy);
+    for (size_t i = 0; i < c->nov; i++) free(c->ov[i].host);
+    free(c->ov);
+    free(c);
+    return KR_ECONFIG;
+  }
   if ((opts->user_agent && !header_safe(opts->user_agent)) ||
       (opts->accept && !header_safe(opts->accept))) {
+    kr_addrpolicy_free(c->policy);
     for (size_t i = 0; i < c->nov; i++) free(c->ov[i].host);
     free(c->ov);
     free(c);
@@ -1443,6 +1517,7 @@ int kr_http_client_new(uv_loop_t *loop, kr_clock_t *clock, kr_dns_t *dns,
    * fetch, but a CA file that cannot be read is a configuration error now. */
   FILE *ca = opts->ca_file ? fopen(opts->ca_file, "r") : NULL;
   if (opts->ca_file && !ca) {
+    kr_addrpolicy_free(c->policy);
     for (size_t i = 0; i < c->nov; i++) free(c->ov[i].host);
     free(c->ov);
     free(c);
@@ -1456,6 +1531,7 @@ int kr_http_client_new(uv_loop_t *loop, kr_clock_t *clock, kr_dns_t *dns,
   c->opts.accept = c->accept;
   c->opts.ca_file = c->ca_file;
   c->opts.resolve = NULL;
+  c->opts.allow_addresses = c->opts.deny_addresses = NULL; /* in c->policy */
   if (!c->opts.max_header_bytes) c->opts.max_header_bytes = 64 * 1024;
   kr_conn_env_init(&c->env, loop, clock);
   c->env.on_empty = conns_gone;
@@ -1486,6 +1562,7 @@ static void maybe_free_client(kr_http_client_t *c) {
   kr_conn_env_free(&c->env);
   for (size_t i = 0; i < c->nov; i++) free(c->ov[i].host);
   free(c->ov);
+  kr_addrpolicy_free(c->policy);
   free(c->buckets);
   free(c->ua);
   free(c->accept);

@@ -77,6 +77,18 @@ typedef struct kr_http_opts {
    * by ';' or blanks; addr an IPv4 or IPv6 literal (brackets optional):
    * no DNS for those host:port pairs. */
   const char *resolve;
+  /* Address policy (kria/addrpolicy.h), applied to every address the
+   * client is about to connect to (DNS answers, literals, --resolve
+   * overrides), so redirects and robots.txt are covered and DNS
+   * rebinding gains nothing. Loopback, private, link-local, multicast
+   * and reserved addresses are refused unless allow_private_addresses is
+   * set or allow_addresses lists them; deny_addresses refuses more. The
+   * lists are CIDRs separated by ',' or blanks. A host with some allowed
+   * addresses connects to those only; with none the fetch ends with
+   * KR_EADDR_REFUSED and never touches the network. */
+  int allow_private_addresses;   /* 0 by default */
+  const char *allow_addresses;   /* NULL = none */
+  const char *deny_addresses;    /* NULL = none */
 } kr_http_opts_t;
 
 void kr_http_opts_default(kr_http_opts_t *o);
@@ -150,11 +162,13 @@ typedef struct kr_http_stats {
   uint64_t retries;               /* stale pooled connections retried */
   uint64_t pooled_idle;           /* idle connections now */
   uint64_t conns_live;            /* connections not yet freed */
+  uint64_t addrs_refused;         /* addresses the policy refused */
 } kr_http_stats_t;
 
 /* A client on loop. dns may be NULL when every host is an IP literal or
  * covered by opts->resolve. clock, dns and loop must outlive the client.
- * 0 and *out, or KR_ECONFIG (bad resolve list, CA file) / KR_ETLS. */
+ * 0 and *out, or KR_ECONFIG (bad resolve list, CA file, address list) /
+ * KR_ETLS. */
 int kr_http_client_new(uv_loop_t *loop, kr_clock_t *clock, kr_dns_t *dns,
                        const kr_http_opts_t *opts, kr_http_client_t **out);
 /* Cancel every fetch still running (their on_done runs with KR_ECANCELED

@@ -90,6 +90,7 @@ static int is_permanent(int err) {
   case KR_EBODY_TOO_BIG:
   case KR_ERATIO:
   case KR_EDECODE:
+  case KR_EADDR_REFUSED: /* the policy holds until the operator changes it */
     return 1;
   default:
     return 0;
@@ -136,7 +137,7 @@ static void build_outcome(kr_fetch_t *f) {
     if (!err) err = KR_EIO;
     o->kind = is_permanent(err) ? KR_OUTCOME_FAILED : KR_OUTCOME_RETRY;
     o->status = err;
-    o->no_contact = is_dns(err);
+    o->no_contact = is_dns(err) || err == KR_EADDR_REFUSED;
     o->host_error = is_host_error(err);
     f->log_status = kr_crawllog_status_of_error(err);
     kr_fetch_annotate(f, kr_err_name(err));

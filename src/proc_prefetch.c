@@ -18,7 +18,9 @@
  * a 5xx or 429 robots.txt as a retry) -> the URIs fail at once with -61,
  * annotated robots:gave-up, so a robots.txt that answers 503 forever
  * cannot hold a snapshot crawl: it ends after (max-retries + 1) fetches of
- * the robots.txt, retry-delay apart.
+ * the robots.txt, retry-delay apart. When the host's addresses were
+ * refused by the address policy the URIs fail at once with the same -5005
+ * as the robots.txt (annotated address-refused).
  * The cache keys rules by origin ("http://host:port"), expires them after
  * robots.expiry (failures sooner: after retry-delay) and holds at most a
  * fixed number of origins, dropping the least recently used. Each fetch's
@@ -46,6 +48,7 @@ typedef struct robots_entry {
   kr_robots_t *robots;
   uint64_t expires;                      /* epoch ms */
   int final;                             /* unavailable, its prerequisite gave up */
+  int err;                               /* KR_E* of a robots.txt fetch without response */
   struct robots_entry *chain;            /* bucket */
   struct robots_entry *lru_prev, *lru_next; /* most recent first */
 } robots_entry_t;
@@ -126,13 +129,14 @@ static void cache_remove(kr_robots_cache_t *rc, robots_entry_t *e) {
 
 /* Put rules for origin (owned by the cache from now on). */
 static robots_entry_t *cache_put(kr_robots_cache_t *rc, const char *origin, size_t n,
-                                 kr_robots_t *r, uint64_t expires, int final) {
+                                 kr_robots_t *r, uint64_t expires, int final, int err) {
   robots_entry_t *e = cache_get(rc, origin, n);
   if (e) {
     kr_robots_free(e->robots);
     e->robots = r;
     e->expires = expires;
     e->final = final;
+    e->err = err;
     return e;
   }
   if (rc->n >= rc->max) cache_remove(rc, rc->lru_tail);
@@ -142,6 +146,7 @@ static robots_entry_t *cache_put(kr_robots_cache_t *rc, const char *origin, size
   e->robots = r;
   e->expires = expires;
   e->final = final;
+  e->err = err;
   robots_entry_t **b = &rc->buckets[e->hash & (rc->nbuckets - 1)];
   e->chain = *b;
   *b = e;
@@ -161,7 +166,7 @@ static robots_entry_t *cache_load(kr_crawl_t *c, const char *origin, size_t n, u
   if (kr_robots_from_status(row.status, row.body, row.body_len, c->robots_agent, &ro, &r))
     return NULL;
   c->st.robots_reused++;
-  return cache_put(c->robots, origin, n, r, row.expires, row.final);
+  return cache_put(c->robots, origin, n, r, row.expires, row.final, row.status < 0 ? row.status : 0);
 }
 
 /* ---- origins ---------------------------------------------------------------------- */
@@ -250,6 +255,13 @@ static int robots_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
     kr_fetch_annotate(f, "robots:exempt");
     return KR_PROC_NEXT;
   }
+  if (d.reason == KR_ROBOTS_BY_STATUS && e->err == KR_EADDR_REFUSED) {
+    /* robots.txt was never asked for: the host's addresses are refused,
+     * and so is this URI (same status, no retries). */
+    kr_fetch_decide(f, KR_OUTCOME_FAILED, KR_S_BLOCKED_BY_ADDRESS_POLICY);
+    kr_fetch_annotate(f, kr_err_name(KR_EADDR_REFUSED));
+    return KR_PROC_SKIP_TO_POST;
+  }
   if (d.reason == KR_ROBOTS_BY_STATUS) {
     /* Retried while the robots.txt is; once it has given up, so do its
      * URIs (a snapshot crawl ends, a revisit crawl tries them again
@@ -292,7 +304,7 @@ void kr__robots_store(kr_fetch_t *f) {
                                                       : "disallow all",
          kr_robots_stats(r)->rules_kept, (long long)delay);
   kr__feed_robots_sitemaps(f, r);
-  cache_put(c->robots, origin, strlen(origin), r, expires, final);
+  cache_put(c->robots, origin, strlen(origin), r, expires, final, status ? 0 : f->http_err);
   /* Kept for a restart, in the transaction that finishes this fetch. */
   kr_robots_row_t row = {.expires = expires, .status = status ? status : f->http_err,
                          .final = final};

@@ -25,8 +25,9 @@ fetch_kria_caps() {
 
 client_cmd() {
 	case $1 in
-	kria) CMD=("$KRIA" fetch --input "$LIST") ;;
-	kria-c*) CMD=("$KRIA" fetch --input "$LIST" --connections "${1#kria-c}") ;;
+	# nginx is on loopback: opt in to private addresses (refused by default)
+	kria) CMD=("$KRIA" fetch --allow-private --input "$LIST") ;;
+	kria-c*) CMD=("$KRIA" fetch --allow-private --input "$LIST" --connections "${1#kria-c}") ;;
 	wget) CMD=(wget -q -i "$LIST" -O /dev/null) ;;
 	wget2-t1) CMD=(wget2 --max-threads=1 -q -i "$LIST" -O /dev/null) ;;
 	wget2) CMD=(wget2 -q -i "$LIST" -O /dev/null) ;;

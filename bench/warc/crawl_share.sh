@@ -56,6 +56,8 @@ read -r -t 10 line <"$W/kts.fifo" || kb_die "kts did not start"
 PORT=${line##*:}
 echo "http://127.0.0.1:$PORT/p/0" >"$W/seeds.txt"
 cat >"$W/c.conf" <<EOF
+[http]
+allow-private-addresses = true
 [crawl]
 seeds = $W/seeds.txt
 state-dir = $W/st

@@ -149,6 +149,12 @@ enum kr_cfg_type {
     "0..256", NONE, "Connections open at once to one host, busy or idle (0 = host-valence).") \
   X(HTTP_MAX_CONNECTIONS, "http", "max-connections", INT, 0, "4096", "1..1000000", NONE, \
     "Connections open at once in the whole crawl.")                                      \
+  X(HTTP_ALLOW_PRIVATE_ADDRESSES, "http", "allow-private-addresses", BOOL, 0, "false", "", \
+    NONE, "Connect to loopback, private, link-local, multicast and reserved addresses too (tests, demo, intranets).") \
+  X(HTTP_ALLOW_ADDRESSES, "http", "allow-addresses", LIST, 0, "", "", CIDR,                \
+    "CIDRs connected to despite the address policy, e.g. 10.1.0.0/16, fd00::/8.")        \
+  X(HTTP_DENY_ADDRESSES, "http", "deny-addresses", LIST, 0, "", "", CIDR,                  \
+    "CIDRs never connected to, before any allow rule.")                                  \
                                                                                        \
   X(POLITENESS_DELAY_FACTOR, "politeness", "delay-factor", FLOAT, KR_CFG_HOST, "5",     \
     "0..1000", NONE, "Delay between two fetches from a host: this times the last fetch's duration, clamped.") \

@@ -44,7 +44,8 @@
   X(EMPTY_REPLY, "empty-reply", "server closed the connection without a response") \
   X(NOSPC, "no-space", "no space left on device")                             \
   X(WARC, "bad-warc", "malformed WARC data")                                   \
-  X(XML, "bad-xml", "malformed or refused XML (feed, sitemap)")
+  X(XML, "bad-xml", "malformed or refused XML (feed, sitemap)")               \
+  X(ADDR_REFUSED, "address-refused", "address refused by the address policy")
 
 enum kr_errno {
   KR_OK = 0,

@@ -329,6 +329,7 @@ static void hf_init(void) {
     kr_http_opts_t *o = &hf.opts[i];
     kr_http_opts_default(o);
     o->pool_max_idle = 0; /* every fetch on a fresh connection */
+    o->allow_private_addresses = 1; /* the server is on 127.0.0.1 */
     o->connect_timeout_ms = o->first_byte_timeout_ms = o->idle_timeout_ms = 5000;
     o->total_timeout_ms = 20000;
     if (i == 1 || i == 2) {

@@ -106,6 +106,8 @@ EOF
 
 conf() { # conf FILE STATE SEEDS
   cat >"$1" <<EOF
+[http]
+allow-private-addresses = true
 [crawl]
 seeds = $3
 state-dir = $2

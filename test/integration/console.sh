@@ -35,6 +35,8 @@ kts_start "$T/routes.ini" || bail "kts did not start"
 STATE=$T/state
 echo "$KTS_URL/" >"$T/seeds.txt"
 cat >"$T/crawl.conf" <<EOF
+[http]
+allow-private-addresses = true
 [crawl]
 seeds = $T/seeds.txt
 state-dir = $STATE

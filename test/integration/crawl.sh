@@ -61,6 +61,8 @@ EOF
 crawl_conf() {
   local f=$1 state=$2 seeds=$3; shift 3
   {
+    echo "[http]"
+    echo "allow-private-addresses = true"
     echo "[crawl]"
     echo "seeds = $seeds"
     echo "state-dir = $state"

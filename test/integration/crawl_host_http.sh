@@ -36,6 +36,8 @@ kts_start "$T/routes.ini" --log "$T/kts.log" || bail "kts did not start"
 printf '127.0.0.1 a.test b.test\n' >"$T/hosts"
 printf 'http://a.test:%s/\nhttp://b.test:%s/\n' "$KTS_PORT" "$KTS_PORT" >"$T/seeds.txt"
 cat >"$T/crawl.conf" <<EOF
+[http]
+allow-private-addresses = true
 [crawl]
 seeds = $T/seeds.txt
 state-dir = $T/state

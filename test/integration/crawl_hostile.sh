@@ -196,6 +196,8 @@ printf '127.0.0.1 good.test slow.test chunk.test len.test bomb.test links.test l
   echo "http://silent-dns.test:$GOOD/p/0"
 } >"$T/seeds.txt"
 cat >"$T/crawl.conf" <<EOF
+[http]
+allow-private-addresses = true
 [crawl]
 seeds = $T/seeds.txt
 state-dir = $T/state

@@ -37,6 +37,8 @@ echo "$KTS_URL/p/0" >"$T/seeds.txt"
 
 conf() { # conf FILE STATE
   cat >"$1" <<EOF
+[http]
+allow-private-addresses = true
 [crawl]
 seeds = $T/seeds.txt
 state-dir = $2

@@ -36,6 +36,8 @@ ACC="$NGINX_PREFIX/logs/access.log"
 
 echo "$NGINX_URL/" >"$T/seeds.txt"
 cat >"$T/c.conf" <<EOF
+[http]
+allow-private-addresses = true
 [crawl]
 seeds = $T/seeds.txt
 state-dir = $T/state

@@ -37,6 +37,8 @@ D="http://down.test:$KTS_PORT"
 # conf FILE STATE SEEDS: a snapshot crawl's configuration
 conf() {
   cat >"$1" <<EOF
+[http]
+allow-private-addresses = true
 [crawl]
 seeds = $3
 state-dir = $2

@@ -65,6 +65,8 @@ kts_start "$T/routes.ini" --log "$T/kts.log" || bail "kts did not start"
 printf '%s/p/0\n%s/n/0\n' "$KTS_URL" "$KTS_URL" >"$T/seeds.txt"
 S="$T/state"
 cat >"$T/soak.conf" <<EOF
+[http]
+allow-private-addresses = true
 [crawl]
 seeds = $T/seeds.txt
 state-dir = $S

@@ -63,6 +63,8 @@ warclist() { (cd "$HERE" && node warclist.mjs "$@"); }
 crawl_conf() {
   local f=$1 state=$2 seeds=$3; shift 3
   {
+    echo "[http]"
+    echo "allow-private-addresses = true"
     echo "[crawl]"
     echo "seeds = $seeds"
     echo "state-dir = $state"

@@ -92,6 +92,8 @@ EOF
 kts_start "$T/routes.ini" --log "$T/kts.log" || bail "kts did not start"
 printf '%s\n' "$KTS_URL/" "http://localhost:$KTS_PORT/changing" >"$T/seeds.txt"
 cat >"$T/c.conf" <<EOF
+[http]
+allow-private-addresses = true
 [crawl]
 seeds = $T/seeds.txt
 state-dir = $T/state

@@ -198,7 +198,7 @@ else
   vg() {
     local desc=$1; shift
     timeout 120 valgrind --leak-check=full --errors-for-leak-kinds=definite,indirect,possible \
-      --error-exitcode=99 -q "$KRIA" fetch "${TO[@]}" "$@" >"$T/vg.out" 2>"$T/vg.err"
+      --error-exitcode=99 -q "$KRIA" fetch --allow-private "${TO[@]}" "$@" >"$T/vg.out" 2>"$T/vg.err"
     local rc=$?
     if [ "$rc" -eq 0 ] || [ "$rc" -eq 2 ]; then ok "valgrind: $desc (exit $rc)"; else
       not_ok "valgrind: $desc"; diag "exit $rc"; diag "$(head -30 "$T/vg.err")"

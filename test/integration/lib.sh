@@ -13,7 +13,10 @@
 #             dnsmasq_start ARGS...        -> DNS_PID DNS_PORT
 #             spawn_wait LOG READY FAIL CMD... (a server that logs to stderr)
 #             make_cert DIR                -> DIR/cert.pem DIR/key.pem
-#   kria:     kfetch ARGS...   runs "$KRIA fetch ARGS"; sets RC, OUT, ERR
+#   kria:     kfetch ARGS...   runs "$KRIA fetch --allow-private ARGS"; sets RC,
+#                              OUT, ERR (test servers are on loopback, which
+#                              the address policy refuses by default)
+#             kfetch_strict ARGS...  the same without --allow-private
 #             field NAME       value of "NAME: v" in $OUT
 #             sha1_b32 FILE    SHA-1 in base32 (Heritrix/WARC style)
 #
@@ -266,8 +269,12 @@ EOF
 
 # ---- kria ---------------------------------------------------------------
 
-# kfetch ARGS...: run `kria fetch` (bounded to 60 s); RC, OUT, ERR.
-kfetch() {
+# kfetch ARGS...: run `kria fetch --allow-private` (bounded to 60 s); RC,
+# OUT, ERR. Every test server listens on loopback, which kria refuses to
+# connect to by default ([http] allow-private-addresses; crawl configs in
+# tests set it). kfetch_strict leaves the address policy on.
+kfetch() { kfetch_strict --allow-private "$@"; }
+kfetch_strict() {
   timeout 60 "$KRIA" fetch "$@" >"$T/kfetch.out" 2>"$T/kfetch.err"
   RC=$?
   OUT=$(cat "$T/kfetch.out")

@@ -50,6 +50,8 @@ pair() {
   local st="$T/$name.state"
   printf '%s\n' "$base/same.html" "$base/size.html" "$base/touch.html" >"$T/$name.seeds"
   cat >"$T/$name.conf" <<EOF
+[http]
+allow-private-addresses = true
 [crawl]
 seeds = $T/$name.seeds
 state-dir = $st

@@ -93,6 +93,8 @@ run_notified() { # NOTIFY_NAME TAG
   local state=$T/state-$tag
   echo "$KTS_URL/" >"$T/seeds.txt"
   cat >"$T/$tag.conf" <<EOF
+[http]
+allow-private-addresses = true
 [crawl]
 seeds = $T/seeds.txt
 state-dir = $state
@@ -131,6 +133,8 @@ run_notified "@kria-test-$$-$RANDOM" abstract
 # A NOTIFY_SOCKET that is not a socket name is reported, not fatal.
 echo "$KTS_URL/" >"$T/seeds.txt"
 cat >"$T/bad.conf" <<EOF
+[http]
+allow-private-addresses = true
 [crawl]
 seeds = $T/seeds.txt
 state-dir = $T/state-bad

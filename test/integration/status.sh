@@ -85,6 +85,8 @@ STATE=$T/state
 echo "$U1/" >"$T/seeds.txt"
 write_conf() { # extra lines appended
   {
+    echo "[http]"
+    echo "allow-private-addresses = true"
     echo "[crawl]"
     echo "seeds = $T/seeds.txt"
     echo "state-dir = $STATE"
@@ -297,6 +299,8 @@ like "$out" "frontier +[0-9]+ URIs" "kria status -s DIR while the crawl holds th
 
 # ---- refusals at start ---------------------------------------------------------------
 cat >"$T/other.conf" <<EOF
+[http]
+allow-private-addresses = true
 [crawl]
 seeds = $T/seeds.txt
 state-dir = $T/state-other

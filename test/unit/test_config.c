@@ -255,6 +255,22 @@ static void every_error_path_has_its_line(void **state) {
   one_error("[host \"1.2.3.999\"]\n", "neither a host name nor an IP address");
   one_error("[host \"x.org\"]\nhttp.max-connections = 5\n",
             "t.conf:2: http.max-connections cannot be overridden per host");
+  /* the address policy: CIDRs checked item by item, never per host */
+  one_error("[http]\nallow-addresses = 10.0.0.0/8, 10.1.0.0/8\n",
+            "t.conf:2: http.allow-addresses: bad item '10.1.0.0/8': '10.1.0.0/8' has address bits "
+            "set past the prefix length");
+  one_error("[http]\n\ndeny-addresses = 169.254.169.254/33\n",
+            "t.conf:3: http.deny-addresses: bad item '169.254.169.254/33'");
+  one_error("[http]\ndeny-addresses = fe80::1%eth0\n", "is not an IPv4 or IPv6 address");
+  one_error("[http]\nallow-addresses = localhost\n", "bad item 'localhost'");
+  one_error("[http]\nallow-private-addresses = sometimes\n",
+            "t.conf:2: http.allow-private-addresses: bad boolean");
+  one_error("[host \"x.org\"]\nhttp.allow-private-addresses = true\n",
+            "t.conf:2: http.allow-private-addresses cannot be overridden per host");
+  one_error("[host \"x.org\"]\nhttp.allow-addresses = 10.0.0.0/8\n",
+            "t.conf:2: http.allow-addresses cannot be overridden per host");
+  one_error("[host \"x.org\"]\nhttp.deny-addresses = 10.0.0.0/8\n",
+            "t.conf:2: http.deny-addresses cannot be overridden per host");
   one_error("[host \"x.org\"]\nmin-delay = 5s\n", "t.conf:2: 'min-delay' should be section.key");
   one_error("[host \"x.org\"]\npoliteness.nope = 5s\n", "unknown key 'nope' in [politeness]");
   one_error("[host \"x.org\"]\nfoo.bar = 5s\n", "t.conf:2: unknown section in 'foo.bar'");
@@ -563,6 +579,18 @@ static void enums_getters_and_schema(void **state) {
   assert_int_equal(kr_config_size(g, KR_CFG_ROBOTS_MAX_SIZE), 500 * 1024);
   assert_int_equal(kr_config_enum(g, KR_CFG_HTTP_TLS_VERIFY), KR_CFG_TLS_RECORD);
   assert_true(kr_config_bool(g, KR_CFG_HTTP_CONDITIONAL_REQUESTS));
+  /* issue 7: private addresses refused unless the operator says so */
+  assert_false(kr_config_bool(g, KR_CFG_HTTP_ALLOW_PRIVATE_ADDRESSES));
+  assert_int_equal(kr_config_list_len(g, KR_CFG_HTTP_ALLOW_ADDRESSES), 0);
+  assert_int_equal(kr_config_list_len(g, KR_CFG_HTTP_DENY_ADDRESSES), 0);
+  kr_config_free(cfg);
+  cfg = load_ok("[http]\nallow-private-addresses = yes\nallow-addresses = 10.0.0.0/8, ::1\n"
+                "allow-addresses = [fd00::]/8\ndeny-addresses = 127.0.0.2\n");
+  g = kr_config_global(cfg);
+  assert_true(kr_config_bool(g, KR_CFG_HTTP_ALLOW_PRIVATE_ADDRESSES));
+  assert_int_equal(kr_config_list_len(g, KR_CFG_HTTP_ALLOW_ADDRESSES), 3);
+  assert_string_equal(kr_config_list_item(g, KR_CFG_HTTP_ALLOW_ADDRESSES, 2), "[fd00::]/8");
+  assert_int_equal(kr_config_list_len(g, KR_CFG_HTTP_DENY_ADDRESSES), 1);
   kr_config_free(cfg);
 }
 

@@ -194,6 +194,7 @@ static void status_maps(void **state) {
       {KR_EPROTO, -5}, {KR_EHEADER_TOO_BIG, -5}, {KR_ENOMEM, -5},
       {KR_EURL, -7}, {KR_ESCHEME, -7},
       {KR_EROBOTS, -61},
+      {KR_EADDR_REFUSED, -5005},
   };
   for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
     assert_int_equal(kr_crawllog_status_of_error(v[i].err), v[i].status);

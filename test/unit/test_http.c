@@ -494,11 +494,18 @@ static void guard_cb(uv_timer_t *t) {
   c->guard_fired = 1;
 }
 
+/* The test servers listen on loopback, which the address policy refuses
+ * by default: every test opts in, except the policy's own. */
+static void opts_default(kr_http_opts_t *o) {
+  kr_http_opts_default(o);
+  o->allow_private_addresses = 1;
+}
+
 static void ctx_open(tctx_t *c) {
   memset(c, 0, sizeof *c);
   assert_int_equal(uv_loop_init(&c->loop), 0);
   kr_clock_init_real(&c->clock);
-  kr_http_opts_default(&c->opts);
+  opts_default(&c->opts);
   uv_timer_init(&c->loop, &c->guard);
   c->guard.data = c;
 }
@@ -989,7 +996,7 @@ static void header_limit(void **state) {
   expect_error(steps, 1, KR_EHEADER_TOO_BIG, NULL);
   /* Many small headers, all at once, just over a small limit. */
   kr_http_opts_t o;
-  kr_http_opts_default(&o);
+  opts_default(&o);
   o.max_header_bytes = 1000;
   char *m = malloc(4000);
   strcpy(m, "HTTP/1.1 200 OK\r\n");
@@ -1052,7 +1059,7 @@ static void gzip_bomb_hits_ratio(void **state) {
 
 static void first_byte_idle_total_timeouts(void **state) {
   kr_http_opts_t o;
-  kr_http_opts_default(&o);
+  opts_default(&o);
   o.first_byte_timeout_ms = 150;
   o.idle_timeout_ms = 150;
   o.total_timeout_ms = 400;
@@ -1448,6 +1455,93 @@ static void ipv6_loopback(void **state) {
   ctx_close(&c, &s);
 }
 
+/* The address policy is applied to the addresses about to be connected
+ * to: a refused literal never reaches the server, a host with allowed and
+ * refused addresses connects to the allowed ones only, the deny list wins
+ * over allow-private, and a bad list is a configuration error. */
+static void address_policy(void **state) {
+  tctx_t c;
+  srv_t s;
+  tf_t t;
+  ctx_open(&c);
+  kr_http_opts_default(&c.opts); /* the default: loopback refused */
+  step_t steps[] = {{.data = BODY_OK}, {.data = BODY_OK}};
+  srv_start(&s, &c.loop, steps, 2);
+  ctx_client(&c);
+  set_url(&c, "http://127.0.0.1:%d/", s.port);
+  tf_init(&t, &c);
+  start(&c, &t);
+  run_until(&c, &t.done, 5000);
+  assert_int_equal(t.err, KR_EADDR_REFUSED);
+  assert_non_null(strstr(kr_http_fetch_errmsg(t.f), "loopback"));
+  assert_int_equal(kr_http_fetch_resp(t.f)->status, 0);
+  tf_free(&t);
+  /* The same through a name whose addresses are all refused. */
+  kr_http_client_close(c.http);
+  c.http = NULL;
+  for (int i = 0; i < 10; i++) uv_run(&c.loop, UV_RUN_NOWAIT);
+  char spec[160];
+  snprintf(spec, sizeof spec, "meta.test:%d:169.254.169.254,::ffff:127.0.0.2;"
+           "mixed.test:%d:169.254.169.254,[fe80::1],127.0.0.1", s.port, s.port);
+  c.opts.resolve = spec;
+  c.opts.allow_addresses = "10.0.0.0/8, 127.0.0.1";
+  ctx_client(&c);
+  set_url(&c, "http://meta.test:%d/", s.port);
+  tf_init(&t, &c);
+  start(&c, &t);
+  run_until(&c, &t.done, 5000);
+  assert_int_equal(t.err, KR_EADDR_REFUSED);
+  assert_non_null(strstr(kr_http_fetch_errmsg(t.f), "meta.test resolves to 169.254.169.254"));
+  assert_non_null(strstr(kr_http_fetch_errmsg(t.f), "link-local"));
+  tf_free(&t);
+  assert_int_equal(s.accepts, 0);
+  assert_int_equal(stats(&c).conns_opened, 0);
+  /* Allowed and refused addresses: only the allowed one is tried (the
+   * link-local ones would black-hole the connect). */
+  set_url(&c, "http://mixed.test:%d/", s.port);
+  tf_init(&t, &c);
+  start(&c, &t);
+  run_until(&c, &t.done, 5000);
+  assert_int_equal(t.err, 0);
+  assert_int_equal(kr_http_fetch_resp(t.f)->status, 200);
+  assert_string_equal(kr_http_fetch_resp(t.f)->peer_ip, "127.0.0.1");
+  tf_free(&t);
+  assert_int_equal(s.accepts, 1);
+  assert_int_equal(stats(&c).addrs_refused, 2 + 2);
+  ctx_close(&c, &s);
+
+  /* allow-private with a deny list: the deny list wins. */
+  ctx_open(&c);
+  c.opts.deny_addresses = "127.0.0.0/8";
+  srv_start(&s, &c.loop, steps, 1);
+  ctx_client(&c);
+  set_url(&c, "http://127.0.0.1:%d/", s.port);
+  tf_init(&t, &c);
+  start(&c, &t);
+  run_until(&c, &t.done, 5000);
+  assert_int_equal(t.err, KR_EADDR_REFUSED);
+  assert_non_null(strstr(kr_http_fetch_errmsg(t.f), "deny-addresses 127.0.0.0/8"));
+  tf_free(&t);
+  assert_int_equal(s.accepts, 0);
+  ctx_close(&c, &s);
+
+  /* Bad lists: the client is not made. */
+  uv_loop_t loop;
+  kr_clock_t clk;
+  uv_loop_init(&loop);
+  kr_clock_init_real(&clk);
+  kr_http_client_t *bad;
+  kr_http_opts_t o;
+  kr_http_opts_default(&o);
+  o.allow_addresses = "10.0.0.1/8";
+  assert_int_equal(kr_http_client_new(&loop, &clk, NULL, &o, &bad), KR_ECONFIG);
+  o.allow_addresses = NULL;
+  o.deny_addresses = "fe80::1%eth0";
+  assert_int_equal(kr_http_client_new(&loop, &clk, NULL, &o, &bad), KR_ECONFIG);
+  assert_int_equal(uv_loop_close(&loop), 0);
+  (void)state;
+}
+
 static void resolve_override(void **state) {
   tctx_t c;
   srv_t s;
@@ -1478,7 +1572,7 @@ static void resolve_override(void **state) {
   ctx_close(&c, &s);
   kr_http_client_t *bad;
   kr_http_opts_t o;
-  kr_http_opts_default(&o);
+  opts_default(&o);
   o.resolve = "nocolon";
   uv_loop_t loop;
   uv_loop_init(&loop);
@@ -1703,6 +1797,7 @@ int main(void) {
       cmocka_unit_test(client_close_cancels_running_fetches),
       cmocka_unit_test(ipv6_loopback),
       cmocka_unit_test(resolve_override),
+      cmocka_unit_test(address_policy),
       cmocka_unit_test(dns_errors_reach_the_fetch),
       cmocka_unit_test(tls_verify_modes),
       cmocka_unit_test(tls_session_resumption),
