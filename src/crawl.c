@@ -12,6 +12,7 @@
  */
 #include "crawl.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -22,6 +23,7 @@
 
 #include "internal.h"
 #include "proc_warc.h"
+#include "kria/fp.h"
 #include "kria/seeds.h"
 #include "log.h"
 #include "service.h"
@@ -51,6 +53,97 @@ uv_loop_t *kr_crawl_loop(kr_crawl_t *c) { return &c->loop; }
 int kr_crawl_is_closing(const kr_crawl_t *c) { return c->closing; }
 
 void kr_crawl_get_stats(const kr_crawl_t *c, kr_crawl_stats_t *out) { *out = c->st; }
+
+/* ---- host addresses (queue-assignment = ip) ------------------------------------ */
+
+/* The address each host was first reached at, learned from responses:
+ * the frontier's ip_of asks here, so once a host's address is known its
+ * URIs join the queue of that address. Open addressing on kr_fp(host). */
+struct kr_ipmap_slot {
+  uint64_t hash;
+  char *host;                   /* NULL: free */
+  char ip[46];
+};
+
+static struct kr_ipmap_slot *ipmap_find(const kr_crawl_t *c, const char *host, size_t len,
+                                        uint64_t h) {
+  if (!c->ipmap_cap) return NULL;
+  for (size_t j = h & (c->ipmap_cap - 1);; j = (j + 1) & (c->ipmap_cap - 1)) {
+    struct kr_ipmap_slot *e = &c->ipmap[j];
+    if (!e->host) return e;
+    if (e->hash == h && strlen(e->host) == len && memcmp(e->host, host, len) == 0) return e;
+  }
+}
+
+static void ipmap_learn(kr_crawl_t *c, const char *host, size_t len, const char *ip) {
+  if (!len || !ip[0] || strlen(ip) >= sizeof c->ipmap->ip) return;
+  if ((c->ipmap_n + 1) * 2 > c->ipmap_cap) {
+    size_t ocap = c->ipmap_cap, ncap = ocap ? ocap * 2 : 256;
+    struct kr_ipmap_slot *old = c->ipmap;
+    c->ipmap = kr_xcalloc(ncap, sizeof *c->ipmap);
+    c->ipmap_cap = ncap;
+    for (size_t i = 0; i < ocap; i++)
+      if (old[i].host) *ipmap_find(c, old[i].host, strlen(old[i].host), old[i].hash) = old[i];
+    free(old);
+  }
+  uint64_t h = kr_fp(host, len);
+  struct kr_ipmap_slot *e = ipmap_find(c, host, len, h);
+  if (e->host) return; /* the first address stays: one queue per host */
+  e->host = kr_xstrndup(host, len);
+  e->hash = h;
+  snprintf(e->ip, sizeof e->ip, "%s", ip);
+  c->ipmap_n++;
+}
+
+static void ipmap_free(kr_crawl_t *c) {
+  for (size_t i = 0; i < c->ipmap_cap; i++) free(c->ipmap[i].host);
+  free(c->ipmap);
+  c->ipmap = NULL;
+  c->ipmap_cap = c->ipmap_n = 0;
+}
+
+/* kr_frontier_opts_t.ip_of: an IP literal is its own address; a name's
+ * is known once a response came from it. */
+static int ip_of(void *ud, const char *host, size_t len, char *out, size_t outlen) {
+  const kr_crawl_t *c = ud;
+  char lit[64];
+  unsigned char bin[16];
+  if (len >= 2 && host[0] == '[' && len - 2 < sizeof lit) {
+    memcpy(lit, host + 1, len - 2);
+    lit[len - 2] = '\0';
+    if (inet_pton(AF_INET6, lit, bin) == 1 && len < outlen) {
+      memcpy(out, host, len);
+      return (int)len;
+    }
+  } else if (len < sizeof lit) {
+    memcpy(lit, host, len);
+    lit[len] = '\0';
+    if (inet_pton(AF_INET, lit, bin) == 1 && len < outlen) {
+      memcpy(out, host, len);
+      return (int)len;
+    }
+  }
+  const struct kr_ipmap_slot *e = ipmap_find(c, host, len, kr_fp(host, len));
+  if (!e || !e->host) return 0;
+  size_t n = strlen(e->ip);
+  if (n >= outlen) return 0;
+  memcpy(out, e->ip, n);
+  return (int)n;
+}
+
+/* After a fetch of host queue h answered (from peer_ip): remember the
+ * host's address and move the host queue's URIs to that address's queue. */
+static void ip_assign(kr_crawl_t *c, kr_fetch_t *f, kr_hostq_t *h, uint64_t now) {
+  if (!f->url) return;
+  kr_slice_t host = kr_url_hostname(f->url);
+  if (f->resp && f->resp->status && !f->redirects && f->resp->peer_ip[0])
+    ipmap_learn(c, host.p, host.n, f->resp->peer_ip);
+  int rc = kr_frontier_host_rekey(c->frontier, h, f->cf.url, f->cf.url_len, now);
+  if (rc > 0)
+    KR_LOG(KR_LOG_INFO, kr_frontier_host_name(h), "%d URIs moved to the queue of its address", rc);
+  else if (rc == KR_EDB)
+    crawl_fail(c, rc);
+}
 
 /* ---- settings from the config ------------------------------------------------- */
 
@@ -372,6 +465,11 @@ static void frontier_from_config(kr_crawl_t *c, kr_frontier_opts_t *o) {
                                          [KR_CFG_QUEUE_BY_DOMAIN] = KR_QUEUE_BY_DOMAIN,
                                          [KR_CFG_QUEUE_BY_IP] = KR_QUEUE_BY_IP};
   o->queue_assign = qa[kr_config_enum(g, KR_CFG_POLITENESS_QUEUE_ASSIGNMENT)];
+  if (o->queue_assign == KR_QUEUE_BY_IP) {
+    o->ip_of = ip_of;
+    o->ip_ud = c;
+    c->ip_queues = 1;
+  }
   o->max_bytes_download = kr_config_size(g, KR_CFG_LIMITS_MAX_BYTES_DOWNLOAD);
   o->max_document_download = (uint64_t)kr_config_int(g, KR_CFG_LIMITS_MAX_DOCUMENT_DOWNLOAD);
   o->max_time_ms = (uint64_t)kr_config_ms(g, KR_CFG_LIMITS_MAX_TIME);
@@ -555,8 +653,10 @@ void kr__fetch_complete(kr_fetch_t *f) {
     if (c->frontier) kr_frontier_defer(c->frontier, curi, now);
     return;
   }
+  kr_hostq_t *h = curi->host;
   int rc = kr_frontier_finished(c->frontier, curi, &f->outcome, f->links, f->nlinks, now);
   if (rc < 0) crawl_fail(c, rc);
+  else if (c->ip_queues) ip_assign(c, f, h, now);
 }
 
 /* The chain is done with f. */
@@ -1070,6 +1170,7 @@ void kr_crawl_free(kr_crawl_t *c) {
   free(c->hcs);
   hostcfg_free((kr_hostcfg_t *)c->global_hc);
   kr__via_free(c);
+  ipmap_free(c);
   kr_buf_free(&c->canon_buf);
   kr_buf_free(&c->hop_buf);
   if (c->re_html) pcre2_code_free(c->re_html);

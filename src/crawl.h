@@ -339,6 +339,10 @@ struct kr_crawl {
   int paused;                   /* dispatch held (kr_crawl_pause) */
   uint32_t reloads;             /* configurations applied by SIGHUP */
   struct kr_warc *warc;         /* WARC writer (proc_warc.c), NULL when off */
+  /* queue-assignment = ip: host -> address it answered from (crawl.c) */
+  int ip_queues;
+  struct kr_ipmap_slot *ipmap;
+  size_t ipmap_cap, ipmap_n;
 };
 
 /* Settings for host (ASCII, any case). Never NULL. */

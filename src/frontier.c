@@ -1243,6 +1243,54 @@ void kr_frontier_prereq_done(kr_frontier_t *f, kr_hostq_t *h, uint64_t now) {
 
 /* ---- hosts API ---------------------------------------------------------------------- */
 
+/* h's head from its index, skipping URIs in flight. */
+static int reload_head(kr_frontier_t *f, kr_hostq_t *h) {
+  size_t want = h->in_flight + 1;
+  if (want > f->pick_cap) {
+    f->pick_cap = want * 2;
+    f->pick = kr_xrealloc(f->pick, f->pick_cap * sizeof(*f->pick));
+  }
+  int n = kr_store_pick(f->st, h->id, f->pick, (int)want);
+  if (n < 0) return n;
+  h->has_head = 0;
+  for (int i = 0; i < n; i++) {
+    if (in_flight_on(h, f->pick[i].fp)) continue;
+    kr__hostq_offer(h, f->pick[i].fp, f->pick[i].directive, f->pick[i].next_at);
+    break;
+  }
+  return 0;
+}
+
+int kr_frontier_host_rekey(kr_frontier_t *f, kr_hostq_t *h, const char *url, size_t len,
+                           uint64_t now) {
+  /* Rows of URIs in flight, held back or waiting for a prerequisite stay
+   * where they are; a later call moves them. */
+  if (h->in_flight || h->gated || must_queue(f)) return 0;
+  char key[512];
+  int n = queue_key(f, url, len, key, sizeof(key));
+  if (n < 0) return n;
+  if ((size_t)n == h->name_len && memcmp(key, h->name, (size_t)n) == 0) return 0;
+  kr_hostq_t *to;
+  int rc = host_for(f, url, len, &to);
+  if (rc) return rc;
+  if (to == h) return 0;
+  int64_t moved = kr_store_uris_move_host(f->st, h->id, to->id);
+  if (moved < 0) return (int)moved;
+  if (moved == 0) return 0;
+  uint64_t m = (uint64_t)moved;
+  if (m > h->c.queued) m = h->c.queued;
+  h->c.queued -= m;
+  to->c.queued += m; /* totals unchanged */
+  /* the strictest robots.txt Crawl-delay of the hosts sharing the queue */
+  if (h->crawl_delay_ms > to->crawl_delay_ms) to->crawl_delay_ms = h->crawl_delay_ms;
+  if ((rc = reload_head(f, h)) != 0 || (rc = reload_head(f, to)) != 0) return rc;
+  mark_dirty(f, h);
+  mark_dirty(f, to);
+  rearm(f, h, now);
+  rearm(f, to, now);
+  return moved > INT32_MAX ? INT32_MAX : (int)moved;
+}
+
 kr_hostq_t *kr_frontier_host_lookup(kr_frontier_t *f, const char *key, size_t len) {
   return map_get(f, key, len, kr_fp(key, len));
 }

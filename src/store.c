@@ -60,6 +60,7 @@ enum {
   S_ORIG_PUT,
   S_ROBOTS_GET,
   S_ROBOTS_PUT,
+  S_URIS_MOVE_HOST,
   S__COUNT
 };
 
@@ -125,6 +126,7 @@ static const char *const stmt_sql[S__COUNT] = {
     [S_ROBOTS_GET] = "SELECT expires, status, final, body FROM robots WHERE origin = ?1",
     [S_ROBOTS_PUT] = "INSERT OR REPLACE INTO robots(origin, expires, status, final, body)"
                      " VALUES (?1,?2,?3,?4,?5)",
+    [S_URIS_MOVE_HOST] = "UPDATE uris SET host_id = ?2 WHERE host_id = ?1 AND next_at < " NEVER_SQL,
 };
 
 /* Schema migrations: step v brings user_version v-1 to v. Each runs with
@@ -1114,6 +1116,19 @@ int64_t kr_store_due_all(kr_store_t *st, uint64_t now) {
     st->stats.updates++;
   }
   return moved;
+}
+
+int64_t kr_store_uris_move_host(kr_store_t *st, int64_t from, int64_t to) {
+  settle(st);
+  if (write_begin(st)) return KR_EDB;
+  sqlite3_stmt *s = st->stmt[S_URIS_MOVE_HOST];
+  sqlite3_bind_int64(s, 1, from);
+  sqlite3_bind_int64(s, 2, to);
+  int rc = step_done(st, s, "moving URIs to another host queue");
+  if (rc) return rc;
+  int64_t n = sqlite3_changes(st->db);
+  st->stats.updates += (uint64_t)n;
+  return n;
 }
 
 int kr_store_pick(kr_store_t *st, int64_t host_id, kr_store_pick_t *out, int max) {

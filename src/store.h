@@ -234,6 +234,10 @@ int kr_store_pick(kr_store_t *st, int64_t host_id, kr_store_pick_t *out,
 /* Queued (next_at < NEVER) URIs of host_id; -1 for all hosts. For
  * validation and reports: O(queue). 0 or KR_EDB. */
 int kr_store_count_queued(kr_store_t *st, int64_t host_id, uint64_t *n);
+/* Move host from's queued URIs (next_at < NEVER) to host to (queue
+ * assignment by IP: a host's address became known). The number moved,
+ * or KR_EDB. */
+int64_t kr_store_uris_move_host(kr_store_t *st, int64_t from, int64_t to);
 /* All rows; 0 or KR_EDB. */
 int kr_store_count_uris(kr_store_t *st, uint64_t *n);
 

@@ -1063,6 +1063,64 @@ static void queue_assignment(void **state) {
   valid();
 }
 
+/* By IP, a host whose address becomes known later: its queue (its name)
+ * gives its queued URIs to the address's queue, which then issues them
+ * one at a time with the other host's on that address. */
+static int learned;
+static int late_ip(void *ud, const char *host, size_t len, char *out, size_t outlen) {
+  (void)ud;
+  if (!learned && len == 6 && memcmp(host, "v.test", 6) == 0) return 0;
+  return snprintf(out, outlen, "10.0.0.9");
+}
+
+static void rekey_to_address(void **state) {
+  (void)state;
+  kr_frontier_opts_t o = fixed_delay(1000);
+  o.revisit = 0; /* a visited URI leaves its queue */
+  o.queue_assign = KR_QUEUE_BY_IP;
+  o.ip_of = late_ip;
+  learned = 0;
+  fopen_with(&o);
+  add("http://w.test/1");
+  add("http://v.test/1");
+  add("http://v.test/2");
+  add("http://v.test/3");
+  assert_int_equal(host("v.test").queued, 3);
+  assert_int_equal(host("10.0.0.9").queued, 1);
+  /* a URI of v.test in flight: nothing moves yet */
+  adv(0);
+  kr_curi_t *a = next(), *b = next();
+  assert_non_null(a);
+  assert_non_null(b);
+  kr_curi_t *v = strstr(a->url, "v.test") ? a : b;
+  kr_curi_t *w = v == a ? b : a;
+  kr_hostq_t *hv = v->host;
+  learned = 1;
+  assert_int_equal(kr_frontier_host_rekey(F, hv, "http://v.test/", 14, now()), 0);
+  finish(v, KR_OUTCOME_SUCCESS, 10);
+  assert_int_equal(kr_frontier_host_rekey(F, hv, "http://v.test/", 14, now()), 2);
+  assert_int_equal(kr_frontier_host_rekey(F, hv, "http://v.test/", 14, now()), 0);
+  assert_int_equal(host("v.test").queued, 0);
+  assert_int_equal(host("10.0.0.9").queued, 3); /* w.test/1 in flight included */
+  valid();
+  /* one slot, one clock: w.test/1 is in flight, so nothing else goes */
+  adv(0);
+  assert_null(next());
+  finish(w, KR_OUTCOME_SUCCESS, 10);
+  adv(0);
+  assert_null(next());
+  adv(1000);
+  kr_curi_t *c = next();
+  assert_non_null(c);
+  assert_ptr_equal(c->host, kr_frontier_host_lookup(F, "10.0.0.9", 8));
+  assert_null(next());
+  finish(c, KR_OUTCOME_SUCCESS, 10);
+  /* new links of v.test go to the address's queue at once */
+  add("http://v.test/4");
+  assert_int_equal(host("10.0.0.9").queued, 2);
+  valid();
+}
+
 /* ---- Retry-After, report ------------------------------------------------------------------ */
 
 static void retry_after_parser(void **state) {
@@ -1296,6 +1354,7 @@ int main(void) {
       T(snapshot_done),
       T(limits_stop_issuing),
       T(queue_assignment),
+      T(rekey_to_address),
       T(retry_after_parser),
       T(report),
       T(held_back_during_drain),
