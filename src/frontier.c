@@ -433,6 +433,7 @@ int kr_frontier_open(const char *state_dir, const kr_frontier_opts_t *opts,
   if (f->opts.cache_mib) so.cache_mib = f->opts.cache_mib;
   if (f->opts.wal_checkpoint_mib) so.wal_checkpoint_bytes = (uint64_t)f->opts.wal_checkpoint_mib << 20;
   if (f->opts.page_size) so.page_size = f->opts.page_size;
+  so.plain_vfs = f->opts.plain_vfs;
   so.quick_check = f->opts.quick_check;
   int rc = kr_store_open(state_dir, &so, &f->st, err, errlen);
   if (rc) {

@@ -131,6 +131,7 @@ typedef struct kr_frontier_opts {
   uint32_t cache_mib;                    /* 64: SQLite page cache */
   uint32_t wal_checkpoint_mib;           /* 256: background checkpoints past this WAL size */
   uint32_t page_size;                    /* 4096: SQLite page size of a new database */
+  int plain_vfs;                         /* 0; 1: WAL writes not gathered (store.h) */
   /* a host queue was created or loaded (may be NULL) */
   void (*on_host)(void *ud, kr_frontier_t *f, kr_hostq_t *h);
   void *host_ud;

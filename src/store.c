@@ -543,7 +543,8 @@ int kr_store_open(const char *dir, const kr_store_opts_t *opts,
   if ((rc = check_header(st->path, err, errlen)) != 0) goto out;
 
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
-  if (sqlite3_open_v2(st->path, &st->db, flags, NULL) != SQLITE_OK) {
+  const char *vfs = st->opts.plain_vfs ? NULL : kr_store_vfs();
+  if (sqlite3_open_v2(st->path, &st->db, flags, vfs) != SQLITE_OK) {
     rc = fail(err, errlen, st->path, "cannot open: %s",
               st->db ? sqlite3_errmsg(st->db) : "out of memory");
     goto out;
@@ -579,7 +580,7 @@ int kr_store_open(const char *dir, const kr_store_opts_t *opts,
   sqlite3_wal_hook(st->db, wal_hook, st);
 
   if (sqlite3_open_v2(st->path, &st->ckpt_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
-                      NULL) != SQLITE_OK) {
+                      vfs) != SQLITE_OK) {
     rc = fail(err, errlen, st->path, "cannot open the checkpoint connection: %s",
               st->ckpt_db ? sqlite3_errmsg(st->ckpt_db) : "out of memory");
     goto out;

@@ -106,6 +106,8 @@ typedef struct kr_store_opts {
                                     after open (default; at open without a
                                     loop) */
   uint32_t page_size;            /* for a new database (4096) */
+  int plain_vfs;                 /* 1: SQLite's default VFS, WAL writes not
+                                    gathered (store_vfs.c; benchmarks) */
 } kr_store_opts_t;
 
 void kr_store_opts_default(kr_store_opts_t *o);
@@ -312,6 +314,14 @@ typedef struct kr_store_stats {
   int checkpoint_running;
 } kr_store_stats_t;
 const kr_store_stats_t *kr_store_stats(const kr_store_t *st);
+
+/* ---- VFS (store_vfs.c) ----------------------------------------------------- */
+
+#define KR_STORE_VFS_NAME "kria-wal"
+/* Register (once per process) the store's VFS: the default one with each
+ * transaction's WAL frames written in large writes instead of two per
+ * page. Returns its name, or NULL when it could not be registered. */
+const char *kr_store_vfs(void);
 
 /* ---- adaptive ------------------------------------------------------------ */
 

@@ -6,7 +6,8 @@
  * file, foreign application_id, newer schema, corrupt pages, a second
  * instance); checkpoints inline and as uv_queue_work jobs (also closing
  * while one runs); fingerprint scans across the signed range; schema
- * migration from version 1; the payload digest index; wide waits. */
+ * migration from version 1; the payload digest index; wide waits; WAL
+ * writes gathered by the store's VFS. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -409,6 +410,66 @@ static void abandon_loses_only_uncommitted(void **state) {
   kr_store_count_uris(st, &n);
   assert_int_equal(n, 100);
   kr_store_close(st);
+}
+
+/* store_vfs.c gathers WAL writes: a transaction far larger than the
+ * buffer and the page cache (so pages spill into the WAL and are read
+ * back mid-transaction) commits whole; a separate connection on the
+ * default VFS sees every committed row right after the commit (the commit
+ * frame is in the file before SQLite publishes it); an abandoned spilled
+ * transaction leaves nothing behind and the file passes quick_check. */
+static void wal_writes_gathered(void **state) {
+  (void)state;
+  assert_non_null(kr_store_vfs());
+  assert_non_null(sqlite3_vfs_find(KR_STORE_VFS_NAME));
+  kr_store_opts_t o;
+  kr_store_opts_default(&o);
+  o.cache_mib = 1;
+  o.quick_check = 1;
+  kr_store_t *st = open_ok(&o);
+  int64_t h;
+  kr_store_host_insert(st, "h", 1, &h);
+  char pad[201];
+  memset(pad, 'x', 200);
+  pad[200] = 0;
+  kr_store_hold(st);
+  for (int i = 0; i < 20000; i++) {
+    char u[300];
+    snprintf(u, sizeof(u), "http://h/%d/%s", i, pad);
+    kr_uri_row_t r = row(u, h, 0, 1);
+    assert_int_equal(kr_store_uri_insert(st, &r), 1);
+  }
+  char u0[300];
+  snprintf(u0, sizeof(u0), "http://h/0/%s", pad);
+  kr_uri_row_t got;
+  assert_int_equal(kr_store_uri_get(st, kr_fp(u0, strlen(u0)), &got), 1);
+  assert_int_equal(got.url_len, strlen(u0));
+  kr_store_release(st);
+  assert_int_equal(kr_store_commit(st), 0);
+  assert_int_equal(sql_int("SELECT count(*) FROM uris"), 20000);
+  /* a spilled transaction, then a crash */
+  kr_store_hold(st);
+  for (int i = 20000; i < 40000; i++) {
+    char u[300];
+    snprintf(u, sizeof(u), "http://h/%d/%s", i, pad);
+    kr_uri_row_t r = row(u, h, 0, 1);
+    assert_int_equal(kr_store_uri_insert(st, &r), 1);
+  }
+  kr_store_release(st);
+  kr_store_abandon(st);
+  assert_int_equal(sql_int("SELECT count(*) FROM uris"), 20000);
+  st = open_ok(&o); /* quick_check at open */
+  uint64_t n;
+  assert_int_equal(kr_store_count_uris(st, &n), 0);
+  assert_int_equal(n, 20000);
+  /* the next transaction writes over the abandoned frames */
+  kr_uri_row_t r = row("http://h/after", h, 0, 1);
+  assert_int_equal(kr_store_uri_insert(st, &r), 1);
+  assert_int_equal(kr_store_commit(st), 0);
+  assert_int_equal(sql_int("SELECT count(*) FROM uris"), 20001);
+  assert_int_equal(kr_store_checkpoint(st), 0);
+  assert_int_equal(kr_store_close(st), 0);
+  assert_int_equal(sql_int("SELECT count(*) FROM uris"), 20001);
 }
 
 static void expect_refusal(const char *want) {
@@ -815,6 +876,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(grouped_commits, setup, teardown),
       cmocka_unit_test_setup_teardown(presync_before_commit, setup, teardown),
       cmocka_unit_test_setup_teardown(abandon_loses_only_uncommitted, setup, teardown),
+      cmocka_unit_test_setup_teardown(wal_writes_gathered, setup, teardown),
       cmocka_unit_test_setup_teardown(refuses_non_sqlite, setup, teardown),
       cmocka_unit_test_setup_teardown(refuses_foreign, setup, teardown),
       cmocka_unit_test_setup_teardown(refuses_newer_schema, setup, teardown),
