@@ -2,7 +2,8 @@
  * frontier_bench — the frontier and its SQLite store at scale, on disk.
  *
  *   frontier_bench --dir DIR --mode MODE [--uris N] [--hosts H] [--seconds S]
- *                  [--links L] [--cycles C] [--cache-mib M]
+ *                  [--links L] [--cycles C] [--cache-mib M] [--wal-mib M]
+ *                  [--page-size P] [--plain-vfs 0|1]
  *
  * Modes (each prints "key value" lines on stdout, progress on stderr):
  *   build    add N new URIs over H hosts as discovered links (30 per page,

@@ -14,6 +14,10 @@
 #
 # Usage: bench/frontier/run.sh [--sizes "1000000 10000000"] [--hosts H]
 #            [--seconds S] [--build-limit S] [--record] [--quick]
+#            [--bench-args "ARGS"]
+#   --bench-args  more frontier_bench options for every mode, e.g.
+#                 "--plain-vfs 1" (SQLite's own WAL writes, for a
+#                 side-by-side) or "--page-size 1024"
 # Environment: KB_FRONTIER_BUILD (build tree, default build-frontier).
 set -euo pipefail
 
@@ -27,6 +31,7 @@ HOSTS=10000
 CYCLE_S=60
 BUILD_LIMIT=420 # seconds of building per size; 10M may not fit (said so)
 RECORD=0
+BENCH_ARGS=()
 BUILD=${KB_FRONTIER_BUILD:-build-frontier}
 
 while [ $# -gt 0 ]; do
@@ -36,8 +41,9 @@ while [ $# -gt 0 ]; do
 	--seconds) CYCLE_S=$2; shift 2 ;;
 	--build-limit) BUILD_LIMIT=$2; shift 2 ;;
 	--record) RECORD=1; shift ;;
+	--bench-args) read -r -a BENCH_ARGS <<<"$2"; shift 2 ;;
 	--quick) SIZES=200000; CYCLE_S=10; shift ;;
-	-h | --help) sed -n '2,19p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,23p' "$0"; exit 0 ;;
 	*) kb_die "unknown option $1 (try --help)" ;;
 	esac
 done
@@ -59,7 +65,7 @@ LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 run() {
 	local tag=$1 limit=$2; shift 2
 	kb_log "n=$N $tag"
-	timeout --kill-after=10 "$limit" "$BIN" --dir "$D" --hosts "$HOSTS" "$@" \
+	timeout --kill-after=10 "$limit" "$BIN" --dir "$D" --hosts "$HOSTS" "${BENCH_ARGS[@]}" "$@" \
 		>"$RUN/$N.$tag.txt" 2>"$RUN/$N.$tag.log" || kb_log "  $tag exited $? (see $RUN/$N.$tag.log)"
 }
 
@@ -73,7 +79,7 @@ for N in $SIZES; do
 	run cycles $((CYCLE_S + 120)) --mode cycles --seconds "$CYCLE_S"
 	# kill -9 in the middle of a cycles run, then start again
 	kb_log "n=$N cycles, killed with SIGKILL after 8 s"
-	"$BIN" --dir "$D" --hosts "$HOSTS" --mode cycles --seconds 300 >"$RUN/$N.killed.txt" 2>&1 &
+	"$BIN" --dir "$D" --hosts "$HOSTS" "${BENCH_ARGS[@]}" --mode cycles --seconds 300 >"$RUN/$N.killed.txt" 2>&1 &
 	pid=$!
 	sleep 8
 	kill -9 "$pid" 2>/dev/null || true
@@ -100,7 +106,8 @@ REPORT=$RUN/report.md
 	kb_machine_md
 	echo "- load average at start / end: $LOAD_START / $LOAD_END (the machine is shared: wall-clock rates move with it; CPU-µs per operation much less)"
 	echo "- command: \`bench/frontier/run.sh${ARGS[*]:+ ${ARGS[*]}}\`"
-	echo "- $HOSTS hosts; links come in pages of 30, 24 on the page's host and 6 on random hosts; politeness off; SQLite $(sqlite3 --version | cut -d' ' -f1), page size 4096, WAL drains past 256 MiB, page cache 64 MiB"
+	[ ${#BENCH_ARGS[@]} -gt 0 ] && echo "- frontier_bench options: \`${BENCH_ARGS[*]}\`"
+	echo "- $HOSTS hosts; links come in pages of 30, 24 on the page's host and 6 on random hosts; politeness off; SQLite $(sqlite3 --version | cut -d' ' -f1), page size 4096, WAL drains past 256 MiB, page cache 64 MiB, WAL writes gathered per transaction (src/store_vfs.c) unless the options say \`--plain-vfs 1\`"
 	echo
 	printf '| measure | target |'
 	for N in $SIZES; do printf ' %s URIs |' "$(num "$N")"; done
