@@ -47,6 +47,22 @@ done
 kfetch_strict --resolve "meta.test:80:169.254.169.254" "http://meta.test/latest/"
 like "$ERR" "address-refused: http://meta\.test/latest/: meta\.test resolves to 169\.254\.169\.254, a link-local address" \
   "fetch: a --resolve override is checked too"
+# The same through real DNS (c-ares asking our dnsmasq): the answer is
+# checked, not the name.
+if dnsmasq_start --address=/meta.test/169.254.169.254 --address=/lo.test/127.0.0.2 \
+  --address=/mapped.test/::ffff:127.0.0.2; then
+  kfetch_strict --dns-server "127.0.0.1:$DNS_PORT" "http://meta.test/latest/"
+  like "$ERR" "address-refused: http://meta\.test/latest/: meta\.test resolves to 169\.254\.169\.254" \
+    "fetch via DNS: a name answering 169.254.169.254 is refused"
+  kfetch_strict --dns-server "127.0.0.1:$DNS_PORT" "http://lo.test:$OTHER_PORT/dns"
+  like "$ERR" "address-refused: .*lo\.test resolves to 127\.0\.0\.2, a loopback address" \
+    "fetch via DNS: a name answering 127.0.0.2 is refused"
+  kfetch_strict --dns-server "127.0.0.1:$DNS_PORT" "http://mapped.test:$OTHER_PORT/dns"
+  like "$ERR" "address-refused: .*mapped\.test resolves to ::ffff:127\.0\.0\.2, a loopback address" \
+    "fetch via DNS: an AAAA answer ::ffff:127.0.0.2 is refused"
+else
+  skip "dnsmasq did not start" "fetch via DNS: refused answers"
+fi
 kfetch_strict --allow-private "$OTHER_URL/x"
 is "$RC" 0 "fetch --allow-private: fetched"
 is "$(field status)" 200 "fetch --allow-private: status 200"
