@@ -14,7 +14,7 @@
  *      identical-payload-digest  the payload digest equals that of the
  *        stored original of this URI, or, with adaptive.dedupe, of
  *        another URI's (store: originals, which only ever names records
- *        that were written);
+ *        that were written, by URI, date and record id);
  *      server-not-modified  a 304, or a mid-fetch abort (the validators
  *        said unchanged): the stored original's payload digest is carried
  *        forward; without a stored original the 304 is kept as a plain
@@ -31,7 +31,9 @@
  *    (text/dns) once per host and DNS TTL.
  * Every record of a visit has the fetch's start as WARC-Date, which is
  * also the date the store keeps for an original, so a revisit's
- * WARC-Refers-To-Date names its original exactly.
+ * WARC-Refers-To-Date names its original exactly; WARC-Refers-To names
+ * its record id (kept with the original since schema 5; an original
+ * without one is stored again in full rather than referred to vaguely).
  *
  * Memory: body bytes are kept in memory up to 4 MiB per fetch (and 256
  * MiB across fetches), then spilled to an unlinked temporary file in the
@@ -260,22 +262,32 @@ struct orig {
   uint64_t ofp, date;
   const char *url;              /* in f's arena */
   size_t url_len;
+  char rid[KR_WARC_ID_SIZE];    /* its WARC-Record-ID */
 };
+
+/* Copy what a revisit needs of r; 0 when r cannot be referred to: its URI
+ * is gone or it has no record id (a row from before schema 5). */
+static int orig_take(kr_fetch_t *f, const kr_original_t *r, struct orig *o) {
+  if (!r->url || !r->rid || !r->rid_len || r->rid_len >= sizeof o->rid) return 0;
+  o->url = kr_arena_strndup(&f->arena, r->url, r->url_len);
+  if (!o->url) return 0;
+  memcpy(o->rid, r->rid, r->rid_len);
+  o->rid[r->rid_len] = '\0';
+  o->ofp = r->ofp;
+  o->date = r->date;
+  o->url_len = r->url_len;
+  o->found = 1;
+  return 1;
+}
 
 static int orig_lookup(struct kr_warc *w, kr_fetch_t *f, struct orig *o) {
   memset(o, 0, sizeof *o);
   kr_original_t r;
   int rc = kr_store_original_get(w->st, f->curi->fp, &r);
   if (rc < 0) return rc;
-  if (rc == 0 || r.digest_len != KR_SHA1_LEN || !r.url) return 0;
-  o->url = kr_arena_strndup(&f->arena, r.url, r.url_len);
-  if (!o->url) return 0;
+  if (rc == 0 || r.digest_len != KR_SHA1_LEN) return 0;
   memcpy(o->digest, r.digest, KR_SHA1_LEN);
-  o->ofp = r.ofp;
-  o->date = r.date;
-  o->url_len = r.url_len;
-  o->found = 1;
-  return 1;
+  return orig_take(f, &r, o);
 }
 
 /* A response stored for another URI with payload digest d (URL-agnostic).
@@ -285,15 +297,9 @@ static int index_lookup(struct kr_warc *w, kr_fetch_t *f, const uint8_t *d, stru
   memset(o, 0, sizeof *o);
   kr_original_t r;
   int rc = kr_store_original_find(w->st, d, KR_SHA1_LEN, &r);
-  if (rc <= 0 || !r.url || r.ofp == f->curi->fp) return rc < 0 ? rc : 0;
-  o->url = kr_arena_strndup(&f->arena, r.url, r.url_len);
-  if (!o->url) return 0;
+  if (rc <= 0 || r.ofp == f->curi->fp) return rc < 0 ? rc : 0;
   memcpy(o->digest, d, KR_SHA1_LEN);
-  o->ofp = r.ofp;
-  o->date = r.date;
-  o->url_len = r.url_len;
-  o->found = 1;
-  return 1;
+  return orig_take(f, &r, o);
 }
 
 /* The payload digest of this response, when known. */
@@ -531,7 +537,8 @@ static int write_visit(struct kr_warc *w, kr_fetch_t *f) {
     if (rec.truncated) w->st_.truncated++;
     /* This record is now the original of the URI's payload. */
     if (has_pd && !rec.truncated) {
-      int src = kr_store_original_put(w->st, f->curi->fp, pd, KR_SHA1_LEN, f->curi->fp, date);
+      int src = kr_store_original_put(w->st, f->curi->fp, pd, KR_SHA1_LEN, f->curi->fp, date,
+                                      rec.id);
       if (src < 0) KR_LOG(KR_LOG_WARN, f->cf.url, "while noting the original: %s",
                           kr_strerror(src));
     }
@@ -541,6 +548,7 @@ static int write_visit(struct kr_warc *w, kr_fetch_t *f) {
     kr_sha1_label(o.digest, pdl);
     rec.payload = KR_WARC_PAYLOAD_DIGEST;
     rec.payload_digest = pdl;
+    rec.refers_to = o.rid;
     rec.refers_to_uri = kr_slice(o.url, o.url_len);
     rec.refers_to_date_ms = o.date;
     kr_slice_t v = r->raw_head;
@@ -551,7 +559,8 @@ static int write_visit(struct kr_warc *w, kr_fetch_t *f) {
       w->st_.revisits_identical++;
       /* a payload found under another URI becomes this URI's original */
       if (o.ofp != f->curi->fp || !f->ad.visits) {
-        int src = kr_store_original_put(w->st, f->curi->fp, o.digest, KR_SHA1_LEN, o.ofp, o.date);
+        int src = kr_store_original_put(w->st, f->curi->fp, o.digest, KR_SHA1_LEN, o.ofp, o.date,
+                                        o.rid);
         if (src < 0) KR_LOG(KR_LOG_WARN, f->cf.url, "while noting the original: %s",
                             kr_strerror(src));
       }

@@ -118,11 +118,12 @@ static const char *const stmt_sql[S__COUNT] = {
                      "ON u.fp = d.fp WHERE d.digest = ?1",
     [S_DIGEST_PUT] = "INSERT OR IGNORE INTO digests(digest, fp, date) VALUES (?1,?2,?3)",
     [S_URI_SET_HINT] = "UPDATE uris SET hint = ?2 WHERE fp = ?1",
-    [S_ORIG_GET] = "SELECT o.digest, o.ofp, o.date, u.url FROM originals o LEFT JOIN uris u "
+    [S_ORIG_GET] = "SELECT o.digest, o.ofp, o.date, u.url, o.rid FROM originals o LEFT JOIN uris u "
                    "ON u.fp = o.ofp WHERE o.fp = ?1",
-    [S_ORIG_FIND] = "SELECT o.digest, o.ofp, o.date, u.url FROM originals o LEFT JOIN uris u "
+    [S_ORIG_FIND] = "SELECT o.digest, o.ofp, o.date, u.url, o.rid FROM originals o LEFT JOIN uris u "
                     "ON u.fp = o.ofp WHERE o.digest = ?1 LIMIT 1",
-    [S_ORIG_PUT] = "INSERT OR REPLACE INTO originals(fp, digest, ofp, date) VALUES (?1,?2,?3,?4)",
+    [S_ORIG_PUT] = "INSERT OR REPLACE INTO originals(fp, digest, ofp, date, rid) "
+                   "VALUES (?1,?2,?3,?4,?5)",
     [S_ROBOTS_GET] = "SELECT expires, status, final, body FROM robots WHERE origin = ?1",
     [S_ROBOTS_PUT] = "INSERT OR REPLACE INTO robots(origin, expires, status, final, body)"
                      " VALUES (?1,?2,?3,?4,?5)",
@@ -219,6 +220,10 @@ static const char *const migrations[] = {
      * restart does not fetch every host's robots.txt again at once. */
     "CREATE TABLE robots(origin TEXT PRIMARY KEY, expires INTEGER NOT NULL,"
     " status INTEGER NOT NULL, final INTEGER NOT NULL DEFAULT 0, body BLOB);",
+    /* 5: the original's WARC-Record-ID, for a revisit's WARC-Refers-To.
+     * Rows of versions 3-4 have none (NULL): the writer stores the content
+     * again rather than write a revisit that cannot name its original. */
+    "ALTER TABLE originals ADD COLUMN rid TEXT;",
 };
 
 struct kr_store {
@@ -1350,6 +1355,7 @@ static int orig_row(kr_store_t *st, sqlite3_stmt *s, kr_original_t *out) {
   out->ofp = (uint64_t)sqlite3_column_int64(s, 1);
   out->date = (uint64_t)sqlite3_column_int64(s, 2);
   out->url = col_text(s, 3, &out->url_len);
+  out->rid = col_text(s, 4, &out->rid_len);
   return 1;
 }
 
@@ -1369,15 +1375,16 @@ int kr_store_original_find(kr_store_t *st, const uint8_t *d, size_t n, kr_origin
 }
 
 int kr_store_original_put(kr_store_t *st, uint64_t fp, const uint8_t *d, size_t n, uint64_t ofp,
-                          uint64_t date) {
+                          uint64_t date, const char *rid) {
   settle(st);
-  if (!d || !n) return KR_EINVAL;
+  if (!d || !n || !rid || !*rid) return KR_EINVAL;
   if (write_begin(st)) return KR_EDB;
   sqlite3_stmt *s = st->stmt[S_ORIG_PUT];
   sqlite3_bind_int64(s, 1, (sqlite3_int64)fp);
   sqlite3_bind_blob(s, 2, d, (int)n, SQLITE_STATIC);
   sqlite3_bind_int64(s, 3, (sqlite3_int64)ofp);
   sqlite3_bind_int64(s, 4, (sqlite3_int64)date);
+  sqlite3_bind_text(s, 5, rid, -1, SQLITE_STATIC);
   int rc = step_done(st, s, "writing a WARC original");
   sqlite3_clear_bindings(s);
   return rc;

@@ -21,10 +21,11 @@
  *   digests(digest, fp, date)      payload digest -> the first URI and
  *                                  date it was stored under (URL-agnostic
  *                                  duplicates)
- *   originals(fp, digest, ofp, date)  per URI the payload digest of its
- *                                  current version and the WARC response
- *                                  record holding it (URI fp and
- *                                  WARC-Date): what revisits refer to;
+ *   originals(fp, digest, ofp, date, rid)  per URI the payload digest
+ *                                  of its current version and the WARC
+ *                                  response record holding it (URI fp,
+ *                                  WARC-Date, WARC-Record-ID): what
+ *                                  revisits refer to;
  *                                  indexed by digest too
  *   robots(origin, expires, status, final, body)  the last robots.txt
  *                                  fetch per origin ("http://host:port"):
@@ -78,7 +79,7 @@
 
 #define KR_NEVER ((uint64_t)INT64_MAX)   /* next_at of a URI never due */
 #define KR_STORE_APP_ID 0x6b726961       /* "kria" */
-#define KR_STORE_SCHEMA 4                /* user_version this build writes */
+#define KR_STORE_SCHEMA 5                /* user_version this build writes */
 #define KR_STORE_DB_NAME "kria.db"
 #define KR_STORE_LOCK_NAME "kria.lock"
 
@@ -350,15 +351,19 @@ typedef struct kr_original {
   uint64_t date;          /* its WARC-Date, epoch ms */
   const char *url;        /* ofp's URL, NULL when the row is gone */
   size_t url_len;
+  const char *rid;        /* its WARC-Record-ID ("<urn:uuid:...>"), NULL
+                             for rows written before schema version 5 */
+  size_t rid_len;
 } kr_original_t;
 /* fp's original. 1 and *out (pointers valid until the next call into the
  * store), 0 when none, KR_EDB. */
 int kr_store_original_get(kr_store_t *st, uint64_t fp, kr_original_t *out);
 /* Some URI's original with payload digest d (n bytes), like _get. */
 int kr_store_original_find(kr_store_t *st, const uint8_t *d, size_t n, kr_original_t *out);
-/* Set fp's original. 0, KR_EINVAL (no digest), KR_EDB. */
+/* Set fp's original: payload digest d (n bytes) in the record rid of
+ * URI ofp at date. 0, KR_EINVAL (no digest or id), KR_EDB. */
 int kr_store_original_put(kr_store_t *st, uint64_t fp, const uint8_t *d, size_t n, uint64_t ofp,
-                          uint64_t date);
+                          uint64_t date, const char *rid);
 /* The last robots.txt fetch of an origin. */
 typedef struct kr_robots_row {
   uint64_t expires;       /* epoch ms: fetch it again from then on */

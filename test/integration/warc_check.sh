@@ -117,6 +117,25 @@ d = d[:i] + (b'9' if d[i:i+1] != b'9' else b'8') + d[i+1:]
 open(sys.argv[2], 'wb').write(d)
 EOF
 check_fails "a revisit pointing at no response is caught" "no such response record" "$T/rv.warc"
+python3 - "$plain" "$T/rt.warc" <<'EOF'
+import sys
+d = open(sys.argv[1], 'rb').read()
+assert b'WARC-Refers-To: ' in d
+d = d.replace(b'WARC-Refers-To: ', b'X-Kria-Ignored: ')   # same length
+open(sys.argv[2], 'wb').write(d)
+EOF
+check_fails "a revisit without WARC-Refers-To is caught" "revisit without WARC-Refers-To" "$T/rt.warc"
+python3 - "$plain" "$T/rtw.warc" <<'EOF'
+import sys, re
+d = open(sys.argv[1], 'rb').read()
+info = re.search(rb'WARC-Warcinfo-ID: (<urn:uuid:[^>]+>)', d).group(1)
+i = d.index(b'WARC-Refers-To: ') + 16
+j = d.index(b'\r\n', i)
+assert j - i == len(info)
+d = d[:i] + info + d[j:]   # the warcinfo record: a record, not the response
+open(sys.argv[2], 'wb').write(d)
+EOF
+check_fails "a revisit whose WARC-Refers-To names another record is caught" "no such response record" "$T/rtw.warc"
 python3 - "$plain" "$T/cl.warc" <<'EOF'
 import sys
 d = open(sys.argv[1], 'rb').read()

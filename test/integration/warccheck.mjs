@@ -21,9 +21,9 @@
 //     A digest over the transfer-encoded body (chunk framing included, as
 //     wget and Heritrix write it) is an error, or with
 //     --allow-chunked-digest a note (for reference writers);
-//  5. every revisit's WARC-Refers-To-Target-URI + WARC-Refers-To-Date name
-//     a response record in the set of files (and WARC-Refers-To, when
-//     present, its id); every WARC-Concurrent-To / WARC-Warcinfo-ID /
+//  5. every revisit's WARC-Refers-To (required), WARC-Refers-To-Target-URI
+//     and WARC-Refers-To-Date name one response record in the set of
+//     files (its id, URI and date); every WARC-Concurrent-To / WARC-Warcinfo-ID /
 //     WARC-Refers-To names a record in the set.
 // With --cdx, kria's CDXJ lines must match warcio.js's own CDX index of
 // the same files field by field (timestamp, url, mime, status, digest,
@@ -263,8 +263,10 @@ for (const { where, record, pd } of revisits) {
     continue;
   }
   const rt = record.warcHeader("WARC-Refers-To");
-  // Several responses may share URI and date (the same capture in two
-  // files): WARC-Refers-To picks one when present.
+  // A revisit must name its original by id too: URI + date alone can be
+  // ambiguous (the same capture in two files) and replay tools look the
+  // id up first.
+  if (!rt) fail(`${where}: revisit without WARC-Refers-To`);
   const cands = (responses.get(`${uri} ${date}`) || []).filter((o) => !rt || o.id === rt);
   if (!cands.length) {
     fail(`${where}: refers to ${uri} at ${date}${rt ? ` (${rt})` : ""}: no such response record`);

@@ -760,6 +760,7 @@ static void migrates_v1(void **state) {
   assert_int_equal(sql_int("SELECT checks FROM host_validators"), 0);
   assert_int_equal(sql_int("SELECT count(*) FROM originals"), 0); /* step 3 */
   assert_int_equal(sql_int("SELECT count(*) FROM robots"), 0);    /* step 4 */
+  assert_int_equal(sql_int("SELECT count(*) FROM originals WHERE rid IS NULL"), 0); /* step 5 */
 }
 
 /* robots.txt rows: written in the current transaction, read back after a
@@ -845,23 +846,32 @@ static void warc_originals(void **state) {
   kr_original_t o;
   assert_int_equal(kr_store_original_get(st, a.fp, &o), 0);
   assert_int_equal(kr_store_original_find(st, d1, 20, &o), 0);
-  assert_int_equal(kr_store_original_put(st, a.fp, NULL, 0, a.fp, 1), KR_EINVAL);
-  assert_int_equal(kr_store_original_put(st, a.fp, d1, 20, a.fp, 5000), 0);
+  const char *r1 = "<urn:uuid:00000000-0000-4000-8000-000000000001>";
+  const char *r2 = "<urn:uuid:00000000-0000-4000-8000-000000000002>";
+  assert_int_equal(kr_store_original_put(st, a.fp, NULL, 0, a.fp, 1, r1), KR_EINVAL);
+  assert_int_equal(kr_store_original_put(st, a.fp, d1, 20, a.fp, 1, NULL), KR_EINVAL);
+  assert_int_equal(kr_store_original_put(st, a.fp, d1, 20, a.fp, 1, ""), KR_EINVAL);
+  assert_int_equal(kr_store_original_put(st, a.fp, d1, 20, a.fp, 5000, r1), 0);
   /* b's payload was found under a: b's original is a's record */
-  assert_int_equal(kr_store_original_put(st, b.fp, d1, 20, a.fp, 5000), 0);
+  assert_int_equal(kr_store_original_put(st, b.fp, d1, 20, a.fp, 5000, r1), 0);
   assert_int_equal(kr_store_original_get(st, b.fp, &o), 1);
+  assert_non_null(o.rid);
+  assert_string_equal(o.rid, r1);
+  assert_int_equal(o.rid_len, strlen(r1));
   assert_int_equal(o.digest_len, 20);
   assert_memory_equal(o.digest, d1, 20);
   assert_true(o.ofp == a.fp && o.date == 5000);
   assert_non_null(o.url);
   assert_string_equal(o.url, "http://o.example/a");
   /* a changed: its original moves on */
-  assert_int_equal(kr_store_original_put(st, a.fp, d2, 20, a.fp, 9000), 0);
+  assert_int_equal(kr_store_original_put(st, a.fp, d2, 20, a.fp, 9000, r2), 0);
   assert_int_equal(kr_store_original_get(st, a.fp, &o), 1);
   assert_memory_equal(o.digest, d2, 20);
+  assert_string_equal(o.rid, r2);
   assert_true(o.date == 9000);
   assert_int_equal(kr_store_original_find(st, d1, 20, &o), 1);
   assert_true(o.ofp == a.fp && o.date == 5000); /* b's row still names it */
+  assert_string_equal(o.rid, r1);
   assert_int_equal(kr_store_original_find(st, NULL, 0, &o), 0);
   assert_int_equal(kr_store_commit(st), 0);
   kr_store_close(st);
