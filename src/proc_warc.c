@@ -128,6 +128,7 @@ struct kr_warc {
   size_t mem;                   /* raw bytes in memory, all fetches */
   struct dns_slot *dns_slots;
   kr_buf_t block;               /* metadata and dns blocks */
+  uint64_t files_before;        /* files of writers replaced by a reload */
   kr_warc_stats_t st_;
 };
 
@@ -759,7 +760,7 @@ static int dns_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
   struct kr_warc *w = self->data;
   kr_crawl_t *c = f->crawl;
-  if (!has_visit(f) || !w->wf || !c->dns || !f->url) return KR_PROC_NEXT;
+  if (!w->dns || !has_visit(f) || !w->wf || !c->dns || !f->url) return KR_PROC_NEXT;
   kr_slice_t host = f->cf.host;
   if (!host.n || host.n > 253 || memchr(host.p, ':', host.n)) return KR_PROC_NEXT;
   /* IP literals were not resolved */
@@ -798,6 +799,63 @@ static int dir_of(const kr_config_view_t *g, char *out, size_t outlen) {
   return n > 0 && (size_t)n < outlen ? 0 : -1;
 }
 
+/* What each record consults: applied at once (also by a reload). */
+static void settings(struct kr_warc *w, const kr_config_view_t *g) {
+  w->req = kr_config_bool(g, KR_CFG_WARC_WRITE_REQUEST);
+  w->meta = kr_config_bool(g, KR_CFG_WARC_WRITE_METADATA);
+  w->dns = kr_config_bool(g, KR_CFG_WARC_WRITE_DNS);
+  w->volatile_skip = kr_config_enum(g, KR_CFG_WARC_WRITE_VOLATILE) == KR_CFG_VOLATILE_SKIP;
+  w->dedupe = kr_config_bool(g, KR_CFG_ADAPTIVE_DEDUPE);
+  w->retry_ms = (uint64_t)kr_config_ms(g, KR_CFG_WARC_RETRY_INTERVAL);
+}
+
+/* The file writer's options from the configuration; x must stay put
+ * while x->o is used (its strings point into x and the config). */
+struct wopts {
+  kr_warcfile_opts_t o;
+  char level[16], size[32];
+  kr_warc_field_t extra[5];
+};
+
+static void wopts_fill(struct kr_warc *w, kr_crawl_t *c, const kr_config_t *cfg,
+                       struct wopts *x) {
+  const kr_config_view_t *g = kr_config_global(cfg);
+  kr_warcfile_opts_t *o = &x->o;
+  kr_warcfile_opts_default(o);
+  o->dir = w->dir;
+  o->prefix = kr_config_str(g, KR_CFG_WARC_PREFIX);
+  o->writer.gzip = kr_config_enum(g, KR_CFG_WARC_COMPRESS) == KR_CFG_WARC_GZIP;
+  o->writer.level = (int)kr_config_int(g, KR_CFG_WARC_LEVEL);
+  o->max_size = kr_config_size(g, KR_CFG_WARC_MAX_SIZE);
+  static const int dur[] = {[KR_CFG_DURABILITY_NONE] = KR_WARC_SYNC_NONE,
+                            [KR_CFG_DURABILITY_BATCH] = KR_WARC_SYNC_BATCH,
+                            [KR_CFG_DURABILITY_RECORD] = KR_WARC_SYNC_RECORD};
+  o->durability = dur[kr_config_enum(g, KR_CFG_WARC_DURABILITY)];
+  o->clock = &c->clock;
+  const char *op = kr_config_str(g, KR_CFG_WARC_OPERATOR);
+  if (!op[0]) op = kr_config_str(g, KR_CFG_CRAWL_CONTACT_URL);
+  snprintf(x->level, sizeof x->level, "%d", o->writer.gzip ? o->writer.level : 0);
+  snprintf(x->size, sizeof x->size, "%" PRIu64, o->max_size);
+  int skip = kr_config_enum(g, KR_CFG_WARC_WRITE_VOLATILE) == KR_CFG_VOLATILE_SKIP;
+  x->extra[0] = (kr_warc_field_t){"kria-scope-mode", kr_config_enum_choice(
+                                      KR_CFG_SCOPE_MODE, kr_config_enum(g, KR_CFG_SCOPE_MODE))};
+  x->extra[1] = (kr_warc_field_t){
+      "kria-revisit", kr_slice_cstr(kr_config_bool(g, KR_CFG_CRAWL_REVISIT) ? "true" : "false")};
+  x->extra[2] = (kr_warc_field_t){"kria-warc-level", kr_slice_cstr(x->level)};
+  x->extra[3] = (kr_warc_field_t){"kria-warc-max-size", kr_slice_cstr(x->size)};
+  x->extra[4] = (kr_warc_field_t){"kria-write-volatile", kr_slice_cstr(skip ? "skip" : "full")};
+  o->info.software = "kria/" KRIA_VERSION " (+https://github.com/kria-crawler/kria)";
+  o->info.operator_name = op[0] ? op : NULL;
+  o->info.is_part_of = kr_config_str(g, KR_CFG_CRAWL_NAME);
+  o->info.description = "adaptive-revisit crawl";
+  o->info.robots = kr_config_bool(g, KR_CFG_ROBOTS_OBEY) ? "obey" : "ignore";
+  o->info.user_agent = kr_config_user_agent(cfg);
+  o->info.from = kr_config_str(g, KR_CFG_CRAWL_CONTACT_URL)[0]
+                     ? kr_config_str(g, KR_CFG_CRAWL_CONTACT_URL) : NULL;
+  o->info.extra = x->extra;
+  o->info.nextra = ARRAY_SIZE(x->extra);
+}
+
 int kr__warc_open(kr_crawl_t *c, char *err, size_t errlen) {
   const kr_config_view_t *g = kr_config_global(c->cfg);
   if (!kr_config_bool(g, KR_CFG_WARC_ENABLED)) return 0;
@@ -811,12 +869,7 @@ int kr__warc_open(kr_crawl_t *c, char *err, size_t errlen) {
   w->c = c;
   w->dir = kr_xstrdup(dir);
   w->st = kr_frontier_store(c->frontier);
-  w->req = kr_config_bool(g, KR_CFG_WARC_WRITE_REQUEST);
-  w->meta = kr_config_bool(g, KR_CFG_WARC_WRITE_METADATA);
-  w->dns = kr_config_bool(g, KR_CFG_WARC_WRITE_DNS);
-  w->volatile_skip = kr_config_enum(g, KR_CFG_WARC_WRITE_VOLATILE) == KR_CFG_VOLATILE_SKIP;
-  w->dedupe = kr_config_bool(g, KR_CFG_ADAPTIVE_DEDUPE);
-  w->retry_ms = (uint64_t)kr_config_ms(g, KR_CFG_WARC_RETRY_INTERVAL);
+  settings(w, g);
   uint64_t body = kr_config_size(g, KR_CFG_HTTP_MAX_BODY_BYTES);
   w->raw_max = body > (UINT64_MAX >> 2) ? UINT64_MAX >> 1 : 2 * body + (1u << 20);
   kr_buf_init(&w->block, BLOCK_MAX);
@@ -837,42 +890,10 @@ int kr__warc_open(kr_crawl_t *c, char *err, size_t errlen) {
            " records kept, %" PRIu64 " bytes cut)", rs.files, rs.removed, rs.records,
            rs.bytes_cut);
 
-  kr_warcfile_opts_t o;
-  kr_warcfile_opts_default(&o);
-  o.dir = dir;
-  o.prefix = kr_config_str(g, KR_CFG_WARC_PREFIX);
-  o.writer.gzip = kr_config_enum(g, KR_CFG_WARC_COMPRESS) == KR_CFG_WARC_GZIP;
-  o.writer.level = (int)kr_config_int(g, KR_CFG_WARC_LEVEL);
-  o.max_size = kr_config_size(g, KR_CFG_WARC_MAX_SIZE);
-  static const int dur[] = {[KR_CFG_DURABILITY_NONE] = KR_WARC_SYNC_NONE,
-                            [KR_CFG_DURABILITY_BATCH] = KR_WARC_SYNC_BATCH,
-                            [KR_CFG_DURABILITY_RECORD] = KR_WARC_SYNC_RECORD};
-  o.durability = w->durability = dur[kr_config_enum(g, KR_CFG_WARC_DURABILITY)];
-  o.clock = &c->clock;
-  const char *op = kr_config_str(g, KR_CFG_WARC_OPERATOR);
-  if (!op[0]) op = kr_config_str(g, KR_CFG_CRAWL_CONTACT_URL);
-  char level[16], size[32];
-  snprintf(level, sizeof level, "%d", o.writer.gzip ? o.writer.level : 0);
-  snprintf(size, sizeof size, "%" PRIu64, o.max_size);
-  const kr_warc_field_t extra[] = {
-      {"kria-scope-mode", kr_config_enum_choice(KR_CFG_SCOPE_MODE,
-                                                kr_config_enum(g, KR_CFG_SCOPE_MODE))},
-      {"kria-revisit", kr_slice_cstr(kr_config_bool(g, KR_CFG_CRAWL_REVISIT) ? "true" : "false")},
-      {"kria-warc-level", kr_slice_cstr(level)},
-      {"kria-warc-max-size", kr_slice_cstr(size)},
-      {"kria-write-volatile", kr_slice_cstr(w->volatile_skip ? "skip" : "full")},
-  };
-  o.info.software = "kria/" KRIA_VERSION " (+https://github.com/kria-crawler/kria)";
-  o.info.operator_name = op[0] ? op : NULL;
-  o.info.is_part_of = kr_config_str(g, KR_CFG_CRAWL_NAME);
-  o.info.description = "adaptive-revisit crawl";
-  o.info.robots = kr_config_bool(g, KR_CFG_ROBOTS_OBEY) ? "obey" : "ignore";
-  o.info.user_agent = kr_config_user_agent(c->cfg);
-  o.info.from = kr_config_str(g, KR_CFG_CRAWL_CONTACT_URL)[0]
-                    ? kr_config_str(g, KR_CFG_CRAWL_CONTACT_URL) : NULL;
-  o.info.extra = extra;
-  o.info.nextra = ARRAY_SIZE(extra);
-  rc = kr_warcfile_open(&o, &w->wf, e, sizeof e);
+  struct wopts x;
+  wopts_fill(w, c, c->cfg, &x);
+  w->durability = x.o.durability;
+  rc = kr_warcfile_open(&x.o, &w->wf, e, sizeof e);
   if (rc) {
     snprintf(err, errlen, "%s: cannot write WARC files there: %s", dir, e[0] ? e : kr_strerror(rc));
     return rc == KR_EINVAL ? KR_ECONFIG : KR_EIO;
@@ -884,14 +905,105 @@ int kr__warc_open(kr_crawl_t *c, char *err, size_t errlen) {
 void kr__proc_warc_register(kr_crawl_t *c) {
   struct kr_warc *w = c->warc;
   if (!w) return;
-  if (w->dns)
-    kr__crawl_add_proc(c, &(kr_processor_t){.name = "warc-dns", .phase = KR_PHASE_WRITE,
-                                            .run = dns_run, .data = w});
+  /* Always there: a reload may turn warc.write-dns on. */
+  kr__crawl_add_proc(c, &(kr_processor_t){.name = "warc-dns", .phase = KR_PHASE_WRITE,
+                                          .run = dns_run, .data = w});
   kr__crawl_add_proc(c, &(kr_processor_t){.name = "warc", .phase = KR_PHASE_WRITE,
                                           .run = warc_run, .on_headers = warc_headers,
                                           .cleanup = warc_cleanup, .data = w});
   kr__crawl_add_proc(c, &(kr_processor_t){.name = "warc-late", .phase = KR_PHASE_POST,
                                           .run = warc_late_run, .data = w});
+}
+
+/* ---- reload -------------------------------------------------------------------------- */
+
+/* [warc] keys a reload applies: to the next file (the current one is
+ * closed) or to the next record. warc.enabled and crawl.warc-dir take a
+ * restart. */
+static const kr_cfg_key_t file_keys[] = {KR_CFG_WARC_PREFIX,   KR_CFG_WARC_COMPRESS,
+                                         KR_CFG_WARC_LEVEL,    KR_CFG_WARC_MAX_SIZE,
+                                         KR_CFG_WARC_DURABILITY, KR_CFG_WARC_OPERATOR};
+static const kr_cfg_key_t record_keys[] = {KR_CFG_WARC_WRITE_REQUEST, KR_CFG_WARC_WRITE_METADATA,
+                                           KR_CFG_WARC_WRITE_DNS, KR_CFG_WARC_WRITE_VOLATILE,
+                                           KR_CFG_WARC_RETRY_INTERVAL};
+
+int kr__warc_key_is_live(kr_cfg_key_t k) {
+  for (size_t i = 0; i < ARRAY_SIZE(file_keys); i++)
+    if (file_keys[i] == k) return 1;
+  for (size_t i = 0; i < ARRAY_SIZE(record_keys); i++)
+    if (record_keys[i] == k) return 1;
+  return 0;
+}
+
+int kr__warc_reload_check(const kr_config_t *n, char *err, size_t errlen) {
+  const kr_config_view_t *g = kr_config_global(n);
+  const char *p = kr_config_str(g, KR_CFG_WARC_PREFIX);
+  if (kr_config_bool(g, KR_CFG_WARC_ENABLED) && !kr_warcfile_prefix_ok(p)) {
+    snprintf(err, errlen, "warc.prefix '%s': 1-64 of A-Z a-z 0-9 . _ -, not starting with '.', "
+             "no '..'", p);
+    return KR_ECONFIG;
+  }
+  return 0;
+}
+
+/* Append "key old -> new" to b when k differs; 1 when it did. */
+static int note_change(kr_buf_t *b, const kr_config_view_t *og, const kr_config_view_t *ng,
+                       kr_cfg_key_t k) {
+  kr_buf_t x, y;
+  kr_buf_init(&x, 1 << 16);
+  kr_buf_init(&y, 1 << 16);
+  kr_config_format(og, k, &x);
+  kr_config_format(ng, k, &y);
+  int changed = x.len != y.len || (x.len && memcmp(x.data, y.data, x.len));
+  if (changed)
+    kr_buf_printf(b, "%s%s %.*s -> %.*s", b->len ? ", " : "", kr_config_key_name(k),
+                  (int)x.len, x.data ? x.data : "", (int)y.len, y.data ? y.data : "");
+  kr_buf_free(&x);
+  kr_buf_free(&y);
+  return changed;
+}
+
+void kr__warc_reload(kr_crawl_t *c, const kr_config_t *old) {
+  struct kr_warc *w = c->warc;
+  if (!w || !w->wf) return;
+  const kr_config_view_t *og = kr_config_global(old), *ng = kr_config_global(c->cfg);
+  kr_buf_t what;
+  kr_buf_init(&what, 1 << 16);
+  int files = 0, records = 0;
+  for (size_t i = 0; i < ARRAY_SIZE(file_keys); i++) files |= note_change(&what, og, ng, file_keys[i]);
+  for (size_t i = 0; i < ARRAY_SIZE(record_keys); i++)
+    records |= note_change(&what, og, ng, record_keys[i]);
+  if (!files && !records) {
+    kr_buf_free(&what);
+    return;
+  }
+  settings(w, ng);
+  const char *how = "from the next record";
+  if (files) {
+    struct wopts x;
+    wopts_fill(w, c, c->cfg, &x);
+    kr_warcfile_t *nw = NULL;
+    char e[512] = "";
+    int rc = kr_warcfile_open(&x.o, &nw, e, sizeof e);
+    if (rc) {
+      KR_LOG(KR_LOG_ERROR, w->dir, "reload: cannot apply the new WARC file settings (%s): "
+             "the current ones stay", e[0] ? e : kr_strerror(rc));
+      how = "from the next record; file settings kept (see above)";
+    } else {
+      /* The old file is closed (synced, renamed) before any record goes
+       * to the new one; its records were all written. */
+      kr_warcfile_t *ow = w->wf;
+      w->files_before += kr_warcfile_files(ow);
+      rc = kr_warcfile_close(ow);
+      if (rc) KR_LOG(KR_LOG_ERROR, w->dir, "reload: closing the WARC file: %s", kr_strerror(rc));
+      w->wf = nw;
+      w->durability = x.o.durability;
+      how = "the current file is closed, the next record begins a new one";
+    }
+  }
+  w->st_.reloads++;
+  KR_LOG(KR_LOG_NOTICE, w->dir, "reload: [warc] %.*s; %s", (int)what.len, what.data, how);
+  kr_buf_free(&what);
 }
 
 static void log_summary(const struct kr_warc *w) {
@@ -935,8 +1047,13 @@ void kr__warc_free(kr_crawl_t *c) {
 }
 
 void kr__warc_stats(const kr_crawl_t *c, kr_warc_stats_t *out) {
-  if (c->warc)
-    *out = c->warc->st_;
-  else
+  const struct kr_warc *w = c->warc;
+  if (!w) {
     memset(out, 0, sizeof *out);
+    return;
+  }
+  *out = w->st_;
+  out->files = w->files_before + (w->wf ? kr_warcfile_files(w->wf) : 0);
+  out->current = w->wf ? kr_warcfile_current(w->wf) : NULL;
+  out->current_size = w->wf ? kr_warcfile_size(w->wf) : 0;
 }

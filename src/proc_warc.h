@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kria/config.h"
+
 typedef struct kr_crawl kr_crawl_t;
 typedef struct kr_fetch kr_fetch_t;
 
@@ -30,7 +32,12 @@ typedef struct kr_warc_stats {
   uint64_t holds;               /* times dispatch was held (full disk) */
   uint64_t syncs;               /* batch syncs before store commits */
   uint64_t repaired_files;      /* ".open" files repaired at start-up */
+  uint64_t files;               /* WARC files begun by this process */
+  uint64_t reloads;             /* [warc] changes applied by SIGHUP */
   int held;                     /* dispatch held now */
+  const char *current;          /* file being written (".open" name), NULL
+                                   when none; valid until the next write */
+  uint64_t current_size;        /* its size so far */
 } kr_warc_stats_t;
 
 /* At kr_crawl_new, once the frontier is open: repair leftover ".open"
@@ -50,6 +57,17 @@ void kr__warc_raw(kr_fetch_t *f, const char *p, size_t n);
 void kr__warc_close(kr_crawl_t *c);
 /* Free everything (kr_crawl_free); closes first if still open. */
 void kr__warc_free(kr_crawl_t *c);
+/* SIGHUP. 1 when [warc] key k is applied by a reload (see
+ * kr__warc_reload); other [warc] keys take a restart. */
+int kr__warc_key_is_live(kr_cfg_key_t k);
+/* Before a reload is applied: 0, or KR_ECONFIG with why in err (the
+ * reload is then refused). */
+int kr__warc_reload_check(const kr_config_t *n, char *err, size_t errlen);
+/* After c->cfg became the new configuration (old is the previous one):
+ * apply the changed [warc] keys, log what changed. File settings (prefix,
+ * compress, level, max-size, durability, operator) close the current file
+ * and apply from the next one; the others apply from the next record. */
+void kr__warc_reload(kr_crawl_t *c, const kr_config_t *old);
 /* Counters; zero when the writer is off. */
 void kr__warc_stats(const kr_crawl_t *c, kr_warc_stats_t *out);
 

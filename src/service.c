@@ -26,6 +26,7 @@
 #include "internal.h"
 #include "kria/seeds.h"
 #include "log.h"
+#include "proc_warc.h"
 
 #define TICK_MS 1000
 #define SD_STATUS_MS 10000
@@ -383,6 +384,7 @@ static int key_is_live(kr_cfg_key_t k) {
     default:
       break;
   }
+  if (kr__warc_key_is_live(k)) return 1;
   if (!(kr_config_key_flags(k) & KR_CFG_HOST)) return 0;
   return strcmp(kr_config_key_section(k), "http") != 0;
 }
@@ -470,6 +472,11 @@ static void reload(kr_service_t *s) {
   }
   /* The new scope and seeds, before anything changes. */
   char err[512] = "";
+  if (kr__warc_reload_check(n, err, sizeof err)) {
+    reload_fail(s, "%s", err);
+    kr_config_free(n);
+    goto out;
+  }
   kr_scope_t *scope = NULL;
   if (kr_crawl_scope_new(n, &scope, err, sizeof err)) {
     reload_fail(s, "scope: %s", err);
@@ -505,6 +512,7 @@ static void reload(kr_service_t *s) {
   c->hcs_cap = c->hcs_n = 0;
   retire(s, (kr_hostcfg_t *)c->global_hc);
   c->global_hc = global;
+  const kr_config_t *old_cfg = c->cfg; /* kept in s->configs */
   c->cfg = n;
   s->configs = kr_xrealloc(s->configs, (s->nconfigs + 1) * sizeof *s->configs);
   s->configs[s->nconfigs++] = n;
@@ -540,6 +548,7 @@ static void reload(kr_service_t *s) {
   s->progress_ms = (uint64_t)kr_config_ms(ng, KR_CFG_CRAWL_PROGRESS_INTERVAL);
   s->next_progress_ms = now + s->progress_ms;
   if (s->status) kr_status_set_token(s->status, kr_config_str(ng, KR_CFG_STATUS_TOKEN));
+  kr__warc_reload(c, old_cfg);
   s->hs.at_ms = 0;
   s->reloads_ok++;
   s->last_reload_ms = now;

@@ -27,6 +27,7 @@
 #include "kria/fp.h"
 #include "kria/validators.h"
 #include "log.h"
+#include "proc_warc.h"
 #include "service.h"
 
 /* ---- a JSON writer -------------------------------------------------------------- */
@@ -322,6 +323,37 @@ static void page_status(kr_service_t *s, kr_buf_t *b) {
   jw_u64(&w, "commit_us_max", ss->commit_us_max);
   jw_close(&w, '}');
 
+  kr_warc_stats_t ws;
+  kr__warc_stats(c, &ws);
+  if (c->warc) {
+    jw_open(&w, "warc", '{');
+    jw_u64(&w, "records", ws.records);
+    jw_u64(&w, "bytes", ws.bytes);
+    jw_u64(&w, "files", ws.files);
+    jw_str(&w, "current_file", ws.current);
+    jw_u64(&w, "current_file_bytes", ws.current_size);
+    jw_u64(&w, "responses", ws.responses);
+    jw_u64(&w, "revisits", ws.revisits_identical + ws.revisits_not_modified);
+    jw_u64(&w, "revisits_identical", ws.revisits_identical);
+    jw_u64(&w, "revisits_not_modified", ws.revisits_not_modified);
+    jw_u64(&w, "requests", ws.requests);
+    jw_u64(&w, "metadata", ws.metadata);
+    jw_u64(&w, "dns", ws.dns);
+    jw_u64(&w, "truncated", ws.truncated);
+    jw_u64(&w, "volatile_full", ws.volatile_full);
+    jw_u64(&w, "volatile_skipped", ws.volatile_skipped);
+    jw_u64(&w, "write_errors", ws.write_errors);
+    jw_u64(&w, "deferred", ws.deferred);
+    jw_bool(&w, "held", ws.held);
+    jw_u64(&w, "holds", ws.holds);
+    jw_u64(&w, "syncs", ws.syncs);
+    jw_u64(&w, "repaired_files", ws.repaired_files);
+    jw_u64(&w, "reloads", ws.reloads);
+    jw_close(&w, '}');
+  } else {
+    jw_null(&w, "warc");
+  }
+
   jw_open(&w, "loop", '{');
   jw_u64(&w, "lag_ms", s->lag_ms);
   jw_u64(&w, "lag_ms_max_1m", s->lag_ms_max);
@@ -525,6 +557,36 @@ static void page_metrics(kr_service_t *s, kr_buf_t *b) {
   metric_u(b, "kria_reload_failures_total", "counter", "Reloads refused.", s->reloads_failed);
   metric_u(b, "kria_rare_events_total", "counter", "Rare internal events (KR_COUNT_IF).",
            kr__rare_events);
+  if (c->warc) {
+    kr_warc_stats_t ws;
+    kr__warc_stats(c, &ws);
+    metric_u(b, "kria_warc_records_total", "counter", "WARC records written (all types).",
+             ws.records);
+    metric_u(b, "kria_warc_bytes_total", "counter", "Bytes written to WARC files.", ws.bytes);
+    metric_u(b, "kria_warc_files_total", "counter", "WARC files begun by this process.", ws.files);
+    metric_u(b, "kria_warc_responses_total", "counter", "WARC response records (content stored).",
+             ws.responses);
+    kr_buf_append_str(b, "# HELP kria_warc_revisits_total WARC revisit records by profile.\n"
+                         "# TYPE kria_warc_revisits_total counter\n");
+    kr_buf_printf(b, "kria_warc_revisits_total{profile=\"identical-payload-digest\"} %" PRIu64
+                     "\nkria_warc_revisits_total{profile=\"server-not-modified\"} %" PRIu64 "\n",
+                  ws.revisits_identical, ws.revisits_not_modified);
+    metric_u(b, "kria_warc_write_errors_total", "counter",
+             "Failed WARC writes and syncs (full disk, I/O errors).", ws.write_errors);
+    metric_u(b, "kria_warc_held", "gauge", "1 while WARC writing holds dispatch (full disk).",
+             (uint64_t)ws.held);
+    metric_u(b, "kria_warc_current_file_bytes", "gauge", "Size of the WARC file being written.",
+             ws.current_size);
+    /* The name as an info-style label; escaped (it holds the host name). */
+    kr_buf_append_str(b, "# HELP kria_warc_current_file The WARC file being written.\n"
+                         "# TYPE kria_warc_current_file gauge\nkria_warc_current_file{file=\"");
+    for (const char *p = ws.current ? ws.current : ""; *p; p++) {
+      if (*p == '"' || *p == '\\') kr_buf_append(b, "\\", 1);
+      if (*p == '\n') kr_buf_append(b, "\\n", 2);
+      else kr_buf_append(b, p, 1);
+    }
+    kr_buf_printf(b, "\"} %d\n", ws.current ? 1 : 0);
+  }
   if (s->status) {
     const kr_status_stats_t *st = kr_status_stats(s->status);
     metric_u(b, "kria_status_requests_total", "counter", "Status requests served.", st->requests);

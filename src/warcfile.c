@@ -46,6 +46,7 @@ struct kr_warcfile {
   uint64_t size;                 /* bytes written = next record's offset */
   uint64_t unsynced;             /* records since the last sync */
   uint64_t first_unsynced_ms;
+  uint64_t files;                /* files opened so far */
   int streaming;
   uint64_t stream_start;
   int sink_err;
@@ -337,6 +338,7 @@ static int open_file(kr_warcfile_t *wf) {
     return err;
   }
   memcpy(wf->info_id, rec.id, sizeof wf->info_id);
+  wf->files++;
   KR_LOG(KR_LOG_INFO, wf->name, "WARC file opened");
   return 0;
 }
@@ -374,6 +376,7 @@ const char *kr_warcfile_current(const kr_warcfile_t *wf) {
   return wf->fd >= 0 ? wf->name : NULL;
 }
 uint64_t kr_warcfile_size(const kr_warcfile_t *wf) { return wf->fd >= 0 ? wf->size : 0; }
+uint64_t kr_warcfile_files(const kr_warcfile_t *wf) { return wf->files; }
 const char *kr_warcfile_errmsg(const kr_warcfile_t *wf) { return wf->err; }
 
 /* ---- records ----------------------------------------------------------- */

@@ -115,6 +115,8 @@ int kr_warcfile_close(kr_warcfile_t *wf);
 const char *kr_warcfile_current(const kr_warcfile_t *wf);
 /* Size of the file being written (0 when none). */
 uint64_t kr_warcfile_size(const kr_warcfile_t *wf);
+/* Files opened (begun with their warcinfo record) since kr_warcfile_open. */
+uint64_t kr_warcfile_files(const kr_warcfile_t *wf);
 /* Detail of the last error ("" when none). */
 const char *kr_warcfile_errmsg(const kr_warcfile_t *wf);
 
