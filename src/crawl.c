@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "diskguard.h"
 #include "internal.h"
 #include "proc_warc.h"
 #include "kria/fp.h"
@@ -43,6 +44,7 @@ static void crawl_fail(kr_crawl_t *c, int err);
 static void dispatch(kr_crawl_t *c);
 static void on_idle(uv_idle_t *h);
 static void on_commit_timer(uv_timer_t *t);
+static void on_idle(uv_idle_t *h);
 
 uint64_t kr_crawl_now(const kr_crawl_t *c) { return kr_clock_now_ms(&c->clock); }
 
@@ -681,7 +683,7 @@ static void dispatch(kr_crawl_t *c) {
     c->dispatch_again = 1;
     return;
   }
-  if (c->stopping || c->closing || !c->frontier || c->paused) {
+  if (c->stopping || c->closing || !c->frontier || c->paused || c->disk_held) {
     check_end(c);
     return;
   }
@@ -723,6 +725,50 @@ static void crawl_fail(kr_crawl_t *c, int err) {
   kr_crawl_stop(c);
 }
 
+/* ---- the state disk ------------------------------------------------------------------- */
+
+static void on_disk_retry(kr_wheel_entry_t *e);
+
+/* Low on space under the state directory: the reserve is released (the
+ * commits of the fetches running now land in it) and nothing new is
+ * issued until kr_diskguard_recover sees room again. */
+static void disk_check(kr_crawl_t *c) {
+  if (!c->disk || c->disk_held || !kr_diskguard_check(c->disk)) return;
+  kr_diskguard_stats_t ds;
+  kr_diskguard_stats(c->disk, &ds);
+  c->disk_held = 1;
+  KR_LOG(KR_LOG_ERROR, kr_diskguard_dir(c->disk),
+         "state directory: only %" PRIu64 " bytes free: no new fetches until %" PRIu64
+         " bytes are free; the fetches running now finish and are committed, what was "
+         "committed stays; checking every second", ds.avail, ds.resume_mark);
+  kr_timer_start(&c->timers, &c->disk_retry, kr_crawl_now(c) + 1000, on_disk_retry);
+}
+
+static void on_disk_retry(kr_wheel_entry_t *e) {
+  kr_crawl_t *c = container_of(e, kr_crawl_t, disk_retry);
+  if (c->closing || !c->disk_held) return;
+  kr_diskguard_stats_t ds;
+  if (!kr_diskguard_recover(c->disk)) {
+    kr_diskguard_stats(c->disk, &ds);
+    KR_LOG(KR_LOG_INFO, kr_diskguard_dir(c->disk),
+           "state directory: still %" PRIu64 " bytes free: fetches stay held", ds.avail);
+    kr_timer_start(&c->timers, &c->disk_retry, kr_crawl_now(c) + 1000, on_disk_retry);
+    return;
+  }
+  kr_diskguard_stats(c->disk, &ds);
+  c->disk_held = 0;
+  KR_LOG(KR_LOG_NOTICE, kr_diskguard_dir(c->disk),
+         "state directory: %" PRIu64 " bytes free again: fetches resume", ds.avail);
+  if (!c->stopping) uv_idle_start(&c->idle, on_idle);
+}
+
+/* Right before each COMMIT (the store's presync hook). */
+static void presync(void *ud) {
+  kr_crawl_t *c = ud;
+  disk_check(c);
+  kr__warc_presync(c);
+}
+
 /* Once per loop turn: write crawl.log lines, then commit what is due. */
 static void turn(kr_crawl_t *c) {
   if (!c->frontier) return;
@@ -733,7 +779,10 @@ static void turn(kr_crawl_t *c) {
   /* The lines of URIs that may be committed now reach crawl.log first: a
    * crash may repeat a line, never drop the line of a committed URI. One
    * write per busy loop turn at most (nothing when no line waits). */
-  if (kr_store_in_tx(st)) kr_crawllog_flush(c->log);
+  if (kr_store_in_tx(st)) {
+    disk_check(c); /* room for these lines and the commit first */
+    kr_crawllog_flush(c->log);
+  }
   int rc = kr_frontier_turn(c->frontier, now);
   if (rc < 0) {
     crawl_fail(c, rc);
@@ -909,6 +958,7 @@ static void close_everything(kr_crawl_t *c) {
     summary(c);
     if (c->log) kr_crawllog_flush(c->log);
     kr__warc_close(c); /* records on disk before the last commit */
+    kr_timer_stop(&c->disk_retry);
     int rc = kr_frontier_close(c->frontier);
     c->frontier = NULL;
     if (rc < 0 && !c->fatal) c->fatal = rc;
@@ -1055,6 +1105,9 @@ int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out
   rc = kr_frontier_open(state_dir, &fo, &c->timers, &c->frontier, err, errlen);
   if (rc) goto fail;
   kr_frontier_set_on_ready(c->frontier, on_ready, c);
+  c->disk = kr_diskguard_new(state_dir, NULL);
+  kr_wheel_entry_init(&c->disk_retry, on_disk_retry);
+  kr_store_set_presync(kr_frontier_store(c->frontier), presync, c);
 
   kr_crawllog_opts_t lo;
   kr_crawllog_opts_init(&lo);
@@ -1156,6 +1209,8 @@ void kr_crawl_free(kr_crawl_t *c) {
   if (uv_loop_close(&c->loop)) KR_LOG(KR_LOG_WARN, NULL, "crawl: loop still has handles");
   kr__service_free(c);
   kr__warc_free(c);
+  kr_diskguard_free(c->disk);
+  c->disk = NULL;
   if (c->log) kr_crawllog_close(c->log);
   while (c->free_fetches) {
     kr_fetch_t *f = c->free_fetches;

@@ -343,6 +343,9 @@ struct kr_crawl {
   int ip_queues;
   struct kr_ipmap_slot *ipmap;
   size_t ipmap_cap, ipmap_n;
+  struct kr_diskguard *disk;    /* free space of the state directory */
+  int disk_held;                /* dispatch held: the state disk is low */
+  kr_wheel_entry_t disk_retry;
 };
 
 /* Settings for host (ASCII, any case). Never NULL. */

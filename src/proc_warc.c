@@ -778,9 +778,9 @@ static int dns_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
 
 /* ---- life cycle --------------------------------------------------------------------- */
 
-static void presync(void *ud) {
-  struct kr_warc *w = ud;
-  if (!w->wf || w->durability != KR_WARC_SYNC_BATCH) return;
+void kr__warc_presync(kr_crawl_t *c) {
+  struct kr_warc *w = c->warc;
+  if (!w || !w->wf || w->durability != KR_WARC_SYNC_BATCH) return;
   int rc = kr_warcfile_sync(w->wf);
   if (rc == 0) {
     w->st_.syncs++;
@@ -898,7 +898,6 @@ int kr__warc_open(kr_crawl_t *c, char *err, size_t errlen) {
     snprintf(err, errlen, "%s: cannot write WARC files there: %s", dir, e[0] ? e : kr_strerror(rc));
     return rc == KR_EINVAL ? KR_ECONFIG : KR_EIO;
   }
-  kr_store_set_presync(w->st, presync, w);
   return 0;
 }
 

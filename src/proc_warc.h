@@ -41,9 +41,9 @@ typedef struct kr_warc_stats {
 } kr_warc_stats_t;
 
 /* At kr_crawl_new, once the frontier is open: repair leftover ".open"
- * files in the WARC directory, open the writer and set the store's
- * presync hook. A no-op with warc.enabled = false. 0, or KR_ECONFIG /
- * KR_EIO with a one-line reason in err. */
+ * files in the WARC directory and open the writer. A no-op with
+ * warc.enabled = false. 0, or KR_ECONFIG / KR_EIO with a one-line reason
+ * in err. */
 int kr__warc_open(kr_crawl_t *c, char *err, size_t errlen);
 /* Register the processors: "warc-dns" and "warc" in the write phase,
  * "warc-late" in the post phase, which must come before the processors
@@ -55,6 +55,9 @@ void kr__warc_raw(kr_fetch_t *f, const char *p, size_t n);
 /* At shutdown, every fetch done, before the frontier's last commit: close
  * (sync, rename without ".open") the current file. */
 void kr__warc_close(kr_crawl_t *c);
+/* Right before each store COMMIT (the crawl's presync hook): durability
+ * batch syncs the file, so every record of a committed visit is on disk. */
+void kr__warc_presync(kr_crawl_t *c);
 /* Free everything (kr_crawl_free); closes first if still open. */
 void kr__warc_free(kr_crawl_t *c);
 /* SIGHUP. 1 when [warc] key k is applied by a reload (see

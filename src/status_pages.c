@@ -21,6 +21,7 @@
 
 #include "cli.h"
 #include "crawl.h"
+#include "diskguard.h"
 #include "internal.h"
 #include "kria/digest.h"
 #include "kria/estimate.h"
@@ -321,6 +322,14 @@ static void page_status(kr_service_t *s, kr_buf_t *b) {
   jw_u64(&w, "checkpoints", ss->checkpoints);
   jw_u64(&w, "wal_frames", ss->wal_frames);
   jw_u64(&w, "commit_us_max", ss->commit_us_max);
+  if (c->disk) { /* the state directory's free space (diskguard.h) */
+    kr_diskguard_stats_t ds;
+    kr_diskguard_stats(c->disk, &ds);
+    jw_bool(&w, "disk_held", c->disk_held);
+    jw_u64(&w, "disk_free", ds.avail);
+    jw_u64(&w, "disk_reserve", ds.reserve);
+    jw_u64(&w, "disk_lows", ds.lows);
+  }
   jw_close(&w, '}');
 
   kr_warc_stats_t ws;
