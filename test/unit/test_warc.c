@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -1470,6 +1471,117 @@ static void repair_every_cut(void **state) {
   }
 }
 
+/* A ".open" file of a GiB is repaired in bounded memory: the reader goes
+ * through fixed windows (64 KiB in, 64 KiB inflated), never the whole
+ * file or the whole record. Plain: a sparse file whose last record has a
+ * 1 GiB block (a hole), once complete and once without its CRLF CRLF;
+ * gzip: a member inflating to 256 MiB, cut short. Peak RSS may grow by
+ * far less than either. */
+static long peak_rss_kib(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss;
+}
+
+static const char big_head[] =
+    "WARC/1.1\r\nWARC-Type: resource\r\n"
+    "WARC-Record-ID: <urn:uuid:6b0b3e2c-1d4a-4c2e-9d6a-0c1f2e3d4b5a>\r\n"
+    "WARC-Date: 2026-11-22T00:00:00Z\r\nWARC-Target-URI: http://big.test/\r\n"
+    "Content-Type: application/octet-stream\r\nContent-Length: %llu\r\n\r\n";
+
+static void repair_streams_large_files(void **state) {
+  (void)state;
+  const uint64_t GIB = 1ull << 30, ZBLOCK = 256ull << 20;
+  char dir[300];
+  sub(dir, sizeof dir, "repair-big");
+  int dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+  assert_true(dirfd >= 0);
+  long rss0 = peak_rss_kib();
+  char head[512], path[1200], fin[1200];
+  int hn = snprintf(head, sizeof head, big_head, (unsigned long long)GIB);
+  struct mem m;
+  write_sample(&m, 0);
+  snprintf(path, sizeof path, "%s/big.warc.open", dir);
+  snprintf(fin, sizeof fin, "%s/big.warc", dir);
+  for (int complete = 1; complete >= 0; complete--) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    assert_true(fd >= 0);
+    assert_true(write(fd, m.b.data, m.b.len) == (ssize_t)m.b.len);
+    assert_true(write(fd, head, (size_t)hn) == hn);
+    uint64_t end = m.b.len + (uint64_t)hn + GIB;
+    if (complete)
+      assert_true(pwrite(fd, "\r\n\r\n", 4, (off_t)end) == 4);
+    else
+      assert_int_equal(ftruncate(fd, (off_t)end), 0); /* the block, no trailer */
+    close(fd);
+    kr_warcfile_repair_stats_t st = {0};
+    char err[256];
+    assert_int_equal(kr_warcfile_repair(dirfd, "big.warc.open", &st, err, sizeof err), 0);
+    struct stat sb;
+    assert_int_equal(stat(fin, &sb), 0);
+    assert_true((uint64_t)sb.st_size == (complete ? end + 4 : m.b.len));
+    assert_true(st.records == (complete ? 10u : 9u));
+    assert_true(st.bytes_cut == (complete ? 0 : (uint64_t)hn + GIB));
+    unlink(fin);
+  }
+  /* gzip: one member for the sample, then one whose block inflates to
+   * 256 MiB of zeros, deflated in pieces and cut before its end. */
+  kr_buf_free(&m.b);
+  write_sample(&m, 1);
+  snprintf(path, sizeof path, "%s/big.warc.gz.open", dir);
+  snprintf(fin, sizeof fin, "%s/big.warc.gz", dir);
+  hn = snprintf(head, sizeof head, big_head, (unsigned long long)ZBLOCK);
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  assert_true(fd >= 0);
+  assert_true(write(fd, m.b.data, m.b.len) == (ssize_t)m.b.len);
+  z_stream z;
+  memset(&z, 0, sizeof z);
+  assert_int_equal(deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  static unsigned char zin[1u << 16], zout[1u << 16];
+  memset(zin, 0, sizeof zin);
+  uint64_t left = ZBLOCK;
+  int first = 1;
+  for (;;) {
+    int flush = left == 0 ? Z_FINISH : Z_NO_FLUSH;
+    if (first) {
+      z.next_in = (unsigned char *)head;
+      z.avail_in = (uInt)hn;
+      first = 0;
+    } else if (left) {
+      uInt k = left < sizeof zin ? (uInt)left : (uInt)sizeof zin;
+      z.next_in = zin;
+      z.avail_in = k;
+      left -= k;
+    }
+    do {
+      z.next_out = zout;
+      z.avail_out = sizeof zout;
+      int zr = deflate(&z, flush);
+      assert_true(zr == Z_OK || zr == Z_STREAM_END || zr == Z_BUF_ERROR);
+      size_t got = sizeof zout - z.avail_out;
+      assert_true(write(fd, zout, got) == (ssize_t)got);
+    } while (z.avail_out == 0);
+    if (flush == Z_FINISH) break;
+  }
+  deflateEnd(&z);
+  struct stat sb;
+  assert_int_equal(fstat(fd, &sb), 0);
+  /* cut inside the member: no trailer, no gzip end */
+  assert_int_equal(ftruncate(fd, sb.st_size - 100), 0);
+  close(fd);
+  kr_warcfile_repair_stats_t st = {0};
+  char err[256];
+  assert_int_equal(kr_warcfile_repair(dirfd, "big.warc.gz.open", &st, err, sizeof err), 0);
+  assert_int_equal(stat(fin, &sb), 0);
+  assert_true((uint64_t)sb.st_size == m.b.len);
+  assert_true(st.records == 9u);
+  unlink(fin);
+  long grew = peak_rss_kib() - rss0;
+  if (grew > 64 * 1024) fail_msg("peak RSS grew by %ld KiB repairing 1 GiB files", grew);
+  kr_buf_free(&m.b);
+  close(dirfd);
+}
+
 static void repair_dir_at_start_up(void **state) {
   (void)state;
   char dir[300];
@@ -1580,6 +1692,7 @@ int main(void) {
       cmocka_unit_test(full_disk_cuts_back),
       cmocka_unit_test(durability),
       cmocka_unit_test(repair_every_cut),
+      cmocka_unit_test(repair_streams_large_files),
       cmocka_unit_test(repair_dir_at_start_up),
       cmocka_unit_test(sample_files),
   };
