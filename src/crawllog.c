@@ -236,6 +236,9 @@ void kr_crawllog_opts_init(kr_crawllog_opts_t *o) {
 
 static int open_file(const char *path, int *fd) {
   *fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  struct stat sb;
+  /* a new file gets exactly 0644, whatever the umask */
+  if (*fd >= 0 && fstat(*fd, &sb) == 0 && sb.st_size == 0) fchmod(*fd, 0644);
   return *fd < 0 ? KR_EIO : 0;
 }
 
@@ -250,7 +253,9 @@ int kr_crawllog_open(const char *state_dir, const kr_crawllog_opts_t *opts,
   if (l->o.buffer_size < 256) l->o.buffer_size = 256;
   if (l->o.flush_lines == 0) l->o.flush_lines = 1;
   char *dir = kr_xasprintf("%s/logs", state_dir);
-  if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+  if (mkdir(dir, 0755) == 0) {
+    chmod(dir, 0755);
+  } else if (errno != EEXIST) {
     int e = errno;
     free(dir);
     free(l);

@@ -13,12 +13,14 @@
 #include "service.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -76,7 +78,10 @@ int kr__service_open(kr_crawl_t *c, char *err, size_t errlen) {
      * `kria status` read this line and the file. */
     KR_LOG(KR_LOG_NOTICE, NULL, "status: listening on http://%s/", kr_status_address(s->status));
     s->addr_path = kr_xasprintf("%s/status.addr", kr_config_str(g, KR_CFG_CRAWL_STATE_DIR));
-    FILE *f = fopen(s->addr_path, "w");
+    int afd = open(s->addr_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (afd >= 0) fchmod(afd, 0644); /* exactly, whatever the umask */
+    FILE *f = afd >= 0 ? fdopen(afd, "w") : NULL;
+    if (!f && afd >= 0) close(afd);
     if (f) {
       fprintf(f, "%s\n", kr_status_address(s->status));
       fclose(f);

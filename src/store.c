@@ -324,7 +324,10 @@ static uint64_t mono_us(void) {
 
 static int take_lock(kr_store_t *st, char *err, size_t errlen) {
   char *lp = kr_xasprintf("%s/%s", st->dir, KR_STORE_LOCK_NAME);
-  int fd = open(lp, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  /* State files get exact modes, whatever the umask (0600 here). */
+  int fd = open(lp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd >= 0) fchmod(fd, 0600);
+  else if (errno == EEXIST) fd = open(lp, O_RDWR | O_CLOEXEC);
   if (fd < 0) {
     int rc = fail(err, errlen, lp, "cannot open lock file: %s", strerror(errno));
     free(lp);
@@ -540,13 +543,22 @@ int kr_store_open(const char *dir, const kr_store_opts_t *opts,
   st->path = kr_xasprintf("%s/%s", dir, KR_STORE_DB_NAME);
   int rc;
 
-  if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+  if (mkdir(dir, 0700) == 0) {
+    chmod(dir, 0700); /* exactly, whatever the umask */
+  } else if (errno != EEXIST) {
     rc = fail(err, errlen, dir, "cannot create state directory: %s", strerror(errno));
     goto out;
   }
   if ((rc = take_lock(st, err, errlen)) != 0) goto out;
   if ((rc = check_header(st->path, err, errlen)) != 0) goto out;
 
+  /* A new database is created here as 0600 (SQLite would use 0644 less
+   * the umask); SQLite gives its -wal and -shm files the database's mode. */
+  int dfd = open(st->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (dfd >= 0) {
+    fchmod(dfd, 0600);
+    close(dfd);
+  }
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
   const char *vfs = st->opts.plain_vfs ? NULL : kr_store_vfs();
   if (sqlite3_open_v2(st->path, &st->db, flags, vfs) != SQLITE_OK) {

@@ -209,7 +209,9 @@ int kr_warcfile_open(const kr_warcfile_opts_t *opts, kr_warcfile_t **out, char *
     snprintf(errbuf, errlen, "bad durability %d", opts->durability);
     return KR_EINVAL;
   }
-  if (mkdir(opts->dir, 0755) && errno != EEXIST) {
+  if (mkdir(opts->dir, 0755) == 0) {
+    chmod(opts->dir, 0755); /* exactly, whatever the umask */
+  } else if (errno != EEXIST) {
     snprintf(errbuf, errlen, "cannot create WARC directory %s: %s", opts->dir,
              strerror(errno));
     return KR_EIO;
@@ -309,7 +311,10 @@ static int open_file(kr_warcfile_t *wf) {
     snprintf(wf->name, sizeof wf->name, "%s%s", wf->final, OPEN_SUFFIX);
     if (faccessat(wf->dirfd, wf->final, F_OK, 0) == 0) continue;
     wf->fd = openat(wf->dirfd, wf->name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (wf->fd >= 0) break;
+    if (wf->fd >= 0) {
+      fchmod(wf->fd, 0644); /* readable by the archive's tools, whatever the umask */
+      break;
+    }
     if (errno != EEXIST) {
       int e = errno;
       set_err(wf, "creating %s: %s", wf->name, strerror(e));
