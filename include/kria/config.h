@@ -176,7 +176,7 @@ enum kr_cfg_type {
   X(POLITENESS_REVISIT_FAILED, "politeness", "revisit-failed", BOOL, KR_CFG_HOST, "true", \
     "", NONE, "Retry failed URIs after the max wait (false: never, as in the thesis).")  \
   X(POLITENESS_QUEUE_ASSIGNMENT, "politeness", "queue-assignment", ENUM, 0, "host",     \
-    "host|domain|ip", NONE, "What one queue (and its politeness) covers: a host, a registrable domain, an IP.") \
+    "host|domain|ip", NONE, "What one queue (and its politeness) covers: a host, a registrable domain, an IP (a host joins its address's queue once it has answered).") \
                                                                                        \
   X(SCOPE_MODE, "scope", "mode", ENUM, 0, "host", "host|domain|path|surt", NONE,        \
     "In scope: a seed's host, its registrable domain, its path and below, or surt-prefixes only.") \

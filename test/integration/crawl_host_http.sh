@@ -8,7 +8,12 @@
 #  - a body that trickles a byte every 400 ms times out on a.test (idle
 #    timeout 150 ms: cut after its first byte, idle-timeout) and arrives
 #    whole on b.test (global 5 s);
-#  - a 3 KiB response header fails a.test (1 KiB limit) and passes b.test.
+#  - a 3 KiB response header fails a.test (1 KiB limit) and passes b.test;
+#  - a second pass (--revisit-now) sends If-None-Match to b.test but not
+#    to a.test (http.conditional-requests = false);
+#  - over HTTPS (kts --tls, a self-signed certificate) with a global
+#    tls-verify = require, a.test's own tls-verify = record fetches it and
+#    b.test's handshake fails (-2, tls-verify) before any request.
 . "$(dirname "$0")/lib.sh"
 
 [ -x "$KRIA" ] && "$KRIA" crawl --help >/dev/null 2>&1 || bail "kria crawl is not built ($KRIA)"
@@ -20,6 +25,11 @@ body = none
 
 [route "/"]
 body = <a href="/big">big</a> <a href="/slow">slow</a> <a href="/fat-head">head</a>
+body = <a href="/v">validators</a>
+
+[route "/v"]
+etag = "v1"
+body = same
 
 [route "/big"]
 body-size = 8K
@@ -38,14 +48,13 @@ printf 'http://a.test:%s/\nhttp://b.test:%s/\n' "$KTS_PORT" "$KTS_PORT" >"$T/see
 cat >"$T/crawl.conf" <<EOF
 [http]
 allow-private-addresses = true
+timeout-idle = 5s
 [crawl]
 seeds = $T/seeds.txt
 state-dir = $T/state
 revisit = false
 [dns]
 hosts-file = $T/hosts
-[http]
-timeout-idle = 5s
 [politeness]
 min-delay = 0
 max-delay = 0
@@ -53,10 +62,14 @@ delay-factor = 0
 max-retries = 0
 [store]
 commit-interval = 10ms
+[adaptive]
+trust-probation = 0
+trust-sample = 0
 [host "a.test"]
 http.max-body-bytes = 2KiB
 http.timeout-idle = 150ms
 http.max-header-bytes = 1KiB
+http.conditional-requests = false
 EOF
 timeout 60 "$KRIA" crawl -c "$T/crawl.conf" >"$T/crawl.out" 2>"$T/crawl.err"
 is "$?" 0 "the crawl ends (exit 0)"
@@ -77,5 +90,51 @@ unlike "$(line b /slow)" "idle-timeout" "b.test: no timeout"
 isnt "$(col a /fat-head 2)" 200 "a.test: a 3 KiB header is over its max-header-bytes (1 KiB)"
 like "$(line a /fat-head)" "header-too-big" "a.test: annotated header-too-big"
 is "$(col b /fat-head 2)" 200 "b.test: the global max-header-bytes (64 KiB) takes it"
+
+# ---- conditional requests: a second pass --------------------------------------
+: >"$T/kts.log"
+timeout 60 "$KRIA" crawl -c "$T/crawl.conf" --revisit-now >"$T/crawl2.out" 2>"$T/crawl2.err"
+is "$?" 0 "a second pass (--revisit-now) ends (exit 0)"
+va=$(grep -a "GET /v HTTP/1.1 | Host: a.test:" "$T/kts.log")
+vb=$(grep -a "GET /v HTTP/1.1 | Host: b.test:" "$T/kts.log")
+like "$vb" 'If-None-Match: "v1"' "b.test: the revisit is conditional (global conditional-requests)"
+check "a.test: /v revisited" test -n "$va"
+unlike "$va" "If-None-Match" "a.test: not conditional (its conditional-requests = false)"
+kts_stop
+
+# ---- tls-verify per host ----------------------------------------------------------
+make_cert "$T/cert" || bail "no certificate"
+kts_start "$T/routes.ini" --tls "$T/cert/cert.pem" "$T/cert/key.pem" --log "$T/tls.log" ||
+  bail "kts --tls did not start"
+printf 'https://a.test:%s/v\nhttps://b.test:%s/v\n' "$KTS_PORT" "$KTS_PORT" >"$T/seeds-tls.txt"
+cat >"$T/tls.conf" <<EOF
+[http]
+allow-private-addresses = true
+tls-verify = require
+[crawl]
+seeds = $T/seeds-tls.txt
+state-dir = $T/state-tls
+revisit = false
+[dns]
+hosts-file = $T/hosts
+[politeness]
+min-delay = 0
+max-delay = 0
+delay-factor = 0
+max-retries = 0
+[store]
+commit-interval = 10ms
+[host "a.test"]
+http.tls-verify = record
+EOF
+timeout 60 "$KRIA" crawl -c "$T/tls.conf" >"$T/crawl3.out" 2>"$T/crawl3.err"
+is "$?" 0 "the HTTPS crawl ends (exit 0)"
+CL="$T/state-tls/logs/crawl.log"
+tline() { awk -v u="https://$1.test:$KTS_PORT$2" '$4 == u' "$CL"; }
+is "$(tline a /v | awk '{print $2}')" 200 "a.test: fetched (its tls-verify = record)"
+is "$(tline b /robots.txt | awk '{print $2}')" -2 "b.test: the handshake fails (global tls-verify = require)"
+like "$(tline b /robots.txt)" "tls-verify" "b.test: annotated tls-verify"
+isnt "$(tline b /v | awk '{print $2}')" 200 "b.test: its page is not fetched"
+unlike "$(cat "$T/tls.log")" "Host: b.test" "b.test: no request reached the server"
 kts_stop
 done_testing

@@ -891,6 +891,33 @@ static void pool_limits_and_expiry(void **state) {
   ctx_close(&c, &s);
 }
 
+/* kr_http_req_t.opts: a fetch's own options (a host's [http] settings)
+ * win over the client's: here its idle connections per key. */
+static void per_fetch_options(void **state) {
+  tctx_t c;
+  srv_t s;
+  ctx_open(&c);
+  step_t steps[] = {{.data = BODY_OK}, {.data = BODY_OK}, {.data = BODY_OK}};
+  srv_start(&s, &c.loop, steps, 3);
+  ctx_client(&c); /* the client keeps up to 64 idle connections per key */
+  set_url(&c, "http://127.0.0.1:%d/", s.port);
+  kr_http_opts_t fo = *kr_http_client_opts(c.http);
+  fo.pool_max_idle_per_key = 1;
+  c.req.opts = &fo;
+  tf_t t[3];
+  for (int i = 0; i < 3; i++) {
+    tf_init(&t[i], &c);
+    start(&c, &t[i]);
+  }
+  fo.pool_max_idle_per_key = 64; /* copied at start: no effect now */
+  for (int i = 0; i < 3; i++) run_until(&c, &t[i].done, 5000);
+  for (int i = 0; i < 3; i++) assert_int_equal(t[i].err, 0);
+  assert_int_equal(s.accepts, 3);
+  assert_int_equal(stats(&c).pooled_idle, 1);
+  for (int i = 0; i < 3; i++) tf_free(&t[i]);
+  ctx_close(&c, &s);
+}
+
 static void pool_global_cap_evicts_oldest(void **state) {
   tctx_t c;
   srv_t a, b;
@@ -1778,6 +1805,7 @@ int main(void) {
       cmocka_unit_test(no_retry_once_response_bytes_arrived),
       cmocka_unit_test(not_reused_after_close_or_extra_bytes),
       cmocka_unit_test(pool_limits_and_expiry),
+      cmocka_unit_test(per_fetch_options),
       cmocka_unit_test(pool_global_cap_evicts_oldest),
       cmocka_unit_test(malformed_responses),
       cmocka_unit_test(gzip_truncated_inside_complete_body),
