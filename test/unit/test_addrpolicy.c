@@ -372,6 +372,66 @@ static void contains_edges(void **state) {
   assert_int_equal(kr_cidr_contains(&c, ip), 0);
 }
 
+static uint64_t rng = 0x9e3779b97f4a7c15u;
+static uint64_t rnd(void) { /* splitmix64: deterministic */
+  uint64_t z = (rng += 0x9e3779b97f4a7c15u);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  return z ^ (z >> 31);
+}
+
+/* The lists' precomputed masks decide as kr_cidr_contains does, for
+ * every prefix length (0, 64, 96, 128 and around them included) and
+ * addresses inside, just outside and far from each prefix; a CIDR's text
+ * parses back to itself. */
+static void lists_agree_with_contains(void **state) {
+  (void)state;
+  for (int round = 0; round < 3000; round++) {
+    kr_cidr_t c;
+    memset(&c, 0, sizeof c);
+    unsigned bits = (unsigned)(round < 129 ? round : (int)(rnd() % 129));
+    for (int i = 0; i < 16; i++) c.ip[i] = (uint8_t)rnd();
+    if (round % 3 == 0) { /* an IPv4 prefix */
+      memset(c.ip, 0, 10);
+      c.ip[10] = c.ip[11] = 0xff;
+      if (bits < 96) bits = 96 + bits % 33;
+    }
+    for (unsigned i = bits; i < 128; i++) c.ip[i / 8] &= (uint8_t)~(0x80u >> (i % 8));
+    c.bits = (uint8_t)bits;
+    char text[64], err[200];
+    kr_cidr_format(&c, text, sizeof text);
+    kr_cidr_t back;
+    if (kr_cidr_parse(text, strlen(text), &back, err, sizeof err)) fail_msg("%s: %s", text, err);
+    assert_memory_equal(&back, &c, sizeof c);
+    kr_addrpolicy_t *p = kr_addrpolicy_new(1);
+    assert_int_equal(kr_addrpolicy_deny(p, text, err, sizeof err), 0);
+    for (int k = 0; k < 40; k++) {
+      uint8_t ip[16];
+      memcpy(ip, c.ip, 16);
+      if (k < 16) { /* flip one bit near the prefix's end */
+        int at = (int)bits - 8 + k;
+        if (at < 0 || at > 127) continue;
+        ip[at / 8] ^= (uint8_t)(0x80u >> (at % 8));
+      } else if (k < 30) { /* random bits past the prefix */
+        for (unsigned i = bits; i < 128; i++)
+          if (rnd() & 1) ip[i / 8] ^= (uint8_t)(0x80u >> (i % 8));
+      } else {
+        for (int i = 0; i < 16; i++) ip[i] = (uint8_t)rnd();
+      }
+      /* addresses carrying IPv4 are also matched by that; leave them out */
+      static const uint8_t tr[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0};
+      static const uint8_t n64[12] = {0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0};
+      if (!memcmp(ip, tr, 12) || !memcmp(ip, n64, 12) || (ip[0] == 0x20 && ip[1] == 0x02))
+        continue;
+      int in = kr_cidr_contains(&c, ip);
+      kr_addr_verdict_t v;
+      int allowed_ = kr_addrpolicy_check(p, ip, &v);
+      if (allowed_ == in) fail_msg("%s: list and kr_cidr_contains disagree", text);
+    }
+    kr_addrpolicy_free(p);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(ipv4_classes),     cmocka_unit_test(ipv6_classes),
@@ -379,6 +439,7 @@ int main(void) {
       cmocka_unit_test(cidr_parse_hostile), cmocka_unit_test(default_policy),
       cmocka_unit_test(sockaddrs),        cmocka_unit_test(lists_and_order),
       cmocka_unit_test(list_cap),         cmocka_unit_test(contains_edges),
+      cmocka_unit_test(lists_agree_with_contains),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
