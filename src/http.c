@@ -802,7 +802,7 @@ static int allowed_addrs(kr_http_fetch_t *f, const struct sockaddr_storage *addr
   kr_http_client_t *c = f->client;
   kr_addr_verdict_t first = {0};
   int kept = 0, refused = 0;
-  char ip[INET6_ADDRSTRLEN];
+  char ip[INET6_ADDRSTRLEN], first_ip[INET6_ADDRSTRLEN] = "?";
   for (int i = 0; i < n && kept < KR_DNS_MAX_ADDRS; i++) {
     kr_addr_verdict_t v;
     if (kr_addrpolicy_check_sockaddr(c->policy, (const struct sockaddr *)&addrs[i], &v)) {
@@ -813,21 +813,19 @@ static int allowed_addrs(kr_http_fetch_t *f, const struct sockaddr_storage *addr
     sockaddr_ip(&addrs[i], ip, sizeof ip);
     KR_LOG(KR_LOG_DEBUG, f->href, "address %s of %s refused (%s)", ip, f->host,
            kr_addr_class_name(v.cls));
-    if (refused++ == 0) first = v;
+    if (refused++ == 0) {
+      first = v;
+      memcpy(first_ip, ip, sizeof ip);
+    }
   }
   if (kept) return kept;
-  for (int i = 0; i < n; i++) /* the first address, for the message */
-    if (kr_addrpolicy_check_sockaddr(c->policy, (const struct sockaddr *)&addrs[i], NULL) == 0) {
-      sockaddr_ip(&addrs[i], ip, sizeof ip);
-      break;
-    }
   const char *more = refused > 1 ? " (and every other address of it)" : "";
   char what[INET6_ADDRSTRLEN + 300];
   struct sockaddr_storage lit;
   if (parse_ip(f->host, strlen(f->host), &lit))
-    snprintf(what, sizeof what, "%s resolves to %s%s", f->host, ip, more);
+    snprintf(what, sizeof what, "%s resolves to %s%s", f->host, first_ip, more);
   else
-    snprintf(what, sizeof what, "%s", ip);
+    snprintf(what, sizeof what, "%s", first_ip);
   char cidr[64];
   if (first.rule == KR_ADDR_BY_DENY_LIST)
     finish(f, KR_EADDR_REFUSED, "%s, in [http] deny-addresses %s", what,
