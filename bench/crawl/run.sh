@@ -26,10 +26,13 @@
 # httrack is slow (~100 pages/s crawling, ~20 URIs/s updating): it runs
 # in the first --slow-reps repetitions only (1), and its update pass is
 # stopped after KB_SLOW_LIMIT seconds (180; its rate is still reported).
+# --other-reps N: the clients other than kria in the first N repetitions
+# only (all of them by default; for a shorter run on a loaded machine).
 #
 # Usage: bench/crawl/run.sh [--sites "single multi"] [--pages N]
 #            [--hosts H --host-pages P] [--reps R] [--clients "..."]
-#            [--no-update] [--valence V] [--slow-reps N] [--kria PATH]
+#            [--no-update] [--valence V] [--slow-reps N] [--other-reps N]
+#            [--kria PATH]
 #            [--record] [--quick]
 #        bench/crawl/run.sh --report RUN_DIR [--record]   (report again)
 # See bench/README.md.
@@ -56,6 +59,7 @@ KRIA=${KRIA:-$KB_ROOT/build-bench/kria}
 RECORD=0
 REPORT_ONLY=""
 SLOW_REPS=1
+OTHER_REPS=""
 SLOW_LIMIT=${KB_SLOW_LIMIT:-180}
 SITE_DESC=()
 CLIENT_CPU=${KB_CLIENT_CPU:-0}
@@ -73,11 +77,12 @@ while [ $# -gt 0 ]; do
 	--no-update) UPDATE=0; shift ;;
 	--valence) VALENCE=$2; shift 2 ;;
 	--slow-reps) SLOW_REPS=$2; shift 2 ;;
+	--other-reps) OTHER_REPS=$2; shift 2 ;;
 	--kria) KRIA=$2; shift 2 ;;
 	--record) RECORD=1; shift ;;
 	--quick) PAGES=2000; HOSTS=4; HOST_PAGES=500; REPS=1; shift ;;
 	--report) REPORT_ONLY=$2; shift 2 ;;
-	-h | --help) sed -n '2,35p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,38p' "$0"; exit 0 ;;
 	*) kb_die "unknown option $1 (try --help)" ;;
 	esac
 done
@@ -87,6 +92,8 @@ num "$HOSTS" 2 1000 || kb_die "--hosts: 2..1000"
 num "$HOST_PAGES" 10 1000000 || kb_die "--host-pages: 10..1000000"
 num "$REPS" 1 20 || kb_die "--reps: 1..20"
 num "$SLOW_REPS" 0 20 || kb_die "--slow-reps: 0..20"
+OTHER_REPS=${OTHER_REPS:-$REPS}
+num "$OTHER_REPS" 1 20 || kb_die "--other-reps: 1..20"
 [ -z "$VALENCE" ] || num "$VALENCE" 1 64 || kb_die "--valence: 1..64"
 for s in $SITES; do [[ $s == single || $s == multi ]] || kb_die "--sites: single and/or multi"; done
 for c in $CLIENTS; do
@@ -267,6 +274,7 @@ for site in $SITES; do
 		for ((k = 0; k < nclients; k++)); do
 			c=${CLIENT_LIST[$(((k + rep - 1) % nclients))]}
 			[ "$c" = httrack ] && [ "$rep" -gt "$SLOW_REPS" ] && continue
+			[[ $c != kria* ]] && [ "$rep" -gt "$OTHER_REPS" ] && continue
 			d=$RUN/work/$site-$c
 			rm -rf "$d"
 			measure_run "$site" "$rep" 1 "$c" "$d"
@@ -285,7 +293,7 @@ for site in $SITES; do
 	site_down
 done
 rm -f "$RUN/m.tmp"
-declare -p SITE_DESC MACHINE_MD ARGS CLIENTS REPS REV PORT KRIA UPDATE CLIENT_CPU >"$RUN/meta.sh"
+declare -p SITE_DESC MACHINE_MD ARGS CLIENTS REPS REV PORT KRIA UPDATE CLIENT_CPU SITES >"$RUN/meta.sh"
 fi
 
 # --- report --------------------------------------------------------------------
@@ -409,8 +417,9 @@ cat "$REPORT"
 
 if [ $RECORD = 1 ]; then
 	RES=$KB_ROOT/bench/RESULTS.md
-	begin='<!-- crawl:begin (written by bench/crawl/run.sh --record) -->'
-	end='<!-- crawl:end -->'
+	tag=crawl-$(echo $SITES | tr ' ' '+')
+	begin="<!-- $tag:begin (written by bench/crawl/run.sh --record) -->"
+	end="<!-- $tag:end -->"
 	if [ -f "$RES" ] && grep -qF "$begin" "$RES"; then
 		awk -v b="$begin" -v e="$end" -v f="$REPORT" '
 			$0 == b { print; while ((getline l < f) > 0) print l; skip = 1; next }
