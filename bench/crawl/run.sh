@@ -160,6 +160,12 @@ site_up() {
 	SEED_URLS=()
 	for ((i = 0; i < NH; i++)); do SEED_URLS+=("http://h$i.test:$PORT/"); done
 	printf '%s\n' "${SEED_URLS[@]}" >"$SITE_RUN/seeds.txt"
+	# loopback addresses need [http] allow-private-addresses (a key older
+	# builds do not know: probed)
+	local http_sec=""
+	printf '[http]\nallow-private-addresses = true\n' >"$SITE_RUN/probe.conf"
+	"$KRIA" crawl -c "$SITE_RUN/probe.conf" 2>&1 | grep -q 'unknown' ||
+		http_sec=$'[http]\nallow-private-addresses = true'
 	local v=${VALENCE:-$([ "$NH" = 1 ] && echo 64 || echo 16)}
 	KRIA_VALENCE=$v
 	cat >"$SITE_RUN/kria.conf" <<EOF
@@ -178,6 +184,7 @@ host-valence = $v
 [dns]
 servers = 127.0.0.1:$KB_DNS_PORT
 hosts-file =
+$http_sec
 EOF
 	ACCESS=$SITE_RUN/nginx/access.log
 }
