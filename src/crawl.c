@@ -944,6 +944,11 @@ static void summary(kr_crawl_t *c) {
          c->st.fetched, c->st.fetch_errors, c->st.bytes, secs,
          secs > 0 ? (double)c->st.fetched / secs : 0.0, fs.c.discovered, fs.c.queued,
          fs.c.succeeded, fs.c.disregarded, fs.c.failed);
+  if (c->st.address_refused)
+    KR_LOG(KR_LOG_NOTICE, NULL,
+           "%" PRIu64 " fetches and URIs refused by the address policy (crawl.log -5005; "
+           "[http] allow-private-addresses, allow-addresses)",
+           c->st.address_refused);
 }
 
 static void close_handle(uv_handle_t *h) {

@@ -76,6 +76,7 @@ typedef struct kr_crawl_stats {
   uint64_t fetch_errors;        /* fetches without a response */
   uint64_t disregarded;         /* robots */
   uint64_t out_of_scope;        /* scope re-check rejected */
+  uint64_t address_refused;     /* fetches and URIs refused by the address policy (-5005) */
   uint64_t prerequisites;       /* URIs sent back for robots.txt */
   uint64_t robots_fetched;      /* robots.txt fetches completed */
   uint64_t robots_reused;       /* rules read back from the state database */

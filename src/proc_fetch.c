@@ -119,6 +119,7 @@ static void on_done(kr_http_fetch_t *hf, int err) {
     c->st.fetched++;
   } else if (err != KR_ECANCELED) {
     c->st.fetch_errors++;
+    if (err == KR_EADDR_REFUSED) c->st.address_refused++;
   }
   f->fetch_duration_ms = kr_crawl_now(c) - f->fetch_start_ms;
   kr_chain_resume(&f->cf, err < 0 ? err : 0);

@@ -258,6 +258,7 @@ static int robots_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   if (d.reason == KR_ROBOTS_BY_STATUS && e->err == KR_EADDR_REFUSED) {
     /* robots.txt was never asked for: the host's addresses are refused,
      * and so is this URI (same status, no retries). */
+    c->st.address_refused++;
     kr_fetch_decide(f, KR_OUTCOME_FAILED, KR_S_BLOCKED_BY_ADDRESS_POLICY);
     kr_fetch_annotate(f, kr_err_name(KR_EADDR_REFUSED));
     return KR_PROC_SKIP_TO_POST;

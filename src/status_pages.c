@@ -207,6 +207,7 @@ static void page_status(kr_service_t *s, kr_buf_t *b) {
   jw_u64(&w, "fetch_errors", c->st.fetch_errors);
   jw_u64(&w, "disregarded", c->st.disregarded);
   jw_u64(&w, "out_of_scope", c->st.out_of_scope);
+  jw_u64(&w, "address_refused", c->st.address_refused);
   jw_u64(&w, "prerequisites", c->st.prerequisites);
   jw_u64(&w, "robots_fetched", c->st.robots_fetched);
   jw_u64(&w, "links_found", c->st.links_found);
@@ -505,6 +506,9 @@ static void page_metrics(kr_service_t *s, kr_buf_t *b) {
   metric_u(b, "kria_disregarded_total", "counter", "URIs disregarded by robots.txt.", c->st.disregarded);
   metric_u(b, "kria_out_of_scope_total", "counter", "URIs refused by the scope re-check.",
            c->st.out_of_scope);
+  metric_u(b, "kria_address_refused_total", "counter",
+           "Fetches and URIs refused by the address policy (crawl.log -5005).",
+           c->st.address_refused);
   metric_u(b, "kria_robots_fetched_total", "counter", "robots.txt fetches completed.",
            c->st.robots_fetched);
   metric_u(b, "kria_links_found_total", "counter", "Links found by the extractors.", c->st.links_found);

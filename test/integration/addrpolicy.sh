@@ -145,6 +145,9 @@ is "$(st "http://mixed.test:$MAIN_PORT/mixed")" 200 "crawl: a name with a refuse
 got=$(grep -c ' GET ' "$T/other.log")
 is "$got" 2 "crawl: no request reached the refused server (only the fetch tests' two)"
 like "$(grep -c 'GET /mixed ' "$T/main.log")" "^1$" "crawl: the mixed host's page came from 127.0.0.1"
+n5005=$(awk '$2 == -5005' "$CL" | wc -l)
+like "$(cat "$T/a.err")" "notice: $n5005 fetches and URIs refused by the address policy" \
+  "crawl: the summary counts the refusals ($n5005, as crawl.log)"
 
 # ---- allow-list: the same crawl with 127.0.0.2 allowed ----
 conf "$T/b.conf" "$T/b" "127.0.0.1, 127.0.0.2"
