@@ -98,6 +98,15 @@ MAIN_PORT=$KTS_PORT
 printf '169.254.169.254 meta.test\n127.0.0.3 rebind.test\n169.254.169.254 mixed.test\n127.0.0.1 mixed.test\n' >"$T/hosts"
 echo "http://127.0.0.1:$MAIN_PORT/" >"$T/seeds.txt"
 
+# wait_for_line FILE ERE: 0 once a line of FILE matches (polled, ≤ 15 s).
+wait_for_line() {
+  local end=$((SECONDS + 15))
+  until grep -Eq -- "$2" "$1" 2>/dev/null; do
+    [ "$SECONDS" -gt "$end" ] && return 1
+    sleep 0.05
+  done
+}
+
 conf() { # conf FILE STATE ALLOW
   cat >"$1" <<EOF
 [crawl]
@@ -159,6 +168,21 @@ is "$(st "http://127.0.0.2:$OTHER_PORT/redirected")" 200 "allow-addresses: the r
 is "$(st "http://meta.test/latest/meta-data/")" -5005 "allow-addresses: 169.254.169.254 still refused"
 is "$(st "http://rebind.test:$OTHER_PORT/rebound")" -5005 "allow-addresses: 127.0.0.3 still refused"
 check "allow-addresses: the second server saw the requests" grep -q 'GET /secret ' "$T/other.log"
+
+# ---- SIGHUP cannot change the policy of a running crawl ----
+conf "$T/h.conf" "$T/h" "127.0.0.1"
+sed -i 's/^revisit = false$/revisit = true/' "$T/h.conf"
+"$KRIA" crawl -c "$T/h.conf" -o limits.max-time=30s >/dev/null 2>"$T/h.err" &
+HPID=$!
+check "reload: the crawl is running" wait_for_line "$T/h/logs/crawl.log" " 200 "
+sed -i 's/^allow-addresses = 127.0.0.1$/allow-addresses = 127.0.0.0\/8/' "$T/h.conf"
+kill -HUP "$HPID"
+check "reload: a changed allow-addresses is refused (it takes a restart)" \
+  wait_for_line "$T/h.err" "http.allow-addresses changed .*: it takes a restart"
+kill -TERM "$HPID"
+timeout 20 tail -s 0.05 --pid="$HPID" -f /dev/null || kill -KILL "$HPID"
+wait "$HPID" 2>/dev/null
+unlike "$(awk '$2 == 200' "$T/h/logs/crawl.log")" "127\.0\.0\.2" "reload: 127.0.0.2 was never fetched"
 
 # ---- configuration errors ----
 printf '[crawl]\nseeds = %s\nstate-dir = %s\n[host "example.org"]\nhttp.allow-private-addresses = true\n' \
