@@ -270,6 +270,8 @@ static int robots_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
     kr_fetch_decide(f, e->final ? KR_OUTCOME_FAILED : KR_OUTCOME_RETRY,
                     KR_S_ROBOTS_PREREQUISITE_FAILURE);
     kr_fetch_annotate(f, "robots:unavailable");
+    /* why, when no response came (dns-timeout, tls, connect-timeout...) */
+    if (e->err) kr_fetch_annotate(f, kr_err_name(e->err));
     if (e->final) kr_fetch_annotate(f, "robots:gave-up");
     return KR_PROC_SKIP_TO_POST;
   }

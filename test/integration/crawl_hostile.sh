@@ -331,13 +331,15 @@ st "$M/reset-start" -3 '^conn-reset' "reset before any byte: -3 conn-reset"
 st "$M/reset-status" -3 '^conn-reset' "reset in the status line: -3 conn-reset"
 st "$M/reset-headers" -3 '^conn-reset' "reset in the headers: -3 conn-reset"
 st "$M/reset-body" 200 'conn-reset' "reset mid-body: 200 with what came, annotated conn-reset"
-st "https://tlsg.test:$TLSG/page" -61 'robots' "TLS garbage: robots.txt unavailable (-61)"
+st "https://tlsg.test:$TLSG/page" -61 '^robots:unavailable,tls' "TLS garbage: robots.txt unavailable (-61), says why"
 like "$(line "https://tlsg.test:$TLSG/robots.txt")" "^[^ ]+ +-2 .* tls" "... robots.txt: -2 tls"
-st "https://tlss.test:$TLSS/page" -61 'robots' "TLS handshake stall: robots.txt unavailable (-61)"
+st "https://tlss.test:$TLSS/page" -61 '^robots:unavailable,connect-timeout' \
+  "TLS handshake stall: robots.txt unavailable (-61), says why"
 like "$(line "https://tlss.test:$TLSS/robots.txt")" "^[^ ]+ +-2 .* connect-timeout" \
   "... robots.txt: -2 connect-timeout"
 st "http://silent-dns.test:$GOOD/robots.txt" -1 '^dns-timeout' "DNS that never answers: robots.txt -1 dns-timeout"
-st "http://silent-dns.test:$GOOD/p/0" -61 'robots' "... and its URI -61 (robots.txt unavailable)"
+st "http://silent-dns.test:$GOOD/p/0" -61 '^robots:unavailable,dns-timeout' \
+  "... and its URI -61 (robots.txt unavailable), says why"
 
 if [ "$FORBIDDEN" = 1 ]; then
   st "http://meta.test/robots.txt" -5005 '^address-refused' \
