@@ -1266,11 +1266,12 @@ int kr_frontier_host_rekey(kr_frontier_t *f, kr_hostq_t *h, const char *url, siz
                            uint64_t now) {
   /* Rows of URIs in flight, held back or waiting for a prerequisite stay
    * where they are; a later call moves them. */
-  if (h->in_flight || h->gated || must_queue(f)) return 0;
+  if (h->in_flight || h->gated) return 0;
   char key[512];
   int n = queue_key(f, url, len, key, sizeof(key));
   if (n < 0) return n;
   if ((size_t)n == h->name_len && memcmp(key, h->name, (size_t)n) == 0) return 0;
+  if (must_queue(f)) return 0;
   kr_hostq_t *to;
   int rc = host_for(f, url, len, &to);
   if (rc) return rc;
