@@ -29,6 +29,7 @@
 #    and every URI the store says was visited has a record (a crash
 #    repeats fetches, never loses one);
 #  - a full disk (a 1 MiB tmpfs, when this runs as root and may mount):
+#    /status and /metrics count the write errors and show the hold;
 #    fetching stops with a clear error, resumes once space is freed, the
 #    crawl completes with every visited URI recorded.
 # TAP; run by scripts/run-tests.sh (KRIA, KTS, KRIA_BUILD set).
@@ -357,7 +358,8 @@ echo "$KTS_URL/p/0" >"$T/seeds3.txt"
 # leave about 120 KiB: a few dozen records fit, then the disk is full
 avail=$(df -B1 --output=avail "$T/full" | tail -1)
 dd if=/dev/zero of="$T/full/filler" bs=4096 count=$(((avail - 120 * 1024) / 4096)) 2>/dev/null
-crawl_conf "$T/f.conf" "$T/f" "$T/seeds3.txt" "[warc]" "retry-interval = 200ms" "compress = none"
+crawl_conf "$T/f.conf" "$T/f" "$T/seeds3.txt" "[warc]" "retry-interval = 200ms" "compress = none" \
+  "[status]" "listen = 127.0.0.1:0"
 "$KRIA" crawl -c "$T/f.conf" -o crawl.warc-dir="$T/full/warcs" 2>"$T/f.err" &
 fpid=$!
 _pids+=("$fpid")
@@ -365,6 +367,13 @@ for _ in $(seq 400); do grep -q "cannot write WARC records" "$T/f.err" && break;
 like "$(cat "$T/f.err")" "cannot write WARC records \((enospc|no-space)[^)]*\): no new fetches" \
   "a full disk: one clear error, fetching held"
 n_held=$(wc -l <"$T/f/logs/crawl.log")
+faddr=$(cat "$T/f/status.addr" 2>/dev/null)
+curl -s -m 5 "http://$faddr/status" >"$T/f.status" 2>/dev/null
+curl -s -m 5 "http://$faddr/metrics" >"$T/f.metrics" 2>/dev/null
+like "$(tr -d '\n' <"$T/f.status")" '"warc":\{[^}]*"write_errors":[1-9][0-9]*,[^}]*"held":true' \
+  "/status warc: write errors counted, held"
+check "/metrics: kria_warc_write_errors_total >= 1 and kria_warc_held 1" \
+  bash -c "grep -qE '^kria_warc_write_errors_total [1-9][0-9]*$' '$T/f.metrics' && grep -qE '^kria_warc_held 1$' '$T/f.metrics'"
 rm -f "$T/full/filler"
 timeout 60 tail -s 0.05 --pid="$fpid" -f /dev/null || kill -KILL "$fpid"
 wait "$fpid"
