@@ -10,7 +10,10 @@
 #    committed;
 #  - once the filler is gone: "fetches resume", the crawl completes, every
 #    page visited exactly once in crawl.log, the reserve file is back
-#    while it runs and removed at exit.
+#    while it runs and removed at exit;
+#  - all of it twice: WARC off, then WARC on in the same state directory
+#    (then every visited URI also has its WARC record, the files check
+#    out with warcio.js).
 # TAP; run by scripts/run-tests.sh (KRIA, KTS, KRIA_BUILD set).
 . "$(dirname "$0")/lib.sh"
 
@@ -47,9 +50,13 @@ body-size = 4K
 seed = 11
 EOF
 kts_start "$T/site.ini" --log "$T/kts.log" || bail "kts did not start"
-STATE=$T/full/state
 echo "$KTS_URL/p/0" >"$T/seeds.txt"
-cat >"$T/crawl.conf" <<EOF
+# Twice: WARC off (the store alone), then WARC on under the same state
+# directory (records and commits compete for the freed reserve).
+for warc in false true; do
+  STATE=$T/full/state-$warc
+  if [ "$warc" = true ]; then pfx="WARC on: "; else pfx=""; fi
+  cat >"$T/crawl.conf" <<EOF
 [http]
 allow-private-addresses = true
 [crawl]
@@ -64,54 +71,73 @@ delay-factor = 0
 [store]
 commit-interval = 10ms
 [warc]
-enabled = false
+enabled = $warc
+retry-interval = 200ms
 [status]
 listen = 127.0.0.1:0
 EOF
-"$KRIA" crawl -c "$T/crawl.conf" 2>"$T/kria.err" &
-KPID=$!
-_pids+=("$KPID")
-wait_until 15 test -s "$STATE/status.addr" || { diag "$(tail -5 "$T/kria.err")"; bail "no status.addr"; }
-ADDR=$(cat "$STATE/status.addr")
-st() { curl -s -m 5 "http://$ADDR/status" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps(eval(sys.argv[1])))' "$1"; }
-lines() { wc -l <"$STATE/logs/crawl.log" 2>/dev/null || echo 0; }
-check "the crawl gets going (30 URIs logged)" wait_until 30 bash -c "[ \$(wc -l <'$STATE/logs/crawl.log') -ge 30 ]"
-check "a reserve file is kept in the state directory" test -s "$STATE/kria.reserve"
-is "$(st "d['store']['disk_held']")" false "/status: store.disk_held false"
+  "$KRIA" crawl -c "$T/crawl.conf" 2>"$T/kria$warc.err" &
+  KPID=$!
+  _pids+=("$KPID")
+  wait_until 15 test -s "$STATE/status.addr" || { diag "$(tail -5 "$T/kria$warc.err")"; bail "no status.addr"; }
+  ADDR=$(cat "$STATE/status.addr")
+  st() { curl -s -m 5 "http://$ADDR/status" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps(eval(sys.argv[1])))' "$1"; }
+  lines() { wc -l <"$STATE/logs/crawl.log" 2>/dev/null || echo 0; }
+  check "${pfx}the crawl gets going (30 URIs logged)" wait_until 30 bash -c "[ \$(wc -l <'$STATE/logs/crawl.log') -ge 30 ]"
+  check "${pfx}a reserve file is kept in the state directory" test -s "$STATE/kria.reserve"
+  is "$(st "d['store']['disk_held']")" false "${pfx}/status: store.disk_held false"
 
-# ---- full ---------------------------------------------------------------------------------
-# fill it: nothing more can be written once dd stops (ENOSPC)
-dd if=/dev/zero of="$T/full/filler" bs=64k 2>"$T/dd.err"
-check "the state disk is full (dd: no space left)" grep -q 'No space left on device' "$T/dd.err"
-check "one clear error: no new fetches until space is free" \
-  wait_until 10 grep -q 'state directory: only [0-9]* bytes free: no new fetches until [0-9]* bytes are free' "$T/kria.err"
-check "the reserve is released for the fetches still running" test ! -e "$STATE/kria.reserve"
-is "$(st "d['store']['disk_held']")" true "/status: store.disk_held true"
-check "running fetches finish (in_flight 0)" wait_until 10 bash -c "[ \"\$(curl -s -m 5 http://$ADDR/status | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"in_flight\"])')\" = 0 ]"
-n1=$(grep -c 'still [0-9]* bytes free' "$T/kria.err")
-r1=$(grep -c 'GET ' "$T/kts.log")
-check "the guard looks again" wait_until 5 bash -c "[ \$(grep -c 'still [0-9]* bytes free' '$T/kria.err') -ge $((n1 + 2)) ]"
-is "$(grep -c 'GET ' "$T/kts.log")" "$r1" "no request to the server while held"
-is "$(grep -c 'no new fetches until' "$T/kria.err")" 1 "the error is logged once"
-is "$(sqlite3 "$STATE/kria.db" 'pragma quick_check')" ok "the store is consistent while held"
-done1=$(sqlite3 "$STATE/kria.db" 'select count(*) from uris where state = 1')
-check "what was committed is there ($done1 visited)" test "$done1" -ge 30
-is "$(st "d['store']['disk_lows']")" 1 "/status: store.disk_lows 1"
+  # ---- full ---------------------------------------------------------------------------------
+  # fill it: nothing more can be written once dd stops (ENOSPC)
+  dd if=/dev/zero of="$T/full/filler" bs=64k 2>"$T/dd.err"
+  check "${pfx}the state disk is full (dd: no space left)" grep -q 'No space left on device' "$T/dd.err"
+  check "${pfx}one clear error: no new fetches until space is free" \
+    wait_until 10 grep -q 'state directory: only [0-9]* bytes free: no new fetches until [0-9]* bytes are free' "$T/kria$warc.err"
+  check "${pfx}the reserve is released for the fetches still running" test ! -e "$STATE/kria.reserve"
+  is "$(st "d['store']['disk_held']")" true "${pfx}/status: store.disk_held true"
+  check "${pfx}running fetches finish (in_flight 0)" wait_until 10 bash -c "[ \"\$(curl -s -m 5 http://$ADDR/status | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"in_flight\"])')\" = 0 ]"
+  n1=$(grep -c 'still [0-9]* bytes free' "$T/kria$warc.err")
+  r1=$(grep -c 'GET ' "$T/kts.log")
+  check "${pfx}the guard looks again" wait_until 5 bash -c "[ \$(grep -c 'still [0-9]* bytes free' '$T/kria$warc.err') -ge $((n1 + 2)) ]"
+  is "$(grep -c 'GET ' "$T/kts.log")" "$r1" "${pfx}no request to the server while held"
+  is "$(grep -c 'state directory: only' "$T/kria$warc.err")" 1 "${pfx}the error is logged once"
+  is "$(sqlite3 "$STATE/kria.db" 'pragma quick_check')" ok "${pfx}the store is consistent while held"
+  done1=$(sqlite3 "$STATE/kria.db" 'select count(*) from uris where state = 1')
+  check "${pfx}what was committed is there ($done1 visited)" test "$done1" -ge 30
+  is "$(st "d['store']['disk_lows']")" 1 "${pfx}/status: store.disk_lows 1"
 
-# ---- space returns ----------------------------------------------------------------------------
-rm -f "$T/full/filler"
-check "says fetches resume once space is back" wait_until 10 grep -q 'bytes free again: fetches resume' "$T/kria.err"
-check "the reserve is allocated again" test -s "$STATE/kria.reserve"
-timeout 60 tail -s 0.05 --pid="$KPID" -f /dev/null || kill -KILL "$KPID"
-wait "$KPID"
-is "$?" 0 "the crawl completes"
-check "the reserve is removed at exit" test ! -e "$STATE/kria.reserve"
-is "$(sqlite3 "$STATE/kria.db" 'select count(*) from uris where state = 1')" 301 "every page (and robots.txt) visited"
-is "$(awk '{print $4}' "$STATE/logs/crawl.log" | sort | uniq -d | wc -l)" 0 "no URI logged twice"
-sqlite3 "$STATE/kria.db" 'select url from uris where state = 1' | sort >"$T/visited"
-awk '{print $4}' "$STATE/logs/crawl.log" | sort -u >"$T/logged"
-is "$(comm -23 "$T/visited" "$T/logged" | wc -l)" 0 "every visited URI has its crawl.log line"
-is "$(grep -c 'cannot\|stopping the crawl' "$T/kria.err")" 0 "no write failed, the crawl never stopped"
+  # ---- space returns ----------------------------------------------------------------------------
+  rm -f "$T/full/filler"
+  check "${pfx}says fetches resume once space is back" wait_until 10 grep -q 'bytes free again: fetches resume' "$T/kria$warc.err"
+  check "${pfx}the reserve is allocated again" test -s "$STATE/kria.reserve"
+  timeout 60 tail -s 0.05 --pid="$KPID" -f /dev/null || kill -KILL "$KPID"
+  wait "$KPID"
+  is "$?" 0 "${pfx}the crawl completes"
+  check "${pfx}the reserve is removed at exit" test ! -e "$STATE/kria.reserve"
+  is "$(sqlite3 "$STATE/kria.db" 'select count(*) from uris where state = 1')" 301 "${pfx}every page (and robots.txt) visited"
+  is "$(awk '{print $4}' "$STATE/logs/crawl.log" | sort | uniq -d | wc -l)" 0 "${pfx}no URI logged twice"
+  sqlite3 "$STATE/kria.db" 'select url from uris where state = 1' | sort >"$T/visited"
+  awk '{print $4}' "$STATE/logs/crawl.log" | sort -u >"$T/logged"
+  is "$(comm -23 "$T/visited" "$T/logged" | wc -l)" 0 "${pfx}every visited URI has its crawl.log line"
+  is "$(grep -c 'stopping the crawl\|while committing' "$T/kria$warc.err")" 0 "${pfx}no commit failed, the crawl never stopped"
+  if [ "$warc" = true ]; then
+    mapfile -t W < <(find "$STATE/warcs" -type f | sort)
+    like "$(printf '%s\n' "${W[@]##*/}")" '\.warc\.gz$' "${pfx}WARC files closed"
+    if command -v node >/dev/null && [ -f "$KRIA_TOP/test/integration/node_modules/warcio/package.json" ]; then
+      (cd "$KRIA_TOP/test/integration" && node warclist.mjs "${W[@]}") |
+        awk '$1 == "response" || $1 == "revisit" {print $3}' | sort -u >"$T/recorded"
+      is "$(comm -23 "$T/visited" "$T/recorded" | wc -l)" 0 "${pfx}every visited URI has its WARC record"
+      if (cd "$KRIA_TOP/test/integration" && node warccheck.mjs "${W[@]}") >"$T/wcheck.out" 2>&1; then
+        ok "${pfx}the WARC files check out with warcio.js"
+      else
+        not_ok "${pfx}the WARC files check out with warcio.js"; diag "$(grep -m 5 error "$T/wcheck.out")"
+      fi
+    else
+      skip "warcio.js not installed (npm ci in test/integration)" "WARC records checked"
+    fi
+  fi
+  rm -rf "$STATE"
+done
 kts_stop
 umount "$T/full"
 trap _lib_cleanup EXIT
