@@ -151,8 +151,8 @@ pct() { awk -v x="$1" -v y="$2" 'BEGIN { printf "%+.2f %%", (x - y) / y * 100 }'
 {
 	echo "### Status server cost, ${SECS} s crawls, $REPS rounds of A / B / A'"
 	echo
-	kb_machine_md
-	echo "- load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) (at start $LOAD0)"
+	kb_machine_md | grep -v '^- load average'
+	echo "- load average at start: $LOAD0; at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "- command: \`bench/status/run.sh${ARGS[*]:+ ${ARGS[*]}}\`"
 	echo "- kria on CPU 0; kts (1,000,000-page site, 4 KiB pages) and the scraper on CPU 1; WARC off, 8 fetches at once"
 	echo
