@@ -78,6 +78,30 @@ uint64_t kr_lhist_quantile(const kr_lhist_t *h, double p) {
   return kr_lhist_lower_ms(KR_LHIST_BUCKETS - 1);
 }
 
+const uint32_t kr_lag_le_ms[KR_LAG_BUCKETS - 1] = {0,  1,  2,  3,   5,   7,   10,  15,
+                                                    20, 30, 50, 100, 200, 500, 1000};
+
+void kr_lag_add(kr_lag_hist_t *h, uint64_t ms) {
+  unsigned b = 0;
+  while (b < KR_LAG_BUCKETS - 1 && ms > kr_lag_le_ms[b]) b++;
+  h->n[b]++;
+  h->count++;
+  h->sum_ms += ms;
+  if (ms > h->max_ms) h->max_ms = ms;
+}
+
+uint64_t kr_lag_quantile(const kr_lag_hist_t *h, double p) {
+  if (!h->count) return 0;
+  if (p > 1) p = 1;
+  uint64_t target = (uint64_t)(p * (double)h->count + 0.999999), cum = 0;
+  if (target < 1) target = 1;
+  for (unsigned b = 0; b < KR_LAG_BUCKETS - 1; b++) {
+    cum += h->n[b];
+    if (cum >= target) return kr_lag_le_ms[b] < h->max_ms ? kr_lag_le_ms[b] : h->max_ms;
+  }
+  return h->max_ms;
+}
+
 /* ---- census ------------------------------------------------------------------------ */
 
 int kr_census_scan(const char *db_path, uint64_t now_ms, const int *abort, kr_census_t *out) {
@@ -165,6 +189,7 @@ struct kr_progress {
   char *db_path;
   ring_t sec, min;
   kr_lhist_t overdue_total, overdue_window;
+  kr_lag_hist_t lag_total, lag_window;
   kr_census_t census;
   census_job_t *job;            /* running, or NULL */
   uint64_t census_started_ms;   /* of the last job (0: none yet) */
@@ -299,7 +324,18 @@ void kr_progress_issued(kr_progress_t *p, uint64_t overdue_ms) {
 
 const kr_lhist_t *kr_progress_overdue_total(const kr_progress_t *p) { return &p->overdue_total; }
 const kr_lhist_t *kr_progress_overdue_window(const kr_progress_t *p) { return &p->overdue_window; }
-void kr_progress_window_reset(kr_progress_t *p) { memset(&p->overdue_window, 0, sizeof p->overdue_window); }
+void kr_progress_window_reset(kr_progress_t *p) {
+  memset(&p->overdue_window, 0, sizeof p->overdue_window);
+  memset(&p->lag_window, 0, sizeof p->lag_window);
+}
+
+void kr_progress_lag(kr_progress_t *p, uint64_t ms) {
+  kr_lag_add(&p->lag_total, ms);
+  kr_lag_add(&p->lag_window, ms);
+}
+
+const kr_lag_hist_t *kr_progress_lag_total(const kr_progress_t *p) { return &p->lag_total; }
+const kr_lag_hist_t *kr_progress_lag_window(const kr_progress_t *p) { return &p->lag_window; }
 
 static void census_work(uv_work_t *req) {
   census_job_t *j = container_of(req, census_job_t, req);
@@ -383,6 +419,13 @@ int kr_progress_line(const kr_progress_figures_t *f, kr_buf_t *out) {
     rc |= kr_buf_printf(out, "saved by validators %s; ", a);
   } else {
     rc |= kr_buf_append_str(out, "saved by validators n/a; ");
+  }
+  if (f->lag_known) {
+    kr_progress_fmt_ms(f->lag_p99_ms, a, sizeof a);
+    kr_progress_fmt_ms(f->lag_max_ms, b, sizeof b);
+    rc |= kr_buf_printf(out, "loop lag p99 %s max %s; ", a, b);
+  } else {
+    rc |= kr_buf_append_str(out, "loop lag n/a; ");
   }
   rc |= kr_buf_printf(out,
                       "hosts %" PRIu64 " (%" PRIu64 " ready, %" PRIu64 " busy, %" PRIu64

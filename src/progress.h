@@ -5,6 +5,8 @@
  *
  *   histograms   log-scale (4 buckets per octave, ~19 % wide) of
  *                durations; percentiles are a bucket's lower bound
+ *   loop lag     a millisecond histogram of how late the service's probe
+ *                timer fired: how long a ready event waits for the loop
  *   rates        counters sampled once a second into two rings (the last
  *                2 minutes by second, the last day by minute) for
  *                visits/s and changes per hour
@@ -54,6 +56,28 @@ void kr_lhist_merge(kr_lhist_t *into, const kr_lhist_t *h);
 /* The lower bound of the bucket holding the p-quantile (0 < p <= 1); 0
  * for an empty histogram. */
 uint64_t kr_lhist_quantile(const kr_lhist_t *h, double p);
+
+/* ---- loop lag ----------------------------------------------------------------- */
+
+/* How late a probe timer fired, in ms of loop time (libuv's 1 ms clock):
+ * bucket i < KR_LAG_BUCKETS - 1 counts lags <= kr_lag_le_ms[i] (and above
+ * the bound before), the last bucket the rest. Fine where the targets lie
+ * (a few to tens of ms), coarse beyond. */
+#define KR_LAG_BUCKETS 16
+extern const uint32_t kr_lag_le_ms[KR_LAG_BUCKETS - 1];
+
+typedef struct kr_lag_hist {
+  uint64_t n[KR_LAG_BUCKETS];
+  uint64_t count;
+  uint64_t sum_ms;
+  uint64_t max_ms;
+} kr_lag_hist_t;
+
+void kr_lag_add(kr_lag_hist_t *h, uint64_t ms);
+/* An upper bound of the p-quantile (0 < p <= 1): the bound of its bucket,
+ * or the largest lag seen when that is smaller or the bucket is the last;
+ * 0 for an empty histogram. */
+uint64_t kr_lag_quantile(const kr_lag_hist_t *h, double p);
 
 /* ---- the adaptive counters (hook) -------------------------------------------- */
 
@@ -136,6 +160,12 @@ const kr_lhist_t *kr_progress_overdue_total(const kr_progress_t *p);
 const kr_lhist_t *kr_progress_overdue_window(const kr_progress_t *p);
 void kr_progress_window_reset(kr_progress_t *p);
 
+/* The loop-lag probe fired ms late (src/service.c runs the probe). Since
+ * start, and since the last kr_progress_window_reset. */
+void kr_progress_lag(kr_progress_t *p, uint64_t ms);
+const kr_lag_hist_t *kr_progress_lag_total(const kr_progress_t *p);
+const kr_lag_hist_t *kr_progress_lag_window(const kr_progress_t *p);
+
 /* Start a census when one is due (see the top). */
 void kr_progress_census_maybe(kr_progress_t *p, uint64_t now_ms);
 /* The last finished census (taken_ms 0: none yet). */
@@ -161,6 +191,8 @@ typedef struct kr_progress_figures {
   uint64_t versions;
   int saved_known;
   uint64_t bytes_saved;
+  int lag_known;              /* the lag probe fired in the window */
+  uint64_t lag_p99_ms, lag_max_ms;
 } kr_progress_figures_t;
 
 /* "progress: ..." (no newline). 0 or KR_ETOOBIG. */

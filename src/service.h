@@ -58,6 +58,7 @@ void kr__service_free(kr_crawl_t *c);
 
 /* ---- for src/status_pages.c ------------------------------------------------ */
 
+#define KR_SVC_LAG_PROBE_MS 20 /* loop-lag probe period: 50 samples a second */
 #define KR_SVC_TOP_VT 20 /* hosts listed with their validator trust */
 
 /* Host queues by state and validator trust, summed over every host;
@@ -86,12 +87,14 @@ struct kr_service {
   kr_progress_t *prog;
   uv_timer_t tick;             /* every second: samples, census, progress line */
   uv_timer_t watchdog;         /* WATCHDOG=1 while healthy */
+  uv_timer_t lag_probe;        /* every KR_SVC_LAG_PROBE_MS: loop lag into the progress stats */
   uv_signal_t sighup;
-  int tick_init, watchdog_init, sighup_init, closed;
+  int tick_init, watchdog_init, lag_probe_init, sighup_init, closed;
   uint64_t started_ms;
   uint64_t tick_due_mono;      /* when the tick should fire (monotonic ms) */
   uint64_t lag_ms, lag_ms_max; /* the last tick's lateness; the largest of the minute */
   uint64_t lag_window_start;
+  uint64_t lag_probe_due;      /* loop time the probe should fire */
   uint64_t progress_ms;        /* crawl.progress-interval, 0 off */
   uint64_t next_progress_ms;
   uint64_t next_sd_status_ms;

@@ -367,6 +367,11 @@ static void page_status(kr_service_t *s, kr_buf_t *b) {
   jw_open(&w, "loop", '{');
   jw_u64(&w, "lag_ms", s->lag_ms);
   jw_u64(&w, "lag_ms_max_1m", s->lag_ms_max);
+  const kr_lag_hist_t *lag = kr_progress_lag_total(s->prog);
+  jw_u64(&w, "probe_lag_p50_ms", kr_lag_quantile(lag, 0.5));
+  jw_u64(&w, "probe_lag_p99_ms", kr_lag_quantile(lag, 0.99));
+  jw_u64(&w, "probe_lag_max_ms", lag->max_ms);
+  jw_u64(&w, "probes", lag->count);
   jw_close(&w, '}');
 
   jw_open(&w, "status_server", '{');
@@ -483,6 +488,20 @@ static void metric_hist(kr_buf_t *b, const char *name, const char *help, const k
                 h->count, name, (double)h->sum_ms / 1000.0, name, h->count);
 }
 
+/* The loop-lag probe's histogram, le bounds in seconds. */
+static void metric_lag(kr_buf_t *b, const kr_lag_hist_t *h) {
+  static const char name[] = "kria_loop_delay_seconds";
+  kr_buf_printf(b, "# HELP %s How late the %d ms loop-lag probe fired, since start.\n"
+                   "# TYPE %s histogram\n", name, KR_SVC_LAG_PROBE_MS, name);
+  uint64_t cum = 0;
+  for (unsigned i = 0; i < KR_LAG_BUCKETS - 1; i++) {
+    cum += h->n[i];
+    kr_buf_printf(b, "%s_bucket{le=\"%g\"} %" PRIu64 "\n", name, kr_lag_le_ms[i] / 1000.0, cum);
+  }
+  kr_buf_printf(b, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n%s_sum %.3f\n%s_count %" PRIu64 "\n", name,
+                h->count, name, (double)h->sum_ms / 1000.0, name, h->count);
+}
+
 static void page_metrics(kr_service_t *s, kr_buf_t *b) {
   kr_crawl_t *c = s->c;
   uint64_t now = kr_crawl_now(c);
@@ -566,6 +585,7 @@ static void page_metrics(kr_service_t *s, kr_buf_t *b) {
          (double)s->lag_ms / 1000.0);
   metric(b, "kria_loop_lag_seconds_max", "gauge", "Largest tick lateness this minute.",
          (double)s->lag_ms_max / 1000.0);
+  metric_lag(b, kr_progress_lag_total(s->prog));
   metric_u(b, "kria_reloads_total", "counter", "Configurations applied by SIGHUP.", s->reloads_ok);
   metric_u(b, "kria_reload_failures_total", "counter", "Reloads refused.", s->reloads_failed);
   metric_u(b, "kria_rare_events_total", "counter", "Rare internal events (KR_COUNT_IF).",

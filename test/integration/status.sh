@@ -6,7 +6,9 @@
 #    written to <state-dir>/status.addr;
 #  - GET /status, /hosts, /frontier, /uri?url= parse as JSON (python3 or
 #    node) with the expected fields; /metrics is Prometheus text format
-#    (HELP and TYPE before each family, sample lines well-formed); / is
+#    (HELP and TYPE before each family, sample lines well-formed), the
+#    loop-lag probe sees the loop stalled by SIGSTOP (and the progress
+#    line its p99); / is
 #    the console with its Content-Security-Policy; 404, 405;
 #  - POST /pause without or with a wrong token: 401; with it: paused, and
 #    kts sees no request while two progress lines say "paused"; /resume:
@@ -150,6 +152,19 @@ api /metrics >"$T/metrics.txt"
 check "/metrics has kria_fetches_total" grep -q '^kria_fetches_total [0-9]' "$T/metrics.txt"
 check "/metrics has host states" grep -q '^kria_hosts{state="ready"} [0-9]' "$T/metrics.txt"
 check "/metrics has the overdue histogram" grep -q '^kria_issue_overdue_seconds_bucket{le="+Inf"} [0-9]' "$T/metrics.txt"
+check "/metrics has the loop-lag probe's histogram" grep -q '^kria_loop_delay_seconds_count [1-9]' "$T/metrics.txt"
+# a stopped process is a stalled loop: the probe must see one more lag over 200 ms
+lags_over_200ms() {
+  api /metrics | awk '$1 == "kria_loop_delay_seconds_bucket{le=\"0.2\"}" { le = $2 }
+    $1 == "kria_loop_delay_seconds_count" { n = $2 } END { print n - le }'
+}
+slow0=$(lags_over_200ms)
+kill -STOP "$KRIA_PID"
+sleep 0.4 # the stall being measured, not a synchronisation
+kill -CONT "$KRIA_PID"
+more_lags_over_200ms() { [ "$(lags_over_200ms)" -gt "$slow0" ] 2>/dev/null; }
+check "a 400 ms stop shows as loop lag over 200 ms" wait_until 10 more_lags_over_200ms
+check "/status: loop lag p99 and max" bash -c "curl -s -m 10 http://$ADDR/status | grep -q '\"probe_lag_p99_ms\":[0-9].*\"probe_lag_max_ms\":[0-9]'"
 metrics_ok() { # every family typed before its samples, every line well-formed
   local line name fam typed=" " bad=0
   while IFS= read -r line; do
@@ -233,6 +248,7 @@ check "running fetches drain" wait_until 10 bash -c "[ \"\$(curl -s -m 5 http://
 is "$(st "d['state']")" '"paused"' "/status says paused"
 n1=$(wc -l <"$T/kts1.log")
 p0=$(grep -c 'progress: .*, paused$' "$T/kria.err")
+check "the progress line reports loop lag" grep -q 'loop lag p99 [0-9]' "$T/kria.err"
 check "two progress lines while paused" wait_until 10 bash -c "[ \$(grep -c 'progress: .*, paused\$' '$T/kria.err') -ge $((p0 + 2)) ]"
 n2=$(wc -l <"$T/kts1.log")
 is "$n2" "$n1" "no request reached kts while paused"

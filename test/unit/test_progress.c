@@ -5,8 +5,9 @@
  * real store (URIs by state, due now, overdue and wait distributions,
  * visit/version sums, chunking past 10,000 rows, an abort, a missing or
  * foreign file), the background census on a loop (result handed back;
- * freeing the progress object while a census runs leaks nothing), and the
- * progress line with known and unknown figures.
+ * freeing the progress object while a census runs leaks nothing), the
+ * loop-lag histogram (bucket edges, quantiles as upper bounds, the window
+ * reset) and the progress line with known and unknown figures.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -256,6 +257,51 @@ static void census_in_background(void **state) {
   assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* ---- loop lag ----------------------------------------------------------------- */
+
+static void lag_hist(void **state) {
+  (void)state;
+  kr_lag_hist_t h = {0};
+  assert_int_equal(kr_lag_quantile(&h, 0.99), 0);
+  for (unsigned i = 1; i < KR_LAG_BUCKETS - 1; i++) assert_true(kr_lag_le_ms[i] > kr_lag_le_ms[i - 1]);
+  /* 0 ms lands in the first bucket, a bound in its own, one above in the next */
+  kr_lag_add(&h, 0);
+  assert_int_equal(h.n[0], 1);
+  kr_lag_add(&h, 20);
+  kr_lag_add(&h, 21);
+  kr_lag_add(&h, 5000);
+  assert_int_equal(h.n[8], 1); /* le 20 */
+  assert_int_equal(h.n[9], 1); /* le 30 */
+  assert_int_equal(h.n[KR_LAG_BUCKETS - 1], 1);
+  assert_int_equal(h.count, 4);
+  assert_int_equal(h.sum_ms, 5041);
+  assert_int_equal(h.max_ms, 5000);
+  assert_int_equal(kr_lag_quantile(&h, 0.25), 0);
+  assert_int_equal(kr_lag_quantile(&h, 0.5), 20);
+  assert_int_equal(kr_lag_quantile(&h, 0.75), 30);
+  assert_int_equal(kr_lag_quantile(&h, 0.99), 5000); /* beyond the last bound: the max */
+
+  /* 990 samples at 2 ms and 10 at 40 ms: p99 is 2 ms, one more slow one makes it 50 */
+  kr_lag_hist_t g = {0};
+  for (int i = 0; i < 990; i++) kr_lag_add(&g, 2);
+  for (int i = 0; i < 10; i++) kr_lag_add(&g, 40);
+  assert_int_equal(kr_lag_quantile(&g, 0.99), 2);
+  kr_lag_add(&g, 40);
+  assert_int_equal(kr_lag_quantile(&g, 0.99), 40); /* bucket le 50, but nothing above 40 */
+  assert_int_equal(kr_lag_quantile(&g, 1.0), 40);
+
+  /* the progress object keeps a total and a window */
+  kr_progress_t *p = kr_progress_new(NULL, NULL);
+  kr_progress_lag(p, 3);
+  kr_progress_lag(p, 700);
+  assert_int_equal(kr_progress_lag_window(p)->count, 2);
+  kr_progress_window_reset(p);
+  assert_int_equal(kr_progress_lag_window(p)->count, 0);
+  assert_int_equal(kr_progress_lag_total(p)->count, 2);
+  assert_int_equal(kr_progress_lag_total(p)->max_ms, 700);
+  kr_progress_free(p);
+}
+
 /* ---- the line --------------------------------------------------------------- */
 
 static void progress_line(void **state) {
@@ -267,19 +313,20 @@ static void progress_line(void **state) {
                              .due_known = 1, .due_now = 45, .overdue_known = 1,
                              .overdue_p50_ms = 3000, .overdue_p95_ms = 72000,
                              .changes_known = 1, .changes = 120, .versions_known = 1,
-                             .versions = 456, .saved_known = 1, .bytes_saved = 3 << 20};
+                             .versions = 456, .saved_known = 1, .bytes_saved = 3 << 20,
+                             .lag_known = 1, .lag_p99_ms = 15, .lag_max_ms = 1200};
   assert_int_equal(kr_progress_line(&f, &b), 0);
   assert_string_equal(b.data,
                       "progress: 1234 URIs, 980 queued, 45 due now; 12.5 visits/s (10234 visits), "
                       "overdue p50 3s p95 1m12s; changes 120, versions 456, saved by validators "
-                      "3.0 MiB; hosts 12 (3 ready, 2 busy, 7 snoozed), 4 in flight");
+                      "3.0 MiB; loop lag p99 15ms max 1s; hosts 12 (3 ready, 2 busy, 7 snoozed), 4 in flight");
   kr_buf_reset(&b);
   kr_progress_figures_t g = {.paused = 1};
   assert_int_equal(kr_progress_line(&g, &b), 0);
   assert_string_equal(b.data,
                       "progress: 0 URIs, 0 queued, due now n/a; 0.0 visits/s (0 visits), overdue "
-                      "n/a; changes n/a, versions n/a, saved by validators n/a; hosts 0 (0 ready, 0 "
-                      "busy, 0 snoozed), 0 in flight, paused");
+                      "n/a; changes n/a, versions n/a, saved by validators n/a; loop lag n/a; hosts 0 "
+                      "(0 ready, 0 busy, 0 snoozed), 0 in flight, paused");
   kr_buf_free(&b);
   kr_buf_init(&b, 20);
   assert_int_equal(kr_progress_line(&f, &b), KR_ETOOBIG);
@@ -300,7 +347,7 @@ int main(void) {
       cmocka_unit_test(lhist_bounds),    cmocka_unit_test(lhist_quantiles),
       cmocka_unit_test(rates_and_series), cmocka_unit_test(hourly_counts),
       cmocka_unit_test(census_counts),   cmocka_unit_test(census_in_background),
-      cmocka_unit_test(progress_line),
+      cmocka_unit_test(lag_hist),        cmocka_unit_test(progress_line),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
