@@ -15,7 +15,8 @@
  * for *.localhost; the cache (keyed by the lowercase name, expiry read from
  * kr_clock, so a virtual clock expires entries without waiting); a query
  * already in flight for the same name (one query, many waiters); or a new
- * ares_getaddrinfo. Whatever the source, answers are queued on a ready list
+ * ares_getaddrinfo, sent at once while fewer than max_queries are out and
+ * queued in a FIFO line otherwise. Whatever the source, answers are queued on a ready list
  * and delivered from a uv_idle_t on a later loop turn: no user callback
  * ever runs inside kr_dns_resolve or inside c-ares' own processing, so a
  * callback may resolve, cancel or free the resolver freely.
@@ -215,6 +216,8 @@ typedef struct query {
   hnode_t h;         /* dns->queries node; key = name */
   kr_dns_t *dns;
   dlist_t waiters;   /* kr_dns_req_t.link */
+  dlist_t line;      /* in dns->line until sent */
+  int sent;          /* handed to c-ares */
   char name[];
 } query_t;
 
@@ -257,7 +260,10 @@ struct kr_dns {
   htab_t hosts;            /* hosts_entry_t */
   htab_t cache;            /* answer_t with in_cache */
   dlist_t lru;             /* answer_t.lru, least recently used first */
-  htab_t queries;          /* query_t */
+  htab_t queries;          /* query_t, sent or in line */
+  dlist_t line;            /* query_t.line: not sent yet, oldest first */
+  uint32_t sent;           /* queries c-ares has and has not answered */
+  int sending;             /* send_line running (c-ares may answer inside) */
   dlist_t ready;           /* kr_dns_req_t to deliver on the next turn */
   dlist_t delivering;      /* kr_dns_req_t being delivered this turn */
 };
@@ -584,9 +590,38 @@ static int map_ares_status(int status) {
 }
 
 static void on_addrinfo(void *arg, int status, int timeouts,
+                        struct ares_addrinfo *ai);
+
+static void send_query(kr_dns_t *dns, query_t *q) {
+  struct ares_addrinfo_hints hints;
+  memset(&hints, 0, sizeof(hints));
+  hints.ai_family = dns->opts.family;
+  hints.ai_flags = ARES_AI_NOSORT; /* sorting would connect() per address */
+  q->sent = 1;
+  dns->sent++;
+  ares_getaddrinfo(dns->channel, q->name, NULL, &hints, on_addrinfo, q);
+  /* q may be gone now */
+}
+
+/* Send queries from the line while slots are free. Not re-entered: an
+ * answer inside ares_getaddrinfo frees a slot the running loop uses. */
+static void send_line(kr_dns_t *dns) {
+  if (dns->sending) return;
+  dns->sending = 1;
+  while (!dns->closing && !dl_empty(&dns->line) &&
+         (!dns->opts.max_queries || dns->sent < dns->opts.max_queries)) {
+    query_t *q = container_of(dns->line.next, query_t, line);
+    dl_unlink(&q->line);
+    send_query(dns, q);
+  }
+  dns->sending = 0;
+}
+
+static void on_addrinfo(void *arg, int status, int timeouts,
                         struct ares_addrinfo *ai) {
   query_t *q = arg;
   kr_dns_t *dns = q->dns;
+  dns->sent--;
   ipaddr_t addrs[KR_DNS_MAX_ADDRS];
   int naddrs = 0;
   int64_t ttl = INT64_MAX;
@@ -640,6 +675,7 @@ static void on_addrinfo(void *arg, int status, int timeouts,
   }
   /* While closing, kr_dns_free has taken every waiter already. */
   free(q);
+  send_line(dns);
   (void)timeouts;
 }
 
@@ -657,6 +693,7 @@ void kr_dns_opts_default(kr_dns_opts_t *o) {
   o->timeout_ms = 2000;
   o->tries = 2;
   o->max_cache_entries = 65536;
+  o->max_queries = 64;
 }
 
 static int opts_check(const kr_dns_opts_t *o) {
@@ -701,6 +738,7 @@ int kr_dns_new(uv_loop_t *loop, kr_clock_t *clock, const kr_dns_opts_t *opts,
   dl_init(&dns->lru);
   dl_init(&dns->ready);
   dl_init(&dns->delivering);
+  dl_init(&dns->line);
   if (opts->use_hosts_file && (rc = hosts_load(dns, opts->hosts_file)) != 0)
     goto fail;
 
@@ -828,13 +866,11 @@ int kr_dns_resolve(kr_dns_t *dns, const char *host, kr_dns_cb cb, void *data,
   q->dns = dns;
   dl_init(&q->waiters);
   dl_append(&q->waiters, &req->link);
+  q->sent = 0;
   ht_insert(&dns->queries, &q->h);
   if (reqp) *reqp = req; /* before: c-ares may answer inside the call */
-  struct ares_addrinfo_hints hints;
-  memset(&hints, 0, sizeof(hints));
-  hints.ai_family = dns->opts.family;
-  hints.ai_flags = ARES_AI_NOSORT; /* sorting would connect() per address */
-  ares_getaddrinfo(dns->channel, q->name, NULL, &hints, on_addrinfo, q);
+  dl_append(&dns->line, &q->line);
+  send_line(dns);
   /* q may be gone now; req is still queued either way. */
   update_timer(dns);
   return 0;
@@ -888,6 +924,12 @@ void kr_dns_free(kr_dns_t *dns) {
    * poll handle before c-ares closes the fd. */
   ares_destroy(dns->channel);
   dns->channel_ok = 0;
+  while (!dl_empty(&dns->line)) { /* never sent: c-ares never saw them */
+    query_t *q = container_of(dns->line.next, query_t, line);
+    dl_unlink(&q->line);
+    ht_remove(&dns->queries, &q->h);
+    free(q);
+  }
   ares_library_cleanup();
   while (dns->socks) { /* c-ares reported every close; belt and braces */
     dns_sock_t *s = dns->socks;

@@ -31,6 +31,8 @@ typedef struct kr_dns_opts {
   int tries;               /* (default 2) */
   uint32_t max_cache_entries; /* LRU cap on cached names (default 65536;
                                  0 = no cache, lookups still coalesce) */
+  uint32_t max_queries;    /* names asked at once; more wait in line, first
+                              come first asked (default 64; 0 = no limit) */
 } kr_dns_opts_t;
 
 /* Fill opts with the defaults above. kr_dns_new() copies what it needs;
@@ -63,7 +65,10 @@ int kr_dns_new(uv_loop_t *loop, kr_clock_t *clock, const kr_dns_opts_t *opts,
  * cache hits and literals are delivered on a later loop turn. *req (if
  * req != NULL) can be passed to kr_dns_cancel until the callback runs.
  * Names are matched case-insensitively, one trailing dot ignored.
- * Concurrent lookups of one name share one query. Returns 0 (the callback
+ * Concurrent lookups of one name share one query; beyond max_queries
+ * names in flight, a new name waits for a free slot (a crawl starting
+ * with thousands of hosts would otherwise burst thousands of UDP queries
+ * and lose most of them in full socket buffers). Returns 0 (the callback
  * will run exactly once, or never after kr_dns_cancel), KR_EINVAL for a
  * malformed name (labels of 1-63 letters, digits, '-' or '_', at most 253
  * characters) or KR_ECANCELED once kr_dns_free was called; on error the

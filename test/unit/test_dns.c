@@ -535,6 +535,59 @@ static void concurrent_lookups_coalesce(void **state) {
   env_close(&e);
 }
 
+/* Beyond max_queries names in flight, a new name waits in line and is
+ * asked when a slot frees, first come first asked; freeing the resolver
+ * cancels the names still in line too (ASan: nothing leaks). */
+static void queries_wait_in_line(void **state) {
+  (void)state;
+  static env_t e;
+  kr_dns_opts_t o;
+  env_init(&e, &o);
+  static const char *names[4] = {"l1.test", "l2.test", "l3.test", "l4.test"};
+  fname_t *fn[4];
+  for (int i = 0; i < 4; i++) fn[i] = fake_add(&e.srv, names[i], F_DROP);
+  o.family = AF_INET; /* one query per name */
+  o.max_queries = 2;
+  o.timeout_ms = 50;
+  o.tries = 1;
+  env_start(&e, &o);
+  got_t g[4];
+  memset(g, 0, sizeof(g));
+  for (int i = 0; i < 4; i++) assert_int_equal(resolve(e.dns, names[i], &g[i], NULL), 0);
+  assert_int_equal(kr_dns_queries_in_flight(e.dns), 4);
+  wait_for(&e, &e.srv.queries, 2);
+  spin(&e, 5); /* nothing more arrives while both slots are taken */
+  assert_int_equal(fn[0]->q_a + fn[1]->q_a, 2);
+  assert_int_equal(fn[2]->q_a + fn[3]->q_a, 0); /* in line */
+  /* the first two time out, then the other two are asked */
+  wait_for(&e, &g[3].called, 1);
+  for (int i = 0; i < 4; i++) {
+    assert_int_equal(g[i].called, 1);
+    assert_int_equal(g[i].status, KR_EDNS_TIMEOUT);
+    assert_true(fn[i]->q_a >= 1);
+  }
+  assert_int_equal(kr_dns_queries_in_flight(e.dns), 0);
+
+  env_close(&e);
+
+  /* one out, two in line: free cancels all three */
+  env_init(&e, &o);
+  for (int i = 0; i < 3; i++) fake_add(&e.srv, names[i], F_DROP);
+  o.family = AF_INET;
+  o.max_queries = 1;
+  env_start(&e, &o);
+  memset(g, 0, sizeof(g));
+  for (int i = 0; i < 3; i++) assert_int_equal(resolve(e.dns, names[i], &g[i], NULL), 0);
+  assert_int_equal(kr_dns_queries_in_flight(e.dns), 3);
+  kr_dns_free(e.dns);
+  e.dns = NULL;
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(g[i].called, 1);
+    assert_int_equal(g[i].status, KR_ECANCELED);
+  }
+  env_close(&e);
+}
+
 /* A cancelled request is never called back: waiting on a query, waiting
  * on delivery of a cache hit, or a literal. A query whose waiters all
  * left still completes and fills the cache. */
@@ -1127,6 +1180,7 @@ int main(void) {
       cmocka_unit_test(unanswered_query_times_out),
       cmocka_unit_test(servfail_is_a_failure),
       cmocka_unit_test(concurrent_lookups_coalesce),
+      cmocka_unit_test(queries_wait_in_line),
       cmocka_unit_test(cancel_means_no_callback),
       cmocka_unit_test(free_cancels_pending),
       cmocka_unit_test(free_from_callback),
