@@ -11,7 +11,8 @@ PKGS=(
   # tests
   libcmocka-dev libjson-c-dev openssl nginx-light valgrind curl unzip
   # benchmarks
-  wget wget2 httrack dnsmasq-base util-linux time linux-perf iproute2
+  wget wget2 httrack dnsmasq-base util-linux time linux-perf iproute2 sqlite3
+  python3-matplotlib  # bench/chart.py
   # fuzzing (make fuzz: libFuzzer, ASan and UBSan runtimes)
   clang libclang-rt-14-dev
 )
