@@ -455,6 +455,16 @@ static void page_status_text(kr_service_t *s, kr_buf_t *b) {
   kr_buf_printf(b, "validators  %" PRIu64 " checks, %" PRIu64 " said unchanged, %" PRIu64
                    " misses, %" PRIu64 " hosts distrusted\n",
                 hs->vt_checks, hs->vt_predicted_unchanged, hs->vt_misses, hs->vt_distrusted);
+  if (c->warc) {
+    kr_warc_stats_t ws;
+    kr__warc_stats(c, &ws);
+    kr_buf_printf(b, "warc        %" PRIu64 " records, %" PRIu64 " bytes, %" PRIu64 " revisits, %" PRIu64
+                     " files; %s%s%s\n",
+                  ws.records, ws.bytes, ws.revisits_identical + ws.revisits_not_modified, ws.files,
+                  ws.held ? "HELD (write errors), " : "", ws.current ? "writing " : "no file open",
+                  ws.current ? ws.current : "");
+  }
+  if (c->disk_held) kr_buf_append_str(b, "state disk  HELD: too little free space, no new fetches\n");
   if (s->status) kr_buf_printf(b, "console     http://%s/\n", kr_status_address(s->status));
   if (s->reloads_ok || s->reloads_failed)
     kr_buf_printf(b, "reloads     %" PRIu64 " applied, %" PRIu64 " refused%s%s\n", s->reloads_ok,

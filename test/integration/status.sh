@@ -358,6 +358,7 @@ cp "$T/crawl.conf" "$T/crawl.conf.good"
 # ---- kria status / report online ---------------------------------------------------
 out=$("$KRIA" status --addr "$ADDR" 2>&1)
 like "$out" "frontier +[0-9]+ URIs" "kria status --addr"
+like "$out" "warc +[0-9]+ records, [0-9]+ bytes, [0-9]+ revisits, 2 files; writing reloaded-" "kria status shows the WARC writer"
 out=$("$KRIA" status -c "$T/crawl.conf" --json 2>&1)
 is "$(jget "d['state']" <<<"$out")" '"running"' "kria status -c FILE --json (port from status.addr)"
 out=$("$KRIA" report hosts --addr "$ADDR" --limit 5 2>&1)

@@ -95,6 +95,7 @@ EOF
     wait_until 10 grep -q 'state directory: only [0-9]* bytes free: no new fetches until [0-9]* bytes are free' "$T/kria$warc.err"
   check "${pfx}the reserve is released for the fetches still running" test ! -e "$STATE/kria.reserve"
   is "$(st "d['store']['disk_held']")" true "${pfx}/status: store.disk_held true"
+  check "${pfx}kria status says so" bash -c "curl -s -m 5 'http://$ADDR/status?format=text' | grep -q '^state disk  HELD'"
   check "${pfx}running fetches finish (in_flight 0)" wait_until 10 bash -c "[ \"\$(curl -s -m 5 http://$ADDR/status | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"in_flight\"])')\" = 0 ]"
   n1=$(grep -c 'still [0-9]* bytes free' "$T/kria$warc.err")
   r1=$(grep -c 'GET ' "$T/kts.log")
