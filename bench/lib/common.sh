@@ -10,6 +10,8 @@
 #   kb_cpu_ns PID             CPU time (user+sys) of a process/thread in ns
 #   kb_stats                  read numbers on stdin, print "median min max"
 #   kb_machine_md             markdown lines describing this machine
+#   kb_record NAME REPORT     put REPORT into bench/RESULTS.md between the
+#                             NAME:begin and NAME:end markers
 #
 # Everything here is for benchmarks only; nothing is part of `make check`.
 
@@ -104,4 +106,17 @@ kb_machine_md() {
 	echo "- CPU: ${cpu:-unknown}, nproc $(nproc), $(awk '/MemTotal/ { printf "%.0f GiB RAM", $2 / 1048576 }' /proc/meminfo)"
 	echo "- kernel: $(uname -sr), Debian $deb"
 	echo "- load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
+kb_record() {
+	local name=$1 rep=$2 res=$KB_ROOT/bench/RESULTS.md tmp
+	grep -q "<!-- $name:begin" "$res" || kb_die "no $name markers in $res"
+	tmp=$(mktemp)
+	awk -v rep="$rep" -v b="<!-- $name:begin" -v e="<!-- $name:end" '
+		index($0, b) == 1 { print; while ((getline l < rep) > 0) print l; skip = 1; next }
+		index($0, e) == 1 { skip = 0 }
+		!skip { print }' "$res" >"$tmp"
+	cat "$tmp" >"$res"
+	rm -f "$tmp"
+	kb_log "recorded in bench/RESULTS.md"
 }

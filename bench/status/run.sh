@@ -175,15 +175,5 @@ pct() { awk -v x="$1" -v y="$2" 'BEGIN { printf "%+.2f %%", (x - y) / y * 100 }'
 ln -sfn "$(basename "$RUN")" "$OUT/last"
 cat "$RUN/report.md"
 
-if [ "$RECORD" = 1 ]; then
-	res=$KB_ROOT/bench/RESULTS.md
-	grep -q '<!-- status:begin' "$res" || kb_die "no status markers in $res"
-	tmp=$(mktemp)
-	awk -v rep="$RUN/report.md" '
-		/<!-- status:begin/ { print; while ((getline l < rep) > 0) print l; skip = 1; next }
-		/<!-- status:end/ { skip = 0 }
-		!skip { print }' "$res" >"$tmp"
-	cat "$tmp" >"$res"
-	rm -f "$tmp"
-	kb_log "recorded in bench/RESULTS.md"
-fi
+[ "$RECORD" = 1 ] && kb_record status "$RUN/report.md"
+exit 0
