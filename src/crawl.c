@@ -732,8 +732,8 @@ static void on_disk_retry(kr_wheel_entry_t *e);
 /* Low on space under the state directory: the reserve is released (the
  * commits of the fetches running now land in it) and nothing new is
  * issued until kr_diskguard_recover sees room again. */
-static void disk_check(kr_crawl_t *c) {
-  if (!c->disk || c->disk_held || !kr_diskguard_check(c->disk)) return;
+static void disk_check(kr_crawl_t *c, uint64_t now_ms) {
+  if (!c->disk || c->disk_held || !kr_diskguard_check(c->disk, now_ms)) return;
   kr_diskguard_stats_t ds;
   kr_diskguard_stats(c->disk, &ds);
   c->disk_held = 1;
@@ -765,7 +765,7 @@ static void on_disk_retry(kr_wheel_entry_t *e) {
 /* Right before each COMMIT (the store's presync hook). */
 static void presync(void *ud) {
   kr_crawl_t *c = ud;
-  disk_check(c);
+  disk_check(c, 0); /* always: the COMMIT is next */
   kr__warc_presync(c);
 }
 
@@ -780,7 +780,7 @@ static void turn(kr_crawl_t *c) {
    * crash may repeat a line, never drop the line of a committed URI. One
    * write per busy loop turn at most (nothing when no line waits). */
   if (kr_store_in_tx(st)) {
-    disk_check(c); /* room for these lines and the commit first */
+    disk_check(c, now); /* room for these lines and the commit first */
     kr_crawllog_flush(c->log);
   }
   int rc = kr_frontier_turn(c->frontier, now);

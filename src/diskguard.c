@@ -26,6 +26,7 @@ struct kr_diskguard {
   int (*statvfs_fn)(const char *, struct statvfs *);
   kr_diskguard_stats_t st;
   uint64_t reserve_want;
+  uint64_t looked_ms;           /* now_ms of the last rate-limited look */
 };
 
 /* Free bytes (for unprivileged users) and the size of dir's file system;
@@ -82,8 +83,12 @@ kr_diskguard_t *kr_diskguard_new(const char *dir,
   return g;
 }
 
-int kr_diskguard_check(kr_diskguard_t *g) {
+int kr_diskguard_check(kr_diskguard_t *g, uint64_t now_ms) {
   if (g->st.low) return 1;
+  if (now_ms) {
+    if (now_ms == g->looked_ms) return 0;
+    g->looked_ms = now_ms;
+  }
   uint64_t avail, size;
   if (look(g, &avail, &size)) return 0;
   g->st.avail = avail;

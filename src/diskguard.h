@@ -7,8 +7,8 @@
  * memory already counts those writes as done: the crawl could only stop.
  * So the guard keeps a reserve file (kria.reserve, a few MiB allocated
  * with posix_fallocate) in the state directory and looks at the free
- * space (statvfs, about a microsecond) right before each commit and
- * every few milliseconds while a transaction is open. Below the low mark
+ * space (statvfs, 1-2 µs) right before each commit and at most once a
+ * millisecond while a transaction is open. Below the low mark
  * it deletes the reserve, which gives the commits of the fetches still
  * running room to land, and says "low": the crawl then issues nothing
  * new until kr_diskguard_recover sees the resume mark free again and
@@ -40,9 +40,10 @@ typedef struct kr_diskguard_stats {
  * may be NULL (statvfs(3)); tests pass a stand-in. Never fails. */
 kr_diskguard_t *kr_diskguard_new(const char *dir,
                                  int (*statvfs_fn)(const char *, struct statvfs *));
-/* Look at the free space. 0 fine, 1 low (went low now or earlier: the
- * reserve is released, the caller holds new work). */
-int kr_diskguard_check(kr_diskguard_t *g);
+/* Look at the free space: always when now_ms is 0, else at most once
+ * per distinct now_ms (a loop turn's clock). 0 fine, 1 low (went low now
+ * or earlier: the reserve is released, the caller holds new work). */
+int kr_diskguard_check(kr_diskguard_t *g, uint64_t now_ms);
 /* While low: 1 when the resume mark is free again (the reserve is
  * allocated again and the guard is fine), 0 still low. */
 int kr_diskguard_recover(kr_diskguard_t *g);
