@@ -44,7 +44,6 @@ static void crawl_fail(kr_crawl_t *c, int err);
 static void dispatch(kr_crawl_t *c);
 static void on_idle(uv_idle_t *h);
 static void on_commit_timer(uv_timer_t *t);
-static void on_idle(uv_idle_t *h);
 
 uint64_t kr_crawl_now(const kr_crawl_t *c) { return kr_clock_now_ms(&c->clock); }
 
