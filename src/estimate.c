@@ -633,6 +633,7 @@ void kr_alloc_host_init(kr_alloc_host_t *h, double x_min) {
   h->x_min = x_min > 0 && isfinite(x_min) ? x_min : log(2.0);
   h->x = h->x_min;
   h->state = KR_ALLOC_SLACK;
+  h->gain = 1.0;
 }
 
 int kr_alloc_host_class(kr_alloc_host_t *h, int64_t min_ms, int64_t max_ms) {
@@ -674,7 +675,10 @@ int kr_alloc_host_solve(kr_alloc_host_t *h, double budget) {
   size_t n = 0;
   h->solved = 1;
   h->updates = 0;
+  h->resolve = 0;
   h->budget = budget;
+  double g = h->gain >= KR_ALLOC_GAIN_MIN && h->gain <= KR_ALLOC_GAIN_MAX ? h->gain : 1.0;
+  budget *= g;
   if (!(budget > 0) || !isfinite(budget)) {
     h->x = h->x_min;
     return h->state = KR_ALLOC_SLACK;
@@ -698,7 +702,31 @@ int kr_alloc_host_solve(kr_alloc_host_t *h, double budget) {
 int kr_alloc_host_maybe_solve(kr_alloc_host_t *h, double budget, uint32_t every) {
   int moved = !h->solved || (budget > 0) != (h->budget > 0) ||
               (budget > 0 && fabs(budget - h->budget) > 0.1 * h->budget);
-  if (!moved && h->updates < (every ? every : 1)) return 0;
+  if (!moved && !h->resolve && h->updates < (every ? every : 1)) return 0;
   kr_alloc_host_solve(h, budget);
   return 1;
+}
+
+void kr_alloc_host_fetched(kr_alloc_host_t *h, int64_t now_ms) {
+  if (!h->win_n || now_ms < h->win_t0) { /* the window opens (or time went back) */
+    h->win_t0 = now_ms;
+    h->win_n = 1;
+    return;
+  }
+  if (++h->win_n <= KR_ALLOC_WINDOW) return;
+  int64_t dt = now_ms - h->win_t0;
+  double served = (double)(h->win_n - 1); /* in dt: the first opened it */
+  h->win_t0 = now_ms;
+  h->win_n = 1;
+  if (dt <= 0 || !h->solved || !(h->budget > 0) || !isfinite(h->budget)) return;
+  double realised = served * 1000.0 / (double)dt;
+  double g = h->gain;
+  if (h->state == KR_ALLOC_SLACK)
+    g = 1.0 + (g - 1.0) * 0.5; /* the budget does not bind: it says nothing */
+  else
+    g *= sqrt(h->budget / realised);
+  if (!(g >= KR_ALLOC_GAIN_MIN)) g = KR_ALLOC_GAIN_MIN; /* NaN too */
+  if (g > KR_ALLOC_GAIN_MAX) g = KR_ALLOC_GAIN_MAX;
+  if (fabs(g - h->gain) > 0.005 * h->gain) h->resolve = 1;
+  h->gain = g;
 }

@@ -18,7 +18,10 @@
  *                   changefreq, no Last-Modified, depth from the seed),
  *                   the changes per visit x of the host's allocator
  *                   (estimate.h), solved within its politeness budget
- *                   valence / delay x adaptive.budget-utilisation.
+ *                   valence / (fetch + delay) x
+ *                   adaptive.budget-utilisation, corrected by the
+ *                   host's realised fetch rate (every fetch of a host
+ *                   with an allocator is counted, estimate.h).
  * No evaluator matching: crawl.default-wait. The wait becomes the URI's
  * next_at through the frontier's success outcome. crawl.log gets the
  * thesis' annotations wt:<wait>,<visits>vis,<versions>ver,ov:<overdue>
@@ -87,12 +90,16 @@ static size_t ptr_slot(const void *p, size_t mask) {
   return (size_t)x & mask;
 }
 
+static struct kr_adapt_host *adapt_host_find(const kr_crawl_t *c, const kr_hostq_t *h) {
+  if (!c->ahosts_cap) return NULL;
+  for (size_t j = ptr_slot(h, c->ahosts_cap - 1); c->ahosts[j]; j = (j + 1) & (c->ahosts_cap - 1))
+    if (c->ahosts[j]->h == h) return c->ahosts[j];
+  return NULL;
+}
+
 static struct kr_adapt_host *adapt_host(kr_crawl_t *c, const kr_hostq_t *h, double x_min) {
-  if (c->ahosts_cap) {
-    for (size_t j = ptr_slot(h, c->ahosts_cap - 1); c->ahosts[j];
-         j = (j + 1) & (c->ahosts_cap - 1))
-      if (c->ahosts[j]->h == h) return c->ahosts[j];
-  }
+  struct kr_adapt_host *found = adapt_host_find(c, h);
+  if (found) return found;
   if ((c->ahosts_n + 1) * 2 > c->ahosts_cap) {
     size_t ncap = c->ahosts_cap ? c->ahosts_cap * 2 : 64;
     struct kr_adapt_host **n = kr_xcalloc(ncap, sizeof *n);
@@ -178,8 +185,10 @@ static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *
   /* The host's changes-per-visit target within its politeness budget. */
   struct kr_adapt_host *ah = adapt_host(c, u->host, hc->est.x_min);
   int cls = kr_alloc_host_class(&ah->alloc, p.min_ms, p.max_ms);
-  uint64_t delay = kr_frontier_host_delay(c->frontier, u->host, f->fetch_duration_ms);
-  double budget = kr_alloc_budget((int)hc->fopts.host_valence, (int64_t)delay, hc->utilisation);
+  /* a slot's cycle: this fetch and the politeness delay after it */
+  uint64_t cycle = f->fetch_duration_ms +
+                   kr_frontier_host_delay(c->frontier, u->host, f->fetch_duration_ms);
+  double budget = kr_alloc_budget((int)hc->fopts.host_valence, (int64_t)cycle, hc->utilisation);
   kr_alloc_host_maybe_solve(&ah->alloc, budget, ALLOC_SOLVE_EVERY);
   /* The sketch holds only estimates resting on an observation
    * (estimate.h): a URI at its prior would inflate x while the first
@@ -260,9 +269,15 @@ static int revisit_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
   kr_crawl_t *c = self->data;
   const kr_curi_t *u = f->curi;
+  uint64_t now = kr_crawl_now(c);
+  /* Any fetch that took one of the host's slots (robots.txt, errors,
+   * first visits too) feeds its allocator's realised rate. */
+  if (u && u->host && f->disp == KR_DISP_FINISH && !f->decided && f->fetch_start_ms) {
+    struct kr_adapt_host *ah = adapt_host_find(c, u->host);
+    if (ah) kr_alloc_host_fetched(&ah->alloc, (int64_t)now);
+  }
   if (!u || f->disp != KR_DISP_FINISH || f->outcome.kind != KR_OUTCOME_SUCCESS || f->is_robots)
     return KR_PROC_NEXT;
-  uint64_t now = kr_crawl_now(c);
   kr_content_t state = (kr_content_t)f->ad.content;
   if (!f->ad.visits) { /* change did not run (no response body path) */
     f->ad.visits = u->visits + 1;

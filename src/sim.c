@@ -583,6 +583,9 @@ static void on_fetch_done(kr_wheel_entry_t *e) {
   int64_t age_s = lm && ti / 1000 >= lm ? ti / 1000 - lm : -1;
   uint8_t hist[KR_VHIST_BYTES];
   size_t hist_len = 0;
+  /* every fetch takes one of the host's slots: the allocator's
+   * realised-rate feedback (estimate.h), as proc_wait.c does */
+  kr_alloc_host_fetched(&sh->alloc, now);
   int64_t wait = next_wait(r, s, sh, c, st, now, age_s, lm != 0, hist, &hist_len);
   s->last_wait = wait;
   s->visits++;

@@ -97,7 +97,8 @@
  *                 frontier's own uris.history has no Last-Modified ages),
  *                 one kr_alloc_host_t per host queue with a budget of
  *                 valence / (mean fetch time + its politeness delay) x
- *                 utilisation
+ *                 utilisation, corrected by the host's realised fetch rate
+ *                 (kr_alloc_host_fetched on every fetch)
  * oracle          a diagnostic, not a kria policy: the same allocator and
  *                 clamps, but fed every URI's true change rate from the
  *                 start (wait = clamp(x / lambda)): what poisson would reach

@@ -309,7 +309,7 @@ enum kr_cfg_type {
   X(ADAPTIVE_HINT_DEPTH, "adaptive", "hint-depth-halving", FLOAT, KR_CFG_HOST, "0",       \
     "0..1000", NONE, "poisson: the prior change rate halves every this many hops from a seed (0 = off).") \
   X(ADAPTIVE_BUDGET_UTILISATION, "adaptive", "budget-utilisation", FLOAT, KR_CFG_HOST,   \
-    "0.9", "0.01..1", NONE, "poisson: share of a host's politeness budget (valence / delay) revisits may plan for.")
+    "1", "0.01..1", NONE, "poisson: share of a host's politeness capacity (valence / (fetch + delay)) its fetches should take; below 1 leaves room for new URIs.")
 
 /* Keys of [wait "NAME"] sections, same columns (section "wait"); every key
  * may be overridden per host as wait.NAME.key. The defaults are those of

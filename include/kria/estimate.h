@@ -84,9 +84,11 @@
  *     V(lambda, f) = f (1 - e^(-lambda/f)),
  * and V/lambda = (1 - e^(-x))/x (x = lambda/f, the expected changes per
  * visit) is both the capture ratio and Cho's time-averaged freshness F.
- * The host allows B fetches per second (valence / politeness delay, times
- * a utilisation below 1 so the queue does not run at saturation and every
- * URI chronically overdue). kria maximises sum_i V_i subject to
+ * The host allows B fetches per second (valence / (fetch + politeness
+ * delay), times adaptive.budget-utilisation, 1 by default: the share of
+ * its capacity the host's fetches should actually take, which the
+ * realised-rate feedback below makes them take). kria maximises sum_i V_i
+ * subject to
  * sum_i f_i <= B and f_i in [1/max-wait_i, 1/min-wait_i].
  *     dV/df = h(lambda/f),  h(x) = 1 - (1 + x) e^(-x),
  * h rises from 0 to 1, so V is concave in f and the KKT conditions say
@@ -314,8 +316,9 @@ enum {
 int kr_alloc_solve(kr_alloc_objective_t obj, const kr_alloc_item_t *items, size_t n,
                    double budget, double mu_floor, double *mu, double *f);
 
-/* Fetches per second a host allows: valence / delay, times utilisation
- * (e.g. 0.9). 0 for a non-positive delay or valence. */
+/* Fetches per second a host allows: valence / cycle (a fetch and the
+ * politeness delay after it), times utilisation. 0 for a non-positive
+ * cycle or valence. */
 double kr_alloc_budget(int valence, int64_t politeness_delay_ms, double utilisation);
 
 #define KR_ALLOC_BUCKETS 80
@@ -336,7 +339,28 @@ typedef struct kr_alloc_host {
   int solved;         /* 0 until the first solve */
   uint32_t updates;   /* sketch changes since the last solve */
   int state;          /* KR_ALLOC_SLACK/BINDS/OVER of the last solve */
+  /* feedback from the realised fetch rate (kr_alloc_host_fetched) */
+  double gain;        /* the plan is budget x gain (1) */
+  int64_t win_t0;     /* first fetch of the window, ms */
+  uint32_t win_n;     /* fetches in the window so far */
+  int resolve;        /* gain moved: solve again */
 } kr_alloc_host_t;
+
+/* Realised-rate feedback. A plan of B fetches/s is not B fetches/s
+ * served: a URI comes back at its wait plus however late its turn comes
+ * (two URIs due at once are served a politeness delay apart), so a host
+ * planned at its whole capacity is served ~96-98 % of it (kria simulate,
+ * 2 s politeness, 150 ms fetches) and one planned at 90 % leaves ~13 %
+ * idle. So the host counts every fetch that takes one of its slots, and
+ * every KR_ALLOC_WINDOW fetches compares the realised rate with the
+ * budget: while the budget binds, gain *= sqrt(budget / realised)
+ * (damped), within [KR_ALLOC_GAIN_MIN, KR_ALLOC_GAIN_MAX]; while it does
+ * not, gain halves its distance to 1. Other fetches of the host (new
+ * URIs, robots.txt, retries) count as realised, so they push the plan
+ * down instead of a fixed margin guessing them. */
+#define KR_ALLOC_WINDOW 256
+#define KR_ALLOC_GAIN_MIN 0.5
+#define KR_ALLOC_GAIN_MAX 1.25
 
 void kr_alloc_host_init(kr_alloc_host_t *h, double x_min);
 /* The class of URIs with these clamps: an index for update. A fifth
@@ -349,12 +373,16 @@ void kr_alloc_host_update(kr_alloc_host_t *h, int cls, double old_lambda, double
 /* Bucket of a lambda, and the lambda a bucket stands for. */
 unsigned kr_alloc_bucket(double lambda);
 double kr_alloc_bucket_lambda(unsigned b);
-/* Solve x from the sketch for budget (fetches/s; <= 0: no budget known,
- * x = x_min). Returns KR_ALLOC_SLACK/BINDS/OVER. */
+/* Solve x from the sketch for budget x gain (budget: fetches/s the
+ * host's fetches should realise; <= 0: no budget known, x = x_min).
+ * Returns KR_ALLOC_SLACK/BINDS/OVER. */
 int kr_alloc_host_solve(kr_alloc_host_t *h, double budget);
-/* Solve when never solved, after `every` updates, or when the budget
- * moved by more than 10 %. 1 when it solved, 0 when not. */
+/* Solve when never solved, after `every` updates, when the budget moved
+ * by more than 10 % or when the gain moved. 1 when it solved, 0 when not. */
 int kr_alloc_host_maybe_solve(kr_alloc_host_t *h, double budget, uint32_t every);
+/* One fetch of the host (any that takes a politeness slot) at now_ms:
+ * the realised-rate feedback above. */
+void kr_alloc_host_fetched(kr_alloc_host_t *h, int64_t now_ms);
 /* The x to give kr_wait_poisson. */
 static inline double kr_alloc_host_x(const kr_alloc_host_t *h) { return h->x; }
 

@@ -903,6 +903,88 @@ static void host_sketch(void **state) {
   free(it);
 }
 
+/* Feed `n` fetches to h, one every `gap_ms` from *t. */
+static void fetches(kr_alloc_host_t *h, int64_t *t, int n, int64_t gap_ms) {
+  for (int i = 0; i < n; i++) {
+    kr_alloc_host_fetched(h, *t);
+    *t += gap_ms;
+  }
+}
+
+/* Realised-rate feedback: a host planned at B but served slower gets a
+ * larger plan (x down), one served faster (other fetches in its queue) a
+ * smaller one, within the gain's bounds; a slack budget brings the gain
+ * back to 1. */
+static void host_feedback(void **state) {
+  (void)state;
+  seed(37);
+  const size_t n = 10000;
+  kr_alloc_item_t *it = mix(n, 1000.0 / (28LL * 86400000), 1000.0 / 60000);
+  kr_alloc_host_t h;
+  kr_alloc_host_init(&h, log(2.0));
+  int cls = kr_alloc_host_class(&h, 60000, 28LL * 86400000);
+  for (size_t i = 0; i < n; i++) kr_alloc_host_update(&h, cls, 0, it[i].lambda);
+  const double B = 0.45; /* fetches/s */
+  assert_int_equal(kr_alloc_host_maybe_solve(&h, B, 1000), 1);
+  assert_int_equal(h.state, KR_ALLOC_BINDS);
+  assert_true(h.gain == 1.0);
+  double x1 = kr_alloc_host_x(&h);
+  int64_t t = 1000000;
+  /* a window is KR_ALLOC_WINDOW fetches after the one that opens it;
+   * served at 0.9 B: the gain grows by sqrt(1/0.9) */
+  int64_t slow = (int64_t)(1000.0 / (0.9 * B));
+  fetches(&h, &t, KR_ALLOC_WINDOW, slow);
+  assert_true(h.gain == 1.0 && !h.resolve);
+  fetches(&h, &t, 1, slow);
+  assert_true(rel(h.gain, sqrt(1 / 0.9)) < 0.01);
+  assert_true(h.resolve);
+  assert_int_equal(kr_alloc_host_maybe_solve(&h, B, 1000), 1); /* the gain moved */
+  assert_false(h.resolve);
+  assert_true(h.budget == B); /* the target stays B, the plan is B x gain */
+  double x2 = kr_alloc_host_x(&h);
+  assert_true(x2 < x1); /* more fetches planned: fewer changes per visit */
+  assert_int_equal(kr_alloc_host_maybe_solve(&h, B, 1000), 0);
+  /* never served faster than planned: the gain stops at its maximum */
+  for (int w = 0; w < 40; w++) fetches(&h, &t, KR_ALLOC_WINDOW, slow);
+  assert_true(h.gain == KR_ALLOC_GAIN_MAX);
+  /* served at 2 B (other fetches of the host): the gain falls to its
+   * minimum and the plan with it */
+  int64_t fast = (int64_t)(1000.0 / (2 * B));
+  for (int w = 0; w < 40; w++) fetches(&h, &t, KR_ALLOC_WINDOW, fast);
+  kr_alloc_host_maybe_solve(&h, B, 1000);
+  assert_true(h.gain == KR_ALLOC_GAIN_MIN);
+  assert_true(kr_alloc_host_x(&h) > x1);
+  /* served at B: nothing moves */
+  kr_alloc_host_t g = h;
+  g.gain = 1.1;
+  int64_t exact = (int64_t)(1000.0 / B);
+  for (int w = 0; w < 3; w++) fetches(&g, &t, KR_ALLOC_WINDOW, exact);
+  assert_true(rel(g.gain, 1.1) < 0.01);
+  /* a slack budget says nothing about the plan: back towards 1 */
+  kr_alloc_host_solve(&h, 1e9);
+  assert_int_equal(h.state, KR_ALLOC_SLACK);
+  h.gain = 1.2;
+  for (int w = 0; w < 12; w++) fetches(&h, &t, KR_ALLOC_WINDOW + 1, slow);
+  assert_true(fabs(h.gain - 1.0) < 0.001);
+  /* time going back reopens the window; no budget: no change */
+  kr_alloc_host_t b;
+  kr_alloc_host_init(&b, log(2.0));
+  fetches(&b, &t, 10, 1000);
+  t -= 100000;
+  kr_alloc_host_fetched(&b, t);
+  assert_int_equal(b.win_n, 1);
+  fetches(&b, &t, 3 * KR_ALLOC_WINDOW, 1);
+  assert_true(b.gain == 1.0); /* never solved */
+  kr_alloc_host_solve(&b, 0);
+  fetches(&b, &t, 3 * KR_ALLOC_WINDOW, 1);
+  assert_true(b.gain == 1.0);
+  /* all in the same ms: no rate, no change */
+  kr_alloc_host_solve(&b, B);
+  fetches(&b, &t, 3 * KR_ALLOC_WINDOW, 0);
+  assert_true(b.gain == 1.0);
+  free(it);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(history_round_trip), cmocka_unit_test(history_caps),
@@ -914,6 +996,7 @@ int main(void) {
       cmocka_unit_test(prior_fades),        cmocka_unit_test(h_function),
       cmocka_unit_test(versions_optimum),   cmocka_unit_test(freshness_shape),
       cmocka_unit_test(solve_edges),        cmocka_unit_test(host_sketch),
+      cmocka_unit_test(host_feedback),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
