@@ -194,10 +194,24 @@ wait_status() { # wait_status SECS -> STATUS, T_STATUS (ns); 1 when it never cam
 	return 1
 }
 
+# when kria's start-up log lines appear (ms after T_START): WARC repair done,
+# the store's WAL drain, the status server listening
+declare -A T_LINE=()
+mark_lines() { # mark_lines LOG
+	local k pat
+	for k in repaired draining listening; do
+		[ -z "${T_LINE[$k]:-}" ] || continue
+		case $k in repaired) pat="repaired" ;; draining) pat="draining" ;; listening) pat="status: listening" ;; esac
+		grep -q "$pat" "$1" 2>/dev/null && T_LINE[$k]=$((($(date +%s%N) - T_START) / 1000000))
+	done
+	return 0
+}
+
 # the first request nginx sees after a mark, bounded wait -> T_FIRST (ns)
-wait_first_request() { # wait_first_request BASELINE SECS
+wait_first_request() { # wait_first_request BASELINE SECS [LOG]
 	local base=$1 deadline=$(($(date +%s) + $2)) r
 	while [ "$(date +%s)" -lt "$deadline" ]; do
+		[ -z "${3:-}" ] || mark_lines "$3"
 		r=$(kb_nginx_requests)
 		# the status request itself counts one
 		if [ -n "$r" ] && [ "$r" -gt $((base + 1)) ]; then
@@ -291,7 +305,8 @@ rm -f "$RUN/state/status.addr"
 REQ_K=$(kb_nginx_requests)
 kria_start "$RUN/kria-restart.err"
 FIRST_OK=1
-wait_first_request "$REQ_K" "$START_LIMIT" || FIRST_OK=0
+wait_first_request "$REQ_K" "$START_LIMIT" "$RUN/kria-restart.err" || FIRST_OK=0
+mark_lines "$RUN/kria-restart.err"
 STARTUP_MS=$([ $FIRST_OK = 1 ] && echo $(((T_FIRST - T_START) / 1000000)) || echo -)
 RESTART_STATUS_MS="> $((START_LIMIT * 1000))"
 if wait_status "$START_LIMIT"; then
@@ -420,6 +435,7 @@ LAG_PROBES=$(metric kria_loop_delay_seconds_count "$RUN/metrics.end")
 	echo "| loop lag p50 / p99, whole crawl phase | ≤ $LAG_P50_ALL / ≤ $LAG_P99_ALL ms ($LAG_PROBES probes) | |"
 	echo "| start-up after SIGKILL: first request | ${STARTUP_MS} ms | ≤ 2 s |"
 	echo "| start-up after SIGKILL: status server answering | ${RESTART_STATUS_MS} ms (fresh start: ${COLD_STATUS_MS} ms) | |"
+	echo "| restart timeline: WARC repair done / WAL drain logged / status listening (log lines, ms) | ${T_LINE[repaired]:-–} / ${T_LINE[draining]:-–} / ${T_LINE[listening]:-–} | |"
 	echo "| RSS right after the restart | $((RSS_RESTART_0 / 1024)) MiB | |"
 	echo "| clean stop (SIGTERM) after the restart | $STOP_MS ms | |"
 	echo "| state DB after the clean stop | $(awk -v b="$DB_CLEAN" -v u="$DB_URIS" 'BEGIN { printf "%.1f MiB, %.0f bytes/URI", b / 1048576, (u > 0 ? b / u : 0) }') | |"
