@@ -150,6 +150,10 @@ progress-interval = 30s
 servers = 127.0.0.1:$DNS_PORT
 hosts-file =
 
+[http]
+# the benchmark's hosts live on 127.1.0.0/16 (the address policy refuses loopback)
+allow-addresses = 127.0.0.0/8
+
 [politeness]
 delay-factor = 0
 min-delay = $DELAY
@@ -285,8 +289,13 @@ done
 kill -0 "$KPID" 2>/dev/null || kb_die "kria exited during the crawl (see $KERR)"
 if [ -n "${PERF_PID:-}" ]; then
 	wait "$PERF_PID" 2>/dev/null || true
-	perf report -i "$RUN/perf.data" --stdio --no-children --percent-limit 1 --sort symbol \
-		-g none 2>/dev/null | grep -v '^#' | grep -v '^$' | head -40 >"$RUN/perf.txt" || true
+	{
+		perf report -i "$RUN/perf.data" --stdio --no-children --sort dso -g none 2>/dev/null |
+			grep -v '^#' | grep -v '^$' | head -8
+		echo
+		perf report -i "$RUN/perf.data" --stdio --no-children --percent-limit 1 --sort symbol \
+			-g none 2>/dev/null | grep -v '^#' | grep -v '^$' | head -40
+	} >"$RUN/perf.txt" || true
 fi
 sample "$T0"
 cp "$RUN/metrics.last" "$RUN/metrics.end"
@@ -463,10 +472,10 @@ LAG_PROBES=$(metric kria_loop_delay_seconds_count "$RUN/metrics.end")
 	awk -F'\t' 'NR == 1 || $16 == "" { next } { t = $1; c = $5; q = $16; if (!n++) { t0 = t; c0 = c; q0 = q } }
 		END { if (n > 1 && t > t0) printf "kria used %.0f %% of one CPU (all threads); its loop thread spent %.0f %% of the wall time runnable but waiting for its CPU (other work on that core: see the load average).\n\n", 100 * (c - c0) / (t - t0), 100 * (q - q0) / (t - t0) }' "$SAMPLES"
 	if [ -s "$RUN/perf.txt" ]; then
-		echo "perf (cpu-clock, ${PERF_SECS}s after warm-up), kria's top symbols:"
+		echo "perf (cpu-clock, ${PERF_SECS}s after warm-up), kria's time by library, then its top symbols:"
 		echo
 		echo '```'
-		head -15 "$RUN/perf.txt"
+		head -24 "$RUN/perf.txt"
 		echo '```'
 		echo
 	fi
