@@ -247,6 +247,7 @@ for t in wget wget2 httrack dnsmasq unshare taskset nginx; do
 	command -v "$t" >/dev/null || [ -x "/usr/sbin/$t" ] || kb_die "$t not found; run scripts/deps.sh"
 done
 [ -x "$KRIA" ] || kb_die "$KRIA not built (make BUILD=build-bench all)"
+KRIA=$(cd "$(dirname "$KRIA")" && pwd)/$(basename "$KRIA") # runs start in their own directory
 "$KRIA" crawl --help | grep -q -- --revisit-now || { kb_log "warning: $KRIA has no --revisit-now: no kria update pass"; }
 [ "$(id -u)" -eq 0 ] || kb_die "needs root: wget/wget2/httrack get a private /etc/hosts through unshare --mount"
 kb_build_tools
