@@ -163,7 +163,7 @@ site_up() {
 	# loopback addresses need [http] allow-private-addresses (a key older
 	# builds do not know: probed)
 	local http_sec=""
-	printf '[http]\nallow-private-addresses = true\n' >"$SITE_RUN/probe.conf"
+	printf '[crawl]\nstate-dir = %s/probe-state\n[http]\nallow-private-addresses = true\n' "$SITE_RUN" >"$SITE_RUN/probe.conf"
 	"$KRIA" crawl -c "$SITE_RUN/probe.conf" 2>&1 | grep -q 'unknown' ||
 		http_sec=$'[http]\nallow-private-addresses = true'
 	local v=${VALENCE:-$([ "$NH" = 1 ] && echo 64 || echo 16)}
