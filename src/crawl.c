@@ -823,6 +823,7 @@ static void on_idle(uv_idle_t *h) {
 
 /* Cancel every HTTP exchange still running; their on_done follows. */
 static void cancel_inflight(kr_crawl_t *c) {
+  kr__warc_cancel(c);
   for (kr_fetch_t *f = c->inflight; f; f = f->next)
     if (f->http) kr_http_fetch_cancel(f->http);
 }
@@ -1058,6 +1059,7 @@ static void teardown(kr_crawl_t *c) {
     close_handle((uv_handle_t *)&c->grace_timer);
     close_handle((uv_handle_t *)&c->sigint);
     close_handle((uv_handle_t *)&c->sigterm);
+    kr__warc_detach(c);
   }
   c->http = NULL;
   c->dns = NULL;

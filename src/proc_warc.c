@@ -41,6 +41,22 @@
  * (WARC-Truncated: length) past twice http.max-body-bytes, the most chunk
  * framing could add.
  *
+ * Large records never hold the loop: a response whose block was spilled
+ * (or is 1 MiB or more in memory) is compressed and written in slices of
+ * 256 KiB, at most ~8 ms of each loop turn (a uv_idle handle), into a
+ * second WARC file of its own, opened at the first such record, named
+ * and rotated like the first. Its visit waits (the processor returns
+ * ASYNC) until the record and then its request and metadata records are
+ * in that file, so the store still commits no visit before its records;
+ * the other visits' records go on into the first file meanwhile. One
+ * such record at a time: a later large one waits in a FIFO. A shutdown
+ * lets the record be finished while running fetches may finish (the
+ * crawl's grace); when they are cancelled, the record is cut away and its
+ * fetch given back; a crash leaves it to the start-up repair as ever.
+ * A reload's file settings close the second file after its record.
+ * Records of a dns lookup, revisits and small responses are written at
+ * once.
+ *
  * Where: the "warc" processor of the write phase; a fetch whose walk
  * jumped to the post phase after an error that still left a response
  * (a body cut by a timeout or a reset) is written by "warc-late", the
@@ -87,6 +103,9 @@
 #define RESUME_SHARE 8           /* ... or this share of a smaller file system */
 #define DNS_SLOTS 4096           /* power of two: hosts with a dns record */
 #define BLOCK_MAX (32u << 20)    /* metadata and dns blocks */
+#define SLICED_MIN (1u << 20)    /* response blocks this big are written in slices */
+#define SLICE_BYTES (256u << 10) /* appended per step */
+#define SLICE_NS 8000000ull      /* loop time one turn gives the writer */
 
 /* ---- captures ------------------------------------------------------------------ */
 
@@ -109,6 +128,20 @@ struct dns_slot {
   uint64_t until;               /* recorded until (epoch ms) */
 };
 
+/* The response record being written in slices, and the rest of its
+ * visit's records once it is done. */
+struct job {
+  kr_fetch_t *f;                /* NULL: the writer is free */
+  kr_warc_rec_t rec;
+  uint8_t pd[KR_SHA1_LEN];      /* payload digest */
+  int has_pd;
+  char pdl[KR_SHA1_LABEL_SIZE]; /* ... as a label, rec.payload_digest */
+  uint8_t sha[KR_SHA1_LEN];     /* block digest, rec.block_sha1 */
+  uint64_t date;
+  uint64_t off;                 /* body bytes appended so far */
+  char *buf;                    /* SLICE_BYTES, reading a spill file */
+};
+
 struct kr_warc {
   kr_crawl_t *c;
   kr_warcfile_t *wf;
@@ -129,6 +162,17 @@ struct kr_warc {
   struct dns_slot *dns_slots;
   kr_buf_t block;               /* metadata and dns blocks */
   uint64_t files_before;        /* files of writers replaced by a reload */
+  /* sliced records: one at a time, in a file of their own (wf2) so that
+   * the other visits' records go on into wf meanwhile; later large
+   * records wait in order */
+  kr_warcfile_t *wf2;           /* opened at the first large record */
+  int tail;                     /* writing the job's other records: to wf2 */
+  uv_idle_t idle;               /* runs the slices while there is work */
+  struct job job;
+  kr_fetch_t **q;               /* visits waiting for the writer (a ring) */
+  size_t qhead, qn, qcap;
+  int cancel;                   /* shutdown: give up sliced records */
+  int reopen;                   /* a reload's file settings wait for the job */
   kr_warc_stats_t st_;
 };
 
@@ -358,7 +402,7 @@ static enum rec_kind decide(struct kr_warc *w, kr_fetch_t *f, const uint8_t *pd,
 static int put(struct kr_warc *w, kr_fetch_t *f, kr_warc_rec_t *rec, const kr_slice_t *v,
                size_t n) {
   kr_warcfile_loc_t loc;
-  int rc = kr_warcfile_write(w->wf, rec, v, n, &loc);
+  int rc = kr_warcfile_write(w->tail ? w->wf2 : w->wf, rec, v, n, &loc);
   if (rc == 0) {
     w->st_.records++;
     w->st_.bytes += loc.w.bytes;
@@ -385,37 +429,87 @@ static const char *truncated_why(kr_fetch_t *f, const struct kr_warc_cap *k) {
   }
 }
 
-/* The response record from a spill file: streamed. */
-static int put_spilled(struct kr_warc *w, kr_fetch_t *f, kr_warc_rec_t *rec,
-                       struct kr_warc_cap *k) {
+/* The file writer's options from the configuration; x must stay put
+ * while x->o is used (its strings point into x and the config). */
+struct wopts {
+  kr_warcfile_opts_t o;
+  char level[16], size[32];
+  kr_warc_field_t extra[5];
+};
+
+static void wopts_fill(struct kr_warc *w, kr_crawl_t *c, const kr_config_t *cfg,
+                       struct wopts *x);
+
+/* A response block of a spilled body, or a large one in memory, is
+ * written in slices across loop turns (on_slice) so that compressing it
+ * never holds the loop for long. This begins the record: the header and
+ * the raw head. 0 and w->job set, or an error (the record is cut away). */
+static void on_slice(uv_idle_t *h);
+
+static int job_begin(struct kr_warc *w, kr_fetch_t *f, const kr_warc_rec_t *rec,
+                     const uint8_t *pd, int has_pd, uint64_t date) {
+  struct kr_warc_cap *k = f->wcap;
+  struct job *j = &w->job;
   kr_slice_t head = f->resp->raw_head;
-  uint8_t sha[KR_SHA1_LEN];
-  if (kr_sha1_final(&k->sha, sha)) return KR_EIO;
-  rec->block_sha1 = sha;
-  int rc = kr_warcfile_begin(w->wf, rec, head.n + k->len);
-  if (!rc) rc = kr_warcfile_append(w->wf, head.p, head.n);
-  char *buf = rc ? NULL : kr_xmalloc(SPILL_CHUNK);
-  for (uint64_t off = 0; !rc && off < k->len;) {
-    size_t want = k->len - off < SPILL_CHUNK ? (size_t)(k->len - off) : SPILL_CHUNK;
-    ssize_t got = pread(k->fd, buf, want, (off_t)off);
-    if (got < 0 && errno == EINTR) continue;
+  j->rec = *rec;
+  if (rec->payload_digest) {
+    snprintf(j->pdl, sizeof j->pdl, "%s", rec->payload_digest);
+    j->rec.payload_digest = j->pdl;
+  }
+  memcpy(j->pd, pd, KR_SHA1_LEN);
+  j->has_pd = has_pd;
+  j->date = date;
+  j->off = 0;
+  if (k->fd >= 0) {
+    if (kr_sha1_final(&k->sha, j->sha)) return KR_EIO;
+  } else if (!k->sha_ready || kr_sha1_reset(&k->sha) || kr_sha1_update(&k->sha, head.p, head.n) ||
+             kr_sha1_update(&k->sha, k->mem.data, k->mem.len) || kr_sha1_final(&k->sha, j->sha)) {
+    return KR_EIO;
+  }
+  j->rec.block_sha1 = j->sha;
+  if (!w->wf2) {
+    struct wopts x;
+    char e[512] = "";
+    wopts_fill(w, w->c, w->c->cfg, &x);
+    int rc = kr_warcfile_open(&x.o, &w->wf2, e, sizeof e);
+    if (rc) {
+      KR_LOG(KR_LOG_ERROR, w->dir, "a WARC file for large records: %s", e[0] ? e : kr_strerror(rc));
+      return rc == KR_EINVAL ? KR_EIO : rc;
+    }
+  }
+  int rc = kr_warcfile_begin(w->wf2, &j->rec, head.n + k->len);
+  if (!rc) rc = kr_warcfile_append(w->wf2, head.p, head.n);
+  if (rc) return rc;
+  j->f = f;
+  uv_idle_start(&w->idle, on_slice);
+  return 0;
+}
+
+/* Append the next slice of the body: 0 more to come, 1 all appended, or
+ * an error (the record was cut away). */
+static int job_step(struct kr_warc *w) {
+  struct job *j = &w->job;
+  kr_fetch_t *f = j->f;
+  struct kr_warc_cap *k = f->wcap;
+  size_t want = k->len - j->off < SLICE_BYTES ? (size_t)(k->len - j->off) : SLICE_BYTES;
+  const char *p = k->mem.data + j->off;
+  if (k->fd >= 0) {
+    if (!j->buf) j->buf = kr_xmalloc(SLICE_BYTES);
+    ssize_t got = pread(k->fd, j->buf, want, (off_t)j->off);
+    if (got < 0 && errno == EINTR) return 0;
     if (got <= 0) {
       KR_LOG(KR_LOG_ERROR, f->cf.url, "reading back the spilled body: %s",
              got < 0 ? strerror(errno) : "short file");
-      rc = KR_EIO;
-      break;
+      kr_warcfile_abort(w->wf2);
+      return KR_EIO;
     }
-    rc = kr_warcfile_append(w->wf, buf, (size_t)got);
-    off += (uint64_t)got;
+    p = j->buf;
+    want = (size_t)got;
   }
-  free(buf);
-  kr_warcfile_loc_t loc;
-  if (!rc) rc = kr_warcfile_end(w->wf, &loc);
-  if (!rc) {
-    w->st_.records++;
-    w->st_.bytes += loc.w.bytes;
-  }
-  return rc;
+  int rc = want ? kr_warcfile_append(w->wf2, p, want) : 0;
+  if (rc) return rc;
+  j->off += want;
+  return j->off == k->len;
 }
 
 static const char *content_state_name(kr_fetch_t *f) {
@@ -495,7 +589,13 @@ static int put_metadata(struct kr_warc *w, kr_fetch_t *f, uint64_t date, const c
   return rc == KR_EINVAL ? 0 : rc;
 }
 
-/* Every record of f. 0, or KR_ENOSPC / KR_EIO: f must be given back. */
+static int response_done(struct kr_warc *w, kr_fetch_t *f, const kr_warc_rec_t *rec,
+                         const uint8_t *pd, int has_pd, uint64_t date);
+static int visit_rest(struct kr_warc *w, kr_fetch_t *f, const char *id, uint64_t date);
+
+/* Every record of f. 0; 1 when its response record is being written in
+ * slices (w->job: the rest follows once it is done); or KR_ENOSPC /
+ * KR_EIO: f must be given back. */
 static int write_visit(struct kr_warc *w, kr_fetch_t *f) {
   const kr_http_resp_t *r = f->resp;
   struct kr_warc_cap *k = f->wcap;
@@ -525,24 +625,16 @@ static int write_visit(struct kr_warc *w, kr_fetch_t *f) {
       rec.payload_from = r->raw_head.n;
     }
     if (k && k->failed) return KR_EIO; /* the body is gone: fetch it again */
-    if (k && k->fd >= 0) {
-      rc = put_spilled(w, f, &rec, k);
-    } else {
-      kr_slice_t v[2] = {r->raw_head, k && k->mem.len ? kr_slice(k->mem.data, k->mem.len)
-                                                      : kr_slice("", 0)};
-      rc = put(w, f, &rec, v, 2);
+    if (k && (k->fd >= 0 || (k->mem.len >= SLICED_MIN && rec.payload != KR_WARC_PAYLOAD_FROM))) {
+      rc = job_begin(w, f, &rec, pd, has_pd, date);
+      return rc == 0 ? 1 : rc == KR_EINVAL ? 0 : rc;
     }
+    kr_slice_t v[2] = {r->raw_head, k && k->mem.len ? kr_slice(k->mem.data, k->mem.len)
+                                                    : kr_slice("", 0)};
+    rc = put(w, f, &rec, v, 2);
     if (rc == KR_EINVAL) return 0;
     if (rc) return rc;
-    w->st_.responses++;
-    if (rec.truncated) w->st_.truncated++;
-    /* This record is now the original of the URI's payload. */
-    if (has_pd && !rec.truncated) {
-      int src = kr_store_original_put(w->st, f->curi->fp, pd, KR_SHA1_LEN, f->curi->fp, date,
-                                      rec.id);
-      if (src < 0) KR_LOG(KR_LOG_WARN, f->cf.url, "while noting the original: %s",
-                          kr_strerror(src));
-    }
+    return response_done(w, f, &rec, pd, has_pd, date);
   } else {
     rec.type = KR_WARC_REVISIT;
     rec.profile = kind == K_IDENTICAL ? KR_WARC_PROFILE_IDENTICAL : KR_WARC_PROFILE_NOT_MODIFIED;
@@ -569,10 +661,32 @@ static int write_visit(struct kr_warc *w, kr_fetch_t *f) {
       w->st_.revisits_not_modified++;
     }
   }
+  return visit_rest(w, f, rec.id, date);
+}
+
+/* The response record rec of f is written: account for it, then the rest. */
+static int response_done(struct kr_warc *w, kr_fetch_t *f, const kr_warc_rec_t *rec,
+                         const uint8_t *pd, int has_pd, uint64_t date) {
+  w->st_.responses++;
+  if (rec->truncated) w->st_.truncated++;
+  /* This record is now the original of the URI's payload. */
+  if (has_pd && !rec->truncated) {
+    int src = kr_store_original_put(w->st, f->curi->fp, pd, KR_SHA1_LEN, f->curi->fp, date,
+                                    rec->id);
+    if (src < 0) KR_LOG(KR_LOG_WARN, f->cf.url, "while noting the original: %s",
+                        kr_strerror(src));
+  }
+  return visit_rest(w, f, rec->id, date);
+}
+
+/* The request and metadata records after the first record (id) of f. */
+static int visit_rest(struct kr_warc *w, kr_fetch_t *f, const char *id, uint64_t date) {
+  int rc;
+  kr_slice_t url = kr_slice(f->cf.url, f->cf.url_len);
   if (w->req && f->http) {
     kr_slice_t q = kr_http_fetch_request(f->http);
     kr_warc_rec_t rq = {.type = KR_WARC_REQUEST, .date_ms = date, .target_uri = url,
-                        .concurrent_to = rec.id};
+                        .concurrent_to = id};
     if (q.n) {
       rc = put(w, f, &rq, &q, 1);
       if (rc && rc != KR_EINVAL) return rc;
@@ -580,7 +694,7 @@ static int write_visit(struct kr_warc *w, kr_fetch_t *f) {
     }
   }
   if (w->meta) {
-    rc = put_metadata(w, f, date, rec.id);
+    rc = put_metadata(w, f, date, id);
     if (rc) return rc;
   }
   return 0;
@@ -668,28 +782,130 @@ static int warc_headers(kr_chain_fetch_t *cf, kr_processor_t *self) {
   return 0;
 }
 
+/* ---- the writer's queue: one sliced record at a time, visits in order ---------------- */
+
+static void queue_push(struct kr_warc *w, kr_fetch_t *f) {
+  if (w->qn == w->qcap) {
+    size_t ncap = w->qcap ? 2 * w->qcap : 16;
+    kr_fetch_t **nq = kr_xcalloc(ncap, sizeof *nq);
+    for (size_t i = 0; i < w->qn; i++) nq[i] = w->q[(w->qhead + i) % w->qcap];
+    free(w->q);
+    w->q = nq;
+    w->qcap = ncap;
+    w->qhead = 0;
+  }
+  w->q[(w->qhead + w->qn++) % w->qcap] = f;
+  uv_idle_start(&w->idle, on_slice);
+}
+
+static kr_fetch_t *queue_pop(struct kr_warc *w) {
+  kr_fetch_t *f = w->q[w->qhead];
+  w->qhead = (w->qhead + 1) % w->qcap;
+  w->qn--;
+  return f;
+}
+
+/* The job's fetch goes on down its chain. */
+static void job_finish(struct kr_warc *w, int rc) {
+  kr_fetch_t *f = w->job.f;
+  w->job.f = NULL;
+  if (rc && rc != KR_EINVAL) failed(w, f, rc);
+  kr_chain_resume(&f->cf, 0);
+}
+
+void kr__warc_cancel(kr_crawl_t *c) {
+  if (c->warc) c->warc->cancel = 1;
+}
+
+/* Past the shutdown's patience: the record is cut away and the fetch
+ * given back (it is fetched again by the next run). */
+static void job_abandon(struct kr_warc *w) {
+  kr_fetch_t *f = w->job.f;
+  KR_LOG(KR_LOG_NOTICE, f->cf.url, "shutting down: a %" PRIu64 "-byte WARC record left "
+         "unwritten (%" PRIu64 " written), the fetch is given back", f->wcap->len, w->job.off);
+  kr_warcfile_abort(w->wf2);
+  w->job.f = NULL;
+  f->disp = KR_DISP_DEFER;
+  w->st_.deferred++;
+  kr_chain_resume(&f->cf, 0);
+}
+
+static void apply_reopen(struct kr_warc *w);
+
+/* Write what waits, for at most SLICE_NS of this loop turn: the next
+ * slices of the job, then the visits queued behind it, in order. */
+static void on_slice(uv_idle_t *h) {
+  struct kr_warc *w = container_of(h, struct kr_warc, idle);
+  uint64_t t0 = uv_hrtime();
+  while (uv_hrtime() - t0 < SLICE_NS) {
+    if (w->job.f) {
+      if (w->cancel) {
+        job_abandon(w);
+        continue;
+      }
+      int rc = job_step(w);
+      if (rc == 0) continue;
+      if (rc == 1) {
+        kr_warcfile_loc_t loc;
+        rc = kr_warcfile_end(w->wf2, &loc);
+        if (!rc) {
+          w->st_.records++;
+          w->st_.bytes += loc.w.bytes;
+          struct job *j = &w->job;
+          w->tail = 1; /* the visit's request and metadata follow it */
+          rc = response_done(w, j->f, &j->rec, j->pd, j->has_pd, j->date);
+          w->tail = 0;
+        }
+      }
+      job_finish(w, rc);
+      if (w->reopen) apply_reopen(w);
+      continue;
+    }
+    if (!w->qn || !w->wf) break;
+    kr_fetch_t *f = queue_pop(w);
+    if (!f) continue;
+    int rc = write_visit(w, f);
+    if (rc == 1) continue; /* it became the job */
+    if (rc) failed(w, f, rc);
+    kr_chain_resume(&f->cf, 0);
+  }
+  if (!w->job.f && (!w->qn || !w->wf)) uv_idle_stop(h);
+}
+
 static void warc_cleanup(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
   struct kr_warc *w = self->data;
+  /* Never while it waits (its walk is suspended), but be sure. */
+  if (w->job.f == f) {
+    kr_warcfile_abort(w->wf2);
+    w->job.f = NULL;
+  }
+  for (size_t i = 0; i < w->qn; i++)
+    if (w->q[(w->qhead + i) % w->qcap] == f) w->q[(w->qhead + i) % w->qcap] = NULL;
   if (f->wcap) cap_put(w, f->wcap);
   f->wcap = NULL;
 }
 
-static void run_visit(struct kr_warc *w, kr_fetch_t *f) {
+static int run_visit(struct kr_warc *w, kr_fetch_t *f) {
   struct kr_warc_cap *k = f->wcap;
   if (k) {
-    if (k->done) return;
+    if (k->done) return KR_PROC_NEXT;
     k->done = 1;
   }
-  if (!has_visit(f)) return;
-  if (!w->wf) return;
+  if (!has_visit(f) || !w->wf) return KR_PROC_NEXT;
+  /* A large body waits for the one being written; the rest go on. */
+  if (k && (k->fd >= 0 || k->mem.len >= SLICED_MIN) && (w->job.f || w->qn)) {
+    queue_push(w, f);
+    return KR_PROC_ASYNC;
+  }
   int rc = write_visit(w, f);
+  if (rc == 1) return KR_PROC_ASYNC;
   if (rc) failed(w, f, rc);
+  return KR_PROC_NEXT;
 }
 
 static int warc_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
-  run_visit(self->data, container_of(cf, kr_fetch_t, cf));
-  return KR_PROC_NEXT;
+  return run_visit(self->data, container_of(cf, kr_fetch_t, cf));
 }
 
 /* First in the post phase: a fetch whose walk skipped the write phase
@@ -697,7 +913,7 @@ static int warc_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
  * recorded here, still before "finish" hands the visit on. */
 static int warc_late_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
-  if (f->wcap && !f->wcap->done) run_visit(self->data, f);
+  if (f->wcap && !f->wcap->done) return run_visit(self->data, f);
   return KR_PROC_NEXT;
 }
 
@@ -782,6 +998,7 @@ void kr__warc_presync(kr_crawl_t *c) {
   struct kr_warc *w = c->warc;
   if (!w || !w->wf || w->durability != KR_WARC_SYNC_BATCH) return;
   int rc = kr_warcfile_sync(w->wf);
+  if (!rc && w->wf2) rc = kr_warcfile_sync(w->wf2);
   if (rc == 0) {
     w->st_.syncs++;
     return;
@@ -808,14 +1025,6 @@ static void settings(struct kr_warc *w, const kr_config_view_t *g) {
   w->dedupe = kr_config_bool(g, KR_CFG_ADAPTIVE_DEDUPE);
   w->retry_ms = (uint64_t)kr_config_ms(g, KR_CFG_WARC_RETRY_INTERVAL);
 }
-
-/* The file writer's options from the configuration; x must stay put
- * while x->o is used (its strings point into x and the config). */
-struct wopts {
-  kr_warcfile_opts_t o;
-  char level[16], size[32];
-  kr_warc_field_t extra[5];
-};
 
 static void wopts_fill(struct kr_warc *w, kr_crawl_t *c, const kr_config_t *cfg,
                        struct wopts *x) {
@@ -867,6 +1076,7 @@ int kr__warc_open(kr_crawl_t *c, char *err, size_t errlen) {
   struct kr_warc *w = kr_xcalloc(1, sizeof *w);
   c->warc = w;
   w->c = c;
+  uv_idle_init(&c->loop, &w->idle);
   w->dir = kr_xstrdup(dir);
   w->st = kr_frontier_store(c->frontier);
   settings(w, g);
@@ -962,6 +1172,43 @@ static int note_change(kr_buf_t *b, const kr_config_view_t *og, const kr_config_
   return changed;
 }
 
+/* A new file writer with the current configuration's file settings: the
+ * old file is closed (synced, renamed) before any record goes to the new
+ * one; its records were all written. 0, or -1 (logged; the old stays). */
+static int switch_files(struct kr_warc *w) {
+  struct wopts x;
+  wopts_fill(w, w->c, w->c->cfg, &x);
+  kr_warcfile_t *nw = NULL;
+  char e[512] = "";
+  int rc = kr_warcfile_open(&x.o, &nw, e, sizeof e);
+  if (rc) {
+    KR_LOG(KR_LOG_ERROR, w->dir, "reload: cannot apply the new WARC file settings (%s): "
+           "the current ones stay", e[0] ? e : kr_strerror(rc));
+    return -1;
+  }
+  kr_warcfile_t *ow = w->wf;
+  w->files_before += kr_warcfile_files(ow);
+  rc = kr_warcfile_close(ow);
+  if (rc) KR_LOG(KR_LOG_ERROR, w->dir, "reload: closing the WARC file: %s", kr_strerror(rc));
+  w->wf = nw;
+  w->durability = x.o.durability;
+  return 0;
+}
+
+static void retire_wf2(struct kr_warc *w) {
+  if (!w->wf2) return;
+  w->files_before += kr_warcfile_files(w->wf2);
+  int rc = kr_warcfile_close(w->wf2);
+  if (rc) KR_LOG(KR_LOG_ERROR, w->dir, "closing the WARC file of large records: %s",
+                 kr_strerror(rc));
+  w->wf2 = NULL;
+}
+
+static void apply_reopen(struct kr_warc *w) {
+  w->reopen = 0;
+  retire_wf2(w);
+}
+
 void kr__warc_reload(kr_crawl_t *c, const kr_config_t *old) {
   struct kr_warc *w = c->warc;
   if (!w || !w->wf) return;
@@ -979,26 +1226,15 @@ void kr__warc_reload(kr_crawl_t *c, const kr_config_t *old) {
   settings(w, ng);
   const char *how = "from the next record";
   if (files) {
-    struct wopts x;
-    wopts_fill(w, c, c->cfg, &x);
-    kr_warcfile_t *nw = NULL;
-    char e[512] = "";
-    int rc = kr_warcfile_open(&x.o, &nw, e, sizeof e);
-    if (rc) {
-      KR_LOG(KR_LOG_ERROR, w->dir, "reload: cannot apply the new WARC file settings (%s): "
-             "the current ones stay", e[0] ? e : kr_strerror(rc));
-      how = "from the next record; file settings kept (see above)";
-    } else {
-      /* The old file is closed (synced, renamed) before any record goes
-       * to the new one; its records were all written. */
-      kr_warcfile_t *ow = w->wf;
-      w->files_before += kr_warcfile_files(ow);
-      rc = kr_warcfile_close(ow);
-      if (rc) KR_LOG(KR_LOG_ERROR, w->dir, "reload: closing the WARC file: %s", kr_strerror(rc));
-      w->wf = nw;
-      w->durability = x.o.durability;
-      how = "the current file is closed, the next record begins a new one";
-    }
+    how = switch_files(w) ? "from the next record; file settings kept (see above)"
+                          : "the current file is closed, the next record begins a new one";
+    /* The file of large records: closed now, or after the record being
+     * written into it; the next large record opens one with the new
+     * settings. */
+    if (w->job.f)
+      w->reopen = 1;
+    else
+      retire_wf2(w);
   }
   w->st_.reloads++;
   KR_LOG(KR_LOG_NOTICE, w->dir, "reload: [warc] %.*s; %s", (int)what.len, what.data, how);
@@ -1015,9 +1251,24 @@ static void log_summary(const struct kr_warc *w) {
          s->volatile_full, s->volatile_skipped, s->deferred);
 }
 
+/* The writer's handle, and a record still being written (only when the
+ * crawl ends without waiting for its fetches): cut away. */
+void kr__warc_detach(kr_crawl_t *c) {
+  struct kr_warc *w = c->warc;
+  if (!w) return;
+  if (w->job.f && w->wf2) kr_warcfile_abort(w->wf2);
+  w->job.f = NULL;
+  w->qn = 0;
+  if (w->idle.loop && !uv_is_closing((uv_handle_t *)&w->idle))
+    uv_close((uv_handle_t *)&w->idle, NULL);
+}
+
 void kr__warc_close(kr_crawl_t *c) {
   struct kr_warc *w = c->warc;
-  if (!w || !w->wf) return;
+  if (!w) return;
+  kr__warc_detach(c);
+  retire_wf2(w);
+  if (!w->wf) return;
   kr_timer_stop(&w->retry);
   /* One last sync before the last commit, then close and rename. */
   int rc = kr_warcfile_close(w->wf);
@@ -1033,6 +1284,12 @@ void kr__warc_free(kr_crawl_t *c) {
     kr_timer_stop(&w->retry);
     kr_warcfile_close(w->wf);
   }
+  if (w->wf2) {
+    if (w->job.f) kr_warcfile_abort(w->wf2);
+    kr_warcfile_close(w->wf2);
+  }
+  free(w->job.buf);
+  free(w->q);
   while (w->pool) {
     struct kr_warc_cap *k = w->pool;
     w->pool = k->next;
@@ -1052,7 +1309,8 @@ void kr__warc_stats(const kr_crawl_t *c, kr_warc_stats_t *out) {
     return;
   }
   *out = w->st_;
-  out->files = w->files_before + (w->wf ? kr_warcfile_files(w->wf) : 0);
+  out->files = w->files_before + (w->wf ? kr_warcfile_files(w->wf) : 0) +
+               (w->wf2 ? kr_warcfile_files(w->wf2) : 0);
   out->current = w->wf ? kr_warcfile_current(w->wf) : NULL;
   out->current_size = w->wf ? kr_warcfile_size(w->wf) : 0;
 }

@@ -55,6 +55,13 @@ void kr__warc_raw(kr_fetch_t *f, const char *p, size_t n);
 /* At shutdown, every fetch done, before the frontier's last commit: close
  * (sync, rename without ".open") the current file. */
 void kr__warc_close(kr_crawl_t *c);
+/* When the crawl is torn down without kr__warc_close (an error at start
+ * or a fatal one): close the writer's loop handle, cut away a record
+ * still being written. kr__warc_close does this itself. */
+void kr__warc_detach(kr_crawl_t *c);
+/* Shutdown past its grace, running fetches cancelled: a record being
+ * written in slices is cut away and its fetch given back. */
+void kr__warc_cancel(kr_crawl_t *c);
 /* Right before each store COMMIT (the crawl's presync hook): durability
  * batch syncs the file, so every record of a committed visit is on disk. */
 void kr__warc_presync(kr_crawl_t *c);

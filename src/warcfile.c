@@ -469,6 +469,13 @@ int kr_warcfile_end(kr_warcfile_t *wf, kr_warcfile_loc_t *loc) {
   return record_done(wf, wf->stream_start, &w, loc);
 }
 
+void kr_warcfile_abort(kr_warcfile_t *wf) {
+  if (!wf->streaming) return;
+  wf->streaming = 0;
+  kr_warc_abandon(wf->w);
+  cut_back(wf, wf->stream_start, 0);
+}
+
 int kr_warcfile_sync(kr_warcfile_t *wf) { return sync_file(wf); }
 
 int kr_warcfile_sync_due(const kr_warcfile_t *wf, uint64_t now) {

@@ -99,6 +99,9 @@ void kr_warcfile_new_id(kr_warcfile_t *wf, char out[KR_WARC_ID_SIZE]);
 int kr_warcfile_begin(kr_warcfile_t *wf, kr_warc_rec_t *rec, uint64_t block_len);
 int kr_warcfile_append(kr_warcfile_t *wf, const void *p, size_t n);
 int kr_warcfile_end(kr_warcfile_t *wf, kr_warcfile_loc_t *loc);
+/* Give up the record being streamed (shutdown): it is cut away, the file
+ * ends at the record before. A no-op when nothing is being streamed. */
+void kr_warcfile_abort(kr_warcfile_t *wf);
 
 /* fdatasync the open file when records were written since the last sync.
  * 0, KR_EIO or KR_ENOSPC. */

@@ -156,12 +156,18 @@ crawl_conf "$T/a.conf" "$T/a" "$T/seeds.txt" "[dns]" "hosts-file = $T/hosts" \
 timeout 60 "$KRIA" crawl -c "$T/a.conf" "${REV[@]}" >"$T/a.out" 2>"$T/a.err"
 is "$?" 0 "revisit crawl exits 0 at max-time"
 mapfile -t A < <(find "$T/a/warcs" -type f | sort)
-is "${#A[@]}" 1 "one WARC file"
+# the 5 MB body's records go to a file of their own (its response is
+# compressed in slices while the other visits' records go on into the first)
+is "${#A[@]}" 2 "two WARC files: the crawl's, and one for the large record"
 like "${A[0]##*/}" '^kria-[0-9]{17}-00000-[^-]+\.warc\.gz$' "named PREFIX-TIMESTAMP-SERIAL-HOST.warc.gz"
+like "${A[1]##*/}" '^kria-[0-9]{17}-00001-[^-]+\.warc\.gz$' "... the second with the next serial"
+is "$(warclist "${A[1]}" | cut -d' ' -f1,3 | sed "s|$KTS_PORT|P|" | tr '\n' ' ')" \
+  "warcinfo - response http://site.test:P/big request http://site.test:P/big metadata http://site.test:P/big " \
+  "... holding the large response, then its request and metadata records"
 warccheck "warcio.js reads every record; digests, tiling and revisit targets check out" "${A[@]}"
 warclist "${A[@]}" >"$T/a.list"
 CL="$T/a/logs/crawl.log"
-is "$(head -1 "$T/a.list" | cut -d' ' -f1)" warcinfo "the file starts with a warcinfo record"
+is "$(warclist "${A[0]}" | head -1 | cut -d' ' -f1)" warcinfo "the file starts with a warcinfo record"
 # what crawl.log says each visit was
 U="http://site.test:$KTS_PORT"
 visits=$(wc -l <"$CL")
