@@ -8,10 +8,13 @@
 # fetched and recorded meanwhile: the longest gap between its requests
 # (kts --log-times) stays far below the time the record takes. Before the
 # slices, the whole record was written in one blocking pass and the gap
-# was that time (about 1.2 s here, 60-160 ms after). Also checked:
+# was that time (1.2 s at load 4, 2.2-3.4 s at load 6; after: 60-160 ms,
+# up to 270 ms at load 7; with WARC off 50-80 ms). Also checked:
 # the big record is complete and every WARC file validates (warcio.js via
 # warccheck.mjs), each good page has its response, and a second SIGTERM
-# while the big record is being written cuts it away cleanly.
+# while the big record is being written cuts it away cleanly, and a
+# SIGHUP with new [warc] file settings closes the file of large records
+# only once its record is whole.
 # TAP; run by scripts/run-tests.sh (KRIA, KTS, KRIA_BUILD set).
 . "$(dirname "$0")/lib.sh"
 
@@ -85,8 +88,8 @@ span=$(awk 'NR == 1 {a = $1} {b = $1} END {print b - a}' <<<"$ts")
 diag "good host: $(wc -l <"$T/good.log") requests in $span ms, longest gap $maxgap ms; crawl $wall_ms ms (load average $(cut -d' ' -f1-3 /proc/loadavg))"
 # 40 ms apart when nothing stalls; a one-pass write of the big record
 # held the loop 1.5-2 s. Generous for a loaded machine and ASan.
-limit=400
-[ "$SAN" = 1 ] && limit=600
+limit=600
+[ "$SAN" = 1 ] && limit=900
 check "good host: longest gap between requests $maxgap ms (< $limit)" test "${maxgap:-99999}" -lt "$limit"
 like "$(cat "$T/a.err")" "WARC: [0-9]+ records" "the WARC summary is logged"
 
@@ -140,6 +143,47 @@ if command -v node >/dev/null && [ -f "$HERE/node_modules/warcio/package.json" ]
     ok "... the files validate"
   else
     not_ok "... the files validate"; diag "$(grep -v '^ok ' "$T/check.out" | head -20)"
+  fi
+fi
+
+# ---- SIGHUP with new [warc] file settings while the big record is written --------------
+# The crawl's file is closed at once, the next records go to a file with
+# the new prefix; the file of large records is closed once its record (and
+# the visit's request and metadata) is complete, never cut.
+
+conf c
+"$KRIA" crawl -c "$T/c.conf" 2>"$T/c.err" &
+PID=$!
+for _ in $(seq 1000); do
+  [ "$(ls "$T"/c/warcs/ 2>/dev/null | grep -c '\.open$')" -ge 2 ] && break
+  kill -0 $PID 2>/dev/null || break
+  sleep 0.01
+done
+sed -i 's/^prefix = slices$/prefix = reloaded/' "$T/c.conf"
+kill -HUP $PID 2>/dev/null
+timeout 60 tail --pid=$PID -f /dev/null
+wait $PID
+is "$?" 0 "SIGHUP mid-record: the crawl ends by itself, exit 0"
+like "$(cat "$T/c.err")" "reload: \[warc\] prefix slices -> reloaded" "... the reload names the new prefix"
+unlike "$(cat "$T/c.err")" "runtime error|Sanitizer|BUG|assert" "... no sanitizer report, no assertion"
+check "... no file left .open" test -z "$(ls "$T"/c/warcs/ | grep '\.open$')"
+check "... later records in a file with the new prefix" test -n "$(ls "$T"/c/warcs/ | grep '^reloaded-')"
+big=$(ls "$T"/c/warcs/slices-*-00001-* 2>/dev/null)
+diag "files: $(ls "$T"/c/warcs/ | tr "\n" " ")"
+if command -v node >/dev/null && [ -f "$HERE/node_modules/warcio/package.json" ]; then
+  if (cd "$HERE" && node warccheck.mjs "$T"/c/warcs/*.warc.gz) >"$T/check.out" 2>&1; then
+    ok "... every file validates"
+  else
+    not_ok "... every file validates"; diag "$(grep -v '^ok ' "$T/check.out" | head -20)"
+  fi
+  (cd "$HERE" && node warclist.mjs "$T"/c/warcs/*.warc.gz) >"$T/c.list" 2>&1
+  is "$(grep -c "response .*127.0.0.1:$BIG/big" "$T/c.list")" 1 "... the big response is whole, once"
+  is "$(grep -c "response .*localhost:$GOOD/p/" "$T/c.list")" 40 "... a response record per good page"
+  if [ -n "$big" ]; then
+    is "$( (cd "$HERE" && node warclist.mjs $big) | cut -d' ' -f1 | tr '\n' ' ')" \
+      "warcinfo response request metadata " "... the large record's file: its visit's three records, whole"
+  else
+    not_ok "... the file of large records is there"
   fi
 fi
 
