@@ -1237,7 +1237,8 @@ void kr__warc_reload(kr_crawl_t *c, const kr_config_t *old) {
       retire_wf2(w);
   }
   w->st_.reloads++;
-  KR_LOG(KR_LOG_NOTICE, w->dir, "reload: [warc] %.*s; %s", (int)what.len, what.data, how);
+  KR_LOG(KR_LOG_NOTICE, w->dir, "reload: [warc] %.*s; %s%s", (int)what.len, what.data, how,
+         w->reopen ? "; the file of large records once its record is written" : "");
   kr_buf_free(&what);
 }
 
