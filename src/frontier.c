@@ -61,6 +61,7 @@ struct kr_frontier {
   uint64_t npending, pending_max, pending_total;
   size_t pending_bytes;
   uint64_t drains_cut;
+  int wal_held;              /* kr_frontier_next() saw kr_store_wal_held() */
   uint64_t stats_flushed_at; /* last commit that wrote every dirty host */
   int flush_all;             /* the next commit writes every dirty host */
 };
@@ -433,6 +434,7 @@ int kr_frontier_open(const char *state_dir, const kr_frontier_opts_t *opts,
   if (f->opts.cache_mib) so.cache_mib = f->opts.cache_mib;
   if (f->opts.wal_checkpoint_mib) so.wal_checkpoint_bytes = (uint64_t)f->opts.wal_checkpoint_mib << 20;
   if (f->opts.page_size) so.page_size = f->opts.page_size;
+  if (f->opts.wal_max_mib) so.wal_max_bytes = (uint64_t)f->opts.wal_max_mib << 20;
   so.plain_vfs = f->opts.plain_vfs;
   so.quick_check = f->opts.quick_check;
   int rc = kr_store_open(state_dir, &so, &f->st, err, errlen);
@@ -534,6 +536,12 @@ int kr_frontier_turn(kr_frontier_t *f, uint64_t now) {
   if (rc < 0) return rc;
   rc = kr_store_maybe_commit(f->st, now);
   if (rc < 0) return rc;
+  /* The WAL hold ended (in a checkpoint's loop callback): the hosts that
+   * waited on the ready list get their fetches now. */
+  if (f->wal_held && !kr_store_wal_held(f->st)) {
+    f->wal_held = 0;
+    if (f->ready_head && f->on_ready) f->on_ready(f, f->on_ready_ud);
+  }
   if (!f->seen_complete) {
     rc = seen_step(f, f->opts.seen_turn_step ? f->opts.seen_turn_step : 50000);
     if (rc < 0) return rc;
@@ -926,6 +934,10 @@ int kr_frontier_next(kr_frontier_t *f, uint64_t now, kr_curi_t **out) {
   if (f->pending_bytes >= HELD_BACK_PAUSE && replay(f) == 0 &&
       f->pending_bytes >= HELD_BACK_PAUSE)
     return 0; /* back-pressure while the store drains */
+  if (kr_store_wal_held(f->st)) { /* or while its WAL is past the cap */
+    f->wal_held = 1;
+    return 0;
+  }
   if (f->in_flight >= f->opts.max_connections) return 0;
   /* Bounded: each pass removes the front host from the list or issues. */
   for (size_t guard = f->nready + 1; f->ready_head && guard > 0; guard--) {

@@ -130,6 +130,7 @@ typedef struct kr_frontier_opts {
                                             (1 at open, 0 never; store.h) */
   uint32_t cache_mib;                    /* 64: SQLite page cache */
   uint32_t wal_checkpoint_mib;           /* 256: background checkpoints past this WAL size */
+  uint32_t wal_max_mib;                  /* 0 (3 x wal_checkpoint_mib): no new fetches past this */
   uint32_t page_size;                    /* 4096: SQLite page size of a new database */
   int plain_vfs;                         /* 0; 1: WAL writes not gathered (store.h) */
   /* a host queue was created or loaded (may be NULL) */

@@ -322,6 +322,8 @@ static void page_status(kr_service_t *s, kr_buf_t *b) {
   jw_u64(&w, "writes", ss->writes);
   jw_u64(&w, "checkpoints", ss->checkpoints);
   jw_u64(&w, "wal_frames", ss->wal_frames);
+  jw_bool(&w, "wal_held", ss->wal_held);
+  jw_u64(&w, "wal_holds", ss->wal_holds);
   jw_u64(&w, "commit_us_max", ss->commit_us_max);
   if (c->disk) { /* the state directory's free space (diskguard.h) */
     kr_diskguard_stats_t ds;
@@ -465,6 +467,8 @@ static void page_status_text(kr_service_t *s, kr_buf_t *b) {
                   ws.current ? ws.current : "");
   }
   if (c->disk_held) kr_buf_append_str(b, "state disk  HELD: too little free space, no new fetches\n");
+  if (kr_store_wal_held(kr_frontier_store(c->frontier)))
+    kr_buf_append_str(b, "state WAL   HELD: past its cap, no new fetches until a checkpoint\n");
   if (s->status) kr_buf_printf(b, "console     http://%s/\n", kr_status_address(s->status));
   if (s->reloads_ok || s->reloads_failed)
     kr_buf_printf(b, "reloads     %" PRIu64 " applied, %" PRIu64 " refused%s%s\n", s->reloads_ok,
@@ -589,6 +593,8 @@ static void page_metrics(kr_service_t *s, kr_buf_t *b) {
   const kr_store_stats_t *ss = kr_store_stats(kr_frontier_store(c->frontier));
   metric_u(b, "kria_store_commits_total", "counter", "State database commits.", ss->commits);
   metric_u(b, "kria_store_wal_frames", "gauge", "WAL frames after the last commit.", ss->wal_frames);
+  metric_u(b, "kria_store_wal_held", "gauge",
+           "1 while the WAL is past its cap and no new fetch starts.", (uint64_t)ss->wal_held);
   metric(b, "kria_store_commit_seconds_max", "gauge", "Slowest commit so far.",
          (double)ss->commit_us_max / 1e6);
   metric(b, "kria_loop_lag_seconds", "gauge", "Lateness of the last one-second tick.",

@@ -255,6 +255,7 @@ struct kr_store {
   uint64_t last_frames;        /* WAL frames after the previous commit */
   int wal_warned;
   int draining;                /* no transaction may begin (see checkpoint_maybe) */
+  uint64_t wal_held_since_us;  /* kr_store_wal_held(): since when */
   uint64_t drain_started_us;
   int get_active;              /* S_URI_GET or S_DIGEST_GET is left on a row */
   int check_state;             /* background quick_check: 0 running/none, 1 ok, KR_EDB */
@@ -496,6 +497,8 @@ sqlfail_db:
 }
 
 static int wal_hook(void *ud, sqlite3 *db, const char *name, int frames);
+static void wal_leftover(kr_store_t *st);
+static void wal_hold_update(kr_store_t *st);
 
 void kr_store_opts_default(kr_store_opts_t *o) {
   memset(o, 0, sizeof(*o));
@@ -539,6 +542,9 @@ int kr_store_open(const char *dir, const kr_store_opts_t *opts,
       (st->opts.page_size & (st->opts.page_size - 1)))
     st->opts.page_size = 4096;
   if (!st->opts.wal_checkpoint_bytes) st->opts.wal_checkpoint_bytes = 256u << 20;
+  if (!st->opts.wal_max_bytes) st->opts.wal_max_bytes = 3 * st->opts.wal_checkpoint_bytes;
+  if (st->opts.wal_max_bytes < st->opts.wal_checkpoint_bytes)
+    st->opts.wal_max_bytes = st->opts.wal_checkpoint_bytes;
   st->dir = kr_xstrdup(dir);
   st->path = kr_xasprintf("%s/%s", dir, KR_STORE_DB_NAME);
   int rc;
@@ -595,6 +601,7 @@ int kr_store_open(const char *dir, const kr_store_opts_t *opts,
     }
   }
   sqlite3_wal_hook(st->db, wal_hook, st);
+  wal_leftover(st);
 
   if (sqlite3_open_v2(st->path, &st->ckpt_db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
                       vfs) != SQLITE_OK) {
@@ -756,7 +763,52 @@ static int wal_hook(void *ud, sqlite3 *db, const char *name, int frames) {
     st->stats.restarts++;
   }
   st->last_frames = (uint64_t)frames;
+  wal_hold_update(st);
   return SQLITE_OK;
+}
+
+/* Hold new work while the WAL is past wal_max_bytes (kr_store_wal_held).
+ * It ends once the WAL restarted below wal_checkpoint_bytes or a
+ * checkpoint has copied every frame (the next transaction restarts it;
+ * with fetches held there may be none for a while). */
+static void wal_hold_update(kr_store_t *st) {
+  uint64_t ps = (uint64_t)st->page_size;
+  uint64_t frames = st->stats.wal_frames;
+  if (!st->stats.wal_held) {
+    if (frames * ps < st->opts.wal_max_bytes) return;
+    st->stats.wal_held = 1;
+    st->stats.wal_holds++;
+    st->wal_held_since_us = mono_us();
+    KR_LOG(KR_LOG_NOTICE, st->path,
+           "WAL at %" PRIu64 " MiB, past its cap of %" PRIu64
+           " MiB: checkpoints are behind; no new fetches until one catches up "
+           "(running fetches still commit)",
+           (frames * ps) >> 20, st->opts.wal_max_bytes >> 20);
+    return;
+  }
+  if (frames * ps >= st->opts.wal_checkpoint_bytes && st->ckpt_done_frames < frames) return;
+  st->stats.wal_held = 0;
+  uint64_t us = mono_us() - st->wal_held_since_us;
+  if (us > st->stats.wal_held_us_max) st->stats.wal_held_us_max = us;
+  KR_LOG(KR_LOG_NOTICE, st->path, "WAL checkpointed after %" PRIu64 " ms: fetches resume",
+         us / 1000);
+}
+
+/* A WAL left by an earlier run (a crash, or a close that could not
+ * checkpoint) is sized from its file: the first kr_store_maybe_commit()
+ * then starts checkpointing it in the background (and holds new work if
+ * it is past the cap) instead of waiting for a commit to report it. Only
+ * an estimate (a restarted WAL keeps stale frames up to
+ * journal_size_limit); the first commit or checkpoint corrects it. */
+static void wal_leftover(kr_store_t *st) {
+  char *wal = kr_xasprintf("%s-wal", st->path);
+  struct stat sb;
+  uint64_t frame = (uint64_t)st->page_size + 24; /* frame header + page */
+  if (stat(wal, &sb) == 0 && (uint64_t)sb.st_size > 32 + frame) {
+    st->stats.wal_frames = ((uint64_t)sb.st_size - 32) / frame;
+    wal_hold_update(st);
+  }
+  free(wal);
 }
 
 /* PRAGMA quick_check(1) on db: 1 ok, 0 with the first problem in out. */
@@ -800,6 +852,11 @@ static void ckpt_note(kr_store_t *st, int rc, int log, int ckpt) {
   }
   st->stats.checkpoints++;
   st->ckpt_done_frames = ckpt > 0 ? (uint64_t)ckpt : 0;
+  /* The WAL's true size at the pass (corrects wal_leftover's estimate;
+   * commits since then only made it larger, which their hook reported). */
+  if ((uint64_t)log > st->stats.wal_frames || !st->stats.commits)
+    st->stats.wal_frames = (uint64_t)log;
+  wal_hold_update(st);
 }
 
 static void ckpt_after(uv_work_t *req, int status) {
@@ -895,6 +952,8 @@ static void checkpoint_maybe(kr_store_t *st, uint64_t now) {
 }
 
 int kr_store_writable(const kr_store_t *st) { return !st->draining; }
+
+int kr_store_wal_held(const kr_store_t *st) { return st->stats.wal_held; }
 
 int kr_store_checkpoint(kr_store_t *st) {
   settle(st);

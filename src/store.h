@@ -54,6 +54,10 @@
  * beginning — the only way the WAL stops growing while transactions keep
  * coming, and no commit waits for it. During a drain kr_store_writable()
  * is 0 and the caller holds its writes back (the frontier queues them).
+ * When the passes still fall behind (a slow disk, a checkpoint thread
+ * starved of CPU, other writers breaking drains) the WAL would grow
+ * without bound; past wal_max_bytes kr_store_wal_held() is 1 and the
+ * frontier issues no new fetch until a checkpoint has caught up.
  * Without a loop (tests, tools) the passes run inline from
  * kr_store_maybe_commit() and a drain ends before it returns.
  *
@@ -100,6 +104,8 @@ typedef struct kr_store_opts {
   uint32_t commit_ms;            /* commit a transaction this old (50) */
   uint32_t commit_updates;       /* or holding this many writes (1000) */
   uint64_t wal_checkpoint_bytes; /* checkpoint past this WAL size (256 MiB) */
+  uint64_t wal_max_bytes;        /* hold new work past this WAL size (0: 3 x
+                                    wal_checkpoint_bytes; kr_store_wal_held) */
   uint32_t idle_checkpoint_ms;   /* or after this long without commits (1000) */
   uint32_t cache_mib;            /* SQLite page cache (64) */
   int quick_check;               /* PRAGMA quick_check: 0 never, 1 at open
@@ -144,6 +150,13 @@ int kr_store_maybe_commit(kr_store_t *st, uint64_t now);
  * for it (they are correct anyway, but keep the WAL from restarting).
  * Becomes 1 again in a loop callback; check it at each loop turn. */
 int kr_store_writable(const kr_store_t *st);
+/* 1 while the WAL is past wal_max_bytes and no checkpoint has yet brought
+ * it back: the caller should start no new work (the frontier issues no
+ * fetch) while what runs still commits, so the checkpoints catch up.
+ * Ends in a loop callback (or inline without a loop) once a checkpoint
+ * has copied every frame or the WAL restarted under wal_checkpoint_bytes.
+ * A WAL left over from an earlier run counts from open. */
+int kr_store_wal_held(const kr_store_t *st);
 /* Wait (blocking) for a running checkpoint job's thread part and end a
  * drain: for shutdown. */
 void kr_store_wait_checkpoint(kr_store_t *st);
@@ -311,6 +324,9 @@ typedef struct kr_store_stats {
   uint64_t drain_us_max;            /* the longest drain */
   uint64_t wal_frames;              /* WAL size after the last commit */
   uint64_t wal_frames_max;
+  uint64_t wal_holds;               /* times the WAL passed wal_max_bytes */
+  uint64_t wal_held_us_max;         /* the longest of those holds */
+  int wal_held;                     /* kr_store_wal_held() */
   uint64_t commit_us_max;           /* slowest COMMIT */
   int checkpoint_running;
 } kr_store_stats_t;
