@@ -3,7 +3,9 @@
  * modules' options, owns the loop and every handle on it, keeps a pool of
  * fetch objects walking the processor chain, pulls URIs from the frontier
  * when told it can (on_ready, or a fetch finished), commits grouped store
- * transactions once per loop turn, enforces max-time, and shuts down in
+ * transactions once per loop turn, bounds the work of one turn (dispatches
+ * and walks of finished fetches past TURN_BUDGET_NS wait, in order, for
+ * the next turn), enforces max-time, and shuts down in
  * order on a signal, a limit or the end of a snapshot crawl. Nothing here
  * runs inside another module's callback when it could free that module:
  * the end of the crawl is noticed where it happens but carried out from a
@@ -30,6 +32,10 @@
 #include "service.h"
 
 #define DISPATCH_BUDGET 512       /* URIs started per dispatch call */
+/* Dispatches and chain walks of finished fetches per loop turn (a few ms:
+ * each page costs ~0.4 ms, libuv hands over up to 1,024 ready sockets at
+ * once); the rest waits for the next turn so timers and I/O are not late. */
+#define TURN_BUDGET_NS (4u * 1000 * 1000)
 #define ROBOTS_CACHE_ENTRIES 65536
 #define FETCH_ARENA_BLOCK (16u << 10)
 #define FETCH_ARENA_CAP (16u << 20)  /* links of one page */
@@ -675,6 +681,34 @@ static void on_finalize(kr_chain_fetch_t *cf, void *ud) {
   dispatch(c); /* capacity came back */
 }
 
+void kr__fetch_resume(kr_fetch_t *f, int err) {
+  kr_crawl_t *c = f->crawl;
+  if (!c->resume_head && kr_turn_budget_take(&c->turn_budget, uv_hrtime())) {
+    kr_chain_resume(&f->cf, err);
+    return;
+  }
+  f->resume_err = err;
+  f->resume_next = NULL;
+  if (c->resume_tail) c->resume_tail->resume_next = f;
+  else c->resume_head = f;
+  c->resume_tail = f;
+  if (!c->closing) uv_idle_start(&c->idle, on_idle);
+}
+
+/* Walk the finished fetches left by earlier turns, oldest first, as far as
+ * this turn's budget goes. 1: some are left. */
+static int resume_waiting(kr_crawl_t *c) {
+  while (c->resume_head) {
+    if (!kr_turn_budget_take(&c->turn_budget, uv_hrtime())) return 1;
+    kr_fetch_t *f = c->resume_head;
+    c->resume_head = f->resume_next;
+    if (!c->resume_head) c->resume_tail = NULL;
+    f->resume_next = NULL;
+    kr_chain_resume(&f->cf, f->resume_err);
+  }
+  return 0;
+}
+
 /* ---- dispatch ---------------------------------------------------------------------- */
 
 static void dispatch(kr_crawl_t *c) {
@@ -691,6 +725,10 @@ static void dispatch(kr_crawl_t *c) {
   do {
     c->dispatch_again = 0;
     while (budget && !c->stopping) {
+      if (!kr_turn_budget_take(&c->turn_budget, uv_hrtime())) {
+        budget = 0; /* this turn has done its share */
+        break;
+      }
       kr_curi_t *curi;
       int rc = kr_frontier_next(c->frontier, kr_crawl_now(c), &curi);
       if (rc < 0) {
@@ -798,6 +836,7 @@ static void turn(kr_crawl_t *c) {
 
 static void on_check(uv_check_t *h) {
   kr_crawl_t *c = container_of(h, kr_crawl_t, check);
+  kr_turn_budget_reset(&c->turn_budget); /* the poll phase is over */
   if (!c->closing) turn(c);
 }
 
@@ -814,6 +853,8 @@ static void on_idle(uv_idle_t *h) {
   kr_crawl_t *c = container_of(h, kr_crawl_t, idle);
   uv_idle_stop(h);
   if (c->closing) return;
+  kr_turn_budget_reset(&c->turn_budget);
+  if (resume_waiting(c)) uv_idle_start(h, on_idle);
   if (c->stopping && c->in_flight == 0) {
     close_everything(c);
     return;
@@ -1084,6 +1125,7 @@ int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out
   KR_BUG_ON(rc);
   uv_check_init(&c->loop, &c->check);
   uv_idle_init(&c->loop, &c->idle);
+  kr_turn_budget_init(&c->turn_budget, TURN_BUDGET_NS);
   uv_timer_init(&c->loop, &c->commit_timer);
   uv_timer_init(&c->loop, &c->grace_timer);
   kr_wheel_entry_init(&c->max_time_entry, on_max_time);

@@ -229,6 +229,8 @@ struct kr_fetch {
   kr_http_fetch_t *http;        /* the exchange, released at finalize */
   const kr_http_resp_t *resp;   /* its response once headers came */
   int http_err;                 /* on_done's err */
+  kr_fetch_t *resume_next;      /* waiting for a later turn (kr__fetch_resume) */
+  int resume_err;
   uint64_t fetch_start_ms;      /* first request started (epoch ms) */
   uint64_t fetch_duration_ms;
   uint64_t raw_bytes;           /* over every exchange (robots redirects) */
@@ -325,6 +327,9 @@ struct kr_crawl {
   /* loop plumbing */
   uv_check_t check;
   uv_idle_t idle;               /* dispatch continues next turn (budget) */
+  kr_turn_budget_t turn_budget; /* dispatches and finished fetches per turn */
+  kr_fetch_t *resume_head;      /* finished fetches left for the next turn */
+  kr_fetch_t *resume_tail;
   uv_timer_t commit_timer;      /* a pending transaction is committed */
   uv_timer_t grace_timer;       /* shutdown: cancel what is left */
   uv_signal_t sigint, sigterm;
@@ -410,5 +415,9 @@ void kr__via_free(kr_crawl_t *c);
 /* Return f's curi to the frontier according to f->disp and outcome;
  * shared by post and the shutdown path. */
 void kr__fetch_complete(kr_fetch_t *f);
+/* The HTTP exchange of f ended with err: walk the rest of its chain now,
+ * or on a later turn when this one has done its share (first come, first
+ * walked). */
+void kr__fetch_resume(kr_fetch_t *f, int err);
 
 #endif

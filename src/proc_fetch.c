@@ -122,7 +122,7 @@ static void on_done(kr_http_fetch_t *hf, int err) {
     if (err == KR_EADDR_REFUSED) c->st.address_refused++;
   }
   f->fetch_duration_ms = kr_crawl_now(c) - f->fetch_start_ms;
-  kr_chain_resume(&f->cf, err < 0 ? err : 0);
+  kr__fetch_resume(f, err < 0 ? err : 0);
 }
 
 static const kr_http_cbs_t cbs = {

@@ -7,9 +7,11 @@
  * wheel's run. Each uv callback runs at most `budget` entries; the rest run
  * 1 ms later so network I/O gets its turn (libuv 1.44 would run a timer
  * re-armed with timeout 0 again within the same timer phase). Sections:
- * arming, uv callbacks, public API.
+ * arming, uv callbacks, public API, a turn's budget (kr_turn_budget_t).
  */
 #include "timer.h"
+
+#include <string.h>
 
 #include "internal.h"
 
@@ -130,4 +132,24 @@ void kr_timers_close(kr_timers_t *t, kr_timers_close_cb cb) {
   } else if (cb) {
     cb(t);
   }
+}
+
+/* ---- a turn's budget ------------------------------------------------------------- */
+
+void kr_turn_budget_init(kr_turn_budget_t *b, uint64_t limit_ns) {
+  memset(b, 0, sizeof *b);
+  b->limit_ns = limit_ns;
+}
+
+void kr_turn_budget_reset(kr_turn_budget_t *b) { b->open = 0; }
+
+int kr_turn_budget_take(kr_turn_budget_t *b, uint64_t now_ns) {
+  if (!b->open) {
+    b->open = 1;
+    b->start_ns = now_ns;
+    return 1;
+  }
+  if (now_ns - b->start_ns < b->limit_ns) return 1;
+  b->deferred++;
+  return 0;
 }

@@ -21,6 +21,24 @@
 
 #define KR_TIMERS_BUDGET 1024 /* callbacks per loop turn before yielding */
 
+/* A loop turn's share of some work: ask before each unit; once units have
+ * run for limit_ns since the first one of this turn, the rest waits for
+ * the next turn (the caller keeps it, in order). The first unit of a turn
+ * always runs, so work never stalls. Times come from the caller (a
+ * monotonic clock in ns), so tests drive it without a loop. */
+typedef struct kr_turn_budget {
+  uint64_t limit_ns;
+  uint64_t start_ns; /* first unit of this turn */
+  int open;          /* a unit ran since the last reset */
+  uint64_t deferred; /* units told to wait, ever (stats, tests) */
+} kr_turn_budget_t;
+
+void kr_turn_budget_init(kr_turn_budget_t *b, uint64_t limit_ns);
+/* A new turn begins. */
+void kr_turn_budget_reset(kr_turn_budget_t *b);
+/* 1: run the unit now; 0: the turn is spent, keep it for the next. */
+int kr_turn_budget_take(kr_turn_budget_t *b, uint64_t now_ns);
+
 typedef struct kr_timers kr_timers_t;
 typedef void (*kr_timers_close_cb)(kr_timers_t *t);
 

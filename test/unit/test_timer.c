@@ -338,6 +338,47 @@ static void virtual_without_loop(void **state) {
   assert_false(kr_timer_is_active(&x.e));
 }
 
+/* A turn's budget: 1,000 units of 1 ms each, 4 ms per turn: every turn
+ * runs 4 or 5 units (the one that crosses the limit starts before it), the
+ * first unit of a turn always runs, and no unit is lost or reordered. */
+static void turn_budget_bounds_a_turn(void **state) {
+  (void)state;
+  kr_turn_budget_t b;
+  kr_turn_budget_init(&b, 4000000);
+  uint64_t now = 1000000000; /* ns */
+  size_t done = 0, turns = 0, max_per_turn = 0;
+  while (done < 1000 && turns < 10000) {
+    kr_turn_budget_reset(&b);
+    turns++;
+    size_t n = 0;
+    while (done < 1000 && kr_turn_budget_take(&b, now)) {
+      now += 1000000; /* the unit's work */
+      done++;
+      n++;
+    }
+    assert_true(n >= 1);
+    if (n > max_per_turn) max_per_turn = n;
+    now += 50000; /* the rest of the loop turn */
+  }
+  assert_int_equal(done, 1000);
+  assert_int_equal(max_per_turn, 4);
+  assert_int_equal(turns, 250);
+  assert_int_equal(b.deferred, 249);
+  /* A slow first unit still runs; the next waits. */
+  kr_turn_budget_reset(&b);
+  assert_true(kr_turn_budget_take(&b, now));
+  now += 100000000;
+  assert_false(kr_turn_budget_take(&b, now));
+  /* Cheap units: many per turn. */
+  kr_turn_budget_reset(&b);
+  size_t cheap = 0;
+  while (cheap < 100000 && kr_turn_budget_take(&b, now)) {
+    now += 1000;
+    cheap++;
+  }
+  assert_int_equal(cheap, 4000);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(real_loop_fires_in_order),
@@ -346,6 +387,7 @@ int main(void) {
       cmocka_unit_test(budget_splits_bursts),
       cmocka_unit_test(virtual_advance),
       cmocka_unit_test(virtual_without_loop),
+      cmocka_unit_test(turn_budget_bounds_a_turn),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
