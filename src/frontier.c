@@ -370,14 +370,44 @@ static int load_host(void *ud, const kr_host_row_t *r) {
   return 0;
 }
 
-/* Read the head of h from its index (nothing is in flight at open). */
-static int load_head(kr_frontier_t *f, kr_hostq_t *h) {
-  kr_store_pick_t p;
-  int n = kr_store_pick(f->st, h->id, &p, 1);
-  if (n < 0) return n;
-  h->has_head = 0;
-  if (n == 1) kr__hostq_offer(h, p.fp, p.directive, p.next_at);
+static int in_flight_on(const kr_hostq_t *h, uint64_t fp) {
+  for (const kr_curi_t *c = h->inflight; c; c = c->next_inflight)
+    if (c->fp == fp) return 1;
   return 0;
+}
+
+/* Refill h's heads from its index, skipping URIs in flight (their rows
+ * keep the key they were issued with until they finish). */
+static int fill_heads(kr_frontier_t *f, kr_hostq_t *h) {
+  size_t want = h->in_flight + KR_HEADS;
+  if (want > f->pick_cap) {
+    f->pick_cap = want * 2;
+    f->pick = kr_xrealloc(f->pick, f->pick_cap * sizeof(*f->pick));
+  }
+  int n = kr_store_pick(f->st, h->id, f->pick, (int)want);
+  if (n < 0) return n;
+  kr_head_t v[KR_HEADS];
+  size_t k = 0;
+  for (int i = 0; i < n && k < KR_HEADS; i++) {
+    if (h->in_flight && in_flight_on(h, f->pick[i].fp)) continue;
+    v[k++] = (kr_head_t){.fp = f->pick[i].fp, .next_at = f->pick[i].next_at,
+                         .dir = f->pick[i].directive};
+  }
+  kr__hostq_heads_set(h, v, k, (size_t)n == want);
+  return 0;
+}
+
+/* After the heads lost an entry: refill them when they ran out while the
+ * store holds more. */
+static int heads_ensure(kr_frontier_t *f, kr_hostq_t *h) {
+  return h->nheads == 0 && h->heads_more ? fill_heads(f, h) : 0;
+}
+
+/* Offer a queued URI's new key to h (see kr__hostq_offer), refilling the
+ * heads if that emptied them. */
+static int offer(kr_frontier_t *f, kr_hostq_t *h, uint64_t fp, int dir, uint64_t next_at) {
+  kr__hostq_offer(h, fp, dir, next_at);
+  return heads_ensure(f, h);
 }
 
 static void seen_cb(void *ud, uint64_t fp) { kr_seen_add(ud, fp); }
@@ -466,7 +496,7 @@ int kr_frontier_open(const char *state_dir, const kr_frontier_opts_t *opts,
       KR_LOG(KR_LOG_INFO, kr_store_path(f->st), "revisit now: %" PRId64 " URIs made due", moved);
   }
   if (!rc) rc = kr_store_hosts_each(f->st, load_host, f);
-  for (size_t i = 0; !rc && i < f->nhosts; i++) rc = load_head(f, f->hosts[i]);
+  for (size_t i = 0; !rc && i < f->nhosts; i++) rc = fill_heads(f, f->hosts[i]);
   if (!rc) {
     uint64_t t0 = mono_ms();
     while (!rc && !f->seen_complete && mono_ms() - t0 < f->opts.seen_open_budget_ms)
@@ -661,12 +691,6 @@ static int host_for(kr_frontier_t *f, const char *url, size_t len, kr_hostq_t **
 
 /* ---- adding -------------------------------------------------------------------- */
 
-static int in_flight_on(const kr_hostq_t *h, uint64_t fp) {
-  for (const kr_curi_t *c = h->inflight; c; c = c->next_inflight)
-    if (c->fp == fp) return 1;
-  return 0;
-}
-
 /* Trailing hops that are not links: embeds, redirects, prerequisites. */
 static size_t trans_hops(const char *hop, size_t n) {
   size_t k = 0;
@@ -699,9 +723,9 @@ static int raise_known(kr_frontier_t *f, uint64_t fp, int dir, uint64_t next_at,
     COUNT(f, h, queued, 1);
     mark_dirty(f, h);
   }
-  kr__hostq_offer(h, fp, ndir, nnext);
+  rc = offer(f, h, fp, ndir, nnext);
   rearm(f, h, now);
-  return 0;
+  return rc;
 }
 
 static int add_one(kr_frontier_t *f, const kr_link_t *l, uint64_t now) {
@@ -764,7 +788,7 @@ static int add_one(kr_frontier_t *f, const kr_link_t *l, uint64_t now) {
   COUNT(f, h, discovered, 1);
   COUNT(f, h, queued, 1);
   mark_dirty(f, h);
-  if (!in_flight_on(h, fp)) kr__hostq_offer(h, fp, dir, next_at);
+  if (!in_flight_on(h, fp) && (rc = offer(f, h, fp, dir, next_at)) < 0) return rc;
   rearm(f, h, now);
   return 1;
 }
@@ -878,39 +902,24 @@ static kr_curi_t *curi_from_row(const kr_uri_row_t *r) {
 }
 
 /* Issue h's head. 1 and *out; 0 when the store disagreed with memory
- * (h is re-armed from what the store says); KR_EDB. */
+ * (h's heads are reloaded from what the store says); KR_EDB. */
 static int issue(kr_frontier_t *f, kr_hostq_t *h, uint64_t now, kr_curi_t **out) {
-  size_t want = h->in_flight + 2;
-  if (want > f->pick_cap) {
-    f->pick_cap = want * 2;
-    f->pick = kr_xrealloc(f->pick, f->pick_cap * sizeof(*f->pick));
-  }
-  int n = kr_store_pick(f->st, h->id, f->pick, (int)want);
-  if (n < 0) return n;
-  const kr_store_pick_t *first = NULL, *second = NULL;
-  for (int i = 0; i < n && !second; i++) {
-    if (in_flight_on(h, f->pick[i].fp)) continue;
-    if (!first)
-      first = &f->pick[i];
-    else
-      second = &f->pick[i];
-  }
-  if (!first || first->fp != h->head_fp || first->directive != h->head_dir ||
-      first->next_at != h->head_next) {
+  const kr_head_t *head = kr__hostq_head(h);
+  KR_BUG_ON(!head);
+  kr_uri_row_t r;
+  int rc = kr_store_uri_get(f->st, head->fp, &r);
+  if (rc < 0) return rc;
+  if (rc == 0 || r.host_id != h->id || r.directive != head->dir || r.next_at != head->next_at) {
     /* Memory and store disagree: trust the store. */
     (void)KR_COUNT_IF(1);
     KR_LOG(KR_LOG_WARN, h->name, "head differs from the store; reloading it");
-    h->has_head = 0;
-    if (first) kr__hostq_offer(h, first->fp, first->directive, first->next_at);
+    kr__hostq_heads_reset(h);
+    rc = fill_heads(f, h);
     rearm(f, h, now);
-    return 0;
+    return rc < 0 ? rc : 0;
   }
   int slot = kr__hostq_free_slot(h, now);
   KR_BUG_ON(slot < 0);
-  kr_uri_row_t r;
-  int rc = kr_store_uri_get(f->st, first->fp, &r);
-  if (rc < 0) return rc;
-  KR_BUG_ON(rc == 0);
   kr_curi_t *c = curi_from_row(&r);
   c->host = h;
   c->issued_at = now;
@@ -921,9 +930,10 @@ static int issue(kr_frontier_t *f, kr_hostq_t *h, uint64_t now, kr_curi_t **out)
   h->inflight = c;
   h->in_flight++;
   f->in_flight++;
-  h->has_head = 0;
-  if (second) kr__hostq_offer(h, second->fp, second->directive, second->next_at);
+  kr__hostq_take(h, c->fp);
+  rc = heads_ensure(f, h);
   rearm(f, h, now);
+  if (rc < 0) return rc;
   *out = c;
   return 1;
 }
@@ -970,16 +980,17 @@ static void unlink_inflight(kr_frontier_t *f, kr_hostq_t *h, kr_curi_t *c) {
 
 /* Free c's slot until now + delay, put c's row back as a head candidate,
  * re-arm the host, free c. */
-static void release(kr_frontier_t *f, kr_curi_t *c, uint64_t delay, int dir,
-                    uint64_t next_at, uint64_t now) {
+static int release(kr_frontier_t *f, kr_curi_t *c, uint64_t delay, int dir,
+                   uint64_t next_at, uint64_t now) {
   kr_hostq_t *h = c->host;
   uint32_t slot = c->slot;
   unlink_inflight(f, h, c);
   h->slots[slot].free_at = now + delay;
   kr__hostq_trim_slots(h);
-  kr__hostq_offer(h, c->fp, dir, next_at);
+  int rc = offer(f, h, c->fp, dir, next_at);
   free(c);
   rearm(f, h, now);
+  return rc;
 }
 
 static void host_backoff(kr_frontier_t *f, kr_hostq_t *h, const kr_frontier_opts_t *o,
@@ -1139,7 +1150,8 @@ static int finish_now(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
     int u = kr_store_uri_update(f->st, &r);
     if (u < 0) rc = u;
   }
-  release(f, c, delay, r.directive, r.next_at, now);
+  int rr = release(f, c, delay, r.directive, r.next_at, now);
+  if (rc == 0) rc = rr;
   kr_store_release(f->st);
   check_limits(f, now);
   return rc < 0 ? rc : 0;
@@ -1147,7 +1159,9 @@ static int finish_now(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
 
 void kr_frontier_defer(kr_frontier_t *f, kr_curi_t *c, uint64_t now) {
   /* No fetch happened: the slot is free at once, the row untouched. */
-  release(f, c, 0, c->directive, c->next_at, now);
+  /* A failed refill (KR_EDB) shows again at the next write, and a store
+   * error stops the crawl there. */
+  (void)release(f, c, 0, c->directive, c->next_at, now);
 }
 
 /* ---- writes held back during a drain ----------------------------------------------- */
@@ -1256,24 +1270,6 @@ void kr_frontier_prereq_done(kr_frontier_t *f, kr_hostq_t *h, uint64_t now) {
 
 /* ---- hosts API ---------------------------------------------------------------------- */
 
-/* h's head from its index, skipping URIs in flight. */
-static int reload_head(kr_frontier_t *f, kr_hostq_t *h) {
-  size_t want = h->in_flight + 1;
-  if (want > f->pick_cap) {
-    f->pick_cap = want * 2;
-    f->pick = kr_xrealloc(f->pick, f->pick_cap * sizeof(*f->pick));
-  }
-  int n = kr_store_pick(f->st, h->id, f->pick, (int)want);
-  if (n < 0) return n;
-  h->has_head = 0;
-  for (int i = 0; i < n; i++) {
-    if (in_flight_on(h, f->pick[i].fp)) continue;
-    kr__hostq_offer(h, f->pick[i].fp, f->pick[i].directive, f->pick[i].next_at);
-    break;
-  }
-  return 0;
-}
-
 int kr_frontier_host_rekey(kr_frontier_t *f, kr_hostq_t *h, const char *url, size_t len,
                            uint64_t now) {
   /* Rows of URIs in flight, held back or waiting for a prerequisite stay
@@ -1297,7 +1293,9 @@ int kr_frontier_host_rekey(kr_frontier_t *f, kr_hostq_t *h, const char *url, siz
   to->c.queued += m; /* totals unchanged */
   /* the strictest robots.txt Crawl-delay of the hosts sharing the queue */
   if (h->crawl_delay_ms > to->crawl_delay_ms) to->crawl_delay_ms = h->crawl_delay_ms;
-  if ((rc = reload_head(f, h)) != 0 || (rc = reload_head(f, to)) != 0) return rc;
+  kr__hostq_heads_reset(h);
+  kr__hostq_heads_reset(to);
+  if ((rc = fill_heads(f, h)) != 0 || (rc = fill_heads(f, to)) != 0) return rc;
   mark_dirty(f, h);
   mark_dirty(f, to);
   rearm(f, h, now);
@@ -1350,10 +1348,11 @@ void kr_frontier_host_report(kr_frontier_t *f, const kr_hostq_t *h, uint64_t now
   out->queued = h->c.queued;
   out->in_flight = h->in_flight;
   out->valence = h->valence;
-  out->has_head = h->has_head;
-  out->head_directive = h->head_dir;
-  out->head_next_at = h->head_next;
-  out->overdue_ms = h->has_head && now > h->head_next ? now - h->head_next : 0;
+  const kr_head_t *head = kr__hostq_head(h);
+  out->has_head = head != NULL;
+  out->head_directive = head ? head->dir : 0;
+  out->head_next_at = head ? head->next_at : 0;
+  out->overdue_ms = head && now > head->next_at ? now - head->next_at : 0;
   out->gated = h->gated;
   out->backoff_level = h->backoff_level;
   out->fail_streak = h->fail_streak;
@@ -1485,22 +1484,29 @@ static int validate_host(kr_frontier_t *f, kr_hostq_t *h, uint64_t now) {
   uint64_t q;
   if (kr_store_count_queued(f->st, h->id, &q) < 0) return KR_EDB;
   CHECK(q == h->c.queued, "queued %" PRIu64 " in memory, %" PRIu64 " in the store", h->c.queued, q);
-  size_t want = h->in_flight + 1;
+  /* The heads are exactly the store's queue order without the URIs in
+   * flight, up to their number — and all of it when heads_more is 0. */
+  size_t want = h->in_flight + KR_HEADS + 1;
   kr_store_pick_t *p = kr_xcalloc(want, sizeof(*p));
   int n = kr_store_pick(f->st, h->id, p, (int)want);
-  const kr_store_pick_t *top = NULL;
-  for (int i = 0; i < n; i++)
-    if (!in_flight_on(h, p[i].fp)) {
-      top = &p[i];
-      break;
+  size_t k = 0, beyond = 0;
+  int ok = 1;
+  for (int i = 0; i < n; i++) {
+    if (in_flight_on(h, p[i].fp)) continue;
+    if (k < h->nheads) {
+      const kr_head_t *e = &h->heads[k];
+      if (e->fp != p[i].fp || e->dir != p[i].directive || e->next_at != p[i].next_at) ok = 0;
+      k++;
+    } else {
+      beyond++;
     }
-  int ok = top ? h->has_head && top->fp == h->head_fp && top->directive == h->head_dir &&
-                     top->next_at == h->head_next
-               : !h->has_head;
+  }
   free(p);
   CHECK(n >= 0, "pick failed");
-  CHECK(ok, "head (%d, %" PRIu64 ") is not the top of the store's queue", h->head_dir,
-        h->head_next);
+  CHECK(ok && k == h->nheads, "heads (%u, first %d, %" PRIu64 ") are not the top of the store's queue",
+        (unsigned)h->nheads, h->nheads ? h->heads[0].dir : 0, h->nheads ? h->heads[0].next_at : 0);
+  CHECK(h->heads_more || beyond == 0, "heads say the queue ends, the store holds more");
+  CHECK(h->nheads || !h->heads_more, "no heads while the store may hold more");
   kr_hostq_state_t s = kr__hostq_state(h, now);
   uint64_t t = kr__hostq_ready_at(h);
   if (t >= KR_NEVER) {

@@ -16,20 +16,21 @@
 /* ---- state ------------------------------------------------------------- */
 
 uint64_t kr__hostq_ready_at(const kr_hostq_t *h) {
-  if (h->in_flight >= h->valence || !h->has_head) return KR_NEVER;
-  if (h->gated && h->head_dir < KR_DIRECTIVE_HIGHEST) return KR_NEVER;
+  const kr_head_t *head = kr__hostq_head(h);
+  if (h->in_flight >= h->valence || !head) return KR_NEVER;
+  if (h->gated && head->dir < KR_DIRECTIVE_HIGHEST) return KR_NEVER;
   uint64_t slot = KR_NEVER;
   for (uint32_t i = 0; i < h->nslots; i++)
     if (!h->slots[i].curi && h->slots[i].free_at < slot) slot = h->slots[i].free_at;
   uint64_t t = slot;
-  if (h->head_next > t) t = h->head_next;
+  if (head->next_at > t) t = head->next_at;
   if (h->backoff_until > t) t = h->backoff_until;
   return t;
 }
 
 kr_hostq_state_t kr__hostq_state(const kr_hostq_t *h, uint64_t now) {
   if (h->in_flight >= h->valence) return KR_HOSTQ_BUSY;
-  if (!h->has_head) return KR_HOSTQ_EMPTY;
+  if (!h->nheads) return KR_HOSTQ_EMPTY;
   return kr__hostq_ready_at(h) <= now ? KR_HOSTQ_READY : KR_HOSTQ_SNOOZED;
 }
 
@@ -70,20 +71,54 @@ uint64_t kr__hostq_backoff(const kr_frontier_opts_t *o, uint32_t level,
 
 /* ---- head -------------------------------------------------------------- */
 
+static void heads_remove_at(kr_hostq_t *h, size_t i) {
+  memmove(&h->heads[i], &h->heads[i + 1], (h->nheads - i - 1) * sizeof(h->heads[0]));
+  h->nheads--;
+}
+
+int kr__hostq_take(kr_hostq_t *h, uint64_t fp) {
+  for (size_t i = 0; i < h->nheads; i++)
+    if (h->heads[i].fp == fp) {
+      heads_remove_at(h, i);
+      return 1;
+    }
+  return 0;
+}
+
 void kr__hostq_offer(kr_hostq_t *h, uint64_t fp, int dir, uint64_t next_at) {
+  kr__hostq_take(h, fp); /* its key changed */
   if (next_at >= KR_NEVER) return;
-  if (h->has_head && h->head_fp == fp) { /* the head itself moved up */
-    h->head_dir = dir;
-    h->head_next = next_at;
+  size_t at = h->nheads;
+  while (at > 0 && kr__hostq_before(dir, next_at, fp, h->heads[at - 1].dir,
+                                    h->heads[at - 1].next_at, h->heads[at - 1].fp))
+    at--;
+  if (at == h->nheads && (h->heads_more || h->nheads == KR_HEADS)) {
+    /* After every head: the store holds it (and perhaps others before it). */
+    h->heads_more = 1;
     return;
   }
-  if (!h->has_head ||
-      kr__hostq_before(dir, next_at, fp, h->head_dir, h->head_next, h->head_fp)) {
-    h->has_head = 1;
-    h->head_fp = fp;
-    h->head_dir = dir;
-    h->head_next = next_at;
+  if (h->nheads == KR_HEADS) { /* the last head goes back to the store only */
+    h->nheads--;
+    h->heads_more = 1;
   }
+  memmove(&h->heads[at + 1], &h->heads[at], (h->nheads - at) * sizeof(h->heads[0]));
+  h->heads[at] = (kr_head_t){.fp = fp, .next_at = next_at, .dir = dir};
+  h->nheads++;
+}
+
+void kr__hostq_heads_reset(kr_hostq_t *h) {
+  h->nheads = 0;
+  h->heads_more = 1;
+}
+
+void kr__hostq_heads_set(kr_hostq_t *h, const kr_head_t *v, size_t n, int more) {
+  if (n > KR_HEADS) {
+    n = KR_HEADS;
+    more = 1;
+  }
+  memcpy(h->heads, v, n * sizeof(*v));
+  h->nheads = (uint8_t)n;
+  h->heads_more = more ? 1 : 0;
 }
 
 /* ---- slots ------------------------------------------------------------- */

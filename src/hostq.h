@@ -18,6 +18,14 @@ typedef struct kr_slot {
   kr_curi_t *curi;  /* the URI it is fetching, NULL when free */
 } kr_slot_t;
 
+/* Queued URIs a host queue keeps in memory in front of its index. */
+#define KR_HEADS 8
+typedef struct kr_head {
+  uint64_t fp;
+  uint64_t next_at;
+  int dir;
+} kr_head_t;
+
 struct kr_hostq {
   kr_frontier_t *f;
   int64_t id;                     /* hosts.id */
@@ -30,11 +38,15 @@ struct kr_hostq {
   uint32_t valence;
   uint32_t in_flight;             /* slots with a curi */
   kr_curi_t *inflight;            /* issued URIs, linked by next_inflight */
-  /* head: the best queued URI outside the slots */
-  int has_head;
-  int head_dir;
-  uint64_t head_next;
-  uint64_t head_fp;
+  /* heads: the first queued URIs outside the slots, in queue order — an
+   * exact prefix of the host's index in the store without the URIs in
+   * flight. heads_more: the store may hold more after them (when it does
+   * not, the heads are the whole queue). Never empty while heads_more is
+   * set: the frontier refills them from the store first (one query per
+   * KR_HEADS issues, not one per issue). */
+  kr_head_t heads[KR_HEADS];
+  uint8_t nheads;
+  uint8_t heads_more;
   int gated;                      /* a prerequisite is pending */
   /* persisted (hosts row) */
   uint32_t backoff_level;
@@ -83,8 +95,23 @@ static inline int kr__hostq_before(int d1, uint64_t n1, uint64_t fp1, int d2,
   return (int64_t)fp1 < (int64_t)fp2;
 }
 
-/* Offer a queued URI as the head: taken when h has none or it comes first. */
+/* The first queued URI outside the slots, or NULL (heads empty: the queue
+ * is, when heads_more is 0). */
+static inline const kr_head_t *kr__hostq_head(const kr_hostq_t *h) {
+  return h->nheads ? &h->heads[0] : NULL;
+}
+/* A queued URI (re)entered h's queue with this key, or left it
+ * (next_at >= KR_NEVER): the heads follow. A key after the last head
+ * while the store holds more is left to the store. The caller refills
+ * when this leaves the heads empty with heads_more set. */
 void kr__hostq_offer(kr_hostq_t *h, uint64_t fp, int dir, uint64_t next_at);
+/* Drop fp from the heads (issued). 1 when it was there. */
+int kr__hostq_take(kr_hostq_t *h, uint64_t fp);
+/* Forget the heads: the store must be asked again (heads_more = 1). */
+void kr__hostq_heads_reset(kr_hostq_t *h);
+/* Heads from the store's queue order (in flight skipped by the caller):
+ * n entries, more when the store may hold further ones. */
+void kr__hostq_heads_set(kr_hostq_t *h, const kr_head_t *v, size_t n, int more);
 
 /* Set the valence (1..KR_VALENCE_MAX), growing or compacting the slots;
  * slots in use are kept (nslots may stay above valence until they free). */

@@ -1398,6 +1398,73 @@ static void wal_cap_holds_dispatch(void **state) {
   valid();
 }
 
+/* ---- heads ---------------------------------------------------------------- */
+
+/* The heads each host queue keeps in memory (KR_HEADS of them, refilled
+ * from the store when they run out) must always be the exact top of the
+ * store's queue: random adds, raises, revivals, issues, every outcome,
+ * deferrals and time, with more URIs per host than heads and two slots;
+ * kr_frontier_validate compares heads and store after every step, and
+ * every issued URI must be the best due one the store holds. */
+static void heads_follow_the_store(void **state) {
+  (void)state;
+  kr_frontier_opts_t o = fixed_delay(100);
+  o.host_valence = 2;
+  fopen_with(&o);
+  uint64_t rng = 42;
+  kr_curi_t *fly[8];
+  size_t nfly = 0;
+  char url[64];
+  int issued = 0, outcomes[5] = {0};
+  for (int step = 0; step < 4000; step++) {
+    rng = rng * 6364136223846793005u + 1442695040888963407u;
+    unsigned r = (unsigned)(rng >> 33);
+    unsigned op = r % 100;
+    if (op < 30) { /* a link: new or known, sometimes asking for more */
+      snprintf(url, sizeof url, "http://h%u.test/p%u", (r >> 8) % 3, (r >> 10) % 40);
+      int dir = (int)((r >> 16) % 4);
+      uint64_t at = (r >> 18) & 1 ? now() + ((r >> 19) % 50) * SEC : 0;
+      unsigned flags = (r >> 25) % 3 == 0 ? KR_LINK_RESCHEDULE | KR_LINK_REVIVE : 0;
+      assert_true(add_at(url, dir, at, flags, "L") >= 0);
+    } else if (op < 65) {
+      if (nfly < 8) {
+        kr_curi_t *c = next();
+        if (c) {
+          fly[nfly++] = c;
+          issued++;
+        }
+      }
+    } else if (op < 93) {
+      if (nfly) {
+        size_t i = (r >> 8) % nfly;
+        kr_curi_t *c = fly[i];
+        fly[i] = fly[--nfly];
+        unsigned k = (r >> 12) % 5;
+        outcomes[k]++;
+        if (k == 4) {
+          kr_frontier_defer(F, c, now());
+        } else {
+          kr_outcome_kind_t kinds[] = {KR_OUTCOME_SUCCESS, KR_OUTCOME_RETRY,
+                                       KR_OUTCOME_FAILED, KR_OUTCOME_DISREGARDED};
+          kr_outcome_t out = {.kind = kinds[k], .status = 200, .fetch_ms = 5,
+                              .bytes = 10, .wait_ms = (1 + (r >> 16) % 30) * SEC};
+          assert_int_equal(kr_frontier_finished(F, c, &out, NULL, 0, now()), 0);
+        }
+      }
+    } else if (op < 98) {
+      adv(((r >> 8) % 3000));
+    } else {
+      assert_int_equal(kr_frontier_turn(F, now()), 0);
+    }
+    valid();
+  }
+  while (nfly) finish(fly[--nfly], KR_OUTCOME_SUCCESS, 1);
+  valid();
+
+  assert_true(issued > 150); /* the walk did exercise the heads */
+  for (int k = 0; k < 5; k++) assert_true(outcomes[k] > 20);
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
   const struct CMUnitTest tests[] = {
@@ -1427,6 +1494,7 @@ int main(void) {
       T(held_back_during_drain),
       T(wal_cap_holds_dispatch),
       T(adaptive_fields),
+      T(heads_follow_the_store),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
