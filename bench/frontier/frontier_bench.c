@@ -3,14 +3,15 @@
  *
  *   frontier_bench --dir DIR --mode MODE [--uris N] [--hosts H] [--seconds S]
  *                  [--links L] [--cycles C] [--cache-mib M] [--wal-mib M]
- *                  [--page-size P] [--plain-vfs 0|1]
+ *                  [--page-size P] [--plain-vfs 0|1] [--dup-pct P]
  *
  * Modes (each prints "key value" lines on stdout, progress on stderr):
  *   build    add N new URIs over H hosts as discovered links (30 per page,
  *            every one new): new-URI inserts/s, overall and over the last
  *            tenth; then bytes per URI on disk.
- *   dedupe   schedule L discovered links of which about half are already
- *            known (random earlier URIs) and half new: links/s; checks
+ *   dedupe   schedule L discovered links of which about half (--dup-pct P:
+ *            P %, default 50) are already known (random earlier URIs) and
+ *            the rest new: links/s; checks
  *            that SQLite saw only the new ones.
  *   cycles   next + finished (a realistic success: status, content type,
  *            20-byte digest, ETag, wait of 1-7 days) for S seconds or C
@@ -47,6 +48,7 @@
 
 static const char *dir;
 static uint64_t nuris = 1000000, nhosts = 10000, nlinks = 2000000, ncycles = 0;
+static int dup_pct = 50; /* dedupe: share of links pointing to known URLs */
 static double seconds = 60, build_seconds = 0;
 static uint32_t cache_mib = 64, wal_mib = 256, page_size = 4096;
 static int plain_vfs = 0;
@@ -108,13 +110,13 @@ static int url_of(uint64_t h, uint64_t k, char *buf, size_t n) {
 /* Fill one page's 30 links: 24 on the page's own host h, 6 on random
  * hosts (the locality of real pages: most links stay on their site).
  * dup_pct of them point to URLs handed out before. Returns the count. */
-static size_t page_links(uint64_t h, int dup_pct, uint64_t budget, char urls[][128],
+static size_t page_links(uint64_t h, int dups, uint64_t budget, char urls[][128],
                          kr_link_t *links) {
   size_t k = 0;
   for (; k < 30 && k < budget; k++) {
     uint64_t host = k < 24 ? h : rnd() % nhosts;
     uint64_t idx;
-    if (next_k[host] > 0 && (int)(rnd() % 100) < dup_pct)
+    if (next_k[host] > 0 && (int)(rnd() % 100) < dups)
       idx = rnd() % next_k[host];
     else
       idx = next_k[host]++;
@@ -180,8 +182,13 @@ static uint64_t file_size(const char *name) {
 
 /* A producer of links not driven by completions (seeds, the benchmark)
  * waits out a store drain, as the crawl loop's fetches would. */
+static double drain_wait_s; /* wall time spent in wait_writable() */
+
 static void wait_writable(void) {
+  if (kr_store_writable(kr_frontier_store(F))) return;
+  double t = mono();
   while (!kr_store_writable(kr_frontier_store(F))) uv_run(&loop, UV_RUN_ONCE);
+  drain_wait_s += mono() - t;
 }
 
 static void open_frontier(void) {
@@ -288,7 +295,7 @@ static void mode_dedupe(void) {
   uint64_t done = 0, added_total = 0, page = 0;
   double t0 = mono(), c0 = cpu_s();
   while (done < nlinks) {
-    size_t k = page_links(rnd() % nhosts, 50, nlinks - done, urls, links);
+    size_t k = page_links(rnd() % nhosts, dup_pct, nlinks - done, urls, links);
     done += k;
     size_t added;
     wait_writable();
@@ -299,6 +306,7 @@ static void mode_dedupe(void) {
   }
   kr_frontier_commit(F);
   double t1 = mono();
+  printf("dedupe_dup_pct %d\n", dup_pct);
   printf("dedupe_links %" PRIu64 "\n", done);
   printf("dedupe_duplicates %" PRIu64 "\n", done - added_total);
   printf("dedupe_new %" PRIu64 "\n", added_total);
@@ -386,6 +394,7 @@ static void mode_cycles(void) {
   printf("cycles_visited_fraction %.2f\n", total ? (double)n / (double)total : 0.0);
   printf("cycles_empty_pulls %" PRIu64 "\n", empty_pulls);
   printf("cycles_drain_waits %" PRIu64 "\n", drain_waits);
+  printf("cycles_drain_wait_seconds %.2f\n", drain_wait_s);
   printf("cycles_commit_ms_max %.1f\n", (double)ss->commit_us_max / 1000);
   printf("cycles_wal_mib_max %.1f\n", (double)ss->wal_frames_max * 4096 / 1048576);
   printf("cycles_checkpoints %" PRIu64 "\n", ss->checkpoints);
@@ -461,6 +470,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--uris")) nuris = strtoull(argv[i + 1], NULL, 10);
     else if (!strcmp(argv[i], "--hosts")) nhosts = strtoull(argv[i + 1], NULL, 10);
     else if (!strcmp(argv[i], "--links")) nlinks = strtoull(argv[i + 1], NULL, 10);
+    else if (!strcmp(argv[i], "--dup-pct")) dup_pct = atoi(argv[i + 1]);
     else if (!strcmp(argv[i], "--cycles")) ncycles = strtoull(argv[i + 1], NULL, 10);
     else if (!strcmp(argv[i], "--seconds")) seconds = atof(argv[i + 1]);
     else if (!strcmp(argv[i], "--build-seconds")) build_seconds = atof(argv[i + 1]);
