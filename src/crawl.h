@@ -304,6 +304,7 @@ struct kr_crawl {
   const char *robots_agent;
   size_t robots_max_size;
   kr_buf_t canon_buf, hop_buf;  /* scratch for links */
+  struct kr_linkcache *links_cache; /* links resolved + canonicalised (src/linkcache.h) */
   size_t links_bytes;           /* held by all fetches (sum of theirs) */
   size_t links_budget;          /* cap on links_bytes */
   /* content-type filters of the extractors */

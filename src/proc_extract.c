@@ -23,6 +23,7 @@
 
 #include "crawl.h"
 #include "internal.h"
+#include "linkcache.h"
 #include "log.h"
 
 /* ---- one link ------------------------------------------------------------------- */
@@ -32,18 +33,15 @@ static int is_http(const kr_url_t *u) {
   return kr_slice_eq(s, KR_SLICE_LIT("http")) || kr_slice_eq(s, KR_SLICE_LIT("https"));
 }
 
-int kr__extract_add_link(kr_fetch_t *f, kr_slice_t raw, char hop, size_t *idx) {
-  kr_crawl_t *c = f->crawl;
-  c->st.links_found++;
-  if (f->nlinks >= c->xopts.max_links) {
-    f->links_dropped++;
-    return KR_ETOOBIG;
-  }
+/* raw resolved against base and canonicalised: 0, the canonical string
+ * in c->canon_buf and its parse in *out; or -1 (not a followable link). */
+static int resolve(kr_crawl_t *c, kr_slice_t raw, const kr_url_t *base, kr_url_t **out) {
   kr_url_t *abs = NULL, *cu = NULL;
-  if (kr_url_parse(raw.p, raw.n, f->base ? f->base : f->url, &abs)) goto reject;
-  if (!is_http(abs)) goto reject;
+  *out = NULL;
+  if (kr_url_parse(raw.p, raw.n, base, &abs)) goto fail;
+  if (!is_http(abs)) goto fail;
   kr_buf_reset(&c->canon_buf);
-  if (kr_url_canon(abs, c->canon, &c->canon_buf)) goto reject;
+  if (kr_url_canon(abs, c->canon, &c->canon_buf)) goto fail;
   /* Most links are canonical already: then the resolved URL is the
    * canonical one (an http(s) URL parses back from its serialization to
    * itself), and the second parse, a tenth of a page's CPU, is saved. */
@@ -52,24 +50,78 @@ int kr__extract_add_link(kr_fetch_t *f, kr_slice_t raw, char hop, size_t *idx) {
     cu = abs;
     abs = NULL;
   } else if (kr_url_parse(c->canon_buf.data, c->canon_buf.len, NULL, &cu)) {
-    goto reject;
+    goto fail;
+  }
+  kr_url_free(abs);
+  *out = cu;
+  return 0;
+fail:
+  kr_url_free(abs);
+  kr_url_free(cu);
+  return -1;
+}
+
+int kr__extract_add_link(kr_fetch_t *f, kr_slice_t raw, char hop, size_t *idx) {
+  kr_crawl_t *c = f->crawl;
+  c->st.links_found++;
+  if (f->nlinks >= c->xopts.max_links) {
+    f->links_dropped++;
+    return KR_ETOOBIG;
+  }
+  /* Resolution and canonicalisation come from the link cache when the
+   * same link was seen against an equivalent base (nav links: on every
+   * page), with the scope's memo and the host's settings of the result. */
+  const kr_url_t *base = f->base ? f->base : f->url;
+  kr_url_t *own = NULL; /* the canonical URL parsed on a miss */
+  const kr_url_t *cu;
+  const char *canon;
+  size_t canon_len;
+  kr_linkcache_entry_t *e = kr_linkcache_get(c->links_cache, raw.p, raw.n, base);
+  if (!e) {
+    if (resolve(c, raw, base, &own)) {
+      kr_linkcache_put(c->links_cache, raw.p, raw.n, base, NULL, 0, NULL);
+      goto reject;
+    }
+    e = kr_linkcache_put(c->links_cache, raw.p, raw.n, base, c->canon_buf.data,
+                         c->canon_buf.len, own);
+  }
+  if (e) {
+    if (!e->canon) goto reject;
+    cu = e->url;
+    canon = e->canon;
+    canon_len = e->canon_len;
+  } else {
+    cu = own;
+    canon = c->canon_buf.data;
+    canon_len = c->canon_buf.len;
   }
   kr_buf_reset(&c->hop_buf);
   if (kr_scope_hops_extend(kr_slice(f->curi->hop_path, f->curi->hop_len), hop, &c->hop_buf))
     goto reject;
-  kr_slice_t host = kr_url_hostname(cu);
-  const kr_hostcfg_t *hc = kr_crawl_hostcfg(c, host.p, host.n);
+  const kr_hostcfg_t *hc;
+  if (e && e->hostcfg && e->hostcfg_gen == c->reloads) {
+    hc = e->hostcfg;
+  } else {
+    kr_slice_t host = kr_url_hostname(cu);
+    hc = kr_crawl_hostcfg(c, host.p, host.n);
+    if (e) { /* a reload replaced the settings and the scope: forget both */
+      e->hostcfg = hc;
+      e->hostcfg_gen = c->reloads;
+      e->memo = (kr_scope_memo_t){0};
+    }
+  }
   kr_scope_candidate_t cand = {
       .url = cu, .hops = kr_slice(c->hop_buf.data, c->hop_buf.len), .via = f->url};
-  if (!kr_scope_decide(c->scope, &cand, &hc->limits, NULL)) goto reject;
-  kr_url_free(abs);
-  kr_url_free(cu);
-  size_t need = c->canon_buf.len + c->hop_buf.len + 2;
+  if (!kr_scope_decide_memo(c->scope, &cand, &hc->limits, NULL, e ? &e->memo : NULL))
+    goto reject;
+  kr_url_free(own);
+  own = NULL;
+  size_t need = canon_len + c->hop_buf.len + 2;
   if (c->links_bytes + need > c->links_budget) { /* all fetches together */
     f->links_dropped++;
     return KR_ETOOBIG;
   }
-  char *u = kr_arena_strndup(&f->arena, c->canon_buf.data, c->canon_buf.len);
+  char *u = kr_arena_strndup(&f->arena, canon, canon_len);
   char *h = kr_arena_strndup(&f->arena, c->hop_buf.data, c->hop_buf.len);
   if (!u || !h) {
     f->links_dropped++;
@@ -82,7 +134,7 @@ int kr__extract_add_link(kr_fetch_t *f, kr_slice_t raw, char hop, size_t *idx) {
     f->links_cap = ncap;
   }
   f->links[f->nlinks++] = (kr_link_t){.url = u,
-                                      .url_len = c->canon_buf.len,
+                                      .url_len = canon_len,
                                       .hop_path = h,
                                       .hop_len = c->hop_buf.len,
                                       .via = f->curi->fp,
@@ -93,8 +145,7 @@ int kr__extract_add_link(kr_fetch_t *f, kr_slice_t raw, char hop, size_t *idx) {
   if (idx) *idx = f->nlinks - 1;
   return 1;
 reject:
-  kr_url_free(abs);
-  kr_url_free(cu);
+  kr_url_free(own);
   c->st.links_rejected++;
   return 0;
 }

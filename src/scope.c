@@ -53,6 +53,7 @@ struct kr_scope {
   int dirty;                 /* entries added since the last sort */
   char *scratch;             /* max_pfx_len bytes for the candidate SURT */
   size_t scratch_cap;
+  uint64_t gen;              /* prefixes added so far: memos of older ones are stale */
 };
 
 /* ---- options and names ---- */
@@ -214,6 +215,7 @@ static void add_prefix(kr_scope_t *s, const char *p, size_t n) {
   s->pfx[s->n_pfx].n = n;
   s->n_pfx++;
   s->dirty = 1;
+  s->gen++;
   if (n > s->max_pfx_len) s->max_pfx_len = n;
   if (s->scratch_cap < s->max_pfx_len + 1) {
     s->scratch_cap = s->max_pfx_len + 1;
@@ -317,9 +319,11 @@ static void w_host(writer_t *w, kr_slice_t h, int is_domain) {
 
 static void w_port(writer_t *w, int port) {
   if (port < 0) return;
-  char num[16];
-  int k = snprintf(num, sizeof num, ":%d", port);
-  w_put(w, num, (size_t)k);
+  char num[16], *e = num + sizeof num, *d = e; /* no snprintf on the per-link path */
+  unsigned v = (unsigned)port;
+  do *--d = (char)('0' + v % 10); while ((v /= 10) != 0);
+  *--d = ':';
+  w_put(w, d, (size_t)(e - d));
 }
 
 static int is_http(const kr_url_t *u) {
@@ -628,12 +632,42 @@ static int re_match(kr_scope_t *s, const pcre2_code *re, kr_slice_t subj) {
 
 enum { ST_IN, ST_VIA, ST_TRANS, ST_OUT };
 
+/* The rules after the prefixes that look at the URL alone: depth, trap,
+ * calendar, exclude. The first that rejects, or KR_SCOPE_R_IN_SCOPE. */
+static kr_scope_rule_t url_filters(kr_scope_t *s, const kr_url_t *u, kr_slice_t href,
+                                   const kr_scope_limits_t *L) {
+  unsigned depth = path_depth(kr_url_pathname(u));
+  if (L->max_path_depth && depth > L->max_path_depth) return KR_SCOPE_R_DEPTH;
+  if (L->max_repeated_segments) {
+    /* An http(s) href has '/' in "://", the path and the query only. */
+    kr_slice_t q = kr_url_query(u);
+    size_t slashes = 2 + depth + (q.p ? path_depth(q) : 0);
+    if (is_trap(href.p, href.n, L->max_repeated_segments, slashes)) return KR_SCOPE_R_TRAP;
+  }
+  if ((s->calendar_min_year || s->calendar_max_year)) {
+    kr_slice_t t = kr_url_request_target(u);
+    if (is_calendar(t, s->calendar_min_year, s->calendar_max_year)) return KR_SCOPE_R_CALENDAR;
+  }
+  for (size_t i = 0; i < L->n_exclude; i++)
+    if (L->exclude[i] && re_match(s, L->exclude[i], href) != 0) return KR_SCOPE_R_EXCLUDE;
+  return KR_SCOPE_R_IN_SCOPE;
+}
+
+/* Memo bits: each part known, and its value. */
+enum { MK_PFX = 1, MV_PFX = 2, MK_FILTER = 4, MK_INCL = 8, MV_INCL = 16 };
+
 static int decide(kr_scope_t *s, const kr_scope_candidate_t *c, const kr_scope_limits_t *L,
-                  kr_scope_rule_t *rule) {
+                  kr_scope_rule_t *rule, kr_scope_memo_t *m) {
   const kr_url_t *u = c->url;
   kr_slice_t href = kr_url_href_nofrag(u);
   if (L->max_url_len && href.n > L->max_url_len) return *rule = KR_SCOPE_R_LENGTH, 0;
   if (!is_http(u)) return *rule = KR_SCOPE_R_SCHEME, 0;
+  kr_scope_memo_t scratch = {0};
+  if (!m) {
+    m = &scratch;
+  } else if (m->scope != s || m->gen != s->gen || m->limits != L) {
+    *m = (kr_scope_memo_t){.scope = s, .gen = s->gen, .limits = L};
+  }
 
   unsigned hidden;
   kr_slice_t tail = hops_tail(c->hops, &hidden);
@@ -643,7 +677,8 @@ static int decide(kr_scope_t *s, const kr_scope_candidate_t *c, const kr_scope_l
 
   int st;
   kr_scope_rule_t out_rule = KR_SCOPE_R_OUT_OF_SCOPE;
-  if (in_prefixes(s, u)) {
+  if (!(m->known & MK_PFX)) m->known |= MK_PFX | (in_prefixes(s, u) ? MV_PFX : 0);
+  if (m->known & MV_PFX) {
     st = ST_IN;
   } else if (s->also_check_via && c->via && is_http(c->via) && in_prefixes(s, c->via)) {
     st = ST_VIA;
@@ -658,32 +693,24 @@ static int decide(kr_scope_t *s, const kr_scope_candidate_t *c, const kr_scope_l
     }
   }
 
-  unsigned depth = path_depth(kr_url_pathname(u));
-  if (L->max_path_depth && depth > L->max_path_depth) return *rule = KR_SCOPE_R_DEPTH, 0;
-  if (L->max_repeated_segments) {
-    /* An http(s) href has '/' in "://", the path and the query only. */
-    kr_slice_t q = kr_url_query(u);
-    size_t slashes = 2 + depth + (q.p ? path_depth(q) : 0);
-    if (is_trap(href.p, href.n, L->max_repeated_segments, slashes))
-      return *rule = KR_SCOPE_R_TRAP, 0;
+  if (!(m->known & MK_FILTER)) {
+    m->filter = (uint8_t)url_filters(s, u, href, L);
+    m->known |= MK_FILTER;
   }
-  if ((s->calendar_min_year || s->calendar_max_year)) {
-    kr_slice_t t = kr_url_request_target(u);
-    if (is_calendar(t, s->calendar_min_year, s->calendar_max_year))
-      return *rule = KR_SCOPE_R_CALENDAR, 0;
-  }
-  for (size_t i = 0; i < L->n_exclude; i++)
-    if (L->exclude[i] && re_match(s, L->exclude[i], href) != 0)
-      return *rule = KR_SCOPE_R_EXCLUDE, 0;
+  if (m->filter != KR_SCOPE_R_IN_SCOPE) return *rule = (kr_scope_rule_t)m->filter, 0;
   switch (st) {
   case ST_IN: return *rule = KR_SCOPE_R_IN_SCOPE, 1;
   case ST_VIA: return *rule = KR_SCOPE_R_VIA, 1;
   case ST_TRANS: return *rule = KR_SCOPE_R_TRANS_HOPS, 1;
   default: break;
   }
-  for (size_t i = 0; i < L->n_include; i++)
-    if (L->include[i] && re_match(s, L->include[i], href) == 1)
-      return *rule = KR_SCOPE_R_INCLUDE, 1;
+  if (!(m->known & MK_INCL)) {
+    int inc = 0;
+    for (size_t i = 0; i < L->n_include && !inc; i++)
+      inc = L->include[i] && re_match(s, L->include[i], href) == 1;
+    m->known |= MK_INCL | (inc ? MV_INCL : 0);
+  }
+  if (m->known & MV_INCL) return *rule = KR_SCOPE_R_INCLUDE, 1;
   return *rule = out_rule, 0;
 }
 
@@ -692,5 +719,14 @@ int kr_scope_decide(kr_scope_t *s, const kr_scope_candidate_t *c, const kr_scope
   kr_scope_rule_t dummy;
   if (!rule) rule = &dummy;
   kr_scope_finish(s);
-  return decide(s, c, limits ? limits : &s->limits, rule);
+  return decide(s, c, limits ? limits : &s->limits, rule, NULL);
+}
+
+int kr_scope_decide_memo(kr_scope_t *s, const kr_scope_candidate_t *c,
+                         const kr_scope_limits_t *limits, kr_scope_rule_t *rule,
+                         kr_scope_memo_t *memo) {
+  kr_scope_rule_t dummy;
+  if (!rule) rule = &dummy;
+  kr_scope_finish(s);
+  return decide(s, c, limits ? limits : &s->limits, rule, memo);
 }

@@ -168,9 +168,9 @@ static inline void put_enc(struct parser *p, unsigned char c, pset_t set) {
 }
 
 static void put_uint(struct parser *p, unsigned long v) {
-  char tmp[24];
-  int k = snprintf(tmp, sizeof tmp, "%lu", v);
-  put(p, tmp, (size_t)k);
+  char tmp[24], *e = tmp + sizeof tmp, *d = e; /* no snprintf: every port goes here */
+  do *--d = (char)('0' + v % 10); while ((v /= 10) != 0);
+  put(p, d, (size_t)(e - d));
 }
 
 /* ---- schemes ---- */
@@ -975,6 +975,43 @@ int kr_url_parse_ex(const char *input, size_t len, const kr_url_t *base,
 int kr_url_parse(const char *input, size_t len, const kr_url_t *base, kr_url_t **out) {
   return kr_url_parse_ex(input, len, base, 0, out);
 }
+
+/* The cases follow the state machine: a special scheme followed by "//"
+ * goes to the authority states whatever the base ("special relative or
+ * authority" and "special authority slashes" both skip the two slashes);
+ * one '/' not followed by '/' or '\\' takes the base's userinfo, host and
+ * port in "relative slash" and nothing else of it (the path starts
+ * empty). Tabs and newlines are removed before parsing and could join
+ * pieces into other forms, so they get the conservative answer. */
+size_t kr_url_base_use(const char *input, size_t len, const kr_url_t *base) {
+  if (!base) return 0;
+  size_t all = base->href_len;
+  if (base->scheme_type != SCHEME_HTTP && base->scheme_type != SCHEME_HTTPS) return all;
+  if (!input) return all;
+  while (len && is_c0_or_space((unsigned char)input[0])) input++, len--;
+  while (len && is_c0_or_space((unsigned char)input[len - 1])) len--;
+  for (size_t k = 0; k < len; k++)
+    if (input[k] == '\t' || input[k] == '\n' || input[k] == '\r') return all;
+  if (len >= 1 && input[0] == '/') {
+    if (len == 1 || (input[1] != '/' && input[1] != '\\')) return base->port_end;
+    return all;
+  }
+  size_t i = 0;
+  if (len && is_alpha((unsigned char)input[0]))
+    while (i < len && (is_alpha((unsigned char)input[i]) || is_digit((unsigned char)input[i]) ||
+                       input[i] == '+' || input[i] == '-' || input[i] == '.'))
+      i++;
+  if ((i == 4 || i == 5) && i + 2 < len && input[i] == ':' && input[i + 1] == '/' &&
+      input[i + 2] == '/') {
+    char sc[5];
+    for (size_t k = 0; k < i; k++) sc[k] = (char)to_lower((unsigned char)input[k]);
+    int st = scheme_lookup(sc, i);
+    if (st == SCHEME_HTTP || st == SCHEME_HTTPS) return 0;
+  }
+  return all;
+}
+
+size_t kr_url_size(const kr_url_t *url) { return sizeof(struct kr_url) + url->href_len + 1; }
 
 kr_url_t *kr_url_dup(const kr_url_t *url) {
   size_t sz = sizeof(struct kr_url) + url->href_len + 1;

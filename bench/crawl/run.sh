@@ -168,24 +168,7 @@ site_up() {
 		http_sec=$'[http]\nallow-private-addresses = true'
 	local v=${VALENCE:-$([ "$NH" = 1 ] && echo 64 || echo 16)}
 	KRIA_VALENCE=$v
-	cat >"$SITE_RUN/kria.conf" <<EOF
-# bench/crawl: a snapshot crawl, politeness off
-[crawl]
-seeds = $SITE_RUN/seeds.txt
-state-dir = state
-revisit = false
-log-level = warn
-progress-interval = 0
-[politeness]
-min-delay = 0
-max-delay = 0
-delay-factor = 0
-host-valence = $v
-[dns]
-servers = 127.0.0.1:$KB_DNS_PORT
-hosts-file =
-$http_sec
-EOF
+	kb_crawl_conf "$SITE_RUN/seeds.txt" "$v" "$KB_DNS_PORT" "$http_sec" >"$SITE_RUN/kria.conf"
 	ACCESS=$SITE_RUN/nginx/access.log
 }
 site_down() {

@@ -12,6 +12,9 @@
 #   kb_machine_md             markdown lines describing this machine
 #   kb_record NAME REPORT     put REPORT into bench/RESULTS.md between the
 #                             NAME:begin and NAME:end markers
+#   kb_crawl_conf SEEDS VALENCE DNS_PORT HTTP_SECTION
+#                             kria.conf of bench/crawl's snapshot crawl
+#                             (politeness off) on stdout
 #
 # Everything here is for benchmarks only; nothing is part of `make check`.
 
@@ -119,4 +122,29 @@ kb_record() {
 	cat "$tmp" >"$res"
 	rm -f "$tmp"
 	kb_log "recorded in bench/RESULTS.md"
+}
+
+# The snapshot crawl bench/crawl/run.sh and ab.sh run: revisits off,
+# politeness off, names from the dnsmasq on 127.0.0.1:DNS_PORT. The last
+# argument is the [http] section that lets it reach loopback ("" for builds
+# older than the address policy).
+kb_crawl_conf() {
+	cat <<EOF
+# bench/crawl: a snapshot crawl, politeness off
+[crawl]
+seeds = $1
+state-dir = state
+revisit = false
+log-level = warn
+progress-interval = 0
+[politeness]
+min-delay = 0
+max-delay = 0
+delay-factor = 0
+host-valence = $2
+[dns]
+servers = 127.0.0.1:$3
+hosts-file =
+$4
+EOF
 }

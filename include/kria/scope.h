@@ -197,6 +197,28 @@ kr_slice_t kr_scope_prefix(kr_scope_t *scope, size_t i);
 int kr_scope_decide(kr_scope_t *scope, const kr_scope_candidate_t *cand,
                     const kr_scope_limits_t *limits, kr_scope_rule_t *rule);
 
+/* What kr_scope_decide_memo remembers of one candidate URL: the parts of
+ * a decision that depend on the URL, the scope's prefixes and the limits
+ * alone (in the prefix set, the depth/trap/calendar/exclude rules, the
+ * includes), not on the hops or the via. Zero-initialise; it is redone
+ * when used with another scope, limits, or after prefixes were added. */
+typedef struct kr_scope_memo {
+  const kr_scope_t *scope;
+  uint64_t gen;
+  const kr_scope_limits_t *limits;
+  uint8_t known;  /* which parts are known, and the prefix/include values */
+  uint8_t filter; /* the first URL rule that rejects, or KR_SCOPE_R_IN_SCOPE */
+} kr_scope_memo_t;
+
+/* kr_scope_decide for a candidate decided before with the same memo: the
+ * same answer, without redoing the URL's own parts. The memo belongs to
+ * one URL (cand->url may be another kr_url_t of the same href). The
+ * limits (numbers and patterns) must not change in place while a memo
+ * refers to them: it knows them by their address. */
+int kr_scope_decide_memo(kr_scope_t *scope, const kr_scope_candidate_t *cand,
+                         const kr_scope_limits_t *limits, kr_scope_rule_t *rule,
+                         kr_scope_memo_t *memo);
+
 /* Short name of a rule; for KR_SCOPE_R_IN_SCOPE the mode's name. */
 const char *kr_scope_rule_name(const kr_scope_t *scope, kr_scope_rule_t rule);
 const char *kr_scope_mode_name(kr_scope_mode_t mode);

@@ -58,7 +58,18 @@ int kr_url_parse(const char *input, size_t len, const kr_url_t *base,
  * + 64 bytes (percent-encoding triples a byte). */
 int kr_url_parse_ex(const char *input, size_t len, const kr_url_t *base,
                     size_t max_len, kr_url_t **out);
+/* How much of base's href a parse of input against base depends on: 0
+ * (an http(s) URL with "//": not at all), the length of base's
+ * "scheme://userinfo@host:port" (a path-absolute "/x" against an http(s)
+ * base), or all of it (anything else, and any input holding a tab or a
+ * newline). Two bases whose hrefs agree on that many bytes give the same
+ * result for input, so (that prefix, input) can key a cache of parses. */
+size_t kr_url_base_use(const char *input, size_t len, const kr_url_t *base);
 kr_url_t *kr_url_dup(const kr_url_t *url);
+/* Bytes of url's one allocation. A kr_url_t holds no pointers: a memcpy
+ * of these bytes to memory aligned for any type is a kr_url_t too (for
+ * the accessors; not for kr_url_free). */
+size_t kr_url_size(const kr_url_t *url);
 void kr_url_free(kr_url_t *url);
 
 const char *kr_url_href(const kr_url_t *url); /* NUL-terminated */

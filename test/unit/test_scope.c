@@ -695,6 +695,85 @@ static void per_host_limits(void **state) {
   kr_scope_free(s);
 }
 
+/* ---- memo ----------------------------------------------------------- */
+
+/* kr_scope_decide_memo gives what kr_scope_decide gives, for every mix
+ * of hops, via and limits one memo sees in turn, and after prefixes are
+ * added (the memo's generation) or the limits change (its limits). */
+static void memo_matches_plain_decisions(void **state) {
+  (void)state;
+  static const char *const seeds[] = {"http://example.org/", NULL};
+  static const char *const inc[] = {"^https?://cdn\\.net/", "/always/"};
+  static const char *const exc[] = {"\\.pdf$"};
+  kr_scope_opts_t o;
+  kr_scope_opts_init(&o);
+  o.include = inc, o.n_include = 2;
+  o.exclude = exc, o.n_exclude = 1;
+  o.also_check_via = 1;
+  o.calendar_min_year = 1990;
+  o.calendar_max_year = 2030;
+  kr_scope_t *s = make(&o, seeds, 0);
+  static const char *const urls[] = {
+      "http://example.org/a.html", "http://example.org/a.pdf", "https://cdn.net/x.js",
+      "https://other.net/always/x", "https://other.net/x", "http://example.org/a/a/a/",
+      "http://example.org/1/2/3/4/5/6", "http://example.org/cal/1850/", "http://late.net/",
+      "http://www.example.org/b", "https://example.org/c"};
+  static const char *const hops[] = {"", "L", "LE", "LEE", "LEEE", "LLLLLLLLLLLLLLLLLLLLL",
+                                     "LP", "R", "E"};
+  static const char *const vias[] = {NULL, "http://example.org/", "http://elsewhere.net/"};
+  kr_scope_limits_t lim = {40, 3, 1, NULL, 0, NULL, 0};
+  const kr_scope_limits_t *limits[] = {NULL, &lim};
+  int n = 0;
+  for (int round = 0; round < 2; round++) {
+    if (round == 1) { /* a new prefix: memos made before must not hold */
+      kr_url_t *u = U("http://other.net/");
+      assert_int_equal(kr_scope_add_seed(s, u, 0), 0);
+      kr_url_free(u);
+    }
+    for (size_t i = 0; i < sizeof urls / sizeof *urls; i++) {
+      static kr_scope_memo_t memos[16];
+      kr_scope_memo_t *m = &memos[i];
+      if (round == 0) *m = (kr_scope_memo_t){0};
+      kr_url_t *u = U(urls[i]);
+      /* one limits at a time, so the memo is reused across hops and vias;
+       * round 1 starts with the limits round 0 ended with, so only the
+       * generation tells the memo that the prefixes changed */
+      for (size_t k = 0; k < 2; k++)
+        for (size_t h = 0; h < sizeof hops / sizeof *hops; h++)
+          for (size_t v = 0; v < sizeof vias / sizeof *vias; v++) {
+            size_t l = round == 0 ? k : 1 - k;
+            kr_url_t *via = vias[v] ? U(vias[v]) : NULL;
+            kr_scope_candidate_t c = {u, kr_slice_cstr(hops[h]), via};
+            kr_scope_rule_t r1, r2;
+            int a1 = kr_scope_decide(s, &c, limits[l], &r1);
+            int a2 = kr_scope_decide_memo(s, &c, limits[l], &r2, m);
+            if (a1 != a2 || r1 != r2)
+              fail_msg("%s hops \"%s\" via %s limits %zu round %d: %d %s / memo %d %s", urls[i],
+                       hops[h], vias[v] ? vias[v] : "-", l, round, a1, kr_scope_rule_name(s, r1),
+                       a2, kr_scope_rule_name(s, r2));
+            n++;
+            kr_url_free(via);
+          }
+      kr_url_free(u);
+    }
+  }
+  /* the seed added in round 1 changed some answers, and the memo saw it */
+  assert_string_equal(D(s, "https://other.net/x", "L"), "accept:host");
+  kr_scope_memo_t m = {0};
+  kr_url_t *u = U("http://example.org/a/b/c/d");
+  kr_scope_candidate_t c = {u, kr_slice_cstr("L"), NULL};
+  kr_scope_rule_t r;
+  assert_int_equal(kr_scope_decide_memo(s, &c, NULL, &r, &m), 1);
+  assert_int_equal(kr_scope_decide_memo(s, &c, &lim, &r, &m), 0); /* other limits */
+  assert_int_equal(r, KR_SCOPE_R_DEPTH);
+  lim.max_path_depth = 0; /* the same limits changed in place: a new memo is needed */
+  m = (kr_scope_memo_t){0};
+  assert_int_equal(kr_scope_decide_memo(s, &c, &lim, &r, &m), 1);
+  kr_url_free(u);
+  printf("# memo: %d decisions compared\n", n);
+  kr_scope_free(s);
+}
+
 /* ---- speed ---------------------------------------------------------- */
 
 static void timing_10000_seeds(void **state) {
@@ -775,6 +854,7 @@ int main(void) {
       cmocka_unit_test(defaults_match_schema),
       cmocka_unit_test(include_exclude),
       cmocka_unit_test(per_host_limits),
+      cmocka_unit_test(memo_matches_plain_decisions),
       cmocka_unit_test(timing_10000_seeds),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# bench/crawl/ab.sh — two (or more) kria builds crawling the same sitegen
+# site, interleaved, for before/after comparisons of a change: CPU-µs per
+# page medians side by side in one run (robust to other work on the
+# machine, unlike pages/s). With --perf, one more crawl of the last build
+# under `perf record -g` (build with -fno-omit-frame-pointer).
+#
+# Usage: bench/crawl/ab.sh [--pages N] [--reps R] [--warc off|none|gzip]
+#            [--valence V] [--perf] KRIA_A KRIA_B [KRIA_C ...]
+#   e.g. bench/crawl/ab.sh --pages 5000 --reps 5 build-base/kria build/kria
+# The site is one host (bench/crawl/run.sh's "single" site) served by nginx
+# on CPU 1 (access log off), names from dnsmasq; kria is pinned to CPU 0,
+# snapshot crawl, politeness off, as in run.sh. Prints one line per run and
+# a table of medians (min–max); raw data in bench/out/crawl-ab/last/.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../lib/common.sh
+. "$HERE/../lib/common.sh"
+# shellcheck source=../lib/nginx.sh
+. "$HERE/../lib/nginx.sh"
+# shellcheck source=../lib/dns.sh
+. "$HERE/../lib/dns.sh"
+
+ARGS=("$@")
+PAGES=5000
+REPS=5
+WARC=off
+VALENCE=64
+PERF=0
+BUILDS=()
+while [ $# -gt 0 ]; do
+	case $1 in
+	--pages) PAGES=$2; shift 2 ;;
+	--reps) REPS=$2; shift 2 ;;
+	--warc) WARC=$2; shift 2 ;;
+	--valence) VALENCE=$2; shift 2 ;;
+	--perf) PERF=1; shift ;;
+	-h | --help) sed -n '2,15p' "$0"; exit 0 ;;
+	-*) kb_die "unknown option $1 (try --help)" ;;
+	*) BUILDS+=("$1"); shift ;;
+	esac
+done
+[ ${#BUILDS[@]} -ge 1 ] || kb_die "give at least one kria binary (try --help)"
+[[ $PAGES =~ ^[0-9]+$ ]] && [ "$PAGES" -ge 10 ] && [ "$PAGES" -le 1000000 ] || kb_die "--pages: 10..1000000"
+[[ $REPS =~ ^[0-9]+$ ]] && [ "$REPS" -ge 1 ] && [ "$REPS" -le 50 ] || kb_die "--reps: 1..50"
+case $WARC in
+off) WOPT=(-o warc.enabled=false) ;;
+none) WOPT=(-o warc.compress=none) ;;
+gzip) WOPT=() ;;
+*) kb_die "--warc: off, none or gzip" ;;
+esac
+for i in "${!BUILDS[@]}"; do
+	b=${BUILDS[$i]}
+	[ -x "$b" ] || kb_die "$b: not an executable"
+	BUILDS[$i]=$(cd "$(dirname "$b")" && pwd)/$(basename "$b")
+done
+kb_bound "${KB_TOTAL_LIMIT:-3600}" "${ARGS[@]}"
+kb_build_tools
+
+RUN=$KB_OUT/crawl-ab/run-$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$RUN"
+ln -sfn "$(basename "$RUN")" "$KB_OUT/crawl-ab/last"
+PORT=""
+for _ in 1 2 3 4 5 6 7 8; do
+	p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+	kb__port_free "$p" && { PORT=$p; break; }
+done
+[ -n "$PORT" ] || kb_die "no free port"
+export KB_NGINX_WANT_PORT=$PORT KB_NGINX_FILES=$((PAGES + 20))
+SITE=$KB_OUT/site-crawl-1x$PAGES
+kb_site "$SITE" -H 1 -p "$PAGES" -u "http://{host}:$PORT"
+KB_NGINX_LISTEN=$(kb_host_addrs 1)
+export KB_NGINX_LISTEN
+kb_nginx_start "$RUN/nginx" "$SITE" vhosts
+kb_dns_start "$RUN/dns" 1
+echo "http://h0.test:$PORT/" >"$RUN/seeds.txt"
+kb_crawl_conf "$RUN/seeds.txt" "$VALENCE" "$KB_DNS_PORT" $'[http]\nallow-private-addresses = true' >"$RUN/kria.conf"
+cat "$SITE"/h0.test/p/*.html >/dev/null 2>&1 || true
+
+TSV=$RUN/runs.tsv
+printf 'rep\tbuild\twall_s\tuser_s\tsys_s\tmaxrss_kb\texit\tload1\n' >"$TSV"
+nb=${#BUILDS[@]}
+one() { # one REP INDEX [perf]: a crawl of build INDEX from an empty state
+	local rep=$1 k=$2 d=$RUN/work wall user sys rss code
+	rm -rf "$d"
+	mkdir -p "$d"
+	local cmd=("${BUILDS[$k]}" crawl -c "$RUN/kria.conf" -o "crawl.state-dir=$d/state" "${WOPT[@]}")
+	if [ "${3:-}" = perf ]; then
+		(cd "$d" && taskset -c "${KB_CLIENT_CPU:-0}" perf record -e cpu-clock -g -o "$RUN/perf.data" -- "${cmd[@]}") \
+			>"$RUN/perf.log" 2>&1 || kb_log "perf record failed (see $RUN/perf.log)"
+		return 0
+	fi
+	set +e
+	(cd "$d" && kb_measure "$RUN/m.tmp" 600 taskset -c "${KB_CLIENT_CPU:-0}" "${cmd[@]}") >"$RUN/log.$rep.$k" 2>&1
+	set -e
+	read -r wall user sys rss code <"$RUN/m.tmp"
+	printf '%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rep" "$k" "$wall" "$user" "$sys" "$rss" "$code" \
+		"$(cut -d' ' -f1 /proc/loadavg)" >>"$TSV"
+	kb_log "rep $rep ${BUILDS[$k]#"$KB_ROOT"/}: $(awk -v n="$PAGES" -v w="$wall" -v u="$user" -v s="$sys" \
+		'BEGIN { printf "%.2f s, %.0f pages/s, %.1f CPU-µs/page", w, n / w, (u + s) * 1e6 / n }'), exit $code"
+}
+for ((rep = 1; rep <= REPS; rep++)); do
+	for ((j = 0; j < nb; j++)); do one "$rep" $(((j + rep - 1) % nb)); done
+done
+rm -rf "$RUN/work"
+echo
+echo "bench/crawl/ab.sh ${ARGS[*]} — $(date -u '+%Y-%m-%d %H:%M UTC'), 1 host × $PAGES pages, WARC $WARC, load at end $(cut -d' ' -f1-3 /proc/loadavg)"
+echo
+echo "| build | CPU-µs/page | pages/s | runs |"
+echo "|---|---:|---:|---:|"
+for ((k = 0; k < nb; k++)); do
+	cpu=$(awk -F'\t' -v k="$k" -v n="$PAGES" 'NR > 1 && $2 == k && $7 == 0 { print ($4 + $5) * 1e6 / n }' "$TSV" | kb_stats)
+	pps=$(awk -F'\t' -v k="$k" -v n="$PAGES" 'NR > 1 && $2 == k && $7 == 0 { print n / $3 }' "$TSV" | kb_stats)
+	runs=$(awk -F'\t' -v k="$k" 'NR > 1 && $2 == k && $7 == 0' "$TSV" | wc -l)
+	printf '| %s | %s | %s | %d/%d |\n' "${BUILDS[$k]#"$KB_ROOT"/}" \
+		"$(awk '{ printf "%.1f (%.1f–%.1f)", $1, $2, $3 }' <<<"$cpu")" \
+		"$(awk '{ printf "%.0f (%.0f–%.0f)", $1, $2, $3 }' <<<"$pps")" "$runs" "$REPS"
+done
+if [ "$PERF" = 1 ]; then
+	one 0 $((nb - 1)) perf
+	perf report -i "$RUN/perf.data" --no-children -g none --percent-limit 0.7 --stdio 2>/dev/null |
+		grep -E '^ +[0-9]' | head -40 >"$RUN/perf.top" || true
+	echo
+	echo "perf (self, ${BUILDS[$((nb - 1))]#"$KB_ROOT"/}): $RUN/perf.data"
+	cat "$RUN/perf.top"
+fi
