@@ -182,6 +182,59 @@ static void escaping_keeps_columns(void **state) {
   assert_int_equal(strchr(l, '\n') - l, (long)strlen(l) - 1);
 }
 
+/* The numeric columns are written without printf: over edge and random
+ * values they must read as printf's "%5d", "%10s", "#%03u", "%03u+%llu"
+ * would write them. */
+static void numbers_as_printf_writes_them(void **state) {
+  (void)state;
+  static const int statuses[] = {0, 1, 200, 304, -1, -2, -404, -5005, -9998, 99999, 100000,
+                                 -99999, 2147483647, -2147483647 - 1};
+  static const int64_t sizes[] = {-1, -7, 0, 9, 999999999, 1000000000, 12345678901,
+                                  INT64_MAX};
+  static const unsigned workers[] = {0, 7, 99, 999, 1000, 4294967295u};
+  static const uint64_t durs[] = {0, 1, 999, 1000, 18446744073709551615ull};
+  uint64_t base = ms_of(2026, 11, 22, 10, 11, 12, 0);
+  unsigned seed = 12345;
+  int n = 0;
+  for (int i = 0; i < 4000; i++) {
+    seed = seed * 1103515245u + 12345u;
+    kr_crawllog_entry_t e = {0};
+    e.log_ms = base + seed % 5000;
+    e.status = i < 14 ? statuses[i % 14] : (int)(seed >> 4) % 20000 - 10000;
+    e.size = sizes[i % 8] == INT64_MAX && i > 8 ? (int64_t)(seed % 100000) : sizes[i % 8];
+    e.uri = S("http://a.test/");
+    e.worker = i < 6 ? workers[i] : seed % 2000;
+    e.fetch_ms = i % 3 ? e.log_ms - seed % 1500 : 0;
+    e.duration_ms = i < 5 ? durs[i] : seed % 3000;
+    char size[24], want[512];
+    if (e.size >= 0)
+      snprintf(size, sizeof size, "%lld", (long long)e.size);
+    else
+      strcpy(size, "-");
+    time_t t = (time_t)(e.log_ms / 1000);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    char iso[32];
+    strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%S", &tm);
+    int k = snprintf(want, sizeof want, "%s.%03uZ %5d %10s http://a.test/ - - unknown #%03u ", iso,
+                     (unsigned)(e.log_ms % 1000), e.status, size, e.worker);
+    if (e.fetch_ms) {
+      time_t ft = (time_t)(e.fetch_ms / 1000);
+      gmtime_r(&ft, &tm);
+      char d14[20];
+      strftime(d14, sizeof d14, "%Y%m%d%H%M%S", &tm);
+      k += snprintf(want + k, sizeof want - (size_t)k, "%s%03u+%llu ", d14,
+                    (unsigned)(e.fetch_ms % 1000), (unsigned long long)e.duration_ms);
+    } else {
+      k += snprintf(want + k, sizeof want - (size_t)k, "- ");
+    }
+    snprintf(want + k, sizeof want - (size_t)k, "- - -\n");
+    assert_string_equal(fmt(&e), want);
+    n++;
+  }
+  printf("# %d lines as printf writes them\n", n);
+}
+
 static void status_maps(void **state) {
   (void)state;
   static const struct { int err, status; } v[] = {
@@ -465,6 +518,7 @@ int main(void) {
       cmocka_unit_test(heritrix_wiki_examples),
       cmocka_unit_test(seeds_failures_and_wide_values),
       cmocka_unit_test(escaping_keeps_columns),
+      cmocka_unit_test(numbers_as_printf_writes_them),
       cmocka_unit_test(status_maps),
       cmocka_unit_test(flush_by_lines_and_age),
       cmocka_unit_test(flush_by_buffer_size),
