@@ -643,6 +643,74 @@ static void streaming(void **state) {
   }
 }
 
+/* Headers and warc-fields blocks byte for byte (they are written without
+ * printf: every field, its order, the number formats). */
+static void headers_byte_exact(void **state) {
+  (void)state;
+  struct mem m;
+  mem_init(&m);
+  kr_warc_writer_opts_t o;
+  kr_warc_writer_opts_default(&o);
+  o.gzip = 0;
+  kr_warc_writer_t *w;
+  assert_int_equal(kr_warc_writer_new(&o, mem_sink, &m, &w), 0);
+  kr_warc_field_t ex = {"X-Kria-Test", KR_SLICE_LIT("v 1")};
+  kr_warc_rec_t r = {.type = KR_WARC_REQUEST, .date_ms = T0, .ip = "127.0.0.1",
+                     .target_uri = KR_SLICE_LIT("http://a.test:8080/p?q=1"),
+                     .concurrent_to = "<urn:uuid:00000000-0000-4000-8000-000000000001>",
+                     .extra = &ex, .nextra = 1};
+  strcpy(r.id, "<urn:uuid:6b0b3e2c-1d4a-4c2e-9d6a-0c1f2e3d4b5a>");
+  kr_slice_t b = KR_SLICE_LIT("GET /p?q=1 HTTP/1.1\r\nHost: a.test:8080\r\n\r\n");
+  assert_int_equal(kr_warc_write(w, &r, &b, 1, NULL), 0);
+  const char *want_head =
+      "WARC/1.1\r\n"
+      "WARC-Type: request\r\n"
+      "WARC-Record-ID: <urn:uuid:6b0b3e2c-1d4a-4c2e-9d6a-0c1f2e3d4b5a>\r\n"
+      "WARC-Date: 2025-11-22T04:20:00.123Z\r\n"
+      "WARC-Target-URI: http://a.test:8080/p?q=1\r\n"
+      "WARC-IP-Address: 127.0.0.1\r\n"
+      "WARC-Concurrent-To: <urn:uuid:00000000-0000-4000-8000-000000000001>\r\n"
+      "X-Kria-Test: v 1\r\n"
+      "Content-Type: application/http;msgtype=request\r\n"
+      "WARC-Block-Digest: sha1:";
+  size_t hn = strlen(want_head);
+  assert_true(m.b.len > hn);
+  assert_memory_equal(m.b.data, want_head, hn);
+  const char *rest = m.b.data + hn; /* 32 base32 digits, then the length */
+  for (int i = 0; i < 32; i++) assert_non_null(strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", rest[i]));
+  const char *tail = "\r\nContent-Length: 42\r\n\r\nGET /p?q=1";
+  assert_memory_equal(rest + 32, tail, strlen(tail));
+  kr_warc_writer_free(w);
+  kr_buf_free(&m.b);
+
+  kr_buf_t mb;
+  kr_buf_init(&mb, 1 << 16);
+  kr_warc_outlink_t links[] = {{KR_SLICE_LIT("http://a.test/p/7"), 'L', KR_SLICE_LIT("a/@href")},
+                               {KR_SLICE_LIT("http://a.test/i.png"), 'E', {NULL, 0}}};
+  kr_warc_field_t ann[] = {{"contentState", KR_SLICE_LIT("changed")}};
+  kr_warc_meta_t meta = {.via = KR_SLICE_LIT("http://a.test/"),
+                         .hops_from_seed = KR_SLICE_LIT("LL"),
+                         .fetch_time_ms = 1234567890123,
+                         .outlinks = links,
+                         .noutlinks = 2,
+                         .annotations = ann,
+                         .nannotations = 1};
+  assert_int_equal(kr_warc_metadata_block(&mb, &meta), 0);
+  assert_string_equal(mb.data, "via: http://a.test/\r\n"
+                               "hopsFromSeed: LL\r\n"
+                               "fetchTimeMs: 1234567890123\r\n"
+                               "outlink: http://a.test/p/7 L a/@href\r\n"
+                               "outlink: http://a.test/i.png E\r\n"
+                               "contentState: changed\r\n");
+  kr_buf_reset(&mb);
+  meta.fetch_time_ms = 0;
+  meta.noutlinks = 0;
+  assert_int_equal(kr_warc_metadata_block(&mb, &meta), 0);
+  assert_string_equal(mb.data, "via: http://a.test/\r\nhopsFromSeed: LL\r\nfetchTimeMs: 0\r\n"
+                               "contentState: changed\r\n");
+  kr_buf_free(&mb);
+}
+
 static void invalid_records_write_nothing(void **state) {
   (void)state;
   struct mem m;
@@ -1681,6 +1749,7 @@ int main(void) {
       cmocka_unit_test(round_trip_past_whole_max),
       cmocka_unit_test(levels_and_engines),
       cmocka_unit_test(streaming),
+      cmocka_unit_test(headers_byte_exact),
       cmocka_unit_test(invalid_records_write_nothing),
       cmocka_unit_test(sink_errors_propagate),
       cmocka_unit_test(truncated_everywhere),
