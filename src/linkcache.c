@@ -22,7 +22,8 @@ typedef struct entry {
   kr_linkcache_entry_t pub;
   size_t plen, rlen; /* base prefix and raw link lengths */
   size_t bytes;      /* what the entry counts against the budget */
-  char *key;         /* prefix, raw, then the canonical string and a NUL */
+  char *key;         /* prefix, raw, then the canonical string and a NUL
+                        (unless it is the URL's href) */
   alignas(max_align_t) unsigned char url[]; /* the kr_url_t copy, then key */
 } entry_t;
 
@@ -130,7 +131,10 @@ kr_linkcache_entry_t *kr_linkcache_put(kr_linkcache_t *lc, const char *raw, size
   if (key_of(raw, n, base, &p, &pn) || len > KR_LINKCACHE_MAX_URL || !canon != !url)
     return NULL;
   size_t usz = url ? kr_url_size(url) : 0;
-  size_t sz = sizeof(entry_t) + usz + pn + n + len + 1;
+  /* The canonical string is most often the URL's own href: then it is
+   * not stored twice. */
+  int same = url && len == kr_url_href_len(url) && memcmp(canon, kr_url_href(url), len) == 0;
+  size_t sz = sizeof(entry_t) + usz + pn + n + (same ? 0 : len + 1);
   uint64_t h = key_hash(p, pn, raw, n);
   /* The new entry goes first in its set; the least recently used way is
    * the one replaced (the second, unless that key is already here). */
@@ -147,12 +151,16 @@ kr_linkcache_entry_t *kr_linkcache_put(kr_linkcache_t *lc, const char *raw, size
   e->key = (char *)e->url + usz;
   memcpy(e->key, p, pn);
   memcpy(e->key + pn, raw, n);
-  char *c = e->key + pn + n;
-  if (len) memcpy(c, canon, len);
-  c[len] = '\0';
-  e->pub.canon = canon ? c : NULL;
-  e->pub.canon_len = canon ? len : 0;
   e->pub.url = url ? (const kr_url_t *)(void *)e->url : NULL;
+  if (same) {
+    e->pub.canon = kr_url_href(e->pub.url);
+  } else if (canon) {
+    char *c = e->key + pn + n;
+    if (len) memcpy(c, canon, len);
+    c[len] = '\0';
+    e->pub.canon = c;
+  }
+  e->pub.canon_len = canon ? len : 0;
   if (s->e) {
     lc->st.bytes -= old;
     lc->st.entries--;

@@ -257,6 +257,15 @@ static void cache_keys(void **state) {
   assert_non_null(put_str(lc, "4.html", p1, "http://a.test/x/4.html"));
   assert_non_null(get_str(lc, "4.html", p1));
   assert_null(get_str(lc, "4.html", p2));
+  /* a canonical string that is not its URL's href is kept as given */
+  kr_url_t *pu = parse("http://A.test/%7e");
+  assert_non_null(kr_linkcache_put(lc, "/odd", 4, p1, "http://A.test/%7e", 17, pu));
+  kr_url_free(pu);
+  e = get_str(lc, "/odd", p1);
+  assert_non_null(e);
+  assert_string_equal(e->canon, "http://A.test/%7e");
+  assert_int_equal(e->canon_len, 17);
+  assert_string_equal(kr_url_href(e->url), "http://a.test/%7e");
   /* rejected before the scope */
   e = put_str(lc, "mailto:x@y", p1, NULL);
   assert_non_null(e);
@@ -272,8 +281,8 @@ static void cache_keys(void **state) {
   kr_url_free(u);
   kr_linkcache_stats_t st;
   kr_linkcache_stats(lc, &st);
-  assert_int_equal(st.entries, 4);
-  assert_int_equal(st.hits, 5);
+  assert_int_equal(st.entries, 5);
+  assert_int_equal(st.hits, 6);
   kr_url_free(p1);
   kr_url_free(p2);
   kr_url_free(o2);
