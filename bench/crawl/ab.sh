@@ -5,11 +5,12 @@
 # machine, unlike pages/s). With --perf, one more crawl of the last build
 # under `perf record -g` (build with -fno-omit-frame-pointer).
 #
-# Usage: bench/crawl/ab.sh [--pages N] [--reps R] [--warc off|none|gzip]
-#            [--valence V] [--perf] KRIA_A KRIA_B [KRIA_C ...]
+# Usage: bench/crawl/ab.sh [--pages N] [--hosts H] [--reps R]
+#            [--warc off|none|gzip] [--valence V] [--perf] KRIA_A KRIA_B [...]
 #   e.g. bench/crawl/ab.sh --pages 5000 --reps 5 build-base/kria build/kria
-# The site is one host (bench/crawl/run.sh's "single" site) served by nginx
-# on CPU 1 (access log off), names from dnsmasq; kria is pinned to CPU 0,
+# The site is H hosts (1: bench/crawl/run.sh's "single" site; 20 with
+# --pages 2500: its "multi" site) of N pages each, served by nginx on CPU 1
+# (access log off), names from dnsmasq; kria is pinned to CPU 0,
 # snapshot crawl, politeness off, as in run.sh. Prints one line per run and
 # a table of medians (min–max); raw data in bench/out/crawl-ab/last/.
 set -euo pipefail
@@ -24,25 +25,29 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 
 ARGS=("$@")
 PAGES=5000
+HOSTS=1
 REPS=5
 WARC=off
-VALENCE=64
+VALENCE=""
 PERF=0
 BUILDS=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--pages) PAGES=$2; shift 2 ;;
+	--hosts) HOSTS=$2; shift 2 ;;
 	--reps) REPS=$2; shift 2 ;;
 	--warc) WARC=$2; shift 2 ;;
 	--valence) VALENCE=$2; shift 2 ;;
 	--perf) PERF=1; shift ;;
-	-h | --help) sed -n '2,15p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,16p' "$0"; exit 0 ;;
 	-*) kb_die "unknown option $1 (try --help)" ;;
 	*) BUILDS+=("$1"); shift ;;
 	esac
 done
 [ ${#BUILDS[@]} -ge 1 ] || kb_die "give at least one kria binary (try --help)"
 [[ $PAGES =~ ^[0-9]+$ ]] && [ "$PAGES" -ge 10 ] && [ "$PAGES" -le 1000000 ] || kb_die "--pages: 10..1000000"
+[[ $HOSTS =~ ^[0-9]+$ ]] && [ "$HOSTS" -ge 1 ] && [ "$HOSTS" -le 1000 ] || kb_die "--hosts: 1..1000"
+VALENCE=${VALENCE:-$([ "$HOSTS" = 1 ] && echo 64 || echo 16)}
 [[ $REPS =~ ^[0-9]+$ ]] && [ "$REPS" -ge 1 ] && [ "$REPS" -le 50 ] || kb_die "--reps: 1..50"
 case $WARC in
 off) WOPT=(-o warc.enabled=false) ;;
@@ -67,16 +72,17 @@ for _ in 1 2 3 4 5 6 7 8; do
 	kb__port_free "$p" && { PORT=$p; break; }
 done
 [ -n "$PORT" ] || kb_die "no free port"
-export KB_NGINX_WANT_PORT=$PORT KB_NGINX_FILES=$((PAGES + 20))
-SITE=$KB_OUT/site-crawl-1x$PAGES
-kb_site "$SITE" -H 1 -p "$PAGES" -u "http://{host}:$PORT"
-KB_NGINX_LISTEN=$(kb_host_addrs 1)
+export KB_NGINX_WANT_PORT=$PORT KB_NGINX_FILES=$((HOSTS * (PAGES + 20)))
+SITE=$KB_OUT/site-crawl-${HOSTS}x$PAGES
+kb_site "$SITE" -H "$HOSTS" -p "$PAGES" -u "http://{host}:$PORT"
+KB_NGINX_LISTEN=$(kb_host_addrs "$HOSTS" | tr '\n' ' ')
 export KB_NGINX_LISTEN
 kb_nginx_start "$RUN/nginx" "$SITE" vhosts
-kb_dns_start "$RUN/dns" 1
-echo "http://h0.test:$PORT/" >"$RUN/seeds.txt"
+kb_dns_start "$RUN/dns" "$HOSTS"
+for ((i = 0; i < HOSTS; i++)); do echo "http://h$i.test:$PORT/"; done >"$RUN/seeds.txt"
 kb_crawl_conf "$RUN/seeds.txt" "$VALENCE" "$KB_DNS_PORT" $'[http]\nallow-private-addresses = true' >"$RUN/kria.conf"
-cat "$SITE"/h0.test/p/*.html >/dev/null 2>&1 || true
+find "$SITE" -name '*.html' -exec cat {} + >/dev/null 2>&1 || true
+NPAGES=$((HOSTS * PAGES))
 
 TSV=$RUN/runs.tsv
 printf 'rep\tbuild\twall_s\tuser_s\tsys_s\tmaxrss_kb\texit\tload1\n' >"$TSV"
@@ -97,7 +103,7 @@ one() { # one REP INDEX [perf]: a crawl of build INDEX from an empty state
 	read -r wall user sys rss code <"$RUN/m.tmp"
 	printf '%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rep" "$k" "$wall" "$user" "$sys" "$rss" "$code" \
 		"$(cut -d' ' -f1 /proc/loadavg)" >>"$TSV"
-	kb_log "rep $rep ${BUILDS[$k]#"$KB_ROOT"/}: $(awk -v n="$PAGES" -v w="$wall" -v u="$user" -v s="$sys" \
+	kb_log "rep $rep ${BUILDS[$k]#"$KB_ROOT"/}: $(awk -v n="$NPAGES" -v w="$wall" -v u="$user" -v s="$sys" \
 		'BEGIN { printf "%.2f s, %.0f pages/s, %.1f CPU-µs/page", w, n / w, (u + s) * 1e6 / n }'), exit $code"
 }
 for ((rep = 1; rep <= REPS; rep++)); do
@@ -105,13 +111,13 @@ for ((rep = 1; rep <= REPS; rep++)); do
 done
 rm -rf "$RUN/work"
 echo
-echo "bench/crawl/ab.sh ${ARGS[*]} — $(date -u '+%Y-%m-%d %H:%M UTC'), 1 host × $PAGES pages, WARC $WARC, load at end $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "bench/crawl/ab.sh ${ARGS[*]} — $(date -u '+%Y-%m-%d %H:%M UTC'), $HOSTS host(s) × $PAGES pages, WARC $WARC, load at end $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "| build | CPU-µs/page | pages/s | runs |"
 echo "|---|---:|---:|---:|"
 for ((k = 0; k < nb; k++)); do
-	cpu=$(awk -F'\t' -v k="$k" -v n="$PAGES" 'NR > 1 && $2 == k && $7 == 0 { print ($4 + $5) * 1e6 / n }' "$TSV" | kb_stats)
-	pps=$(awk -F'\t' -v k="$k" -v n="$PAGES" 'NR > 1 && $2 == k && $7 == 0 { print n / $3 }' "$TSV" | kb_stats)
+	cpu=$(awk -F'\t' -v k="$k" -v n="$NPAGES" 'NR > 1 && $2 == k && $7 == 0 { print ($4 + $5) * 1e6 / n }' "$TSV" | kb_stats)
+	pps=$(awk -F'\t' -v k="$k" -v n="$NPAGES" 'NR > 1 && $2 == k && $7 == 0 { print n / $3 }' "$TSV" | kb_stats)
 	runs=$(awk -F'\t' -v k="$k" 'NR > 1 && $2 == k && $7 == 0' "$TSV" | wc -l)
 	printf '| %s | %s | %s | %d/%d |\n' "${BUILDS[$k]#"$KB_ROOT"/}" \
 		"$(awk '{ printf "%.1f (%.1f–%.1f)", $1, $2, $3 }' <<<"$cpu")" \
