@@ -42,7 +42,9 @@
 #define FETCH_ARENA_CAP (16u << 20)  /* links of one page */
 #define LINKS_BUDGET (256u << 20)    /* links held by all fetches at once */
 /* The link cache: a site's navigation and most of its inner links (a
- * 20,000-page site is ~20,000 distinct link targets) within ~4 MiB. */
+ * 20,000-page site has ~20,000 distinct link targets; an entry is ~250
+ * bytes, so ~30,000 fit the budget). 4,096 slots measured worse, 65,536
+ * with 16 MiB no better, on bench/crawl's sites (bench/RESULTS.md). */
 #define LINKS_CACHE_SLOTS 32768
 #define LINKS_CACHE_BYTES (8u << 20)
 #define POOL_KEEP_BODY (64u << 10)   /* pooled objects keep smaller buffers */
