@@ -13,6 +13,10 @@
  *    href, host type and port, and kr_url_dup gives the same href;
  *  - canon is idempotent: canon(parse(canon(u))) == canon(u), and
  *    kr_url_canon_str gives the same bytes as parse + kr_url_canon;
+ *  - kr_url_base_use (the link cache's key): a base that agrees with the
+ *    base on the prefix it names resolves the input to the same URL (or
+ *    fails alike), checked against an http base with its tail (path,
+ *    query, fragment, or all but nothing) swapped;
  *  - SURT is deterministic and kr_url_surt(u) == kr_surt(href(u));
  *    kr_surt and kr_surt_canon_url never fail other than with KR_EURL or
  *    KR_ETOOBIG, also on the raw (unparsed) input.
@@ -173,6 +177,26 @@ static void url_check_surt(const kr_url_t *u, const char *in, size_t len, unsign
   kr_buf_free(&b);
 }
 
+/* in against base and against a base sharing the prefix kr_url_base_use
+ * names: the same result. */
+static void url_check_base_use(const char *in, size_t len, const kr_url_t *base,
+                               const kr_url_t *rel) {
+  size_t k = kr_url_base_use(in, len, base);
+  FUZZ_CHECK(k <= kr_url_href_len(base));
+  if (k == kr_url_href_len(base)) return;
+  char alt_s[512];
+  int n = k ? snprintf(alt_s, sizeof alt_s, "%.*s/zz/../y;p/x?alt=1#alt", (int)k, kr_url_href(base))
+            : snprintf(alt_s, sizeof alt_s, "https://other.invalid:9/q/r?s#t");
+  FUZZ_CHECK(n > 0 && (size_t)n < sizeof alt_s);
+  kr_url_t *alt = NULL, *u = NULL;
+  FUZZ_CHECK(kr_url_parse(alt_s, (size_t)n, NULL, &alt) == 0);
+  int r = kr_url_parse(in, len, alt, &u);
+  FUZZ_CHECK((r == 0) == (rel != NULL));
+  if (u) FUZZ_CHECK(strcmp(kr_url_href(u), kr_url_href(rel)) == 0);
+  kr_url_free(u);
+  kr_url_free(alt);
+}
+
 int FUZZ_ENTRY(const uint8_t *data, size_t size);
 int FUZZ_ENTRY(const uint8_t *data, size_t size) {
   if (size < 1) return 0;
@@ -196,6 +220,7 @@ int FUZZ_ENTRY(const uint8_t *data, size_t size) {
   if (base) {
     int rr = kr_url_parse(in, len, base, &rel);
     FUZZ_CHECK(rr == 0 || rr == KR_EURL);
+    url_check_base_use(in, len, base, rel);
     if (rel) {
       url_check_parsed(rel, len, base);
       url_check_canon(rel, in, len, base, o);
