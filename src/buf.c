@@ -11,6 +11,14 @@
 #include "kria/error.h"
 #include "kria/mem.h"
 
+size_t kr_u64_dec(char *out, uint64_t v) {
+  char tmp[KR_U64_DEC_MAX], *e = tmp + sizeof tmp, *d = e;
+  do *--d = (char)('0' + v % 10); while ((v /= 10) != 0);
+  size_t n = (size_t)(e - d);
+  memcpy(out, d, n);
+  return n;
+}
+
 static int lower(int c) { return (c >= 'A' && c <= 'Z') ? c + 32 : c; }
 
 int kr_slice_case_eq(kr_slice_t a, kr_slice_t b) {

@@ -161,12 +161,12 @@ static kr_slice_t mime_of(kr_slice_t ct) {
  * printf's "%5d", "%03u" without printf: a crawl formats a line per URI,
  * and vfprintf was a few per cent of its CPU. out needs max(width, 21). */
 static size_t put_num(char *out, unsigned long long u, int neg, unsigned width, char pad) {
-  char tmp[24], *e = tmp + sizeof tmp, *d = e;
-  do *--d = (char)('0' + u % 10); while ((u /= 10) != 0);
-  if (neg) *--d = '-';
-  size_t n = (size_t)(e - d), k = 0;
+  char tmp[1 + KR_U64_DEC_MAX];
+  size_t n = 0, k = 0;
+  if (neg) tmp[n++] = '-';
+  n += kr_u64_dec(tmp + n, u);
   while (n + k < width) out[k++] = pad;
-  memcpy(out + k, d, n);
+  memcpy(out + k, tmp, n);
   return k + n;
 }
 

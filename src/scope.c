@@ -319,11 +319,8 @@ static void w_host(writer_t *w, kr_slice_t h, int is_domain) {
 
 static void w_port(writer_t *w, int port) {
   if (port < 0) return;
-  char num[16], *e = num + sizeof num, *d = e; /* no snprintf on the per-link path */
-  unsigned v = (unsigned)port;
-  do *--d = (char)('0' + v % 10); while ((v /= 10) != 0);
-  *--d = ':';
-  w_put(w, d, (size_t)(e - d));
+  char num[1 + KR_U64_DEC_MAX] = ":"; /* no snprintf on the per-link path */
+  w_put(w, num, 1 + kr_u64_dec(num + 1, (unsigned)port));
 }
 
 static int is_http(const kr_url_t *u) {

@@ -168,9 +168,8 @@ static inline void put_enc(struct parser *p, unsigned char c, pset_t set) {
 }
 
 static void put_uint(struct parser *p, unsigned long v) {
-  char tmp[24], *e = tmp + sizeof tmp, *d = e; /* no snprintf: every port goes here */
-  do *--d = (char)('0' + v % 10); while ((v /= 10) != 0);
-  put(p, d, (size_t)(e - d));
+  char tmp[KR_U64_DEC_MAX]; /* no snprintf: every port goes here */
+  put(p, tmp, kr_u64_dec(tmp, v));
 }
 
 /* ---- schemes ---- */

@@ -406,9 +406,8 @@ static int put_line(kr_buf_t *b, const char *name, const char *v, size_t vn) {
 
 /* "name: <decimal>\r\n". */
 static int put_num_line(kr_buf_t *b, const char *name, uint64_t u) {
-  char tmp[24], *e = tmp + sizeof tmp, *d = e;
-  do *--d = (char)('0' + u % 10); while ((u /= 10) != 0);
-  return put_line(b, name, d, (size_t)(e - d));
+  char tmp[KR_U64_DEC_MAX];
+  return put_line(b, name, tmp, kr_u64_dec(tmp, u));
 }
 
 static void field_str(kr_buf_t *b, int *err, const char *name, const char *v) {

@@ -12,6 +12,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 typedef struct kr_slice {
@@ -56,6 +57,10 @@ static inline int kr_buf_append_slice(kr_buf_t *b, kr_slice_t s) {
 static inline int kr_buf_append_str(kr_buf_t *b, const char *s) {
   return kr_buf_append(b, s, strlen(s));
 }
+/* v in decimal at out, without a NUL (at most KR_U64_DEC_MAX bytes);
+ * returns the length. For per-page paths, where snprintf's cost shows. */
+#define KR_U64_DEC_MAX 20
+size_t kr_u64_dec(char *out, uint64_t v);
 int kr_buf_printf(kr_buf_t *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 int kr_buf_vprintf(kr_buf_t *b, const char *fmt, va_list ap);

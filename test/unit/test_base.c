@@ -4,6 +4,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "kria/arena.h"
@@ -53,6 +55,26 @@ static void slices_compare(void **state) {
   assert_int_equal(kr_slice_trim(KR_SLICE_LIT("   ")).n, 0);
 }
 
+/* kr_u64_dec writes what "%" PRIu64 would, over edges and a sweep. */
+static void u64_decimal_as_printf(void **state) {
+  (void)state;
+  uint64_t v[] = {0, 1, 9, 10, 99, 100, 65535, 4294967295u, 4294967296u, UINT64_MAX / 10,
+                  UINT64_MAX - 1, UINT64_MAX};
+  char got[KR_U64_DEC_MAX + 1], want[32];
+  for (size_t i = 0; i < sizeof v / sizeof *v; i++) {
+    size_t n = kr_u64_dec(got, v[i]);
+    got[n] = '\0';
+    snprintf(want, sizeof want, "%" PRIu64, v[i]);
+    assert_string_equal(got, want);
+  }
+  for (uint64_t x = 1; x < UINT64_MAX / 7; x = x * 7 + 3) {
+    size_t n = kr_u64_dec(got, x);
+    got[n] = '\0';
+    snprintf(want, sizeof want, "%" PRIu64, x);
+    assert_string_equal(got, want);
+  }
+}
+
 static void arena_allocates_aligned_and_caps(void **state) {
   (void)state;
   kr_arena_t a;
@@ -79,6 +101,7 @@ int main(void) {
       cmocka_unit_test(error_names_are_distinct_and_total),
       cmocka_unit_test(buf_respects_max),
       cmocka_unit_test(slices_compare),
+      cmocka_unit_test(u64_decimal_as_printf),
       cmocka_unit_test(arena_allocates_aligned_and_caps),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
