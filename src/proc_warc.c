@@ -538,25 +538,24 @@ static int put_metadata(struct kr_warc *w, kr_fetch_t *f, uint64_t date, const c
   }
   kr_warc_field_t an[8];
   size_t nan = 0;
-  char visits[24], versions[24], wait[24], overdue[24], cd[KR_SHA1_LABEL_SIZE];
+  char visits[KR_U64_DEC_MAX], versions[KR_U64_DEC_MAX], wait[KR_U64_DEC_MAX];
+  char overdue[KR_U64_DEC_MAX], cd[KR_SHA1_LABEL_SIZE];
   const char *cs = content_state_name(f);
   if (cs) {
     an[nan++] = (kr_warc_field_t){"contentState", kr_slice_cstr(cs)};
-    snprintf(visits, sizeof visits, "%" PRIu32, f->ad.visits);
-    snprintf(versions, sizeof versions, "%" PRIu32, f->ad.versions);
-    an[nan++] = (kr_warc_field_t){"visits", kr_slice_cstr(visits)};
-    an[nan++] = (kr_warc_field_t){"versions", kr_slice_cstr(versions)};
+    an[nan++] = (kr_warc_field_t){"visits", kr_slice(visits, kr_u64_dec(visits, f->ad.visits))};
+    an[nan++] = (kr_warc_field_t){"versions",
+                                  kr_slice(versions, kr_u64_dec(versions, f->ad.versions))};
   }
   if (f->has_digest) {
     kr_sha1_label(f->digest, cd);
     an[nan++] = (kr_warc_field_t){"changeDigest", kr_slice_cstr(cd)};
   }
   if (u->visits) {
-    snprintf(wait, sizeof wait, "%" PRIu64, u->wait_ms);
-    an[nan++] = (kr_warc_field_t){"previousWaitMs", kr_slice_cstr(wait)};
+    an[nan++] = (kr_warc_field_t){"previousWaitMs", kr_slice(wait, kr_u64_dec(wait, u->wait_ms))};
   }
-  snprintf(overdue, sizeof overdue, "%" PRIu64, u->overdue_ms);
-  an[nan++] = (kr_warc_field_t){"overdueMs", kr_slice_cstr(overdue)};
+  /* numbers without snprintf: a metadata record per page */
+  an[nan++] = (kr_warc_field_t){"overdueMs", kr_slice(overdue, kr_u64_dec(overdue, u->overdue_ms))};
   /* crawl.log's annotations so far, comma separated */
   kr_buf_t *b = &w->block;
   kr_buf_reset(b);

@@ -195,6 +195,7 @@ is "$(find "$T/a/warcs" -name '*.open' | wc -l)" 0 "no file left .open at shutdo
 zcat "${A[0]}" | awk -v u="$U/" '{sub(/\r$/, "")} /^WARC-Type: /{m = $2 == "metadata"} m && $0 == "WARC-Target-URI: " u {p = 1} p {print} p && /^overdueMs/ {exit}' >"$T/meta"
 like "$(cat "$T/meta")" 'outlink: http://site.test:[0-9]+/p/0 L' "metadata lists outlinks with hop types"
 like "$(cat "$T/meta")" 'contentState: changed' "metadata carries the content state"
+like "$(cat "$T/meta")" $'visits: [0-9]+\nversions: [0-9]+\n(.*\n)*overdueMs: [0-9]+' "metadata counts visits, versions and overdue ms in decimal"
 is "$(unrecorded "$T/a" "${A[@]}")" "" "every visited URI has a record"
 
 # ---- write-volatile = skip -----------------------------------------------------------
