@@ -61,6 +61,8 @@ struct kr_frontier {
   uint64_t npending, pending_max, pending_total;
   size_t pending_bytes;
   uint64_t drains_cut;
+  struct pending **pmap;     /* fp -> newest pending row (open addressing) */
+  size_t pmap_cap, pmap_n;
   int wal_held;              /* kr_frontier_next() saw kr_store_wal_held() */
   uint64_t stats_flushed_at; /* last commit that wrote every dirty host */
   int flush_all;             /* the next commit writes every dirty host */
@@ -72,12 +74,19 @@ struct kr_frontier {
 #define HELD_BACK_PAUSE (16u << 20)
 #define HELD_BACK_MAX (64u << 20)
 
-/* A completion or a batch of links that arrived while the store drained,
- * with copies of everything it points to; applied in arrival order. */
+/* The writes of a completion, or a batch of links, that arrived while the
+ * store drained, with copies of everything they point to; applied in
+ * arrival order. A completion's effects in memory (its slot, its new key
+ * among the heads, the counters) happen at once; only its row write (and
+ * its links) wait here, so a drain does not keep hosts busy. Until then
+ * the row's key in the store is stale: pending_row() finds the newer one
+ * (issue, fill_heads, raise_known, validation use it). */
 typedef struct pending {
   struct pending *next;
-  kr_curi_t *c;    /* a completion (the URI stays in its slot), or NULL */
-  kr_outcome_t o;
+  struct pending *host_next; /* the host's pending rows, oldest first */
+  kr_hostq_t *h;             /* with a row: its host */
+  int has_row;
+  kr_uri_row_t row;          /* the completion's uris row (update columns) */
   kr_link_t *links;
   size_t nlinks;
   uint64_t now;
@@ -88,6 +97,12 @@ static void rearm(kr_frontier_t *f, kr_hostq_t *h, uint64_t now);
 static int replay(kr_frontier_t *f);
 static int finish_now(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
                       const kr_link_t *links, size_t nlinks, uint64_t now);
+static int finish_held(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
+                       const kr_link_t *links, size_t nlinks, uint64_t now);
+static pending_t *pending_row(const kr_frontier_t *f, uint64_t fp);
+static void pending_row_done(kr_frontier_t *f, pending_t *p);
+static void queue_op(kr_frontier_t *f, kr_hostq_t *h, const kr_uri_row_t *row,
+                     const kr_link_t *links, size_t nlinks, uint64_t now);
 static int add_batch_now(kr_frontier_t *f, const kr_link_t *links, size_t n,
                          uint64_t now, size_t *added);
 
@@ -249,7 +264,9 @@ static int flush_hosts(void *ud) {
   while (f->dirty) {
     kr_hostq_t *h = f->dirty;
     f->dirty = h->dirty_next;
-    if (h->dirty < 2 && !all) { /* statistics only: later */
+    /* Statistics only: later. A host whose rows wait for a drain: once
+     * they are written (its counters already count them). */
+    if ((h->dirty < 2 && !all) || h->pending_rows) {
       h->dirty_next = keep;
       keep = h;
       continue;
@@ -376,10 +393,13 @@ static int in_flight_on(const kr_hostq_t *h, uint64_t fp) {
   return 0;
 }
 
-/* Refill h's heads from its index, skipping URIs in flight (their rows
- * keep the key they were issued with until they finish). */
+/* Refill h's heads from its index. URIs in flight are skipped (their rows
+ * keep the key they were issued with until they finish), and so are rows
+ * whose write waits for a drain: their new keys come from the pending
+ * list. Asking for in_flight + pending + KR_HEADS rows leaves KR_HEADS
+ * usable ones whenever the store holds that many. */
 static int fill_heads(kr_frontier_t *f, kr_hostq_t *h) {
-  size_t want = h->in_flight + KR_HEADS;
+  size_t want = h->in_flight + h->pending_rows + KR_HEADS;
   if (want > f->pick_cap) {
     f->pick_cap = want * 2;
     f->pick = kr_xrealloc(f->pick, f->pick_cap * sizeof(*f->pick));
@@ -387,13 +407,30 @@ static int fill_heads(kr_frontier_t *f, kr_hostq_t *h) {
   int n = kr_store_pick(f->st, h->id, f->pick, (int)want);
   if (n < 0) return n;
   kr_head_t v[KR_HEADS];
-  size_t k = 0;
-  for (int i = 0; i < n && k < KR_HEADS; i++) {
-    if (h->in_flight && in_flight_on(h, f->pick[i].fp)) continue;
-    v[k++] = (kr_head_t){.fp = f->pick[i].fp, .next_at = f->pick[i].next_at,
-                         .dir = f->pick[i].directive};
+  size_t k = 0, usable = 0;
+  for (int i = 0; i < n; i++) {
+    uint64_t fp = f->pick[i].fp;
+    if (h->in_flight && in_flight_on(h, fp)) continue;
+    if (h->pending_rows && pending_row(f, fp)) continue;
+    usable++;
+    if (k < KR_HEADS)
+      v[k++] = (kr_head_t){.fp = fp, .next_at = f->pick[i].next_at,
+                           .dir = f->pick[i].directive};
   }
-  kr__hostq_heads_set(h, v, k, (size_t)n == want);
+  int full = (size_t)n == want; /* the store may hold more after the last */
+  kr__hostq_heads_set(h, v, k, full || usable > KR_HEADS);
+  /* Rows waiting for a drain, at their new keys (each URI's newest; those
+   * in flight again are skipped). Past the last row read while the store
+   * holds more, a key is left out: the next refill offers it again. */
+  const kr_store_pick_t *last = n > 0 ? &f->pick[n - 1] : NULL;
+  for (pending_t *p = h->pend_head; p; p = p->host_next) {
+    if (pending_row(f, p->row.fp) != p || in_flight_on(h, p->row.fp)) continue;
+    if (full && last &&
+        !kr__hostq_before(p->row.directive, p->row.next_at, p->row.fp, last->directive,
+                          last->next_at, last->fp))
+      continue;
+    kr__hostq_offer(h, p->row.fp, p->row.directive, p->row.next_at);
+  }
   return 0;
 }
 
@@ -527,8 +564,12 @@ int kr_frontier_open(const char *state_dir, const kr_frontier_opts_t *opts,
 static void pending_free_all(kr_frontier_t *f) {
   for (pending_t *p = f->pending_head, *n; p; p = n) {
     n = p->next;
+    if (p->has_row) pending_row_done(f, p);
     free(p);
   }
+  free(f->pmap);
+  f->pmap = NULL;
+  f->pmap_cap = f->pmap_n = 0;
   f->pending_head = f->pending_tail = NULL;
   f->npending = 0;
   f->pending_bytes = 0;
@@ -706,7 +747,9 @@ static int raise_known(kr_frontier_t *f, uint64_t fp, int dir, uint64_t next_at,
   int rc = kr_store_uri_sched_get(f->st, fp, &r);
   if (rc <= 0) return rc;
   kr_hostq_t *h = host_by_id(f, r.host_id);
-  if (!h || in_flight_on(h, fp)) return 0;
+  /* In flight, or finished with its row waiting for a drain: the finish
+   * decides (as for a URI in flight). */
+  if (!h || in_flight_on(h, fp) || (h->pending_rows && pending_row(f, fp))) return 0;
   int revive = r.next_at >= KR_NEVER && (flags & KR_LINK_REVIVE);
   if (r.next_at >= KR_NEVER && !revive) return 0;
   int ndir = dir > r.directive ? dir : r.directive;
@@ -793,8 +836,6 @@ static int add_one(kr_frontier_t *f, const kr_link_t *l, uint64_t now) {
   return 1;
 }
 
-static int queue_op(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
-                    const kr_link_t *links, size_t nlinks, uint64_t now);
 
 static int replay_all(kr_frontier_t *f, int force);
 
@@ -811,14 +852,20 @@ static int must_queue(kr_frontier_t *f) {
 }
 
 int kr_frontier_add(kr_frontier_t *f, const kr_link_t *link, uint64_t now) {
-  if (must_queue(f)) return queue_op(f, NULL, NULL, link, 1, now);
+  if (must_queue(f)) {
+    queue_op(f, NULL, NULL, link, 1, now);
+    return 0;
+  }
   return add_one(f, link, now);
 }
 
 int kr_frontier_add_batch(kr_frontier_t *f, const kr_link_t *links, size_t n,
                           uint64_t now, size_t *added) {
   if (added) *added = 0;
-  if (must_queue(f)) return queue_op(f, NULL, NULL, links, n, now);
+  if (must_queue(f)) {
+    queue_op(f, NULL, NULL, links, n, now);
+    return 0;
+  }
   return add_batch_now(f, links, n, now, added);
 }
 
@@ -901,6 +948,29 @@ static kr_curi_t *curi_from_row(const kr_uri_row_t *r) {
   return c;
 }
 
+/* The columns a completion writes (kr_store_uri_update), from a row
+ * still waiting for a drain, over the stored row. */
+static void pending_overlay(kr_uri_row_t *r, const kr_uri_row_t *w) {
+  r->directive = w->directive;
+  r->next_at = w->next_at;
+  r->state = w->state;
+  r->last_visit = w->last_visit;
+  r->wait_ms = w->wait_ms;
+  r->visits = w->visits;
+  r->versions = w->versions;
+  r->retries = w->retries;
+  r->status = w->status;
+  r->content_type = w->content_type;
+  r->content_type_len = w->content_type_len;
+  r->digest = w->digest;
+  r->digest_len = w->digest_len;
+  r->etag = w->etag;
+  r->etag_len = w->etag_len;
+  r->last_modified = w->last_modified;
+  r->history = w->history;
+  r->history_len = w->history_len;
+}
+
 /* Issue h's head. 1 and *out; 0 when the store disagreed with memory
  * (h's heads are reloaded from what the store says); KR_EDB. */
 static int issue(kr_frontier_t *f, kr_hostq_t *h, uint64_t now, kr_curi_t **out) {
@@ -909,6 +979,8 @@ static int issue(kr_frontier_t *f, kr_hostq_t *h, uint64_t now, kr_curi_t **out)
   kr_uri_row_t r;
   int rc = kr_store_uri_get(f->st, head->fp, &r);
   if (rc < 0) return rc;
+  const pending_t *pw = h->pending_rows && rc == 1 ? pending_row(f, head->fp) : NULL;
+  if (pw) pending_overlay(&r, &pw->row); /* its write waits for a drain */
   if (rc == 0 || r.host_id != h->id || r.directive != head->dir || r.next_at != head->next_at) {
     /* Memory and store disagree: trust the store. */
     (void)KR_COUNT_IF(1);
@@ -1005,18 +1077,19 @@ static void host_backoff(kr_frontier_t *f, kr_hostq_t *h, const kr_frontier_opts
 
 int kr_frontier_finished(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
                          const kr_link_t *links, size_t nlinks, uint64_t now) {
-  if (must_queue(f)) return queue_op(f, c, o, links, nlinks, now);
+  if (must_queue(f)) return finish_held(f, c, o, links, nlinks, now);
   return finish_now(f, c, o, links, nlinks, now);
 }
 
-static int finish_now(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
-                      const kr_link_t *links, size_t nlinks, uint64_t now) {
+/* What a completion does: its new uris row into *rp (pointing into c, o
+ * and hist), the counters, the host's failure and back-off state, and
+ * the politeness delay of its slot. No store access. *write_row is 0
+ * when the row keeps its schedule (a back-off). */
+static void finish_plan(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o, uint64_t now,
+                        kr_uri_row_t *rp, uint8_t *hist, uint64_t *delay_out,
+                        int *write_row_out) {
   kr_hostq_t *h = c->host;
   const kr_frontier_opts_t *ho = hopts(f, h);
-  kr_store_hold(f->st); /* the row, the links and the host: one transaction */
-  int rc = 0;
-  if (nlinks) rc = add_batch_now(f, links, nlinks, now, NULL);
-
   kr_uri_row_t r;
   memset(&r, 0, sizeof(r));
   r.fp = c->fp;
@@ -1037,7 +1110,6 @@ static int finish_now(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
   r.last_modified = c->last_modified;
   r.history = c->history;
   r.history_len = c->history_len;
-  uint8_t hist[KR_VHIST_BYTES];
   int write_row = 1, urgent = 0;
   uint64_t delay = o->no_contact ? 0 : kr__hostq_politeness(h, ho, o->fetch_ms);
 
@@ -1146,6 +1218,21 @@ static int finish_now(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
     mark_dirty(f, h);
   else
     mark_stats(f, h);
+  *rp = r;
+  *delay_out = delay;
+  *write_row_out = write_row;
+}
+
+static int finish_now(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
+                      const kr_link_t *links, size_t nlinks, uint64_t now) {
+  kr_store_hold(f->st); /* the row, the links and the host: one transaction */
+  int rc = 0;
+  if (nlinks) rc = add_batch_now(f, links, nlinks, now, NULL);
+  kr_uri_row_t r;
+  uint8_t hist[KR_VHIST_BYTES];
+  uint64_t delay;
+  int write_row;
+  finish_plan(f, c, o, now, &r, hist, &delay, &write_row);
   if (write_row && rc == 0) {
     int u = kr_store_uri_update(f->st, &r);
     if (u < 0) rc = u;
@@ -1153,6 +1240,23 @@ static int finish_now(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
   int rr = release(f, c, delay, r.directive, r.next_at, now);
   if (rc == 0) rc = rr;
   kr_store_release(f->st);
+  check_limits(f, now);
+  return rc < 0 ? rc : 0;
+}
+
+/* A completion while the store drains: everything in memory now (the
+ * slot frees after its politeness delay, the URI takes its new key), the
+ * row and the links once the drain is over. */
+static int finish_held(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
+                       const kr_link_t *links, size_t nlinks, uint64_t now) {
+  kr_uri_row_t r;
+  uint8_t hist[KR_VHIST_BYTES];
+  uint64_t delay;
+  int write_row;
+  finish_plan(f, c, o, now, &r, hist, &delay, &write_row);
+  kr_hostq_t *h = c->host;
+  if (write_row || nlinks) queue_op(f, write_row ? h : NULL, write_row ? &r : NULL, links, nlinks, now);
+  int rc = release(f, c, delay, r.directive, r.next_at, now);
   check_limits(f, now);
   return rc < 0 ? rc : 0;
 }
@@ -1177,28 +1281,92 @@ static char *keep(char **at, const void *src, size_t n) {
   return d;
 }
 
-/* Copy a completion (c, o) or a batch of links into the queue. Returns 0
- * (the caller sees success; the write happens at the drain's end). */
-static int queue_op(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
-                    const kr_link_t *links, size_t nlinks, uint64_t now) {
+/* pmap: fp -> the newest pending_t holding that URI's row; linear
+ * probing over fingerprints (already hashes). */
+static pending_t *pending_row(const kr_frontier_t *f, uint64_t fp) {
+  if (!f->pmap_n) return NULL;
+  size_t m = f->pmap_cap - 1;
+  for (size_t j = (size_t)fp & m; f->pmap[j]; j = (j + 1) & m)
+    if (f->pmap[j]->row.fp == fp) return f->pmap[j];
+  return NULL;
+}
+
+static void pmap_put(kr_frontier_t *f, pending_t *p) {
+  if ((f->pmap_n + 1) * 2 > f->pmap_cap) {
+    size_t cap = f->pmap_cap ? f->pmap_cap * 2 : 256;
+    pending_t **nm = kr_xcalloc(cap, sizeof(*nm));
+    for (size_t i = 0; i < f->pmap_cap; i++) {
+      pending_t *x = f->pmap[i];
+      if (!x) continue;
+      size_t j = (size_t)x->row.fp & (cap - 1);
+      while (nm[j]) j = (j + 1) & (cap - 1);
+      nm[j] = x;
+    }
+    free(f->pmap);
+    f->pmap = nm;
+    f->pmap_cap = cap;
+  }
+  size_t m = f->pmap_cap - 1, j = (size_t)p->row.fp & m;
+  for (; f->pmap[j]; j = (j + 1) & m)
+    if (f->pmap[j]->row.fp == p->row.fp) {
+      f->pmap[j] = p; /* a newer completion of the same URI */
+      return;
+    }
+  f->pmap[j] = p;
+  f->pmap_n++;
+}
+
+/* Forget p's entry if it is still the newest for its URI. */
+static void pmap_del(kr_frontier_t *f, const pending_t *p) {
+  if (!f->pmap_n) return;
+  size_t m = f->pmap_cap - 1, i = (size_t)p->row.fp & m;
+  while (f->pmap[i] && f->pmap[i]->row.fp != p->row.fp) i = (i + 1) & m;
+  if (f->pmap[i] != p) return;
+  f->pmap[i] = NULL;
+  f->pmap_n--;
+  /* Shift back the entries of the cluster that the hole now hides. */
+  for (size_t k = (i + 1) & m; f->pmap[k]; k = (k + 1) & m) {
+    size_t home = (size_t)f->pmap[k]->row.fp & m;
+    int stays = i <= k ? (home > i && home <= k) : (home > i || home <= k);
+    if (stays) continue;
+    f->pmap[i] = f->pmap[k];
+    f->pmap[k] = NULL;
+    i = k;
+  }
+}
+
+/* Copy a completion's row (of host h) and/or a batch of links into the
+ * queue; the write happens at the drain's end. */
+static void queue_op(kr_frontier_t *f, kr_hostq_t *h, const kr_uri_row_t *row,
+                     const kr_link_t *links, size_t nlinks, uint64_t now) {
   size_t room = sizeof(pending_t) + nlinks * sizeof(kr_link_t);
   for (size_t i = 0; i < nlinks; i++)
     room += str_room(links[i].url, links[i].url_len) +
             str_room(links[i].hop_path, links[i].hop_len);
-  if (o)
-    room += str_room(o->content_type, o->content_type_len) +
-            str_room(o->digest, o->digest_len) + str_room(o->etag, o->etag_len) +
-            str_room(o->history, o->history_len);
+  if (row)
+    room += str_room(row->content_type, row->content_type_len) +
+            str_room(row->digest, row->digest_len) + str_room(row->etag, row->etag_len) +
+            str_room(row->history, row->history_len);
   pending_t *p = kr_xcalloc(1, room);
   char *at = (char *)(p + 1) + nlinks * sizeof(kr_link_t);
-  p->c = c;
   p->now = now;
-  if (o) {
-    p->o = *o;
-    p->o.content_type = keep(&at, o->content_type, o->content_type_len);
-    p->o.digest = (const uint8_t *)keep(&at, o->digest, o->digest_len);
-    p->o.etag = keep(&at, o->etag, o->etag_len);
-    p->o.history = (const uint8_t *)keep(&at, o->history, o->history_len);
+  if (row) {
+    p->has_row = 1;
+    p->h = h;
+    p->row = *row;
+    p->row.url = NULL; /* not among the columns an update writes */
+    p->row.hop_path = NULL;
+    p->row.content_type = keep(&at, row->content_type, row->content_type_len);
+    p->row.digest = (const uint8_t *)keep(&at, row->digest, row->digest_len);
+    p->row.etag = keep(&at, row->etag, row->etag_len);
+    p->row.history = (const uint8_t *)keep(&at, row->history, row->history_len);
+    if (h->pend_tail)
+      h->pend_tail->host_next = p;
+    else
+      h->pend_head = p;
+    h->pend_tail = p;
+    h->pending_rows++;
+    pmap_put(f, p);
   }
   p->links = nlinks ? (kr_link_t *)(p + 1) : NULL;
   p->nlinks = nlinks;
@@ -1217,7 +1385,16 @@ static int queue_op(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
   f->npending++;
   f->pending_total++;
   if (f->npending > f->pending_max) f->pending_max = f->npending;
-  return 0;
+}
+
+/* p's row no longer waits: off its host's list and the map. */
+static void pending_row_done(kr_frontier_t *f, pending_t *p) {
+  kr_hostq_t *h = p->h;
+  KR_BUG_ON(h->pend_head != p);
+  h->pend_head = p->host_next;
+  if (!h->pend_head) h->pend_tail = NULL;
+  h->pending_rows--;
+  pmap_del(f, p);
 }
 
 /* Apply the held-back writes in arrival order once the store is writable.
@@ -1231,8 +1408,16 @@ static int replay_all(kr_frontier_t *f, int force) {
     if (!f->pending_head) f->pending_tail = NULL;
     f->npending--;
     f->pending_bytes -= p->bytes;
-    int rc = p->c ? finish_now(f, p->c, &p->o, p->links, p->nlinks, p->now)
-                  : add_batch_now(f, p->links, p->nlinks, p->now, NULL);
+    kr_store_hold(f->st); /* a completion's row and links: one transaction */
+    int rc = p->nlinks ? add_batch_now(f, p->links, p->nlinks, p->now, NULL) : 0;
+    if (p->has_row) {
+      pending_row_done(f, p);
+      if (rc == 0) {
+        int u = kr_store_uri_update(f->st, &p->row);
+        if (u < 0) rc = u;
+      }
+    }
+    kr_store_release(f->st);
     free(p);
     if (rc < 0) return rc;
   }
@@ -1483,29 +1668,55 @@ static int validate_host(kr_frontier_t *f, kr_hostq_t *h, uint64_t now) {
         h->nslots, h->valence);
   uint64_t q;
   if (kr_store_count_queued(f->st, h->id, &q) < 0) return KR_EDB;
-  CHECK(q == h->c.queued, "queued %" PRIu64 " in memory, %" PRIu64 " in the store", h->c.queued, q);
-  /* The heads are exactly the store's queue order without the URIs in
-   * flight, up to their number — and all of it when heads_more is 0. */
-  size_t want = h->in_flight + KR_HEADS + 1;
-  kr_store_pick_t *p = kr_xcalloc(want, sizeof(*p));
+  /* Rows waiting for a drain are counted in memory already. */
+  CHECK(q == h->c.queued || h->pending_rows, "queued %" PRIu64 " in memory, %" PRIu64 " in the store",
+        h->c.queued, q);
+  /* The heads are exactly the queue order without the URIs in flight, up
+   * to their number — and all of it when heads_more is 0. The queue is
+   * the store's, with the new keys of rows waiting for a drain. */
+  size_t want = h->in_flight + h->pending_rows + KR_HEADS + 1;
+  kr_store_pick_t *p = kr_xcalloc(want + h->pending_rows, sizeof(*p));
   int n = kr_store_pick(f->st, h->id, p, (int)want);
-  size_t k = 0, beyond = 0;
-  int ok = 1;
-  for (int i = 0; i < n; i++) {
-    if (in_flight_on(h, p[i].fp)) continue;
-    if (k < h->nheads) {
-      const kr_head_t *e = &h->heads[k];
-      if (e->fp != p[i].fp || e->dir != p[i].directive || e->next_at != p[i].next_at) ok = 0;
-      k++;
-    } else {
-      beyond++;
-    }
-  }
-  free(p);
   CHECK(n >= 0, "pick failed");
-  CHECK(ok && k == h->nheads, "heads (%u, first %d, %" PRIu64 ") are not the top of the store's queue",
+  /* Past the last row read, when there may be more, the order is not
+   * known from this read: compare only up to it. */
+  int full = (size_t)n == want;
+  kr_store_pick_t last = n > 0 ? p[n - 1] : (kr_store_pick_t){0};
+  size_t m = 0;
+  for (int i = 0; i < n; i++)
+    if (!in_flight_on(h, p[i].fp) && !pending_row(f, p[i].fp)) p[m++] = p[i];
+  for (pending_t *w = h->pend_head; w; w = w->host_next) {
+    if (pending_row(f, w->row.fp) != w || in_flight_on(h, w->row.fp) ||
+        w->row.next_at >= KR_NEVER)
+      continue;
+    p[m++] = (kr_store_pick_t){.fp = w->row.fp, .directive = w->row.directive,
+                               .next_at = w->row.next_at};
+  }
+  for (size_t i = 1; i < m; i++) /* insertion sort: a few dozen entries */
+    for (size_t j = i; j > 0 && kr__hostq_before(p[j].directive, p[j].next_at, p[j].fp,
+                                                 p[j - 1].directive, p[j - 1].next_at,
+                                                 p[j - 1].fp); j--) {
+      kr_store_pick_t t = p[j];
+      p[j] = p[j - 1];
+      p[j - 1] = t;
+    }
+  size_t known = m;
+  if (full)
+    for (known = 0; known < m && !kr__hostq_before(last.directive, last.next_at, last.fp,
+                                                   p[known].directive, p[known].next_at,
+                                                   p[known].fp);
+         known++) {
+    }
+  int ok = 1;
+  for (size_t k = 0; k < h->nheads; k++)
+    if (k >= known || p[k].fp != h->heads[k].fp || p[k].directive != h->heads[k].dir ||
+        p[k].next_at != h->heads[k].next_at)
+      ok = 0;
+  size_t beyond = known > h->nheads ? known - h->nheads : 0;
+  free(p);
+  CHECK(ok, "heads (%u, first %d, %" PRIu64 ") are not the top of the queue",
         (unsigned)h->nheads, h->nheads ? h->heads[0].dir : 0, h->nheads ? h->heads[0].next_at : 0);
-  CHECK(h->heads_more || beyond == 0, "heads say the queue ends, the store holds more");
+  CHECK(h->heads_more || (beyond == 0 && !full), "heads say the queue ends, the store holds more");
   CHECK(h->nheads || !h->heads_more, "no heads while the store may hold more");
   kr_hostq_state_t s = kr__hostq_state(h, now);
   uint64_t t = kr__hostq_ready_at(h);

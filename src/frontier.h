@@ -40,9 +40,16 @@
  * loop turn, from a uv_check) commits every <= commit_ms or <=
  * commit_updates writes. A completion and its discovered links, given to
  * one kr_frontier_finished() call, are always in one transaction. While
- * the store drains its WAL (store.h), completions and links are copied
- * and held back — the completed URI keeps its slot, nothing waits — and
- * applied in arrival order by the first kr_frontier_turn() after it.
+ * the store drains its WAL (store.h), the writes are copied and held back
+ * and applied in arrival order by the first kr_frontier_turn() after it;
+ * nothing waits. A completion still takes effect in memory at once (its
+ * slot frees after the politeness delay, the URI moves to its new place
+ * in the queue, the counters count it), so hosts go on being crawled
+ * through a drain; until its row is written, the frontier reads that
+ * URI's scheduling from the held-back copy, never from the stale row. A
+ * crash loses the held-back writes together (the URIs are fetched again),
+ * and host rows are not written while some of their URIs' rows wait, so
+ * the counters in the store always match its rows.
  *
  * Callbacks: on_ready runs from the timer wheel (never from inside a
  * kr_frontier_* call) and may call kr_frontier_next(). on_host runs when a

@@ -47,6 +47,9 @@ struct kr_hostq {
   kr_head_t heads[KR_HEADS];
   uint8_t nheads;
   uint8_t heads_more;
+  /* rows whose write waits for a store drain (frontier.c, pending_t) */
+  struct pending *pend_head, *pend_tail;
+  uint32_t pending_rows;
   int gated;                      /* a prerequisite is pending */
   /* persisted (hosts row) */
   uint32_t backoff_level;

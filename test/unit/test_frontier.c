@@ -17,6 +17,7 @@
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <inttypes.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -1256,6 +1257,24 @@ static void adaptive_fields(void **state) {
 /* While the store drains its WAL (no transaction may begin), a completion
  * and links are held back — the URI keeps its slot, nothing is written —
  * and applied in order once the drain is over; the WAL then restarts. */
+/* The next URI of host "held.test" (others issued meanwhile are deferred
+ * back), or NULL. */
+static kr_curi_t *next_held(void) {
+  kr_curi_t *others[256], *got = NULL;
+  size_t n = 0;
+  while (n < 256) {
+    kr_curi_t *c = next();
+    if (!c) break;
+    if (strncmp(c->url, "http://held.test/", 17) == 0) {
+      got = c;
+      break;
+    }
+    others[n++] = c;
+  }
+  while (n) kr_frontier_defer(F, others[--n], now());
+  return got;
+}
+
 static void held_back_during_drain(void **state) {
   (void)state;
   uv_loop_t loop;
@@ -1268,10 +1287,12 @@ static void held_back_during_drain(void **state) {
   fopen_with(&o);
   kr_store_t *st = kr_frontier_store(F);
   add("http://held.test/a");
+  add("http://held.test/a2");
   kr_frontier_commit(F);
   adv(0);
   kr_curi_t *c = next();
   assert_non_null(c);
+  assert_string_equal(c->url, "http://held.test/a");
   /* Write until a drain begins (bounded). */
   char u[96];
   int n = 0, rounds = 0;
@@ -1291,22 +1312,46 @@ static void held_back_during_drain(void **state) {
   kr_frontier_stats_t s;
   kr_frontier_stats(F, &s);
   uint64_t before = s.c.discovered;
-  /* Held back: nothing written, the host stays busy. */
-  kr_outcome_t ok = {.kind = KR_OUTCOME_SUCCESS, .status = 200};
+  /* Held back: the row and the link wait for the drain, but the slot is
+   * free at once — the host goes on with its next URI. */
+  kr_outcome_t ok = {.kind = KR_OUTCOME_SUCCESS, .status = 200, .wait_ms = 5 * SEC};
   snprintf(u, sizeof(u), "http://held.test/b");
   kr_link_t lb = {.url = u, .url_len = strlen(u), .hop_path = "L", .hop_len = 1};
   assert_int_equal(kr_frontier_finished(F, c, &ok, &lb, 1, now()), 0);
   kr_frontier_stats(F, &s);
   assert_int_equal(s.held_back, 1);
-  assert_int_equal(s.in_flight, 1);
-  assert_int_equal(host("held.test").state, KR_HOSTQ_BUSY);
+  assert_int_equal(s.in_flight, 0);
+  assert_int_equal(row_of("http://held.test/a").visits, 0); /* not written yet */
+  valid(); /* heads and store agree, with the waiting row's new key */
+  adv(0);
+  c = next_held();
+  assert_non_null(c);
+  assert_string_equal(c->url, "http://held.test/a2");
+  assert_int_equal(kr_frontier_finished(F, c, &ok, NULL, 0, now()), 0);
+  valid();
+  /* Its wait passes while the drain lasts: "a" is issued again from its
+   * waiting row (one visit), not from the stale one in the store. */
+  adv(5 * SEC);
+  c = next_held();
+  assert_non_null(c);
+  assert_string_equal(c->url, "http://held.test/a");
+  assert_int_equal(c->visits, 1);
   assert_int_equal(row_of("http://held.test/a").visits, 0);
+  /* A link asking for "a" sooner arrives while it is in flight: it waits
+   * too, and when it is applied "a" has finished with its row still
+   * waiting behind it — the finish decides, as for a URI in flight. */
+  assert_int_equal(add_at("http://held.test/a", KR_DIRECTIVE_HIGH, 0, KR_LINK_RESCHEDULE, "L"), 0);
+  assert_int_equal(kr_frontier_finished(F, c, &ok, NULL, 0, now()), 0);
+  kr_frontier_stats(F, &s);
+  assert_int_equal(s.held_back, 4);
+  assert_int_equal(s.in_flight, 0);
+  valid();
   size_t added = 9;
   kr_link_t lc = {.url = "http://held.test/c", .url_len = 18};
   assert_int_equal(kr_frontier_add_batch(F, &lc, 1, now(), &added), 0);
   assert_int_equal(added, 0);
   kr_frontier_stats(F, &s);
-  assert_int_equal(s.held_back, 2);
+  assert_int_equal(s.held_back, 5);
   assert_int_equal(s.c.discovered, before);
   /* The drain ends in a loop callback; the next turn applies both. */
   for (int k = 0; k < 10000 && !kr_store_writable(st); k++) uv_run(&loop, UV_RUN_ONCE);
@@ -1316,7 +1361,10 @@ static void held_back_during_drain(void **state) {
   assert_int_equal(s.held_back, 0);
   assert_int_equal(s.in_flight, 0);
   assert_int_equal(s.c.discovered, before + 2);
-  assert_int_equal(row_of("http://held.test/a").visits, 1);
+  assert_int_equal(row_of("http://held.test/a").visits, 2);
+  assert_int_equal(row_of("http://held.test/a").directive, KR_DIRECTIVE_NORMAL);
+  valid();
+  assert_int_equal(row_of("http://held.test/a2").visits, 1);
   row_of("http://held.test/b");
   row_of("http://held.test/c");
   /* The first transaction after the drain wrote a fresh WAL. */
@@ -1402,26 +1450,34 @@ static void wal_cap_holds_dispatch(void **state) {
 
 /* The heads each host queue keeps in memory (KR_HEADS of them, refilled
  * from the store when they run out) must always be the exact top of the
- * store's queue: random adds, raises, revivals, issues, every outcome,
- * deferrals and time, with more URIs per host than heads and two slots;
+ * queue: random adds, raises, revivals, issues, every outcome, deferrals
+ * and time, with more URIs per host than heads and two slots;
  * kr_frontier_validate compares heads and store after every step, and
- * every issued URI must be the best due one the store holds. */
-static void heads_follow_the_store(void **state) {
-  (void)state;
+ * every issued URI must be the best due one. With a loop, the store also
+ * drains now and then (a 1 MiB checkpoint threshold, padded URLs): the
+ * completions meanwhile free their slots at once and their rows wait,
+ * and the heads must follow the waiting rows' new keys. */
+static void heads_walk(uv_loop_t *loop, int steps) {
   kr_frontier_opts_t o = fixed_delay(100);
   o.host_valence = 2;
+  if (loop) {
+    o.wal_checkpoint_mib = 1;
+    o.commit_updates = 20;
+  }
   fopen_with(&o);
+  kr_store_t *st = kr_frontier_store(F);
   uint64_t rng = 42;
   kr_curi_t *fly[8];
   size_t nfly = 0;
-  char url[64];
-  int issued = 0, outcomes[5] = {0};
-  for (int step = 0; step < 4000; step++) {
+  char url[160];
+  int issued = 0, outcomes[5] = {0}, held = 0;
+  const char *pad = loop ? "/padding-to-fill-the-wal-faster-padding-to-fill-the-wal" : "";
+  for (int step = 0; step < steps; step++) {
     rng = rng * 6364136223846793005u + 1442695040888963407u;
     unsigned r = (unsigned)(rng >> 33);
     unsigned op = r % 100;
     if (op < 30) { /* a link: new or known, sometimes asking for more */
-      snprintf(url, sizeof url, "http://h%u.test/p%u", (r >> 8) % 3, (r >> 10) % 40);
+      snprintf(url, sizeof url, "http://h%u.test%s/p%u", (r >> 8) % 3, pad, (r >> 10) % 40);
       int dir = (int)((r >> 16) % 4);
       uint64_t at = (r >> 18) & 1 ? now() + ((r >> 19) % 50) * SEC : 0;
       unsigned flags = (r >> 25) % 3 == 0 ? KR_LINK_RESCHEDULE | KR_LINK_REVIVE : 0;
@@ -1441,28 +1497,71 @@ static void heads_follow_the_store(void **state) {
         fly[i] = fly[--nfly];
         unsigned k = (r >> 12) % 5;
         outcomes[k]++;
+        if (!kr_store_writable(st)) held++;
         if (k == 4) {
           kr_frontier_defer(F, c, now());
         } else {
           kr_outcome_kind_t kinds[] = {KR_OUTCOME_SUCCESS, KR_OUTCOME_RETRY,
                                        KR_OUTCOME_FAILED, KR_OUTCOME_DISREGARDED};
+          /* links too, so the WAL fills and drains come */
+          kr_link_t ls[8];
+          char lu[8][160];
+          size_t nl = loop ? 8 : 0;
+          for (size_t j = 0; j < nl; j++) {
+            snprintf(lu[j], sizeof lu[j], "http://h%u.test%s/q%u-%zu", (r >> 4) % 3, pad,
+                     step, j);
+            ls[j] = (kr_link_t){.url = lu[j], .url_len = strlen(lu[j]), .hop_path = "L",
+                                .hop_len = 1};
+          }
           kr_outcome_t out = {.kind = kinds[k], .status = 200, .fetch_ms = 5,
                               .bytes = 10, .wait_ms = (1 + (r >> 16) % 30) * SEC};
-          assert_int_equal(kr_frontier_finished(F, c, &out, NULL, 0, now()), 0);
+          assert_int_equal(kr_frontier_finished(F, c, &out, ls, nl, now()), 0);
         }
       }
-    } else if (op < 98) {
+    } else if (op < 97) {
       adv(((r >> 8) % 3000));
-    } else {
+    } else if (op < 99 || !loop) {
       assert_int_equal(kr_frontier_turn(F, now()), 0);
+    } else if ((r >> 20) % 3 == 0) {
+      uv_run(loop, UV_RUN_NOWAIT); /* a checkpoint job may end, and a drain */
     }
     valid();
   }
   while (nfly) finish(fly[--nfly], KR_OUTCOME_SUCCESS, 1);
   valid();
-
   assert_true(issued > 150); /* the walk did exercise the heads */
   for (int k = 0; k < 5; k++) assert_true(outcomes[k] > 20);
+  if (loop) {
+    assert_true(kr_store_stats(st)->drains >= 2);
+    fprintf(stderr, "# drains %" PRIu64 ", completions during them %d\n",
+            kr_store_stats(st)->drains, held);
+    assert_true(held > 20); /* completions did arrive during drains */
+    for (int k = 0; k < 10000 && !kr_store_writable(st); k++) uv_run(loop, UV_RUN_ONCE);
+    assert_int_equal(kr_frontier_turn(F, now()), 0);
+    kr_frontier_stats_t s;
+    kr_frontier_stats(F, &s);
+    assert_int_equal(s.held_back, 0);
+    valid(); /* the counters match the store again */
+  }
+}
+
+static void heads_follow_the_store(void **state) {
+  (void)state;
+  heads_walk(NULL, 4000);
+}
+
+static void heads_follow_the_store_through_drains(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  kr_timers_close(&timers, NULL); /* the one without a loop */
+  kr_timers_init(&timers, &loop, &clk);
+  heads_walk(&loop, 8000);
+  kr_frontier_close(F);
+  F = NULL;
+  kr_timers_close(&timers, NULL);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
 }
 
 int main(void) {
@@ -1495,6 +1594,7 @@ int main(void) {
       T(wal_cap_holds_dispatch),
       T(adaptive_fields),
       T(heads_follow_the_store),
+      T(heads_follow_the_store_through_drains),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
