@@ -1177,7 +1177,8 @@ static void finish_plan(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o, u
     r.status = o->status;
     /* A prerequisite stays first for the host that waits for it. */
     if (c->directive == KR_DIRECTIVE_HIGHEST) r.directive = KR_DIRECTIVE_HIGHEST;
-    r.next_at = now + ho->retry_delay_ms;
+    r.next_at = now + (o->retry_after_ms ? KR_MIN(o->retry_after_ms, ho->backoff_max_ms)
+                                         : ho->retry_delay_ms);
     COUNT(f, h, retried, 1);
     break;
   case KR_OUTCOME_FAILED:

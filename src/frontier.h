@@ -219,7 +219,9 @@ typedef struct kr_outcome {
                                toward its back-off */
   uint64_t wait_ms;         /* SUCCESS: until the next visit; 0 default */
   int content;              /* SUCCESS: 0 unchanged, 1 changed, 2 unknown */
-  uint64_t retry_after_ms;  /* BACKOFF: Retry-After, 0 when absent */
+  uint64_t retry_after_ms;  /* BACKOFF: Retry-After, 0 when absent; RETRY:
+                               when given, the retry comes after this long
+                               instead of retry-delay (at most backoff-max) */
   /* SUCCESS: new validators; NULL keeps the previous value */
   const char *content_type;
   size_t content_type_len;

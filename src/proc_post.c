@@ -147,21 +147,25 @@ static void build_outcome(kr_fetch_t *f) {
   f->log_status = r->status;
   if (r->truncated || f->cut) kr_fetch_annotate(f, "lenTrunc");
   if (err && err != KR_ECANCELED) kr_fetch_annotate(f, kr_err_name(err));
+  if (r->status == 429 || r->status >= 500) {
+    kr_slice_t ra = kr_http_resp_header(r, "Retry-After");
+    uint64_t d;
+    if (ra.p && kr_frontier_parse_retry_after(ra.p, ra.n, kr_crawl_now(c), &d) == 0)
+      o->retry_after_ms = d;
+  }
   if (f->is_robots && (r->status == 429 || r->status >= 500)) {
-    /* robots.txt unavailable: a retry, so a robots.txt that never comes
-     * back runs out of retries and fails with its URIs (proc_prefetch.c)
-     * instead of backing the host off forever. */
+    /* robots.txt unavailable: a retry (when the server says, after its
+     * Retry-After), so a robots.txt that never comes back runs out of
+     * retries and fails with its URIs (proc_prefetch.c) instead of
+     * backing the host off forever. */
     o->kind = KR_OUTCOME_RETRY;
     return;
   }
   if (r->status == 429 || r->status == 503) {
     o->kind = KR_OUTCOME_BACKOFF;
-    kr_slice_t ra = kr_http_resp_header(r, "Retry-After");
-    uint64_t d;
-    if (ra.p && kr_frontier_parse_retry_after(ra.p, ra.n, kr_crawl_now(c), &d) == 0)
-      o->retry_after_ms = d;
     return;
   }
+  o->retry_after_ms = 0;
   o->kind = KR_OUTCOME_SUCCESS;
   /* robots.txt is fetched again when its rules expire */
   if (f->is_robots) o->wait_ms = f->hc->robots_expiry_ms;

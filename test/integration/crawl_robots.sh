@@ -8,7 +8,9 @@
 #  - a robots.txt answering 503 forever: with max-retries 2 and
 #    retry-delay 1 s it is fetched 3 times, then it and the URIs waiting
 #    for it fail (-61, robots:gave-up) and the snapshot crawl exits 0; a
-#    host next to it with a good robots.txt is crawled as usual.
+#    host next to it with a good robots.txt is crawled as usual;
+#  - the same with Retry-After: 1 and retry-delay 1h: the retries come
+#    after the server's Retry-After, not the hour, so the crawl still ends.
 . "$(dirname "$0")/lib.sh"
 
 [ -x "$KRIA" ] && "$KRIA" crawl --help >/dev/null 2>&1 || bail "kria crawl is not built ($KRIA)"
@@ -23,6 +25,12 @@ host = down.test
 status = 503
 body = busy
 
+[route "/robots.txt"]
+host = later.test
+status = 503
+header = Retry-After: 1
+body = busy
+
 [route "/"]
 body = <a href="/a">a</a>
 
@@ -30,7 +38,7 @@ body = <a href="/a">a</a>
 body = page
 EOF
 kts_start "$T/routes.ini" --log "$T/kts.log" || bail "kts did not start"
-printf '127.0.0.1 ok.test down.test\n' >"$T/hosts"
+printf '127.0.0.1 ok.test down.test later.test\n' >"$T/hosts"
 U="http://ok.test:$KTS_PORT"
 D="http://down.test:$KTS_PORT"
 
@@ -105,5 +113,15 @@ like "$(grep "$D/x " "$CL" | tail -1)" "robots:gave-up" "annotated robots:gave-u
 is "$(status_of "$CL" "$D/robots.txt")" 503 "robots.txt logged with its 503"
 is "$(grep -c " $D/robots.txt " "$CL")" 3 "one crawl.log line per robots.txt try"
 is "$(status_of "$CL" "$U/other")" 200 "the other host is crawled"
+
+L="http://later.test:$KTS_PORT"
+printf '%s/\n' "$L" >"$T/seeds3.txt"
+conf "$T/l.conf" "$T/l" "$T/seeds3.txt"
+sed -i 's/^retry-delay = 1s$/retry-delay = 1h/' "$T/l.conf"
+: >"$T/kts.log"
+kcrawl "$T/l.conf"
+is "$RC" 0 "robots.txt 503 with Retry-After: 1 and retry-delay 1h: the crawl still ends"
+is "$(robots_gets later.test)" 3 "robots.txt tried 3 times, each after its Retry-After"
+is "$(status_of "$T/l/logs/crawl.log" "$L/")" -61 "then its URI fails with -61"
 kts_stop
 done_testing

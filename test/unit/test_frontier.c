@@ -1257,6 +1257,45 @@ static void adaptive_fields(void **state) {
 /* While the store drains its WAL (no transaction may begin), a completion
  * and links are held back — the URI keeps its slot, nothing is written —
  * and applied in order once the drain is over; the WAL then restarts. */
+/* A retry with a Retry-After (robots.txt 503) comes after it instead of
+ * retry-delay, but never later than backoff-max. */
+/* Which of the two ra.test URLs c is (c is freed when it finishes). */
+static const char *url_of_curi(const kr_curi_t *c) {
+  return strcmp(c->url, "http://ra.test/a") == 0 ? "http://ra.test/a" : "http://ra.test/b";
+}
+
+static void retry_after_on_retry(void **state) {
+  (void)state;
+  kr_frontier_opts_t o = fixed_delay(0);
+  o.retry_delay_ms = 3600 * SEC;
+  o.backoff_max_ms = 600 * SEC;
+  fopen_with(&o);
+  add("http://ra.test/a");
+  add("http://ra.test/b");
+  adv(0);
+  kr_curi_t *c = next();
+  assert_non_null(c);
+  kr_outcome_t out = {.kind = KR_OUTCOME_RETRY, .status = 503, .retry_after_ms = 2 * SEC};
+  const char *u = url_of_curi(c);
+  assert_int_equal(kr_frontier_finished(F, c, &out, NULL, 0, now()), 0);
+  assert_true(row_of(u).next_at == now() + 2 * SEC);
+  adv(0);
+  c = next();
+  assert_non_null(c);
+  out.retry_after_ms = 30 * 86400 * SEC; /* a month: capped */
+  u = url_of_curi(c);
+  assert_int_equal(kr_frontier_finished(F, c, &out, NULL, 0, now()), 0);
+  assert_true(row_of(u).next_at == now() + 600 * SEC);
+  out.retry_after_ms = 0; /* none: retry-delay */
+  adv(2 * SEC);
+  c = next();
+  assert_non_null(c);
+  u = url_of_curi(c);
+  assert_int_equal(kr_frontier_finished(F, c, &out, NULL, 0, now()), 0);
+  assert_true(row_of(u).next_at == now() + 3600 * SEC);
+  valid();
+}
+
 /* The next URI of host "held.test" (others issued meanwhile are deferred
  * back), or NULL. */
 static kr_curi_t *next_held(void) {
@@ -1593,6 +1632,7 @@ int main(void) {
       T(held_back_during_drain),
       T(wal_cap_holds_dispatch),
       T(adaptive_fields),
+      T(retry_after_on_retry),
       T(heads_follow_the_store),
       T(heads_follow_the_store_through_drains),
   };
