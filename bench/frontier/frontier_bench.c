@@ -344,17 +344,17 @@ static void mode_cycles(void) {
         kr_frontier_stats_t st; kr_frontier_stats(F, &st);
         fprintf(stderr, "empty at %" PRIu64 ": ready %" PRIu64 " inflight %" PRIu64 " wheel %zu next_due %+" PRId64 "\n", n, st.ready_hosts, st.in_flight, kr_wheel_count(&timers.wheel), (int64_t)(kr_wheel_next_due(&timers.wheel) - kr_clock_now_ms(&clk)));
       }
-      /* While the store drains, completions are held back and their hosts
-       * stay busy: a crawl loop sleeps until the checkpoint job ends, so
-       * wait for it here too rather than spin (the spin was CPU charged to
-       * the cycles). */
-      if (!kr_store_writable(kr_frontier_store(F))) {
+      /* Hosts that were re-armed come back through the wheel: run it as
+       * a crawl loop's turn would. Only when that brings nothing while the
+       * store drains, wait for the checkpoint job as a crawl loop would
+       * sleep, rather than spin (the spin was CPU charged to the cycles). */
+      uint64_t due = kr_wheel_next_due(&timers.wheel), now = kr_clock_now_ms(&clk);
+      size_t fired = kr_timers_advance(&timers, due > now && due != UINT64_MAX ? due - now : 0);
+      if (!fired && !kr_store_writable(kr_frontier_store(F))) {
         drain_waits++;
         wait_writable();
       }
       turn();
-      uint64_t due = kr_wheel_next_due(&timers.wheel), now = kr_clock_now_ms(&clk);
-      kr_timers_advance(&timers, due > now && due != UINT64_MAX ? due - now : 0);
       continue;
     }
     for (int i = 0; i < 20; i++) digest[i] = (uint8_t)rnd();
