@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "hostq.h"
@@ -533,6 +534,12 @@ int kr_frontier_open(const char *state_dir, const kr_frontier_opts_t *opts,
       KR_LOG(KR_LOG_INFO, kr_store_path(f->st), "revisit now: %" PRId64 " URIs made due", moved);
   }
   if (!rc) rc = kr_store_hosts_each(f->st, load_host, f);
+  if (!rc) { /* the filter loads in fp order: size it first (seen.h) */
+    struct stat sb;
+    uint64_t n = f->total.discovered;
+    uint64_t most = stat(kr_store_path(f->st), &sb) == 0 ? (uint64_t)sb.st_size / 32 : 0;
+    kr_seen_reserve(f->seen, (size_t)KR_MIN(n, most)); /* counters may lie */
+  }
   for (size_t i = 0; !rc && i < f->nhosts; i++) rc = fill_heads(f, f->hosts[i]);
   if (!rc) {
     uint64_t t0 = mono_ms();

@@ -151,6 +151,20 @@ static void shard_del(shard_t *sh, size_t i) {
 
 /* ---- public API -------------------------------------------------------- */
 
+void kr_seen_reserve(kr_seen_t *s, size_t n) {
+  /* per shard, with room for the unevenness of the split (~5 sigma) */
+  double per = (double)n / NSHARDS;
+  per += 5 * sqrt(per) + 16;
+  size_t cap = (size_t)(per * LOAD_DEN / LOAD_NUM) + 1;
+  if (cap > UINT32_MAX / 2) cap = UINT32_MAX / 2;
+  for (unsigned i = 0; i < NSHARDS; i++) {
+    shard_t *sh = &s->shard[i];
+    if (sh->cap >= cap) continue;
+    size_t c = cap;
+    while (shard_rebuild(sh, c) != 0) c *= 2;
+  }
+}
+
 kr_seen_t *kr_seen_new(void) {
   kr_seen_t *s = kr_xcalloc(1, sizeof(*s));
   s->shard = kr_xcalloc(NSHARDS, sizeof(*s->shard));

@@ -37,6 +37,12 @@ typedef struct kr_seen kr_seen_t;
 kr_seen_t *kr_seen_new(void);
 void kr_seen_free(kr_seen_t *s);
 
+/* Size the set for about n fingerprints in all (it still grows past
+ * that). Loading keys in sorted order (a scan of the store by fp) into a
+ * set sized for fewer piles them into one long run per shard, whose probes
+ * then cost O(run): 10M sorted keys took 23 s that way, 1.6 s reserved. */
+void kr_seen_reserve(kr_seen_t *s, size_t n);
+
 /* Add fp: 1 when it was new, 0 when it was present already. */
 int kr_seen_add(kr_seen_t *s, uint64_t fp);
 /* 1 when fp is in the set, else 0. */

@@ -129,6 +129,39 @@ static void clustered_keys(void **state) {
   kr_seen_free(s);
 }
 
+static int cmp_signed(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Reserved for n, a set loaded in sorted order (as the frontier loads it
+ * from the store) never has to grow and stays sound; a reserve over keys
+ * already there keeps them, and one smaller than the set changes nothing. */
+static void reserve_then_sorted_load(void **state) {
+  (void)state;
+  enum { N = 200000 };
+  uint64_t *v = malloc(N * sizeof(*v));
+  assert_non_null(v);
+  for (size_t i = 0; i < N; i++) v[i] = rnd();
+  qsort(v, N, sizeof(*v), cmp_signed);
+  kr_seen_t *s = kr_seen_new();
+  for (size_t i = 0; i < 1000; i++) assert_int_equal(kr_seen_add(s, v[i * 7]), 1);
+  kr_seen_reserve(s, N);
+  assert_int_equal(kr_seen_count(s), 1000);
+  for (size_t i = 0; i < 1000; i++) assert_int_equal(kr_seen_contains(s, v[i * 7]), 1);
+  size_t mem = kr_seen_memory(s);
+  size_t added = 0;
+  for (size_t i = 0; i < N; i++) added += (size_t)kr_seen_add(s, v[i]);
+  assert_int_equal(added, N - 1000);
+  assert_int_equal(kr_seen_memory(s), mem); /* no shard had to grow */
+  assert_int_equal(kr_seen_validate(s), 0);
+  kr_seen_reserve(s, 10);
+  assert_int_equal(kr_seen_memory(s), mem);
+  for (size_t i = 0; i < N; i += 97) assert_int_equal(kr_seen_contains(s, v[i]), 1);
+  kr_seen_free(s);
+  free(v);
+}
+
 /* A million URL fingerprints: memory per key stays near 11 bytes. */
 static void memory_per_key(void **state) {
   (void)state;
@@ -157,6 +190,7 @@ int main(void) {
       cmocka_unit_test(against_reference),
       cmocka_unit_test(clustered_keys),
       cmocka_unit_test(memory_per_key),
+      cmocka_unit_test(reserve_then_sorted_load),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
