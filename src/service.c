@@ -40,7 +40,9 @@ static void on_sighup(uv_signal_t *h, int signum);
 
 const char *kr__service_state(const kr_service_t *s) {
   if (s->c->stopping || s->c->closing) return "stopping";
-  return s->c->paused ? "paused" : "running";
+  if (s->c->paused) return "paused";
+  /* running, but issuing nothing until the state disk has room again */
+  return s->c->disk_held ? "held" : "running";
 }
 
 /* ---- opening and closing ---------------------------------------------------- */

@@ -129,7 +129,7 @@ void kr__service_figures(kr_service_t *s, kr_progress_figures_t *f);
  * offline uses it too). */
 struct kr_uri_row;
 void kr__status_uri_format(const struct kr_uri_row *r, uint64_t now_ms, int text, kr_buf_t *out);
-/* "running", "paused", "stopping" */
+/* "running", "paused", "held" (the state disk is low: no new fetches), "stopping" */
 const char *kr__service_state(const kr_service_t *s);
 
 #endif

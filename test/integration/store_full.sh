@@ -100,6 +100,7 @@ EOF
     wait_until 10 grep -q 'state directory: only [0-9]* bytes free: no new fetches until [0-9]* bytes are free' "$T/kria$warc.err"
   check "${pfx}the reserve is released for the fetches still running" test ! -e "$STATE/kria.reserve"
   is "$(st "d['store']['disk_held']")" true "${pfx}/status: store.disk_held true"
+  is "$(st "d['state']")" '"held"' "${pfx}/status: state held (not running)"
   check "${pfx}kria status says so" bash -c "curl -s -m 5 'http://$ADDR/status?format=text' | grep -q '^state disk  HELD'"
   check "${pfx}running fetches finish (in_flight 0)" wait_until 10 bash -c "[ \"\$(curl -s -m 5 http://$ADDR/status | python3 -c 'import json,sys; print(json.load(sys.stdin)[\"in_flight\"])')\" = 0 ]"
   n1=$(grep -c 'still [0-9]* bytes free' "$T/kria$warc.err")
@@ -116,6 +117,8 @@ EOF
   rm -f "$T/full/filler"
   check "${pfx}says fetches resume once space is back" wait_until 10 grep -q 'bytes free again: fetches resume' "$T/kria$warc.err"
   check "${pfx}the reserve is allocated again" test -s "$STATE/kria.reserve"
+  st_now=$(st "d['state']" 2>/dev/null)
+  check "${pfx}/status: state no longer held ($st_now)" test "$st_now" != '"held"'
   timeout 60 tail -s 0.05 --pid="$KPID" -f /dev/null || kill -KILL "$KPID"
   wait "$KPID"
   is "$?" 0 "${pfx}the crawl completes"
