@@ -109,10 +109,13 @@ static size_t entry_len(const kr_vhist_visit_t *e) {
   return has_age ? n + varint_len(age) : n;
 }
 
-size_t kr_vhist_encode(const kr_vhist_t *h, uint8_t *out, size_t cap) {
+/* Encode h into out, newest backwards until cap; *first_out: the oldest
+ * entry written. */
+static size_t encode(const kr_vhist_t *h, uint8_t *out, size_t cap, unsigned *first_out) {
   if (cap > KR_VHIST_BYTES) cap = KR_VHIST_BYTES;
-  if (cap == 0) return 0;
   unsigned n = h->n > KR_VHIST_MAX ? KR_VHIST_MAX : h->n;
+  *first_out = n;
+  if (cap == 0) return 0;
   /* newest backwards: how many fit */
   size_t used = 1;
   unsigned first = n;
@@ -132,7 +135,13 @@ size_t kr_vhist_encode(const kr_vhist_t *h, uint8_t *out, size_t cap) {
     o += put_varint(out + o, interval << 3 | (uint64_t)has_age << 2 | state);
     if (has_age) o += put_varint(out + o, age);
   }
+  *first_out = first;
   return o;
+}
+
+size_t kr_vhist_encode(const kr_vhist_t *h, uint8_t *out, size_t cap) {
+  unsigned first;
+  return encode(h, out, cap, &first);
 }
 
 void kr_vhist_append(kr_vhist_t *h, const kr_vhist_visit_t *v) {
@@ -147,10 +156,29 @@ void kr_vhist_append(kr_vhist_t *h, const kr_vhist_visit_t *v) {
 size_t kr_vhist_push(const uint8_t *old, size_t old_len, const kr_vhist_visit_t *v,
                      uint8_t out[KR_VHIST_BYTES], int *damaged) {
   kr_vhist_t h;
-  int rc = kr_vhist_decode(&h, old, old_len);
+  return kr_vhist_push_read(old, old_len, v, out, damaged, &h);
+}
+
+size_t kr_vhist_push_read(const uint8_t *old, size_t old_len, const kr_vhist_visit_t *v,
+                          uint8_t out[KR_VHIST_BYTES], int *damaged, kr_vhist_t *h) {
+  int rc = kr_vhist_decode(h, old, old_len);
   if (damaged) *damaged = rc < 0;
-  kr_vhist_append(&h, v);
-  return kr_vhist_encode(&h, out, KR_VHIST_BYTES);
+  kr_vhist_append(h, v);
+  unsigned first;
+  size_t len = encode(h, out, KR_VHIST_BYTES, &first);
+  /* *h as decoding out would give it: the entries written, sanitized */
+  unsigned n = h->n > KR_VHIST_MAX ? KR_VHIST_MAX : h->n;
+  for (unsigned i = first; i < n; i++) {
+    uint64_t interval, age;
+    unsigned state;
+    int has_age;
+    sanitize(&h->v[i], &interval, &state, &has_age, &age);
+    h->v[i - first] = (kr_vhist_visit_t){.interval_s = (int64_t)interval,
+                                         .state = (kr_content_t)state,
+                                         .age_s = has_age ? (int64_t)age : -1};
+  }
+  h->n = n - first;
+  return len;
 }
 
 /* ---- observations ------------------------------------------------------------ */

@@ -289,9 +289,8 @@ static int revisit_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
                                      ? KR_CONTENT_CHANGED
                                      : state,
                         .age_s = state == KR_CONTENT_UNKNOWN ? -1 : version_age(f->resp)};
-  f->ad.hist_len = kr_vhist_push(u->history, u->history_len, &v, f->ad.hist, NULL);
   kr_vhist_t h;
-  if (kr_vhist_decode(&h, f->ad.hist, f->ad.hist_len)) kr_vhist_init(&h);
+  f->ad.hist_len = kr_vhist_push_read(u->history, u->history_len, &v, f->ad.hist, NULL, &h);
   const kr_cfg_wait_t *ev;
   kr_wait_info_t info;
   int64_t wait = decide_wait(f, state, &h, &ev, &info);

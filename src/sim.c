@@ -425,7 +425,8 @@ static int64_t next_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t *c, k
   if (c->visits && v.interval_s < 1) v.interval_s = 1;
   v.state = st;
   v.age_s = age_s;
-  *hist_len = kr_vhist_push(c->history, c->history_len, &v, hist, NULL);
+  kr_vhist_t h;
+  *hist_len = kr_vhist_push_read(c->history, c->history_len, &v, hist, NULL, &h);
   if (r->policy == KR_SIM_FIXED) return r->o->fixed_interval_ms;
   if (!s->wait) return 0; /* no evaluator: the frontier's default wait */
   kr_wait_params_t p;
@@ -439,8 +440,6 @@ static int64_t next_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t *c, k
     double lambda = s->lambda > 0 ? s->lambda : 1e-12;
     return kr_wait_clamp(&p, (int64_t)KR_MIN(kr_alloc_host_x(&sh->alloc) / lambda * 1000.0, 9e18));
   }
-  kr_vhist_t h;
-  if (kr_vhist_decode(&h, hist, *hist_len)) kr_vhist_init(&h);
   kr_est_hints_t hints = kr_est_hints_none();
   if (sh->hint_lm) hints.last_modified = has_lm;
   double budget = kr_alloc_budget((int)sh->valence, (int64_t)sh->cycle_ms, sh->utilisation);

@@ -189,6 +189,10 @@ void kr_vhist_append(kr_vhist_t *h, const kr_vhist_visit_t *v);
  * damaged is not NULL), append v, encode into out. Returns the length. */
 size_t kr_vhist_push(const uint8_t *old, size_t old_len, const kr_vhist_visit_t *v,
                      uint8_t out[KR_VHIST_BYTES], int *damaged);
+/* kr_vhist_push, and *h the history as kr_vhist_decode(out) would give
+ * it, without decoding out again (the wait policies read it). */
+size_t kr_vhist_push_read(const uint8_t *old, size_t old_len, const kr_vhist_visit_t *v,
+                          uint8_t out[KR_VHIST_BYTES], int *damaged, kr_vhist_t *h);
 
 /* One observation: an interval ending at a visit with a known state. */
 typedef struct kr_est_obs {

@@ -163,6 +163,46 @@ static void history_caps(void **state) {
   assert_int_equal(kr_vhist_push(NULL, 0, &v, buf, NULL), len);
 }
 
+/* push_read hands back exactly what decoding its output gives, also when
+ * fields are clamped, the oldest visits do not fit the bytes, or the old
+ * history is damaged. */
+static void history_push_read(void **state) {
+  (void)state;
+  seed(77);
+  for (int round = 0; round < 2000; round++) {
+    kr_vhist_t h;
+    kr_vhist_init(&h);
+    unsigned n = (unsigned)(rnd() % (KR_VHIST_MAX + 1));
+    for (unsigned i = 0; i < n; i++) {
+      kr_vhist_visit_t v = {.interval_s = (int64_t)(rnd() % 4 == 0 ? rnd() >> (rnd() % 64)
+                                                                    : rnd() % 100000),
+                            .state = (kr_content_t)(rnd() % 3),
+                            .age_s = rnd() % 3 == 0 ? -1 : (int64_t)(rnd() >> (rnd() % 64))};
+      kr_vhist_append(&h, &v);
+    }
+    uint8_t old[KR_VHIST_BYTES], out[KR_VHIST_BYTES];
+    size_t old_len = kr_vhist_encode(&h, old, sizeof old);
+    if (round % 50 == 0) old[0] = 9; /* damaged */
+    kr_vhist_visit_t v = {.interval_s = (int64_t)(rnd() >> (rnd() % 64)) - 5,
+                          .state = (kr_content_t)(rnd() % 4),
+                          .age_s = (int64_t)(rnd() >> (rnd() % 64)) - 3};
+    int dmg_a = -1, dmg_b = -1;
+    kr_vhist_t got, want;
+    size_t len = kr_vhist_push_read(old, old_len, &v, out, &dmg_a, &got);
+    uint8_t out2[KR_VHIST_BYTES];
+    assert_int_equal(kr_vhist_push(old, old_len, &v, out2, &dmg_b), len);
+    assert_memory_equal(out, out2, len);
+    assert_int_equal(dmg_a, dmg_b);
+    assert_int_equal(kr_vhist_decode(&want, out, len), 0);
+    assert_int_equal(got.n, want.n);
+    for (unsigned i = 0; i < want.n; i++) {
+      assert_int_equal(got.v[i].interval_s, want.v[i].interval_s);
+      assert_int_equal(got.v[i].state, want.v[i].state);
+      assert_int_equal(got.v[i].age_s, want.v[i].age_s);
+    }
+  }
+}
+
 static void history_hostile(void **state) {
   (void)state;
   kr_vhist_t d;
@@ -988,7 +1028,8 @@ static void host_feedback(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(history_round_trip), cmocka_unit_test(history_caps),
-      cmocka_unit_test(history_hostile),    cmocka_unit_test(observations_fold),
+      cmocka_unit_test(history_hostile),    cmocka_unit_test(history_push_read),
+    cmocka_unit_test(observations_fold),
       cmocka_unit_test(regular_estimators), cmocka_unit_test(small_n_bias),
       cmocka_unit_test(ml_matches_bias_reduced), cmocka_unit_test(ml_irregular),
       cmocka_unit_test(ml_edges),           cmocka_unit_test(lm_estimator),
