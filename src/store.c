@@ -76,6 +76,8 @@ enum {
   "vt_predicted_unchanged, vt_skipped, vt_verified, vt_misses, "             \
   "vt_false_alarms, vt_distrusts, vt_miss_run, vt_distrust_until"
 
+#define ORIG_OFP "CASE o.ofp WHEN 0 THEN o.fp ELSE o.ofp END"
+
 static const char *const stmt_sql[S__COUNT] = {
     [S_BEGIN] = "BEGIN IMMEDIATE",
     [S_COMMIT] = "COMMIT",
@@ -118,10 +120,11 @@ static const char *const stmt_sql[S__COUNT] = {
                      "ON u.fp = d.fp WHERE d.digest = ?1",
     [S_DIGEST_PUT] = "INSERT OR IGNORE INTO digests(digest, fp, date) VALUES (?1,?2,?3)",
     [S_URI_SET_HINT] = "UPDATE uris SET hint = ?2 WHERE fp = ?1",
-    [S_ORIG_GET] = "SELECT o.digest, o.ofp, o.date, u.url, o.rid FROM originals o LEFT JOIN uris u "
-                   "ON u.fp = o.ofp WHERE o.fp = ?1",
-    [S_ORIG_FIND] = "SELECT o.digest, o.ofp, o.date, u.url, o.rid FROM originals o LEFT JOIN uris u "
-                    "ON u.fp = o.ofp WHERE o.digest = ?1 LIMIT 1",
+    /* ofp 0 is the URI itself (see kr_store_original_put) */
+    [S_ORIG_GET] = "SELECT o.digest, " ORIG_OFP ", o.date, u.url, o.rid FROM originals o "
+                   "LEFT JOIN uris u ON u.fp = " ORIG_OFP " WHERE o.fp = ?1",
+    [S_ORIG_FIND] = "SELECT o.digest, " ORIG_OFP ", o.date, u.url, o.rid FROM originals o "
+                    "LEFT JOIN uris u ON u.fp = " ORIG_OFP " WHERE o.digest = ?1 LIMIT 1",
     [S_ORIG_PUT] = "INSERT OR REPLACE INTO originals(fp, digest, ofp, date, rid) "
                    "VALUES (?1,?2,?3,?4,?5)",
     [S_ROBOTS_GET] = "SELECT expires, status, final, body FROM robots WHERE origin = ?1",
@@ -258,6 +261,7 @@ struct kr_store {
   uint64_t wal_held_since_us;  /* kr_store_wal_held(): since when */
   uint64_t drain_started_us;
   int get_active;              /* S_URI_GET or S_DIGEST_GET is left on a row */
+  char rid[48];                /* an original's record id, unpacked */
   int check_state;             /* background quick_check: 0 running/none, 1 ok, KR_EDB */
   int background_check;        /* start one once open */
   char check_msg[512];
@@ -1409,6 +1413,51 @@ int kr_store_digest_put(kr_store_t *st, const uint8_t *d, size_t n, uint64_t fp,
 
 /* ---- WARC originals ---------------------------------------------------------- */
 
+/* The record ids kria writes, "<urn:uuid:" + 36 lowercase hex and dashes
+ * + ">", are kept as their 16 bytes (47 -> 16 bytes per visited URI);
+ * any other id as text. 1 when packed. */
+static const char RID_PRE[] = "<urn:uuid:";
+#define RID_LEN 47
+
+static int hexval(char c) {
+  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+static int rid_pack(const char *rid, uint8_t out[16]) {
+  if (strlen(rid) != RID_LEN || memcmp(rid, RID_PRE, sizeof RID_PRE - 1) || rid[RID_LEN - 1] != '>')
+    return 0;
+  const char *p = rid + sizeof RID_PRE - 1;
+  for (int i = 0; i < 16; i++) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) {
+      if (*p++ != '-') return 0;
+    }
+    int hi = hexval(p[0]), lo = hexval(p[1]);
+    if (hi < 0 || lo < 0) return 0;
+    out[i] = (uint8_t)(hi << 4 | lo);
+    p += 2;
+  }
+  return 1;
+}
+
+static const char *rid_unpack(kr_store_t *st, sqlite3_stmt *s, int col, size_t *len) {
+  if (sqlite3_column_type(s, col) != SQLITE_BLOB || sqlite3_column_bytes(s, col) != 16)
+    return col_text(s, col, len);
+  const uint8_t *b = sqlite3_column_blob(s, col);
+  static const char hx[] = "0123456789abcdef";
+  char *o = st->rid;
+  memcpy(o, RID_PRE, sizeof RID_PRE - 1);
+  o += sizeof RID_PRE - 1;
+  for (int i = 0; i < 16; i++) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) *o++ = '-';
+    *o++ = hx[b[i] >> 4];
+    *o++ = hx[b[i] & 15];
+  }
+  *o++ = '>';
+  *o = '\0';
+  *len = RID_LEN;
+  return st->rid;
+}
+
 static int orig_row(kr_store_t *st, sqlite3_stmt *s, kr_original_t *out) {
   int rc = sqlite3_step(s);
   if (rc == SQLITE_DONE) {
@@ -1426,7 +1475,7 @@ static int orig_row(kr_store_t *st, sqlite3_stmt *s, kr_original_t *out) {
   out->ofp = (uint64_t)sqlite3_column_int64(s, 1);
   out->date = (uint64_t)sqlite3_column_int64(s, 2);
   out->url = col_text(s, 3, &out->url_len);
-  out->rid = col_text(s, 4, &out->rid_len);
+  out->rid = rid_unpack(st, s, 4, &out->rid_len);
   return 1;
 }
 
@@ -1453,9 +1502,14 @@ int kr_store_original_put(kr_store_t *st, uint64_t fp, const uint8_t *d, size_t 
   sqlite3_stmt *s = st->stmt[S_ORIG_PUT];
   sqlite3_bind_int64(s, 1, (sqlite3_int64)fp);
   sqlite3_bind_blob(s, 2, d, (int)n, SQLITE_STATIC);
-  sqlite3_bind_int64(s, 3, (sqlite3_int64)ofp);
+  /* fps are never 0: 0 names the URI itself, stored in no bytes at all */
+  sqlite3_bind_int64(s, 3, ofp == fp ? 0 : (sqlite3_int64)ofp);
   sqlite3_bind_int64(s, 4, (sqlite3_int64)date);
-  sqlite3_bind_text(s, 5, rid, -1, SQLITE_STATIC);
+  uint8_t packed[16];
+  if (rid_pack(rid, packed))
+    sqlite3_bind_blob(s, 5, packed, sizeof packed, SQLITE_TRANSIENT);
+  else
+    sqlite3_bind_text(s, 5, rid, -1, SQLITE_STATIC);
   int rc = step_done(st, s, "writing a WARC original");
   sqlite3_clear_bindings(s);
   return rc;

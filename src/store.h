@@ -25,8 +25,10 @@
  *                                  of its current version and the WARC
  *                                  response record holding it (URI fp,
  *                                  WARC-Date, WARC-Record-ID): what
- *                                  revisits refer to;
- *                                  indexed by digest too
+ *                                  revisits refer to; ofp 0 is fp
+ *                                  itself, a "<urn:uuid:...>" id kria
+ *                                  wrote is its 16 bytes (BLOB), any
+ *                                  other id text; indexed by digest too
  *   robots(origin, expires, status, final, body)  the last robots.txt
  *                                  fetch per origin ("http://host:port"):
  *                                  a restart reuses it until it expires

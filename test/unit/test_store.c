@@ -92,6 +92,35 @@ static int64_t sql_int(const char *sql) {
   return v;
 }
 
+/* Like sql_int, for one text value (a static buffer). */
+static const char *sql_text(const char *sql) {
+  static char out[256];
+  char path[400];
+  snprintf(path, sizeof(path), "%s/kria.db", sdir);
+  sqlite3 *db;
+  assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+  sqlite3_stmt *s;
+  if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
+    fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+  out[0] = '\0';
+  if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+    snprintf(out, sizeof out, "%s", (const char *)sqlite3_column_text(s, 0));
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  return out;
+}
+
+/* Change the database file directly (the store closed). */
+static void sql_exec(const char *sql) {
+  char path[400];
+  snprintf(path, sizeof(path), "%s/kria.db", sdir);
+  sqlite3 *db;
+  assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+  char *err = NULL;
+  if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK) fail_msg("%s: %s", sql, err);
+  sqlite3_close(db);
+}
+
 static void fresh_schema(void **state) {
   (void)state;
   kr_store_t *st = open_ok(NULL);
@@ -964,6 +993,62 @@ static void warc_originals(void **state) {
   assert_int_equal(sql_int("SELECT count(*) FROM originals"), 2);
 }
 
+/* Originals are kept small: kria's record ids as 16 bytes, a URI that is
+ * its own original without its fp again; other ids, and rows written
+ * before (text ids, ofp spelled out), read back the same. */
+static void warc_originals_compact(void **state) {
+  (void)state;
+  kr_store_t *st = open_ok(NULL);
+  int64_t h;
+  assert_int_equal(kr_store_host_insert(st, "c.example", 9, &h), 0);
+  kr_uri_row_t a = row("http://c.example/a", h, 0, 1);
+  kr_uri_row_t b = row("http://c.example/b", h, 0, 1);
+  kr_uri_row_t c = row("http://c.example/c", h, 0, 1);
+  assert_int_equal(kr_store_uri_insert(st, &a), 1);
+  assert_int_equal(kr_store_uri_insert(st, &b), 1);
+  assert_int_equal(kr_store_uri_insert(st, &c), 1);
+  uint8_t d[20];
+  memset(d, 7, sizeof d);
+  const char *ra = "<urn:uuid:0123abcd-4567-489a-bcde-f0123456789a>";
+  const char *rb = "<urn:uuid:0123ABCD-4567-489A-BCDE-F0123456789A>"; /* upper case: text */
+  const char *rc = "<urn:example:not-a-uuid>";
+  assert_int_equal(kr_store_original_put(st, a.fp, d, 20, a.fp, 1000, ra), 0);
+  assert_int_equal(kr_store_original_put(st, b.fp, d, 20, b.fp, 2000, rb), 0);
+  assert_int_equal(kr_store_original_put(st, c.fp, d, 20, a.fp, 1000, rc), 0);
+  assert_int_equal(kr_store_commit(st), 0);
+  kr_original_t o;
+  assert_int_equal(kr_store_original_get(st, a.fp, &o), 1);
+  assert_string_equal(o.rid, ra);
+  assert_int_equal(o.rid_len, strlen(ra));
+  assert_true(o.ofp == a.fp);
+  assert_string_equal(o.url, "http://c.example/a");
+  assert_int_equal(kr_store_original_get(st, b.fp, &o), 1);
+  assert_string_equal(o.rid, rb);
+  assert_true(o.ofp == b.fp);
+  assert_int_equal(kr_store_original_get(st, c.fp, &o), 1);
+  assert_string_equal(o.rid, rc);
+  assert_true(o.ofp == a.fp);
+  assert_string_equal(o.url, "http://c.example/a");
+  kr_store_close(st);
+  char q[160];
+  snprintf(q, sizeof q, "SELECT typeof(rid) || length(rid) || '/' || ofp FROM originals WHERE fp = %lld",
+           (long long)a.fp);
+  assert_string_equal(sql_text(q), "blob16/0");
+  snprintf(q, sizeof q, "SELECT typeof(rid) || length(rid) FROM originals WHERE fp = %lld",
+           (long long)b.fp);
+  assert_string_equal(sql_text(q), "text47");
+  /* a row as schema 5 wrote it: text id, ofp spelled out */
+  snprintf(q, sizeof q, "UPDATE originals SET rid = '%s', ofp = %lld WHERE fp = %lld", ra,
+           (long long)a.fp, (long long)a.fp);
+  sql_exec(q);
+  st = open_ok(NULL);
+  assert_int_equal(kr_store_original_get(st, a.fp, &o), 1);
+  assert_string_equal(o.rid, ra);
+  assert_true(o.ofp == a.fp);
+  assert_int_equal(kr_store_original_find(st, d, 20, &o), 1);
+  kr_store_close(st);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(fresh_schema, setup, teardown),
@@ -986,6 +1071,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(robots_rows, setup, teardown),
       cmocka_unit_test_setup_teardown(digest_index, setup, teardown),
       cmocka_unit_test_setup_teardown(warc_originals, setup, teardown),
+      cmocka_unit_test_setup_teardown(warc_originals_compact, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
