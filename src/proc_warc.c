@@ -173,8 +173,13 @@ struct kr_warc {
   size_t qhead, qn, qcap;
   int cancel;                   /* shutdown: give up sliced records */
   int reopen;                   /* a reload's file settings wait for the job */
+  char mark[2][320];            /* the synced marks last given to the store */
   kr_warc_stats_t st_;
 };
+
+/* Store meta keys: how far each open file (wf, wf2) was synced, as of the
+ * last commit ("OFFSET NAME", see kr_warcfile_mark_format). */
+static const char *const mark_keys[2] = {"warc.synced", "warc.synced2"};
 
 static struct kr_warc_cap *cap_get(struct kr_warc *w) {
   struct kr_warc_cap *k = w->pool;
@@ -993,11 +998,34 @@ static int dns_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
 
 /* ---- life cycle --------------------------------------------------------------------- */
 
+/* Tell the store, in the transaction about to commit, how far file i is
+ * on disk, so that the start-up repair after a crash reads only the rest
+ * of it. Only when that changed: one small row per commit at most. */
+static void mark_synced(struct kr_warc *w, int i, kr_warcfile_t *wf) {
+  const char *name;
+  uint64_t off;
+  if (!wf || !kr_warcfile_synced(wf, &name, &off)) return;
+  char v[sizeof w->mark[i]];
+  kr_warcfile_mark_format(v, sizeof v, name, off);
+  if (!strcmp(v, w->mark[i])) return;
+  /* A failed write leaves the older mark: still true, merely shorter. */
+  if (kr_store_meta_set(w->st, mark_keys[i], v) == 0) memcpy(w->mark[i], v, sizeof v);
+}
+
 void kr__warc_presync(kr_crawl_t *c) {
   struct kr_warc *w = c->warc;
-  if (!w || !w->wf || w->durability != KR_WARC_SYNC_BATCH) return;
-  int rc = kr_warcfile_sync(w->wf);
-  if (!rc && w->wf2) rc = kr_warcfile_sync(w->wf2);
+  /* durability none: nothing is known to be on disk (a machine crash may
+   * lose any page of the file), so the repair reads the whole file */
+  if (!w || !w->wf || w->durability == KR_WARC_SYNC_NONE) return;
+  int rc = 0, rc2 = 0;
+  if (w->durability == KR_WARC_SYNC_BATCH) {
+    rc = kr_warcfile_sync(w->wf);
+    if (w->wf2) rc2 = kr_warcfile_sync(w->wf2);
+  }
+  if (!rc) mark_synced(w, 0, w->wf);
+  if (!rc2) mark_synced(w, 1, w->wf2);
+  if (w->durability != KR_WARC_SYNC_BATCH) return;
+  if (!rc) rc = rc2;
   if (rc == 0) {
     w->st_.syncs++;
     return;
@@ -1085,19 +1113,28 @@ int kr__warc_open(kr_crawl_t *c, char *err, size_t errlen) {
   kr_wheel_entry_init(&w->retry, on_retry);
   w->dns_slots = kr_xcalloc(DNS_SLOTS, sizeof *w->dns_slots);
 
-  /* Leftovers of a crash first: each cut to its last whole record. */
+  /* Leftovers of a crash first: each cut to its last whole record, read
+   * from where the store says it was synced. */
+  kr_warcfile_mark_t marks[2];
+  size_t nmarks = 0;
+  for (int i = 0; i < 2; i++) {
+    char v[sizeof w->mark[i]];
+    if (kr_store_meta_get(w->st, mark_keys[i], v, sizeof v) == 1 &&
+        kr_warcfile_mark_parse(v, &marks[nmarks]) == 0)
+      nmarks++;
+  }
   kr_warcfile_repair_stats_t rs = {0};
   char e[512] = "";
-  int rc = kr_warcfile_repair_dir(dir, &rs, e, sizeof e);
+  int rc = kr_warcfile_repair_dir(dir, marks, nmarks, &rs, e, sizeof e);
   if (rc) {
     snprintf(err, errlen, "%s: repairing WARC files left open: %s", dir, e);
     return KR_EIO;
   }
   w->st_.repaired_files = rs.files;
   if (rs.files)
-    KR_LOG(KR_LOG_NOTICE, dir, "repaired %u WARC file(s) left open (%u empty removed, %" PRIu64
-           " records kept, %" PRIu64 " bytes cut)", rs.files, rs.removed, rs.records,
-           rs.bytes_cut);
+    KR_LOG(KR_LOG_NOTICE, dir, "repaired %u WARC file(s) left open (%u from the synced offset, "
+           "%u empty removed, %" PRIu64 " records checked, %" PRIu64 " bytes cut)", rs.files,
+           rs.resumed, rs.removed, rs.records, rs.bytes_cut);
 
   struct wopts x;
   wopts_fill(w, c, c->cfg, &x);

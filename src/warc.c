@@ -797,6 +797,7 @@ kr_warc_reader_t *kr_warc_reader_new(const kr_warc_reader_opts_t *opts,
   r->src = src;
   r->ctx = ctx;
   r->gz = -1;
+  r->in_base = opts ? opts->base : 0;
   r->in = kr_xmalloc(RD_IN_SIZE);
   kr_buf_init(&r->hb, r->o.max_header);
   return r;

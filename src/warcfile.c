@@ -45,6 +45,7 @@ struct kr_warcfile {
   char info_id[KR_WARC_ID_SIZE];
   uint64_t size;                 /* bytes written = next record's offset */
   uint64_t unsynced;             /* records since the last sync */
+  uint64_t synced;               /* record boundary the last sync reached */
   uint64_t first_unsynced_ms;
   uint64_t files;                /* files opened so far */
   int streaming;
@@ -273,6 +274,8 @@ static int sync_file(kr_warcfile_t *wf) {
     return errno_code(e);
   }
   wf->unsynced = 0;
+  /* a record being streamed is not durable yet; its start is a boundary */
+  wf->synced = wf->streaming ? wf->stream_start : wf->size;
   return 0;
 }
 
@@ -327,6 +330,7 @@ static int open_file(kr_warcfile_t *wf) {
   }
   wf->size = 0;
   wf->unsynced = 0;
+  wf->synced = 0;
   kr_warc_rec_t rec = {.type = KR_WARC_WARCINFO, .date_ms = now_ms(wf), .filename = wf->final};
   kr_slice_t block = {wf->info.data ? wf->info.data : "", wf->info.len};
   int err = kr_warc_write(wf->w, &rec, &block, 1, NULL);
@@ -383,6 +387,17 @@ const char *kr_warcfile_current(const kr_warcfile_t *wf) {
 uint64_t kr_warcfile_size(const kr_warcfile_t *wf) { return wf->fd >= 0 ? wf->size : 0; }
 uint64_t kr_warcfile_files(const kr_warcfile_t *wf) { return wf->files; }
 const char *kr_warcfile_errmsg(const kr_warcfile_t *wf) { return wf->err; }
+
+int kr_warcfile_synced(const kr_warcfile_t *wf, const char **name, uint64_t *offset) {
+  if (wf->fd < 0 || wf->synced == 0) return 0;
+  *name = wf->name;
+  *offset = wf->synced;
+  return 1;
+}
+
+void kr_warcfile_mark_format(char *out, size_t outlen, const char *name, uint64_t offset) {
+  snprintf(out, outlen, "%" PRIu64 " %s", offset, name);
+}
 
 /* ---- records ----------------------------------------------------------- */
 
@@ -490,13 +505,77 @@ static int ends_with(const char *s, const char *suf) {
   return a > b && !strcmp(s + a - b, suf);
 }
 
+static int open_name_ok(const char *name) {
+  return !strchr(name, '/') &&
+         (ends_with(name, ".warc" OPEN_SUFFIX) || ends_with(name, ".warc.gz" OPEN_SUFFIX));
+}
+
+int kr_warcfile_mark_parse(const char *s, kr_warcfile_mark_t *m) {
+  uint64_t v = 0;
+  size_t k = 0;
+  for (; s[k] >= '0' && s[k] <= '9'; k++) {
+    uint64_t d = (uint64_t)(s[k] - '0');
+    if (v > (UINT64_MAX - d) / 10) return -1;
+    v = v * 10 + d;
+  }
+  if (k == 0 || s[k] != ' ') return -1;
+  const char *name = s + k + 1;
+  if (strlen(name) >= sizeof m->name || !open_name_ok(name)) return -1;
+  snprintf(m->name, sizeof m->name, "%s", name);
+  m->offset = v;
+  return 0;
+}
+
+/* Read the records of fd from offset from on (0, or a synced record
+ * boundary): *good is the end of the last complete one (from when none),
+ * *records their count; why says what ended the run. -1 when from > 0
+ * and no record of the file's kind (gz) starts at from: the caller reads
+ * the whole file instead. */
+static int scan(int fd, uint64_t from, int gz, uint64_t *good, uint64_t *records, char *why,
+                size_t whylen) {
+  *good = from;
+  *records = 0;
+  snprintf(why, whylen, "incomplete record");
+  if (lseek(fd, (off_t)from, SEEK_SET) < 0) {
+    snprintf(why, whylen, "seek to %" PRIu64 ": %s", from, strerror(errno));
+    return -1;
+  }
+  kr_warc_reader_opts_t ro = {.base = from};
+  kr_warc_reader_t *r = kr_warc_reader_new(&ro, kr_warc_fd_source, &fd);
+  const kr_warc_header_t *h;
+  kr_warc_extent_t ext;
+  int rc, headers = 0, ret = 0;
+  /* Bounded by the file's size: every record consumes its bytes. */
+  while ((rc = kr_warc_reader_next(r, &h)) == 1) {
+    if (headers++ == 0 && from && kr_warc_reader_is_gzip(r) != gz) {
+      snprintf(why, whylen, "not a %s record", gz ? "gzip" : "plain");
+      ret = -1;
+      break;
+    }
+    if (kr_warc_reader_finish(r, &ext) || !ext.aligned) break;
+    *good = ext.end;
+    (*records)++;
+  }
+  if (rc < 0) {
+    snprintf(why, whylen, "%s", kr_warc_reader_errmsg(r));
+    /* a header torn at the offset is also "no record": read it all */
+    if (from && headers == 0) ret = -1;
+  }
+  kr_warc_reader_free(r);
+  return ret;
+}
+
 int kr_warcfile_repair(int dirfd, const char *name, kr_warcfile_repair_stats_t *st,
                        char *errbuf, size_t errlen) {
+  return kr_warcfile_repair_from(dirfd, name, 0, st, errbuf, errlen);
+}
+
+int kr_warcfile_repair_from(int dirfd, const char *name, uint64_t synced,
+                            kr_warcfile_repair_stats_t *st, char *errbuf, size_t errlen) {
   char dummy[8];
   if (!errbuf) errbuf = dummy, errlen = sizeof dummy;
   errbuf[0] = '\0';
-  if (strchr(name, '/') || !(ends_with(name, ".warc" OPEN_SUFFIX) ||
-                             ends_with(name, ".warc.gz" OPEN_SUFFIX))) {
+  if (!open_name_ok(name)) {
     snprintf(errbuf, errlen, "%s: not an open WARC file name", name);
     return KR_EINVAL;
   }
@@ -509,22 +588,26 @@ int kr_warcfile_repair(int dirfd, const char *name, kr_warcfile_repair_stats_t *
     if (fd >= 0) close(fd);
     return KR_EIO;
   }
-  kr_warc_reader_t *r = kr_warc_reader_new(NULL, kr_warc_fd_source, &fd);
-  uint64_t good = 0, records = 0;
-  const kr_warc_header_t *h;
-  kr_warc_extent_t ext;
-  int rc;
-  /* Bounded by the file's size: every record consumes its bytes. */
-  while ((rc = kr_warc_reader_next(r, &h)) == 1) {
-    if (kr_warc_reader_finish(r, &ext) || !ext.aligned) break;
-    good = ext.end;
-    records++;
+  uint64_t good = 0, records = 0, size = (uint64_t)sb.st_size;
+  char why[256];
+  /* What was synced is whole (it was written record by record and a
+   * commit of the store says so): only the rest needs reading. */
+  int resumed = 0;
+  if (synced && synced <= size) {
+    resumed = scan(fd, synced, ends_with(name, ".gz" OPEN_SUFFIX), &good, &records, why,
+                   sizeof why) == 0;
+    if (!resumed)
+      KR_LOG(KR_LOG_NOTICE, name, "no record at the synced offset %" PRIu64 " (%s): "
+             "checking the whole file", synced, why);
+  } else if (synced) {
+    KR_LOG(KR_LOG_NOTICE, name, "shorter (%" PRIu64 " bytes) than its synced offset %" PRIu64
+           ": checking the whole file", size, synced);
   }
-  if (rc < 0 || (uint64_t)sb.st_size != good)
-    KR_LOG(KR_LOG_NOTICE, name, "cut after %" PRIu64 " complete records at offset %" PRIu64
-           " of %" PRIu64 " (%s)", records, good, (uint64_t)sb.st_size,
-           rc < 0 ? kr_warc_reader_errmsg(r) : "incomplete record");
-  kr_warc_reader_free(r);
+  if (!resumed) scan(fd, 0, 0, &good, &records, why, sizeof why);
+  if (size != good)
+    KR_LOG(KR_LOG_NOTICE, name, "cut after %" PRIu64 " complete records %sat offset %" PRIu64
+           " of %" PRIu64 " (%s)", records, resumed ? "past the synced part " : "", good,
+           size, why);
   int err = 0;
   if ((uint64_t)sb.st_size != good && (ftruncate(fd, (off_t)good) || fdatasync(fd))) {
     snprintf(errbuf, errlen, "%s: cannot cut to %" PRIu64 " bytes: %s", name, good,
@@ -551,6 +634,7 @@ int kr_warcfile_repair(int dirfd, const char *name, kr_warcfile_repair_stats_t *
   fsync(dirfd);
   if (st) {
     st->files++;
+    st->resumed += resumed;
     st->removed += good == 0;
     st->records += records;
     st->bytes_cut += (uint64_t)sb.st_size - good;
@@ -558,8 +642,8 @@ int kr_warcfile_repair(int dirfd, const char *name, kr_warcfile_repair_stats_t *
   return 0;
 }
 
-int kr_warcfile_repair_dir(const char *dir, kr_warcfile_repair_stats_t *st, char *errbuf,
-                           size_t errlen) {
+int kr_warcfile_repair_dir(const char *dir, const kr_warcfile_mark_t *marks, size_t nmarks,
+                           kr_warcfile_repair_stats_t *st, char *errbuf, size_t errlen) {
   char dummy[8];
   if (!errbuf) errbuf = dummy, errlen = sizeof dummy;
   errbuf[0] = '\0';
@@ -592,7 +676,10 @@ int kr_warcfile_repair_dir(const char *dir, kr_warcfile_repair_stats_t *st, char
   closedir(d);
   int err = 0;
   for (size_t i = 0; i < n; i++) {
-    if (!err) err = kr_warcfile_repair(dirfd, names[i], st, errbuf, errlen);
+    uint64_t synced = 0;
+    for (size_t k = 0; k < nmarks; k++)
+      if (!strcmp(marks[k].name, names[i])) synced = marks[k].offset;
+    if (!err) err = kr_warcfile_repair_from(dirfd, names[i], synced, st, errbuf, errlen);
     free(names[i]);
   }
   free(names);

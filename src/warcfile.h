@@ -122,9 +122,29 @@ uint64_t kr_warcfile_size(const kr_warcfile_t *wf);
 uint64_t kr_warcfile_files(const kr_warcfile_t *wf);
 /* Detail of the last error ("" when none). */
 const char *kr_warcfile_errmsg(const kr_warcfile_t *wf);
+/* The known durable part of the file being written: its ".open" name and
+ * the offset, a record boundary, up to which its last successful sync
+ * reached. 1 and *name (valid until the next call) and *offset; 0 when no
+ * file is open or nothing of it was synced yet. Saved where it commits
+ * with the visits (the store), it lets the start-up repair check only
+ * the bytes after it. */
+int kr_warcfile_synced(const kr_warcfile_t *wf, const char **name, uint64_t *offset);
+
+/* A synced offset as kept between runs: "OFFSET NAME". */
+typedef struct kr_warcfile_mark {
+  char name[264];                /* the ".open" file name */
+  uint64_t offset;               /* synced up to here */
+} kr_warcfile_mark_t;
+/* Format "OFFSET NAME" into out (>= 300 bytes is always enough). */
+void kr_warcfile_mark_format(char *out, size_t outlen, const char *name, uint64_t offset);
+/* Parse text written by kr_warcfile_mark_format. 0 and *m; -1 for
+ * anything else (the text comes from a file: hostile). */
+int kr_warcfile_mark_parse(const char *s, kr_warcfile_mark_t *m);
 
 typedef struct kr_warcfile_repair_stats {
   unsigned files;                /* ".open" files found */
+  unsigned resumed;              /* of them, checked only past their synced
+                                    offset */
   unsigned removed;              /* of them, without one complete record */
   uint64_t records;              /* complete records kept */
   uint64_t bytes_cut;            /* bytes cut off the ends */
@@ -137,9 +157,17 @@ typedef struct kr_warcfile_repair_stats {
  * ".warc.open" or ".warc.gz.open"), KR_EIO (errbuf says why). */
 int kr_warcfile_repair(int dirfd, const char *name, kr_warcfile_repair_stats_t *st,
                        char *errbuf, size_t errlen);
+/* The same, knowing that the file was synced up to offset synced (see
+ * kr_warcfile_synced): only the records from there on are read, so a
+ * GiB file takes milliseconds, not seconds. The whole file is read as by
+ * kr_warcfile_repair when synced is 0 or past the file's end, or when no
+ * record of the file's kind starts there. */
+int kr_warcfile_repair_from(int dirfd, const char *name, uint64_t synced,
+                            kr_warcfile_repair_stats_t *st, char *errbuf, size_t errlen);
 /* Repair every *.warc.open and *.warc.gz.open in dir (at start-up, before
- * kr_warcfile_open). A missing dir is fine. 0 or the first error. */
-int kr_warcfile_repair_dir(const char *dir, kr_warcfile_repair_stats_t *st, char *errbuf,
-                           size_t errlen);
+ * kr_warcfile_open); a file named by one of the n marks (may be NULL when
+ * n is 0) from its offset. A missing dir is fine. 0 or the first error. */
+int kr_warcfile_repair_dir(const char *dir, const kr_warcfile_mark_t *marks, size_t n,
+                           kr_warcfile_repair_stats_t *st, char *errbuf, size_t errlen);
 
 #endif

@@ -259,6 +259,10 @@ long kr_warc_fd_source(void *ctx, void *buf, size_t n);
 typedef struct kr_warc_reader_opts {
   size_t max_header;             /* a bigger header is KR_ETOOBIG (256 KiB) */
   size_t max_fields;             /* fields per header (1024) */
+  uint64_t base;                 /* input offset of the source's first
+                                    byte, when it starts inside a file
+                                    (0): offsets and messages count
+                                    from the file's start */
 } kr_warc_reader_opts_t;
 
 typedef struct kr_warc_header {

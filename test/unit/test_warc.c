@@ -1682,7 +1682,7 @@ static void repair_dir_at_start_up(void **state) {
   spit(other, "x", 1);
   kr_warcfile_repair_stats_t st = {0};
   char err[256];
-  assert_int_equal(kr_warcfile_repair_dir(dir, &st, err, sizeof err), 0);
+  assert_int_equal(kr_warcfile_repair_dir(dir, NULL, 0, &st, err, sizeof err), 0);
   assert_int_equal(st.files, 2);
   assert_int_equal(st.removed, 1);
   assert_true(st.records == 3); /* warcinfo + 2 */
@@ -1690,7 +1690,232 @@ static void repair_dir_at_start_up(void **state) {
   assert_int_equal(list_dir(dir, names, 8), 2);
   assert_string_equal(names[0], "kria-torn.warc.gz");
   assert_string_equal(names[1], "unrelated.txt");
-  assert_int_equal(kr_warcfile_repair_dir("/nonexistent/kria/dir", &st, NULL, 0), 0);
+  assert_int_equal(kr_warcfile_repair_dir("/nonexistent/kria/dir", NULL, 0, &st, NULL, 0), 0);
+}
+
+/* ---- repair from the synced offset ------------------------------------------------ */
+
+/* A crawl's file as a kill -9 leaves it, under name in dir: warcinfo and
+ * 3 records, synced (the offset in *synced), 2 more records, the last one
+ * torn by cut bytes. *kept is where the complete records end. Written in
+ * a directory of its own, then copied: the writer is closed normally. */
+static void killed_file(const char *dir, const char *name, int gz, size_t cut, uint64_t *synced,
+                        uint64_t *kept) {
+  char wdir[300];
+  sub(wdir, sizeof wdir, gz ? "synced-w-gz" : "synced-w");
+  kr_warcfile_opts_t o;
+  kr_warcfile_opts_default(&o);
+  o.dir = wdir;
+  o.writer.gzip = gz;
+  o.durability = KR_WARC_SYNC_BATCH;
+  o.sync_fn = fake_sync;
+  kr_warcfile_t *wf;
+  assert_int_equal(kr_warcfile_open(&o, &wf, NULL, 0), 0);
+  const char *nm;
+  uint64_t off;
+  kr_slice_t b = KR_SLICE_LIT("a block of some length, for a record of some size\n");
+  for (int i = 0; i < 5; i++) {
+    if (i == 3) {
+      assert_int_equal(kr_warcfile_synced(wf, &nm, &off), 0); /* nothing synced yet */
+      assert_int_equal(kr_warcfile_sync(wf), 0);
+      assert_int_equal(kr_warcfile_synced(wf, &nm, &off), 1);
+      assert_true(off == kr_warcfile_size(wf));
+      assert_string_equal(nm, kr_warcfile_current(wf));
+      *synced = off;
+    }
+    if (i == 4) *kept = kr_warcfile_size(wf);
+    kr_warc_rec_t r = {.type = KR_WARC_RESOURCE, .target_uri = KR_SLICE_LIT("urn:a")};
+    assert_int_equal(kr_warcfile_write(wf, &r, &b, 1, NULL), 0);
+  }
+  char path[700];
+  snprintf(path, sizeof path, "%s/%s", wdir, kr_warcfile_current(wf));
+  size_t n;
+  unsigned char *p = slurp(path, &n);
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  spit(path, p, n - cut);
+  free(p);
+  assert_int_equal(kr_warcfile_close(wf), 0);
+}
+
+static uint64_t file_size(const char *dir, const char *name) {
+  char path[700];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  struct stat sb;
+  assert_int_equal(stat(path, &sb), 0);
+  return (uint64_t)sb.st_size;
+}
+
+static void repair_from_synced_offset(void **state) {
+  (void)state;
+  char dir[300];
+  sub(dir, sizeof dir, "synced");
+  int dirfd = open(dir, O_RDONLY | O_DIRECTORY);
+  assert_true(dirfd >= 0);
+  for (int gz = 0; gz < 2; gz++) {
+    const char *name = gz ? "k.warc.gz.open" : "k.warc.open";
+    const char *fin = gz ? "k.warc.gz" : "k.warc";
+    char path[700], err[256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    uint64_t off, kept;
+
+    /* The tail cut: only the records past the offset are read. A byte
+     * spoilt before it shows that: a whole read would cut there. */
+    killed_file(dir, name, gz, 7, &off, &kept);
+    int fd = open(path, O_WRONLY);
+    assert_true(fd >= 0);
+    assert_true(pwrite(fd, "\xff", 1, (off_t)(off - 20)) == 1);
+    close(fd);
+    kr_warcfile_repair_stats_t st = {0};
+    assert_int_equal(kr_warcfile_repair_from(dirfd, name, off, &st, err, sizeof err), 0);
+    assert_int_equal(st.files, 1);
+    assert_int_equal(st.resumed, 1);
+    assert_true(st.records == 1); /* the one complete record after the offset */
+    assert_true(file_size(dir, fin) == kept);
+    unlinkat(dirfd, fin, 0);
+
+    /* The file ends at the offset: nothing to read, nothing cut. */
+    uint64_t full;
+    killed_file(dir, name, gz, 0, &off, &full);
+    assert_int_equal(truncate(path, (off_t)off), 0);
+    memset(&st, 0, sizeof st);
+    assert_int_equal(kr_warcfile_repair_from(dirfd, name, off, &st, err, sizeof err), 0);
+    assert_int_equal(st.resumed, 1);
+    assert_true(st.records == 0 && st.bytes_cut == 0);
+    assert_true(file_size(dir, fin) == off);
+    unlinkat(dirfd, fin, 0);
+
+    /* The offset past the file's end (the file lost its synced part):
+     * the whole file is read. */
+    killed_file(dir, name, gz, 0, &off, &full);
+    assert_int_equal(truncate(path, (off_t)(off - 10)), 0);
+    memset(&st, 0, sizeof st);
+    assert_int_equal(kr_warcfile_repair_from(dirfd, name, off, &st, err, sizeof err), 0);
+    assert_int_equal(st.resumed, 0);
+    assert_true(st.records == 3); /* warcinfo + 2: the third is torn */
+    unlinkat(dirfd, fin, 0);
+
+    /* No record at the offset (inside one): the whole file is read. */
+    killed_file(dir, name, gz, 7, &off, &kept);
+    memset(&st, 0, sizeof st);
+    assert_int_equal(kr_warcfile_repair_from(dirfd, name, off + 1, &st, err, sizeof err), 0);
+    assert_int_equal(st.resumed, 0);
+    assert_true(st.records == 5);
+    assert_true(file_size(dir, fin) == kept);
+    unlinkat(dirfd, fin, 0);
+    /* ... garbage there */
+    killed_file(dir, name, gz, 0, &off, &full);
+    fd = open(path, O_WRONLY);
+    assert_true(fd >= 0);
+    assert_true(pwrite(fd, "\x1f\x8b\x08junk", 7, (off_t)off) == 7);
+    close(fd);
+    memset(&st, 0, sizeof st);
+    assert_int_equal(kr_warcfile_repair_from(dirfd, name, off, &st, err, sizeof err), 0);
+    assert_int_equal(st.resumed, 0);
+    assert_true(st.records == 4);
+    assert_true(file_size(dir, fin) == off);
+    unlinkat(dirfd, fin, 0);
+
+    /* The directory's repair takes the mark of the file it names only. */
+    kr_warcfile_mark_t m = {.offset = 0};
+    snprintf(m.name, sizeof m.name, "other%s", name);
+    killed_file(dir, name, gz, 7, &off, &kept);
+    m.offset = off;
+    memset(&st, 0, sizeof st);
+    assert_int_equal(kr_warcfile_repair_dir(dir, &m, 1, &st, err, sizeof err), 0);
+    assert_int_equal(st.files, 1);
+    assert_int_equal(st.resumed, 0);
+    assert_true(st.records == 5);
+    assert_true(file_size(dir, fin) == kept);
+    unlinkat(dirfd, fin, 0);
+    snprintf(m.name, sizeof m.name, "%s", name);
+    killed_file(dir, name, gz, 7, &off, &kept);
+    m.offset = off;
+    memset(&st, 0, sizeof st);
+    assert_int_equal(kr_warcfile_repair_dir(dir, &m, 1, &st, err, sizeof err), 0);
+    assert_int_equal(st.resumed, 1);
+    assert_true(st.records == 1);
+    assert_true(file_size(dir, fin) == kept);
+    unlinkat(dirfd, fin, 0);
+  }
+  /* A gzip name over plain records: the kind at the offset differs, the
+   * whole file is read. */
+  uint64_t off, kept;
+  killed_file(dir, "p.warc.gz.open", 0, 7, &off, &kept);
+  kr_warcfile_repair_stats_t st = {0};
+  assert_int_equal(kr_warcfile_repair_from(dirfd, "p.warc.gz.open", off, &st, NULL, 0), 0);
+  assert_int_equal(st.resumed, 0);
+  assert_true(st.records == 5);
+  unlinkat(dirfd, "p.warc.gz", 0);
+  close(dirfd);
+}
+
+/* A record being streamed is not part of the synced offset: the sync
+ * reaches its start, a record boundary. */
+static void synced_offset_while_streaming(void **state) {
+  (void)state;
+  char dir[300];
+  sub(dir, sizeof dir, "synced-stream");
+  kr_warcfile_opts_t o;
+  kr_warcfile_opts_default(&o);
+  o.dir = dir;
+  o.writer.gzip = 0;
+  o.durability = KR_WARC_SYNC_BATCH;
+  o.sync_fn = fake_sync;
+  kr_warcfile_t *wf;
+  assert_int_equal(kr_warcfile_open(&o, &wf, NULL, 0), 0);
+  kr_warc_rec_t r = {.type = KR_WARC_RESOURCE, .target_uri = KR_SLICE_LIT("urn:a")};
+  assert_int_equal(kr_warcfile_write(wf, &r, NULL, 0, NULL), 0);
+  uint64_t start = kr_warcfile_size(wf);
+  uint8_t d[KR_SHA1_LEN];
+  assert_int_equal(kr_sha1("0123456789", 10, d), 0);
+  kr_warc_rec_t r2 = {.type = KR_WARC_RESOURCE, .target_uri = KR_SLICE_LIT("urn:b"),
+                      .block_sha1 = d};
+  assert_int_equal(kr_warcfile_begin(wf, &r2, 10), 0);
+  assert_int_equal(kr_warcfile_append(wf, "01234", 5), 0);
+  assert_int_equal(kr_warcfile_sync(wf), 0);
+  const char *nm;
+  uint64_t off;
+  assert_int_equal(kr_warcfile_synced(wf, &nm, &off), 1);
+  assert_true(off == start);
+  assert_true(kr_warcfile_size(wf) > start);
+  assert_int_equal(kr_warcfile_append(wf, "56789", 5), 0);
+  assert_int_equal(kr_warcfile_end(wf, NULL), 0);
+  assert_int_equal(kr_warcfile_sync(wf), 0);
+  assert_int_equal(kr_warcfile_synced(wf, &nm, &off), 1);
+  assert_true(off == kr_warcfile_size(wf));
+  /* a new file after a rotation: nothing of it synced yet */
+  assert_int_equal(kr_warcfile_rotate(wf), 0);
+  r.id[0] = '\0';
+  assert_int_equal(kr_warcfile_write(wf, &r, NULL, 0, NULL), 0);
+  assert_int_equal(kr_warcfile_synced(wf, &nm, &off), 0);
+  assert_int_equal(kr_warcfile_close(wf), 0);
+}
+
+static void marks_parse(void **state) {
+  (void)state;
+  char v[300];
+  kr_warcfile_mark_t m;
+  kr_warcfile_mark_format(v, sizeof v, "kria-1-00001-h.warc.gz.open", 123456789012ull);
+  assert_string_equal(v, "123456789012 kria-1-00001-h.warc.gz.open");
+  assert_int_equal(kr_warcfile_mark_parse(v, &m), 0);
+  assert_string_equal(m.name, "kria-1-00001-h.warc.gz.open");
+  assert_true(m.offset == 123456789012ull);
+  assert_int_equal(kr_warcfile_mark_parse("18446744073709551615 a.warc.open", &m), 0);
+  assert_true(m.offset == UINT64_MAX);
+  static const char *const bad[] = {
+      "", "12", "12 ", " 12 a.warc.open", "-1 a.warc.open", "x a.warc.open", "1 a.warc",
+      "1 a.warc.gz", "1 ../a.warc.open", "1 d/a.warc.open", "1\ta.warc.open",
+      "18446744073709551616 a.warc.open", "99999999999999999999 a.warc.open",
+      "1 .warc.open",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+    if (kr_warcfile_mark_parse(bad[i], &m) == 0) fail_msg("accepted mark '%s'", bad[i]);
+  char longname[400];
+  memset(longname, 'a', sizeof longname);
+  snprintf(longname + 300, 100, ".warc.open");
+  char lv[500];
+  snprintf(lv, sizeof lv, "1 %s", longname);
+  assert_int_equal(kr_warcfile_mark_parse(lv, &m), -1);
 }
 
 /* ---- samples for warcio.js ------------------------------------------------------ */
@@ -1763,6 +1988,9 @@ int main(void) {
       cmocka_unit_test(repair_every_cut),
       cmocka_unit_test(repair_streams_large_files),
       cmocka_unit_test(repair_dir_at_start_up),
+      cmocka_unit_test(repair_from_synced_offset),
+      cmocka_unit_test(synced_offset_while_streaming),
+      cmocka_unit_test(marks_parse),
       cmocka_unit_test(sample_files),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
