@@ -27,7 +27,9 @@
 #    files, garbage, usage);
 #  - kill -9 mid-crawl: the .open file is repaired at restart, validates,
 #    and every URI the store says was visited has a record (a crash
-#    repeats fetches, never loses one);
+#    repeats fetches, never loses one); with durability batch the store
+#    names the open file and its synced offset, and the repair reads
+#    only from there;
 #  - a full disk (a 1 MiB tmpfs, when this runs as root and may mount):
 #    /status and /metrics count the write errors and show the hold;
 #    fetching stops with a clear error, resumes once space is freed, the
@@ -340,6 +342,30 @@ is "${#K[@]}" 2 "the repaired file and the new one"
 warccheck "the repaired file and the new one check out" "${K[@]}"
 is "$(unrecorded "$T/k" "${K[@]}")" "" "every URI visited before or after the kill has a record"
 is "$(sqlite3 "$T/k/kria.db" 'select count(*) from uris where state = 1')" 201 "the whole site (and robots.txt) was visited"
+
+# durability batch: each commit records how far the file was synced, and
+# the repair after a kill -9 reads only what comes after that offset
+crawl_conf "$T/kb.conf" "$T/kb" "$T/seeds2.txt" "[warc]" "durability = batch"
+"$KRIA" crawl -c "$T/kb.conf" 2>"$T/kb1.err" &
+kpid=$!
+_pids+=("$kpid")
+for _ in $(seq 400); do
+  [ "$(cat "$T/kb/logs/crawl.log" 2>/dev/null | wc -l)" -ge 40 ] && break
+  sleep 0.05
+done
+kill -KILL "$kpid"
+wait "$kpid" 2>/dev/null
+open_file=$(find "$T/kb/warcs" -name '*.warc.gz.open' -printf '%f\n')
+mark=$(sqlite3 "$T/kb/kria.db" "select value from meta where key = 'warc.synced'")
+is "${mark#* }" "$open_file" "the store names the open file with its synced offset"
+check "the synced offset is within the file" test "${mark%% *}" -gt 0 -a "${mark%% *}" -le "$(stat -c %s "$T/kb/warcs/$open_file")"
+timeout 120 "$KRIA" crawl -c "$T/kb.conf" 2>"$T/kb2.err"
+is "$?" 0 "the restarted crawl completes (batch)"
+like "$(cat "$T/kb2.err")" "repaired 1 WARC file.s. left open .1 from the synced offset" "the repair starts at the synced offset"
+mapfile -t K < <(find "$T/kb/warcs" -type f | sort)
+is "${#K[@]}" 2 "the repaired file and the new one (batch)"
+warccheck "they check out (batch)" "${K[@]}"
+is "$(unrecorded "$T/kb" "${K[@]}")" "" "every URI visited before or after the kill has a record (batch)"
 kts_stop
 
 # ---- a full disk --------------------------------------------------------------------------
