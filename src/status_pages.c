@@ -593,6 +593,13 @@ static void page_metrics(kr_service_t *s, kr_buf_t *b) {
   const kr_store_stats_t *ss = kr_store_stats(kr_frontier_store(c->frontier));
   metric_u(b, "kria_store_commits_total", "counter", "State database commits.", ss->commits);
   metric_u(b, "kria_store_wal_frames", "gauge", "WAL frames after the last commit.", ss->wal_frames);
+  metric_u(b, "kria_store_wal_restarts_total", "counter", "Times the WAL started over.",
+           ss->restarts);
+  metric_u(b, "kria_store_drains_total", "counter",
+           "Drains (no transaction begins until a checkpoint has copied the WAL).", ss->drains);
+  metric_u(b, "kria_store_drains_broken_total", "counter",
+           "Transactions begun during a drain (each costs that drain its WAL restart).",
+           ss->drains_broken);
   metric_u(b, "kria_store_wal_held", "gauge",
            "1 while the WAL is past its cap and no new fetch starts.", (uint64_t)ss->wal_held);
   metric(b, "kria_store_commit_seconds_max", "gauge", "Slowest commit so far.",

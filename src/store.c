@@ -54,6 +54,7 @@ enum {
   S_META_SET,
   S_DIGEST_GET,
   S_DIGEST_PUT,
+  S_URL_GET,
   S_URI_SET_HINT,
   S_ORIG_GET,
   S_ORIG_FIND,
@@ -120,6 +121,7 @@ static const char *const stmt_sql[S__COUNT] = {
                      "ON u.fp = d.fp WHERE d.digest = ?1",
     [S_DIGEST_PUT] = "INSERT OR IGNORE INTO digests(digest, fp, date) VALUES (?1,?2,?3)",
     [S_URI_SET_HINT] = "UPDATE uris SET hint = ?2 WHERE fp = ?1",
+    [S_URL_GET] = "SELECT url FROM uris WHERE fp = ?1",
     /* ofp 0 is the URI itself (see kr_store_original_put) */
     [S_ORIG_GET] = "SELECT o.digest, " ORIG_OFP ", o.date, u.url, o.rid FROM originals o "
                    "LEFT JOIN uris u ON u.fp = " ORIG_OFP " WHERE o.fp = ?1",
@@ -262,6 +264,8 @@ struct kr_store {
   uint64_t drain_started_us;
   int get_active;              /* S_URI_GET or S_DIGEST_GET is left on a row */
   char rid[48];                /* an original's record id, unpacked */
+  struct dwrite *dw;           /* writes kept during a drain (see defer) */
+  size_t ndw, dw_cap, dw_bytes;
   int check_state;             /* background quick_check: 0 running/none, 1 ok, KR_EDB */
   int background_check;        /* start one once open */
   char check_msg[512];
@@ -315,6 +319,7 @@ static inline void settle(kr_store_t *st) {
     sqlite3_reset(st->stmt[S_ORIG_GET]);
     sqlite3_reset(st->stmt[S_ORIG_FIND]);
     sqlite3_reset(st->stmt[S_ROBOTS_GET]);
+    sqlite3_reset(st->stmt[S_URL_GET]);
     st->get_active = 0;
   }
 }
@@ -515,7 +520,11 @@ void kr_store_opts_default(kr_store_opts_t *o) {
   o->quick_check = 2;
 }
 
+static void dw_clear(kr_store_t *st);
+
 static void store_free(kr_store_t *st) {
+  dw_clear(st);
+  free(st->dw);
   for (int i = 0; i < S__COUNT; i++) sqlite3_finalize(st->stmt[i]);
   if (st->ckpt_db) sqlite3_close(st->ckpt_db);
   if (st->db) sqlite3_close(st->db);
@@ -656,6 +665,8 @@ static int step_done(kr_store_t *st, sqlite3_stmt *s, const char *what) {
   return 0;
 }
 
+static int dw_apply(kr_store_t *st);
+
 /* Every write calls this first: joins (or opens) the transaction. */
 static int write_begin(kr_store_t *st) {
   if (!st->in_tx) {
@@ -667,10 +678,138 @@ static int write_begin(kr_store_t *st) {
     st->tx_writes = 0;
     st->tx_opened_at = st->opts.clock ? kr_clock_now_ms(st->opts.clock) : 0;
     st->stats.begins++;
+    if (st->ndw && dw_apply(st)) return KR_EDB;
   }
   st->tx_writes++;
   st->stats.writes++;
   return 0;
+}
+
+/* ---- writes kept during a drain ------------------------------------------- */
+
+/* The frontier keeps its own writes while the store drains; every other
+ * write (WARC originals, the digest index, robots.txt rows, hints, meta)
+ * is kept here, copied, in order, instead of beginning a transaction: one
+ * such write per drain was enough to keep the WAL from ever restarting
+ * under load (a 3-minute crawl of 10,000 hosts: 9 GB of WAL, 10 s to open
+ * it after a kill). They are applied at the start of the first
+ * transaction after the drain (or of any transaction begun during it),
+ * and the reads of the same keys see them meanwhile. Past DW_MAX writes
+ * or DW_MAX_BYTES, or when a transaction is open anyway, they are written
+ * at once. */
+#define DW_MAX 4096
+#define DW_MAX_BYTES (8u << 20)
+#define DW_VALS 5
+
+typedef struct dval {
+  int type;          /* SQLITE_INTEGER, _FLOAT, _TEXT, _BLOB or _NULL */
+  int64_t i;
+  double d;
+  size_t len;
+  uint8_t *p;        /* text (NUL-terminated) or blob, owned */
+} dval_t;
+
+struct dwrite {
+  int stmt;
+  int n;
+  dval_t v[DW_VALS];
+};
+
+static dval_t dv_int(int64_t i) { return (dval_t){.type = SQLITE_INTEGER, .i = i}; }
+static dval_t dv_null(void) { return (dval_t){.type = SQLITE_NULL}; }
+static dval_t dv_float(double d) { return (dval_t){.type = SQLITE_FLOAT, .d = d}; }
+/* Borrowed until kept (defer copies). */
+static dval_t dv_text(const char *p, size_t n) {
+  return (dval_t){.type = SQLITE_TEXT, .p = (uint8_t *)(uintptr_t)p, .len = n};
+}
+static dval_t dv_blob(const void *p, size_t n) {
+  return (dval_t){.type = SQLITE_BLOB, .p = (uint8_t *)(uintptr_t)p, .len = n};
+}
+
+static void dv_bind(sqlite3_stmt *s, int i, const dval_t *v) {
+  switch (v->type) {
+  case SQLITE_INTEGER: sqlite3_bind_int64(s, i, v->i); break;
+  case SQLITE_FLOAT: sqlite3_bind_double(s, i, v->d); break;
+  case SQLITE_TEXT: sqlite3_bind_text(s, i, (const char *)v->p, (int)v->len, SQLITE_STATIC); break;
+  case SQLITE_BLOB: sqlite3_bind_blob(s, i, v->p, (int)v->len, SQLITE_STATIC); break;
+  default: sqlite3_bind_null(s, i); break;
+  }
+}
+
+static int dv_eq(const dval_t *v, const void *p, size_t n) {
+  return v->len == n && (n == 0 || memcmp(v->p, p, n) == 0);
+}
+
+static void dw_clear(kr_store_t *st) {
+  for (size_t k = 0; k < st->ndw; k++)
+    for (int i = 0; i < st->dw[k].n; i++) free(st->dw[k].v[i].p);
+  st->ndw = 0;
+  st->dw_bytes = 0;
+}
+
+/* Run one write statement now (joins or opens the transaction). */
+static int run_write(kr_store_t *st, int stmt, const dval_t *v, int n, const char *what) {
+  if (write_begin(st)) return KR_EDB;
+  sqlite3_stmt *s = st->stmt[stmt];
+  for (int i = 0; i < n; i++) dv_bind(s, i + 1, &v[i]);
+  int rc = step_done(st, s, what);
+  sqlite3_clear_bindings(s);
+  return rc;
+}
+
+/* Write now, or keep it for after the drain. 1 kept, 0 written, KR_EDB. */
+static int write_or_keep(kr_store_t *st, int stmt, const dval_t *v, int n, const char *what) {
+  size_t bytes = 0;
+  for (int i = 0; i < n; i++) bytes += v[i].len;
+  /* An open transaction during a drain has broken it already: join it. */
+  if (!st->draining || st->in_tx || st->ndw >= DW_MAX || st->dw_bytes + bytes > DW_MAX_BYTES)
+    return run_write(st, stmt, v, n, what);
+  if (st->ndw == st->dw_cap)
+    st->dw = kr_xrealloc(st->dw, (st->dw_cap = st->dw_cap ? 2 * st->dw_cap : 64) * sizeof *st->dw);
+  struct dwrite *w = &st->dw[st->ndw++];
+  w->stmt = stmt;
+  w->n = n;
+  for (int i = 0; i < n; i++) {
+    w->v[i] = v[i];
+    if (v[i].type == SQLITE_TEXT || v[i].type == SQLITE_BLOB) {
+      w->v[i].p = kr_xmalloc(v[i].len + 1);
+      if (v[i].len) memcpy(w->v[i].p, v[i].p, v[i].len);
+      w->v[i].p[v[i].len] = 0;
+    }
+  }
+  st->dw_bytes += bytes;
+  st->stats.writes_kept++;
+  return 1;
+}
+
+/* The newest kept write of stmt whose value k equals p/n, or NULL. */
+static const struct dwrite *dw_find(const kr_store_t *st, int stmt, int k, const void *p,
+                                    size_t n) {
+  for (size_t j = st->ndw; j-- > 0;)
+    if (st->dw[j].stmt == stmt && dv_eq(&st->dw[j].v[k], p, n)) return &st->dw[j];
+  return NULL;
+}
+
+static const struct dwrite *dw_find_int(const kr_store_t *st, int stmt, int k, int64_t i) {
+  for (size_t j = st->ndw; j-- > 0;)
+    if (st->dw[j].stmt == stmt && st->dw[j].v[k].i == i) return &st->dw[j];
+  return NULL;
+}
+
+/* Apply the kept writes, in order, in the open transaction. */
+static int dw_apply(kr_store_t *st) {
+  int rc = 0;
+  for (size_t k = 0; k < st->ndw && !rc; k++) {
+    const struct dwrite *w = &st->dw[k];
+    sqlite3_stmt *s = st->stmt[w->stmt];
+    for (int i = 0; i < w->n; i++) dv_bind(s, i + 1, &w->v[i]);
+    st->tx_writes++;
+    st->stats.writes++;
+    rc = step_done(st, s, "writing what waited for a drain");
+    sqlite3_clear_bindings(s);
+  }
+  dw_clear(st);
+  return rc;
 }
 
 static void checkpoint_maybe(kr_store_t *st, uint64_t now);
@@ -712,6 +851,7 @@ int kr_store_maybe_commit(kr_store_t *st, uint64_t now) {
   if (st->check_state < 0) return KR_EDB;
   int rc = 0;
   st->last_now = now;
+  if (st->ndw && !st->draining && !st->in_tx && write_begin(st)) return KR_EDB;
   if (st->in_tx && !st->hold) {
     if (!st->tx_opened_at) st->tx_opened_at = now;
     if (st->tx_writes >= st->opts.commit_updates ||
@@ -727,6 +867,7 @@ int kr_store_maybe_commit(kr_store_t *st, uint64_t now) {
 int kr_store_commit(kr_store_t *st) {
   settle(st);
   if (st->hold) return KR_EINVAL;
+  if (st->ndw && !st->draining && !st->in_tx && write_begin(st)) return KR_EDB;
   int rc = commit(st);
   if (rc > 0) {
     st->last_commit_at = st->opts.clock ? kr_clock_now_ms(st->opts.clock) : st->last_now;
@@ -993,6 +1134,7 @@ int kr_store_close(kr_store_t *st) {
   if (!st) return 0;
   settle(st);
   st->hold = 0;
+  if (st->ndw && !st->in_tx) write_begin(st); /* errors: commit reports */
   int rc = commit(st);
   ckpt_detach(st);
   store_free(st);
@@ -1349,6 +1491,11 @@ int kr_store_hosts_each(kr_store_t *st, int (*fn)(void *ud, const kr_host_row_t 
 
 int kr_store_meta_get(kr_store_t *st, const char *key, char *out, size_t outlen) {
   settle(st);
+  const struct dwrite *w = dw_find(st, S_META_SET, 0, key, strlen(key));
+  if (w) {
+    if (outlen) snprintf(out, outlen, "%s", (const char *)w->v[1].p);
+    return 1;
+  }
   sqlite3_stmt *s = st->stmt[S_META_GET];
   sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
   int rc = sqlite3_step(s);
@@ -1364,14 +1511,25 @@ int kr_store_meta_get(kr_store_t *st, const char *key, char *out, size_t outlen)
 
 int kr_store_meta_set(kr_store_t *st, const char *key, const char *value) {
   settle(st);
-  if (write_begin(st)) return KR_EDB;
-  sqlite3_stmt *s = st->stmt[S_META_SET];
-  sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
-  sqlite3_bind_text(s, 2, value, -1, SQLITE_STATIC);
-  return step_done(st, s, "writing meta");
+  dval_t v[2] = {dv_text(key, strlen(key)), dv_text(value, strlen(value))};
+  int rc = write_or_keep(st, S_META_SET, v, 2, "writing meta");
+  return rc < 0 ? rc : 0;
 }
 
 /* ---- adaptive: digests, hints ------------------------------------------------ */
+
+/* The URL of fp (readable until the next call), NULL when none. */
+static const char *url_of(kr_store_t *st, uint64_t fp, size_t *len) {
+  sqlite3_stmt *s = st->stmt[S_URL_GET];
+  sqlite3_bind_int64(s, 1, (sqlite3_int64)fp);
+  *len = 0;
+  if (sqlite3_step(s) != SQLITE_ROW) {
+    sqlite3_reset(s);
+    return NULL;
+  }
+  st->get_active = 1;
+  return col_text(s, 0, len);
+}
 
 int kr_store_digest_get(kr_store_t *st, const uint8_t *d, size_t n, kr_digest_ref_t *out) {
   settle(st);
@@ -1381,6 +1539,16 @@ int kr_store_digest_get(kr_store_t *st, const uint8_t *d, size_t n, kr_digest_re
   int rc = sqlite3_step(s);
   if (rc == SQLITE_DONE) {
     sqlite3_reset(s);
+    /* the first one kept wins, as INSERT OR IGNORE will decide */
+    for (size_t j = 0; j < st->ndw; j++) {
+      const struct dwrite *w = &st->dw[j];
+      if (w->stmt != S_DIGEST_PUT || !dv_eq(&w->v[0], d, n)) continue;
+      memset(out, 0, sizeof(*out));
+      out->fp = (uint64_t)w->v[1].i;
+      out->date = (uint64_t)w->v[2].i;
+      out->url = url_of(st, out->fp, &out->url_len);
+      return 1;
+    }
     return 0;
   }
   if (rc != SQLITE_ROW) {
@@ -1400,14 +1568,9 @@ int kr_store_digest_put(kr_store_t *st, const uint8_t *d, size_t n, uint64_t fp,
                         uint64_t date) {
   settle(st);
   if (!d || !n) return 0;
-  if (write_begin(st)) return KR_EDB;
-  sqlite3_stmt *s = st->stmt[S_DIGEST_PUT];
-  sqlite3_bind_blob(s, 1, d, (int)n, SQLITE_STATIC);
-  sqlite3_bind_int64(s, 2, (sqlite3_int64)fp);
-  sqlite3_bind_int64(s, 3, (sqlite3_int64)date);
-  int rc = step_done(st, s, "writing the digest index");
-  sqlite3_clear_bindings(s);
-  if (rc) return rc;
+  dval_t v[3] = {dv_blob(d, n), dv_int((int64_t)fp), dv_int((int64_t)date)};
+  int rc = write_or_keep(st, S_DIGEST_PUT, v, 3, "writing the digest index");
+  if (rc) return rc; /* kept: 1, as if inserted */
   return sqlite3_changes(st->db) > 0;
 }
 
@@ -1439,12 +1602,19 @@ static int rid_pack(const char *rid, uint8_t out[16]) {
   return 1;
 }
 
+static void rid_format(const uint8_t *b, char *out);
+
 static const char *rid_unpack(kr_store_t *st, sqlite3_stmt *s, int col, size_t *len) {
   if (sqlite3_column_type(s, col) != SQLITE_BLOB || sqlite3_column_bytes(s, col) != 16)
     return col_text(s, col, len);
-  const uint8_t *b = sqlite3_column_blob(s, col);
+  rid_format(sqlite3_column_blob(s, col), st->rid);
+  *len = RID_LEN;
+  return st->rid;
+}
+
+static void rid_format(const uint8_t *b, char *out) {
   static const char hx[] = "0123456789abcdef";
-  char *o = st->rid;
+  char *o = out;
   memcpy(o, RID_PRE, sizeof RID_PRE - 1);
   o += sizeof RID_PRE - 1;
   for (int i = 0; i < 16; i++) {
@@ -1454,8 +1624,6 @@ static const char *rid_unpack(kr_store_t *st, sqlite3_stmt *s, int col, size_t *
   }
   *o++ = '>';
   *o = '\0';
-  *len = RID_LEN;
-  return st->rid;
 }
 
 static int orig_row(kr_store_t *st, sqlite3_stmt *s, kr_original_t *out) {
@@ -1479,8 +1647,30 @@ static int orig_row(kr_store_t *st, sqlite3_stmt *s, kr_original_t *out) {
   return 1;
 }
 
+/* A kept S_ORIG_PUT as a row. */
+static int orig_kept(kr_store_t *st, const struct dwrite *w, kr_original_t *out) {
+  memset(out, 0, sizeof(*out));
+  uint64_t fp = (uint64_t)w->v[0].i;
+  out->digest = w->v[1].p;
+  out->digest_len = w->v[1].len;
+  out->ofp = w->v[2].i ? (uint64_t)w->v[2].i : fp;
+  out->date = (uint64_t)w->v[3].i;
+  if (w->v[4].type == SQLITE_BLOB) {
+    rid_format(w->v[4].p, st->rid);
+    out->rid = st->rid;
+    out->rid_len = RID_LEN;
+  } else {
+    out->rid = (const char *)w->v[4].p;
+    out->rid_len = w->v[4].len;
+  }
+  out->url = url_of(st, out->ofp, &out->url_len);
+  return 1;
+}
+
 int kr_store_original_get(kr_store_t *st, uint64_t fp, kr_original_t *out) {
   settle(st);
+  const struct dwrite *w = dw_find_int(st, S_ORIG_PUT, 0, (int64_t)fp);
+  if (w) return orig_kept(st, w, out);
   sqlite3_stmt *s = st->stmt[S_ORIG_GET];
   sqlite3_bind_int64(s, 1, (sqlite3_int64)fp);
   return orig_row(st, s, out);
@@ -1491,34 +1681,39 @@ int kr_store_original_find(kr_store_t *st, const uint8_t *d, size_t n, kr_origin
   if (!d || !n) return 0;
   sqlite3_stmt *s = st->stmt[S_ORIG_FIND];
   sqlite3_bind_blob(s, 1, d, (int)n, SQLITE_STATIC);
-  return orig_row(st, s, out);
+  int rc = orig_row(st, s, out);
+  if (rc) return rc;
+  const struct dwrite *w = dw_find(st, S_ORIG_PUT, 1, d, n);
+  return w ? orig_kept(st, w, out) : 0;
 }
 
 int kr_store_original_put(kr_store_t *st, uint64_t fp, const uint8_t *d, size_t n, uint64_t ofp,
                           uint64_t date, const char *rid) {
   settle(st);
   if (!d || !n || !rid || !*rid) return KR_EINVAL;
-  if (write_begin(st)) return KR_EDB;
-  sqlite3_stmt *s = st->stmt[S_ORIG_PUT];
-  sqlite3_bind_int64(s, 1, (sqlite3_int64)fp);
-  sqlite3_bind_blob(s, 2, d, (int)n, SQLITE_STATIC);
-  /* fps are never 0: 0 names the URI itself, stored in no bytes at all */
-  sqlite3_bind_int64(s, 3, ofp == fp ? 0 : (sqlite3_int64)ofp);
-  sqlite3_bind_int64(s, 4, (sqlite3_int64)date);
   uint8_t packed[16];
-  if (rid_pack(rid, packed))
-    sqlite3_bind_blob(s, 5, packed, sizeof packed, SQLITE_TRANSIENT);
-  else
-    sqlite3_bind_text(s, 5, rid, -1, SQLITE_STATIC);
-  int rc = step_done(st, s, "writing a WARC original");
-  sqlite3_clear_bindings(s);
-  return rc;
+  /* fps are never 0: 0 names the URI itself, stored in no bytes at all */
+  dval_t v[5] = {dv_int((int64_t)fp), dv_blob(d, n), dv_int(ofp == fp ? 0 : (int64_t)ofp),
+                 dv_int((int64_t)date),
+                 rid_pack(rid, packed) ? dv_blob(packed, sizeof packed) : dv_text(rid, strlen(rid))};
+  int rc = write_or_keep(st, S_ORIG_PUT, v, 5, "writing a WARC original");
+  return rc < 0 ? rc : 0;
 }
 
 /* ---- robots.txt ---------------------------------------------------------------- */
 
 int kr_store_robots_get(kr_store_t *st, const char *origin, size_t n, kr_robots_row_t *out) {
   settle(st);
+  const struct dwrite *w = dw_find(st, S_ROBOTS_PUT, 0, origin, n);
+  if (w) {
+    memset(out, 0, sizeof(*out));
+    out->expires = w->v[1].i > 0 ? (uint64_t)w->v[1].i : 0;
+    out->status = (int)w->v[2].i;
+    out->final = w->v[3].i != 0;
+    out->body = w->v[4].type == SQLITE_BLOB ? (const char *)w->v[4].p : NULL;
+    out->body_len = w->v[4].type == SQLITE_BLOB ? w->v[4].len : 0;
+    return 1;
+  }
   sqlite3_stmt *s = st->stmt[S_ROBOTS_GET];
   sqlite3_bind_text(s, 1, origin, (int)n, SQLITE_STATIC);
   int rc = sqlite3_step(s);
@@ -1543,32 +1738,20 @@ int kr_store_robots_get(kr_store_t *st, const char *origin, size_t n, kr_robots_
 
 int kr_store_robots_put(kr_store_t *st, const char *origin, size_t n, const kr_robots_row_t *r) {
   settle(st);
-  if (write_begin(st)) return KR_EDB;
-  sqlite3_stmt *s = st->stmt[S_ROBOTS_PUT];
-  sqlite3_bind_text(s, 1, origin, (int)n, SQLITE_STATIC);
-  sqlite3_bind_int64(s, 2, (sqlite3_int64)(r->expires > INT64_MAX ? INT64_MAX : r->expires));
-  sqlite3_bind_int(s, 3, r->status);
-  sqlite3_bind_int(s, 4, r->final != 0);
-  if (r->body && r->body_len)
-    sqlite3_bind_blob(s, 5, r->body, (int)r->body_len, SQLITE_STATIC);
-  else
-    sqlite3_bind_null(s, 5);
-  int rc = step_done(st, s, "writing robots.txt rules");
-  sqlite3_clear_bindings(s);
-  return rc;
+  dval_t v[5] = {dv_text(origin, n),
+                 dv_int(r->expires > INT64_MAX ? INT64_MAX : (int64_t)r->expires),
+                 dv_int(r->status), dv_int(r->final != 0),
+                 r->body && r->body_len ? dv_blob(r->body, r->body_len) : dv_null()};
+  int rc = write_or_keep(st, S_ROBOTS_PUT, v, 5, "writing robots.txt rules");
+  return rc < 0 ? rc : 0;
 }
 
 int kr_store_uri_set_hint(kr_store_t *st, uint64_t fp, double rate) {
   settle(st);
-  if (write_begin(st)) return KR_EDB;
-  sqlite3_stmt *s = st->stmt[S_URI_SET_HINT];
-  sqlite3_bind_int64(s, 1, (sqlite3_int64)fp);
-  if (rate > 0 && rate < 1e300)
-    sqlite3_bind_double(s, 2, rate);
-  else
-    sqlite3_bind_null(s, 2);
+  dval_t v[2] = {dv_int((int64_t)fp), rate > 0 && rate < 1e300 ? dv_float(rate) : dv_null()};
   st->stats.updates++;
-  int rc = step_done(st, s, "writing a URI's hint");
-  if (rc) return rc;
+  int rc = write_or_keep(st, S_URI_SET_HINT, v, 2, "writing a URI's hint");
+  if (rc) return rc; /* kept: 1, as if the row were there (a row read
+                        during the drain does not show it yet) */
   return sqlite3_changes(st->db) > 0;
 }

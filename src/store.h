@@ -55,7 +55,10 @@
  * pass has copied the rest, so the next one restarts the WAL from its
  * beginning — the only way the WAL stops growing while transactions keep
  * coming, and no commit waits for it. During a drain kr_store_writable()
- * is 0 and the caller holds its writes back (the frontier queues them).
+ * is 0 and the caller holds its writes back (the frontier queues them);
+ * the store's other writes (originals, digests, robots.txt, hints, meta)
+ * are kept in memory by the store itself, read back by the gets of the
+ * same keys, and applied in the first transaction after the drain.
  * When the passes still fall behind (a slow disk, a checkpoint thread
  * starved of CPU, other writers breaking drains) the WAL would grow
  * without bound; past wal_max_bytes kr_store_wal_held() is 1 and the
@@ -323,6 +326,7 @@ typedef struct kr_store_stats {
   uint64_t restarts;                /* times the WAL started over */
   uint64_t drains;                  /* drains (see kr_store_writable) */
   uint64_t drains_broken;           /* writes that began during one */
+  uint64_t writes_kept;             /* writes kept in memory during one */
   uint64_t drain_us_max;            /* the longest drain */
   uint64_t wal_frames;              /* WAL size after the last commit */
   uint64_t wal_frames_max;
