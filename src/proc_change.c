@@ -55,6 +55,18 @@ static void record_trust(kr_fetch_t *f, kr_content_t digest_state) {
 
 /* ---- duplicates ----------------------------------------------------------------- */
 
+/* f's payload was stored under ref's URI before. */
+static void note_duplicate(kr_fetch_t *f, const kr_digest_ref_t *ref) {
+  const char *d = ref->url ? kr_arena_strndup(&f->arena, ref->url, ref->url_len) : NULL;
+  f->ad.dup_url = d ? d : "";
+  f->ad.dup_date = ref->date;
+  f->crawl->st.duplicates++;
+  kr_fetch_annotate(f, "duplicate:digest");
+}
+
+/* With WARC files, their originals name every archived payload by digest
+ * (the WARC writer adds this one's after this processor): the digest
+ * index would only repeat them, 46 bytes per URI. Without, the index. */
 static void check_duplicate(kr_fetch_t *f) {
   kr_crawl_t *c = f->crawl;
   const kr_http_resp_t *r = f->resp;
@@ -63,19 +75,21 @@ static void check_duplicate(kr_fetch_t *f) {
     return;
   kr_store_t *st = kr_frontier_store(c->frontier);
   kr_digest_ref_t ref;
-  int rc = kr_store_digest_get(st, f->ad.payload_digest, KR_SHA1_LEN, &ref);
-  if (rc == 1 && ref.fp != f->curi->fp) {
-    const char *d = ref.url ? kr_arena_strndup(&f->arena, ref.url, ref.url_len) : NULL;
-    f->ad.dup_url = d ? d : "";
-    f->ad.dup_date = ref.date;
-    c->st.duplicates++;
-    kr_fetch_annotate(f, "duplicate:digest");
-  } else if (rc == 0) {
+  int rc;
+  if (c->warc) {
+    kr_original_t o = {0};
+    rc = kr_store_original_find(st, f->ad.payload_digest, KR_SHA1_LEN, &o);
+    ref = (kr_digest_ref_t){.fp = o.ofp, .date = o.date, .url = o.url, .url_len = o.url_len};
+  } else {
+    rc = kr_store_digest_get(st, f->ad.payload_digest, KR_SHA1_LEN, &ref);
+  }
+  if (rc == 1 && ref.fp != f->curi->fp)
+    note_duplicate(f, &ref);
+  else if (rc == 0 && !c->warc)
     rc = kr_store_digest_put(st, f->ad.payload_digest, KR_SHA1_LEN, f->curi->fp,
                              f->fetch_start_ms);
-  }
   if (rc < 0)
-    KR_LOG(KR_LOG_WARN, f->cf.url, "while using the digest index: %s", kr_strerror(rc));
+    KR_LOG(KR_LOG_WARN, f->cf.url, "while looking up earlier payloads: %s", kr_strerror(rc));
 }
 
 /* ---- the processor ---------------------------------------------------------------- */
