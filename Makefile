@@ -52,7 +52,7 @@ WARC_SRCS := src/warc.c src/warcfile.c src/cmd_cdx.c
 ADAPT_SRCS := src/wait.c src/estimate.c src/validators.c src/strip.c
 CRAWL_SRCS := src/chain.c src/crawl.c src/proc_prefetch.c src/proc_fetch.c src/proc_extract.c src/proc_post.c src/cmd_crawl.c src/proc_digest.c src/proc_midfetch.c src/proc_change.c src/proc_feed.c src/proc_wait.c src/diskguard.c src/linkcache.c
 SCOPE_SRCS := src/scope.c src/seeds.c src/crawllog.c
-FRONTIER_SRCS := src/fp.c src/seen.c src/store.c src/store_vfs.c src/hostq.c src/frontier.c
+FRONTIER_SRCS := src/fp.c src/seen.c src/store.c src/store_vfs.c src/rowcache.c src/hostq.c src/frontier.c
 EXTRACT_SRCS := src/extract_html.c src/extract_css.c src/extract_feed.c
 CLI_SRCS := src/cli.c
 

@@ -140,6 +140,7 @@ typedef struct kr_frontier_opts {
   uint32_t wal_max_mib;                  /* 0 (3 x wal_checkpoint_mib): no new fetches past this */
   uint32_t page_size;                    /* 4096: SQLite page size of a new database */
   int plain_vfs;                         /* 0; 1: WAL writes not gathered (store.h) */
+  uint32_t row_cache;                    /* 0; N: uris rows kept in memory (store.h) */
   /* a host queue was created or loaded (may be NULL) */
   void (*on_host)(void *ud, kr_frontier_t *f, kr_hostq_t *h);
   void *host_ud;

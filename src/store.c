@@ -28,6 +28,7 @@
 
 #include "internal.h"
 #include "log.h"
+#include "rowcache.h"
 
 /* ---- statements ---------------------------------------------------------- */
 
@@ -266,6 +267,7 @@ struct kr_store {
   char rid[48];                /* an original's record id, unpacked */
   struct dwrite *dw;           /* writes kept during a drain (see defer) */
   size_t ndw, dw_cap, dw_bytes;
+  kr_rowcache_t *rows;         /* opts.row_cache > 0: rows in memory too */
   int check_state;             /* background quick_check: 0 running/none, 1 ok, KR_EDB */
   int background_check;        /* start one once open */
   char check_msg[512];
@@ -304,6 +306,8 @@ static int fail(char *err, size_t errlen, const char *path, const char *fmt,
 
 /* Log an SQLite failure of the writer while doing what. */
 static int db_err(kr_store_t *st, const char *what) {
+  /* SQLite may have rolled back more than the failed statement */
+  kr_rowcache_clear(st->rows);
   KR_LOG(KR_LOG_ERROR, st->path, "while %s: %s (%d)", what,
          sqlite3_errmsg(st->db), sqlite3_extended_errcode(st->db));
   return KR_EDB;
@@ -525,6 +529,7 @@ static void dw_clear(kr_store_t *st);
 static void store_free(kr_store_t *st) {
   dw_clear(st);
   free(st->dw);
+  kr_rowcache_free(st->rows);
   for (int i = 0; i < S__COUNT; i++) sqlite3_finalize(st->stmt[i]);
   if (st->ckpt_db) sqlite3_close(st->ckpt_db);
   if (st->db) sqlite3_close(st->db);
@@ -588,6 +593,7 @@ int kr_store_open(const char *dir, const kr_store_opts_t *opts,
   sqlite3_extended_result_codes(st->db, 1);
   sqlite3_busy_timeout(st->db, 5000);
   if ((rc = check_and_migrate(st, err, errlen)) != 0) goto out;
+  if (st->opts.row_cache) st->rows = kr_rowcache_new(st->opts.row_cache);
 
   char *pragmas = kr_xasprintf(
       "PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 0;"
@@ -807,6 +813,9 @@ static int dw_apply(kr_store_t *st) {
     st->stats.writes++;
     rc = step_done(st, s, "writing what waited for a drain");
     sqlite3_clear_bindings(s);
+    if (!rc && w->stmt == S_URI_SET_HINT && sqlite3_changes(st->db) > 0)
+      kr_rowcache_set_hint(st->rows, (uint64_t)w->v[0].i,
+                           w->v[1].type == SQLITE_FLOAT ? w->v[1].d : 0.0);
   }
   dw_clear(st);
   return rc;
@@ -820,6 +829,7 @@ static int commit(kr_store_t *st) {
   if (st->precommit && st->precommit(st->precommit_ud) < 0) {
     step_done(st, st->stmt[S_ROLLBACK], "rolling back");
     st->in_tx = 0;
+    kr_rowcache_clear(st->rows);
     KR_LOG(KR_LOG_ERROR, st->path, "commit aborted by its pre-commit step");
     return KR_EDB;
   }
@@ -1214,9 +1224,14 @@ static const uint8_t *col_blob(sqlite3_stmt *s, int i, size_t *len) {
 
 int kr_store_uri_get(kr_store_t *st, uint64_t fp, kr_uri_row_t *r) {
   settle(st);
+  st->stats.gets++;
+  const kr_uri_row_t *cached = kr_rowcache_get(st->rows, fp);
+  if (cached) {
+    *r = *cached;
+    return 1;
+  }
   sqlite3_stmt *s = st->stmt[S_URI_GET];
   sqlite3_bind_int64(s, 1, (sqlite3_int64)fp);
-  st->stats.gets++;
   int rc = sqlite3_step(s);
   if (rc == SQLITE_DONE) {
     sqlite3_reset(s);
@@ -1250,6 +1265,7 @@ int kr_store_uri_get(kr_store_t *st, uint64_t fp, kr_uri_row_t *r) {
   r->last_modified = sqlite3_column_int64(s, 18);
   r->history = col_blob(s, 19, &r->history_len);
   r->hint_rate = sqlite3_column_double(s, 20);
+  kr_rowcache_put(st->rows, r);
   return 1;
 }
 
@@ -1299,7 +1315,9 @@ int kr_store_uri_update(kr_store_t *st, const kr_uri_row_t *r) {
   int rc = step_done(st, s, "updating a URI");
   sqlite3_clear_bindings(s);
   if (rc) return rc;
-  return sqlite3_changes(st->db) > 0;
+  if (sqlite3_changes(st->db) == 0) return 0;
+  kr_rowcache_update(st->rows, r);
+  return 1;
 }
 
 int kr_store_uri_set_sched(kr_store_t *st, uint64_t fp, int directive,
@@ -1314,7 +1332,9 @@ int kr_store_uri_set_sched(kr_store_t *st, uint64_t fp, int directive,
   st->stats.updates++;
   int rc = step_done(st, s, "rescheduling a URI");
   if (rc) return rc;
-  return sqlite3_changes(st->db) > 0;
+  if (sqlite3_changes(st->db) == 0) return 0;
+  kr_rowcache_set_sched(st->rows, fp, directive, next_at, state);
+  return 1;
 }
 
 int64_t kr_store_due_all(kr_store_t *st, uint64_t now) {
@@ -1325,6 +1345,7 @@ int64_t kr_store_due_all(kr_store_t *st, uint64_t now) {
       " WHERE host_id = hosts.id AND next_at < " NEVER_SQL ")",
   };
   settle(st);
+  kr_rowcache_clear(st->rows); /* bulk: every queued row may change */
   if (write_begin(st)) return KR_EDB;
   int64_t moved = 0;
   for (size_t i = 0; i < sizeof(sql) / sizeof(sql[0]); i++) {
@@ -1343,6 +1364,7 @@ int64_t kr_store_due_all(kr_store_t *st, uint64_t now) {
 
 int64_t kr_store_uris_move_host(kr_store_t *st, int64_t from, int64_t to) {
   settle(st);
+  kr_rowcache_clear(st->rows); /* bulk: host_id of many rows */
   if (write_begin(st)) return KR_EDB;
   sqlite3_stmt *s = st->stmt[S_URIS_MOVE_HOST];
   sqlite3_bind_int64(s, 1, from);
@@ -1752,6 +1774,9 @@ int kr_store_uri_set_hint(kr_store_t *st, uint64_t fp, double rate) {
   st->stats.updates++;
   int rc = write_or_keep(st, S_URI_SET_HINT, v, 2, "writing a URI's hint");
   if (rc) return rc; /* kept: 1, as if the row were there (a row read
-                        during the drain does not show it yet) */
-  return sqlite3_changes(st->db) > 0;
+                        during the drain does not show it yet; dw_apply
+                        updates the row cache) */
+  if (sqlite3_changes(st->db) == 0) return 0;
+  kr_rowcache_set_hint(st->rows, fp, v[1].type == SQLITE_FLOAT ? v[1].d : 0.0);
+  return 1;
 }

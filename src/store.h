@@ -120,6 +120,8 @@ typedef struct kr_store_opts {
   uint32_t page_size;            /* for a new database (4096) */
   int plain_vfs;                 /* 1: SQLite's default VFS, WAL writes not
                                     gathered (store_vfs.c; benchmarks) */
+  uint32_t row_cache;            /* 0; N: keep up to N uris rows in memory,
+                                    written through (rowcache.h; simulate) */
 } kr_store_opts_t;
 
 void kr_store_opts_default(kr_store_opts_t *o);

@@ -1049,6 +1049,243 @@ static void warc_originals_compact(void **state) {
   kr_store_close(st);
 }
 
+/* ---- row cache (rowcache.h) ---- */
+
+static uint64_t rc_rng = 12345;
+static uint64_t rc_rnd(void) { /* splitmix64 */
+  uint64_t z = (rc_rng += 0x9e3779b97f4a7c15u);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  return z ^ (z >> 31);
+}
+
+static kr_store_t *open_in(const char *dir, uint32_t row_cache) {
+  kr_store_opts_t o;
+  kr_store_opts_default(&o);
+  o.quick_check = 0;
+  o.commit_updates = 1000000;
+  o.row_cache = row_cache;
+  kr_store_t *st = NULL;
+  char err[512];
+  if (kr_store_open(dir, &o, &st, err, sizeof err)) fail_msg("open %s: %s", dir, err);
+  return st;
+}
+
+static void same_field(const void *a, size_t al, const void *b, size_t bl, const char *what) {
+  if ((a == NULL) != (b == NULL) || al != bl || (a && memcmp(a, b, al)))
+    fail_msg("%s differs: %.*s / %.*s", what, (int)al, a ? (const char *)a : "(null)", (int)bl,
+             b ? (const char *)b : "(null)");
+}
+
+static void same_row(const kr_uri_row_t *a, const kr_uri_row_t *b) {
+  assert_int_equal(a->fp, b->fp);
+  assert_int_equal(a->host_id, b->host_id);
+  assert_int_equal(a->directive, b->directive);
+  assert_int_equal(a->next_at, b->next_at);
+  assert_int_equal(a->state, b->state);
+  same_field(a->url, a->url_len, b->url, b->url_len, "url");
+  assert_int_equal(a->via, b->via);
+  same_field(a->hop_path, a->hop_len, b->hop_path, b->hop_len, "hop_path");
+  assert_int_equal(a->first_seen, b->first_seen);
+  assert_int_equal(a->last_visit, b->last_visit);
+  assert_int_equal(a->wait_ms, b->wait_ms);
+  assert_int_equal(a->visits, b->visits);
+  assert_int_equal(a->versions, b->versions);
+  assert_int_equal(a->retries, b->retries);
+  assert_int_equal(a->status, b->status);
+  same_field(a->content_type, a->content_type_len, b->content_type, b->content_type_len,
+             "content_type");
+  same_field(a->digest, a->digest_len, b->digest, b->digest_len, "digest");
+  same_field(a->etag, a->etag_len, b->etag, b->etag_len, "etag");
+  assert_int_equal(a->last_modified, b->last_modified);
+  same_field(a->history, a->history_len, b->history, b->history_len, "history");
+  assert_true(a->hint_rate == b->hint_rate);
+}
+
+static int refuse_commit(void *ud) {
+  (void)ud;
+  return -1;
+}
+
+/* A random update: NULL, empty and odd values where the store maps them. */
+static void random_update(kr_uri_row_t *u, uint64_t fp, char *text, uint8_t *blob) {
+  memset(u, 0, sizeof *u);
+  u->fp = fp;
+  u->directive = (int)(rc_rnd() % 3);
+  u->next_at = rc_rnd() % 4 ? rc_rnd() % 100000 : KR_NEVER;
+  u->state = (int)(rc_rnd() % 5);
+  u->last_visit = rc_rnd() % 3 ? rc_rnd() % 100000 : 0;
+  u->wait_ms = rc_rnd() % 5 ? rc_rnd() % 100000 : UINT64_MAX;
+  u->visits = (uint32_t)rc_rnd();
+  u->versions = (uint32_t)rc_rnd();
+  u->retries = (uint32_t)(rc_rnd() % 4);
+  u->status = rc_rnd() % 3 ? 200 : rc_rnd() % 2 ? 0 : -5;
+  size_t tl = rc_rnd() % 12, bl = rc_rnd() % 12;
+  for (size_t i = 0; i < 12; i++) {
+    text[i] = (char)('a' + rc_rnd() % 26);
+    blob[i] = (uint8_t)rc_rnd();
+  }
+  text[12] = 0;
+  switch (rc_rnd() % 3) {
+  case 0: break; /* NULL */
+  case 1: u->content_type = text, u->content_type_len = 0; break;
+  default: u->content_type = text, u->content_type_len = tl;
+  }
+  if (rc_rnd() % 3) u->etag = text + 1, u->etag_len = tl ? tl - 1 : 0;
+  if (rc_rnd() % 3) u->digest = blob, u->digest_len = rc_rnd() % 4 ? bl : 0;
+  if (rc_rnd() % 3) u->history = blob + 1, u->history_len = bl ? bl - 1 : 0;
+  u->last_modified = rc_rnd() % 3 ? (int64_t)(rc_rnd() % 100000) - 100 : 0;
+}
+
+/* Whatever the writes, a store keeping rows in memory reads back exactly
+ * what one without does (both full and tiny caches), and it does serve
+ * them from memory (a change behind its back is not seen). */
+static void row_cache_reads_as_sqlite(void **state) {
+  (void)state;
+  char d0[320], d1[320], d2[320];
+  snprintf(d0, sizeof d0, "%s/plain", tmpdir);
+  snprintf(d1, sizeof d1, "%s/cached", tmpdir);
+  snprintf(d2, sizeof d2, "%s/tiny", tmpdir);
+  kr_store_t *st[3] = {open_in(d0, 0), open_in(d1, 1000), open_in(d2, 7)};
+  enum { N = 40 };
+  char urls[N][40];
+  uint64_t fps[N];
+  for (int i = 0; i < N; i++) {
+    snprintf(urls[i], sizeof urls[i], "http://h%d.example/p%d", i % 3, i);
+    kr_uri_row_t r = row(urls[i], 1 + i % 3, 0, (uint64_t)i);
+    if (i % 4 == 0) r.hop_path = NULL, r.hop_len = 0;
+    fps[i] = r.fp;
+    for (int k = 0; k < 3; k++) assert_int_equal(kr_store_uri_insert(st[k], &r), 1);
+  }
+  for (int k = 0; k < 3; k++) assert_true(kr_store_commit(st[k]) >= 0);
+  char text[13];
+  uint8_t blob[12];
+  for (int step = 0; step < 4000; step++) {
+    uint64_t fp = rc_rnd() % 10 ? fps[rc_rnd() % N] : 42; /* 42: absent */
+    unsigned op = (unsigned)(rc_rnd() % 100);
+    kr_uri_row_t u;
+    random_update(&u, fp, text, blob);
+    double hint = rc_rnd() % 3 ? (double)(rc_rnd() % 1000) / 7.0 : rc_rnd() % 2 ? -1.0 : 1e301;
+    int dir = (int)(rc_rnd() % 3), sstate = (int)(rc_rnd() % 5);
+    uint64_t next = rc_rnd() % 100000;
+    for (int k = 0; k < 3; k++) {
+      kr_store_t *s = st[k];
+      if (op < 40) {
+        assert_int_equal(kr_store_uri_update(s, &u), fp != 42);
+      } else if (op < 50) {
+        /* an update of the row just read (its columns copied first: the
+         * row's memory is the store's until the next call) */
+        kr_uri_row_t g;
+        char ct[64], et[64];
+        uint8_t dg[64], hs[300];
+        if (kr_store_uri_get(s, fp, &g) == 1) {
+          if (g.content_type) g.content_type = memcpy(ct, g.content_type, g.content_type_len);
+          if (g.etag) g.etag = memcpy(et, g.etag, g.etag_len);
+          if (g.digest) g.digest = memcpy(dg, g.digest, g.digest_len);
+          if (g.history) g.history = memcpy(hs, g.history, g.history_len);
+          g.visits++;
+          g.next_at = next;
+          assert_int_equal(kr_store_uri_update(s, &g), 1);
+        }
+      } else if (op < 60) {
+        assert_int_equal(kr_store_uri_set_sched(s, fp, dir, next, sstate), fp != 42);
+      } else if (op < 66) {
+        assert_int_equal(kr_store_uri_set_hint(s, fp, hint), fp != 42);
+      } else if (op < 68) {
+        assert_true(kr_store_uris_move_host(s, 1 + (int64_t)(step % 3), 1 + (int64_t)(op % 3)) >= 0);
+      } else if (op < 69) {
+        assert_true(kr_store_due_all(s, next) >= 0);
+      } else if (op < 72) {
+        assert_true(kr_store_commit(s) >= 0);
+      } else if (op < 74) {
+        /* the pre-commit step refuses: everything since the last commit
+         * is rolled back */
+        kr_store_set_precommit(s, refuse_commit, NULL);
+        kr_store_commit(s);
+        kr_store_set_precommit(s, NULL, NULL);
+      }
+    }
+    for (int j = 0; j < 3; j++) {
+      uint64_t q = fps[rc_rnd() % N];
+      kr_uri_row_t a, b, c;
+      assert_int_equal(kr_store_uri_get(st[0], q, &a), 1);
+      assert_int_equal(kr_store_uri_get(st[1], q, &b), 1);
+      same_row(&a, &b);
+      assert_int_equal(kr_store_uri_get(st[0], q, &a), 1);
+      assert_int_equal(kr_store_uri_get(st[2], q, &c), 1);
+      same_row(&a, &c);
+    }
+  }
+  /* served from memory: a change made behind the store's back is not
+   * read by the cached store (it would be by the plain one) */
+  kr_uri_row_t g;
+  assert_int_equal(kr_store_uri_get(st[1], fps[0], &g), 1);
+  assert_true(kr_store_commit(st[1]) >= 0);
+  char path[400];
+  snprintf(path, sizeof path, "%s/kria.db", d1);
+  sqlite3 *db;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  char *sql = sqlite3_mprintf("UPDATE uris SET visits = 777777 WHERE fp = %lld",
+                              (long long)fps[0]);
+  assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_free(sql);
+  sqlite3_close(db);
+  assert_int_equal(kr_store_uri_get(st[1], fps[0], &g), 1);
+  assert_int_not_equal(g.visits, 777777);
+  for (int k = 0; k < 3; k++) assert_int_equal(kr_store_close(st[k]), 0);
+}
+
+/* A hint kept during a drain (store.c, writes kept) is not read before
+ * the drain ends, as with SQLite, and is read from the row cache once it
+ * has been applied. */
+static void row_cache_hint_kept_in_drain(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  kr_store_opts_t o;
+  kr_store_opts_default(&o);
+  o.loop = &loop;
+  o.quick_check = 0;
+  o.commit_updates = 1;
+  o.wal_checkpoint_bytes = 16 * 4096;
+  o.row_cache = 1000;
+  kr_store_t *st = open_ok(&o);
+  char urls[300][48], hop[200];
+  memset(hop, 'L', sizeof hop - 1);
+  hop[sizeof hop - 1] = 0;
+  uint64_t fps[300];
+  for (int i = 0; i < 300; i++) {
+    snprintf(urls[i], sizeof urls[i], "http://d.example/%d", i);
+    kr_uri_row_t r = row(urls[i], 1, 0, (uint64_t)i);
+    r.hop_path = hop;
+    r.hop_len = strlen(hop);
+    fps[i] = r.fp;
+    assert_int_equal(kr_store_uri_insert(st, &r), 1);
+  }
+  kr_uri_row_t g;
+  assert_int_equal(kr_store_uri_get(st, fps[0], &g), 1); /* cached now */
+  assert_true(g.hint_rate == 0);
+  uint64_t now = 1000;
+  for (int k = 0; k < 2000 && kr_store_writable(st); k++) {
+    assert_int_equal(kr_store_uri_set_sched(st, fps[1 + k % 299], 0, (uint64_t)k, 0), 1);
+    assert_true(kr_store_maybe_commit(st, now++) >= 0);
+  }
+  assert_false(kr_store_writable(st)); /* draining */
+  uint64_t kept = kr_store_stats(st)->writes_kept;
+  assert_int_equal(kr_store_uri_set_hint(st, fps[0], 0.5), 1);
+  assert_int_equal(kr_store_stats(st)->writes_kept, kept + 1);
+  assert_int_equal(kr_store_uri_get(st, fps[0], &g), 1);
+  assert_true(g.hint_rate == 0); /* not applied yet */
+  for (int k = 0; k < 100000 && !kr_store_writable(st); k++) uv_run(&loop, UV_RUN_ONCE);
+  assert_true(kr_store_writable(st));
+  assert_true(kr_store_maybe_commit(st, now++) >= 0); /* applies the kept hint */
+  assert_int_equal(kr_store_uri_get(st, fps[0], &g), 1);
+  assert_true(g.hint_rate == 0.5);
+  assert_int_equal(kr_store_close(st), 0);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(fresh_schema, setup, teardown),
@@ -1072,6 +1309,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(digest_index, setup, teardown),
       cmocka_unit_test_setup_teardown(warc_originals, setup, teardown),
       cmocka_unit_test_setup_teardown(warc_originals_compact, setup, teardown),
+      cmocka_unit_test_setup_teardown(row_cache_reads_as_sqlite, setup, teardown),
+      cmocka_unit_test_setup_teardown(row_cache_hint_kept_in_drain, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
