@@ -1,10 +1,11 @@
 /*
- * Write-through uris rows (see rowcache.h). Rows sit in one array; an
- * open-addressing table of indices (fingerprints are hashes already)
- * finds them. Each row's texts and blobs live in one buffer of its own,
- * rebuilt on every write that changes them: the new buffer is filled
- * before the old one is freed, so a write may take its values from the
- * cached row itself.
+ * Write-through uris rows (see rowcache.h). Each row is one block: the
+ * fixed fields, then its texts and blobs, so a lookup touches the slot
+ * and one run of memory (the cache is read once per fetch, and at a
+ * hundred thousand rows every separate piece was a cache miss). The slot
+ * table holds the fingerprint next to the block pointer (fingerprints are
+ * hashes already). A write builds the new block before freeing the old
+ * one, so it may take its values from the cached row itself.
  */
 #include "rowcache.h"
 
@@ -13,74 +14,75 @@
 
 #include "internal.h"
 
-typedef struct entry {
+typedef struct block {
   kr_uri_row_t row;
-  char *buf;
-} entry_t;
+  char data[]; /* the row's texts and blobs */
+} block_t;
+
+typedef struct slot {
+  uint64_t fp;
+  block_t *b; /* NULL: empty */
+} slot_t;
 
 struct kr_rowcache {
-  size_t max;
-  entry_t *e;
-  size_t n, ecap;
-  uint32_t *slot; /* index + 1; 0 empty */
-  size_t scap;    /* power of two, > 2 n */
+  size_t max, n;
+  slot_t *slot;
+  size_t scap; /* power of two, >= 2 n */
 };
 
 kr_rowcache_t *kr_rowcache_new(size_t max_rows) {
   kr_rowcache_t *c = kr_xcalloc(1, sizeof *c);
-  c->max = max_rows < UINT32_MAX - 1 ? max_rows : UINT32_MAX - 1;
+  c->max = max_rows < SIZE_MAX / 4 ? max_rows : SIZE_MAX / 4;
   return c;
 }
 
 void kr_rowcache_clear(kr_rowcache_t *c) {
   if (!c) return;
-  for (size_t i = 0; i < c->n; i++) free(c->e[i].buf);
+  for (size_t i = 0; i < c->scap; i++) {
+    free(c->slot[i].b);
+    c->slot[i].b = NULL;
+  }
   c->n = 0;
-  if (c->slot) memset(c->slot, 0, c->scap * sizeof *c->slot);
 }
 
 void kr_rowcache_free(kr_rowcache_t *c) {
   if (!c) return;
   kr_rowcache_clear(c);
-  free(c->e);
   free(c->slot);
   free(c);
 }
 
 size_t kr_rowcache_count(const kr_rowcache_t *c) { return c ? c->n : 0; }
 
-static entry_t *find(const kr_rowcache_t *c, uint64_t fp) {
-  if (!c->n) return NULL;
+static slot_t *find(const kr_rowcache_t *c, uint64_t fp) {
+  if (!c || !c->n) return NULL;
   size_t m = c->scap - 1;
-  for (size_t j = (size_t)fp & m; c->slot[j]; j = (j + 1) & m) {
-    entry_t *e = &c->e[c->slot[j] - 1];
-    if (e->row.fp == fp) return e;
-  }
+  for (size_t j = (size_t)fp & m; c->slot[j].b; j = (j + 1) & m)
+    if (c->slot[j].fp == fp) return &c->slot[j];
   return NULL;
 }
 
 const kr_uri_row_t *kr_rowcache_get(kr_rowcache_t *c, uint64_t fp) {
-  entry_t *e = c ? find(c, fp) : NULL;
-  return e ? &e->row : NULL;
+  slot_t *s = find(c, fp);
+  return s ? &s->b->row : NULL;
 }
 
-static void slot_put(kr_rowcache_t *c, uint64_t fp, uint32_t idx) {
+static slot_t *slot_new(kr_rowcache_t *c, uint64_t fp) {
   size_t m = c->scap - 1, j = (size_t)fp & m;
-  while (c->slot[j]) j = (j + 1) & m;
-  c->slot[j] = idx + 1;
+  while (c->slot[j].b) j = (j + 1) & m;
+  c->slot[j].fp = fp;
+  return &c->slot[j];
 }
 
 static void grow(kr_rowcache_t *c) {
-  if (c->n == c->ecap) {
-    c->ecap = c->ecap ? c->ecap * 2 : 1024;
-    c->e = kr_xrealloc(c->e, c->ecap * sizeof *c->e);
-  }
-  if ((c->n + 1) * 2 > c->scap) {
-    free(c->slot);
-    c->scap = c->scap ? c->scap * 2 : 2048;
-    c->slot = kr_xcalloc(c->scap, sizeof *c->slot);
-    for (size_t i = 0; i < c->n; i++) slot_put(c, c->e[i].row.fp, (uint32_t)i);
-  }
+  if ((c->n + 1) * 2 <= c->scap) return;
+  slot_t *old = c->slot;
+  size_t ocap = c->scap;
+  c->scap = c->scap ? c->scap * 2 : 2048;
+  c->slot = kr_xcalloc(c->scap, sizeof *c->slot);
+  for (size_t i = 0; i < ocap; i++)
+    if (old[i].b) slot_new(c, old[i].fp)->b = old[i].b;
+  free(old);
 }
 
 /* The variable-length columns of a row, as SQLite hands them back. */
@@ -95,50 +97,52 @@ static void fields(kr_uri_row_t *r, const void ***pp, size_t **lp) {
   pp[F_HIST] = (const void **)&r->history, lp[F_HIST] = &r->history_len;
 }
 
-/* Copy every variable-length field of *r (pointing anywhere, the old
- * buffer included) into a buffer of e's own, and point *r there. Texts
- * keep a terminating NUL as SQLite's do. */
-static void own(entry_t *e, kr_uri_row_t *r) {
+/* A block holding *r with every variable-length field (pointing
+ * anywhere, an old block included) copied in. Texts keep a terminating
+ * NUL as SQLite's do. */
+static block_t *make(const kr_uri_row_t *r) {
+  kr_uri_row_t row = *r;
   const void **p[F_N];
   size_t *l[F_N];
-  fields(r, p, l);
+  fields(&row, p, l);
   size_t need = 0;
   for (int i = 0; i < F_N; i++)
     if (*p[i]) need += *l[i] + 1;
-  char *nb = kr_xmalloc(need ? need : 1);
+  block_t *b = kr_xmalloc(sizeof *b + need);
   size_t o = 0;
   for (int i = 0; i < F_N; i++) {
     if (!*p[i]) continue;
-    memcpy(nb + o, *p[i], *l[i]);
-    nb[o + *l[i]] = 0;
-    *p[i] = nb + o;
+    memcpy(b->data + o, *p[i], *l[i]);
+    b->data[o + *l[i]] = 0;
+    *p[i] = b->data + o;
     o += *l[i] + 1;
   }
-  free(e->buf);
-  e->buf = nb;
-  e->row = *r;
+  b->row = row;
+  return b;
+}
+
+static void replace(slot_t *s, const kr_uri_row_t *r) {
+  block_t *b = make(r);
+  free(s->b);
+  s->b = b;
 }
 
 void kr_rowcache_put(kr_rowcache_t *c, const kr_uri_row_t *r) {
   if (!c) return;
-  entry_t *e = find(c, r->fp);
-  if (!e) {
+  slot_t *s = find(c, r->fp);
+  if (!s) {
     if (c->n >= c->max) return;
     grow(c);
-    e = &c->e[c->n];
-    memset(e, 0, sizeof *e);
-    e->row.fp = r->fp;
-    slot_put(c, r->fp, (uint32_t)c->n);
+    s = slot_new(c, r->fp);
     c->n++;
   }
-  kr_uri_row_t copy = *r;
-  own(e, &copy);
+  replace(s, r);
 }
 
 void kr_rowcache_update(kr_rowcache_t *c, const kr_uri_row_t *r) {
-  entry_t *e = c ? find(c, r->fp) : NULL;
-  if (!e) return;
-  kr_uri_row_t n = e->row;
+  slot_t *s = find(c, r->fp);
+  if (!s) return;
+  kr_uri_row_t n = s->b->row;
   n.directive = r->directive;
   n.next_at = r->next_at;
   n.state = r->state;
@@ -159,19 +163,19 @@ void kr_rowcache_update(kr_rowcache_t *c, const kr_uri_row_t *r) {
   n.history = r->history && r->history_len ? r->history : NULL;
   n.history_len = n.history ? r->history_len : 0;
   n.last_modified = r->last_modified;
-  own(e, &n);
+  replace(s, &n);
 }
 
 void kr_rowcache_set_sched(kr_rowcache_t *c, uint64_t fp, int directive, uint64_t next_at,
                            int state) {
-  entry_t *e = c ? find(c, fp) : NULL;
-  if (!e) return;
-  e->row.directive = directive;
-  e->row.next_at = next_at;
-  e->row.state = state;
+  slot_t *s = find(c, fp);
+  if (!s) return;
+  s->b->row.directive = directive;
+  s->b->row.next_at = next_at;
+  s->b->row.state = state;
 }
 
 void kr_rowcache_set_hint(kr_rowcache_t *c, uint64_t fp, double rate) {
-  entry_t *e = c ? find(c, fp) : NULL;
-  if (e) e->row.hint_rate = rate;
+  slot_t *s = find(c, fp);
+  if (s) s->b->row.hint_rate = rate;
 }
