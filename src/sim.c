@@ -43,6 +43,7 @@
 #define CHUNK_EVENTS 200000         /* shortened while a chunk runs more callbacks: */
                                     /* kr_timers_advance stops at 1,000,000 */
 #define ETAG_LEN 18                 /* "%016llx" quoted */
+#define ROW_CACHE_MAX (1u << 21)    /* rows kept in memory (~1 GB at most) */
 
 /* ---- helpers ------------------------------------------------------------------ */
 
@@ -856,9 +857,10 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
   r->fo.commit_ms = UINT32_MAX;
   r->fo.commit_updates = 200000; /* each commit rewrites most pages into the WAL */
   r->fo.quick_check = 0;
-  /* every row in memory too (written through; rowcache.h): reading back
-   * the row written one revisit ago was a fifth of a run */
-  r->fo.row_cache = (uint32_t)KR_MIN(w->n + 1024, (size_t)UINT32_MAX - 2);
+  /* the rows in memory too (written through; rowcache.h): reading back
+   * the row written one revisit ago was a fifth of a run. ~0.5 KB a row:
+   * past ROW_CACHE_MAX URIs the rest are read from SQLite as before. */
+  r->fo.row_cache = (uint32_t)KR_MIN(w->n + 1024, (size_t)ROW_CACHE_MAX);
   r->fo.max_connections = 1000000;
   r->fo.on_host = on_host;
   r->fo.host_ud = r;
