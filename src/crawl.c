@@ -807,10 +807,10 @@ static void on_disk_retry(kr_wheel_entry_t *e) {
 }
 
 /* Right before each COMMIT (the store's presync hook). */
-static void presync(void *ud) {
+static int presync(void *ud, int may_wait) {
   kr_crawl_t *c = ud;
   disk_check(c, 0); /* always: the COMMIT is next */
-  kr__warc_presync(c);
+  return kr__warc_presync(c, may_wait);
 }
 
 /* Once per loop turn: write crawl.log lines, then commit what is due. */
@@ -839,6 +839,9 @@ static void turn(kr_crawl_t *c) {
     uv_timer_start(&c->commit_timer, on_commit_timer, commit_ms + 1, 0);
   }
   kr_crawllog_tick(c->log, now);
+  /* Nothing running: the end may have come with held-back writes applied
+   * (the last links of a snapshot crawl after a commit's WARC sync). */
+  if (c->in_flight == 0) check_end(c);
 }
 
 static void on_check(uv_check_t *h) {

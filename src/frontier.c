@@ -586,6 +586,8 @@ static void pending_free_all(kr_frontier_t *f) {
 int kr_frontier_close(kr_frontier_t *f) {
   if (!f) return 0;
   int rc = 0;
+  /* a commit waiting for its presync step completes (the step inline) */
+  if (kr_store_presync_waiting(f->st)) rc = kr_store_commit(f->st);
   f->flush_all = 1; /* every counter goes into the last commit */
   if (f->dirty && kr_store_writable(f->st) && !f->pending_head) rc = flush_hosts(f);
   if (f->pending_head) { /* finish the drain now and apply what waited */
@@ -615,6 +617,9 @@ int kr_frontier_turn(kr_frontier_t *f, uint64_t now) {
   if (rc < 0) return rc;
   rc = kr_store_maybe_commit(f->st, now);
   if (rc < 0) return rc;
+  /* A commit that waited for its presync step is done: what was held
+   * back meanwhile goes in now, not a loop turn later. */
+  if (rc > 0 && f->pending_head && (rc = replay(f)) < 0) return rc;
   /* The WAL hold ended (in a checkpoint's loop callback): the hosts that
    * waited on the ready list get their fetches now. */
   if (f->wal_held && !kr_store_wal_held(f->st)) {
@@ -851,6 +856,9 @@ static int replay_all(kr_frontier_t *f, int force);
 static int must_queue(kr_frontier_t *f) {
   if (replay(f) < 0) return 0; /* let the caller's write report it */
   if (f->pending_bytes >= HELD_BACK_MAX) {
+    /* A commit waiting for its presync step (the WARC sync) must not take
+     * these writes: it completes first, its step inline. */
+    if (kr_store_presync_waiting(f->st) && kr_store_commit(f->st) < 0) return 1;
     /* The drain takes too long for memory: write now, in order. */
     f->drains_cut++;
     if (replay_all(f, 1) < 0) return 0;
@@ -1627,7 +1635,9 @@ int kr_frontier_report_text(kr_frontier_t *f, uint64_t now, size_t max_hosts,
 
 kr_frontier_status_t kr_frontier_status(kr_frontier_t *f, uint64_t now) {
   if (check_limits(f, now)) return KR_FRONTIER_LIMIT;
-  if (!f->opts.revisit && f->total.queued == 0 && f->in_flight == 0) return KR_FRONTIER_DONE;
+  /* held-back links may still queue URIs */
+  if (!f->opts.revisit && f->total.queued == 0 && f->in_flight == 0 && !f->pending_head)
+    return KR_FRONTIER_DONE;
   return KR_FRONTIER_RUNNING;
 }
 

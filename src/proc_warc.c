@@ -61,8 +61,11 @@
  * jumped to the post phase after an error that still left a response
  * (a body cut by a timeout or a reset) is written by "warc-late", the
  * first post processor. Both run before "finish" hands the visit to the
- * frontier. Durability batch syncs the file from the store's presync
- * hook, right before each COMMIT.
+ * frontier. Durability batch syncs the files from the store's presync
+ * hook, right before each COMMIT, in libuv's thread pool while the
+ * commit waits (warcsync.h); meanwhile the frontier holds the visits
+ * back and the store the originals rows of records written after the
+ * sync began.
  *
  * Full disk (or any write error): the partial record is cut away by
  * warcfile, the fetch is given back untouched (it is fetched again
@@ -93,6 +96,7 @@
 #include "internal.h"
 #include "log.h"
 #include "warcfile.h"
+#include "warcsync.h"
 
 #define CAP_MEM_MAX (4u << 20)   /* raw body kept in memory per fetch */
 #define MEM_BUDGET (256u << 20)  /* ... and across fetches */
@@ -173,13 +177,19 @@ struct kr_warc {
   size_t qhead, qn, qcap;
   int cancel;                   /* shutdown: give up sliced records */
   int reopen;                   /* a reload's file settings wait for the job */
-  char mark[2][320];            /* the synced marks last given to the store */
+  kr_warcsync_t *sync;          /* durability against the store's commits */
   kr_warc_stats_t st_;
 };
 
-/* Store meta keys: how far each open file (wf, wf2) was synced, as of the
- * last commit ("OFFSET NAME", see kr_warcfile_mark_format). */
-static const char *const mark_keys[2] = {"warc.synced", "warc.synced2"};
+/* Note that the record rid holds the original of fp's payload d. (While
+ * a commit waits for the sync of the records written before it, the
+ * store keeps this row out of that commit: see kr_store_set_presync.) */
+static void original_put(struct kr_warc *w, kr_fetch_t *f, uint64_t fp, const uint8_t *d,
+                         uint64_t ofp, uint64_t date, const char *rid) {
+  int src = kr_store_original_put(w->st, fp, d, KR_SHA1_LEN, ofp, date, rid);
+  if (src < 0)
+    KR_LOG(KR_LOG_WARN, f->cf.url, "while noting the original: %s", kr_strerror(src));
+}
 
 static struct kr_warc_cap *cap_get(struct kr_warc *w) {
   struct kr_warc_cap *k = w->pool;
@@ -481,6 +491,7 @@ static int job_begin(struct kr_warc *w, kr_fetch_t *f, const kr_warc_rec_t *rec,
       KR_LOG(KR_LOG_ERROR, w->dir, "a WARC file for large records: %s", e[0] ? e : kr_strerror(rc));
       return rc == KR_EINVAL ? KR_EIO : rc;
     }
+    kr_warcsync_set_file(w->sync, 1, w->wf2);
   }
   int rc = kr_warcfile_begin(w->wf2, &j->rec, head.n + k->len);
   if (!rc) rc = kr_warcfile_append(w->wf2, head.p, head.n);
@@ -656,10 +667,7 @@ static int write_visit(struct kr_warc *w, kr_fetch_t *f) {
       w->st_.revisits_identical++;
       /* a payload found under another URI becomes this URI's original */
       if (o.ofp != f->curi->fp || !f->ad.visits) {
-        int src = kr_store_original_put(w->st, f->curi->fp, o.digest, KR_SHA1_LEN, o.ofp, o.date,
-                                        o.rid);
-        if (src < 0) KR_LOG(KR_LOG_WARN, f->cf.url, "while noting the original: %s",
-                            kr_strerror(src));
+        original_put(w, f, f->curi->fp, o.digest, o.ofp, o.date, o.rid);
       }
     } else {
       w->st_.revisits_not_modified++;
@@ -675,10 +683,7 @@ static int response_done(struct kr_warc *w, kr_fetch_t *f, const kr_warc_rec_t *
   if (rec->truncated) w->st_.truncated++;
   /* This record is now the original of the URI's payload. */
   if (has_pd && !rec->truncated) {
-    int src = kr_store_original_put(w->st, f->curi->fp, pd, KR_SHA1_LEN, f->curi->fp, date,
-                                    rec->id);
-    if (src < 0) KR_LOG(KR_LOG_WARN, f->cf.url, "while noting the original: %s",
-                        kr_strerror(src));
+    original_put(w, f, f->curi->fp, pd, f->curi->fp, date, rec->id);
   }
   return visit_rest(w, f, rec->id, date);
 }
@@ -998,42 +1003,22 @@ static int dns_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
 
 /* ---- life cycle --------------------------------------------------------------------- */
 
-/* Tell the store, in the transaction about to commit, how far file i is
- * on disk, so that the start-up repair after a crash reads only the rest
- * of it. Only when that changed: one small row per commit at most. */
-static void mark_synced(struct kr_warc *w, int i, kr_warcfile_t *wf) {
-  const char *name;
-  uint64_t off;
-  if (!wf || !kr_warcfile_synced(wf, &name, &off)) return;
-  char v[sizeof w->mark[i]];
-  kr_warcfile_mark_format(v, sizeof v, name, off);
-  if (!strcmp(v, w->mark[i])) return;
-  /* A failed write leaves the older mark: still true, merely shorter. */
-  if (kr_store_meta_set(w->st, mark_keys[i], v) == 0) memcpy(w->mark[i], v, sizeof v);
-}
-
-void kr__warc_presync(kr_crawl_t *c) {
+int kr__warc_presync(kr_crawl_t *c, int may_wait) {
   struct kr_warc *w = c->warc;
+  if (!w) return 0;
   /* durability none: nothing is known to be on disk (a machine crash may
    * lose any page of the file), so the repair reads the whole file */
-  if (!w || !w->wf || w->durability == KR_WARC_SYNC_NONE) return;
-  int rc = 0, rc2 = 0;
-  if (w->durability == KR_WARC_SYNC_BATCH) {
-    rc = kr_warcfile_sync(w->wf);
-    if (w->wf2) rc2 = kr_warcfile_sync(w->wf2);
-  }
-  if (!rc) mark_synced(w, 0, w->wf);
-  if (!rc2) mark_synced(w, 1, w->wf2);
-  if (w->durability != KR_WARC_SYNC_BATCH) return;
-  if (!rc) rc = rc2;
-  if (rc == 0) {
-    w->st_.syncs++;
-    return;
-  }
-  /* The records are in the kernel (a crash of kria keeps them); only a
-   * crash of the machine could lose them now. Stop adding to that. */
-  KR_LOG(KR_LOG_ERROR, w->dir, "syncing the WARC file failed: %s", kr_warcfile_errmsg(w->wf));
-  hold(w, NULL, rc);
+  if (!w->wf || !w->sync || w->durability == KR_WARC_SYNC_NONE) return 0;
+  return kr_warcsync_presync(w->sync, w->durability == KR_WARC_SYNC_BATCH, may_wait);
+}
+
+/* A sync failed: the records are in the kernel (a crash of kria keeps
+ * them); only a crash of the machine could lose them now. Stop adding to
+ * that. */
+static void on_sync_error(void *ud, int err, const char *msg) {
+  struct kr_warc *w = ud;
+  KR_LOG(KR_LOG_ERROR, w->dir, "syncing the WARC file failed: %s", msg);
+  hold(w, NULL, err);
 }
 
 static int dir_of(const kr_config_view_t *g, char *out, size_t outlen) {
@@ -1116,13 +1101,7 @@ int kr__warc_open(kr_crawl_t *c, char *err, size_t errlen) {
   /* Leftovers of a crash first: each cut to its last whole record, read
    * from where the store says it was synced. */
   kr_warcfile_mark_t marks[2];
-  size_t nmarks = 0;
-  for (int i = 0; i < 2; i++) {
-    char v[sizeof w->mark[i]];
-    if (kr_store_meta_get(w->st, mark_keys[i], v, sizeof v) == 1 &&
-        kr_warcfile_mark_parse(v, &marks[nmarks]) == 0)
-      nmarks++;
-  }
+  size_t nmarks = kr_warcsync_marks(w->st, marks);
   kr_warcfile_repair_stats_t rs = {0};
   char e[512] = "";
   int rc = kr_warcfile_repair_dir(dir, marks, nmarks, &rs, e, sizeof e);
@@ -1144,6 +1123,8 @@ int kr__warc_open(kr_crawl_t *c, char *err, size_t errlen) {
     snprintf(err, errlen, "%s: cannot write WARC files there: %s", dir, e[0] ? e : kr_strerror(rc));
     return rc == KR_EINVAL ? KR_ECONFIG : KR_EIO;
   }
+  w->sync = kr_warcsync_new(&c->loop, w->st, on_sync_error, w);
+  kr_warcsync_set_file(w->sync, 0, w->wf);
   return 0;
 }
 
@@ -1223,6 +1204,7 @@ static int switch_files(struct kr_warc *w) {
     return -1;
   }
   kr_warcfile_t *ow = w->wf;
+  kr_warcsync_set_file(w->sync, 0, nw);
   w->files_before += kr_warcfile_files(ow);
   rc = kr_warcfile_close(ow);
   if (rc) KR_LOG(KR_LOG_ERROR, w->dir, "reload: closing the WARC file: %s", kr_strerror(rc));
@@ -1233,6 +1215,7 @@ static int switch_files(struct kr_warc *w) {
 
 static void retire_wf2(struct kr_warc *w) {
   if (!w->wf2) return;
+  kr_warcsync_set_file(w->sync, 1, NULL);
   w->files_before += kr_warcfile_files(w->wf2);
   int rc = kr_warcfile_close(w->wf2);
   if (rc) KR_LOG(KR_LOG_ERROR, w->dir, "closing the WARC file of large records: %s",
@@ -1296,6 +1279,11 @@ void kr__warc_detach(kr_crawl_t *c) {
   if (w->job.f && w->wf2) kr_warcfile_abort(w->wf2);
   w->job.f = NULL;
   w->qn = 0;
+  /* The store closes after this: a sync still running must not reach it
+   * (the files' close syncs them inline). */
+  if (w->sync) w->st_.syncs = kr_warcsync_syncs(w->sync);
+  kr_warcsync_free(w->sync);
+  w->sync = NULL;
   if (w->idle.loop && !uv_is_closing((uv_handle_t *)&w->idle))
     uv_close((uv_handle_t *)&w->idle, NULL);
 }
@@ -1317,6 +1305,8 @@ void kr__warc_close(kr_crawl_t *c) {
 void kr__warc_free(kr_crawl_t *c) {
   struct kr_warc *w = c->warc;
   if (!w) return;
+  kr_warcsync_free(w->sync); /* a sync still running forgets the files */
+  w->sync = NULL;
   if (w->wf) {
     kr_timer_stop(&w->retry);
     kr_warcfile_close(w->wf);
@@ -1346,6 +1336,7 @@ void kr__warc_stats(const kr_crawl_t *c, kr_warc_stats_t *out) {
     return;
   }
   *out = w->st_;
+  if (w->sync) out->syncs = kr_warcsync_syncs(w->sync);
   out->files = w->files_before + (w->wf ? kr_warcfile_files(w->wf) : 0) +
                (w->wf2 ? kr_warcfile_files(w->wf2) : 0);
   out->current = w->wf ? kr_warcfile_current(w->wf) : NULL;

@@ -62,9 +62,12 @@ void kr__warc_detach(kr_crawl_t *c);
 /* Shutdown past its grace, running fetches cancelled: a record being
  * written in slices is cut away and its fetch given back. */
 void kr__warc_cancel(kr_crawl_t *c);
-/* Right before each store COMMIT (the crawl's presync hook): durability
- * batch syncs the file, so every record of a committed visit is on disk. */
-void kr__warc_presync(kr_crawl_t *c);
+/* Right before each store COMMIT (the crawl's presync hook, see
+ * kr_store_set_presync): durability batch syncs the files, so every
+ * record of a committed visit is on disk; with may_wait in the
+ * background (KR_STORE_PRESYNC_WAIT), else inline. 0 or
+ * KR_STORE_PRESYNC_WAIT. */
+int kr__warc_presync(kr_crawl_t *c, int may_wait);
 /* Free everything (kr_crawl_free); closes first if still open. */
 void kr__warc_free(kr_crawl_t *c);
 /* SIGHUP. 1 when [warc] key k is applied by a reload (see

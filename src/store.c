@@ -252,6 +252,7 @@ struct kr_store {
   void *precommit_ud;
   kr_store_presync_fn presync;
   void *presync_ud;
+  int presync_wait;            /* PS_*: a commit waits for its presync step */
   /* checkpoints */
   struct ckpt_job *job;        /* running job, NULL when none */
   uv_mutex_t mu;               /* guards thread_busy */
@@ -763,12 +764,29 @@ static int run_write(kr_store_t *st, int stmt, const dval_t *v, int n, const cha
   return rc;
 }
 
-/* Write now, or keep it for after the drain. 1 kept, 0 written, KR_EDB. */
+/* A commit's presync step running in the background (see
+ * kr_store_presync_done). */
+enum { PS_NONE, PS_WAITING, PS_DONE };
+
+static int commit(kr_store_t *st, int may_wait);
+
+/* Write now, or keep it for after the drain, or for after a commit that
+ * waits for its presync step. 1 kept, 0 written, KR_EDB. */
 static int write_or_keep(kr_store_t *st, int stmt, const dval_t *v, int n, const char *what) {
   size_t bytes = 0;
   for (int i = 0; i < n; i++) bytes += v[i].len;
+  int room = st->ndw < DW_MAX && st->dw_bytes + bytes <= DW_MAX_BYTES;
+  /* A WARC original names a record written after the sync of the commit
+   * that waits began: it must not join that commit. No room: the commit
+   * completes first, its step inline. */
+  int sync_wait = stmt == S_ORIG_PUT && st->presync_wait != PS_NONE;
+  if (sync_wait && !room && !st->hold) {
+    int rc = commit(st, 0);
+    if (rc < 0) return rc;
+    sync_wait = 0;
+  }
   /* An open transaction during a drain has broken it already: join it. */
-  if (!st->draining || st->in_tx || st->ndw >= DW_MAX || st->dw_bytes + bytes > DW_MAX_BYTES)
+  if (!room || !(sync_wait || (st->draining && !st->in_tx)))
     return run_write(st, stmt, v, n, what);
   if (st->ndw == st->dw_cap)
     st->dw = kr_xrealloc(st->dw, (st->dw_cap = st->dw_cap ? 2 * st->dw_cap : 64) * sizeof *st->dw);
@@ -824,16 +842,28 @@ static int dw_apply(kr_store_t *st) {
 static void checkpoint_maybe(kr_store_t *st, uint64_t now);
 static void drain_end(kr_store_t *st);
 
-static int commit(kr_store_t *st) {
+/* may_wait: the presync step may run in the background (from
+ * kr_store_maybe_commit); an explicit commit always completes. */
+static int commit(kr_store_t *st, int may_wait) {
   if (!st->in_tx) return 0;
+  if (st->presync_wait == PS_WAITING && may_wait) return 0;
   if (st->precommit && st->precommit(st->precommit_ud) < 0) {
     step_done(st, st->stmt[S_ROLLBACK], "rolling back");
     st->in_tx = 0;
     kr_rowcache_clear(st->rows);
+    st->presync_wait = PS_NONE;
     KR_LOG(KR_LOG_ERROR, st->path, "commit aborted by its pre-commit step");
     return KR_EDB;
   }
-  if (st->presync) st->presync(st->presync_ud);
+  /* The step that ran in the background (PS_DONE) covers this commit:
+   * what it could not cover was held back meanwhile (kr_store_writable
+   * said wait). */
+  if (st->presync && st->presync_wait != PS_DONE &&
+      st->presync(st->presync_ud, may_wait) == KR_STORE_PRESYNC_WAIT && may_wait) {
+    st->presync_wait = PS_WAITING;
+    return 0;
+  }
+  st->presync_wait = PS_NONE;
   uint64_t t0 = mono_us();
   int rc = sqlite3_step(st->stmt[S_COMMIT]);
   sqlite3_reset(st->stmt[S_COMMIT]);
@@ -843,6 +873,7 @@ static int commit(kr_store_t *st) {
     if (!sqlite3_get_autocommit(st->db))
       step_done(st, st->stmt[S_ROLLBACK], "rolling back");
     st->in_tx = 0;
+    st->presync_wait = PS_NONE;
     return KR_EDB;
   }
   if (us > st->stats.commit_us_max) st->stats.commit_us_max = us;
@@ -864,9 +895,9 @@ int kr_store_maybe_commit(kr_store_t *st, uint64_t now) {
   if (st->ndw && !st->draining && !st->in_tx && write_begin(st)) return KR_EDB;
   if (st->in_tx && !st->hold) {
     if (!st->tx_opened_at) st->tx_opened_at = now;
-    if (st->tx_writes >= st->opts.commit_updates ||
+    if (st->presync_wait == PS_DONE || st->tx_writes >= st->opts.commit_updates ||
         now >= st->tx_opened_at + st->opts.commit_ms) {
-      rc = commit(st);
+      rc = commit(st, 1);
       if (rc > 0) st->last_commit_at = now;
     }
   }
@@ -878,7 +909,7 @@ int kr_store_commit(kr_store_t *st) {
   settle(st);
   if (st->hold) return KR_EINVAL;
   if (st->ndw && !st->draining && !st->in_tx && write_begin(st)) return KR_EDB;
-  int rc = commit(st);
+  int rc = commit(st, 0);
   if (rc > 0) {
     st->last_commit_at = st->opts.clock ? kr_clock_now_ms(st->opts.clock) : st->last_now;
     rc = 0;
@@ -902,6 +933,12 @@ void kr_store_set_presync(kr_store_t *st, kr_store_presync_fn fn, void *ud) {
   st->presync = fn;
   st->presync_ud = ud;
 }
+
+void kr_store_presync_done(kr_store_t *st) {
+  if (st->presync_wait == PS_WAITING) st->presync_wait = PS_DONE;
+}
+
+int kr_store_presync_waiting(const kr_store_t *st) { return st->presync_wait != PS_NONE; }
 
 /* ---- checkpoints ------------------------------------------------------------ */
 
@@ -1106,7 +1143,9 @@ static void checkpoint_maybe(kr_store_t *st, uint64_t now) {
   if (pending && now >= st->last_commit_at + st->opts.idle_checkpoint_ms) ckpt_start(st);
 }
 
-int kr_store_writable(const kr_store_t *st) { return !st->draining; }
+int kr_store_writable(const kr_store_t *st) {
+  return !st->draining && st->presync_wait == PS_NONE;
+}
 
 int kr_store_wal_held(const kr_store_t *st) { return st->stats.wal_held; }
 
@@ -1144,8 +1183,12 @@ int kr_store_close(kr_store_t *st) {
   if (!st) return 0;
   settle(st);
   st->hold = 0;
+  /* a commit waiting for its presync step first (the step inline), then
+   * what was kept */
+  int rc = st->presync_wait != PS_NONE ? commit(st, 0) : 0;
   if (st->ndw && !st->in_tx) write_begin(st); /* errors: commit reports */
-  int rc = commit(st);
+  int rc2 = commit(st, 0);
+  if (rc >= 0) rc = rc2;
   ckpt_detach(st);
   store_free(st);
   return rc < 0 ? rc : 0;

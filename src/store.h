@@ -154,8 +154,11 @@ const char *kr_store_path(const kr_store_t *st); /* .../kria.db */
  * database corrupt. */
 int kr_store_maybe_commit(kr_store_t *st, uint64_t now);
 /* 0 while the store drains (see Checkpoints above): writes should wait
- * for it (they are correct anyway, but keep the WAL from restarting).
- * Becomes 1 again in a loop callback; check it at each loop turn. */
+ * for it (they are correct anyway, but keep the WAL from restarting);
+ * also 0 while a commit waits for its presync step (see
+ * kr_store_set_presync): then writes that step did not cover must wait.
+ * Becomes 1 again in a loop callback or kr_store_maybe_commit; check it
+ * at each loop turn. */
 int kr_store_writable(const kr_store_t *st);
 /* 1 while the WAL is past wal_max_bytes and no checkpoint has yet brought
  * it back: the caller should start no new work (the frontier issues no
@@ -184,9 +187,25 @@ void kr_store_set_precommit(kr_store_t *st, kr_store_precommit_fn fn, void *ud);
 /* Called right before each COMMIT, after the pre-commit step, for output
  * that must be on disk before the store says its work was done (the WARC
  * files under durability batch: a crash may repeat a fetch, never lose
- * one). It cannot stop the commit. NULL clears it. */
-typedef void (*kr_store_presync_fn)(void *ud);
+ * one). It cannot stop the commit. NULL clears it.
+ * With may_wait (a commit of kr_store_maybe_commit) the step may instead
+ * start its work in the background and return KR_STORE_PRESYNC_WAIT: the
+ * commit then waits, the transaction stays open, and kr_store_writable()
+ * is 0 until the commit is done, so the caller holds back (as during a
+ * drain) the writes the step did not cover. Once the work is done the
+ * step calls kr_store_presync_done() (in a loop callback) and the next
+ * kr_store_maybe_commit() commits without calling the step again. An
+ * explicit commit (kr_store_commit, kr_store_close) calls the step with
+ * may_wait 0, also while one waits: it must then complete inline.
+ * Otherwise it returns 0. */
+#define KR_STORE_PRESYNC_WAIT 1
+typedef int (*kr_store_presync_fn)(void *ud, int may_wait);
 void kr_store_set_presync(kr_store_t *st, kr_store_presync_fn fn, void *ud);
+/* The background work of the presync step is done: the waiting commit
+ * may go ahead (a no-op when none waits). */
+void kr_store_presync_done(kr_store_t *st);
+/* 1 from a presync step's KR_STORE_PRESYNC_WAIT until its commit. */
+int kr_store_presync_waiting(const kr_store_t *st);
 
 /* ---- URIs ------------------------------------------------------------ */
 

@@ -44,7 +44,9 @@ struct kr_warcfile {
   char final[256];               /* without */
   char info_id[KR_WARC_ID_SIZE];
   uint64_t size;                 /* bytes written = next record's offset */
-  uint64_t unsynced;             /* records since the last sync */
+  uint64_t written;              /* records in the file (counting up) */
+  uint64_t synced_n;             /* ... of them synced: syncs may end out
+                                    of order (kr_warcfile_sync_end) */
   uint64_t synced;               /* record boundary the last sync reached */
   uint64_t first_unsynced_ms;
   uint64_t files;                /* files opened so far */
@@ -267,13 +269,13 @@ int kr_warcfile_open(const kr_warcfile_opts_t *opts, kr_warcfile_t **out, char *
 }
 
 static int sync_file(kr_warcfile_t *wf) {
-  if (wf->fd < 0 || wf->unsynced == 0) return 0;
+  if (wf->fd < 0 || wf->written == wf->synced_n) return 0;
   if (wf->o.sync_fn(wf->fd)) {
     int e = errno;
     set_err(wf, "syncing %s: %s", wf->name, strerror(e));
     return errno_code(e);
   }
-  wf->unsynced = 0;
+  wf->synced_n = wf->written;
   /* a record being streamed is not durable yet; its start is a boundary */
   wf->synced = wf->streaming ? wf->stream_start : wf->size;
   return 0;
@@ -329,13 +331,13 @@ static int open_file(kr_warcfile_t *wf) {
     return KR_EIO;
   }
   wf->size = 0;
-  wf->unsynced = 0;
+  wf->written = wf->synced_n = 0;
   wf->synced = 0;
   kr_warc_rec_t rec = {.type = KR_WARC_WARCINFO, .date_ms = now_ms(wf), .filename = wf->final};
   kr_slice_t block = {wf->info.data ? wf->info.data : "", wf->info.len};
   int err = kr_warc_write(wf->w, &rec, &block, 1, NULL);
   if (!err) {
-    wf->unsynced = 1;
+    wf->written = 1;
     wf->first_unsynced_ms = now_ms(wf);
     if (wf->o.durability == KR_WARC_SYNC_RECORD) err = sync_file(wf);
   }
@@ -412,7 +414,7 @@ static const char *fill_rec(kr_warcfile_t *wf, kr_warc_rec_t *rec) {
 /* After a record: count it, sync for durability record, fill *loc. */
 static int record_done(kr_warcfile_t *wf, uint64_t start, const kr_warc_written_t *w,
                        kr_warcfile_loc_t *loc) {
-  if (wf->unsynced++ == 0) wf->first_unsynced_ms = now_ms(wf);
+  if (wf->written++ == wf->synced_n) wf->first_unsynced_ms = now_ms(wf);
   if (wf->o.durability == KR_WARC_SYNC_RECORD) {
     int err = sync_file(wf);
     if (err) return cut_back(wf, start, err);
@@ -493,9 +495,47 @@ void kr_warcfile_abort(kr_warcfile_t *wf) {
 
 int kr_warcfile_sync(kr_warcfile_t *wf) { return sync_file(wf); }
 
+int kr_warcfile_sync_begin(kr_warcfile_t *wf, kr_warcfile_syncjob_t *j) {
+  memset(j, 0, sizeof *j);
+  j->fd = -1;
+  if (wf->fd < 0 || wf->written == wf->synced_n) return 0;
+  j->fd = fcntl(wf->fd, F_DUPFD_CLOEXEC, 0);
+  if (j->fd < 0) {
+    set_err(wf, "syncing %s: %s", wf->name, strerror(errno));
+    return KR_EIO;
+  }
+  j->sync_fn = wf->o.sync_fn;
+  j->file = wf->files;
+  j->boundary = wf->streaming ? wf->stream_start : wf->size;
+  j->records = wf->written;
+  snprintf(j->name, sizeof j->name, "%s", wf->name);
+  return 1;
+}
+
+void kr_warcfile_sync_run(kr_warcfile_syncjob_t *j) {
+  if (j->fd < 0) return;
+  if (j->sync_fn(j->fd)) j->err = errno ? errno : EIO;
+}
+
+int kr_warcfile_sync_end(kr_warcfile_t *wf, kr_warcfile_syncjob_t *j) {
+  if (j->fd < 0) return 0;
+  close(j->fd);
+  j->fd = -1;
+  if (j->err) {
+    if (wf) set_err(wf, "syncing %s: %s", j->name, strerror(j->err));
+    return errno_code(j->err);
+  }
+  /* Another file by now: the close of this one synced it. */
+  if (!wf || wf->fd < 0 || wf->files != j->file) return 0;
+  if (j->records > wf->synced_n) wf->synced_n = j->records;
+  if (j->boundary > wf->synced) wf->synced = j->boundary;
+  return 0;
+}
+
 int kr_warcfile_sync_due(const kr_warcfile_t *wf, uint64_t now) {
-  if (wf->o.durability != KR_WARC_SYNC_BATCH || wf->fd < 0 || wf->unsynced == 0) return 0;
-  return wf->unsynced >= wf->o.batch_records || now >= wf->first_unsynced_ms + wf->o.batch_ms;
+  uint64_t unsynced = wf->written - wf->synced_n;
+  if (wf->o.durability != KR_WARC_SYNC_BATCH || wf->fd < 0 || unsynced == 0) return 0;
+  return unsynced >= wf->o.batch_records || now >= wf->first_unsynced_ms + wf->o.batch_ms;
 }
 
 /* ---- repair ------------------------------------------------------------ */

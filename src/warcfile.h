@@ -106,6 +106,31 @@ void kr_warcfile_abort(kr_warcfile_t *wf);
 /* fdatasync the open file when records were written since the last sync.
  * 0, KR_EIO or KR_ENOSPC. */
 int kr_warcfile_sync(kr_warcfile_t *wf);
+/* Syncing on another thread (batch durability without blocking the
+ * writer's thread). kr_warcfile_sync_begin notes what a sync started now
+ * covers: the records written so far (up to the file's end, or the start
+ * of a record being streamed) in the file open now, and takes a duplicate
+ * of its descriptor, so a rotation meanwhile cannot close it under the
+ * sync. kr_warcfile_sync_run, the fdatasync, touches only the job: it may
+ * run on any thread while the writer goes on. kr_warcfile_sync_end, back
+ * on the writer's thread, counts the covered records as synced (records
+ * written since stay unsynced) and releases the job. */
+typedef struct kr_warcfile_syncjob {
+  int fd;                        /* duplicate; -1: nothing to sync */
+  int (*sync_fn)(int fd);
+  uint64_t file;                 /* which file (kr_warcfile_files at begin) */
+  uint64_t boundary;             /* synced up to here once it ran */
+  uint64_t records;              /* the file's records it covers */
+  int err;                       /* errno of a failed sync, 0 */
+  char name[264];                /* the file (".open"), for messages */
+} kr_warcfile_syncjob_t;
+/* 1 (a job to run), 0 (nothing unsynced: *j needs no run nor end), or
+ * KR_EIO (no descriptor left). */
+int kr_warcfile_sync_begin(kr_warcfile_t *wf, kr_warcfile_syncjob_t *j);
+void kr_warcfile_sync_run(kr_warcfile_syncjob_t *j);
+/* wf may be NULL (the writer was closed meanwhile: its close synced).
+ * 0, KR_EIO or KR_ENOSPC (the sync failed; the records stay unsynced). */
+int kr_warcfile_sync_end(kr_warcfile_t *wf, kr_warcfile_syncjob_t *j);
 /* Batch durability: 1 when unsynced records reached batch_records or the
  * oldest is batch_ms old at now_ms. Always 0 for none and record. */
 int kr_warcfile_sync_due(const kr_warcfile_t *wf, uint64_t now_ms);

@@ -251,7 +251,7 @@ enum kr_cfg_type {
   X(WARC_MAX_SIZE, "warc", "max-size", SIZE, 0, "1GiB", "1MiB..1TiB", NONE,              \
     "A file is closed and a new one begun past this size.")                             \
   X(WARC_DURABILITY, "warc", "durability", ENUM, 0, "batch", "none|batch|record", NONE,  \
-    "When records reach the disk: none (the OS decides), batch (fdatasync before each store commit), record (after each record).") \
+    "When records reach the disk: none (the OS decides), batch (fdatasync before each store commit, in a worker thread while the commit waits), record (after each record).") \
   X(WARC_WRITE_REQUEST, "warc", "write-request", BOOL, 0, "true", "", NONE,              \
     "A request record (the request as sent) with each response or revisit.")           \
   X(WARC_WRITE_METADATA, "warc", "write-metadata", BOOL, 0, "true", "", NONE,            \

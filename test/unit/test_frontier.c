@@ -1527,6 +1527,81 @@ static void held_back_during_drain(void **state) {
   assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* While a commit waits for its presync step (the WARC sync running in
+ * the background), a completion is held back as during a drain: its row
+ * is not written into the waiting transaction (whose sync does not
+ * cover its records) and is applied, in its own transaction, after that
+ * commit. Closing while a commit waits completes it, the step inline,
+ * and writes what was held back. */
+static int wait_mode, wait_calls, inline_calls;
+static int presync_wait(void *ud, int may_wait) {
+  (void)ud;
+  wait_calls++;
+  if (!may_wait) inline_calls++;
+  return may_wait && wait_mode ? KR_STORE_PRESYNC_WAIT : 0;
+}
+
+static void held_back_while_commit_waits(void **state) {
+  (void)state;
+  kr_frontier_opts_t o = fixed_delay(0);
+  o.commit_updates = 1;
+  fopen_with(&o);
+  kr_store_t *st = kr_frontier_store(F);
+  wait_mode = wait_calls = inline_calls = 0;
+  kr_store_set_presync(st, presync_wait, NULL);
+  add("http://sync.test/a");
+  add("http://sync.test/b");
+  assert_int_equal(kr_frontier_commit(F), 0);
+  adv(0);
+  kr_curi_t *c = next();
+  assert_non_null(c);
+  const char *first = strcmp(c->url, "http://sync.test/a") ? "http://sync.test/b"
+                                                           : "http://sync.test/a";
+  const char *second = first[17] == 'a' ? "http://sync.test/b" : "http://sync.test/a";
+  wait_mode = 1;
+  finish(c, KR_OUTCOME_SUCCESS, 10);
+  assert_int_equal(kr_frontier_turn(F, now()), 0); /* due: the step starts */
+  assert_true(kr_store_presync_waiting(st));
+  assert_false(kr_store_writable(st));
+  int calls = wait_calls;
+  adv(0);
+  c = next();
+  assert_non_null(c);
+  assert_string_equal(c->url, second);
+  finish(c, KR_OUTCOME_SUCCESS, 10);
+  kr_frontier_stats_t s;
+  kr_frontier_stats(F, &s);
+  assert_int_equal(s.held_back, 1);
+  assert_int_equal(row_of(second).visits, 0); /* not in the waiting transaction */
+  assert_int_equal(row_of(first).visits, 1);
+  valid();
+  assert_int_equal(kr_frontier_turn(F, now()), 0); /* still waiting */
+  assert_int_equal(wait_calls, calls);
+  /* The step is done: the next turn commits without calling it again,
+   * then applies the held-back row (a transaction of its own). */
+  kr_store_presync_done(st);
+  uint64_t commits = kr_store_stats(st)->commits;
+  assert_int_equal(kr_frontier_turn(F, now()), 0);
+  assert_int_equal(wait_calls, calls);
+  assert_false(kr_store_presync_waiting(st));
+  assert_true(kr_store_stats(st)->commits == commits + 1);
+  kr_frontier_stats(F, &s);
+  assert_int_equal(s.held_back, 0);
+  assert_int_equal(row_of(second).visits, 1);
+  assert_true(kr_store_in_tx(st));
+  assert_int_equal(kr_frontier_turn(F, now()), 0); /* its commit waits again */
+  assert_true(kr_store_presync_waiting(st));
+  valid();
+  /* Closing while one waits: committed, its step inline. */
+  assert_int_equal(kr_frontier_close(F), 0);
+  F = NULL;
+  assert_true(inline_calls >= 1);
+  wait_mode = 0;
+  fopen_with(&o);
+  assert_int_equal(row_of(first).visits, 1);
+  assert_int_equal(row_of(second).visits, 1);
+}
+
 /* Checkpoints that fall behind (a reader pins them here, as a starved
  * checkpoint thread would) let the WAL reach its cap (3 x 1 MiB): from
  * then on kr_frontier_next() issues nothing though hosts are ready, the
@@ -1740,6 +1815,7 @@ int main(void) {
       T(report),
       T(held_back_during_drain),
       T(store_writes_kept_during_drain),
+      T(held_back_while_commit_waits),
       T(wal_cap_holds_dispatch),
       T(adaptive_fields),
       T(retry_after_on_retry),

@@ -380,11 +380,13 @@ static void grouped_commits(void **state) {
 /* presync runs before every COMMIT (after precommit), once per commit,
  * and never when nothing is committed. */
 static int presync_calls, presync_precommits;
-static void on_presync(void *ud) {
+static int on_presync(void *ud, int may_wait) {
+  (void)may_wait;
   kr_store_t *st = ud;
   presync_calls++;
   presync_precommits = precommit_calls;
   assert_true(kr_store_in_tx(st)); /* still before the COMMIT */
+  return 0;
 }
 
 static void presync_before_commit(void **state) {
