@@ -90,6 +90,8 @@ typedef struct suri {
   double lambda;         /* poisson: what the host's sketch counts it as */
   int64_t last_wait;
   uint32_t visits;
+  uint64_t drng;         /* the URI's fetch durations: per URI, so that the
+                            draws do not depend on other hosts' events */
 } suri_t;
 
 static void advance_to(const kr_sim_world_t *w, const wuri_t *u, suri_t *s, int64_t t0,
@@ -221,7 +223,6 @@ typedef struct run {
   kr_frontier_opts_t fo;     /* global */
   kr_est_params_t ep;
   int64_t t0, wend, end;
-  uint64_t rng;              /* fetch durations */
   suri_t *s;
   shost_t **hosts;
   size_t nhosts, hosts_cap;
@@ -339,12 +340,12 @@ static void on_host(void *ud, kr_frontier_t *f, kr_hostq_t *h) {
  * stale_at, into m, and into early for the part before wend. */
 static void integrate_piece(kr_sim_metrics_t *m, int64_t a, int64_t b, int64_t stale_at) {
   if (b <= a) return;
-  m->observed_s += (double)(b - a) / 1000.0;
-  if (a < stale_at) m->fresh_s += (double)(KR_MIN(b, stale_at) - a) / 1000.0;
+  m->observed_ms += (uint64_t)(b - a);
+  if (a < stale_at) m->fresh_ms += (uint64_t)(KR_MIN(b, stale_at) - a);
   if (b > stale_at) {
-    double x0 = (double)(KR_MAX(a, stale_at) - stale_at) / 1000.0;
-    double x1 = (double)(b - stale_at) / 1000.0;
-    m->age_s2 += (x1 * x1 - x0 * x0) / 2.0;
+    uint64_t x0 = (uint64_t)(KR_MAX(a, stale_at) - stale_at);
+    uint64_t x1 = (uint64_t)(b - stale_at);
+    m->age_ms2 += (kr_sim_u128)x1 * x1 - (kr_sim_u128)x0 * x0;
   }
 }
 
@@ -360,8 +361,8 @@ static void integrate(run_t *r, suri_t *s, int64_t t) {
 
 static void pull(run_t *r);
 
-static int64_t fetch_duration(run_t *r) {
-  double d = (double)r->o->fetch_ms * exp(r->o->fetch_sigma * kr__sim_gauss(&r->rng));
+static int64_t fetch_duration(run_t *r, suri_t *s) {
+  double d = (double)r->o->fetch_ms * exp(r->o->fetch_sigma * kr__sim_gauss(&s->drng));
   if (d < 1) d = 1;
   if (d > 60000) d = 60000;
   return (int64_t)d;
@@ -410,7 +411,7 @@ static void start_fetch(run_t *r, kr_curi_t *c) {
   fx->run = r;
   fx->c = c;
   fx->uri = (size_t)idx;
-  kr_timer_start(&r->timers, &fx->e, now + (uint64_t)fetch_duration(r), on_fetch_done);
+  kr_timer_start(&r->timers, &fx->e, now + (uint64_t)fetch_duration(r, s), on_fetch_done);
 }
 
 /* The next wait of a visit, by the run's policy. The visit history (the
@@ -553,7 +554,7 @@ static void on_fetch_done(kr_wheel_entry_t *e) {
     captured = 1;
     if (s->acc_from == 0) {
       r->res->uris_visited++;
-      r->res->mean_first_visit_s += (double)(ti - r->t0) / 1000.0;
+      r->res->first_visit_ms += (uint64_t)(ti - r->t0);
     }
     s->cap_version = (int32_t)s->version;
     s->stale_at = s->next_change;
@@ -720,6 +721,11 @@ static void remove_state(const char *dir) {
 static int add_all(run_t *r) {
   const kr_sim_world_t *w = r->w;
   uint64_t now = kr_clock_now_ms(&r->clock);
+  uint64_t dseed = kr__sim_mix64(r->o->seed ^ UINT64_C(0x6b726961));
+  for (size_t i = 0; i < w->n; i++) {
+    truth_init(w, i, &r->s[i], r->t0);
+    r->s[i].drng = kr__sim_mix64(dseed ^ w->u[i].fp);
+  }
   enum { BATCH = 4096 };
   kr_link_t *links = kr_xcalloc(BATCH, sizeof *links);
   int rc = 0;
@@ -752,7 +758,6 @@ static int add_all(run_t *r) {
   for (size_t i = 0; i < w->n; i++) {
     const wuri_t *u = &w->u[i];
     suri_t *s = &r->s[i];
-    truth_init(w, i, s, r->t0);
     int k = kr_frontier_queue_key(r->f, kr__sim_url(w, u), u->url_len, key, sizeof key);
     kr_hostq_t *h = k == 0 ? kr_frontier_host_lookup(r->f, key, strlen(key)) : NULL;
     shost_t *sh = h ? host_of(r, h) : NULL;
@@ -831,7 +836,6 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
   r->traces = traces;
   r->errbuf = err;
   r->errlen = errlen;
-  r->rng = kr__sim_mix64(o->seed ^ UINT64_C(0x6b726961));
   out->policy = policy;
   out->fixed_interval_ms = policy == KR_SIM_FIXED ? o->fixed_interval_ms : 0;
   out->politeness_min_gap_ms = -1;
@@ -916,7 +920,8 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
       if (traces && traces->last_wait_ms) traces->last_wait_ms[i] = s->last_wait;
       if (traces && traces->visits) traces->visits[i] = s->visits;
     }
-    if (out->uris_visited) out->mean_first_visit_s /= (double)out->uris_visited;
+    if (out->uris_visited)
+      out->mean_first_visit_s = (double)out->first_visit_ms / 1000.0 / (double)out->uris_visited;
     if (policy == KR_SIM_POISSON) score_estimates(r);
     for (size_t j = 0; j < r->nhosts; j++)
       if (kr_frontier_host_vtrust(r->hosts[j]->h)->distrusts) out->hosts_distrusted++;
@@ -957,10 +962,11 @@ double kr_sim_capture_ratio(const kr_sim_metrics_t *m) {
   return m->versions ? (double)m->captured / (double)m->versions : 0;
 }
 double kr_sim_freshness(const kr_sim_metrics_t *m) {
-  return m->observed_s > 0 ? m->fresh_s / m->observed_s : 0;
+  return m->observed_ms ? (double)m->fresh_ms / (double)m->observed_ms : 0;
 }
 double kr_sim_age_s(const kr_sim_metrics_t *m) {
-  return m->observed_s > 0 ? m->age_s2 / m->observed_s : 0;
+  /* (age_ms2 / 2) ms^2 over observed_ms ms, in s */
+  return m->observed_ms ? (double)m->age_ms2 / (2000.0 * (double)m->observed_ms) : 0;
 }
 double kr_sim_fetches_per_version(const kr_sim_metrics_t *m) {
   return m->captured ? (double)m->fetches / (double)m->captured : 0;

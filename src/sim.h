@@ -211,7 +211,7 @@ void kr_sim_world_uri(const kr_sim_world_t *w, size_t i, kr_sim_uri_info_t *out)
 typedef struct kr_sim_opts {
   int64_t duration_ms;       /* simulated time (30 d) */
   int64_t window_ms;         /* the early window reported apart (3 d) */
-  uint64_t seed;             /* fetch durations */
+  uint64_t seed;             /* fetch durations (one stream per URI) */
   kr_config_t *cfg;          /* finished config (NULL: defaults), read per
                                 host view: [wait] stacks, politeness.*,
                                 crawl.default-wait, http.conditional-requests,
@@ -243,6 +243,11 @@ typedef struct kr_sim_opts {
 
 void kr_sim_opts_default(kr_sim_opts_t *o);
 
+/* Exact sums: integer ms, and ms^2 for the age integral, so that a run
+ * split by host into shards (kr_sim_result_merge) adds up to the very
+ * same numbers whatever the split and the order of the events. */
+__extension__ typedef unsigned __int128 kr_sim_u128;
+
 typedef struct kr_sim_metrics {
   uint64_t versions;           /* that appeared (changes) */
   uint64_t captured;           /* of them, archived */
@@ -254,7 +259,9 @@ typedef struct kr_sim_metrics {
   uint64_t unchanged_full_bytes;  /* what plain GETs would have cost on them */
   uint64_t unchanged_body_bytes;  /* what they cost */
   uint64_t lost_by_validators; /* changed content skipped by a 304 or abort */
-  double fresh_s, age_s2, observed_s;  /* integrals: freshness, age, time */
+  uint64_t fresh_ms;           /* time the archived copy was fresh */
+  uint64_t observed_ms;        /* time observed (from each first download) */
+  kr_sim_u128 age_ms2;         /* twice the integral of the age (ms^2) */
 } kr_sim_metrics_t;
 
 /* Derived figures (0 when undefined). */
@@ -269,6 +276,7 @@ typedef struct kr_sim_result {
   int64_t fixed_interval_ms;   /* fixed: the interval used */
   kr_sim_metrics_t all, early; /* whole run; first window */
   uint64_t uris_visited;       /* URIs visited at least once */
+  uint64_t first_visit_ms;     /* sum of each URI's first visit - start */
   double mean_first_visit_s;   /* mean time of each URI's first visit */
   uint64_t hosts;
   uint64_t hosts_distrusted;   /* hosts whose validators were distrusted */
