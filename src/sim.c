@@ -717,25 +717,32 @@ static void remove_state(const char *dir) {
   rmdir(dir);
 }
 
-/* Add every URI at the start, then tie each to its host and evaluator. */
+static int in_shard(const run_t *r, size_t i) {
+  return !r->o->shard_of || r->o->shard_of[i] == r->o->shard;
+}
+
+/* Add every URI (of the shard) at the start, then tie each to its host
+ * and evaluator. */
 static int add_all(run_t *r) {
   const kr_sim_world_t *w = r->w;
   uint64_t now = kr_clock_now_ms(&r->clock);
   uint64_t dseed = kr__sim_mix64(r->o->seed ^ UINT64_C(0x6b726961));
   for (size_t i = 0; i < w->n; i++) {
+    if (!in_shard(r, i)) continue;
     truth_init(w, i, &r->s[i], r->t0);
     r->s[i].drng = kr__sim_mix64(dseed ^ w->u[i].fp);
   }
   enum { BATCH = 4096 };
   kr_link_t *links = kr_xcalloc(BATCH, sizeof *links);
   int rc = 0;
-  for (size_t i = 0; i < w->n && !rc; i += BATCH) {
-    size_t n = KR_MIN((size_t)BATCH, w->n - i);
-    for (size_t k = 0; k < n; k++) {
-      const wuri_t *u = &w->u[i + k];
-      links[k] = (kr_link_t){.url = kr__sim_url(w, u), .url_len = u->url_len, .hop_path = "",
-                             .hop_len = 0, .next_at = now, .directive = KR_DIRECTIVE_NORMAL};
+  size_t n = 0;
+  for (size_t i = 0; i <= w->n && !rc; i++) {
+    if (i < w->n && in_shard(r, i)) {
+      const wuri_t *u = &w->u[i];
+      links[n++] = (kr_link_t){.url = kr__sim_url(w, u), .url_len = u->url_len, .hop_path = "",
+                               .hop_len = 0, .next_at = now, .directive = KR_DIRECTIVE_NORMAL};
     }
+    if (n < BATCH && (i < w->n || n == 0)) continue;
     size_t added = 0;
     rc = kr_frontier_add_batch(r->f, links, n, now, &added);
     if (!rc && added != n) {
@@ -743,6 +750,7 @@ static int add_all(run_t *r) {
                 "the frontier refused %zu of the URIs (bad or duplicate)", n - added);
       break;
     }
+    n = 0;
     if (!rc) rc = kr_frontier_turn(r->f, now);
   }
   free(links);
@@ -756,6 +764,7 @@ static int add_all(run_t *r) {
 
   char key[1024];
   for (size_t i = 0; i < w->n; i++) {
+    if (!in_shard(r, i)) continue;
     const wuri_t *u = &w->u[i];
     suri_t *s = &r->s[i];
     int k = kr_frontier_queue_key(r->f, kr__sim_url(w, u), u->url_len, key, sizeof key);
@@ -785,24 +794,25 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* How far each URI's last estimate is from its true rate. */
-static void score_estimates(run_t *r) {
-  const kr_sim_world_t *w = r->w;
+void kr_sim_score_estimates(const kr_sim_world_t *w, int64_t duration_ms, const double *lambda,
+                            kr_sim_result_t *out) {
   double *ratio = kr_xmalloc((w->n ? w->n : 1) * sizeof *ratio);
   size_t n = 0, within = 0;
+  out->est_n = 0;
+  out->est_median_ratio = out->est_within2 = 0;
   for (size_t i = 0; i < w->n; i++) {
     const wuri_t *u = &w->u[i];
     if (u->change != KR_SIM_POISSON_RATE && u->change != KR_SIM_EVERY) continue;
-    if (!(r->s[i].lambda > 0)) continue;
-    double q = r->s[i].lambda / true_rate(u, r->end - r->t0);
+    if (!(lambda[i] > 0)) continue;
+    double q = lambda[i] / true_rate(u, duration_ms);
     ratio[n++] = q;
     if (q >= 0.5 && q <= 2) within++;
   }
-  r->res->est_n = n;
+  out->est_n = n;
   if (n) {
     qsort(ratio, n, sizeof *ratio, cmp_double);
-    r->res->est_median_ratio = n % 2 ? ratio[n / 2] : sqrt(ratio[n / 2 - 1] * ratio[n / 2]);
-    r->res->est_within2 = (double)within / (double)n;
+    out->est_median_ratio = n % 2 ? ratio[n / 2] : sqrt(ratio[n / 2 - 1] * ratio[n / 2]);
+    out->est_within2 = (double)within / (double)n;
   }
   free(ratio);
 }
@@ -864,7 +874,9 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
   /* the rows in memory too (written through; rowcache.h): reading back
    * the row written one revisit ago was a fifth of a run. ~0.5 KB a row:
    * past ROW_CACHE_MAX URIs the rest are read from SQLite as before. */
-  r->fo.row_cache = (uint32_t)KR_MIN(w->n + 1024, (size_t)ROW_CACHE_MAX);
+  size_t nuris = 0;
+  for (size_t i = 0; i < w->n; i++) nuris += (size_t)in_shard(r, i);
+  r->fo.row_cache = (uint32_t)KR_MIN(nuris + 1024, (size_t)ROW_CACHE_MAX);
   r->fo.max_connections = 1000000;
   r->fo.on_host = on_host;
   r->fo.host_ud = r;
@@ -905,8 +917,12 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
   }
   if (!rc) {
     /* close every URI's books at the end */
+    double *lambda = traces && traces->lambda ? traces->lambda : NULL;
+    if (!lambda && policy == KR_SIM_POISSON) lambda = kr_xcalloc(w->n ? w->n : 1, sizeof *lambda);
     for (size_t i = 0; i < w->n; i++) {
+      if (!in_shard(r, i)) continue;
       suri_t *s = &r->s[i];
+      if (lambda) lambda[i] = s->lambda;
       advance(w, &w->u[i], s, r->t0, r->wend, r->end);
       integrate(r, s, r->end);
       out->all.versions += s->version;
@@ -922,7 +938,17 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
     }
     if (out->uris_visited)
       out->mean_first_visit_s = (double)out->first_visit_ms / 1000.0 / (double)out->uris_visited;
-    if (policy == KR_SIM_POISSON) score_estimates(r);
+    if (policy == KR_SIM_POISSON) {
+      /* a shard's own; kr_sim_result_merge's caller scores the whole */
+      double *all = lambda;
+      if (o->shard_of && lambda) {
+        all = kr_xcalloc(w->n ? w->n : 1, sizeof *all);
+        for (size_t i = 0; i < w->n; i++) all[i] = in_shard(r, i) ? lambda[i] : 0;
+      }
+      kr_sim_score_estimates(w, r->end - r->t0, all, out);
+      if (all != lambda) free(all);
+    }
+    if (lambda && lambda != (traces ? traces->lambda : NULL)) free(lambda);
     for (size_t j = 0; j < r->nhosts; j++)
       if (kr_frontier_host_vtrust(r->hosts[j]->h)->distrusts) out->hosts_distrusted++;
   }

@@ -239,6 +239,10 @@ typedef struct kr_sim_opts {
   const char *state_parent;  /* where the run's temporary state directory
                                 goes; NULL: $TMPDIR, else /dev/shm, else /tmp */
   int keep_state;            /* 1: leave the state directory (tests) */
+  /* a shard of the world (kr_sim_shard_plan): run only the URIs i with
+   * shard_of[i] == shard; NULL: every URI */
+  const uint32_t *shard_of;
+  uint32_t shard;
 } kr_sim_opts_t;
 
 void kr_sim_opts_default(kr_sim_opts_t *o);
@@ -306,10 +310,35 @@ int kr_sim_run(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy_t 
 typedef struct kr_sim_trace_out {
   int64_t *last_wait_ms;  /* array of kr_sim_world_count() entries, or NULL */
   uint32_t *visits;       /* the same, or NULL */
+  double *lambda;         /* the same, or NULL: poisson's last estimate
+                             (changes/s, 0 none), for kr_sim_score_estimates */
 } kr_sim_trace_out_t;
 int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy_t policy,
                   kr_sim_result_t *out, kr_sim_trace_out_t *traces, char *err,
                   size_t errlen);
+
+/* ---- shards (sim_shard.c) ----------------------------------------------------
+ * Hosts are independent in the model (politeness, valence, validator
+ * trust and the poisson budget are per host; every random stream is per
+ * URI), so one policy's run can be split by host into shards, each run
+ * apart (kr_sim_opts_t.shard_of), and merged into exactly the numbers of
+ * the whole run. */
+
+/* Give each URI of w a shard in [0, nshards): whole hosts (the frontier's
+ * queue key, host[:port]), the largest first onto the shard with the
+ * fewest URIs. Returns the shards used, min(nshards, hosts) (>= 1). */
+uint32_t kr_sim_shard_plan(const kr_sim_world_t *w, uint32_t nshards, uint32_t *shard_of);
+
+/* Merge the n shard results of one policy into out: sums, minimum gap,
+ * maximum in flight, mean first visit from the sums; wall_s the longest
+ * shard, cpu_s the sum. The estimates are not merged (they need every
+ * URI's estimate: kr_sim_score_estimates). */
+void kr_sim_result_merge(kr_sim_result_t *out, const kr_sim_result_t *parts, size_t n);
+
+/* Score poisson's last estimates (lambda[i], 0 none) against the true
+ * rates into out's est_* fields. */
+void kr_sim_score_estimates(const kr_sim_world_t *w, int64_t duration_ms, const double *lambda,
+                            kr_sim_result_t *out);
 
 const char *kr_sim_policy_name(kr_sim_policy_t p);
 /* "fixed", "multiplicative", "poisson" -> policy; 0 or KR_EINVAL. */

@@ -55,7 +55,7 @@ static kr_config_t *config(const char *text) {
 static void run(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy_t p,
                 kr_sim_result_t *res, int64_t *last_wait) {
   char err[512] = "";
-  kr_sim_trace_out_t t = {last_wait, NULL};
+  kr_sim_trace_out_t t = {last_wait, NULL, NULL};
   int rc = kr_sim_run_ex(w, o, p, res, last_wait ? &t : NULL, err, sizeof err);
   if (rc) fprintf(stderr, "# run failed: %s\n", err);
   assert_int_equal(rc, 0);
@@ -579,6 +579,127 @@ static void fixed_interval_arithmetic(void **state) {
   assert_int_equal(kr_sim_fixed_interval(&ref, 1000, 30 * D), 30 * D);
 }
 
+/* ---- shards ------------------------------------------------------------- */
+
+/* An uneven world: a big host, a middling one with a 7 s politeness delay
+ * of its own (config section), a tiny one, a one-URI host on a port, with
+ * every change process and validator behaviour. */
+static kr_sim_world_t *uneven_world(void) {
+  size_t cap = 64 * 1024, len = 0;
+  char *t = malloc(cap);
+  assert_non_null(t);
+  static const char *const val[] = {"correct", "missing", "lying"};
+  for (int i = 0; i < 60; i++)
+    len += (size_t)snprintf(t + len, cap - len, "http://big.test/p/%d text/html rate=%dh %s %s\n",
+                            i, 1 + i % 20, val[i % 3], i % 7 ? "no" : "yes");
+  for (int i = 0; i < 14; i++)
+    len += (size_t)snprintf(t + len, cap - len, "http://mid.test/p/%d text/html every=%dh correct no\n",
+                            i, 2 + i);
+  len += (size_t)snprintf(t + len, cap - len,
+                          "http://tiny.test/a image/png never correct no size=4KiB\n"
+                          "http://tiny.test/b text/html at=1h,5h,30h missing no\n"
+                          "http://tiny.test:8080/only - rate=3h lying no\n");
+  kr_sim_world_t *w = trace(t);
+  free(t);
+  return w;
+}
+
+static void shard_plan(void **state) {
+  (void)state;
+  kr_sim_world_t *w = uneven_world();
+  size_t n = kr_sim_world_count(w);
+  uint32_t *sh = calloc(n, sizeof *sh);
+  /* two shards: the big host alone, the rest together */
+  assert_int_equal(kr_sim_shard_plan(w, 2, sh), 2);
+  for (size_t i = 0; i < n; i++) {
+    kr_sim_uri_info_t u;
+    kr_sim_world_uri(w, i, &u);
+    assert_int_equal(sh[i], strstr(u.url, "//big.test/") ? 0 : 1);
+  }
+  /* more shards than hosts: one a host (four: tiny.test:8080 is its own) */
+  assert_int_equal(kr_sim_shard_plan(w, 9, sh), 4);
+  for (size_t i = 1; i < n; i++) {
+    kr_sim_uri_info_t a, b;
+    kr_sim_world_uri(w, i - 1, &a);
+    kr_sim_world_uri(w, i, &b);
+    size_t ha = strcspn(a.url + 7, "/"), hb = strcspn(b.url + 7, "/");
+    if (ha == hb && !memcmp(a.url, b.url, 7 + ha)) assert_int_equal(sh[i - 1], sh[i]);
+    else assert_int_not_equal(sh[i - 1], sh[i]);
+  }
+  assert_int_equal(kr_sim_shard_plan(w, 1, sh), 1);
+  for (size_t i = 0; i < n; i++) assert_int_equal(sh[i], 0);
+  free(sh);
+  kr_sim_world_free(w);
+}
+
+static void assert_same_result(const kr_sim_result_t *a, const kr_sim_result_t *b) {
+  assert_memory_equal(&a->all, &b->all, sizeof a->all);
+  assert_memory_equal(&a->early, &b->early, sizeof a->early);
+  assert_int_equal(a->policy, b->policy);
+  assert_int_equal(a->fixed_interval_ms, b->fixed_interval_ms);
+  assert_int_equal(a->uris_visited, b->uris_visited);
+  assert_int_equal(a->first_visit_ms, b->first_visit_ms);
+  assert_true(a->mean_first_visit_s == b->mean_first_visit_s);
+  assert_int_equal(a->hosts, b->hosts);
+  assert_int_equal(a->hosts_distrusted, b->hosts_distrusted);
+  assert_int_equal(a->politeness_checked, b->politeness_checked);
+  assert_int_equal(a->politeness_min_gap_ms, b->politeness_min_gap_ms);
+  assert_int_equal(a->politeness_violations, b->politeness_violations);
+  assert_int_equal(a->max_in_flight_host, b->max_in_flight_host);
+  assert_int_equal(a->at_min_wait, b->at_min_wait);
+  assert_int_equal(a->at_max_wait, b->at_max_wait);
+  assert_int_equal(a->est_n, b->est_n);
+  assert_true(a->est_within2 == b->est_within2);
+  assert_true(a->est_median_ratio == b->est_median_ratio);
+}
+
+/* Every policy split into 1..4 shards merges into the whole run exactly,
+ * the estimates scored over every shard's URIs. */
+static void shards_merge_exactly(void **state) {
+  (void)state;
+  kr_sim_world_t *w = uneven_world();
+  size_t n = kr_sim_world_count(w);
+  kr_config_t *cfg = config("[host \"mid.test\"]\npoliteness.min-delay = 7s\n"
+                            "politeness.max-delay = 7s\n");
+  kr_sim_opts_t o;
+  kr_sim_opts_default(&o);
+  o.cfg = cfg;
+  o.duration_ms = 3 * D;
+  o.window_ms = 1 * D;
+  o.seed = 11;
+  o.fixed_interval_ms = 5 * H;
+  o.delay_ms = -1;
+  uint32_t *sh = calloc(n, sizeof *sh);
+  double *lambda = calloc(n, sizeof *lambda);
+  for (int p = 0; p < KR_SIM_POLICIES; p++) {
+    kr_sim_result_t whole;
+    run(&*w, &o, (kr_sim_policy_t)p, &whole, NULL);
+    assert_true(whole.all.fetches > 100);
+    for (uint32_t k = 1; k <= 4; k++) {
+      uint32_t used = kr_sim_shard_plan(w, k, sh);
+      assert_int_equal(used, k);
+      kr_sim_result_t parts[4], merged;
+      memset(lambda, 0, n * sizeof *lambda);
+      for (uint32_t s = 0; s < used; s++) {
+        kr_sim_opts_t so = o;
+        so.shard_of = sh;
+        so.shard = s;
+        char err[512] = "";
+        kr_sim_trace_out_t t = {NULL, NULL, lambda};
+        assert_int_equal(kr_sim_run_ex(w, &so, (kr_sim_policy_t)p, &parts[s], &t, err, sizeof err), 0);
+        assert_true(parts[s].all.fetches > 0);
+      }
+      kr_sim_result_merge(&merged, parts, used);
+      if (p == KR_SIM_POISSON) kr_sim_score_estimates(w, o.duration_ms, lambda, &merged);
+      assert_same_result(&merged, &whole);
+    }
+  }
+  free(lambda);
+  free(sh);
+  kr_config_free(cfg);
+  kr_sim_world_free(w);
+}
+
 int main(void) {
   kr_log_level = KR_LOG_WARN;
   const struct CMUnitTest tests[] = {
@@ -595,6 +716,8 @@ int main(void) {
       cmocka_unit_test(volatile_sections),
       cmocka_unit_test(refusals),
       cmocka_unit_test(fixed_interval_arithmetic),
+      cmocka_unit_test(shard_plan),
+      cmocka_unit_test(shards_merge_exactly),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
