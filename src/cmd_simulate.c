@@ -8,7 +8,10 @@
  * reference run (poisson when selected, else multiplicative): it runs
  * last, and again with a corrected interval while its fetch count is more
  * than 1 % off (at most --fixed-passes runs). --jobs N runs up to N
- * policies at once in child processes. Prints a table per period (whole
+ * child processes at once: each policy's world is split by host into N
+ * shards (sim_shard.c; at most one a host), every policy x shard is a
+ * task, and each policy's shards are merged into the very numbers of the
+ * whole run (so N changes the time, never the output). Prints a table per period (whole
  * run, first window) or, with --json, one JSON object. Exit 0, 2 error
  * (trace, state database), 64 usage.
  */
@@ -18,6 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -66,7 +71,10 @@ static const char usage_text[] =
     "  --no-strip            volatile sections are not stripped from the digest\n"
     "  --abort-bytes BYTES   body bytes a mid-fetch abort still reads (1460)\n"
     "  --state-dir DIR       where temporary state databases go\n"
-    "  --jobs N              policies run at once, in child processes (1)\n"
+    "  --jobs N              child processes at once (1: none): each policy's\n"
+    "                        world split by host into N shards (at most one a\n"
+    "                        host), the policies' shards sharing the N processes;\n"
+    "                        the numbers do not depend on N\n"
     "output:\n"
     "  --json                one JSON object instead of tables\n"
     "  -v                    log the modules' notices; -v -v: each host's\n"
@@ -171,59 +179,157 @@ static int read_all(int fd, void *p, size_t n) {
   return 0;
 }
 
-/* Run the jobs, up to `par` at once in child processes (par <= 1: here). */
+/* A shard's run, as a child process hands it back. */
+typedef struct part {
+  kr_sim_result_t res;
+  int rc;
+  char err[512];
+} part_t;
+
+/* How the runs are split: each policy's world in nshards shards by host
+ * (shard_of[URI]); nshards 1: whole. */
+typedef struct split {
+  int par;                 /* child processes at once (<= 1: none) */
+  uint32_t nshards;
+  const uint32_t *shard_of;
+} split_t;
+
+static void run_part(const kr_sim_world_t *w, const kr_sim_opts_t *o, const split_t *sp,
+                     const job_t *j, uint32_t shard, double *lambda, part_t *pt) {
+  kr_sim_opts_t so = *o;
+  if (j->policy == KR_SIM_FIXED) so.fixed_interval_ms = j->fixed_ms;
+  if (sp->nshards > 1) {
+    so.shard_of = sp->shard_of;
+    so.shard = shard;
+  }
+  kr_sim_trace_out_t t = {NULL, NULL, lambda};
+  pt->err[0] = 0;
+  pt->rc = kr_sim_run_ex(w, &so, j->policy, &pt->res, lambda ? &t : NULL, pt->err, sizeof pt->err);
+}
+
+/* Start task k (job k / nshards, shard k % nshards) in a child process
+ * writing its part_t to a pipe; the pipe's read end, or -1 with the
+ * failure in parts[k]. */
+static int start_part(const kr_sim_world_t *w, const kr_sim_opts_t *o, const split_t *sp,
+                      job_t **jobs, double **lambda, part_t *parts, size_t k, pid_t *pid) {
+  size_t i = k / sp->nshards;
+  uint32_t shard = (uint32_t)(k % sp->nshards);
+  int p[2];
+  if (pipe(p) != 0) {
+    parts[k].rc = KR_EIO;
+    snprintf(parts[k].err, sizeof parts[k].err, "pipe: %s", strerror(errno));
+    return -1;
+  }
+  *pid = fork();
+  if (*pid == 0) {
+    close(p[0]);
+    part_t pt;
+    memset(&pt, 0, sizeof pt);
+    run_part(w, o, sp, jobs[i], shard, lambda[i], &pt);
+    int ok = write_all(p[1], &pt, sizeof pt);
+    close(p[1]);
+    _exit(ok == 0 ? 0 : 2);
+  }
+  close(p[1]);
+  if (*pid < 0) {
+    close(p[0]);
+    parts[k].rc = KR_EIO;
+    snprintf(parts[k].err, sizeof parts[k].err, "fork: %s", strerror(errno));
+    return -1;
+  }
+  return p[0];
+}
+
+/* Run the jobs: here one after the other (par <= 1), or as jobs x shards
+ * tasks, up to par child processes at once, each job's shards merged. */
 static void run_jobs(const kr_sim_world_t *w, const kr_sim_opts_t *o, job_t **jobs, size_t n,
-                     int par) {
-  if (par <= 1 || n <= 1) {
+                     const split_t *sp) {
+  size_t ntasks = n * sp->nshards;
+  if (sp->par <= 1 || ntasks <= 1) {
     for (size_t i = 0; i < n; i++) run_job(w, o, jobs[i]);
     return;
   }
+  part_t *parts = kr_xcalloc(ntasks, sizeof *parts);
+  /* poisson's estimates are scored over every URI: the shards write
+   * theirs into memory shared with us */
+  double **lambda = kr_xcalloc(n, sizeof *lambda);
+  size_t lsize = kr_sim_world_count(w) * sizeof(double) + 1;
+  for (size_t i = 0; i < n; i++) {
+    if (jobs[i]->policy != KR_SIM_POISSON || sp->nshards <= 1) continue;
+    void *m = mmap(NULL, lsize, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    lambda[i] = m == MAP_FAILED ? NULL : m;
+  }
   fflush(NULL);
-  for (size_t i = 0; i < n; i += (size_t)par) {
-    size_t m = KR_MIN(n - i, (size_t)par);
-    pid_t pid[16];
-    int fd[16];
-    for (size_t k = 0; k < m; k++) {
-      job_t *j = jobs[i + k];
-      int p[2];
-      pid[k] = -1;
-      fd[k] = -1;
-      if (pipe(p) != 0) {
-        j->rc = KR_EIO;
-        snprintf(j->err, sizeof j->err, "pipe: %s", strerror(errno));
+  struct pollfd pfd[16];
+  pid_t pid[16];
+  size_t task[16];
+  size_t running = 0, next = 0;
+  while (next < ntasks || running) {
+    while (running < (size_t)sp->par && running < 16 && next < ntasks) {
+      size_t k = next++;
+      if (sp->nshards > 1 && jobs[k / sp->nshards]->policy == KR_SIM_POISSON &&
+          !lambda[k / sp->nshards]) {
+        parts[k].rc = KR_EIO;
+        snprintf(parts[k].err, sizeof parts[k].err, "mmap: %s", strerror(errno));
         continue;
       }
-      pid[k] = fork();
-      if (pid[k] == 0) {
-        close(p[0]);
-        run_job(w, o, j);
-        int ok = write_all(p[1], j, sizeof *j);
-        close(p[1]);
-        _exit(ok == 0 ? 0 : 2);
-      }
-      close(p[1]);
-      if (pid[k] < 0) {
-        close(p[0]);
-        j->rc = KR_EIO;
-        snprintf(j->err, sizeof j->err, "fork: %s", strerror(errno));
-        continue;
-      }
-      fd[k] = p[0];
+      int fd = start_part(w, o, sp, jobs, lambda, parts, k, &pid[running]);
+      if (fd < 0) continue;
+      pfd[running] = (struct pollfd){.fd = fd, .events = POLLIN};
+      task[running++] = k;
     }
-    for (size_t k = 0; k < m; k++) {
-      if (pid[k] < 0) continue;
-      job_t *j = jobs[i + k];
-      if (read_all(fd[k], j, sizeof *j) != 0) {
-        j->rc = KR_EIO;
-        snprintf(j->err, sizeof j->err, "the %s run's process ended without a result",
-                 kr_sim_policy_name(j->policy));
+    if (!running) break;
+    if (poll(pfd, (nfds_t)running, -1) < 0) {
+      if (errno == EINTR) continue;
+      break; /* cannot happen with valid fds; the reads below fail then */
+    }
+    for (size_t s = 0; s < running; s++) {
+      if (!pfd[s].revents) continue;
+      size_t k = task[s];
+      /* the child writes its result, then exits: read it whole */
+      if (read_all(pfd[s].fd, &parts[k], sizeof parts[k]) != 0) {
+        parts[k].rc = KR_EIO;
+        snprintf(parts[k].err, sizeof parts[k].err,
+                 "the %s run's process (shard %zu) ended without a result",
+                 kr_sim_policy_name(jobs[k / sp->nshards]->policy), k % sp->nshards);
       }
-      close(fd[k]);
+      close(pfd[s].fd);
       int st;
-      while (waitpid(pid[k], &st, 0) < 0 && errno == EINTR) {
+      while (waitpid(pid[s], &st, 0) < 0 && errno == EINTR) {
       }
+      running--;
+      pfd[s] = pfd[running];
+      pid[s] = pid[running];
+      task[s] = task[running];
+      break; /* the slots moved: poll again */
     }
   }
+  for (size_t i = 0; i < n; i++) {
+    job_t *j = jobs[i];
+    part_t *jp = &parts[i * sp->nshards];
+    j->rc = 0;
+    j->err[0] = 0;
+    for (uint32_t s = 0; s < sp->nshards && !j->rc; s++)
+      if (jp[s].rc) {
+        j->rc = jp[s].rc;
+        snprintf(j->err, sizeof j->err, "%s", jp[s].err);
+      }
+    if (j->rc) continue;
+    if (sp->nshards == 1) {
+      j->res = jp[0].res;
+      continue;
+    }
+    kr_sim_result_t *rs = kr_xcalloc(sp->nshards, sizeof *rs);
+    for (uint32_t s = 0; s < sp->nshards; s++) rs[s] = jp[s].res;
+    kr_sim_result_merge(&j->res, rs, sp->nshards);
+    free(rs);
+    if (j->policy == KR_SIM_POISSON)
+      kr_sim_score_estimates(w, o->duration_ms, lambda[i], &j->res);
+  }
+  for (size_t i = 0; i < n; i++)
+    if (lambda[i]) munmap(lambda[i], lsize);
+  free(lambda);
+  free(parts);
 }
 
 /* ---- output --------------------------------------------------------------- */
@@ -643,7 +749,14 @@ int kr_cmd_simulate(int argc, char **argv) {
     fixed->fixed_ms = fixed_ms;
     adaptive[na++] = fixed; /* independent: run with the others */
   }
-  run_jobs(w, &o, adaptive, na, jobs_par);
+  split_t sp = {.par = jobs_par, .nshards = 1, .shard_of = NULL};
+  uint32_t *shard_of = NULL;
+  if (jobs_par > 1) {
+    shard_of = kr_xcalloc(kr_sim_world_count(w) ? kr_sim_world_count(w) : 1, sizeof *shard_of);
+    sp.nshards = kr_sim_shard_plan(w, (uint32_t)jobs_par, shard_of);
+    sp.shard_of = shard_of;
+  }
+  run_jobs(w, &o, adaptive, na, &sp);
   for (size_t i = 0; i < na; i++)
     if (adaptive[i]->rc && !rc) {
       kr_cli_error(adaptive[i]->rc, "%s run: %s", kr_sim_policy_name(adaptive[i]->policy),
@@ -660,7 +773,7 @@ int kr_cmd_simulate(int argc, char **argv) {
     fixed->fixed_ms = kr_sim_fixed_interval(ref, kr_sim_world_count(w), o.duration_ms);
     double target = (double)ref->all.fetches, n = (double)kr_sim_world_count(w);
     for (uint64_t pass = 0; pass < fixed_passes && !rc; pass++) {
-      run_job(w, &o, fixed);
+      run_jobs(w, &o, &fixed, 1, &sp);
       rc = fixed->rc;
       if (rc) {
         kr_cli_error(rc, "fixed run: %s", fixed->err);
@@ -693,6 +806,7 @@ int kr_cmd_simulate(int argc, char **argv) {
     if (fflush(stdout) != 0) rc = KR_EIO;
   }
   for (size_t i = 0; i < nj; i++) free(jobs[i]);
+  free(shard_of);
   kr_sim_world_free(w);
   kr_config_free(cfg);
   return rc ? 2 : 0;

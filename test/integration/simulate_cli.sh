@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `kria simulate`: the tables and the --json shape for synthetic worlds and
-# traces, the same numbers whether policies run here or in child
-# processes (--jobs), and the exit statuses: 0 success, 2 error (a bad
+# traces, the same numbers whether policies run here or split by host
+# over child processes (--jobs; an uneven world), and the exit statuses: 0 success, 2 error (a bad
 # trace or config), 64 usage. TAP lines; run by scripts/run-tests.sh with
 # KRIA set to the binary under test.
 . "$(dirname "$0")/lib.sh"
@@ -119,6 +119,43 @@ is "$OUT" "" "nothing on stdout"
 sim --trace "$T/missing" --days 1
 is "$RC" 2 "a missing trace exits 2"
 like "$ERR" "io: .*missing" "and says why"
+
+# ---- one policy split by host over child processes (--jobs) ----------------------
+# An uneven world: a big host, a middling one with its own slow politeness,
+# a tiny one and a one-URI host on a port; every --jobs prints the same
+# numbers (the shards merge into the whole run exactly), the tables too.
+{
+  for i in $(seq 0 59); do
+    v=(correct missing lying)
+    echo "http://big.example/p/$i text/html rate=$((1 + i % 20))h ${v[$((i % 3))]} $([ $((i % 7)) = 0 ] && echo yes || echo no)"
+  done
+  for i in $(seq 0 13); do echo "http://mid.example/p/$i text/html every=$((2 + i))h correct no"; done
+  echo "http://tiny.example/a image/png never correct no size=4KiB"
+  echo "http://tiny.example/b text/html at=1h,5h,30h missing no"
+  echo "http://tiny.example:8080/only - rate=3h lying no"
+} >"$T/uneven"
+printf '[host "mid.example"]\npoliteness.min-delay = 7s\npoliteness.max-delay = 7s\n' >"$T/uneven.conf"
+uneven=(--trace "$T/uneven" -c "$T/uneven.conf" --days 3 --window-days 1 --policy fixed,multiplicative,poisson,oracle)
+for j in 1 2 3 8; do
+  sim "${uneven[@]}" --json --jobs "$j"
+  is "$RC" 0 "the uneven world with --jobs $j exits 0"
+  cp "$T/out" "$T/u$j.json"
+  sim "${uneven[@]}" --jobs "$j"
+  # the tables, the validators' without its last column (wall s)
+  sed -E 's/ (ok|VIOLATED|-) +[0-9]+\.[0-9]+$/ \1/' "$T/out" >"$T/u$j.txt"
+done
+check "the uneven world: 4 hosts, four policies" pyjson "$T/u1.json" \
+  'd["hosts"] == 4 and len(d["policies"]) == 4 and all(p["all"]["fetches"] > 100 for p in d["policies"])'
+for j in 2 3 8; do
+  check "--jobs $j prints the numbers of --jobs 1 (JSON)" python3 -c '
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+for d in (a, b):
+    for p in d["policies"]:
+        p.pop("wall_s"); p.pop("cpu_s")
+sys.exit(0 if a == b else 1)' "$T/u1.json" "$T/u$j.json"
+  check "--jobs $j prints the table of --jobs 1" cmp -s "$T/u1.txt" "$T/u$j.txt"
+done
 
 # ---- config ----------------------------------------------------------------------
 printf '[wait "all"]\ninitial-wait = 1h\nmin-wait = 10m\nmax-wait = 7d\n[politeness]\nmin-delay = 3s\nmax-delay = 3s\n' >"$T/sim.conf"
