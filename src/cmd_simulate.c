@@ -77,8 +77,9 @@ static const char usage_text[] =
     "                        the numbers do not depend on N\n"
     "output:\n"
     "  --json                one JSON object instead of tables\n"
-    "  -v                    log the modules' notices; -v -v: each host's\n"
-    "                        allocator once a simulated day\n"
+    "  -v                    log the modules' notices and each shard's time;\n"
+    "                        -v -v: also each host's allocator once a\n"
+    "                        simulated day\n"
     "exit status: 0 success, 2 error, 64 usage\n";
 
 #define MAX_OVERRIDES 256
@@ -293,6 +294,11 @@ static void run_jobs(const kr_sim_world_t *w, const kr_sim_opts_t *o, job_t **jo
                  "the %s run's process (shard %zu) ended without a result",
                  kr_sim_policy_name(jobs[k / sp->nshards]->policy), k % sp->nshards);
       }
+      else
+        KR_LOG(KR_LOG_NOTICE, "simulate", "%s shard %zu of %u: %" PRIu64 " hosts, %" PRIu64
+               " fetches, %.1f s, %.1f CPU-s", kr_sim_policy_name(jobs[k / sp->nshards]->policy),
+               k % sp->nshards + 1, sp->nshards, parts[k].res.hosts, parts[k].res.all.fetches,
+               parts[k].res.wall_s, parts[k].res.cpu_s);
       close(pfd[s].fd);
       int st;
       while (waitpid(pid[s], &st, 0) < 0 && errno == EINTR) {

@@ -13,7 +13,8 @@ def load_time(path):
     out = {}
     try:
         for line in open(path):
-            m = re.match(r"\s*(Elapsed \(wall clock\) time.*|Maximum resident set size \(kbytes\)): (.*)", line)
+            m = re.match(r"\s*(Elapsed \(wall clock\) time.*|Maximum resident set size \(kbytes\)"
+                         r"|User time \(seconds\)|System time \(seconds\)): (.*)", line)
             if m:
                 out[m.group(1)] = m.group(2).strip()
     except OSError:
@@ -142,7 +143,9 @@ def main():
               "politeness capacity); poisson aims its realised fetches at "
               "adaptive.budget-utilisation of it and made %.1f %% of those fetches" % (mu["all"]["fetches"], 100 * po["all"]["fetches"] / mu["all"]["fetches"]))
     print()
-    print("Run time (each policy a separate frontier and SQLite store):")
+    print("Run time (each policy a separate frontier and SQLite store, one per shard with "
+          "--jobs J > 1: then wall s is the longest shard's and CPU s the shards' sum; "
+          "fixed: its last pass):")
     print()
     print("| run | policy | fetches | wall s | CPU s | fetches per CPU-s |")
     print("|---|---|---:|---:|---:|---:|")
@@ -154,8 +157,12 @@ def main():
     print()
     for label, t in (("main", tmain), ("bytes", tbytes)):
         if t:
-            print("- %s run: wall %s, peak RSS %s KiB" % (
-                label, t.get("Elapsed (wall clock) time (h:mm:ss or m:ss)", "?"),
+            try:
+                cpu = "%.1f" % (float(t["User time (seconds)"]) + float(t["System time (seconds)"]))
+            except (KeyError, ValueError):
+                cpu = "?"
+            print("- %s run: wall %s, CPU %s s (every process), peak RSS %s KiB (largest process)" % (
+                label, t.get("Elapsed (wall clock) time (h:mm:ss or m:ss)", "?"), cpu,
                 t.get("Maximum resident set size (kbytes)", "?")))
 
 
