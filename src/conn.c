@@ -17,6 +17,7 @@
 
 #include "internal.h"
 #include "log.h"
+#include "timer.h"
 
 enum { H_NONE, H_OPEN, H_RETRY, H_CLOSING };
 
@@ -271,6 +272,14 @@ void kr_conn_set_owner(kr_conn_t *c, const kr_conn_cbs_t *cbs, void *data) {
 
 static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
   kr_conn_t *c = h->data;
+  kr_turn_budget_t *b = c->env->read_budget;
+  if (b && !kr_turn_budget_take(b, uv_hrtime())) {
+    /* no buffer: libuv calls read_cb with UV_ENOBUFS and leaves the
+     * socket as it is (level-triggered: it is reported again) */
+    *buf = uv_buf_init(NULL, 0);
+    c->env->reads_deferred++;
+    return;
+  }
   buf->base = c->env->rbuf;
   buf->len = c->env->rbuf_size;
 }
@@ -278,6 +287,7 @@ static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
 static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   kr_conn_t *c = s->data;
   if (c->closing) return;
+  if (nread == UV_ENOBUFS && !buf->base) return; /* the turn's reads are spent */
   if (nread > 0) {
     kr__cf_deliver(&c->sock, buf->base, (size_t)nread);
   } else if (nread < 0) {

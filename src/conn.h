@@ -44,6 +44,13 @@ typedef struct kr_conn_env {
   uint64_t opened;        /* TCP connections established */
   uint64_t attempts;      /* connect attempts (one per address tried) */
   uint64_t live;          /* kr_conn_t objects not yet freed */
+  /* A loop turn's share of socket reads (timer.h), or NULL: read whatever
+   * is ready. Once spent, a ready socket is left unread (its bytes wait
+   * in the kernel, which reports it again next turn), so one turn's
+   * parsing, digests and extraction stay bounded however many
+   * connections are ready at once. The owner resets it each turn. */
+  struct kr_turn_budget *read_budget;
+  uint64_t reads_deferred; /* socket reads left for a later turn */
   /* Called when live drops to 0 (the owner waits for it to free env). */
   void (*on_empty)(struct kr_conn_env *env);
   void *data;             /* the owner's */

@@ -5,7 +5,8 @@
  * when told it can (on_ready, or a fetch finished), commits grouped store
  * transactions once per loop turn, bounds the work of one turn (dispatches
  * and walks of finished fetches past TURN_BUDGET_NS wait, in order, for
- * the next turn), enforces max-time, and shuts down in
+ * the next turn; so do socket reads past another TURN_BUDGET_NS, their
+ * bytes left in the kernel), enforces max-time, and shuts down in
  * order on a signal, a limit or the end of a snapshot crawl. Nothing here
  * runs inside another module's callback when it could free that module:
  * the end of the crawl is noticed where it happens but carried out from a
@@ -847,6 +848,7 @@ static void turn(kr_crawl_t *c) {
 static void on_check(uv_check_t *h) {
   kr_crawl_t *c = container_of(h, kr_crawl_t, check);
   kr_turn_budget_reset(&c->turn_budget); /* the poll phase is over */
+  kr_turn_budget_reset(&c->read_budget);
   if (!c->closing) turn(c);
 }
 
@@ -1136,6 +1138,7 @@ int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out
   uv_check_init(&c->loop, &c->check);
   uv_idle_init(&c->loop, &c->idle);
   kr_turn_budget_init(&c->turn_budget, TURN_BUDGET_NS);
+  kr_turn_budget_init(&c->read_budget, TURN_BUDGET_NS);
   uv_timer_init(&c->loop, &c->commit_timer);
   uv_timer_init(&c->loop, &c->grace_timer);
   kr_wheel_entry_init(&c->max_time_entry, on_max_time);
@@ -1189,6 +1192,7 @@ int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out
   }
   kr_http_opts_t ho;
   http_from_config(c, &ho);
+  ho.read_budget = &c->read_budget;
   rc = kr_http_client_new(&c->loop, &c->clock, c->dns, &ho, &c->http);
   free((char *)ho.allow_addresses);
   free((char *)ho.deny_addresses);

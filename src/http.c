@@ -1532,6 +1532,7 @@ int kr_http_client_new(uv_loop_t *loop, kr_clock_t *clock, kr_dns_t *dns,
   c->opts.allow_addresses = c->opts.deny_addresses = NULL; /* in c->policy */
   if (!c->opts.max_header_bytes) c->opts.max_header_bytes = 64 * 1024;
   kr_conn_env_init(&c->env, loop, clock);
+  c->env.read_budget = c->opts.read_budget;
   c->env.on_empty = conns_gone;
   c->env.data = c;
   c->nbuckets = 64;
@@ -1551,6 +1552,7 @@ void kr_http_client_stats(const kr_http_client_t *c, kr_http_stats_t *out) {
   out->conns_opened = c->env.opened;
   out->pooled_idle = c->nidle;
   out->conns_live = c->env.live;
+  out->reads_deferred = c->env.reads_deferred;
 }
 
 static void maybe_free_client(kr_http_client_t *c) {

@@ -87,6 +87,9 @@ typedef struct kr_http_opts {
    * addresses connects to those only; with none the fetch ends with
    * KR_EADDR_REFUSED and never touches the network. */
   int allow_private_addresses;   /* 0 by default */
+  /* A loop turn's share of socket reads (kr_conn_env_t.read_budget);
+   * NULL: none. Borrowed: must outlive the client. */
+  struct kr_turn_budget *read_budget;
   const char *allow_addresses;   /* NULL = none */
   const char *deny_addresses;    /* NULL = none */
 } kr_http_opts_t;
@@ -162,6 +165,8 @@ typedef struct kr_http_stats {
   uint64_t retries;               /* stale pooled connections retried */
   uint64_t pooled_idle;           /* idle connections now */
   uint64_t conns_live;            /* connections not yet freed */
+  uint64_t reads_deferred;        /* socket reads left for a later turn
+                                     (opts.read_budget) */
   uint64_t addrs_refused;         /* addresses the policy refused */
 } kr_http_stats_t;
 

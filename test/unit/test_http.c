@@ -34,6 +34,7 @@
 #include "conn.h"
 #include "dns.h"
 #include "http.h"
+#include "timer.h"
 #include "kria/error.h"
 #include "kria/url.h"
 
@@ -747,6 +748,42 @@ static void interim_1xx_is_skipped(void **state) {
   assert_string_equal(t.content.data, "hello");
   tf_free(&t);
   ctx_close(&c, &s);
+}
+
+static void reset_budget(uv_check_t *h) { kr_turn_budget_reset(h->data); }
+
+/* A loop turn's read budget: once spent, a ready socket is left unread
+ * until a later turn; the body still arrives whole and in order, also
+ * when the server closes right after sending it. */
+static void read_budget_defers_reads(void **state) {
+  tctx_t c;
+  srv_t s;
+  tf_t t;
+  ctx_open(&c);
+  kr_turn_budget_t b;
+  kr_turn_budget_init(&b, 0); /* one read per turn */
+  c.opts.read_budget = &b;
+  uv_check_t chk;
+  uv_check_init(&c.loop, &chk);
+  chk.data = &b;
+  uv_check_start(&chk, reset_budget);
+  const char head[] = "HTTP/1.1 200 OK\r\n\r\n";
+  size_t n = 600 * 1024, hl = sizeof head - 1;
+  char *resp = malloc(hl + n + 1);
+  memcpy(resp, head, hl);
+  for (size_t i = 0; i < n; i++) resp[hl + i] = (char)('a' + i % 23);
+  resp[hl + n] = 0;
+  step_t steps[] = {{.data = resp, .len = hl + n, .then = T_CLOSE}};
+  fetch_once(&c, &s, &t, steps, 1);
+  assert_int_equal(t.err, 0);
+  assert_int_equal(t.content.len, n);
+  assert_memory_equal(t.content.data, resp + hl, n);
+  assert_true(stats(&c).reads_deferred > 0);
+  assert_true(b.deferred == stats(&c).reads_deferred);
+  tf_free(&t);
+  uv_close((uv_handle_t *)&chk, NULL);
+  ctx_close(&c, &s);
+  free(resp);
 }
 
 /* ---- tests: keep-alive ---------------------------------------------------------- */
@@ -1799,6 +1836,7 @@ int main(void) {
       cmocka_unit_test(gzip_and_deflate_bodies),
       cmocka_unit_test(unknown_coding_passes_through),
       cmocka_unit_test(body_until_close),
+      cmocka_unit_test(read_budget_defers_reads),
       cmocka_unit_test(interim_1xx_is_skipped),
       cmocka_unit_test(keep_alive_reuses_one_connection),
       cmocka_unit_test(stale_pooled_connection_is_retried),
