@@ -223,7 +223,8 @@ typedef struct run {
   kr_frontier_opts_t fo;     /* global */
   kr_est_params_t ep;
   int64_t t0, wend, end;
-  suri_t *s;
+  suri_t *s;                 /* the shard's URIs */
+  uint32_t *local;           /* URI -> its index in s; NULL: the same */
   shost_t **hosts;
   size_t nhosts, hosts_cap;
   shost_t **hmap;            /* kr_hostq_t* -> host, open addressing */
@@ -236,6 +237,9 @@ typedef struct run {
   char *errbuf;
   size_t errlen;
 } run_t;
+
+/* URI i's state (i of the shard). */
+static suri_t *suri(const run_t *r, size_t i) { return &r->s[r->local ? r->local[i] : i]; }
 
 static size_t ptr_slot(const void *p, size_t mask) {
   return (size_t)kr__sim_mix64((uint64_t)(uintptr_t)p) & mask;
@@ -384,7 +388,7 @@ static void on_fetch_done(kr_wheel_entry_t *e);
 static void start_fetch(run_t *r, kr_curi_t *c) {
   int64_t idx = kr__sim_world_find(r->w, c->fp);
   KR_BUG_ON(idx < 0);
-  suri_t *s = &r->s[idx];
+  suri_t *s = suri(r, (size_t)idx);
   shost_t *sh = r->hosts[s->host];
   uint64_t now = kr_clock_now_ms(&r->clock);
   if (sh->valence == 1 && sh->has_free_at) {
@@ -461,7 +465,7 @@ static void on_fetch_done(kr_wheel_entry_t *e) {
   kr_curi_t *c = fx->c;
   const kr_sim_world_t *w = r->w;
   const wuri_t *u = &w->u[fx->uri];
-  suri_t *s = &r->s[fx->uri];
+  suri_t *s = suri(r, fx->uri);
   shost_t *sh = r->hosts[s->host];
   const kr_sim_opts_t *o = r->o;
   int64_t now = (int64_t)kr_clock_now_ms(&r->clock);
@@ -729,8 +733,9 @@ static int add_all(run_t *r) {
   uint64_t dseed = kr__sim_mix64(r->o->seed ^ UINT64_C(0x6b726961));
   for (size_t i = 0; i < w->n; i++) {
     if (!in_shard(r, i)) continue;
-    truth_init(w, i, &r->s[i], r->t0);
-    r->s[i].drng = kr__sim_mix64(dseed ^ w->u[i].fp);
+    suri_t *s = suri(r, i);
+    truth_init(w, i, s, r->t0);
+    s->drng = kr__sim_mix64(dseed ^ w->u[i].fp);
   }
   enum { BATCH = 4096 };
   kr_link_t *links = kr_xcalloc(BATCH, sizeof *links);
@@ -766,7 +771,7 @@ static int add_all(run_t *r) {
   for (size_t i = 0; i < w->n; i++) {
     if (!in_shard(r, i)) continue;
     const wuri_t *u = &w->u[i];
-    suri_t *s = &r->s[i];
+    suri_t *s = suri(r, i);
     int k = kr_frontier_queue_key(r->f, kr__sim_url(w, u), u->url_len, key, sizeof key);
     kr_hostq_t *h = k == 0 ? kr_frontier_host_lookup(r->f, key, strlen(key)) : NULL;
     shost_t *sh = h ? host_of(r, h) : NULL;
@@ -864,7 +869,16 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
   r->end = r->t0 + o->duration_ms;
   kr_clock_init_virtual(&r->clock, (uint64_t)r->t0);
   kr_timers_init(&r->timers, NULL, &r->clock);
-  r->s = kr_xcalloc(w->n ? w->n : 1, sizeof *r->s);
+  /* a shard keeps state for its own URIs only (a world of 10 million
+   * URIs is ~1.2 GB of it) */
+  size_t nuris = w->n;
+  if (o->shard_of) {
+    r->local = kr_xmalloc((w->n ? w->n : 1) * sizeof *r->local);
+    nuris = 0;
+    for (size_t i = 0; i < w->n; i++)
+      if (in_shard(r, i)) r->local[i] = (uint32_t)nuris++;
+  }
+  r->s = kr_xcalloc(nuris ? nuris : 1, sizeof *r->s);
 
   kr_frontier_opts_default(&r->fo);
   fopts_politeness(&r->fo, kr_config_global(r->cfg), o);
@@ -874,8 +888,6 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
   /* the rows in memory too (written through; rowcache.h): reading back
    * the row written one revisit ago was a fifth of a run. ~0.5 KB a row:
    * past ROW_CACHE_MAX URIs the rest are read from SQLite as before. */
-  size_t nuris = 0;
-  for (size_t i = 0; i < w->n; i++) nuris += (size_t)in_shard(r, i);
   r->fo.row_cache = (uint32_t)KR_MIN(nuris + 1024, (size_t)ROW_CACHE_MAX);
   r->fo.max_connections = 1000000;
   r->fo.on_host = on_host;
@@ -921,7 +933,7 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
     if (!lambda && policy == KR_SIM_POISSON) lambda = kr_xcalloc(w->n ? w->n : 1, sizeof *lambda);
     for (size_t i = 0; i < w->n; i++) {
       if (!in_shard(r, i)) continue;
-      suri_t *s = &r->s[i];
+      suri_t *s = suri(r, i);
       if (lambda) lambda[i] = s->lambda;
       advance(w, &w->u[i], s, r->t0, r->wend, r->end);
       integrate(r, s, r->end);
@@ -970,6 +982,7 @@ out:
   free(r->hosts);
   free(r->hmap);
   free(r->s);
+  free(r->local);
   kr_config_matcher_free(r->matcher);
   if (r->own_cfg) kr_config_free(r->own_cfg);
   out->wall_s = mono_s() - wall0;
