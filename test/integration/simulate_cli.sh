@@ -156,6 +156,14 @@ for d in (a, b):
 sys.exit(0 if a == b else 1)' "$T/u1.json" "$T/u$j.json"
   check "--jobs $j prints the table of --jobs 1" cmp -s "$T/u1.txt" "$T/u$j.txt"
 done
+# a shard that fails fails its policy's run: exit 2 and its message, once
+for j in 1 2; do
+  sim --urls 100 --hosts 2 --days 1 --state-dir "$T/nonexistent/x" --jobs "$j"
+  is "$RC" 2 "an unusable --state-dir exits 2 (--jobs $j)"
+  like "$ERR" "multiplicative run: cannot create a state directory under .*nonexistent" "and says why (--jobs $j)"
+  is "$(grep -c 'cannot create' <<<"$ERR")" 1 "one message (--jobs $j)"
+  is "$OUT" "" "nothing on stdout (--jobs $j)"
+done
 
 # ---- config ----------------------------------------------------------------------
 printf '[wait "all"]\ninitial-wait = 1h\nmin-wait = 10m\nmax-wait = 7d\n[politeness]\nmin-delay = 3s\nmax-delay = 3s\n' >"$T/sim.conf"
