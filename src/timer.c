@@ -112,9 +112,12 @@ size_t kr_timers_advance(kr_timers_t *t, uint64_t ms) {
                           ADVANCE_MAX - fired);
     if (t->closing) break; /* a callback closed us */
   }
-  if (!t->closing) {
+  /* Stopped early, the clock stays at the callbacks' time: moving it to
+   * target would run what is due before target late, by an amount that
+   * depends on how many callbacks the step had. */
+  if (!t->closing && fired < ADVANCE_MAX) {
     kr_clock_set(t->clock, target);
-    if (fired < ADVANCE_MAX) kr_wheel_run(&t->wheel, target, 0);
+    kr_wheel_run(&t->wheel, target, 0);
   }
   t->running = 0;
   return fired;

@@ -78,9 +78,10 @@ static inline int kr_timer_is_active(const kr_wheel_entry_t *e) {
 /* Virtual clock only: move the clock forward by ms, stepping it to each
  * due time in turn so every callback sees the clock at its own due time,
  * and run everything that becomes due (advance(0) runs what is due now).
- * Returns the number of callbacks run; stops early (leaving entries due)
- * after 1,000,000 callbacks so a callback re-arming itself at "now" cannot
- * spin forever. Returns 0 with a real clock or when called from a
+ * Returns the number of callbacks run; stops early (leaving entries due,
+ * the clock at the last callbacks' time, not moved on to now + ms) after
+ * 1,000,000 callbacks so a callback re-arming itself at "now" cannot spin
+ * forever. Returns 0 with a real clock or when called from a
  * callback. */
 size_t kr_timers_advance(kr_timers_t *t, uint64_t ms);
 
