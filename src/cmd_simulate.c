@@ -282,7 +282,7 @@ static void run_jobs(const kr_sim_world_t *w, const kr_sim_opts_t *o, job_t **jo
     if (!running) break;
     if (poll(pfd, (nfds_t)running, -1) < 0) {
       if (errno == EINTR) continue;
-      break; /* cannot happen with valid fds; the reads below fail then */
+      pfd[0].revents = POLLIN; /* (ENOMEM) wait for the first in a blocking read */
     }
     for (size_t s = 0; s < running; s++) {
       if (!pfd[s].revents) continue;
@@ -291,14 +291,15 @@ static void run_jobs(const kr_sim_world_t *w, const kr_sim_opts_t *o, job_t **jo
       if (read_all(pfd[s].fd, &parts[k], sizeof parts[k]) != 0) {
         parts[k].rc = KR_EIO;
         snprintf(parts[k].err, sizeof parts[k].err,
-                 "the %s run's process (shard %zu) ended without a result",
-                 kr_sim_policy_name(jobs[k / sp->nshards]->policy), k % sp->nshards);
-      }
-      else
+                 "the %s run's process (shard %zu of %u) ended without a result",
+                 kr_sim_policy_name(jobs[k / sp->nshards]->policy), k % sp->nshards + 1,
+                 sp->nshards);
+      } else {
         KR_LOG(KR_LOG_NOTICE, "simulate", "%s shard %zu of %u: %" PRIu64 " hosts, %" PRIu64
                " fetches, %.1f s, %.1f CPU-s", kr_sim_policy_name(jobs[k / sp->nshards]->policy),
                k % sp->nshards + 1, sp->nshards, parts[k].res.hosts, parts[k].res.all.fetches,
                parts[k].res.wall_s, parts[k].res.cpu_s);
+      }
       close(pfd[s].fd);
       int st;
       while (waitpid(pid[s], &st, 0) < 0 && errno == EINTR) {
