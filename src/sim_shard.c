@@ -6,7 +6,12 @@
  * and fetch durations are drawn from one stream per URI; the frontier's
  * connection cap is set out of reach by the run; and the metrics are
  * exact integer sums. So the merged numbers are the whole run's, bit for
- * bit, however the hosts are split.
+ * bit, however the hosts are split. Two bounds could still couple hosts,
+ * neither reached by the worlds measured: sim.c's pull() issues at most
+ * 1,000,000 URIs per call (a world with more hosts than that, all due at
+ * once, would issue the rest at the next event), and a store whose WAL
+ * passed its cap would hold fetches until the next turn (the simulator's
+ * checkpoints run inline, so the WAL does not grow past it).
  */
 #include <stdlib.h>
 #include <string.h>
