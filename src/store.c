@@ -761,6 +761,8 @@ static int run_write(kr_store_t *st, int stmt, const dval_t *v, int n, const cha
   for (int i = 0; i < n; i++) dv_bind(s, i + 1, &v[i]);
   int rc = step_done(st, s, what);
   sqlite3_clear_bindings(s);
+  if (!rc && stmt == S_URI_SET_HINT && sqlite3_changes(st->db) > 0)
+    kr_rowcache_set_hint(st->rows, (uint64_t)v[0].i, v[1].type == SQLITE_FLOAT ? v[1].d : 0.0);
   return rc;
 }
 
@@ -806,37 +808,34 @@ static int write_or_keep(kr_store_t *st, int stmt, const dval_t *v, int n, const
   return 1;
 }
 
-/* The newest kept write of stmt whose value k equals p/n, or NULL. */
-static const struct dwrite *dw_find(const kr_store_t *st, int stmt, int k, const void *p,
-                                    size_t n) {
-  for (size_t j = st->ndw; j-- > 0;)
-    if (st->dw[j].stmt == stmt && dv_eq(&st->dw[j].v[k], p, n)) return &st->dw[j];
+/* A kept write of stmt whose value k equals key: the newest (what a
+ * REPLACE leaves) or, with oldest, the first (what INSERT OR IGNORE
+ * keeps). NULL when none. */
+static const struct dwrite *dw_find(const kr_store_t *st, int stmt, int k, dval_t key,
+                                    int oldest) {
+  for (size_t j = 0; j < st->ndw; j++) {
+    const struct dwrite *w = &st->dw[oldest ? j : st->ndw - 1 - j];
+    const dval_t *v = &w->v[k];
+    if (w->stmt == stmt && v->type == key.type &&
+        (key.type == SQLITE_INTEGER ? v->i == key.i : dv_eq(v, key.p, key.len)))
+      return w;
+  }
   return NULL;
 }
 
-static const struct dwrite *dw_find_int(const kr_store_t *st, int stmt, int k, int64_t i) {
-  for (size_t j = st->ndw; j-- > 0;)
-    if (st->dw[j].stmt == stmt && st->dw[j].v[k].i == i) return &st->dw[j];
-  return NULL;
-}
-
-/* Apply the kept writes, in order, in the open transaction. */
+/* Apply the kept writes, in order, in the transaction write_begin has
+ * just opened (run_write joins it). */
 static int dw_apply(kr_store_t *st) {
   int rc = 0;
-  for (size_t k = 0; k < st->ndw && !rc; k++) {
-    const struct dwrite *w = &st->dw[k];
-    sqlite3_stmt *s = st->stmt[w->stmt];
-    for (int i = 0; i < w->n; i++) dv_bind(s, i + 1, &w->v[i]);
-    st->tx_writes++;
-    st->stats.writes++;
-    rc = step_done(st, s, "writing what waited for a drain");
-    sqlite3_clear_bindings(s);
-    if (!rc && w->stmt == S_URI_SET_HINT && sqlite3_changes(st->db) > 0)
-      kr_rowcache_set_hint(st->rows, (uint64_t)w->v[0].i,
-                           w->v[1].type == SQLITE_FLOAT ? w->v[1].d : 0.0);
-  }
+  for (size_t k = 0; k < st->ndw && !rc; k++)
+    rc = run_write(st, st->dw[k].stmt, st->dw[k].v, st->dw[k].n, "writing what waited");
   dw_clear(st);
   return rc;
+}
+
+/* Outside a drain and a transaction, give the kept writes one. */
+static int dw_flush(kr_store_t *st) {
+  return st->ndw && !st->draining && !st->in_tx ? write_begin(st) : 0;
 }
 
 static void checkpoint_maybe(kr_store_t *st, uint64_t now);
@@ -892,7 +891,7 @@ int kr_store_maybe_commit(kr_store_t *st, uint64_t now) {
   if (st->check_state < 0) return KR_EDB;
   int rc = 0;
   st->last_now = now;
-  if (st->ndw && !st->draining && !st->in_tx && write_begin(st)) return KR_EDB;
+  if (dw_flush(st)) return KR_EDB;
   if (st->in_tx && !st->hold) {
     if (!st->tx_opened_at) st->tx_opened_at = now;
     if (st->presync_wait == PS_DONE || st->tx_writes >= st->opts.commit_updates ||
@@ -908,7 +907,7 @@ int kr_store_maybe_commit(kr_store_t *st, uint64_t now) {
 int kr_store_commit(kr_store_t *st) {
   settle(st);
   if (st->hold) return KR_EINVAL;
-  if (st->ndw && !st->draining && !st->in_tx && write_begin(st)) return KR_EDB;
+  if (dw_flush(st)) return KR_EDB;
   int rc = commit(st, 0);
   if (rc > 0) {
     st->last_commit_at = st->opts.clock ? kr_clock_now_ms(st->opts.clock) : st->last_now;
@@ -1556,7 +1555,7 @@ int kr_store_hosts_each(kr_store_t *st, int (*fn)(void *ud, const kr_host_row_t 
 
 int kr_store_meta_get(kr_store_t *st, const char *key, char *out, size_t outlen) {
   settle(st);
-  const struct dwrite *w = dw_find(st, S_META_SET, 0, key, strlen(key));
+  const struct dwrite *w = dw_find(st, S_META_SET, 0, dv_text(key, strlen(key)), 0);
   if (w) {
     if (outlen) snprintf(out, outlen, "%s", (const char *)w->v[1].p);
     return 1;
@@ -1604,17 +1603,13 @@ int kr_store_digest_get(kr_store_t *st, const uint8_t *d, size_t n, kr_digest_re
   int rc = sqlite3_step(s);
   if (rc == SQLITE_DONE) {
     sqlite3_reset(s);
-    /* the first one kept wins, as INSERT OR IGNORE will decide */
-    for (size_t j = 0; j < st->ndw; j++) {
-      const struct dwrite *w = &st->dw[j];
-      if (w->stmt != S_DIGEST_PUT || !dv_eq(&w->v[0], d, n)) continue;
-      memset(out, 0, sizeof(*out));
-      out->fp = (uint64_t)w->v[1].i;
-      out->date = (uint64_t)w->v[2].i;
-      out->url = url_of(st, out->fp, &out->url_len);
-      return 1;
-    }
-    return 0;
+    const struct dwrite *w = dw_find(st, S_DIGEST_PUT, 0, dv_blob(d, n), 1);
+    if (!w) return 0;
+    memset(out, 0, sizeof(*out));
+    out->fp = (uint64_t)w->v[1].i;
+    out->date = (uint64_t)w->v[2].i;
+    out->url = url_of(st, out->fp, &out->url_len);
+    return 1;
   }
   if (rc != SQLITE_ROW) {
     sqlite3_reset(s);
@@ -1734,7 +1729,7 @@ static int orig_kept(kr_store_t *st, const struct dwrite *w, kr_original_t *out)
 
 int kr_store_original_get(kr_store_t *st, uint64_t fp, kr_original_t *out) {
   settle(st);
-  const struct dwrite *w = dw_find_int(st, S_ORIG_PUT, 0, (int64_t)fp);
+  const struct dwrite *w = dw_find(st, S_ORIG_PUT, 0, dv_int((int64_t)fp), 0);
   if (w) return orig_kept(st, w, out);
   sqlite3_stmt *s = st->stmt[S_ORIG_GET];
   sqlite3_bind_int64(s, 1, (sqlite3_int64)fp);
@@ -1748,7 +1743,7 @@ int kr_store_original_find(kr_store_t *st, const uint8_t *d, size_t n, kr_origin
   sqlite3_bind_blob(s, 1, d, (int)n, SQLITE_STATIC);
   int rc = orig_row(st, s, out);
   if (rc) return rc;
-  const struct dwrite *w = dw_find(st, S_ORIG_PUT, 1, d, n);
+  const struct dwrite *w = dw_find(st, S_ORIG_PUT, 1, dv_blob(d, n), 0);
   return w ? orig_kept(st, w, out) : 0;
 }
 
@@ -1769,7 +1764,7 @@ int kr_store_original_put(kr_store_t *st, uint64_t fp, const uint8_t *d, size_t 
 
 int kr_store_robots_get(kr_store_t *st, const char *origin, size_t n, kr_robots_row_t *out) {
   settle(st);
-  const struct dwrite *w = dw_find(st, S_ROBOTS_PUT, 0, origin, n);
+  const struct dwrite *w = dw_find(st, S_ROBOTS_PUT, 0, dv_text(origin, n), 0);
   if (w) {
     memset(out, 0, sizeof(*out));
     out->expires = w->v[1].i > 0 ? (uint64_t)w->v[1].i : 0;
@@ -1817,9 +1812,6 @@ int kr_store_uri_set_hint(kr_store_t *st, uint64_t fp, double rate) {
   st->stats.updates++;
   int rc = write_or_keep(st, S_URI_SET_HINT, v, 2, "writing a URI's hint");
   if (rc) return rc; /* kept: 1, as if the row were there (a row read
-                        during the drain does not show it yet; dw_apply
-                        updates the row cache) */
-  if (sqlite3_changes(st->db) == 0) return 0;
-  kr_rowcache_set_hint(st->rows, fp, v[1].type == SQLITE_FLOAT ? v[1].d : 0.0);
-  return 1;
+                        during the drain does not show it yet) */
+  return sqlite3_changes(st->db) > 0;
 }

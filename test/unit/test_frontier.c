@@ -1296,6 +1296,24 @@ static void retry_after_on_retry(void **state) {
   valid();
 }
 
+/* Add links until the store begins a drain (bounded), running the loop
+ * so checkpoint jobs end; the store is draining on return. */
+static void fill_until_drain(uv_loop_t *loop, kr_store_t *st) {
+  int n = 0, rounds = 0;
+  while (kr_store_writable(st) && rounds++ < 2000) {
+    kr_link_t l[50];
+    char urls[50][96];
+    for (int i = 0; i < 50; i++, n++) {
+      snprintf(urls[i], sizeof(urls[i]), "http://w%d.test/some/longer/path/%d", n % 97, n);
+      l[i] = (kr_link_t){.url = urls[i], .url_len = strlen(urls[i]), .hop_path = "L", .hop_len = 1};
+    }
+    assert_int_equal(kr_frontier_add_batch(F, l, 50, now(), NULL), 0);
+    assert_int_equal(kr_frontier_turn(F, now()), 0);
+    uv_run(loop, UV_RUN_NOWAIT);
+  }
+  assert_false(kr_store_writable(st));
+}
+
 /* The store's other writes during a drain (WARC originals, the digest
  * index, robots.txt rows, hints, meta) begin no transaction: they are kept,
  * read back by the gets of the same keys, and written in the first
@@ -1314,19 +1332,7 @@ static void store_writes_kept_during_drain(void **state) {
   kr_store_t *st = kr_frontier_store(F);
   add("http://kept.test/a");
   kr_frontier_commit(F);
-  int n = 0, rounds = 0;
-  while (kr_store_writable(st) && rounds++ < 2000) {
-    kr_link_t l[50];
-    char urls[50][96];
-    for (int i = 0; i < 50; i++, n++) {
-      snprintf(urls[i], sizeof(urls[i]), "http://w%d.test/some/longer/path/%d", n % 97, n);
-      l[i] = (kr_link_t){.url = urls[i], .url_len = strlen(urls[i]), .hop_path = "L", .hop_len = 1};
-    }
-    assert_int_equal(kr_frontier_add_batch(F, l, 50, now(), NULL), 0);
-    assert_int_equal(kr_frontier_turn(F, now()), 0);
-    uv_run(&loop, UV_RUN_NOWAIT);
-  }
-  assert_false(kr_store_writable(st));
+  fill_until_drain(&loop, st);
   assert_false(kr_store_in_tx(st));
   kr_store_stats_t s0 = *kr_store_stats(st);
   const char *u = "http://kept.test/a";
@@ -1441,21 +1447,8 @@ static void held_back_during_drain(void **state) {
   kr_curi_t *c = next();
   assert_non_null(c);
   assert_string_equal(c->url, "http://held.test/a");
-  /* Write until a drain begins (bounded). */
+  fill_until_drain(&loop, st);
   char u[96];
-  int n = 0, rounds = 0;
-  while (kr_store_writable(st) && rounds++ < 2000) {
-    kr_link_t l[50];
-    char urls[50][96];
-    for (int i = 0; i < 50; i++, n++) {
-      snprintf(urls[i], sizeof(urls[i]), "http://w%d.test/some/longer/path/%d", n % 97, n);
-      l[i] = (kr_link_t){.url = urls[i], .url_len = strlen(urls[i]), .hop_path = "L", .hop_len = 1};
-    }
-    assert_int_equal(kr_frontier_add_batch(F, l, 50, now(), NULL), 0);
-    assert_int_equal(kr_frontier_turn(F, now()), 0);
-    uv_run(&loop, UV_RUN_NOWAIT);
-  }
-  assert_false(kr_store_writable(st));
   assert_true(kr_store_stats(st)->drains >= 1);
   kr_frontier_stats_t s;
   kr_frontier_stats(F, &s);

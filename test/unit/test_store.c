@@ -76,15 +76,27 @@ static kr_uri_row_t row(const char *url, int64_t host, int dir, uint64_t next_at
   return r;
 }
 
-/* Query the database file directly with a separate connection. */
-static int64_t sql_int(const char *sql) {
+/* The database file through a separate connection. */
+static sqlite3 *db_open(int flags) {
   char path[400];
   snprintf(path, sizeof(path), "%s/kria.db", sdir);
   sqlite3 *db;
-  assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_open_v2(path, &db, flags, NULL), SQLITE_OK);
+  return db;
+}
+
+/* sql prepared on db (the caller steps and finalizes it). */
+static sqlite3_stmt *query_row(sqlite3 *db, const char *sql) {
   sqlite3_stmt *s;
   if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
     fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+  return s;
+}
+
+/* Query the database file directly with a separate connection. */
+static int64_t sql_int(const char *sql) {
+  sqlite3 *db = db_open(SQLITE_OPEN_READONLY);
+  sqlite3_stmt *s = query_row(db, sql);
   int64_t v = -1;
   if (sqlite3_step(s) == SQLITE_ROW) v = sqlite3_column_int64(s, 0);
   sqlite3_finalize(s);
@@ -95,13 +107,8 @@ static int64_t sql_int(const char *sql) {
 /* Like sql_int, for one text value (a static buffer). */
 static const char *sql_text(const char *sql) {
   static char out[256];
-  char path[400];
-  snprintf(path, sizeof(path), "%s/kria.db", sdir);
-  sqlite3 *db;
-  assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-  sqlite3_stmt *s;
-  if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK)
-    fail_msg("%s: %s", sql, sqlite3_errmsg(db));
+  sqlite3 *db = db_open(SQLITE_OPEN_READONLY);
+  sqlite3_stmt *s = query_row(db, sql);
   out[0] = '\0';
   if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
     snprintf(out, sizeof out, "%s", (const char *)sqlite3_column_text(s, 0));
@@ -112,10 +119,7 @@ static const char *sql_text(const char *sql) {
 
 /* Change the database file directly (the store closed). */
 static void sql_exec(const char *sql) {
-  char path[400];
-  snprintf(path, sizeof(path), "%s/kria.db", sdir);
-  sqlite3 *db;
-  assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+  sqlite3 *db = db_open(SQLITE_OPEN_READWRITE);
   char *err = NULL;
   if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK) fail_msg("%s: %s", sql, err);
   sqlite3_close(db);
