@@ -69,11 +69,13 @@ struct kr_frontier {
   int flush_all;             /* the next commit writes every dirty host */
 };
 
-/* Held-back writes: past the first bound kr_frontier_next() issues nothing
- * (the fetches that would add more wait for the drain); past the second
- * the drain is cut short and everything is written at once. */
-#define HELD_BACK_PAUSE (16u << 20)
-#define HELD_BACK_MAX (64u << 20)
+/* Held-back writes: past a quarter of the limit kr_frontier_next() issues
+ * nothing (the fetches that would add more wait for the drain); past the
+ * limit the drain is cut short and everything is written at once. */
+#define HELD_BACK_LIMIT (UINT64_C(64) << 20)
+static uint64_t held_back_max(const kr_frontier_t *f) {
+  return f->opts.held_back_limit ? f->opts.held_back_limit : HELD_BACK_LIMIT;
+}
 
 /* The writes of a completion, or a batch of links, that arrived while the
  * store drained, with copies of everything they point to; applied in
@@ -855,7 +857,7 @@ static int replay_all(kr_frontier_t *f, int force);
 /* 1 when writes must wait (a drain, or older writes waiting). */
 static int must_queue(kr_frontier_t *f) {
   if (replay(f) < 0) return 0; /* let the caller's write report it */
-  if (f->pending_bytes >= HELD_BACK_MAX) {
+  if (f->pending_bytes >= held_back_max(f)) {
     /* A commit waiting for its presync step (the WARC sync) must not take
      * these writes: it completes first, its step inline. */
     if (kr_store_presync_waiting(f->st) && kr_store_commit(f->st) < 0) return 1;
@@ -1029,8 +1031,8 @@ static int issue(kr_frontier_t *f, kr_hostq_t *h, uint64_t now, kr_curi_t **out)
 int kr_frontier_next(kr_frontier_t *f, uint64_t now, kr_curi_t **out) {
   *out = NULL;
   if (check_limits(f, now)) return 0;
-  if (f->pending_bytes >= HELD_BACK_PAUSE && replay(f) == 0 &&
-      f->pending_bytes >= HELD_BACK_PAUSE)
+  if (f->pending_bytes >= held_back_max(f) / 4 && replay(f) == 0 &&
+      f->pending_bytes >= held_back_max(f) / 4)
     return 0; /* back-pressure while the store drains */
   if (kr_store_wal_held(f->st)) { /* or while its WAL is past the cap */
     f->wal_held = 1;

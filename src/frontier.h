@@ -141,6 +141,10 @@ typedef struct kr_frontier_opts {
   uint32_t page_size;                    /* 4096: SQLite page size of a new database */
   int plain_vfs;                         /* 0; 1: WAL writes not gathered (store.h) */
   uint32_t row_cache;                    /* 0; N: uris rows kept in memory (store.h) */
+  uint64_t held_back_limit;              /* 0 (64 MiB): bytes of writes held back (a drain,
+                                            a commit waiting for its presync step) past
+                                            which they are written at once; past a
+                                            quarter of it nothing new is issued */
   /* a host queue was created or loaded (may be NULL) */
   void (*on_host)(void *ud, kr_frontier_t *f, kr_hostq_t *h);
   void *host_ud;

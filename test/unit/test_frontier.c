@@ -1595,6 +1595,97 @@ static void held_back_while_commit_waits(void **state) {
   assert_int_equal(row_of(second).visits, 1);
 }
 
+/* Held back past the limit (opts.held_back_limit, 64 MiB by default)
+ * while a commit waits for its presync step: past a quarter of it no
+ * new fetch is issued; past it the waiting commit completes first, its
+ * step inline and without any of the held-back writes (its sync began
+ * before them), then everything held back is written at once, in order,
+ * and fetches resume. */
+static int held_row_at_step = -1; /* the first held-back link's row: 1 in the waiting tx */
+static int presync_check_held(void *ud, int may_wait) {
+  if (!may_wait) {
+    kr_uri_row_t r;
+    const char *u = "http://lim.test/p/0";
+    held_row_at_step = kr_store_uri_get(ud, kr_fp(u, strlen(u)), &r);
+  }
+  return presync_wait(ud, may_wait);
+}
+
+static void held_back_limit_while_commit_waits(void **state) {
+  (void)state;
+  kr_frontier_opts_t o = fixed_delay(0);
+  o.commit_updates = 1;
+  o.held_back_limit = 64 << 10;
+  fopen_with(&o);
+  kr_store_t *st = kr_frontier_store(F);
+  wait_mode = wait_calls = inline_calls = 0;
+  held_row_at_step = -1;
+  kr_store_set_presync(st, presync_check_held, st);
+  add("http://lim.test/a");
+  add("http://lim.test/b");
+  assert_int_equal(kr_frontier_commit(F), 0);
+  adv(0);
+  kr_curi_t *c = next();
+  assert_non_null(c);
+  wait_mode = 1;
+  finish(c, KR_OUTCOME_SUCCESS, 10);
+  assert_int_equal(kr_frontier_turn(F, now()), 0); /* due: the step starts */
+  assert_true(kr_store_presync_waiting(st));
+  adv(0);
+  inline_calls = 0; /* the commit above ran its step inline */
+  held_row_at_step = -1;
+  uint64_t commits = kr_store_stats(st)->commits;
+  /* links held back up to the limit (each add copies its link) */
+  char url[64];
+  kr_frontier_stats_t s;
+  int n = 0, paused = 0;
+  for (; n < 100000; n++) {
+    kr_frontier_stats(F, &s);
+    if (s.held_back_bytes >= o.held_back_limit) break;
+    if (!paused && s.held_back_bytes >= o.held_back_limit / 4) {
+      paused = 1;
+      assert_null(next()); /* lim.test's other URI is ready, but waits */
+    }
+    snprintf(url, sizeof url, "http://lim.test/p/%d", n);
+    assert_int_equal(add(url), 0);
+  }
+  assert_true(paused);
+  assert_true(n > 10 && s.held_back == (uint64_t)n);
+  assert_true(kr_store_presync_waiting(st));
+  assert_int_equal(inline_calls, 0);
+  assert_int_equal(kr_store_stats(st)->commits, commits);
+  /* the next write finds the limit reached */
+  snprintf(url, sizeof url, "http://lim.test/p/%d", n++);
+  assert_int_equal(add(url), 1); /* written at once */
+  assert_int_equal(inline_calls, 1);
+  assert_int_equal(held_row_at_step, 0); /* none in the waiting commit */
+  assert_false(kr_store_presync_waiting(st));
+  assert_int_equal(kr_store_stats(st)->commits, commits + 1);
+  kr_frontier_stats(F, &s);
+  assert_int_equal(s.held_back, 0);
+  assert_int_equal(s.held_back_bytes, 0);
+  assert_int_equal(s.drains_cut, 1);
+  for (int i = 0; i < n; i++) {
+    snprintf(url, sizeof url, "http://lim.test/p/%d", i);
+    row_of(url);
+  }
+  valid();
+  adv(0);
+  c = next(); /* fetches resume */
+  assert_non_null(c);
+  kr_frontier_defer(F, c, now());
+  /* all of it committed */
+  wait_mode = 0;
+  assert_int_equal(kr_frontier_close(F), 0);
+  F = NULL;
+  fopen_with(&o);
+  kr_frontier_stats(F, &s);
+  assert_int_equal(s.c.discovered, (uint64_t)n + 2);
+  snprintf(url, sizeof url, "http://lim.test/p/%d", n - 1);
+  row_of(url);
+  row_of("http://lim.test/p/0");
+}
+
 /* Checkpoints that fall behind (a reader pins them here, as a starved
  * checkpoint thread would) let the WAL reach its cap (3 x 1 MiB): from
  * then on kr_frontier_next() issues nothing though hosts are ready, the
@@ -1809,6 +1900,7 @@ int main(void) {
       T(held_back_during_drain),
       T(store_writes_kept_during_drain),
       T(held_back_while_commit_waits),
+      T(held_back_limit_while_commit_waits),
       T(wal_cap_holds_dispatch),
       T(adaptive_fields),
       T(retry_after_on_retry),
