@@ -1411,6 +1411,115 @@ static void store_writes_kept_during_drain(void **state) {
   sqlite3_close(db);
 }
 
+/* Kept writes past their limit (store.c, write_or_keep: 4,096 writes or
+ * 8 MiB): the write that finds no room begins a transaction during the
+ * drain (breaking it), which writes the kept ones first, in order, then
+ * itself; later writes during the drain join it. Nothing is lost, and a
+ * read of a key sees its newest value before, at and after the limit. */
+static void meta_is(kr_store_t *st, const char *key, const char *want) {
+  char v[32];
+  if (kr_store_meta_get(st, key, v, sizeof v) != 1) fail_msg("meta %s lost", key);
+  assert_string_equal(v, want);
+}
+
+static void store_kept_writes_limit(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  kr_timers_close(&timers, NULL);
+  kr_timers_init(&timers, &loop, &clk);
+  kr_frontier_opts_t o = fixed_delay(0);
+  o.wal_checkpoint_mib = 1;
+  o.commit_updates = 50;
+  fopen_with(&o);
+  kr_store_t *st = kr_frontier_store(F);
+  add("http://kept.test/a");
+  kr_frontier_commit(F);
+  fill_until_drain(&loop, st);
+  assert_false(kr_store_in_tx(st));
+  kr_store_stats_t s0 = *kr_store_stats(st);
+  /* 4,096 writes kept: every other one to the same key */
+  char key[32], val[32];
+  for (int i = 0; i < 4096; i++) {
+    snprintf(key, sizeof key, i % 2 ? "lim.%d" : "lim.x", i);
+    snprintf(val, sizeof val, i % 2 ? "v%d" : "x%d", i);
+    assert_int_equal(kr_store_meta_set(st, key, val), 0);
+  }
+  assert_int_equal(kr_store_stats(st)->writes_kept, s0.writes_kept + 4096);
+  assert_int_equal(kr_store_stats(st)->begins, s0.begins);
+  assert_false(kr_store_in_tx(st));
+  meta_is(st, "lim.x", "x4094");
+  meta_is(st, "lim.4095", "v4095");
+  /* the 4,097th: no room */
+  assert_int_equal(kr_store_meta_set(st, "lim.x", "newest"), 0);
+  assert_false(kr_store_writable(st)); /* still draining */
+  assert_true(kr_store_in_tx(st));
+  assert_int_equal(kr_store_stats(st)->writes_kept, s0.writes_kept + 4096);
+  assert_int_equal(kr_store_stats(st)->begins, s0.begins + 1);
+  assert_int_equal(kr_store_stats(st)->drains_broken, s0.drains_broken + 1);
+  meta_is(st, "lim.x", "newest");
+  meta_is(st, "lim.1", "v1");
+  meta_is(st, "lim.4095", "v4095");
+  assert_int_equal(kr_store_meta_set(st, "lim.1", "w1"), 0); /* joins it */
+  assert_int_equal(kr_store_stats(st)->writes_kept, s0.writes_kept + 4096);
+  meta_is(st, "lim.1", "w1");
+  assert_int_equal(kr_store_commit(st), 0);
+  /* 8 MiB: eight values of 1 MiB - 4 KiB are kept, the ninth finds no room */
+  for (int k = 0; k < 100000 && !kr_store_writable(st); k++) uv_run(&loop, UV_RUN_ONCE);
+  assert_true(kr_store_writable(st));
+  fill_until_drain(&loop, st);
+  assert_false(kr_store_in_tx(st));
+  s0 = *kr_store_stats(st);
+  size_t big = (1u << 20) - 4096;
+  char *v = malloc(big + 1), *got = malloc(big + 2);
+  assert_non_null(v);
+  assert_non_null(got);
+  for (int i = 0; i < 9; i++) {
+    memset(v, 'a' + i, big);
+    v[big] = 0;
+    snprintf(key, sizeof key, "big.%d", i % 3); /* three keys, each written three times */
+    assert_int_equal(kr_store_meta_set(st, key, v), 0);
+    assert_int_equal(kr_store_in_tx(st), i == 8);
+    assert_int_equal(kr_store_meta_get(st, key, got, big + 2), 1);
+    assert_int_equal(strlen(got), big);
+    assert_int_equal(got[0], 'a' + i);
+  }
+  assert_int_equal(kr_store_stats(st)->writes_kept, s0.writes_kept + 8);
+  assert_int_equal(kr_store_stats(st)->drains_broken, s0.drains_broken + 1);
+  for (int i = 0; i < 3; i++) {
+    snprintf(key, sizeof key, "big.%d", i);
+    assert_int_equal(kr_store_meta_get(st, key, got, big + 2), 1);
+    assert_int_equal(got[0], 'g' + i);
+  }
+  free(v);
+  free(got);
+  kr_frontier_close(F);
+  F = NULL;
+  kr_timers_close(&timers, NULL);
+  uv_run(&loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(&loop), 0);
+  /* in the file, from another connection */
+  char path[600];
+  snprintf(path, sizeof path, "%s/kria.db", sdir);
+  sqlite3 *db;
+  assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+  sqlite3_stmt *q;
+  assert_int_equal(sqlite3_prepare_v2(db,
+                                      "SELECT (SELECT count(*) FROM meta WHERE key LIKE 'lim.%') || ' ' ||"
+                                      " (SELECT value FROM meta WHERE key = 'lim.x') || ' ' ||"
+                                      " (SELECT value FROM meta WHERE key = 'lim.1') || ' ' ||"
+                                      " (SELECT value FROM meta WHERE key = 'lim.4095') || ' ' ||"
+                                      " (SELECT group_concat(substr(value, 1, 1) || length(value), ',')"
+                                      "  FROM (SELECT value FROM meta WHERE key LIKE 'big.%' ORDER BY key))",
+                                      -1, &q, NULL),
+                   SQLITE_OK);
+  assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+  assert_string_equal((const char *)sqlite3_column_text(q, 0),
+                      "2049 newest w1 v4095 g1044480,h1044480,i1044480");
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+}
+
 /* The next URI of host "held.test" (others issued meanwhile are deferred
  * back), or NULL. */
 static kr_curi_t *next_held(void) {
@@ -1899,6 +2008,7 @@ int main(void) {
       T(report),
       T(held_back_during_drain),
       T(store_writes_kept_during_drain),
+      T(store_kept_writes_limit),
       T(held_back_while_commit_waits),
       T(held_back_limit_while_commit_waits),
       T(wal_cap_holds_dispatch),
