@@ -21,10 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
 #include <sys/mman.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "cli.h"
 #include "internal.h"
@@ -156,30 +153,6 @@ static void run_job(const kr_sim_world_t *w, const kr_sim_opts_t *base, job_t *j
   j->rc = kr_sim_run(w, &o, j->policy, &j->res, j->err, sizeof j->err);
 }
 
-static int write_all(int fd, const void *p, size_t n) {
-  const char *c = p;
-  while (n) {
-    ssize_t k = write(fd, c, n);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return -1;
-    c += k;
-    n -= (size_t)k;
-  }
-  return 0;
-}
-
-static int read_all(int fd, void *p, size_t n) {
-  char *c = p;
-  while (n) {
-    ssize_t k = read(fd, c, n);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return -1;
-    c += k;
-    n -= (size_t)k;
-  }
-  return 0;
-}
-
 /* A shard's run, as a child process hands it back. */
 typedef struct part {
   kr_sim_result_t res;
@@ -195,54 +168,56 @@ typedef struct split {
   const uint32_t *shard_of;
 } split_t;
 
-static void run_part(const kr_sim_world_t *w, const kr_sim_opts_t *o, const split_t *sp,
-                     const job_t *j, uint32_t shard, double *lambda, part_t *pt) {
-  kr_sim_opts_t so = *o;
+/* The pool's tasks: todo[k] is task number i * nshards + shard of job i. */
+typedef struct pool_ctx {
+  const kr_sim_world_t *w;
+  const kr_sim_opts_t *o;
+  const split_t *sp;
+  job_t **jobs;
+  double **lambda;
+  part_t *parts;
+  const size_t *todo;
+} pool_ctx_t;
+
+static void run_part(void *ud, size_t k, void *res) {
+  const pool_ctx_t *c = ud;
+  size_t t = c->todo[k], i = t / c->sp->nshards;
+  const job_t *j = c->jobs[i];
+  part_t *pt = res;
+  kr_sim_opts_t so = *c->o;
   if (j->policy == KR_SIM_FIXED) so.fixed_interval_ms = j->fixed_ms;
-  if (sp->nshards > 1) {
-    so.shard_of = sp->shard_of;
-    so.shard = shard;
+  if (c->sp->nshards > 1) {
+    so.shard_of = c->sp->shard_of;
+    so.shard = (uint32_t)(t % c->sp->nshards);
   }
-  kr_sim_trace_out_t t = {NULL, NULL, lambda};
+  kr_sim_trace_out_t tr = {NULL, NULL, c->lambda[i]};
   pt->err[0] = 0;
-  pt->rc = kr_sim_run_ex(w, &so, j->policy, &pt->res, lambda ? &t : NULL, pt->err, sizeof pt->err);
+  pt->rc = kr_sim_run_ex(c->w, &so, j->policy, &pt->res, c->lambda[i] ? &tr : NULL, pt->err,
+                         sizeof pt->err);
 }
 
-/* Start task k (job k / nshards, shard k % nshards) in a child process
- * writing its part_t to a pipe; the pipe's read end, or -1 with the
- * failure in parts[k]. */
-static int start_part(const kr_sim_world_t *w, const kr_sim_opts_t *o, const split_t *sp,
-                      job_t **jobs, double **lambda, part_t *parts, size_t k, pid_t *pid) {
-  size_t i = k / sp->nshards;
-  uint32_t shard = (uint32_t)(k % sp->nshards);
-  int p[2];
-  if (pipe(p) != 0) {
-    parts[k].rc = KR_EIO;
-    snprintf(parts[k].err, sizeof parts[k].err, "pipe: %s", strerror(errno));
-    return -1;
+static void part_done(void *ud, size_t k, const void *res, const char *why) {
+  const pool_ctx_t *c = ud;
+  size_t t = c->todo[k];
+  uint32_t n = c->sp->nshards;
+  const char *name = kr_sim_policy_name(c->jobs[t / n]->policy);
+  part_t *pt = &c->parts[t];
+  if (!res) {
+    pt->rc = KR_EIO;
+    snprintf(pt->err, sizeof pt->err, "the %s run's process (shard %zu of %u) %s", name,
+             t % n + 1, n, why);
+    return;
   }
-  *pid = fork();
-  if (*pid == 0) {
-    close(p[0]);
-    part_t pt;
-    memset(&pt, 0, sizeof pt);
-    run_part(w, o, sp, jobs[i], shard, lambda[i], &pt);
-    int ok = write_all(p[1], &pt, sizeof pt);
-    close(p[1]);
-    _exit(ok == 0 ? 0 : 2);
-  }
-  close(p[1]);
-  if (*pid < 0) {
-    close(p[0]);
-    parts[k].rc = KR_EIO;
-    snprintf(parts[k].err, sizeof parts[k].err, "fork: %s", strerror(errno));
-    return -1;
-  }
-  return p[0];
+  memcpy(pt, res, sizeof *pt);
+  pt->err[sizeof pt->err - 1] = 0;
+  KR_LOG(KR_LOG_NOTICE, "simulate", "%s shard %zu of %u: %" PRIu64 " hosts, %" PRIu64
+         " fetches, %.1f s, %.1f CPU-s", name, t % n + 1, n, pt->res.hosts,
+         pt->res.all.fetches, pt->res.wall_s, pt->res.cpu_s);
 }
 
 /* Run the jobs: here one after the other (par <= 1), or as jobs x shards
- * tasks, up to par child processes at once, each job's shards merged. */
+ * tasks in a pool of up to par child processes (sim_pool.c), each job's
+ * shards merged. */
 static void run_jobs(const kr_sim_world_t *w, const kr_sim_opts_t *o, job_t **jobs, size_t n,
                      const split_t *sp) {
   size_t ntasks = n * sp->nshards;
@@ -251,66 +226,38 @@ static void run_jobs(const kr_sim_world_t *w, const kr_sim_opts_t *o, job_t **jo
     return;
   }
   part_t *parts = kr_xcalloc(ntasks, sizeof *parts);
+  size_t *todo = kr_xcalloc(ntasks, sizeof *todo);
   /* poisson's estimates are scored over every URI: the shards write
    * theirs into memory shared with us */
   double **lambda = kr_xcalloc(n, sizeof *lambda);
   size_t lsize = kr_sim_world_count(w) * sizeof(double) + 1;
+  size_t ntodo = 0;
   for (size_t i = 0; i < n; i++) {
-    if (jobs[i]->policy != KR_SIM_POISSON || sp->nshards <= 1) continue;
-    void *m = mmap(NULL, lsize, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    lambda[i] = m == MAP_FAILED ? NULL : m;
-  }
-  fflush(NULL);
-  struct pollfd pfd[16];
-  pid_t pid[16];
-  size_t task[16];
-  size_t running = 0, next = 0;
-  while (next < ntasks || running) {
-    while (running < (size_t)sp->par && running < 16 && next < ntasks) {
-      size_t k = next++;
-      if (sp->nshards > 1 && jobs[k / sp->nshards]->policy == KR_SIM_POISSON &&
-          !lambda[k / sp->nshards]) {
-        parts[k].rc = KR_EIO;
-        snprintf(parts[k].err, sizeof parts[k].err, "mmap: %s", strerror(errno));
+    int shared = jobs[i]->policy == KR_SIM_POISSON && sp->nshards > 1, merr = 0;
+    if (shared) {
+      void *m = mmap(NULL, lsize, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+      lambda[i] = m == MAP_FAILED ? NULL : m;
+      merr = errno;
+    }
+    for (uint32_t s = 0; s < sp->nshards; s++) {
+      part_t *pt = &parts[i * sp->nshards + s];
+      if (shared && !lambda[i]) {
+        pt->rc = KR_EIO;
+        snprintf(pt->err, sizeof pt->err, "mmap: %s", strerror(merr));
         continue;
       }
-      int fd = start_part(w, o, sp, jobs, lambda, parts, k, &pid[running]);
-      if (fd < 0) continue;
-      pfd[running] = (struct pollfd){.fd = fd, .events = POLLIN};
-      task[running++] = k;
-    }
-    if (!running) break;
-    if (poll(pfd, (nfds_t)running, -1) < 0) {
-      if (errno == EINTR) continue;
-      pfd[0].revents = POLLIN; /* (ENOMEM) wait for the first in a blocking read */
-    }
-    for (size_t s = 0; s < running; s++) {
-      if (!pfd[s].revents) continue;
-      size_t k = task[s];
-      /* the child writes its result, then exits: read it whole */
-      if (read_all(pfd[s].fd, &parts[k], sizeof parts[k]) != 0) {
-        parts[k].rc = KR_EIO;
-        snprintf(parts[k].err, sizeof parts[k].err,
-                 "the %s run's process (shard %zu of %u) ended without a result",
-                 kr_sim_policy_name(jobs[k / sp->nshards]->policy), k % sp->nshards + 1,
-                 sp->nshards);
-      } else {
-        KR_LOG(KR_LOG_NOTICE, "simulate", "%s shard %zu of %u: %" PRIu64 " hosts, %" PRIu64
-               " fetches, %.1f s, %.1f CPU-s", kr_sim_policy_name(jobs[k / sp->nshards]->policy),
-               k % sp->nshards + 1, sp->nshards, parts[k].res.hosts, parts[k].res.all.fetches,
-               parts[k].res.wall_s, parts[k].res.cpu_s);
-      }
-      close(pfd[s].fd);
-      int st;
-      while (waitpid(pid[s], &st, 0) < 0 && errno == EINTR) {
-      }
-      running--;
-      pfd[s] = pfd[running];
-      pid[s] = pid[running];
-      task[s] = task[running];
-      break; /* the slots moved: poll again */
+      /* a task the pool never reports is an error, never zeroed numbers */
+      pt->rc = KR_EIO;
+      snprintf(pt->err, sizeof pt->err, "the %s run (shard %u of %u) did not run",
+               kr_sim_policy_name(jobs[i]->policy), s + 1, sp->nshards);
+      todo[ntodo++] = i * sp->nshards + s;
     }
   }
+  pool_ctx_t ctx = {w, o, sp, jobs, lambda, parts, todo};
+  kr_sim_pool_t pool = {.par = sp->par, .size = sizeof(part_t), .run = run_part,
+                        .done = part_done, .ud = &ctx};
+  kr_sim_pool_run(&pool, ntodo);
+  free(todo);
   for (size_t i = 0; i < n; i++) {
     job_t *j = jobs[i];
     part_t *jp = &parts[i * sp->nshards];

@@ -113,6 +113,7 @@
 #ifndef KRIA_SIM_H
 #define KRIA_SIM_H
 
+#include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -339,6 +340,26 @@ void kr_sim_result_merge(kr_sim_result_t *out, const kr_sim_result_t *parts, siz
  * rates into out's est_* fields. */
 void kr_sim_score_estimates(const kr_sim_world_t *w, int64_t duration_ms, const double *lambda,
                             kr_sim_result_t *out);
+
+/* ---- child processes (sim_pool.c) ---------------------------------------------
+ * `simulate --jobs N` runs its policy x shard tasks in a pool of child
+ * processes. Task k runs in a child (run: fills res, size bytes, zeroed
+ * first) which hands res back through a pipe and exits; done is called in
+ * the parent exactly once for every task, with res, or with NULL and why
+ * (a process that could not start, or that ended without writing its
+ * whole result: killed, crashed, exited early; its exit status named).
+ * A failed poll (ENOMEM) waits for the first running task in a blocking
+ * read. Returns when every task is done. */
+typedef struct kr_sim_pool {
+  int par;       /* child processes at once, 1..16 */
+  size_t size;   /* of a task's result */
+  void (*run)(void *ud, size_t k, void *res);
+  void (*done)(void *ud, size_t k, const void *res, const char *why);
+  void *ud;
+  /* NULL: poll(2); else a stand-in with its signature (tests fail it) */
+  int (*poll)(struct pollfd *fds, nfds_t n, int timeout);
+} kr_sim_pool_t;
+void kr_sim_pool_run(const kr_sim_pool_t *p, size_t ntasks);
 
 const char *kr_sim_policy_name(kr_sim_policy_t p);
 /* "fixed", "multiplicative", "poisson" -> policy; 0 or KR_EINVAL. */

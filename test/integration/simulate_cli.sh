@@ -164,6 +164,20 @@ for j in 1 2; do
   is "$(grep -c 'cannot create' <<<"$ERR")" 1 "one message (--jobs $j)"
   is "$OUT" "" "nothing on stdout (--jobs $j)"
 done
+# a shard's process that ends without writing its result (here: killed at
+# its CPU limit of 1 s, in a run of ~30 CPU-s; the parent, that only
+# waits, stays far below it) fails its policy's run: exit 2, the shard
+# named, nothing on stdout, never its zeroed numbers taken for a result
+mkdir -p "$T/sd"
+(ulimit -c 0 -t 1 && exec "$KRIA" simulate --urls 3000 --hosts 30 --days 365 \
+  --policy multiplicative --jobs 2 --state-dir "$T/sd" >"$T/out" 2>"$T/err")
+RC=$?
+OUT=$(cat "$T/out")
+ERR=$(cat "$T/err")
+is "$RC" 2 "a shard killed before its result exits 2"
+like "$ERR" "multiplicative run's process \(shard 1 of 2\) ended without a result \(signal [0-9]+" \
+  "and names the shard and the signal"
+is "$OUT" "" "nothing on stdout (a killed shard)"
 
 # ---- config ----------------------------------------------------------------------
 printf '[wait "all"]\ninitial-wait = 1h\nmin-wait = 10m\nmax-wait = 7d\n[politeness]\nmin-delay = 3s\nmax-delay = 3s\n' >"$T/sim.conf"

@@ -5,16 +5,23 @@
  * for both adaptive policies, the fixed policy's capture ratio, freshness
  * and age against Cho's closed forms for Poisson pages, politeness and
  * valence never exceeded, validators (liars caught and costing versions,
- * honest ones saving bytes), volatile sections, and refusals. */
+ * honest ones saving bytes), volatile sections, refusals, shards, and
+ * the pool of child processes behind --jobs (children that end without
+ * a result, a failing poll). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <math.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "kria/config.h"
 #include "kria/error.h"
@@ -700,6 +707,93 @@ static void shards_merge_exactly(void **state) {
   kr_sim_world_free(w);
 }
 
+/* ---- the pool of child processes (sim_pool.c) ----------------------------------
+ * Seven tasks, three at a time; task 2's process is killed and task 4's
+ * exits early, neither having written its result. */
+#define POOL_TASKS 7
+typedef struct pres {
+  uint64_t k, sq;
+} pres_t;
+static int pool_dones[POOL_TASKS];
+static int pool_got[POOL_TASKS];
+static pres_t pool_res[POOL_TASKS];
+static char pool_why[POOL_TASKS][160];
+
+static void pool_task(void *ud, size_t k, void *res) {
+  (void)ud;
+  if (k == 2) raise(SIGKILL);
+  if (k == 4) _exit(3);
+  pres_t *r = res;
+  r->k = k;
+  r->sq = k * k + 1;
+}
+
+static void pool_done(void *ud, size_t k, const void *res, const char *why) {
+  (void)ud;
+  assert_true(k < POOL_TASKS);
+  pool_dones[k]++;
+  pool_got[k] = res != NULL;
+  if (res) memcpy(&pool_res[k], res, sizeof(pres_t));
+  snprintf(pool_why[k], sizeof pool_why[k], "%s", why ? why : "");
+}
+
+/* poll(2) failing with ENOMEM on every pool_fail_every-th call (0 never) */
+static int pool_polls, pool_polls_failed, pool_fail_every;
+static int flaky_poll(struct pollfd *fds, nfds_t n, int timeout) {
+  pool_polls++;
+  if (pool_fail_every && pool_polls % pool_fail_every == 0) {
+    pool_polls_failed++;
+    errno = ENOMEM;
+    return -1;
+  }
+  return poll(fds, n, timeout);
+}
+
+/* Every task is done exactly once: the others with their results, the
+ * two that ended early without one, naming why; bounded (alarm). */
+static void pool_run_checked(int fail_every) {
+  memset(pool_dones, 0, sizeof pool_dones);
+  memset(pool_got, 0, sizeof pool_got);
+  memset(pool_res, 0, sizeof pool_res);
+  pool_polls = pool_polls_failed = 0;
+  pool_fail_every = fail_every;
+  kr_sim_pool_t p = {.par = 3, .size = sizeof(pres_t), .run = pool_task, .done = pool_done,
+                     .poll = flaky_poll};
+  alarm(60); /* a hang ends the test binary (SIGALRM) */
+  kr_sim_pool_run(&p, POOL_TASKS);
+  alarm(0);
+  for (uint64_t k = 0; k < POOL_TASKS; k++) {
+    assert_int_equal(pool_dones[k], 1);
+    if (k == 2 || k == 4) {
+      assert_false(pool_got[k]);
+      continue;
+    }
+    assert_true(pool_got[k]);
+    assert_true(pool_res[k].k == k && pool_res[k].sq == k * k + 1);
+  }
+  assert_non_null(strstr(pool_why[2], "ended without a result (signal 9"));
+  assert_string_equal(pool_why[4], "ended without a result (exit status 3)");
+  assert_int_equal(waitpid(-1, NULL, WNOHANG), -1); /* every child reaped */
+  assert_int_equal(errno, ECHILD);
+}
+
+static void pool_children_ending_without_result(void **state) {
+  (void)state;
+  pool_run_checked(0);
+  assert_int_equal(pool_polls_failed, 0);
+}
+
+/* A failed poll waits for the first running task in a blocking read:
+ * failing every other time, and every time. */
+static void pool_failed_poll(void **state) {
+  (void)state;
+  pool_run_checked(2);
+  assert_true(pool_polls_failed > 0);
+  pool_run_checked(1);
+  assert_int_equal(pool_polls_failed, pool_polls);
+  assert_true(pool_polls >= POOL_TASKS);
+}
+
 int main(void) {
   kr_log_level = KR_LOG_WARN;
   const struct CMUnitTest tests[] = {
@@ -718,6 +812,8 @@ int main(void) {
       cmocka_unit_test(fixed_interval_arithmetic),
       cmocka_unit_test(shard_plan),
       cmocka_unit_test(shards_merge_exactly),
+      cmocka_unit_test(pool_children_ending_without_result),
+      cmocka_unit_test(pool_failed_poll),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
