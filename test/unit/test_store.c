@@ -15,6 +15,7 @@
 #include <cmocka.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <inttypes.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -418,6 +419,81 @@ static void presync_before_commit(void **state) {
   kr_store_set_presync(st, NULL, NULL); /* cleared */
   assert_int_equal(kr_store_close(st), 0);
   assert_int_equal(presync_calls, 1);
+}
+
+/* A WARC original written while a commit waits for its presync step is
+ * kept (its record was written after that sync began). Past the kept
+ * writes' limit (4,096) the waiting commit completes first, its step
+ * inline, then the kept originals and the new one are written in a
+ * transaction of their own: none joins the waiting commit (a crash right
+ * after it loses them all, not the commit's rows), none is lost once
+ * committed, and a URI's original reads as its newest throughout. */
+static int sync_waits, sync_inline;
+static int presync_waits(void *ud, int may_wait) {
+  (void)ud;
+  if (!may_wait) sync_inline++;
+  return may_wait && sync_waits ? KR_STORE_PRESYNC_WAIT : 0;
+}
+
+static uint64_t orig_date(kr_store_t *st, uint64_t fp) {
+  kr_original_t o;
+  if (kr_store_original_get(st, fp, &o) != 1) fail_msg("original %" PRIu64 " lost", fp);
+  return o.date;
+}
+
+/* A commit waiting with url's row in it, then 4,097 originals: every
+ * other one of URI 7, the others of URIs 100,001, 100,003, ... */
+static kr_store_t *originals_past_limit(const char *host, const char *url) {
+  kr_store_opts_t o;
+  kr_store_opts_default(&o);
+  o.commit_updates = 1;
+  kr_store_t *st = open_ok(&o);
+  sync_waits = 1;
+  sync_inline = 0;
+  kr_store_set_presync(st, presync_waits, NULL);
+  int64_t h;
+  assert_int_equal(kr_store_host_insert(st, host, strlen(host), &h), 0);
+  kr_uri_row_t a = row(url, h, 0, 1);
+  assert_int_equal(kr_store_uri_insert(st, &a), 1);
+  assert_int_equal(kr_store_maybe_commit(st, 1000), 0);
+  assert_true(kr_store_presync_waiting(st));
+  uint64_t kept = kr_store_stats(st)->writes_kept, commits = kr_store_stats(st)->commits;
+  uint8_t d[20];
+  memset(d, 3, sizeof d);
+  const char *rid = "<urn:uuid:00000000-0000-4000-8000-000000000003>";
+  for (uint64_t i = 0; i < 4096; i++)
+    assert_int_equal(kr_store_original_put(st, i % 2 ? 100000 + i : 7, d, 20, a.fp, i + 1, rid), 0);
+  assert_int_equal(kr_store_stats(st)->writes_kept, kept + 4096);
+  assert_int_equal(sync_inline, 0);
+  assert_true(kr_store_presync_waiting(st));
+  assert_true(orig_date(st, 7) == 4095);
+  /* no room: the waiting commit first */
+  assert_int_equal(kr_store_original_put(st, 7, d, 20, a.fp, 9999, rid), 0);
+  assert_int_equal(sync_inline, 1);
+  assert_false(kr_store_presync_waiting(st));
+  assert_int_equal(kr_store_stats(st)->commits, commits + 1);
+  assert_int_equal(kr_store_stats(st)->writes_kept, kept + 4096);
+  assert_true(kr_store_in_tx(st)); /* the originals' own */
+  assert_true(orig_date(st, 7) == 9999);
+  assert_true(orig_date(st, 100001) == 2);
+  assert_true(orig_date(st, 104095) == 4096);
+  return st;
+}
+
+static void originals_kept_past_limit_while_commit_waits(void **state) {
+  (void)state;
+  kr_store_t *st = originals_past_limit("o.example", "http://o.example/a");
+  kr_store_abandon(st); /* a crash before the originals' commit */
+  assert_int_equal(sql_int("SELECT count(*) FROM uris"), 1);
+  assert_int_equal(sql_int("SELECT count(*) FROM originals"), 0);
+  st = originals_past_limit("p.example", "http://p.example/b");
+  assert_int_equal(kr_store_commit(st), 0);
+  assert_int_equal(kr_store_close(st), 0);
+  assert_int_equal(sql_int("SELECT count(*) FROM uris"), 2);
+  assert_int_equal(sql_int("SELECT count(*) FROM originals"), 2049);
+  assert_int_equal(sql_int("SELECT date FROM originals WHERE fp = 7"), 9999);
+  assert_int_equal(sql_int("SELECT sum(date) FROM originals WHERE fp > 100000"),
+                   2048 * 2048 + 2048); /* dates 2, 4, ..., 4096 */
 }
 
 /* kr_store_abandon = kill -9: the committed survives, the rest is gone. */
@@ -1300,6 +1376,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(hosts_reload, setup, teardown),
       cmocka_unit_test_setup_teardown(grouped_commits, setup, teardown),
       cmocka_unit_test_setup_teardown(presync_before_commit, setup, teardown),
+      cmocka_unit_test_setup_teardown(originals_kept_past_limit_while_commit_waits, setup, teardown),
       cmocka_unit_test_setup_teardown(abandon_loses_only_uncommitted, setup, teardown),
       cmocka_unit_test_setup_teardown(wal_writes_gathered, setup, teardown),
       cmocka_unit_test_setup_teardown(refuses_non_sqlite, setup, teardown),
