@@ -780,13 +780,15 @@ static int write_or_keep(kr_store_t *st, int stmt, const dval_t *v, int n, const
   int room = st->ndw < DW_MAX && st->dw_bytes + bytes <= DW_MAX_BYTES;
   /* A WARC original names a record written after the sync of the commit
    * that waits began: it must not join that commit. No room: the commit
-   * completes first, its step inline. */
+   * completes first, its step inline; or, inside a held unit (which a
+   * commit must not split), the original is kept past the limit. */
   int sync_wait = stmt == S_ORIG_PUT && st->presync_wait != PS_NONE;
   if (sync_wait && !room && !st->hold) {
     int rc = commit(st, 0);
     if (rc < 0) return rc;
     sync_wait = 0;
   }
+  if (sync_wait) room = 1;
   /* An open transaction during a drain has broken it already: join it. */
   if (!room || !(sync_wait || (st->draining && !st->in_tx)))
     return run_write(st, stmt, v, n, what);

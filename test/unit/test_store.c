@@ -496,6 +496,45 @@ static void originals_kept_past_limit_while_commit_waits(void **state) {
                    2048 * 2048 + 2048); /* dates 2, 4, ..., 4096 */
 }
 
+/* The same inside a held unit (kr_store_hold), which no commit may split:
+ * the 4,097th original is kept too, past the limit, and the waiting
+ * commit, once its step is done, has none of them. */
+static void originals_kept_past_limit_in_held_unit(void **state) {
+  (void)state;
+  kr_store_opts_t o;
+  kr_store_opts_default(&o);
+  o.commit_updates = 1;
+  kr_store_t *st = open_ok(&o);
+  sync_waits = 1;
+  sync_inline = 0;
+  kr_store_set_presync(st, presync_waits, NULL);
+  int64_t h;
+  assert_int_equal(kr_store_host_insert(st, "o.example", 9, &h), 0);
+  kr_uri_row_t a = row("http://o.example/a", h, 0, 1);
+  assert_int_equal(kr_store_uri_insert(st, &a), 1);
+  assert_int_equal(kr_store_maybe_commit(st, 1000), 0);
+  assert_true(kr_store_presync_waiting(st));
+  uint64_t kept = kr_store_stats(st)->writes_kept;
+  uint8_t d[20];
+  memset(d, 3, sizeof d);
+  const char *rid = "<urn:uuid:00000000-0000-4000-8000-000000000003>";
+  kr_store_hold(st);
+  for (uint64_t i = 0; i < 4097; i++)
+    assert_int_equal(kr_store_original_put(st, 100000 + i, d, 20, a.fp, i + 1, rid), 0);
+  kr_store_release(st);
+  assert_int_equal(kr_store_stats(st)->writes_kept, kept + 4097);
+  assert_int_equal(sync_inline, 0);
+  assert_true(orig_date(st, 104096) == 4097);
+  /* the step is done: the waiting commit goes in, without them */
+  kr_store_presync_done(st);
+  uint64_t commits = kr_store_stats(st)->commits;
+  assert_int_equal(kr_store_maybe_commit(st, 1001), 1);
+  assert_int_equal(kr_store_stats(st)->commits, commits + 1);
+  kr_store_abandon(st);
+  assert_int_equal(sql_int("SELECT count(*) FROM uris"), 1);
+  assert_int_equal(sql_int("SELECT count(*) FROM originals"), 0);
+}
+
 /* kr_store_abandon = kill -9: the committed survives, the rest is gone. */
 static void abandon_loses_only_uncommitted(void **state) {
   (void)state;
@@ -1377,6 +1416,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(grouped_commits, setup, teardown),
       cmocka_unit_test_setup_teardown(presync_before_commit, setup, teardown),
       cmocka_unit_test_setup_teardown(originals_kept_past_limit_while_commit_waits, setup, teardown),
+      cmocka_unit_test_setup_teardown(originals_kept_past_limit_in_held_unit, setup, teardown),
       cmocka_unit_test_setup_teardown(abandon_loses_only_uncommitted, setup, teardown),
       cmocka_unit_test_setup_teardown(wal_writes_gathered, setup, teardown),
       cmocka_unit_test_setup_teardown(refuses_non_sqlite, setup, teardown),
