@@ -12,7 +12,9 @@
 # --pages 2500: its "multi" site) of N pages each, served by nginx on CPU 1
 # (access log off), names from dnsmasq; kria is pinned to CPU 0,
 # snapshot crawl, politeness off, as in run.sh. Prints one line per run and
-# a table of medians (min–max); raw data in bench/out/crawl-ab/last/.
+# a table of medians (min–max), with the state DB's bytes per URI after the
+# crawl (kria.db over the uris rows; the split by table and index of each
+# run in db.tsv); raw data in bench/out/crawl-ab/last/.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -86,6 +88,8 @@ NPAGES=$((HOSTS * PAGES))
 
 TSV=$RUN/runs.tsv
 printf 'rep\tbuild\twall_s\tuser_s\tsys_s\tmaxrss_kb\texit\tload1\n' >"$TSV"
+DBT=$RUN/db.tsv
+printf 'rep\tbuild\turis\tdb_bytes\tbytes_by_table\n' >"$DBT"
 nb=${#BUILDS[@]}
 one() { # one REP INDEX [perf]: a crawl of build INDEX from an empty state
 	local rep=$1 k=$2 d=$RUN/work wall user sys rss code
@@ -101,6 +105,13 @@ one() { # one REP INDEX [perf]: a crawl of build INDEX from an empty state
 	(cd "$d" && kb_measure "$RUN/m.tmp" 600 taskset -c "${KB_CLIENT_CPU:-0}" "${cmd[@]}") >"$RUN/log.$rep.$k" 2>&1
 	set -e
 	read -r wall user sys rss code <"$RUN/m.tmp"
+	# the state DB after the clean exit (its WAL checkpointed away)
+	local split
+	split=$(sqlite3 -readonly "$d/state/kria.db" "SELECT (SELECT count(*) FROM uris) || char(9) ||
+		(SELECT group_concat(name || '=' || b, ' ') FROM (SELECT name, sum(pgsize) AS b
+		FROM dbstat GROUP BY name ORDER BY b DESC))" 2>/dev/null || printf '0\t-')
+	printf '%d\t%d\t%s\t%s\t%s\n' "$rep" "$k" "${split%%$'\t'*}" \
+		"$(stat -c %s "$d/state/kria.db" 2>/dev/null || echo 0)" "${split#*$'\t'}" >>"$DBT"
 	printf '%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rep" "$k" "$wall" "$user" "$sys" "$rss" "$code" \
 		"$(cut -d' ' -f1 /proc/loadavg)" >>"$TSV"
 	kb_log "rep $rep ${BUILDS[$k]#"$KB_ROOT"/}: $(awk -v n="$NPAGES" -v w="$wall" -v u="$user" -v s="$sys" \
@@ -113,15 +124,17 @@ rm -rf "$RUN/work"
 echo
 echo "bench/crawl/ab.sh ${ARGS[*]} — $(date -u '+%Y-%m-%d %H:%M UTC'), $HOSTS host(s) × $PAGES pages, WARC $WARC, load at end $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
-echo "| build | CPU-µs/page | pages/s | runs |"
-echo "|---|---:|---:|---:|"
+echo "| build | CPU-µs/page | pages/s | state DB bytes/URI | runs |"
+echo "|---|---:|---:|---:|---:|"
 for ((k = 0; k < nb; k++)); do
 	cpu=$(awk -F'\t' -v k="$k" -v n="$NPAGES" 'NR > 1 && $2 == k && $7 == 0 { print ($4 + $5) * 1e6 / n }' "$TSV" | kb_stats)
 	pps=$(awk -F'\t' -v k="$k" -v n="$NPAGES" 'NR > 1 && $2 == k && $7 == 0 { print n / $3 }' "$TSV" | kb_stats)
+	bpu=$(awk -F'\t' -v k="$k" 'NR > 1 && $2 == k && $3 > 0 { print $4 / $3 }' "$DBT" | kb_stats)
 	runs=$(awk -F'\t' -v k="$k" 'NR > 1 && $2 == k && $7 == 0' "$TSV" | wc -l)
-	printf '| %s | %s | %s | %d/%d |\n' "${BUILDS[$k]#"$KB_ROOT"/}" \
+	printf '| %s | %s | %s | %s | %d/%d |\n' "${BUILDS[$k]#"$KB_ROOT"/}" \
 		"$(awk '{ printf "%.1f (%.1f–%.1f)", $1, $2, $3 }' <<<"$cpu")" \
-		"$(awk '{ printf "%.0f (%.0f–%.0f)", $1, $2, $3 }' <<<"$pps")" "$runs" "$REPS"
+		"$(awk '{ printf "%.0f (%.0f–%.0f)", $1, $2, $3 }' <<<"$pps")" \
+		"$(awk '{ printf "%.0f (%.0f–%.0f)", $1, $2, $3 }' <<<"$bpu")" "$runs" "$REPS"
 done
 if [ "$PERF" = 1 ]; then
 	one 0 $((nb - 1)) perf

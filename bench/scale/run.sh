@@ -357,6 +357,10 @@ kb_dns_stop
 DBQ=$(sqlite3 -readonly "$RUN/state/kria.db" \
 	"SELECT count(*), sum(visits > 0), sum(visits) FROM uris;" 2>/dev/null || echo "-|-|-")
 IFS='|' read -r DB_URIS DB_VISITED DB_VISITS <<<"$DBQ"
+# where those bytes are: pages per table and index, per URI
+DB_SPLIT=$(sqlite3 -readonly "$RUN/state/kria.db" "SELECT group_concat(name || ' ' || b, ', ')
+	FROM (SELECT name, CAST(round(sum(pgsize) * 1.0 / (SELECT max(count(*), 1) FROM uris)) AS INT) AS b
+	FROM dbstat GROUP BY name ORDER BY sum(pgsize) DESC)" 2>/dev/null || echo -)
 WARC_BYTES=$(du -sb "$RUN/warcs" | cut -f1)
 WARC_FILES=$(find "$RUN/warcs" -name '*.warc.gz' | wc -l)
 
@@ -448,6 +452,7 @@ LAG_PROBES=$(metric kria_loop_delay_seconds_count "$RUN/metrics.end")
 	echo "| RSS right after the restart | $((RSS_RESTART_0 / 1024)) MiB | |"
 	echo "| clean stop (SIGTERM) after the restart | $STOP_MS ms | |"
 	echo "| state DB after the clean stop | $(awk -v b="$DB_CLEAN" -v u="$DB_URIS" 'BEGIN { printf "%.1f MiB, %.0f bytes/URI", b / 1048576, (u > 0 ? b / u : 0) }') | |"
+	echo "| its bytes/URI by table and index (dbstat) | $DB_SPLIT | |"
 	echo
 	echo "How far it got: $DB_URIS URIs in the state DB, $DB_VISITED visited at least once ($(awk -v a="$DB_VISITED" -v b="$DB_URIS" 'BEGIN { printf "%.1f %%", (b > 0 ? 100 * a / b : 0) }')), $DB_VISITS visits in all (revisits included); nginx served $REQS requests (robots.txt included), error log $NGINX_ERRS lines; $WARC_FILES WARC files."
 	echo
