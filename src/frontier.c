@@ -507,6 +507,7 @@ int kr_frontier_open(const char *state_dir, const kr_frontier_opts_t *opts,
   if (f->opts.wal_max_mib) so.wal_max_bytes = (uint64_t)f->opts.wal_max_mib << 20;
   so.plain_vfs = f->opts.plain_vfs;
   so.row_cache = f->opts.row_cache;
+  so.orig_index = f->opts.orig_index;
   so.quick_check = f->opts.quick_check;
   int rc = kr_store_open(state_dir, &so, &f->st, err, errlen);
   if (rc) {

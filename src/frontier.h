@@ -145,6 +145,8 @@ typedef struct kr_frontier_opts {
                                             a commit waiting for its presync step) past
                                             which they are written at once; past a
                                             quarter of it nothing new is issued */
+  int orig_index;                        /* 0; 1/-1: build/drop the index of originals by
+                                            digest (store.h) */
   /* a host queue was created or loaded (may be NULL) */
   void (*on_host)(void *ud, kr_frontier_t *f, kr_hostq_t *h);
   void *host_ud;

@@ -13,8 +13,9 @@
  *    response head only:
  *      identical-payload-digest  the payload digest equals that of the
  *        stored original of this URI, or, with adaptive.dedupe, of
- *        another URI's (store: originals, which only ever names records
- *        that were written, by URI, date and record id);
+ *        another URI's (store: the originals in the uris rows, which
+ *        only ever name records that were written, by URI, date and
+ *        record id);
  *      server-not-modified  a 304, or a mid-fetch abort (the validators
  *        said unchanged): the stored original's payload digest is carried
  *        forward; without a stored original the 304 is kept as a plain
@@ -351,7 +352,7 @@ static int orig_lookup(struct kr_warc *w, kr_fetch_t *f, struct orig *o) {
 }
 
 /* A response stored for another URI with payload digest d (URL-agnostic).
- * The originals table, not the digest index, answers: it only ever names
+ * The originals, not the digest index, answer: they only ever name
  * records that were written. */
 static int index_lookup(struct kr_warc *w, kr_fetch_t *f, const uint8_t *d, struct orig *o) {
   memset(o, 0, sizeof *o);

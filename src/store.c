@@ -78,7 +78,18 @@ enum {
   "vt_predicted_unchanged, vt_skipped, vt_verified, vt_misses, "             \
   "vt_false_alarms, vt_distrusts, vt_miss_run, vt_distrust_until"
 
-#define ORIG_OFP "CASE o.ofp WHEN 0 THEN o.fp ELSE o.ofp END"
+/* A URI's original (see store.h): set when orig_date is, its digest the
+ * change digest unless orig_digest says otherwise, orig_fp 0 the URI. */
+#define ORIG_SET "u.orig_date IS NOT NULL"
+#define ORIG_DIGEST "coalesce(u.orig_digest, u.digest)"
+#define ORIG_COLS                                                      \
+  ORIG_DIGEST ", CASE u.orig_fp WHEN 0 THEN u.fp ELSE u.orig_fp END, " \
+  "u.orig_date, o.url, u.orig_rid FROM uris u LEFT JOIN uris o "       \
+  "ON o.fp = CASE u.orig_fp WHEN 0 THEN u.fp ELSE u.orig_fp END"
+/* Every write of uris.digest keeps the original's digest as it was. */
+#define ORIG_KEEP_DIGEST(d)                                                  \
+  "orig_digest = CASE WHEN orig_date IS NULL OR coalesce(orig_digest, digest) IS " d \
+  " THEN NULL ELSE coalesce(orig_digest, digest) END"
 
 static const char *const stmt_sql[S__COUNT] = {
     [S_BEGIN] = "BEGIN IMMEDIATE",
@@ -94,7 +105,7 @@ static const char *const stmt_sql[S__COUNT] = {
         "UPDATE uris SET directive=?2, next_at=?3, state=?4, last_visit=?5, "
         "wait_ms=?6, visits=?7, versions=?8, retries=?9, status=?10, "
         "content_type=?11, digest=?12, etag=?13, last_modified=?14, "
-        "history=?15 WHERE fp = ?1",
+        "history=?15, " ORIG_KEEP_DIGEST("?12") " WHERE fp = ?1",
     [S_URI_SET_SCHED] =
         "UPDATE uris SET directive=?2, next_at=?3, state=?4 WHERE fp = ?1",
     [S_PICK] = "SELECT fp, directive, next_at FROM uris "
@@ -124,12 +135,12 @@ static const char *const stmt_sql[S__COUNT] = {
     [S_URI_SET_HINT] = "UPDATE uris SET hint = ?2 WHERE fp = ?1",
     [S_URL_GET] = "SELECT url FROM uris WHERE fp = ?1",
     /* ofp 0 is the URI itself (see kr_store_original_put) */
-    [S_ORIG_GET] = "SELECT o.digest, " ORIG_OFP ", o.date, u.url, o.rid FROM originals o "
-                   "LEFT JOIN uris u ON u.fp = " ORIG_OFP " WHERE o.fp = ?1",
-    [S_ORIG_FIND] = "SELECT o.digest, " ORIG_OFP ", o.date, u.url, o.rid FROM originals o "
-                    "LEFT JOIN uris u ON u.fp = " ORIG_OFP " WHERE o.digest = ?1 LIMIT 1",
-    [S_ORIG_PUT] = "INSERT OR REPLACE INTO originals(fp, digest, ofp, date, rid) "
-                   "VALUES (?1,?2,?3,?4,?5)",
+    [S_ORIG_GET] = "SELECT " ORIG_COLS " WHERE u.fp = ?1 AND " ORIG_SET,
+    /* the terms of uris_orig_digest, so that SQLite uses it */
+    [S_ORIG_FIND] = "SELECT " ORIG_COLS " WHERE " ORIG_DIGEST " = ?1 AND " ORIG_SET
+                    " ORDER BY u.fp LIMIT 1",
+    [S_ORIG_PUT] = "UPDATE uris SET orig_digest = CASE WHEN digest IS ?2 THEN NULL ELSE ?2 END, "
+                   "orig_fp = ?3, orig_date = ?4, orig_rid = ?5 WHERE fp = ?1",
     [S_ROBOTS_GET] = "SELECT expires, status, final, body FROM robots WHERE origin = ?1",
     [S_ROBOTS_PUT] = "INSERT OR REPLACE INTO robots(origin, expires, status, final, body)"
                      " VALUES (?1,?2,?3,?4,?5)",
@@ -230,7 +241,25 @@ static const char *const migrations[] = {
      * Rows of versions 3-4 have none (NULL): the writer stores the content
      * again rather than write a revisit that cannot name its original. */
     "ALTER TABLE originals ADD COLUMN rid TEXT;",
+    /* 6: the originals go into the uris row (67 + 38 bytes of table and
+     * index per visited URI -> about 26): the payload digest only when
+     * it differs from the change digest (a content coding, stripped
+     * sections), the index by digest only where dedupe reads it
+     * (opts.orig_index). An original of a URI without a row (none is
+     * ever written) is dropped. */
+    "ALTER TABLE uris ADD COLUMN orig_date INTEGER;"
+    "ALTER TABLE uris ADD COLUMN orig_fp INTEGER;"
+    "ALTER TABLE uris ADD COLUMN orig_rid BLOB;"
+    "ALTER TABLE uris ADD COLUMN orig_digest BLOB;"
+    "UPDATE uris SET orig_date = o.date, orig_fp = o.ofp, orig_rid = o.rid,"
+    " orig_digest = CASE WHEN o.digest IS uris.digest THEN NULL ELSE o.digest END"
+    " FROM originals o WHERE o.fp = uris.fp;"
+    "DROP TABLE originals;",
 };
+
+#define ORIG_INDEX                                          \
+  "uris_orig_digest ON uris(coalesce(orig_digest, digest))" \
+  " WHERE orig_date IS NOT NULL"
 
 struct kr_store {
   sqlite3 *db;                 /* writer, loop thread only */
@@ -271,6 +300,7 @@ struct kr_store {
   kr_rowcache_t *rows;         /* opts.row_cache > 0: rows in memory too */
   int check_state;             /* background quick_check: 0 running/none, 1 ok, KR_EDB */
   int background_check;        /* start one once open */
+  int created;                 /* the database was new at open */
   char check_msg[512];
   kr_store_stats_t stats;
 };
@@ -433,6 +463,7 @@ static int check_and_migrate(kr_store_t *st, char *err, size_t errlen) {
                 "corrupt; refusing to touch it",
                 sqlite3_errstr(rc));
   int fresh = app == 0 && ver == 0 && objects == 0;
+  st->created = fresh;
   if (!fresh && app != KR_STORE_APP_ID)
     return fail(err, errlen, st->path,
                 "not a kria state database (application_id 0x%" PRIx64
@@ -508,6 +539,33 @@ sqlfail:
   return rc;
 sqlfail_db:
   return fail(err, errlen, st->path, "%s", sqlite3_errmsg(st->db));
+}
+
+/* Build or drop uris_orig_digest as opts.orig_index says; once, not at
+ * every open: it takes seconds on a million visited URIs. */
+static int orig_index_apply(kr_store_t *st, char *err, size_t errlen) {
+  int64_t have = 0;
+  if (!st->opts.orig_index) return 0;
+  if (query_int(st->db, "SELECT count(*) FROM sqlite_master WHERE type = 'index'"
+                " AND name = 'uris_orig_digest'", &have) != SQLITE_OK)
+    return fail(err, errlen, st->path, "cannot read the schema: %s", sqlite3_errmsg(st->db));
+  if ((st->opts.orig_index > 0) == (have > 0)) return 0;
+  uint64_t t0 = mono_us();
+  char *msg = NULL;
+  if (exec_sql(st->db, have ? "DROP INDEX uris_orig_digest" : "CREATE INDEX " ORIG_INDEX,
+               &msg) != SQLITE_OK) {
+    int rc = fail(err, errlen, st->path, "cannot %s the index of WARC originals by digest: %s",
+                  have ? "drop" : "build", msg ? msg : sqlite3_errmsg(st->db));
+    sqlite3_free(msg);
+    return rc;
+  }
+  if (!st->created)
+    KR_LOG(KR_LOG_NOTICE, st->path,
+           "%s the index of WARC originals by payload digest (%s) in %" PRIu64 " ms",
+           have ? "dropped" : "built",
+           have ? "no dedupe with WARC files" : "dedupe with WARC files",
+           (mono_us() - t0) / 1000);
+  return 0;
 }
 
 static int wal_hook(void *ud, sqlite3 *db, const char *name, int frames);
@@ -609,6 +667,7 @@ int kr_store_open(const char *dir, const kr_store_opts_t *opts,
     sqlite3_free(msg);
     goto out;
   }
+  if ((rc = orig_index_apply(st, err, errlen)) != 0) goto out;
   int64_t ps = 4096;
   query_int(st->db, "PRAGMA page_size", &ps);
   st->page_size = (int)ps;

@@ -13,22 +13,26 @@
  *                                  and validator trust (vt_*, kr_vtrust_t)
  *   uris(fp, host_id, directive, next_at, state, url, via, hop_path,
  *        first_seen, last_visit, wait_ms, visits, versions, retries,
- *        status, content_type, digest, etag, last_modified, history, hint)
+ *        status, content_type, digest, etag, last_modified, history, hint,
+ *        orig_date, orig_fp, orig_rid, orig_digest)
  *                                  fp = kr_fp(canonical URL) as the rowid;
  *                                  digest is the change digest, history a
  *                                  kr_vhist (estimate.h), hint a sitemap
- *                                  changefreq in changes/s
+ *                                  changefreq in changes/s; orig_* the
+ *                                  URI's WARC original (NULL orig_date:
+ *                                  none): the payload digest of its
+ *                                  current version and the WARC response
+ *                                  record holding it (URI orig_fp,
+ *                                  WARC-Date orig_date, WARC-Record-ID
+ *                                  orig_rid): what revisits refer to;
+ *                                  orig_fp 0 is fp itself, a
+ *                                  "<urn:uuid:...>" id kria wrote is its
+ *                                  16 bytes (BLOB), any other id text;
+ *                                  orig_digest NULL when the payload
+ *                                  digest is the change digest (digest)
  *   digests(digest, fp, date)      payload digest -> the first URI and
  *                                  date it was stored under (URL-agnostic
  *                                  duplicates)
- *   originals(fp, digest, ofp, date, rid)  per URI the payload digest
- *                                  of its current version and the WARC
- *                                  response record holding it (URI fp,
- *                                  WARC-Date, WARC-Record-ID): what
- *                                  revisits refer to; ofp 0 is fp
- *                                  itself, a "<urn:uuid:...>" id kria
- *                                  wrote is its 16 bytes (BLOB), any
- *                                  other id text; indexed by digest too
  *   robots(origin, expires, status, final, body)  the last robots.txt
  *                                  fetch per origin ("http://host:port"):
  *                                  a restart reuses it until it expires
@@ -36,6 +40,10 @@
  *                                  counters, reliability and usefulness
  *   uris_queue(host_id, directive DESC, next_at) WHERE next_at < NEVER
  *                                  the per-host priority index
+ *   uris_orig_digest(coalesce(orig_digest, digest)) WHERE orig_date IS
+ *                                  NOT NULL  originals by payload digest,
+ *                                  only while opts.orig_index asks for it
+ *                                  (about 38 bytes per visited URI)
  * Disregarded and failed URIs stay with next_at = KR_NEVER (out of the
  * index, kept for dedupe).
  *
@@ -88,7 +96,7 @@
 
 #define KR_NEVER ((uint64_t)INT64_MAX)   /* next_at of a URI never due */
 #define KR_STORE_APP_ID 0x6b726961       /* "kria" */
-#define KR_STORE_SCHEMA 5                /* user_version this build writes */
+#define KR_STORE_SCHEMA 6                /* user_version this build writes */
 #define KR_STORE_DB_NAME "kria.db"
 #define KR_STORE_LOCK_NAME "kria.lock"
 
@@ -122,6 +130,11 @@ typedef struct kr_store_opts {
                                     gathered (store_vfs.c; benchmarks) */
   uint32_t row_cache;            /* 0; N: keep up to N uris rows in memory,
                                     written through (rowcache.h; simulate) */
+  int orig_index;                /* the index uris_orig_digest, which only
+                                    kr_store_original_find reads: 0 as it
+                                    is (default), 1 build it when missing
+                                    (logged: a while on a million rows), -1
+                                    drop it */
 } kr_store_opts_t;
 
 void kr_store_opts_default(kr_store_opts_t *o);
@@ -401,10 +414,14 @@ typedef struct kr_original {
 /* fp's original. 1 and *out (pointers valid until the next call into the
  * store), 0 when none, KR_EDB. */
 int kr_store_original_get(kr_store_t *st, uint64_t fp, kr_original_t *out);
-/* Some URI's original with payload digest d (n bytes), like _get. */
+/* Some URI's original with payload digest d (n bytes), like _get: the
+ * one of the lowest fp. Without the index (opts.orig_index) a scan of
+ * every row. */
 int kr_store_original_find(kr_store_t *st, const uint8_t *d, size_t n, kr_original_t *out);
 /* Set fp's original: payload digest d (n bytes) in the record rid of
- * URI ofp at date. 0, KR_EINVAL (no digest or id), KR_EDB. */
+ * URI ofp at date. The original lives in fp's uris row: without one it
+ * is not kept (the frontier issues only URIs with a row). 0, KR_EINVAL
+ * (no digest or id), KR_EDB. */
 int kr_store_original_put(kr_store_t *st, uint64_t fp, const uint8_t *d, size_t n, uint64_t ofp,
                           uint64_t date, const char *rid);
 /* The last robots.txt fetch of an origin. */

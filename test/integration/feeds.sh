@@ -169,8 +169,8 @@ like "$(cat "$T/err")" "[1-9][0-9]* embeds refreshed" "the summary counts refres
 dups=$(awk '$4 ~ /\/dup\//' "$CL" | grep -c "duplicate:digest")
 is "$dups" 1 "one of the two identical payloads is a duplicate of the other"
 # with WARC files the originals are the index: both name the first URL's record
-first=$(sqlite3 "$T/state/kria.db" "SELECT DISTINCT u.url FROM originals o JOIN uris u
-  ON u.fp = CASE o.ofp WHEN 0 THEN o.fp ELSE o.ofp END WHERE u.url LIKE '%/dup/%'")
+first=$(sqlite3 "$T/state/kria.db" "SELECT DISTINCT o.url FROM uris u JOIN uris o
+  ON o.fp = CASE u.orig_fp WHEN 0 THEN u.fp ELSE u.orig_fp END WHERE u.url LIKE '%/dup/%'")
 like "$(awk '$4 ~ /\/dup\// && !/duplicate/ {print $4}' "$CL")" "^$first$" "the index holds the first URL"
 is "$(sqlite3 "$T/state/kria.db" "SELECT count(*) FROM digests")" 0 \
   "with WARC files on, no separate digest index"

@@ -441,18 +441,32 @@ static uint64_t orig_date(kr_store_t *st, uint64_t fp) {
   return o.date;
 }
 
+/* Committed rows of URIs fp0, fp0 + step, ... (n): an original lives in
+ * its URI's row. */
+static void rows_for(kr_store_t *st, int64_t h, uint64_t fp0, uint64_t step, uint64_t n) {
+  for (uint64_t i = 0; i < n; i++) {
+    kr_uri_row_t r = row("http://rows.example/", h, 0, 1);
+    r.fp = fp0 + i * step;
+    assert_true(kr_store_uri_insert(st, &r) >= 0);
+  }
+  assert_int_equal(kr_store_commit(st), 0);
+}
+
 /* A commit waiting with url's row in it, then 4,097 originals: every
- * other one of URI 7, the others of URIs 100,001, 100,003, ... */
+ * other one of URI 7, the others of URIs 100,001, 100,003, ... (2,049
+ * rows besides url's) */
 static kr_store_t *originals_past_limit(const char *host, const char *url) {
   kr_store_opts_t o;
   kr_store_opts_default(&o);
   o.commit_updates = 1;
   kr_store_t *st = open_ok(&o);
+  int64_t h;
+  assert_int_equal(kr_store_host_insert(st, host, strlen(host), &h), 0);
+  rows_for(st, h, 7, 1, 1);
+  rows_for(st, h, 100001, 2, 2048);
   sync_waits = 1;
   sync_inline = 0;
   kr_store_set_presync(st, presync_waits, NULL);
-  int64_t h;
-  assert_int_equal(kr_store_host_insert(st, host, strlen(host), &h), 0);
   kr_uri_row_t a = row(url, h, 0, 1);
   assert_int_equal(kr_store_uri_insert(st, &a), 1);
   assert_int_equal(kr_store_maybe_commit(st, 1000), 0);
@@ -484,15 +498,15 @@ static void originals_kept_past_limit_while_commit_waits(void **state) {
   (void)state;
   kr_store_t *st = originals_past_limit("o.example", "http://o.example/a");
   kr_store_abandon(st); /* a crash before the originals' commit */
-  assert_int_equal(sql_int("SELECT count(*) FROM uris"), 1);
-  assert_int_equal(sql_int("SELECT count(*) FROM originals"), 0);
+  assert_int_equal(sql_int("SELECT count(*) FROM uris"), 2049 + 1);
+  assert_int_equal(sql_int("SELECT count(*) FROM uris WHERE orig_date IS NOT NULL"), 0);
   st = originals_past_limit("p.example", "http://p.example/b");
   assert_int_equal(kr_store_commit(st), 0);
   assert_int_equal(kr_store_close(st), 0);
-  assert_int_equal(sql_int("SELECT count(*) FROM uris"), 2);
-  assert_int_equal(sql_int("SELECT count(*) FROM originals"), 2049);
-  assert_int_equal(sql_int("SELECT date FROM originals WHERE fp = 7"), 9999);
-  assert_int_equal(sql_int("SELECT sum(date) FROM originals WHERE fp > 100000"),
+  assert_int_equal(sql_int("SELECT count(*) FROM uris"), 2049 + 2);
+  assert_int_equal(sql_int("SELECT count(*) FROM uris WHERE orig_date IS NOT NULL"), 2049);
+  assert_int_equal(sql_int("SELECT orig_date FROM uris WHERE fp = 7"), 9999);
+  assert_int_equal(sql_int("SELECT sum(orig_date) FROM uris WHERE fp > 100000"),
                    2048 * 2048 + 2048); /* dates 2, 4, ..., 4096 */
 }
 
@@ -505,11 +519,12 @@ static void originals_kept_past_limit_in_held_unit(void **state) {
   kr_store_opts_default(&o);
   o.commit_updates = 1;
   kr_store_t *st = open_ok(&o);
+  int64_t h;
+  assert_int_equal(kr_store_host_insert(st, "o.example", 9, &h), 0);
+  rows_for(st, h, 100000, 1, 4097);
   sync_waits = 1;
   sync_inline = 0;
   kr_store_set_presync(st, presync_waits, NULL);
-  int64_t h;
-  assert_int_equal(kr_store_host_insert(st, "o.example", 9, &h), 0);
   kr_uri_row_t a = row("http://o.example/a", h, 0, 1);
   assert_int_equal(kr_store_uri_insert(st, &a), 1);
   assert_int_equal(kr_store_maybe_commit(st, 1000), 0);
@@ -531,8 +546,8 @@ static void originals_kept_past_limit_in_held_unit(void **state) {
   assert_int_equal(kr_store_maybe_commit(st, 1001), 1);
   assert_int_equal(kr_store_stats(st)->commits, commits + 1);
   kr_store_abandon(st);
-  assert_int_equal(sql_int("SELECT count(*) FROM uris"), 1);
-  assert_int_equal(sql_int("SELECT count(*) FROM originals"), 0);
+  assert_int_equal(sql_int("SELECT count(*) FROM uris"), 4097 + 1);
+  assert_int_equal(sql_int("SELECT count(*) FROM uris WHERE orig_date IS NOT NULL"), 0);
 }
 
 /* kr_store_abandon = kill -9: the committed survives, the rest is gone. */
@@ -994,9 +1009,193 @@ static void migrates_v1(void **state) {
   assert_int_equal(sql_int("SELECT vt_checks FROM hosts WHERE id = 1"), 0);
   assert_int_equal(sql_int("SELECT count(*) FROM digests"), 0);
   assert_int_equal(sql_int("SELECT checks FROM host_validators"), 0);
-  assert_int_equal(sql_int("SELECT count(*) FROM originals"), 0); /* step 3 */
   assert_int_equal(sql_int("SELECT count(*) FROM robots"), 0);    /* step 4 */
-  assert_int_equal(sql_int("SELECT count(*) FROM originals WHERE rid IS NULL"), 0); /* step 5 */
+  /* steps 3 and 5 made originals, 6 folded them into uris */
+  assert_int_equal(sql_int("SELECT count(*) FROM uris WHERE orig_date IS NOT NULL"), 0);
+  assert_int_equal(sql_int("SELECT count(*) FROM sqlite_master WHERE name = 'originals'"), 0);
+}
+
+static void put_digest(kr_store_t *st, kr_uri_row_t *r, const uint8_t *d) {
+  r->digest = d;
+  r->digest_len = d ? 20 : 0;
+  r->visits++;
+  assert_int_equal(kr_store_uri_update(st, r), 1);
+}
+
+/* A version-5 database (originals in their own table, indexed by digest)
+ * migrates to originals in the uris rows, read back the same. */
+static void migrates_v5_originals(void **state) {
+  (void)state;
+  uint8_t d1[20], d2[20];
+  memset(d1, 1, sizeof d1);
+  memset(d2, 2, sizeof d2);
+  kr_store_t *st = open_ok(NULL);
+  int64_t h;
+  assert_int_equal(kr_store_host_insert(st, "m.example", 9, &h), 0);
+  kr_uri_row_t a = row("http://m.example/a", h, 0, 1);
+  kr_uri_row_t b = row("http://m.example/b", h, 0, 1);
+  kr_uri_row_t c = row("http://m.example/c", h, 0, 1);
+  assert_int_equal(kr_store_uri_insert(st, &a), 1);
+  assert_int_equal(kr_store_uri_insert(st, &b), 1);
+  assert_int_equal(kr_store_uri_insert(st, &c), 1);
+  put_digest(st, &a, d1);
+  put_digest(st, &b, d2); /* its change digest is not its payload's */
+  assert_int_equal(kr_store_close(st), 0);
+  /* back to schema 5 as that release left it */
+  char q[1024];
+  snprintf(q, sizeof q,
+           "DROP INDEX IF EXISTS uris_orig_digest;"
+           "ALTER TABLE uris DROP COLUMN orig_digest; ALTER TABLE uris DROP COLUMN orig_rid;"
+           "ALTER TABLE uris DROP COLUMN orig_fp; ALTER TABLE uris DROP COLUMN orig_date;"
+           "CREATE TABLE originals(fp INTEGER PRIMARY KEY, digest BLOB NOT NULL,"
+           " ofp INTEGER NOT NULL, date INTEGER NOT NULL, rid TEXT);"
+           "CREATE INDEX originals_digest ON originals(digest);"
+           "INSERT INTO originals VALUES(%lld, x'%s', 0, 5000,"
+           " x'0123abcd4567489abcdef0123456789a');"
+           "INSERT INTO originals VALUES(%lld, x'%s', %lld, 5000,"
+           " x'0123abcd4567489abcdef0123456789a');"
+           "INSERT INTO originals VALUES(%lld, x'%s', 0, 7000, NULL);"
+           "INSERT INTO originals VALUES(4242, x'00', 0, 1, 'orphan');"
+           "PRAGMA user_version = 5;",
+           (long long)a.fp, "0101010101010101010101010101010101010101", (long long)b.fp,
+           "0101010101010101010101010101010101010101", (long long)a.fp, (long long)c.fp,
+           "0202020202020202020202020202020202020202");
+  sql_exec(q);
+  st = open_ok(NULL);
+  const char *ra = "<urn:uuid:0123abcd-4567-489a-bcde-f0123456789a>";
+  kr_original_t o;
+  assert_int_equal(kr_store_original_get(st, a.fp, &o), 1);
+  assert_memory_equal(o.digest, d1, 20);
+  assert_true(o.ofp == a.fp && o.date == 5000);
+  assert_string_equal(o.rid, ra);
+  assert_string_equal(o.url, a.url);
+  assert_int_equal(kr_store_original_get(st, b.fp, &o), 1);
+  assert_int_equal(o.digest_len, 20);
+  assert_memory_equal(o.digest, d1, 20);
+  assert_true(o.ofp == a.fp && o.date == 5000);
+  assert_string_equal(o.url, a.url);
+  assert_int_equal(kr_store_original_get(st, c.fp, &o), 1);
+  assert_memory_equal(o.digest, d2, 20);
+  assert_null(o.rid); /* written before schema 5 */
+  assert_int_equal(kr_store_original_get(st, 4242, &o), 0);
+  assert_int_equal(kr_store_original_find(st, d2, 20, &o), 1);
+  assert_true(o.ofp == c.fp && o.date == 7000);
+  assert_int_equal(kr_store_original_find(st, d1, 20, &o), 1);
+  assert_true(o.ofp == a.fp);
+  kr_store_close(st);
+  assert_int_equal(sql_int("PRAGMA user_version"), KR_STORE_SCHEMA);
+  assert_int_equal(sql_int("SELECT count(*) FROM sqlite_master WHERE name LIKE 'originals%'"), 0);
+  /* the payload digest is stored only where it is not the change digest */
+  snprintf(q, sizeof q,
+           "SELECT group_concat(CASE WHEN orig_digest IS NULL THEN '-' ELSE hex(orig_digest) END, ' ')"
+           " FROM"
+           " (SELECT orig_digest FROM uris WHERE fp IN (%lld, %lld, %lld) ORDER BY url)",
+           (long long)a.fp, (long long)b.fp, (long long)c.fp);
+  assert_string_equal(sql_text(q), "- 0101010101010101010101010101010101010101 "
+                                   "0202020202020202020202020202020202020202");
+}
+
+/* The original lives in the uris row: no other write of the row loses it
+ * or changes its digest, whichever digest the visits leave in the row. */
+static void original_survives_row_writes(void **state) {
+  (void)state;
+  uint8_t d1[20], d2[20];
+  memset(d1, 1, sizeof d1);
+  memset(d2, 2, sizeof d2);
+  const char *r1 = "<urn:uuid:00000000-0000-4000-8000-000000000001>";
+  kr_store_t *st = open_ok(NULL);
+  int64_t h, h2;
+  assert_int_equal(kr_store_host_insert(st, "s.example", 9, &h), 0);
+  assert_int_equal(kr_store_host_insert(st, "t.example", 9, &h2), 0);
+  kr_uri_row_t a = row("http://s.example/a", h, 0, 1);
+  assert_int_equal(kr_store_uri_insert(st, &a), 1);
+  /* the WARC writer notes the original before the visit's row is written */
+  assert_int_equal(kr_store_original_put(st, a.fp, d1, 20, a.fp, 5000, r1), 0);
+  put_digest(st, &a, d1);
+  kr_original_t o;
+  for (int step = 0; step < 7; step++) {
+    switch (step) {
+    case 1: put_digest(st, &a, d2); break; /* a change the WARC has not seen */
+    case 2: put_digest(st, &a, NULL); break;
+    case 3: assert_int_equal(kr_store_uri_set_sched(st, a.fp, 1, 77, 1), 1); break;
+    case 4: assert_int_equal(kr_store_uri_set_hint(st, a.fp, 0.25), 1); break;
+    case 5: assert_int_equal(kr_store_uri_insert(st, &a), 0); break;
+    case 6:
+      assert_true(kr_store_due_all(st, 10) >= 0);
+      assert_int_equal(kr_store_uris_move_host(st, h, h2), 1);
+      break;
+    default: break;
+    }
+    assert_int_equal(kr_store_original_get(st, a.fp, &o), 1);
+    assert_memory_equal(o.digest, d1, 20);
+    assert_true(o.ofp == a.fp && o.date == 5000);
+    assert_string_equal(o.rid, r1);
+    assert_int_equal(kr_store_original_find(st, d1, 20, &o), 1);
+    assert_int_equal(kr_store_original_find(st, d2, 20, &o), 0);
+  }
+  put_digest(st, &a, d1);
+  assert_int_equal(kr_store_commit(st), 0);
+  kr_store_close(st);
+  /* the payload digest is the change digest again: not stored twice */
+  assert_int_equal(sql_int("SELECT count(*) FROM uris WHERE orig_digest IS NOT NULL"), 0);
+  /* without a uris row nothing is kept (the frontier issues none such) */
+  st = open_ok(NULL);
+  assert_int_equal(kr_store_original_put(st, 4242, d2, 20, 4242, 1, r1), 0);
+  assert_int_equal(kr_store_original_get(st, 4242, &o), 0);
+  kr_store_close(st);
+}
+
+static int uses_orig_index(void) {
+  sqlite3 *db = db_open(SQLITE_OPEN_READONLY);
+  sqlite3_stmt *s = query_row(db, "EXPLAIN QUERY PLAN SELECT fp FROM uris u WHERE"
+                                  " coalesce(u.orig_digest, u.digest) = x'01' AND"
+                                  " u.orig_date IS NOT NULL ORDER BY u.fp LIMIT 1");
+  int uses = 0, sorts = 0;
+  while (sqlite3_step(s) == SQLITE_ROW) {
+    const char *d = (const char *)sqlite3_column_text(s, 3);
+    if (strstr(d, "uris_orig_digest")) uses = 1;
+    if (strstr(d, "TEMP B-TREE")) sorts = 1;
+  }
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  assert_false(sorts);
+  return uses;
+}
+
+/* The index of originals by digest exists while opts.orig_index asks for
+ * it, and the lookup by digest uses it; without it the lookup scans. */
+static void orig_index_by_option(void **state) {
+  (void)state;
+  const char *has = "SELECT count(*) FROM sqlite_master WHERE name = 'uris_orig_digest'";
+  kr_store_opts_t o;
+  kr_store_opts_default(&o);
+  kr_store_t *st = open_ok(&o);
+  int64_t h;
+  assert_int_equal(kr_store_host_insert(st, "i.example", 9, &h), 0);
+  kr_uri_row_t a = row("http://i.example/a", h, 0, 1);
+  assert_int_equal(kr_store_uri_insert(st, &a), 1);
+  uint8_t d[20];
+  memset(d, 9, sizeof d);
+  assert_int_equal(kr_store_original_put(st, a.fp, d, 20, a.fp, 5000, "<x>"), 0);
+  kr_store_close(st);
+  assert_int_equal(sql_int(has), 0); /* default: none on a new database */
+  o.orig_index = 1;
+  st = open_ok(&o);
+  kr_original_t r;
+  assert_int_equal(kr_store_original_find(st, d, 20, &r), 1);
+  kr_store_close(st);
+  assert_int_equal(sql_int(has), 1);
+  assert_true(uses_orig_index());
+  o.orig_index = 0; /* as it is */
+  kr_store_close(open_ok(&o));
+  assert_int_equal(sql_int(has), 1);
+  o.orig_index = -1;
+  st = open_ok(&o);
+  assert_int_equal(kr_store_original_find(st, d, 20, &r), 1);
+  assert_true(r.ofp == a.fp);
+  kr_store_close(st);
+  assert_int_equal(sql_int(has), 0);
+  assert_false(uses_orig_index());
 }
 
 /* robots.txt rows: written in the current transaction, read back after a
@@ -1111,7 +1310,7 @@ static void warc_originals(void **state) {
   assert_int_equal(kr_store_original_find(st, NULL, 0, &o), 0);
   assert_int_equal(kr_store_commit(st), 0);
   kr_store_close(st);
-  assert_int_equal(sql_int("SELECT count(*) FROM originals"), 2);
+  assert_int_equal(sql_int("SELECT count(*) FROM uris WHERE orig_date IS NOT NULL"), 2);
 }
 
 /* Originals are kept small: kria's record ids as 16 bytes, a URI that is
@@ -1152,14 +1351,15 @@ static void warc_originals_compact(void **state) {
   assert_string_equal(o.url, "http://c.example/a");
   kr_store_close(st);
   char q[160];
-  snprintf(q, sizeof q, "SELECT typeof(rid) || length(rid) || '/' || ofp FROM originals WHERE fp = %lld",
+  snprintf(q, sizeof q,
+           "SELECT typeof(orig_rid) || length(orig_rid) || '/' || orig_fp FROM uris WHERE fp = %lld",
            (long long)a.fp);
   assert_string_equal(sql_text(q), "blob16/0");
-  snprintf(q, sizeof q, "SELECT typeof(rid) || length(rid) FROM originals WHERE fp = %lld",
+  snprintf(q, sizeof q, "SELECT typeof(orig_rid) || length(orig_rid) FROM uris WHERE fp = %lld",
            (long long)b.fp);
   assert_string_equal(sql_text(q), "text47");
-  /* a row as schema 5 wrote it: text id, ofp spelled out */
-  snprintf(q, sizeof q, "UPDATE originals SET rid = '%s', ofp = %lld WHERE fp = %lld", ra,
+  /* a row as an older kria wrote it: text id, ofp spelled out */
+  snprintf(q, sizeof q, "UPDATE uris SET orig_rid = '%s', orig_fp = %lld WHERE fp = %lld", ra,
            (long long)a.fp, (long long)a.fp);
   sql_exec(q);
   st = open_ok(NULL);
@@ -1428,6 +1628,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(fp_scan_signed_range, setup, teardown),
       cmocka_unit_test_setup_teardown(checkpoint_inline_and_async, setup, teardown),
       cmocka_unit_test_setup_teardown(migrates_v1, setup, teardown),
+      cmocka_unit_test_setup_teardown(migrates_v5_originals, setup, teardown),
+      cmocka_unit_test_setup_teardown(original_survives_row_writes, setup, teardown),
+      cmocka_unit_test_setup_teardown(orig_index_by_option, setup, teardown),
       cmocka_unit_test_setup_teardown(robots_rows, setup, teardown),
       cmocka_unit_test_setup_teardown(digest_index, setup, teardown),
       cmocka_unit_test_setup_teardown(warc_originals, setup, teardown),
