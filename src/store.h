@@ -40,10 +40,11 @@
  *                                  counters, reliability and usefulness
  *   uris_queue(host_id, directive DESC, next_at) WHERE next_at < NEVER
  *                                  the per-host priority index
- *   uris_orig_digest(coalesce(orig_digest, digest)) WHERE orig_date IS
- *                                  NOT NULL  originals by payload digest,
- *                                  only while opts.orig_index asks for it
- *                                  (about 38 bytes per visited URI)
+ *   uris_orig_digest(substr(coalesce(orig_digest, digest), 1, 8))
+ *                                  WHERE orig_date IS NOT NULL  originals
+ *                                  by (8 bytes of) payload digest, only
+ *                                  while opts.orig_index asks for it
+ *                                  (about 26 bytes per visited URI)
  * Disregarded and failed URIs stay with next_at = KR_NEVER (out of the
  * index, kept for dedupe).
  *
