@@ -39,7 +39,7 @@ LIBS := $(PKG_LIBS) -lm
 # (include/kria/*.h) have no loop, no database and no global state.
 BASE_SRCS := src/error.c src/mem.c src/buf.c src/arena.c src/log.c
 URL_SRCS := src/url.c src/url_host.c src/url_canon.c src/surt.c src/cmd_url.c
-TIME_SRCS := src/clock.c src/wheel.c src/timer.c
+TIME_SRCS := src/clock.c src/wheel.c src/timer.c src/turnprof.c
 DNS_SRCS := src/dns.c
 NET_SRCS := src/addrpolicy.c src/digest.c src/inflate.c src/conn.c src/tls.c src/http.c src/cmd_fetch.c
 ROBOTS_SRCS := src/robots.c src/cmd_robots.c

@@ -18,6 +18,7 @@
 #include "internal.h"
 #include "log.h"
 #include "timer.h"
+#include "turnprof.h"
 
 enum { H_NONE, H_OPEN, H_RETRY, H_CLOSING };
 
@@ -175,7 +176,15 @@ static void retry_close_cb(uv_handle_t *h) {
 static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf);
 
+static void connected(uv_connect_t *req, int status);
+
 static void connect_cb(uv_connect_t *req, int status) {
+  KR_TP_ENTER(KR_TP_CONNECT);
+  connected(req, status);
+  KR_TP_LEAVE();
+}
+
+static void connected(uv_connect_t *req, int status) {
   kr_conn_t *c = req->handle->data;
   if (c->closing || c->handle != H_OPEN) return; /* abandoned attempt */
   if (status < 0) {
@@ -289,7 +298,9 @@ static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   if (c->closing) return;
   if (nread == UV_ENOBUFS && !buf->base) return; /* the turn's reads are spent */
   if (nread > 0) {
+    KR_TP_ENTER(KR_TP_READ);
     kr__cf_deliver(&c->sock, buf->base, (size_t)nread);
+    KR_TP_LEAVE();
   } else if (nread < 0) {
     uv_read_stop(s);
     if (nread == UV_EOF) {

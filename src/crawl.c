@@ -32,6 +32,7 @@
 #include "kria/seeds.h"
 #include "log.h"
 #include "service.h"
+#include "turnprof.h"
 
 #define DISPATCH_BUDGET 512       /* URIs started per dispatch call */
 /* Dispatches and chain walks of finished fetches per loop turn (a few ms:
@@ -675,7 +676,9 @@ void kr__fetch_complete(kr_fetch_t *f) {
     return;
   }
   kr_hostq_t *h = curi->host;
+  KR_TP_ENTER(KR_TP_FINISH);
   int rc = kr_frontier_finished(c->frontier, curi, &f->outcome, f->links, f->nlinks, now);
+  KR_TP_LEAVE();
   if (rc < 0) crawl_fail(c, rc);
   else if (c->ip_queues) ip_assign(c, f, h, now);
 }
@@ -744,7 +747,9 @@ static void dispatch(kr_crawl_t *c) {
         break;
       }
       kr_curi_t *curi;
+      KR_TP_ENTER(KR_TP_DISPATCH);
       int rc = kr_frontier_next(c->frontier, kr_crawl_now(c), &curi);
+      if (rc <= 0) KR_TP_LEAVE();
       if (rc < 0) {
         crawl_fail(c, rc);
         break;
@@ -752,6 +757,7 @@ static void dispatch(kr_crawl_t *c) {
       if (rc == 0) break;
       budget--;
       start_fetch(c, curi);
+      KR_TP_LEAVE();
     }
   } while (c->dispatch_again && budget && !c->stopping);
   c->dispatching = 0;
@@ -853,9 +859,20 @@ static void turn(kr_crawl_t *c) {
 
 static void on_check(uv_check_t *h) {
   kr_crawl_t *c = container_of(h, kr_crawl_t, check);
+  if (kr_turnprof.on)
+    kr_tp_poll_end(&kr_turnprof, uv_hrtime(), uv_metrics_idle_time(&c->loop) - c->poll_idle_ns);
   kr_turn_budget_reset(&c->turn_budget); /* the poll phase is over */
   kr_turn_budget_reset(&c->read_budget);
+  KR_TP_ENTER(KR_TP_TURN);
   if (!c->closing) turn(c);
+  KR_TP_LEAVE();
+  if (kr_turnprof.on) kr_tp_turn_end(&kr_turnprof, uv_hrtime(), kr_tp_thread_cpu());
+}
+
+static void on_prepare(uv_prepare_t *h) {
+  kr_crawl_t *c = container_of(h, kr_crawl_t, prepare);
+  c->poll_idle_ns = uv_metrics_idle_time(&c->loop);
+  if (kr_turnprof.on) kr_tp_poll_begin(&kr_turnprof, uv_hrtime());
 }
 
 static void on_commit_timer(uv_timer_t *t) {
@@ -872,7 +889,9 @@ static void on_idle(uv_idle_t *h) {
   uv_idle_stop(h);
   if (c->closing) return;
   kr_turn_budget_reset(&c->turn_budget);
+  KR_TP_ENTER(KR_TP_RESUME);
   if (resume_waiting(c)) uv_idle_start(h, on_idle);
+  KR_TP_LEAVE();
   if (c->stopping && c->in_flight == 0) {
     close_everything(c);
     return;
@@ -1033,6 +1052,7 @@ static void close_everything(kr_crawl_t *c) {
   c->dns = NULL;
   kr_timers_close(&c->timers, NULL);
   close_handle((uv_handle_t *)&c->check);
+  close_handle((uv_handle_t *)&c->prepare);
   close_handle((uv_handle_t *)&c->idle);
   close_handle((uv_handle_t *)&c->commit_timer);
   close_handle((uv_handle_t *)&c->grace_timer);
@@ -1113,6 +1133,7 @@ static void teardown(kr_crawl_t *c) {
     c->frontier = NULL;
     if (c->timers.clock) kr_timers_close(&c->timers, NULL);
     close_handle((uv_handle_t *)&c->check);
+    close_handle((uv_handle_t *)&c->prepare);
     close_handle((uv_handle_t *)&c->idle);
     close_handle((uv_handle_t *)&c->commit_timer);
     close_handle((uv_handle_t *)&c->grace_timer);
@@ -1137,11 +1158,14 @@ int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out
   if (lvl > 0) kr_log_level = lvl;
 
   uv_loop_init(&c->loop);
+  /* the turn profile leaves the poll phase's waiting out */
+  uv_loop_configure(&c->loop, UV_METRICS_IDLE_TIME);
   kr_clock_init_real(&c->clock);
   c->started_ms = kr_crawl_now(c);
   int rc = kr_timers_init(&c->timers, &c->loop, &c->clock);
   KR_BUG_ON(rc);
   uv_check_init(&c->loop, &c->check);
+  uv_prepare_init(&c->loop, &c->prepare);
   uv_idle_init(&c->loop, &c->idle);
   kr_turn_budget_init(&c->turn_budget, TURN_BUDGET_NS);
   kr_turn_budget_init(&c->read_budget, TURN_BUDGET_NS);
@@ -1261,6 +1285,8 @@ fail:
 int kr_crawl_run(kr_crawl_t *c) {
   c->run_started_us = kr_clock_mono_us(&c->clock);
   uv_check_start(&c->check, on_check);
+  kr_tp_init(&kr_turnprof, 1, uv_hrtime(), kr_tp_thread_cpu());
+  uv_prepare_start(&c->prepare, on_prepare);
   uint64_t max_time = (uint64_t)kr_config_ms(kr_config_global(c->cfg), KR_CFG_LIMITS_MAX_TIME);
   if (max_time) kr_timer_start(&c->timers, &c->max_time_entry, kr_crawl_now(c) + max_time, on_max_time);
   dispatch(c);

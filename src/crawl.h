@@ -327,6 +327,8 @@ struct kr_crawl {
   size_t via_cap;
   /* loop plumbing */
   uv_check_t check;
+  uv_prepare_t prepare;         /* turn profile: the poll phase begins */
+  uint64_t poll_idle_ns;        /* the loop's idle time when it did */
   uv_idle_t idle;               /* dispatch continues next turn (budget) */
   kr_turn_budget_t turn_budget; /* dispatches and finished fetches per turn */
   kr_turn_budget_t read_budget; /* socket reads (parsing, digests, extraction) per turn */

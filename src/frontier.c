@@ -26,6 +26,7 @@
 #include "kria/seen.h"
 #include "kria/url.h"
 #include "log.h"
+#include "turnprof.h"
 
 struct kr_frontier {
   kr_frontier_opts_t opts;
@@ -1419,9 +1420,19 @@ static void pending_row_done(kr_frontier_t *f, pending_t *p) {
 
 /* Apply the held-back writes in arrival order once the store is writable.
  * 0 or KR_EDB (the rest stay queued). */
+static int replay_some(kr_frontier_t *f, int force);
+
 static int replay(kr_frontier_t *f) { return replay_all(f, 0); }
 
 static int replay_all(kr_frontier_t *f, int force) {
+  if (!f->pending_head || !(force || kr_store_writable(f->st))) return 0;
+  KR_TP_ENTER(KR_TP_REPLAY);
+  int rc = replay_some(f, force);
+  KR_TP_LEAVE();
+  return rc;
+}
+
+static int replay_some(kr_frontier_t *f, int force) {
   while (f->pending_head && (force || kr_store_writable(f->st))) {
     pending_t *p = f->pending_head;
     f->pending_head = p->next;
@@ -1655,6 +1666,7 @@ void kr_frontier_stats(kr_frontier_t *f, kr_frontier_stats_t *out) {
   out->run_bytes = f->run_bytes;
   out->run_documents = f->run_documents;
   out->seen = kr_seen_count(f->seen);
+  out->seen_bytes = kr_seen_memory(f->seen);
   out->seen_complete = f->seen_complete;
   out->limit = f->limit;
   out->held_back = f->npending;

@@ -389,6 +389,7 @@ typedef struct kr_frontier_stats {
   uint64_t run_bytes;       /* since open, for the limits */
   uint64_t run_documents;
   uint64_t seen;            /* fingerprints in the seen filter */
+  uint64_t seen_bytes;      /* its heap bytes */
   int seen_complete;        /* the filter holds every row's fp */
   const char *limit;        /* which limit was reached, or NULL */
   uint64_t held_back;       /* writes waiting for a store drain to end */

@@ -32,6 +32,7 @@
 #include "kria/addrpolicy.h"
 #include "kria/inflate.h"
 #include "log.h"
+#include "turnprof.h"
 
 /* ---- options ------------------------------------------------------------ */
 
@@ -606,6 +607,7 @@ static void idle_cb(uv_idle_t *h) {
    * the next turn, so one turn's work is bounded. */
   kr_http_fetch_t *list = c->done_head;
   c->done_head = c->done_tail = NULL;
+  KR_TP_ENTER(KR_TP_DONE);
   while (list) {
     kr_http_fetch_t *f = list;
     list = f->done_next;
@@ -613,6 +615,7 @@ static void idle_cb(uv_idle_t *h) {
     f->done_called = 1;
     f->cbs->on_done(f, f->err);
   }
+  KR_TP_LEAVE();
   if (!c->done_head) uv_idle_stop(&c->idle);
 }
 

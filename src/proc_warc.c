@@ -98,6 +98,7 @@
 #include "log.h"
 #include "warcfile.h"
 #include "warcsync.h"
+#include "turnprof.h"
 
 #define CAP_MEM_MAX (4u << 20)   /* raw body kept in memory per fetch */
 #define MEM_BUDGET (256u << 20)  /* ... and across fetches */
@@ -847,6 +848,7 @@ static void apply_reopen(struct kr_warc *w);
 static void on_slice(uv_idle_t *h) {
   struct kr_warc *w = container_of(h, struct kr_warc, idle);
   uint64_t t0 = uv_hrtime();
+  KR_TP_ENTER(KR_TP_WARC);
   while (uv_hrtime() - t0 < SLICE_NS) {
     if (w->job.f) {
       if (w->cancel) {
@@ -877,8 +879,11 @@ static void on_slice(uv_idle_t *h) {
     int rc = write_visit(w, f);
     if (rc == 1) continue; /* it became the job */
     if (rc) failed(w, f, rc);
+    KR_TP_ENTER(KR_TP_RESUME);
     kr_chain_resume(&f->cf, 0);
+    KR_TP_LEAVE();
   }
+  KR_TP_LEAVE();
   if (!w->job.f && (!w->qn || !w->wf)) uv_idle_stop(h);
 }
 
@@ -908,7 +913,9 @@ static int run_visit(struct kr_warc *w, kr_fetch_t *f) {
     queue_push(w, f);
     return KR_PROC_ASYNC;
   }
+  KR_TP_ENTER(KR_TP_WARC);
   int rc = write_visit(w, f);
+  KR_TP_LEAVE();
   if (rc == 1) return KR_PROC_ASYNC;
   if (rc) failed(w, f, rc);
   return KR_PROC_NEXT;

@@ -29,6 +29,7 @@
 #include "kria/seeds.h"
 #include "log.h"
 #include "proc_warc.h"
+#include "turnprof.h"
 
 #define TICK_MS 1000
 #define SD_STATUS_MS 10000
@@ -323,7 +324,9 @@ static void on_lag_probe(uv_timer_t *t) {
   kr_service_t *s = t->data;
   if (s->closed || !s->prog) return;
   uint64_t now = uv_now(t->loop);
-  kr_progress_lag(s->prog, now > s->lag_probe_due ? now - s->lag_probe_due : 0);
+  uint64_t lag = now > s->lag_probe_due ? now - s->lag_probe_due : 0;
+  kr_progress_lag(s->prog, lag);
+  if (lag > KR_TP_LONG_NS / 1000000) kr_tp_late(&kr_turnprof, uv_hrtime(), lag * 1000000);
   s->lag_probe_due = now + KR_SVC_LAG_PROBE_MS;
 }
 

@@ -13,6 +13,9 @@
  * /metrics, /hosts and /frontier, /uri, control, the console, routing.
  */
 #include <inttypes.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,9 +30,11 @@
 #include "kria/estimate.h"
 #include "kria/fp.h"
 #include "kria/validators.h"
+#include "linkcache.h"
 #include "log.h"
 #include "proc_warc.h"
 #include "service.h"
+#include "turnprof.h"
 
 /* ---- a JSON writer -------------------------------------------------------------- */
 
@@ -486,6 +491,75 @@ static void metric_u(kr_buf_t *b, const char *name, const char *type, const char
   kr_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %" PRIu64 "\n", name, help, name, type, name, v);
 }
 
+/* What holds the process's memory, as far as kria knows it. */
+static void metric_memory(kr_buf_t *b, kr_crawl_t *c) {
+  uint64_t cache = 0, heap = 0;
+  kr_store_memory(kr_frontier_store(c->frontier), &cache, &heap);
+  kr_frontier_stats_t fs;
+  kr_frontier_stats(c->frontier, &fs);
+  kr_linkcache_stats_t ls = {0};
+  if (c->links_cache) kr_linkcache_stats(c->links_cache, &ls);
+  const char *name = "kria_memory_bytes";
+  kr_buf_printf(b, "# HELP %s Memory by holder (malloc: glibc's view of the heap).\n# TYPE %s gauge\n",
+                name, name);
+  kr_buf_printf(b, "%s{part=\"sqlite_page_cache\"} %" PRIu64 "\n", name, cache);
+  kr_buf_printf(b, "%s{part=\"sqlite_heap\"} %" PRIu64 "\n", name, heap);
+  kr_buf_printf(b, "%s{part=\"seen_filter\"} %" PRIu64 "\n", name, fs.seen_bytes);
+  kr_buf_printf(b, "%s{part=\"link_cache\"} %" PRIu64 "\n", name, (uint64_t)ls.bytes);
+  kr_buf_printf(b, "%s{part=\"held_back\"} %" PRIu64 "\n", name, fs.held_back_bytes);
+  /* fetch objects, pooled or running, with the buffers they keep */
+  uint64_t pool = 0;
+  for (int list = 0; list < 2; list++)
+    for (kr_fetch_t *f = list ? c->inflight : c->free_fetches; f; f = f->next)
+      pool += sizeof *f + f->body.cap + f->strip_buf.cap + f->links_cap * sizeof *f->links +
+              f->arena.block_size;
+  kr_buf_printf(b, "%s{part=\"fetch_objects\"} %" PRIu64 "\n", name, pool);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+  struct mallinfo2 mi = mallinfo2();
+  kr_buf_printf(b, "%s{part=\"malloc_in_use\"} %zu\n", name, mi.uordblks + mi.hblkhd);
+  kr_buf_printf(b, "%s{part=\"malloc_free\"} %zu\n", name, mi.fordblks);
+  kr_buf_printf(b, "%s{part=\"malloc_mmap\"} %zu\n", name, mi.hblkhd);
+#endif
+}
+
+/* Where the loop's turns spend their time (turnprof.h), by phase. */
+static void metric_turnprof(kr_buf_t *b, const kr_turnprof_t *p) {
+  if (!p->on) return;
+  static const struct {
+    const char *name, *help;
+    int per_phase; /* 0: blame (late probes), 1: phases, 2: long-turn blame */
+  } fam[] = {
+      {"kria_loop_phase_seconds_total", "Loop thread busy time by phase.", 1},
+      {"kria_loop_long_turn_phase_seconds_total", "Time by phase in turns busy over 20 ms.", 3},
+      {"kria_loop_long_turns_total", "Turns busy over 20 ms by their largest phase.", 2},
+      {"kria_loop_late_probes_total", "Lag probes over 20 ms late by what ran before them.", 0},
+  };
+  for (size_t k = 0; k < ARRAY_SIZE(fam); k++) {
+    kr_buf_printf(b, "# HELP %s %s\n# TYPE %s counter\n", fam[k].name, fam[k].help, fam[k].name);
+    unsigned n = fam[k].per_phase == 1 || fam[k].per_phase == 3 ? KR_TP__N : KR_TP__BLAME;
+    for (unsigned i = 0; i < n; i++) {
+      if (fam[k].per_phase == 1)
+        kr_buf_printf(b, "%s{phase=\"%s\"} %.6f\n", fam[k].name, kr_tp_names[i], (double)p->total[i] / 1e9);
+      else if (fam[k].per_phase == 3)
+        kr_buf_printf(b, "%s{phase=\"%s\"} %.6f\n", fam[k].name, kr_tp_names[i], (double)p->long_ns[i] / 1e9);
+      else
+        kr_buf_printf(b, "%s{phase=\"%s\"} %" PRIu64 "\n", fam[k].name, kr_tp_names[i],
+                      fam[k].per_phase == 2 ? p->long_turns[i] : p->late[i]);
+    }
+  }
+  metric_u(b, "kria_loop_turns_total", "counter", "Loop turns.", p->turns);
+  metric(b, "kria_loop_busy_seconds_total", "counter", "Loop turns' time less the poll wait.",
+         (double)p->busy_ns / 1e9);
+  metric(b, "kria_loop_offcpu_seconds_total", "counter",
+         "Busy time the loop thread spent off its CPU.", (double)p->offcpu_ns / 1e9);
+  metric(b, "kria_loop_long_turn_busy_seconds_total", "counter", "Busy time of turns over 20 ms.",
+         (double)p->long_busy_ns / 1e9);
+  metric(b, "kria_loop_long_turn_offcpu_seconds_total", "counter",
+         "Time off the CPU in turns over 20 ms.", (double)p->long_offcpu_ns / 1e9);
+  metric(b, "kria_loop_long_turn_max_seconds", "gauge", "Longest turn (busy time).",
+         (double)p->long_max_ns / 1e9);
+}
+
 /* A Prometheus histogram in seconds from a log-scale one: each le bound
  * counts the buckets lying wholly below it. */
 static void metric_hist(kr_buf_t *b, const char *name, const char *help, const kr_lhist_t *h) {
@@ -609,6 +683,20 @@ static void page_metrics(kr_service_t *s, kr_buf_t *b) {
   metric(b, "kria_loop_lag_seconds_max", "gauge", "Largest tick lateness this minute.",
          (double)s->lag_ms_max / 1000.0);
   metric_lag(b, kr_progress_lag_total(s->prog));
+  metric_turnprof(b, &kr_turnprof);
+  metric_memory(b, c);
+  metric_u(b, "kria_fetch_objects", "gauge", "Fetch objects allocated (pooled or running).",
+           c->nfetch_objs);
+  if (c->http) {
+    kr_http_stats_t hs2;
+    kr_http_client_stats(c->http, &hs2);
+    metric_u(b, "kria_http_connections_opened_total", "counter", "TCP connections established.",
+             hs2.conns_opened);
+    metric_u(b, "kria_http_connections_reused_total", "counter",
+             "Fetches served by a pooled connection.", hs2.conns_reused);
+    metric_u(b, "kria_http_reads_deferred_total", "counter",
+             "Socket reads refused by a loop turn's read budget.", hs2.reads_deferred);
+  }
   metric_u(b, "kria_reloads_total", "counter", "Configurations applied by SIGHUP.", s->reloads_ok);
   metric_u(b, "kria_reload_failures_total", "counter", "Reloads refused.", s->reloads_failed);
   metric_u(b, "kria_rare_events_total", "counter", "Rare internal events (KR_COUNT_IF).",
@@ -1181,7 +1269,15 @@ static const char console_headers[] =
 
 static int path_is(kr_slice_t p, const char *s) { return kr_slice_eq(p, kr_slice_cstr(s)); }
 
+static void handle(void *ud, const kr_status_req_t *req, kr_status_resp_t *resp);
+
 void kr__status_pages_handle(void *ud, const kr_status_req_t *req, kr_status_resp_t *resp) {
+  KR_TP_ENTER(KR_TP_STATUS);
+  handle(ud, req, resp);
+  KR_TP_LEAVE();
+}
+
+static void handle(void *ud, const kr_status_req_t *req, kr_status_resp_t *resp) {
   kr_service_t *s = ud;
   kr_crawl_t *c = s->c;
   int get = req->method != KR_STATUS_POST;

@@ -29,6 +29,7 @@
 #include "internal.h"
 #include "log.h"
 #include "rowcache.h"
+#include "turnprof.h"
 
 /* ---- statements ---------------------------------------------------------- */
 
@@ -921,7 +922,10 @@ static void drain_end(kr_store_t *st);
 static int commit(kr_store_t *st, int may_wait) {
   if (!st->in_tx) return 0;
   if (st->presync_wait == PS_WAITING && may_wait) return 0;
-  if (st->precommit && st->precommit(st->precommit_ud) < 0) {
+  KR_TP_ENTER(KR_TP_FLUSH_HOSTS);
+  int pre = st->precommit ? st->precommit(st->precommit_ud) : 0;
+  KR_TP_LEAVE();
+  if (pre < 0) {
     step_done(st, st->stmt[S_ROLLBACK], "rolling back");
     st->in_tx = 0;
     kr_rowcache_clear(st->rows);
@@ -932,16 +936,22 @@ static int commit(kr_store_t *st, int may_wait) {
   /* The step that ran in the background (PS_DONE) covers this commit:
    * what it could not cover was held back meanwhile (kr_store_writable
    * said wait). */
-  if (st->presync && st->presync_wait != PS_DONE &&
-      st->presync(st->presync_ud, may_wait) == KR_STORE_PRESYNC_WAIT && may_wait) {
-    st->presync_wait = PS_WAITING;
-    return 0;
+  if (st->presync && st->presync_wait != PS_DONE) {
+    KR_TP_ENTER(KR_TP_PRESYNC);
+    int ps = st->presync(st->presync_ud, may_wait);
+    KR_TP_LEAVE();
+    if (ps == KR_STORE_PRESYNC_WAIT && may_wait) {
+      st->presync_wait = PS_WAITING;
+      return 0;
+    }
   }
   st->presync_wait = PS_NONE;
+  KR_TP_ENTER(KR_TP_COMMIT);
   uint64_t t0 = mono_us();
   int rc = sqlite3_step(st->stmt[S_COMMIT]);
   sqlite3_reset(st->stmt[S_COMMIT]);
   uint64_t us = mono_us() - t0;
+  KR_TP_LEAVE();
   if (rc != SQLITE_DONE) {
     db_err(st, "committing");
     if (!sqlite3_get_autocommit(st->db))
@@ -1234,6 +1244,13 @@ int kr_store_checkpoint(kr_store_t *st) {
 }
 
 const kr_store_stats_t *kr_store_stats(const kr_store_t *st) { return &st->stats; }
+
+void kr_store_memory(const kr_store_t *st, uint64_t *cache, uint64_t *sqlite_heap) {
+  int cur = 0, hi = 0;
+  sqlite3_db_status(st->db, SQLITE_DBSTATUS_CACHE_USED, &cur, &hi, 0);
+  *cache = cur > 0 ? (uint64_t)cur : 0;
+  *sqlite_heap = (uint64_t)sqlite3_memory_used();
+}
 
 /* Wait for a running job's thread part; its after-callback will find the
  * store gone and only free itself. */

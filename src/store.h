@@ -372,6 +372,9 @@ typedef struct kr_store_stats {
   int checkpoint_running;
 } kr_store_stats_t;
 const kr_store_stats_t *kr_store_stats(const kr_store_t *st);
+/* Page cache bytes of the writer connection (it fills up to cache_mib),
+ * and all of SQLite's heap in this process (every connection). */
+void kr_store_memory(const kr_store_t *st, uint64_t *cache, uint64_t *sqlite_heap);
 
 /* ---- VFS (store_vfs.c) ----------------------------------------------------- */
 

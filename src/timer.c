@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "turnprof.h"
 
 #define ADVANCE_MAX 1000000
 
@@ -49,7 +50,9 @@ static void on_uv_timer(uv_timer_t *h) {
   t->armed_at = UINT64_MAX; /* a one-shot: no longer armed */
   t->uv_fires++;
   t->running = 1;
+  KR_TP_ENTER(KR_TP_TIMERS);
   size_t n = kr_wheel_run(&t->wheel, kr_clock_now_ms(t->clock), t->budget);
+  KR_TP_LEAVE();
   t->running = 0;
   /* Budget spent with entries still due: yield to I/O for a millisecond. */
   rearm(t, n >= t->budget ? 1 : 0);
