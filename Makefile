@@ -37,7 +37,7 @@ LIBS := $(PKG_LIBS) -lm
 
 # Explicit source lists, one variable per area. Pure modules
 # (include/kria/*.h) have no loop, no database and no global state.
-BASE_SRCS := src/error.c src/mem.c src/buf.c src/arena.c src/log.c
+BASE_SRCS := src/error.c src/mem.c src/buf.c src/arena.c src/log.c src/fdio.c
 URL_SRCS := src/url.c src/url_host.c src/url_canon.c src/surt.c src/cmd_url.c
 TIME_SRCS := src/clock.c src/wheel.c src/timer.c src/turnprof.c
 DNS_SRCS := src/dns.c

@@ -30,6 +30,11 @@ void kr__bug(const char *file, int line, const char *cond)
       kr__bug(__FILE__, __LINE__, #cond);               \
   } while (0)
 
+/* All n bytes to or from a blocking fd (fdio.c): 0, or -1 on an error
+ * (errno) or, reading, the end before n bytes. */
+int kr_write_all(int fd, const void *p, size_t n);
+int kr_read_all(int fd, void *p, size_t n);
+
 /* Rare events worth showing on the status page: counted, never fatal. */
 extern uint64_t kr__rare_events;
 #define KR_COUNT_IF(cond) \

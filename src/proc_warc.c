@@ -247,17 +247,6 @@ static int spill_open(const char *dir) {
   return fd;
 }
 
-static int write_all(int fd, const char *p, size_t n) {
-  while (n) {
-    ssize_t k = write(fd, p, n);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return -1;
-    p += k;
-    n -= (size_t)k;
-  }
-  return 0;
-}
-
 /* Move the capture to a spill file: the block digest starts with the head
  * and the bytes held so far. */
 static int spill_start(struct kr_warc *w, kr_fetch_t *f, struct kr_warc_cap *k) {
@@ -266,7 +255,7 @@ static int spill_start(struct kr_warc *w, kr_fetch_t *f, struct kr_warc_cap *k) 
   if (k->fd < 0 || !k->sha_ready || kr_sha1_reset(&k->sha) ||
       kr_sha1_update(&k->sha, head.p, head.n) ||
       kr_sha1_update(&k->sha, k->mem.data ? k->mem.data : "", k->mem.len) ||
-      write_all(k->fd, k->mem.data ? k->mem.data : "", k->mem.len)) {
+      kr_write_all(k->fd, k->mem.data ? k->mem.data : "", k->mem.len)) {
     KR_LOG(KR_LOG_WARN, f->cf.url, "cannot spill a large body to %s: %s", w->dir,
            strerror(errno));
     return -1;
@@ -299,7 +288,7 @@ void kr__warc_raw(kr_fetch_t *f, const char *p, size_t n) {
       return;
     }
   }
-  if (kr_sha1_update(&k->sha, p, n) || write_all(k->fd, p, n)) {
+  if (kr_sha1_update(&k->sha, p, n) || kr_write_all(k->fd, p, n)) {
     KR_LOG(KR_LOG_WARN, f->cf.url, "cannot spill a large body to %s: %s", w->dir,
            strerror(errno));
     k->failed = 1;

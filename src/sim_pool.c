@@ -24,30 +24,6 @@ typedef struct slot {
   size_t k;   /* the task */
 } slot_t;
 
-static int write_all(int fd, const void *p, size_t n) {
-  const char *c = p;
-  while (n) {
-    ssize_t k = write(fd, c, n);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return -1;
-    c += k;
-    n -= (size_t)k;
-  }
-  return 0;
-}
-
-static int read_all(int fd, void *p, size_t n) {
-  char *c = p;
-  while (n) {
-    ssize_t k = read(fd, c, n);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) return -1;
-    c += k;
-    n -= (size_t)k;
-  }
-  return 0;
-}
-
 /* Start task k in a child writing its result to a pipe: 0, or -1 with
  * why. */
 static int start(const kr_sim_pool_t *p, size_t k, void *buf, slot_t *s, char *why,
@@ -63,7 +39,7 @@ static int start(const kr_sim_pool_t *p, size_t k, void *buf, slot_t *s, char *w
     close(fds[0]);
     memset(buf, 0, p->size);
     p->run(p->ud, k, buf);
-    int ok = write_all(fds[1], buf, p->size);
+    int ok = kr_write_all(fds[1], buf, p->size);
     _exit(ok == 0 ? 0 : 2);
   }
   int e = errno;
@@ -80,7 +56,7 @@ static int start(const kr_sim_pool_t *p, size_t k, void *buf, slot_t *s, char *w
 /* Read s's result (blocking: its child writes it, then exits), reap the
  * child and report the task. */
 static void finish(const kr_sim_pool_t *p, const slot_t *s, void *buf) {
-  int got = read_all(s->fd, buf, p->size) == 0;
+  int got = kr_read_all(s->fd, buf, p->size) == 0;
   close(s->fd);
   int st = 0;
   pid_t r;

@@ -6,11 +6,15 @@
 #include <cmocka.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <errno.h>
+#include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kria/arena.h"
 #include "kria/buf.h"
 #include "kria/error.h"
+#include "internal.h"
 
 static void error_names_are_distinct_and_total(void **state) {
   (void)state;
@@ -96,6 +100,29 @@ static void arena_allocates_aligned_and_caps(void **state) {
   kr_arena_free(&a);
 }
 
+/* Whole reads and writes: a read that meets the end before n bytes and a
+ * write to a pipe nobody reads fail; n bytes in several pieces succeed. */
+static void fd_read_write_all(void **state) {
+  (void)state;
+  signal(SIGPIPE, SIG_IGN);
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  assert_int_equal(kr_write_all(fds[1], "abc", 3), 0);
+  assert_int_equal(kr_write_all(fds[1], "de", 2), 0);
+  char got[8] = {0};
+  assert_int_equal(kr_read_all(fds[0], got, 4), 0);
+  assert_string_equal(got, "abcd");
+  close(fds[1]);
+  assert_int_equal(kr_read_all(fds[0], got, 2), -1); /* "e", then the end */
+  close(fds[0]);
+  assert_int_equal(pipe(fds), 0);
+  close(fds[0]);
+  errno = 0;
+  assert_int_equal(kr_write_all(fds[1], "x", 1), -1);
+  assert_int_equal(errno, EPIPE);
+  close(fds[1]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(error_names_are_distinct_and_total),
@@ -103,6 +130,7 @@ int main(void) {
       cmocka_unit_test(slices_compare),
       cmocka_unit_test(u64_decimal_as_printf),
       cmocka_unit_test(arena_allocates_aligned_and_caps),
+      cmocka_unit_test(fd_read_write_all),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
