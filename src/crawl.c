@@ -1111,7 +1111,7 @@ static int add_seeds(kr_crawl_t *c, char *err, size_t errlen) {
       kr_seeds_free(&seeds);
       return rc;
     }
-    if (rc > 0) added++;
+    if (rc == 1) added++;
   }
   KR_LOG(KR_LOG_INFO, path, "%zu seeds, %zu new", seeds.n, added);
   kr_seeds_free(&seeds);

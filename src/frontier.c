@@ -874,7 +874,7 @@ static int must_queue(kr_frontier_t *f) {
 int kr_frontier_add(kr_frontier_t *f, const kr_link_t *link, uint64_t now) {
   if (must_queue(f)) {
     queue_op(f, NULL, NULL, link, 1, now);
-    return 0;
+    return KR_FRONTIER_HELD;
   }
   return add_one(f, link, now);
 }

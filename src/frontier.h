@@ -275,13 +275,16 @@ int kr_frontier_load_seen(kr_frontier_t *f);
 /* Add one URL. A URL already known changes only when the link asks for
  * more: a higher directive (raised, next_at moved earlier if it is), or
  * KR_LINK_RESCHEDULE / KR_LINK_REVIVE; next_at never moves later. Returns
- * 1 new, 0 known, KR_EURL (no scheme://host), KR_ETOOBIG (over
+ * 1 new, 0 known, KR_FRONTIER_HELD (the store holds writes back: applied
+ * later, new or known then), KR_EURL (no scheme://host), KR_ETOOBIG (over
  * KR_URL_MAX), KR_EDB. */
+#define KR_FRONTIER_HELD 2
 int kr_frontier_add(kr_frontier_t *f, const kr_link_t *link, uint64_t now);
 /* Add n links; known ones are rejected by the seen filter in memory.
  * Bad links are skipped (counted in stats.rejected); *added (may be NULL)
  * gets the number of new URIs. 0 or KR_EDB. While the store drains, links
- * are held back (*added 0, kr_frontier_add returns 0) and applied later. */
+ * are held back (*added 0, kr_frontier_add returns KR_FRONTIER_HELD) and
+ * applied later. */
 int kr_frontier_add_batch(kr_frontier_t *f, const kr_link_t *links, size_t n,
                           uint64_t now, size_t *added);
 

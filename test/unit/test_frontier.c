@@ -1314,6 +1314,23 @@ static void fill_until_drain(uv_loop_t *loop, kr_store_t *st) {
   assert_false(kr_store_writable(st));
 }
 
+/* A frontier on its own loop (1 MiB WAL threshold, commits of 50) with
+ * one URI added and committed, its store draining. */
+static kr_store_t *open_draining(uv_loop_t *loop, const char *url) {
+  uv_loop_init(loop);
+  kr_timers_close(&timers, NULL);
+  kr_timers_init(&timers, loop, &clk);
+  kr_frontier_opts_t o = fixed_delay(0);
+  o.wal_checkpoint_mib = 1;
+  o.commit_updates = 50;
+  fopen_with(&o);
+  kr_store_t *st = kr_frontier_store(F);
+  add(url);
+  kr_frontier_commit(F);
+  fill_until_drain(loop, st);
+  return st;
+}
+
 /* The store's other writes during a drain (WARC originals, the digest
  * index, robots.txt rows, hints, meta) begin no transaction: they are kept,
  * read back by the gets of the same keys, and written in the first
@@ -1322,17 +1339,7 @@ static void fill_until_drain(uv_loop_t *loop, kr_store_t *st) {
 static void store_writes_kept_during_drain(void **state) {
   (void)state;
   uv_loop_t loop;
-  uv_loop_init(&loop);
-  kr_timers_close(&timers, NULL);
-  kr_timers_init(&timers, &loop, &clk);
-  kr_frontier_opts_t o = fixed_delay(0);
-  o.wal_checkpoint_mib = 1;
-  o.commit_updates = 50;
-  fopen_with(&o);
-  kr_store_t *st = kr_frontier_store(F);
-  add("http://kept.test/a");
-  kr_frontier_commit(F);
-  fill_until_drain(&loop, st);
+  kr_store_t *st = open_draining(&loop, "http://kept.test/a");
   assert_false(kr_store_in_tx(st));
   kr_store_stats_t s0 = *kr_store_stats(st);
   const char *u = "http://kept.test/a";
@@ -1425,17 +1432,7 @@ static void meta_is(kr_store_t *st, const char *key, const char *want) {
 static void store_kept_writes_limit(void **state) {
   (void)state;
   uv_loop_t loop;
-  uv_loop_init(&loop);
-  kr_timers_close(&timers, NULL);
-  kr_timers_init(&timers, &loop, &clk);
-  kr_frontier_opts_t o = fixed_delay(0);
-  o.wal_checkpoint_mib = 1;
-  o.commit_updates = 50;
-  fopen_with(&o);
-  kr_store_t *st = kr_frontier_store(F);
-  add("http://kept.test/a");
-  kr_frontier_commit(F);
-  fill_until_drain(&loop, st);
+  kr_store_t *st = open_draining(&loop, "http://kept.test/a");
   assert_false(kr_store_in_tx(st));
   kr_store_stats_t s0 = *kr_store_stats(st);
   /* 4,096 writes kept: every other one to the same key */
@@ -1590,7 +1587,8 @@ static void held_back_during_drain(void **state) {
   /* A link asking for "a" sooner arrives while it is in flight: it waits
    * too, and when it is applied "a" has finished with its row still
    * waiting behind it — the finish decides, as for a URI in flight. */
-  assert_int_equal(add_at("http://held.test/a", KR_DIRECTIVE_HIGH, 0, KR_LINK_RESCHEDULE, "L"), 0);
+  assert_int_equal(add_at("http://held.test/a", KR_DIRECTIVE_HIGH, 0, KR_LINK_RESCHEDULE, "L"),
+                   KR_FRONTIER_HELD);
   assert_int_equal(kr_frontier_finished(F, c, &ok, NULL, 0, now()), 0);
   kr_frontier_stats(F, &s);
   assert_int_equal(s.held_back, 4);
@@ -1756,7 +1754,7 @@ static void held_back_limit_while_commit_waits(void **state) {
       assert_null(next()); /* lim.test's other URI is ready, but waits */
     }
     snprintf(url, sizeof url, "http://lim.test/p/%d", n);
-    assert_int_equal(add(url), 0);
+    assert_int_equal(add(url), KR_FRONTIER_HELD);
   }
   assert_true(paused);
   assert_true(n > 10 && s.held_back == (uint64_t)n);
