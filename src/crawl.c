@@ -739,6 +739,7 @@ static void dispatch(kr_crawl_t *c) {
   }
   c->dispatching = 1;
   size_t budget = DISPATCH_BUDGET;
+  KR_TP_ENTER(KR_TP_DISPATCH);
   do {
     c->dispatch_again = 0;
     while (budget && !c->stopping) {
@@ -747,9 +748,7 @@ static void dispatch(kr_crawl_t *c) {
         break;
       }
       kr_curi_t *curi;
-      KR_TP_ENTER(KR_TP_DISPATCH);
       int rc = kr_frontier_next(c->frontier, kr_crawl_now(c), &curi);
-      if (rc <= 0) KR_TP_LEAVE();
       if (rc < 0) {
         crawl_fail(c, rc);
         break;
@@ -757,9 +756,9 @@ static void dispatch(kr_crawl_t *c) {
       if (rc == 0) break;
       budget--;
       start_fetch(c, curi);
-      KR_TP_LEAVE();
     }
   } while (c->dispatch_again && budget && !c->stopping);
+  KR_TP_LEAVE();
   c->dispatching = 0;
   /* Out of budget with work left: go on next turn, after I/O. */
   if (!budget && !c->stopping) uv_idle_start(&c->idle, on_idle);
