@@ -1331,6 +1331,30 @@ static kr_store_t *open_draining(uv_loop_t *loop, const char *url) {
   return st;
 }
 
+/* Close the frontier and the loop its timers run on (open_draining()). */
+static void close_draining(uv_loop_t *loop) {
+  kr_frontier_close(F);
+  F = NULL;
+  kr_timers_close(&timers, NULL);
+  uv_run(loop, UV_RUN_DEFAULT);
+  assert_int_equal(uv_loop_close(loop), 0);
+}
+
+/* The one text value of sql, read from the state DB by a connection of
+ * its own, is want. */
+static void file_row_is(const char *sql, const char *want) {
+  char path[600];
+  snprintf(path, sizeof path, "%s/kria.db", sdir);
+  sqlite3 *db;
+  assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+  sqlite3_stmt *q;
+  assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+  assert_string_equal((const char *)sqlite3_column_text(q, 0), want);
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+}
+
 /* The store's other writes during a drain (WARC originals, the digest
  * index, robots.txt rows, hints, meta) begin no transaction: they are kept,
  * read back by the gets of the same keys, and written in the first
@@ -1393,29 +1417,14 @@ static void store_writes_kept_during_drain(void **state) {
   assert_string_equal(orig.rid, rid);
   assert_int_equal(kr_store_meta_get(st, "kept.key", v, sizeof v), 1);
   assert_string_equal(v, "v2");
-  kr_frontier_close(F);
-  F = NULL;
-  kr_timers_close(&timers, NULL);
-  uv_run(&loop, UV_RUN_DEFAULT);
-  assert_int_equal(uv_loop_close(&loop), 0);
+  close_draining(&loop);
   /* in the file, from another connection */
-  char path[600];
-  snprintf(path, sizeof path, "%s/kria.db", sdir);
-  sqlite3 *db;
-  assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-  sqlite3_stmt *q;
-  assert_int_equal(sqlite3_prepare_v2(db,
-                                      "SELECT (SELECT count(*) FROM uris WHERE orig_date IS NOT NULL) || ' ' ||"
-                                      " (SELECT count(*) FROM digests) || ' ' ||"
-                                      " (SELECT status FROM robots WHERE origin = 'http://kept.test')"
-                                      " || ' ' || (SELECT value FROM meta WHERE key = 'kept.key')"
-                                      " || ' ' || (SELECT hint FROM uris WHERE url = 'http://kept.test/a')",
-                                      -1, &q, NULL),
-                   SQLITE_OK);
-  assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-  assert_string_equal((const char *)sqlite3_column_text(q, 0), "1 1 200 v2 0.5");
-  sqlite3_finalize(q);
-  sqlite3_close(db);
+  file_row_is("SELECT (SELECT count(*) FROM uris WHERE orig_date IS NOT NULL) || ' ' ||"
+              " (SELECT count(*) FROM digests) || ' ' ||"
+              " (SELECT status FROM robots WHERE origin = 'http://kept.test')"
+              " || ' ' || (SELECT value FROM meta WHERE key = 'kept.key')"
+              " || ' ' || (SELECT hint FROM uris WHERE url = 'http://kept.test/a')",
+              "1 1 200 v2 0.5");
 }
 
 /* Kept writes past their limit (store.c, write_or_keep: 4,096 writes or
@@ -1490,31 +1499,15 @@ static void store_kept_writes_limit(void **state) {
   }
   free(v);
   free(got);
-  kr_frontier_close(F);
-  F = NULL;
-  kr_timers_close(&timers, NULL);
-  uv_run(&loop, UV_RUN_DEFAULT);
-  assert_int_equal(uv_loop_close(&loop), 0);
+  close_draining(&loop);
   /* in the file, from another connection */
-  char path[600];
-  snprintf(path, sizeof path, "%s/kria.db", sdir);
-  sqlite3 *db;
-  assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-  sqlite3_stmt *q;
-  assert_int_equal(sqlite3_prepare_v2(db,
-                                      "SELECT (SELECT count(*) FROM meta WHERE key LIKE 'lim.%') || ' ' ||"
-                                      " (SELECT value FROM meta WHERE key = 'lim.x') || ' ' ||"
-                                      " (SELECT value FROM meta WHERE key = 'lim.1') || ' ' ||"
-                                      " (SELECT value FROM meta WHERE key = 'lim.4095') || ' ' ||"
-                                      " (SELECT group_concat(substr(value, 1, 1) || length(value), ',')"
-                                      "  FROM (SELECT value FROM meta WHERE key LIKE 'big.%' ORDER BY key))",
-                                      -1, &q, NULL),
-                   SQLITE_OK);
-  assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-  assert_string_equal((const char *)sqlite3_column_text(q, 0),
-                      "2049 newest w1 v4095 g1044480,h1044480,i1044480");
-  sqlite3_finalize(q);
-  sqlite3_close(db);
+  file_row_is("SELECT (SELECT count(*) FROM meta WHERE key LIKE 'lim.%') || ' ' ||"
+              " (SELECT value FROM meta WHERE key = 'lim.x') || ' ' ||"
+              " (SELECT value FROM meta WHERE key = 'lim.1') || ' ' ||"
+              " (SELECT value FROM meta WHERE key = 'lim.4095') || ' ' ||"
+              " (SELECT group_concat(substr(value, 1, 1) || length(value), ',')"
+              "  FROM (SELECT value FROM meta WHERE key LIKE 'big.%' ORDER BY key))",
+              "2049 newest w1 v4095 g1044480,h1044480,i1044480");
 }
 
 /* The next URI of host "held.test" (others issued meanwhile are deferred
@@ -1620,11 +1613,7 @@ static void held_back_during_drain(void **state) {
   assert_int_equal(kr_frontier_commit(F), 0);
   assert_true(kr_store_stats(st)->restarts > restarts || restarts > 0);
   valid();
-  kr_frontier_close(F);
-  F = NULL;
-  kr_timers_close(&timers, NULL);
-  uv_run(&loop, UV_RUN_DEFAULT);
-  assert_int_equal(uv_loop_close(&loop), 0);
+  close_draining(&loop);
 }
 
 /* While a commit waits for its presync step (the WARC sync running in
@@ -1971,11 +1960,7 @@ static void heads_follow_the_store_through_drains(void **state) {
   kr_timers_close(&timers, NULL); /* the one without a loop */
   kr_timers_init(&timers, &loop, &clk);
   heads_walk(&loop, 8000);
-  kr_frontier_close(F);
-  F = NULL;
-  kr_timers_close(&timers, NULL);
-  uv_run(&loop, UV_RUN_DEFAULT);
-  assert_int_equal(uv_loop_close(&loop), 0);
+  close_draining(&loop);
 }
 
 int main(void) {
