@@ -293,10 +293,40 @@ static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
   buf->len = c->env->rbuf_size;
 }
 
+static void defer_unlink(kr_conn_t *c) {
+  kr_conn_env_t *env = c->env;
+  if (!c->deferred) return;
+  if (c->deferred_prev) c->deferred_prev->deferred_next = c->deferred_next;
+  else env->deferred_head = c->deferred_next;
+  if (c->deferred_next) c->deferred_next->deferred_prev = c->deferred_prev;
+  else env->deferred_tail = c->deferred_prev;
+  c->deferred_prev = c->deferred_next = NULL;
+  c->deferred = 0;
+}
+
+void kr_conn_env_turn(kr_conn_env_t *env) {
+  kr_conn_t *c;
+  while ((c = env->deferred_head) != NULL) {
+    defer_unlink(c);
+    if (!c->closing && c->handle == H_OPEN)
+      uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
+  }
+}
+
 static void read_cb(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   kr_conn_t *c = s->data;
   if (c->closing) return;
-  if (nread == UV_ENOBUFS && !buf->base) return; /* the turn's reads are spent */
+  if (nread == UV_ENOBUFS && !buf->base) { /* the turn's reads are spent */
+    if (!c->deferred) {
+      uv_read_stop(s);
+      c->deferred = 1;
+      c->deferred_prev = c->env->deferred_tail;
+      if (c->env->deferred_tail) c->env->deferred_tail->deferred_next = c;
+      else c->env->deferred_head = c;
+      c->env->deferred_tail = c;
+    }
+    return;
+  }
   if (nread > 0) {
     KR_TP_ENTER(KR_TP_READ);
     kr__cf_deliver(&c->sock, buf->base, (size_t)nread);
@@ -393,6 +423,7 @@ int kr_conn_is_usable(const kr_conn_t *c) {
 }
 
 static void free_conn(kr_conn_t *c) {
+  defer_unlink(c);
   /* Filters above the socket, top first. */
   for (kr_cf_t *cf = c->top, *lower; cf && cf != &c->sock; cf = lower) {
     lower = cf->lower;
@@ -411,6 +442,7 @@ static void close_cb(uv_handle_t *h) { free_conn(h->data); }
 void kr_conn_close(kr_conn_t *c) {
   if (c->closing) return;
   c->closing = 1;
+  defer_unlink(c);
   switch (c->handle) {
   case H_OPEN:
     c->handle = H_CLOSING;

@@ -51,6 +51,11 @@ typedef struct kr_conn_env {
    * connections are ready at once. The owner resets it each turn. */
   struct kr_turn_budget *read_budget;
   uint64_t reads_deferred; /* socket reads left for a later turn */
+  /* Sockets refused a buffer stop reading until kr_conn_env_turn: left
+   * registered, libuv would report them again and again (level-triggered;
+   * with 1,024 or more ready it polls up to 48 times a turn), tens of ms
+   * of refusals at scale. FIFO. */
+  struct kr_conn *deferred_head, *deferred_tail;
   /* Called when live drops to 0 (the owner waits for it to free env). */
   void (*on_empty)(struct kr_conn_env *env);
   void *data;             /* the owner's */
@@ -58,6 +63,9 @@ typedef struct kr_conn_env {
 
 void kr_conn_env_init(kr_conn_env_t *env, uv_loop_t *loop, kr_clock_t *clock);
 void kr_conn_env_free(kr_conn_env_t *env);
+/* A new loop turn (call it where read_budget is reset): the sockets left
+ * unread last turn read again, oldest first. */
+void kr_conn_env_turn(kr_conn_env_t *env);
 
 typedef struct kr_conn_cbs {
   void (*on_connect)(kr_conn_t *c, int status);
@@ -125,6 +133,9 @@ struct kr_conn {
   kr_conn_t *pool_prev, *pool_next, *lru_prev, *lru_next;
   void *pool_entry;
   uint64_t idle_since_ms;
+  /* reads stopped for the turn's budget (env->deferred_head list) */
+  kr_conn_t *deferred_prev, *deferred_next;
+  int deferred;
 };
 
 /* Start connecting to the addresses in order (each with port set by

@@ -862,6 +862,7 @@ static void on_check(uv_check_t *h) {
     kr_tp_poll_end(&kr_turnprof, uv_hrtime(), uv_metrics_idle_time(&c->loop) - c->poll_idle_ns);
   kr_turn_budget_reset(&c->turn_budget); /* the poll phase is over */
   kr_turn_budget_reset(&c->read_budget);
+  if (c->http) kr_http_client_turn(c->http); /* sockets left unread read again */
   KR_TP_ENTER(KR_TP_TURN);
   if (!c->closing) turn(c);
   KR_TP_LEAVE();

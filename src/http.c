@@ -1550,6 +1550,8 @@ int kr_http_client_new(uv_loop_t *loop, kr_clock_t *clock, kr_dns_t *dns,
 
 const kr_http_opts_t *kr_http_client_opts(const kr_http_client_t *c) { return &c->opts; }
 
+void kr_http_client_turn(kr_http_client_t *c) { kr_conn_env_turn(&c->env); }
+
 void kr_http_client_stats(const kr_http_client_t *c, kr_http_stats_t *out) {
   *out = c->stats;
   out->conns_opened = c->env.opened;

@@ -183,6 +183,9 @@ int kr_http_client_new(uv_loop_t *loop, kr_clock_t *clock, kr_dns_t *dns,
  * has run the close callbacks; run the loop until it has no handles. */
 void kr_http_client_close(kr_http_client_t *c);
 void kr_http_client_stats(const kr_http_client_t *c, kr_http_stats_t *out);
+/* With opts.read_budget: a new loop turn, called where the budget is
+ * reset; the sockets left unread read again (kr_conn_env_turn). */
+void kr_http_client_turn(kr_http_client_t *c);
 const kr_http_opts_t *kr_http_client_opts(const kr_http_client_t *c);
 
 /* Start fetching url (copied; the caller keeps its own). req may be NULL

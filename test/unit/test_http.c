@@ -750,7 +750,24 @@ static void interim_1xx_is_skipped(void **state) {
   ctx_close(&c, &s);
 }
 
-static void reset_budget(uv_check_t *h) { kr_turn_budget_reset(h->data); }
+static void reset_budget(uv_check_t *h) {
+  tctx_t *c = h->data;
+  kr_turn_budget_reset(c->opts.read_budget);
+  if (c->http) kr_http_client_turn(c->http);
+}
+
+/* A 200 response without a length (its body ends at the close) and an
+ * n-byte patterned body (malloc'd; *hl = the head's length). */
+static char *big_response(size_t n, size_t *hl) {
+  const char head[] = "HTTP/1.1 200 OK\r\n\r\n";
+  *hl = sizeof head - 1;
+  char *resp = malloc(*hl + n + 1);
+  assert_non_null(resp);
+  memcpy(resp, head, *hl);
+  for (size_t i = 0; i < n; i++) resp[*hl + i] = (char)('a' + i % 23);
+  resp[*hl + n] = 0;
+  return resp;
+}
 
 /* A loop turn's read budget: once spent, a ready socket is left unread
  * until a later turn; the body still arrives whole and in order, also
@@ -765,14 +782,10 @@ static void read_budget_defers_reads(void **state) {
   c.opts.read_budget = &b;
   uv_check_t chk;
   uv_check_init(&c.loop, &chk);
-  chk.data = &b;
+  chk.data = &c;
   uv_check_start(&chk, reset_budget);
-  const char head[] = "HTTP/1.1 200 OK\r\n\r\n";
-  size_t n = 600 * 1024, hl = sizeof head - 1;
-  char *resp = malloc(hl + n + 1);
-  memcpy(resp, head, hl);
-  for (size_t i = 0; i < n; i++) resp[hl + i] = (char)('a' + i % 23);
-  resp[hl + n] = 0;
+  size_t n = 600 * 1024, hl;
+  char *resp = big_response(n, &hl);
   step_t steps[] = {{.data = resp, .len = hl + n, .then = T_CLOSE}};
   fetch_once(&c, &s, &t, steps, 1);
   assert_int_equal(t.err, 0);
@@ -780,6 +793,49 @@ static void read_budget_defers_reads(void **state) {
   assert_memory_equal(t.content.data, resp + hl, n);
   assert_true(stats(&c).reads_deferred > 0);
   assert_true(b.deferred == stats(&c).reads_deferred);
+  tf_free(&t);
+  uv_close((uv_handle_t *)&chk, NULL);
+  ctx_close(&c, &s);
+  free(resp);
+}
+
+/* A socket refused a buffer stops reading until the next turn
+ * (kr_http_client_turn): left registered, libuv reported it again on
+ * every poll, up to 48 times a turn with 1,024 sockets ready, each a
+ * refusal; at scale tens of ms a turn. Then it reads on, whole. */
+static void deferred_socket_waits_for_the_turn(void **state) {
+  tctx_t c;
+  srv_t s;
+  tf_t t;
+  ctx_open(&c);
+  kr_turn_budget_t b;
+  kr_turn_budget_init(&b, 0); /* one read, then spent until reset */
+  c.opts.read_budget = &b;
+  size_t n = 600 * 1024, hl;
+  char *resp = big_response(n, &hl);
+  step_t steps[] = {{.data = resp, .len = hl + n, .then = T_CLOSE}};
+  srv_start(&s, &c.loop, steps, 1);
+  ctx_client(&c);
+  set_url(&c, "http://127.0.0.1:%d/path?q=1", s.port);
+  tf_init(&t, &c);
+  start(&c, &t);
+  for (int i = 0; i < 10000 && !stats(&c).reads_deferred; i++) uv_run(&c.loop, UV_RUN_NOWAIT);
+  assert_int_equal(stats(&c).reads_deferred, 1);
+  /* turns without a reset: the socket is not reported again */
+  for (int i = 0; i < 50; i++) uv_run(&c.loop, UV_RUN_NOWAIT);
+  assert_int_equal(stats(&c).reads_deferred, 1);
+  assert_false(t.done);
+  /* from now on each turn resets the budget and reads again */
+  uv_check_t chk;
+  uv_check_init(&c.loop, &chk);
+  chk.data = &c;
+  uv_check_start(&chk, reset_budget);
+  kr_turn_budget_reset(&b);
+  kr_http_client_turn(c.http);
+  run_until(&c, &t.done, 5000);
+  assert_int_equal(t.err, 0);
+  assert_int_equal(t.content.len, n);
+  assert_memory_equal(t.content.data, resp + hl, n);
   tf_free(&t);
   uv_close((uv_handle_t *)&chk, NULL);
   ctx_close(&c, &s);
@@ -1837,6 +1893,7 @@ int main(void) {
       cmocka_unit_test(unknown_coding_passes_through),
       cmocka_unit_test(body_until_close),
       cmocka_unit_test(read_budget_defers_reads),
+      cmocka_unit_test(deferred_socket_waits_for_the_turn),
       cmocka_unit_test(interim_1xx_is_skipped),
       cmocka_unit_test(keep_alive_reuses_one_connection),
       cmocka_unit_test(stale_pooled_connection_is_retried),
