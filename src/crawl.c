@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "diskguard.h"
 #include "internal.h"
@@ -433,6 +434,42 @@ static char *join_list(const kr_config_view_t *g, kr_cfg_key_t k) {
   return s;
 }
 
+/* Descriptors kept for what is not a connection: the database and its
+ * WAL, WARC and log files, DNS sockets, status clients. */
+#define FD_RESERVE 256
+
+/* http.idle-connections, lowered to the descriptors left once the soft
+ * limit is raised to the hard one and every busy connection has its own:
+ * a pool that outgrows the limit would make connect() fail with EMFILE.
+ * With thousands of hosts the pool must hold one connection per host
+ * visited within the pool's idle time, or its LRU evicts each before its
+ * host's next fetch and every fetch pays a new handshake. */
+static uint32_t idle_connections(const kr_config_view_t *g) {
+  uint64_t want = (uint64_t)kr_config_int(g, KR_CFG_HTTP_IDLE_CONNECTIONS);
+  uint64_t busy = (uint64_t)kr_config_int(g, KR_CFG_HTTP_MAX_CONNECTIONS);
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return (uint32_t)want;
+  if (rl.rlim_cur < rl.rlim_max) {
+    struct rlimit up = {rl.rlim_max, rl.rlim_max};
+    if (setrlimit(RLIMIT_NOFILE, &up) == 0) rl.rlim_cur = rl.rlim_max;
+  }
+  uint64_t lim = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
+  uint64_t room = lim > busy + FD_RESERVE ? lim - busy - FD_RESERVE : 0;
+  if (busy + FD_RESERVE > lim)
+    KR_LOG(KR_LOG_WARN, NULL,
+           "http.max-connections = %" PRIu64 " needs more than the descriptor limit of %" PRIu64
+           " allows (%d kept for files); fetches past it fail (raise LimitNOFILE or ulimit -n)",
+           busy, lim, FD_RESERVE);
+  if (want > room) {
+    KR_LOG(KR_LOG_NOTICE, NULL,
+           "http.idle-connections lowered from %" PRIu64 " to %" PRIu64
+           ": the descriptor limit is %" PRIu64 " (http.max-connections = %" PRIu64
+           ", %d kept for files)", want, room, lim, busy, FD_RESERVE);
+    want = room;
+  }
+  return (uint32_t)want;
+}
+
 /* o->allow_addresses and o->deny_addresses are malloc'd (the caller
  * frees them once the client is made). */
 static void http_from_config(kr_crawl_t *c, kr_http_opts_t *o) {
@@ -443,9 +480,7 @@ static void http_from_config(kr_crawl_t *c, kr_http_opts_t *o) {
   o->deny_addresses = join_list(g, KR_CFG_HTTP_DENY_ADDRESSES);
   o->user_agent = kr_config_user_agent(c->cfg);
   http_from_view(o, g);
-  /* Keep a connection for every fetch that may run at once. */
-  uint32_t maxc = (uint32_t)kr_config_int(g, KR_CFG_HTTP_MAX_CONNECTIONS);
-  if (o->pool_max_idle < maxc) o->pool_max_idle = maxc;
+  o->pool_max_idle = idle_connections(g);
 }
 
 static void dns_from_config(kr_crawl_t *c, kr_dns_opts_t *o, kr_buf_t *servers) {

@@ -148,7 +148,9 @@ enum kr_cfg_type {
   X(HTTP_CONNECTIONS_PER_HOST, "http", "connections-per-host", INT, KR_CFG_HOST, "0",   \
     "0..256", NONE, "Connections open at once to one host, busy or idle (0 = host-valence).") \
   X(HTTP_MAX_CONNECTIONS, "http", "max-connections", INT, 0, "4096", "1..1000000", NONE, \
-    "Connections open at once in the whole crawl.")                                      \
+    "Fetches (busy connections) at once in the whole crawl.")                            \
+  X(HTTP_IDLE_CONNECTIONS, "http", "idle-connections", INT, 0, "16384", "0..1000000", NONE, \
+    "Idle keep-alive connections kept for reuse in the whole crawl, at most one per host and 15 s each; lowered to fit the descriptor limit.") \
   X(HTTP_ALLOW_PRIVATE_ADDRESSES, "http", "allow-private-addresses", BOOL, 0, "false", "", \
     NONE, "Connect to loopback, private, link-local, multicast and reserved addresses too (tests, demo, intranets).") \
   X(HTTP_ALLOW_ADDRESSES, "http", "allow-addresses", LIST, 0, "", "", CIDR,                \
