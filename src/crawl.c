@@ -6,7 +6,8 @@
  * transactions once per loop turn, bounds the work of one turn (dispatches
  * and walks of finished fetches past TURN_BUDGET_NS wait, in order, for
  * the next turn; so do socket reads past another TURN_BUDGET_NS, their
- * bytes left in the kernel), enforces max-time, and shuts down in
+ * bytes left in the kernel, and DNS answers past DNS_BUDGET_NS; all three
+ * are reset once a turn, after the poll), enforces max-time, and shuts down in
  * order on a signal, a limit or the end of a snapshot crawl. Nothing here
  * runs inside another module's callback when it could free that module:
  * the end of the crawl is noticed where it happens but carried out from a
@@ -40,6 +41,10 @@
  * each page costs ~0.4 ms, libuv hands over up to 1,024 ready sockets at
  * once); the rest waits for the next turn so timers and I/O are not late. */
 #define TURN_BUDGET_NS (4u * 1000 * 1000)
+/* DNS answers delivered per turn: each usually connects a socket (on
+ * loopback the handshake runs inside connect(), ~20 µs), so a dispatch
+ * burst of thousands would otherwise connect them all in one turn. */
+#define DNS_BUDGET_NS (2u * 1000 * 1000)
 #define ROBOTS_CACHE_ENTRIES 65536
 #define FETCH_ARENA_BLOCK (16u << 10)
 #define FETCH_ARENA_CAP (16u << 20)  /* links of one page */
@@ -897,6 +902,7 @@ static void on_check(uv_check_t *h) {
     kr_tp_poll_end(&kr_turnprof, uv_hrtime(), uv_metrics_idle_time(&c->loop) - c->poll_idle_ns);
   kr_turn_budget_reset(&c->turn_budget); /* the poll phase is over */
   kr_turn_budget_reset(&c->read_budget);
+  kr_turn_budget_reset(&c->dns_budget);
   if (c->http) kr_http_client_turn(c->http); /* sockets left unread read again */
   KR_TP_ENTER(KR_TP_TURN);
   if (!c->closing) turn(c);
@@ -923,7 +929,6 @@ static void on_idle(uv_idle_t *h) {
   kr_crawl_t *c = container_of(h, kr_crawl_t, idle);
   uv_idle_stop(h);
   if (c->closing) return;
-  kr_turn_budget_reset(&c->turn_budget);
   KR_TP_ENTER(KR_TP_RESUME);
   if (resume_waiting(c)) uv_idle_start(h, on_idle);
   KR_TP_LEAVE();
@@ -1204,6 +1209,7 @@ int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out
   uv_idle_init(&c->loop, &c->idle);
   kr_turn_budget_init(&c->turn_budget, TURN_BUDGET_NS);
   kr_turn_budget_init(&c->read_budget, TURN_BUDGET_NS);
+  kr_turn_budget_init(&c->dns_budget, DNS_BUDGET_NS);
   uv_timer_init(&c->loop, &c->commit_timer);
   uv_timer_init(&c->loop, &c->grace_timer);
   kr_wheel_entry_init(&c->max_time_entry, on_max_time);
@@ -1249,6 +1255,7 @@ int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out
   kr_buf_init(&servers, 1 << 16);
   kr_dns_opts_t dopts;
   dns_from_config(c, &dopts, &servers);
+  dopts.deliver_budget = &c->dns_budget;
   rc = kr_dns_new(&c->loop, &c->clock, &dopts, &c->dns);
   kr_buf_free(&servers);
   if (rc) {

@@ -332,6 +332,7 @@ struct kr_crawl {
   uv_idle_t idle;               /* dispatch continues next turn (budget) */
   kr_turn_budget_t turn_budget; /* dispatches and finished fetches per turn */
   kr_turn_budget_t read_budget; /* socket reads (parsing, digests, extraction) per turn */
+  kr_turn_budget_t dns_budget;  /* DNS answers delivered (connects) per turn */
   kr_fetch_t *resume_head;      /* finished fetches left for the next turn */
   kr_fetch_t *resume_tail;
   uv_timer_t commit_timer;      /* a pending transaction is committed */

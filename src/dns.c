@@ -37,6 +37,8 @@
 
 #include "internal.h"
 #include "log.h"
+#include "timer.h"
+#include "turnprof.h"
 
 #define HOSTS_MAX_BYTES (4u << 20) /* a larger hosts file is an error */
 #define HOSTS_MAX_NAMES 65536
@@ -484,13 +486,18 @@ static void req_deliver(kr_dns_req_t *req) {
 static void on_idle(uv_idle_t *h) {
   kr_dns_t *dns = container_of(h, kr_dns_t, idle);
   /* Only what was ready before this turn, and at most DELIVER_BUDGET of
-   * it: answers queued by these callbacks (cache hits, say) wait for the
-   * next turn, so a callback that resolves again cannot keep us here, and
-   * a burst of answers cannot starve the network. */
+   * it (or the deliver budget's time): answers queued by these callbacks
+   * (cache hits, say) wait for the next turn, so a callback that resolves
+   * again cannot keep us here, and a burst of answers cannot starve the
+   * network. */
   dl_splice(&dns->delivering, &dns->ready);
-  for (int n = 0; n < DELIVER_BUDGET && !dns->closing &&
-                  !dl_empty(&dns->delivering); n++)
+  KR_TP_ENTER(KR_TP_DNS);
+  for (int n = 0; n < DELIVER_BUDGET && !dns->closing && !dl_empty(&dns->delivering); n++) {
+    if (dns->opts.deliver_budget && !kr_turn_budget_take(dns->opts.deliver_budget, uv_hrtime()))
+      break;
     req_deliver(container_of(dns->delivering.next, kr_dns_req_t, link));
+  }
+  KR_TP_LEAVE();
   if (!dns->closing && dl_empty(&dns->ready) && dl_empty(&dns->delivering))
     uv_idle_stop(&dns->idle);
 }

@@ -33,6 +33,11 @@ typedef struct kr_dns_opts {
                                  0 = no cache, lookups still coalesce) */
   uint32_t max_queries;    /* names asked at once; more wait in line, first
                               come first asked (default 64; 0 = no limit) */
+  /* Time for answer callbacks per loop turn (NULL = count only): a
+   * callback usually connects, and a burst of cached answers would
+   * otherwise connect thousands of sockets in one turn. The owner resets
+   * it each turn; answers past it wait, in order, for the next. */
+  struct kr_turn_budget *deliver_budget;
 } kr_dns_opts_t;
 
 /* Fill opts with the defaults above. kr_dns_new() copies what it needs;

@@ -18,7 +18,8 @@ const char *const kr_tp_names[KR_TP__BLAME] = {
     [KR_TP_FINISH] = "finish",       [KR_TP_TURN] = "turn",
     [KR_TP_REPLAY] = "replay",       [KR_TP_FLUSH_HOSTS] = "flush_hosts",
     [KR_TP_PRESYNC] = "presync",     [KR_TP_COMMIT] = "commit",
-    [KR_TP_STATUS] = "status",       [KR_TP_OFFCPU] = "offcpu",
+    [KR_TP_STATUS] = "status",       [KR_TP_DNS] = "dns",
+    [KR_TP_OFFCPU] = "offcpu",
     [KR_TP_SCHED] = "sched",
 };
 

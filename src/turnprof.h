@@ -45,6 +45,7 @@ typedef enum kr_tp_phase {
   KR_TP_PRESYNC,     /* the step before a commit (WARC sync start) */
   KR_TP_COMMIT,      /* the SQLite COMMIT */
   KR_TP_STATUS,      /* status server requests */
+  KR_TP_DNS,         /* DNS answers delivered: mostly connects started */
   KR_TP__N,
   KR_TP_OFFCPU = KR_TP__N, /* blame only: busy time spent off the CPU */
   KR_TP_SCHED,             /* blame only: lateness that was not busy time */

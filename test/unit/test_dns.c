@@ -21,6 +21,7 @@
 
 #include "dns.h"
 #include "kria/error.h"
+#include "timer.h"
 
 /* ---- fake DNS server --------------------------------------------------- */
 
@@ -988,6 +989,37 @@ static void answers_are_budgeted_per_turn(void **state) {
   env_close(&e);
 }
 
+/* With a deliver budget the answers of a turn also stop when its time is
+ * spent (a callback usually connects a socket): here a budget of 0 ns
+ * lets one answer through per reset, the rest wait, in order, for later
+ * turns; with no reset nothing more is delivered. */
+static void answers_wait_for_the_deliver_budget(void **state) {
+  (void)state;
+  static env_t e;
+  kr_dns_opts_t o;
+  env_init(&e, &o);
+  kr_turn_budget_t b;
+  kr_turn_budget_init(&b, 0);
+  o.deliver_budget = &b;
+  env_start(&e, &o);
+  enum { N = 5 };
+  burst_next = 0;
+  burst_order_ok = 1;
+  for (int i = 0; i < N; i++)
+    assert_int_equal(kr_dns_resolve(e.dns, "192.0.2.1", on_burst, (void *)(intptr_t)i, NULL), 0);
+  spin(&e, 3);
+  assert_int_equal(burst_next, 1);
+  spin(&e, 10); /* turns without a reset: the budget stays spent */
+  assert_int_equal(burst_next, 1);
+  for (int turn = 2; turn <= N; turn++) {
+    kr_turn_budget_reset(&b);
+    spin(&e, 1);
+    assert_int_equal(burst_next, turn);
+  }
+  assert_true(burst_order_ok);
+  env_close(&e);
+}
+
 /* libuv#1148: when a query ends c-ares closes its socket, and a new
  * lookup in the same loop turn gets a socket with the same fd number while
  * the old poll handle is still closing. A uv_check handle (after the poll
@@ -1190,6 +1222,7 @@ int main(void) {
       cmocka_unit_test(cache_is_lru_capped),
       cmocka_unit_test(ipv6_name_server),
       cmocka_unit_test(answers_are_budgeted_per_turn),
+      cmocka_unit_test(answers_wait_for_the_deliver_budget),
       cmocka_unit_test(socket_reuse_while_closing),
       cmocka_unit_test_teardown(real_resolver_dnsmasq, kill_dnsmasq),
   };
