@@ -10,8 +10,8 @@
 # from a host, gzip WARC on, a status server on loopback. Samples every few
 # seconds: visits, CPU, RSS, loop lag, state DB and WARC bytes. After the
 # crawl phase (bounded: --minutes) kria is killed with SIGKILL and started
-# again on the same state: time to the first request nginx sees, and to
-# the status server answering. Reports sustained pages/s, CPU-µs/page,
+# again on the same state: time to the status server answering (start-up)
+# and to the first request nginx sees. Reports sustained pages/s, CPU-µs/page,
 # loop lag p99, RSS over time, state DB bytes per URI, start-up after the
 # kill, and how far the crawl got; checks the issue-6 targets.
 # See bench/README.md.
@@ -217,20 +217,32 @@ mark_lines() { # mark_lines LOG
 	return 0
 }
 
-# the first request nginx sees after a mark, bounded wait -> T_FIRST (ns)
-wait_first_request() { # wait_first_request BASELINE SECS [LOG]
+# After a restart, both in one bounded loop: the status server answering
+# (-> T_STATUS: the state DB is open, the WARC files repaired, the loop
+# turns; kria starts it last) and the first request nginx sees after the
+# mark BASELINE (-> T_FIRST). The first request needs a URI that is due:
+# killed while it had caught up with its revisits, kria rightly waits for
+# the next one, so start-up is timed by the status server, and the first
+# request is reported beside it. 0 when both came, 1 otherwise.
+wait_restart() { # wait_restart BASELINE SECS LOG
 	local base=$1 deadline=$(($(date +%s) + $2)) r
+	T_STATUS="" T_FIRST=""
 	while [ "$(date +%s)" -lt "$deadline" ]; do
-		[ -z "${3:-}" ] || mark_lines "$3"
-		r=$(kb_nginx_requests)
-		# the status request itself counts one
-		if [ -n "$r" ] && [ "$r" -gt $((base + 1)) ]; then
-			T_FIRST=$(date +%s%N)
-			return 0
+		mark_lines "$3"
+		if [ -z "$T_FIRST" ]; then
+			r=$(kb_nginx_requests)
+			# the stub_status request itself counts one
+			if [ -n "$r" ] && [ "$r" -gt $((base + 1)) ]; then T_FIRST=$(date +%s%N); fi
+			base=$((base + 1))
 		fi
+		if [ -z "$T_STATUS" ] && [ -s "$RUN/state/status.addr" ] &&
+			STATUS=$(head -1 "$RUN/state/status.addr") &&
+			curl -sf --max-time 1 "http://$STATUS/metrics" >/dev/null 2>&1; then
+			T_STATUS=$(date +%s%N)
+		fi
+		[ -z "$T_STATUS" ] || [ -z "$T_FIRST" ] || return 0
 		kill -0 "$KPID" 2>/dev/null || return 1
 		sleep 0.005
-		base=$((base + 1))
 	done
 	return 1
 }
@@ -319,18 +331,15 @@ kb_log "killed kria (SIGKILL) with $URIS_END URIs known; state DB $DB_KILLED byt
 rm -f "$RUN/state/status.addr"
 REQ_K=$(kb_nginx_requests)
 kria_start "$RUN/kria-restart.err"
-FIRST_OK=1
-wait_first_request "$REQ_K" "$START_LIMIT" "$RUN/kria-restart.err" || FIRST_OK=0
+IN_FLIGHT_KILL=$(awk -F'\t' 'NR > 1 && $13 != "" { f = $13 } END { print f + 0 }' "$SAMPLES")
+wait_restart "$REQ_K" "$START_LIMIT" "$RUN/kria-restart.err" || true
 mark_lines "$RUN/kria-restart.err"
-STARTUP_MS=$([ $FIRST_OK = 1 ] && echo $(((T_FIRST - T_START) / 1000000)) || echo -)
-RESTART_STATUS_MS="> $((START_LIMIT * 1000))"
-if wait_status "$START_LIMIT"; then
-	RESTART_STATUS_MS=$(((T_STATUS - T_START) / 1000000))
-else
-	kb_log "warning: the status server did not answer within ${START_LIMIT}s of the restart"
-fi
+FIRST_MS=$([ -n "$T_FIRST" ] && echo $(((T_FIRST - T_START) / 1000000)) || echo "> $((START_LIMIT * 1000))")
+STARTUP_MS=$([ -n "$T_STATUS" ] && echo $(((T_STATUS - T_START) / 1000000)) || echo -)
+RESTART_STATUS_MS=$([ -n "$T_STATUS" ] && echo "$STARTUP_MS" || echo "> $((START_LIMIT * 1000))")
+[ -n "$T_STATUS" ] || kb_log "warning: the status server did not answer within ${START_LIMIT}s of the restart"
 RSS_RESTART_0=$(awk '/^VmRSS/ { print $2 }' "/proc/$KPID/status")
-kb_log "restart: first request after ${STARTUP_MS} ms, status server after ${RESTART_STATUS_MS} ms"
+kb_log "restart: status server after ${RESTART_STATUS_MS} ms, first request after ${FIRST_MS} ms"
 RESTART_SAMPLES=$RUN/restart.tsv
 SAMPLES_SAVE=$SAMPLES
 SAMPLES=$RESTART_SAMPLES
@@ -456,8 +465,8 @@ LAG_PROBES=$(metric kria_loop_delay_seconds_count "$RUN/metrics.end")
 		-v r="$(metric kria_http_connections_reused_total "$RUN/metrics.end")" \
 		-v d="$(metric kria_http_reads_deferred_total "$RUN/metrics.end")" \
 		'BEGIN { if (o + r > 0) printf "| connections opened / fetches on a pooled one; socket reads left for a later turn | %d / %d (%.0f %% reused); %d | |\n", o, r, 100 * r / (o + r), d }'
-	echo "| start-up after SIGKILL: first request | ${STARTUP_MS} ms | ≤ 2 s |"
-	echo "| start-up after SIGKILL: status server answering | ${RESTART_STATUS_MS} ms (fresh start: ${COLD_STATUS_MS} ms) | |"
+	echo "| start-up after SIGKILL: status server answering (state open, WARCs repaired) | ${RESTART_STATUS_MS} ms (fresh start: ${COLD_STATUS_MS} ms) | ≤ 2 s |"
+	echo "| first request after the restart | ${FIRST_MS} ms (fetches in flight at the last sample before the kill: ${IN_FLIGHT_KILL}; none means it had caught up and waits for the next due URI) | |"
 	echo "| restart timeline: WARC repair done / WAL drain logged / status listening (log lines, ms) | ${T_LINE[repaired]:-–} / ${T_LINE[draining]:-–} / ${T_LINE[listening]:-–} | |"
 	echo "| RSS right after the restart | $((RSS_RESTART_0 / 1024)) MiB | |"
 	echo "| clean stop (SIGTERM) after the restart | $STOP_MS ms | |"
@@ -478,8 +487,8 @@ LAG_PROBES=$(metric kria_loop_delay_seconds_count "$RUN/metrics.end")
 				rmax <= 512 * 1024 ? "met" : "MISSED", rmax / 1024, (grow <= 10 ? "yes" : "NO"), grow
 			bpu = u[n] > 0 ? d[n] / u[n] : 0
 			printf "- target ≤ 250 bytes/URI in the state DB: %s (%.0f in kria.db; the WAL beside it is transient, see the table)\n", bpu <= 250 ? "met" : "MISSED", bpu
-			if (st != "-") printf "- target start-up after SIGKILL ≤ 2 s: %s (%.2f s to the first request)\n", st <= 2000 ? "met" : "MISSED", st / 1000
-			else print "- target start-up after SIGKILL ≤ 2 s: MISSED (no request within 60 s)"
+			if (st != "-") printf "- target start-up after SIGKILL ≤ 2 s: %s (%.2f s to the status server answering)\n", st <= 2000 ? "met" : "MISSED", st / 1000
+			else print "- target start-up after SIGKILL ≤ 2 s: MISSED (no status server within the limit)"
 			if (lag != "-" && lag != "> 1000") printf "- target loop lag p99 ≤ 20 ms: %s (≤ %s ms after warm-up)\n", lag + 0 <= 20 ? "met" : "MISSED", lag
 			else printf "- target loop lag p99 ≤ 20 ms: MISSED (%s ms)\n", lag
 		}' "$SAMPLES"
