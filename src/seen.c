@@ -193,6 +193,11 @@ int kr_seen_add(kr_seen_t *s, uint64_t fp) {
   return added;
 }
 
+void kr_seen_prefetch(const kr_seen_t *s, uint64_t fp) {
+  const shard_t *sh = &s->shard[shard_of(fp)];
+  if (sh->slot) __builtin_prefetch(sh->slot + home_of(fp & KEY_MASK, sh->cap) * W);
+}
+
 int kr_seen_contains(const kr_seen_t *s, uint64_t fp) {
   const shard_t *sh = &s->shard[shard_of(fp)];
   uint64_t key = fp & KEY_MASK;

@@ -45,6 +45,11 @@ void kr_seen_reserve(kr_seen_t *s, size_t n);
 
 /* Add fp: 1 when it was new, 0 when it was present already. */
 int kr_seen_add(kr_seen_t *s, uint64_t fp);
+/* A hint, nothing else: start loading the slot where a lookup of fp
+ * begins. The set is larger than the caches, so a lookup's first read is
+ * a trip to memory; a caller holding several fingerprints prefetches them
+ * all first, and their trips overlap. */
+void kr_seen_prefetch(const kr_seen_t *s, uint64_t fp);
 /* 1 when fp is in the set, else 0. */
 int kr_seen_contains(const kr_seen_t *s, uint64_t fp);
 /* Remove fp: 1 when it was there, else 0 (the set never shrinks). */

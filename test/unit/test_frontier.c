@@ -755,6 +755,26 @@ static void dedupe_in_memory(void **state) {
   assert_int_equal(add_at("http://d.test/ok", 0, 0, 0, ""), 1);
   kr_link_t hl = {.url = huge, .url_len = KR_URL_MAX + 10};
   assert_int_equal(kr_frontier_add(F, &hl, now()), KR_ETOOBIG);
+  /* Bad links inside a batch longer than the group whose fingerprints
+   * are taken together (16), around its edge: skipped and counted, the
+   * others added, duplicates within and across groups found. */
+  kr_link_t mix[40];
+  char murls[40][64];
+  for (int i = 0; i < 40; i++) {
+    snprintf(murls[i], sizeof(murls[i]), "http://m.test/%d", i % 30); /* 30..39 dup 0..9 */
+    mix[i] = (kr_link_t){.url = murls[i], .url_len = strlen(murls[i]), .hop_path = "L",
+                         .hop_len = 1};
+  }
+  mix[15] = (kr_link_t){.url = NULL, .url_len = 0};
+  mix[16] = hl;
+  mix[31] = (kr_link_t){.url = "http://", .url_len = 7}; /* would be a dup of 1 */
+  kr_frontier_stats(F, &s);
+  uint64_t rej0 = s.rejected, dup0 = s.duplicates;
+  assert_int_equal(kr_frontier_add_batch(F, mix, 40, now(), &added), 0);
+  assert_int_equal(added, 28); /* 30 distinct, 15 and 16 replaced */
+  kr_frontier_stats(F, &s);
+  assert_int_equal(s.rejected - rej0, 3);
+  assert_int_equal(s.duplicates - dup0, 9);
   free(huge);
   valid();
 }

@@ -183,6 +183,33 @@ static void memory_per_key(void **state) {
   kr_seen_free(s);
 }
 
+/* kr_seen_prefetch is a hint: on an empty set, on the zero key, on each
+ * shard's first and last key and through growth it changes nothing. */
+static void prefetch_is_a_hint(void **state) {
+  (void)state;
+  kr_seen_t *s = kr_seen_new();
+  kr_seen_prefetch(s, 0);
+  kr_seen_prefetch(s, UINT64_MAX);
+  assert_int_equal(kr_seen_count(s), 0);
+  for (uint64_t sh = 0; sh < 256; sh++) {
+    uint64_t lo = sh << 56, hi = lo | UINT64_C(0x00ffffffffffffff);
+    kr_seen_prefetch(s, lo);
+    kr_seen_prefetch(s, hi);
+    assert_int_equal(kr_seen_add(s, hi), 1);
+    kr_seen_prefetch(s, lo);
+    kr_seen_prefetch(s, hi);
+  }
+  for (int i = 0; i < 20000; i++) {
+    uint64_t k = rnd();
+    kr_seen_prefetch(s, k);
+    kr_seen_add(s, k);
+    kr_seen_prefetch(s, k);
+  }
+  assert_int_equal(kr_seen_contains(s, 0), 0);
+  assert_int_equal(kr_seen_validate(s), 0);
+  kr_seen_free(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(empty_set),
@@ -191,6 +218,7 @@ int main(void) {
       cmocka_unit_test(clustered_keys),
       cmocka_unit_test(memory_per_key),
       cmocka_unit_test(reserve_then_sorted_load),
+      cmocka_unit_test(prefetch_is_a_hint),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
