@@ -422,6 +422,11 @@ int kr_conn_is_usable(const kr_conn_t *c) {
   return c->ready && !c->ended && !c->closing && c->handle == H_OPEN;
 }
 
+void kr_conn_idle(kr_conn_t *c) {
+  for (kr_cf_t *cf = c->top; cf && cf != &c->sock; cf = cf->lower)
+    if (cf->ops->idle) cf->ops->idle(cf);
+}
+
 static void free_conn(kr_conn_t *c) {
   defer_unlink(c);
   /* Filters above the socket, top first. */

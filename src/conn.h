@@ -81,6 +81,7 @@ typedef struct kr_cf_ops {
   void (*recv)(kr_cf_t *cf, const char *p, size_t n); /* from below */
   void (*eof)(kr_cf_t *cf, int status);               /* from below */
   void (*destroy)(kr_cf_t *cf);                       /* at final close */
+  void (*idle)(kr_cf_t *cf); /* may be NULL: nothing in flight, give memory back */
 } kr_cf_ops_t;
 
 struct kr_cf {
@@ -158,6 +159,8 @@ int kr_conn_write(kr_conn_t *c, const char *p, size_t n);
 void kr_conn_close(kr_conn_t *c);
 /* 1 when the transport is open, ready and not ended. */
 int kr_conn_is_usable(const kr_conn_t *c);
+/* c waits idle in a pool: its filters give back the buffers they grew. */
+void kr_conn_idle(kr_conn_t *c);
 /* Fill info from the TLS filter, if any (zeroed otherwise). */
 void kr_conn_tls_info(const kr_conn_t *c, kr_tls_info_t *info);
 /* Numeric address of the peer ("127.0.0.1", "::1") and its port. */

@@ -395,6 +395,7 @@ static void pool_put(kr_http_client_t *c, kr_conn_t *conn, uint32_t per_key) {
   c->nidle++;
   conn->idle_since_ms = uv_now(c->loop);
   kr_conn_set_owner(conn, &pool_cbs, c);
+  kr_conn_idle(conn);
   /* Idle connections do not keep the loop running; fetches do. */
   uv_unref((uv_handle_t *)&conn->tcp);
   if (!uv_is_active((uv_handle_t *)&c->pool_timer))
