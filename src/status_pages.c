@@ -694,6 +694,8 @@ static void page_metrics(kr_service_t *s, kr_buf_t *b) {
              hs2.conns_opened);
     metric_u(b, "kria_http_connections_reused_total", "counter",
              "Fetches served by a pooled connection.", hs2.conns_reused);
+    metric_u(b, "kria_http_connections_idle", "gauge",
+             "Idle keep-alive connections in the pool (http.idle-connections).", hs2.pooled_idle);
     metric_u(b, "kria_http_reads_deferred_total", "counter",
              "Socket reads refused by a loop turn's read budget.", hs2.reads_deferred);
   }

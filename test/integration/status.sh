@@ -150,6 +150,7 @@ check "a census ran (due_now known)" wait_until 20 bash -c "curl -s -m 5 http://
 
 api /metrics >"$T/metrics.txt"
 check "/metrics has kria_fetches_total" grep -q '^kria_fetches_total [0-9]' "$T/metrics.txt"
+check "/metrics has the idle pool's size" grep -q '^kria_http_connections_idle [0-9]' "$T/metrics.txt"
 check "/metrics has host states" grep -q '^kria_hosts{state="ready"} [0-9]' "$T/metrics.txt"
 check "/metrics has the overdue histogram" grep -q '^kria_issue_overdue_seconds_bucket{le="+Inf"} [0-9]' "$T/metrics.txt"
 check "/metrics has the loop-lag probe's histogram" grep -q '^kria_loop_delay_seconds_count [1-9]' "$T/metrics.txt"
