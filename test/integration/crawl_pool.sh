@@ -45,6 +45,8 @@ crawl() {
 [http]
 allow-private-addresses = true
 idle-connections = $1
+# (small: the pool must fit any descriptor limit the test runs under)
+max-connections = 16
 [crawl]
 seeds = $T/seeds.txt
 state-dir = $T/state
@@ -81,23 +83,28 @@ is "$(conns)" "$(requests)" "no pool: a connection per request"
 # ---- the descriptor limit ------------------------------------------------------------
 crawl_limited() { # SOFT HARD MAX-CONNECTIONS IDLE
   rm -rf "$T/state"
-  sed -e "s/^idle-connections = .*/idle-connections = $4\nmax-connections = $3/" \
+  sed -e "s/^idle-connections = .*/idle-connections = $4/" -e "s/^max-connections = .*/max-connections = $3/" \
     "$T/crawl.conf" >"$T/limited.conf"
   (ulimit -Sn "$1" && ulimit -Hn "$2" &&
     exec timeout 60 "$KRIA" crawl -c "$T/limited.conf") >"$T/limited.out" 2>"$T/limited.err"
 }
-crawl_limited 300 600 100 1000
-is "$?" 0 "under a descriptor limit of 300 (hard 600): the crawl ends (exit 0)"
-like "$(cat "$T/limited.err")" \
-  "http.idle-connections lowered from 1000 to 244: the descriptor limit is 600 .http.max-connections = 100, 256 kept for files." \
-  "the soft limit is raised to the hard one, and the pool lowered to what is left"
-crawl_limited 300 600 100 200
-unlike "$(cat "$T/limited.err")" "lowered" "a pool that fits is left as it is"
-crawl_limited 600 600 500 10
-is "$?" 0 "max-connections over the limit: the crawl still ends (exit 0)"
-like "$(cat "$T/limited.err")" \
-  "http.max-connections = 500 needs more than the descriptor limit of 600 allows" \
-  "and says why fetches past it would fail"
-like "$(cat "$T/limited.err")" "lowered from 10 to 0" "with no room left for idle connections"
+hard=$(ulimit -Hn)
+if [ "$hard" != unlimited ] && [ "$hard" -lt 600 ]; then
+  for i in 1 2 3 4 5 6; do skip "the hard descriptor limit ($hard) is under 600" "descriptor limit check $i"; done
+else
+  crawl_limited 300 600 100 1000
+  is "$?" 0 "under a descriptor limit of 300 (hard 600): the crawl ends (exit 0)"
+  like "$(cat "$T/limited.err")" \
+    "http.idle-connections lowered from 1000 to 244: the descriptor limit is 600 .http.max-connections = 100, 256 kept for files." \
+    "the soft limit is raised to the hard one, and the pool lowered to what is left"
+  crawl_limited 300 600 100 200
+  unlike "$(cat "$T/limited.err")" "lowered" "a pool that fits is left as it is"
+  crawl_limited 600 600 500 10
+  is "$?" 0 "max-connections over the limit: the crawl still ends (exit 0)"
+  like "$(cat "$T/limited.err")" \
+    "http.max-connections = 500 needs more than the descriptor limit of 600 allows" \
+    "and says why fetches past it would fail"
+  like "$(cat "$T/limited.err")" "lowered from 10 to 0" "with no room left for idle connections"
+fi
 kts_stop
 done_testing
