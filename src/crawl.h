@@ -213,6 +213,8 @@ typedef struct kr_fetch_adapt {
   size_t hist_len;
 } kr_fetch_adapt_t;
 
+#define KR_LINK_DEFER_MAX 256 /* longer links are not deferred */
+
 struct kr_fetch {
   kr_chain_fetch_t cf;          /* the chain's view (url, host, ctype) */
   kr_crawl_t *crawl;
@@ -255,6 +257,15 @@ struct kr_fetch {
   kr_html_extractor_t *html;    /* reused; reset per document */
   kr_css_extractor_t *css;
   int html_active, css_active;  /* fed this response */
+  /* A streamed link waits for the next one (its link-cache slot loading
+   * meanwhile, proc_extract.c); never past the end of a fed chunk. */
+  struct {
+    char raw[KR_LINK_DEFER_MAX];
+    uint16_t n;
+    char hop;
+    uint8_t has;  /* a link waits */
+    uint8_t full; /* a waiting link found the caps reached: stop the stream */
+  } defer;
   kr_url_t *base;               /* <base href>, NULL = the document URL */
   kr_link_t *links;             /* accepted links; strings in arena */
   size_t nlinks, links_cap;

@@ -123,6 +123,15 @@ kr_linkcache_entry_t *kr_linkcache_get(kr_linkcache_t *lc, const char *raw, size
   return NULL;
 }
 
+void kr_linkcache_prefetch(const kr_linkcache_t *lc, const char *raw, size_t n,
+                           const kr_url_t *base) {
+  const char *p;
+  size_t pn;
+  if (key_of(raw, n, base, &p, &pn)) return;
+  uint64_t h = key_hash(p, pn, raw, n);
+  __builtin_prefetch(&lc->slot[(h & lc->mask) & ~(size_t)1]);
+}
+
 kr_linkcache_entry_t *kr_linkcache_put(kr_linkcache_t *lc, const char *raw, size_t n,
                                        const kr_url_t *base, const char *canon, size_t len,
                                        const kr_url_t *url) {

@@ -54,6 +54,12 @@ void kr_linkcache_free(kr_linkcache_t *lc);
 kr_linkcache_entry_t *kr_linkcache_get(kr_linkcache_t *lc, const char *raw, size_t n,
                                        const kr_url_t *base);
 
+/* A hint: start loading the slots where kr_linkcache_get of raw against
+ * base will look (a trip to memory when the table is out of the caches),
+ * for a caller with other work to do before the get. */
+void kr_linkcache_prefetch(const kr_linkcache_t *lc, const char *raw, size_t n,
+                           const kr_url_t *base);
+
 /* Remember the result of raw against base: canon (len bytes) and url, the
  * parse of canon (copied into the entry; the caller keeps its own), or
  * canon NULL and url NULL for a link rejected before the scope. Returns

@@ -345,6 +345,34 @@ static void cache_limits(void **state) {
   kr_linkcache_free(lc);
 }
 
+/* kr_linkcache_prefetch is a hint: on an empty cache, on a key too long
+ * to be cached and on cached keys it changes nothing. */
+static void cache_prefetch_is_a_hint(void **state) {
+  (void)state;
+  kr_linkcache_t *lc = kr_linkcache_new(64, 1 << 20);
+  kr_url_t *base = parse("http://a.test/x/1.html");
+  kr_linkcache_prefetch(lc, "/y", 2, base);
+  kr_linkcache_prefetch(lc, "http://b.test/", 14, NULL);
+  size_t n = KR_LINKCACHE_MAX_KEY + 1;
+  char *big = malloc(n);
+  memset(big, 'a', n);
+  kr_linkcache_prefetch(lc, big, n, base);
+  free(big);
+  assert_non_null(put_str(lc, "/y", base, "http://a.test/y"));
+  kr_linkcache_prefetch(lc, "/y", 2, base);
+  kr_linkcache_entry_t *e = get_str(lc, "/y", base);
+  assert_non_null(e);
+  assert_string_equal(e->canon, "http://a.test/y");
+  kr_linkcache_stats_t st;
+  kr_linkcache_stats(lc, &st);
+  assert_int_equal(st.entries, 1);
+  assert_int_equal(st.hits, 1);
+  assert_int_equal(st.misses, 0);
+  assert_int_equal(st.uncacheable, 0);
+  kr_url_free(base);
+  kr_linkcache_free(lc);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(base_use_cases),
@@ -353,6 +381,7 @@ int main(void) {
       cmocka_unit_test(cache_keys),
       cmocka_unit_test(cache_two_ways_lru),
       cmocka_unit_test(cache_limits),
+      cmocka_unit_test(cache_prefetch_is_a_hint),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
