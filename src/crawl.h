@@ -214,6 +214,7 @@ typedef struct kr_fetch_adapt {
 } kr_fetch_adapt_t;
 
 #define KR_LINK_DEFER_MAX 256 /* longer links are not deferred */
+#define KR_LINK_DEFER_DEPTH 2
 
 struct kr_fetch {
   kr_chain_fetch_t cf;          /* the chain's view (url, host, ctype) */
@@ -257,13 +258,17 @@ struct kr_fetch {
   kr_html_extractor_t *html;    /* reused; reset per document */
   kr_css_extractor_t *css;
   int html_active, css_active;  /* fed this response */
-  /* A streamed link waits for the next one (its link-cache slot loading
-   * meanwhile, proc_extract.c); never past the end of a fed chunk. */
+  /* Streamed links wait for the next two (their link-cache slots and
+   * entries loading meanwhile, proc_extract.c); never past the end of a
+   * fed chunk. */
   struct {
-    char raw[KR_LINK_DEFER_MAX];
-    uint16_t n;
-    char hop;
-    uint8_t has;  /* a link waits */
+    struct {
+      char raw[KR_LINK_DEFER_MAX];
+      uint64_t hash; /* its link-cache key's */
+      uint16_t n;
+      char hop;
+    } q[KR_LINK_DEFER_DEPTH]; /* oldest first */
+    uint8_t has;  /* links waiting */
     uint8_t full; /* a waiting link found the caps reached: stop the stream */
   } defer;
   kr_url_t *base;               /* <base href>, NULL = the document URL */

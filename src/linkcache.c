@@ -124,12 +124,23 @@ kr_linkcache_entry_t *kr_linkcache_get(kr_linkcache_t *lc, const char *raw, size
 }
 
 void kr_linkcache_prefetch(const kr_linkcache_t *lc, const char *raw, size_t n,
-                           const kr_url_t *base) {
+                           const kr_url_t *base, uint64_t *hash) {
   const char *p;
   size_t pn;
+  *hash = 0;
   if (key_of(raw, n, base, &p, &pn)) return;
   uint64_t h = key_hash(p, pn, raw, n);
   __builtin_prefetch(&lc->slot[(h & lc->mask) & ~(size_t)1]);
+  *hash = h;
+}
+
+void kr_linkcache_prefetch_entry(const kr_linkcache_t *lc, uint64_t hash) {
+  const slot_t *b = &lc->slot[(hash & lc->mask) & ~(size_t)1];
+  for (int w = 0; w < 2; w++) {
+    const char *e = (const char *)b[w].e;
+    if (!e || b[w].hash != hash) continue;
+    for (int l = 0; l < 4; l++) __builtin_prefetch(e + 64 * l); /* header, url, key */
+  }
 }
 
 kr_linkcache_entry_t *kr_linkcache_put(kr_linkcache_t *lc, const char *raw, size_t n,

@@ -58,7 +58,10 @@ kr_linkcache_entry_t *kr_linkcache_get(kr_linkcache_t *lc, const char *raw, size
  * base will look (a trip to memory when the table is out of the caches),
  * for a caller with other work to do before the get. */
 void kr_linkcache_prefetch(const kr_linkcache_t *lc, const char *raw, size_t n,
-                           const kr_url_t *base);
+                           const kr_url_t *base, uint64_t *hash);
+/* The second step, once those slots are in: start loading the entry
+ * whose key has that hash, if one has. */
+void kr_linkcache_prefetch_entry(const kr_linkcache_t *lc, uint64_t hash);
 
 /* Remember the result of raw against base: canon (len bytes) and url, the
  * parse of canon (copied into the entry; the caller keeps its own), or

@@ -156,25 +156,31 @@ static int add_link(kr_fetch_t *f, kr_slice_t raw, char hop) {
   return rc < 0 ? rc : 0;
 }
 
-/* The streamed links of a page (on_link) are each deferred until the
- * next one arrives: the link cache's slot for a link is prefetched when
- * it arrives and read when the next one has been parsed, so that trip to
- * memory (~40 % of a cached link's cost) overlaps the tokenizer's work.
- * A chunk's last link is added before its feed returns, and a <base>
- * adds the waiting link first, so every link is added against the same
- * base, in the same order, before anything else sees the fetch's links;
- * only the moment within the feed moves. */
-static int add_deferred(kr_fetch_t *f) {
-  if (!f->defer.has) return 0;
-  f->defer.has = 0;
-  int rc = add_link(f, kr_slice(f->defer.raw, f->defer.n), f->defer.hop);
-  if (rc < 0) f->defer.full = 1;
-  return rc;
+/* The streamed links of a page (on_link) are each deferred until two
+ * more have arrived: the link cache's slots for a link are prefetched
+ * when it arrives, its entry when the next one comes, and it is looked up
+ * at the one after, so those two trips to memory (most of a cached
+ * link's cost) overlap the tokenizer's work. A chunk's waiting links are
+ * added before its feed returns, and a <base> adds them first, so every
+ * link is added against the same base, in the same order, before
+ * anything else sees the fetch's links; only the moment within the feed
+ * moves. */
+static int add_deferred(kr_fetch_t *f, unsigned keep) {
+  while (f->defer.has > keep) {
+    int rc = add_link(f, kr_slice(f->defer.q[0].raw, f->defer.q[0].n), f->defer.q[0].hop);
+    if (--f->defer.has) f->defer.q[0] = f->defer.q[1];
+    if (rc < 0) {
+      f->defer.has = 0;
+      f->defer.full = 1;
+      return rc;
+    }
+  }
+  return 0;
 }
 
-/* After a fed chunk: the waiting link is added. 0, or -1 when it found
+/* After a fed chunk: the waiting links are added. 0, or -1 when one found
  * the caps reached: the extractor is then stopped at its next link. */
-static int end_of_chunk(kr_fetch_t *f) { return add_deferred(f) < 0 ? -1 : 0; }
+static int end_of_chunk(kr_fetch_t *f) { return add_deferred(f, 0) < 0 ? -1 : 0; }
 
 static void defer_reset(kr_fetch_t *f) {
   f->defer.has = 0;
@@ -183,12 +189,12 @@ static void defer_reset(kr_fetch_t *f) {
 
 static int on_link(void *ud, const kr_extract_link_t *l) {
   kr_fetch_t *f = ud;
-  /* the waiting link, or a chunk's last one, met the caps: stop here, as
+  /* a waiting link, or a chunk's last one, met the caps: stop here, as
    * the extractor would have at that link */
   if (f->defer.full) return KR_ETOOBIG;
-  int rc = add_deferred(f);
-  if (rc < 0) return rc;
   if (l->kind == KR_EXTRACT_BASE) {
+    int rc = add_deferred(f, 0);
+    if (rc < 0) return rc;
     kr_url_t *b = NULL;
     if (kr_url_parse(l->url.p, l->url.n, f->url, &b) == 0 && is_http(b)) {
       kr_url_free(f->base);
@@ -198,12 +204,20 @@ static int on_link(void *ud, const kr_extract_link_t *l) {
     }
     return 0;
   }
-  if (l->url.n > sizeof f->defer.raw) return add_link(f, l->url, (char)l->kind);
-  kr_linkcache_prefetch(f->crawl->links_cache, l->url.p, l->url.n, f->base ? f->base : f->url);
-  memcpy(f->defer.raw, l->url.p, l->url.n);
-  f->defer.n = (uint16_t)l->url.n;
-  f->defer.hop = (char)l->kind;
-  f->defer.has = 1;
+  if (l->url.n > KR_LINK_DEFER_MAX) {
+    int rc = add_deferred(f, 0);
+    return rc < 0 ? rc : add_link(f, l->url, (char)l->kind);
+  }
+  int rc = add_deferred(f, KR_LINK_DEFER_DEPTH - 1);
+  if (rc < 0) return rc;
+  kr_linkcache_t *lc = f->crawl->links_cache;
+  /* the link before this one: its slots are in by now, its entry next */
+  if (f->defer.has) kr_linkcache_prefetch_entry(lc, f->defer.q[f->defer.has - 1].hash);
+  unsigned i = f->defer.has++;
+  kr_linkcache_prefetch(lc, l->url.p, l->url.n, f->base ? f->base : f->url, &f->defer.q[i].hash);
+  memcpy(f->defer.q[i].raw, l->url.p, l->url.n);
+  f->defer.q[i].n = (uint16_t)l->url.n;
+  f->defer.q[i].hop = (char)l->kind;
   return 0;
 }
 

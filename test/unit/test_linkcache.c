@@ -345,21 +345,31 @@ static void cache_limits(void **state) {
   kr_linkcache_free(lc);
 }
 
-/* kr_linkcache_prefetch is a hint: on an empty cache, on a key too long
- * to be cached and on cached keys it changes nothing. */
+/* kr_linkcache_prefetch and _prefetch_entry are hints: on an empty
+ * cache, on a key too long to be cached (hash 0) and on cached keys they
+ * change nothing; the hash given is the one a lookup finds the entry by. */
 static void cache_prefetch_is_a_hint(void **state) {
   (void)state;
   kr_linkcache_t *lc = kr_linkcache_new(64, 1 << 20);
   kr_url_t *base = parse("http://a.test/x/1.html");
-  kr_linkcache_prefetch(lc, "/y", 2, base);
-  kr_linkcache_prefetch(lc, "http://b.test/", 14, NULL);
+  uint64_t h, h2;
+  kr_linkcache_prefetch(lc, "/y", 2, base, &h);
+  kr_linkcache_prefetch_entry(lc, h);
+  kr_linkcache_prefetch(lc, "http://b.test/", 14, NULL, &h2);
+  kr_linkcache_prefetch_entry(lc, h2);
+  assert_true(h != 0 && h2 != 0 && h != h2);
   size_t n = KR_LINKCACHE_MAX_KEY + 1;
   char *big = malloc(n);
   memset(big, 'a', n);
-  kr_linkcache_prefetch(lc, big, n, base);
+  kr_linkcache_prefetch(lc, big, n, base, &h2);
+  assert_true(h2 == 0);
   free(big);
   assert_non_null(put_str(lc, "/y", base, "http://a.test/y"));
-  kr_linkcache_prefetch(lc, "/y", 2, base);
+  uint64_t again;
+  kr_linkcache_prefetch(lc, "/y", 2, base, &again);
+  assert_true(again == h);
+  kr_linkcache_prefetch_entry(lc, again);
+  kr_linkcache_prefetch_entry(lc, again ^ 1);
   kr_linkcache_entry_t *e = get_str(lc, "/y", base);
   assert_non_null(e);
   assert_string_equal(e->canon, "http://a.test/y");
