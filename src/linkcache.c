@@ -136,10 +136,19 @@ void kr_linkcache_prefetch(const kr_linkcache_t *lc, const char *raw, size_t n,
 
 void kr_linkcache_prefetch_entry(const kr_linkcache_t *lc, uint64_t hash) {
   const slot_t *b = &lc->slot[(hash & lc->mask) & ~(size_t)1];
+  int found = 0;
   for (int w = 0; w < 2; w++) {
     const char *e = (const char *)b[w].e;
     if (!e || b[w].hash != hash) continue;
     for (int l = 0; l < 4; l++) __builtin_prefetch(e + 64 * l); /* header, url, key */
+    found = 1;
+  }
+  /* A miss then: its put will replace the second way, reading that
+   * entry's size and freeing it. */
+  const entry_t *old = b[1].e;
+  if (!found && old) {
+    __builtin_prefetch((const char *)old - sizeof(size_t)); /* malloc's chunk header */
+    __builtin_prefetch(&old->bytes);
   }
 }
 

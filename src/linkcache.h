@@ -60,7 +60,8 @@ kr_linkcache_entry_t *kr_linkcache_get(kr_linkcache_t *lc, const char *raw, size
 void kr_linkcache_prefetch(const kr_linkcache_t *lc, const char *raw, size_t n,
                            const kr_url_t *base, uint64_t *hash);
 /* The second step, once those slots are in: start loading the entry
- * whose key has that hash, if one has. */
+ * whose key has that hash, or, when none has (a miss, then a put), the
+ * entry that put would replace. */
 void kr_linkcache_prefetch_entry(const kr_linkcache_t *lc, uint64_t hash);
 
 /* Remember the result of raw against base: canon (len bytes) and url, the

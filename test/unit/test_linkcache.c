@@ -379,6 +379,19 @@ static void cache_prefetch_is_a_hint(void **state) {
   assert_int_equal(st.hits, 1);
   assert_int_equal(st.misses, 0);
   assert_int_equal(st.uncacheable, 0);
+  /* a full set and a hash it does not hold (the miss path: the way a
+   * put would replace is prefetched): both entries stay */
+  kr_linkcache_t *two = kr_linkcache_new(2, 1 << 20);
+  assert_non_null(put_str(two, "http://a.test/", NULL, "http://a.test/"));
+  assert_non_null(put_str(two, "http://b.test/", NULL, "http://b.test/"));
+  uint64_t hc;
+  kr_linkcache_prefetch(two, "http://c.test/", 14, NULL, &hc);
+  kr_linkcache_prefetch_entry(two, hc);
+  assert_non_null(get_str(two, "http://a.test/", NULL));
+  assert_non_null(get_str(two, "http://b.test/", NULL));
+  kr_linkcache_stats(two, &st);
+  assert_int_equal(st.entries, 2);
+  kr_linkcache_free(two);
   kr_url_free(base);
   kr_linkcache_free(lc);
 }
