@@ -70,7 +70,7 @@ mkdir -p "$RUN"
 ln -sfn "$(basename "$RUN")" "$KB_OUT/crawl-ab/last"
 PORT=""
 for _ in 1 2 3 4 5 6 7 8; do
-	p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+	p=$(kb_random_port)
 	kb__port_free "$p" && { PORT=$p; break; }
 done
 [ -n "$PORT" ] || kb_die "no free port"

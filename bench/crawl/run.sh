@@ -249,7 +249,7 @@ printf 'site\trep\tpass\tclient\twall_s\tuser_s\tsys_s\tmaxrss_kb\texit\trequest
 # cross-host links) with it.
 PORT=""
 for _ in 1 2 3 4 5 6 7 8; do
-	p=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+	p=$(kb_random_port)
 	kb__port_free "$p" && { PORT=$p; break; }
 done
 [ -n "$PORT" ] || kb_die "no free port"

@@ -10,6 +10,7 @@
 #   kb_cpu_ns PID             CPU time (user+sys) of a process/thread in ns
 #   kb_stats                  read numbers on stdin, print "median min max"
 #   kb_machine_md             markdown lines describing this machine
+#   kb_random_port            a port below the ephemeral range, at random
 #   kb_record NAME REPORT     put REPORT into bench/RESULTS.md between the
 #                             NAME:begin and NAME:end markers
 #   kb_crawl_conf SEEDS VALENCE DNS_PORT HTTP_SECTION
@@ -109,6 +110,17 @@ kb_machine_md() {
 	echo "- CPU: ${cpu:-unknown}, nproc $(nproc), $(awk '/MemTotal/ { printf "%.0f GiB RAM", $2 / 1048576 }' /proc/meminfo)"
 	echo "- kernel: $(uname -sr), Debian $deb"
 	echo "- load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+}
+
+# A random port below the kernel's ephemeral range, for the servers a
+# benchmark starts: the crawls' own connections (tens of thousands in
+# TIME_WAIT after a run) take their local ports from that range, and one
+# of them on nginx's port made about one start in three fail to bind.
+kb_random_port() {
+	local lo
+	lo=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null)
+	[[ $lo =~ ^[0-9]+$ ]] && [ "$lo" -gt 12000 ] || lo=32768
+	echo $((10000 + (RANDOM * 32768 + RANDOM) % (lo - 10000)))
 }
 
 kb_record() {

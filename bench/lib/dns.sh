@@ -57,7 +57,7 @@ kb_dns_start() {
 	} >"$dir/dnsmasq.hosts.conf"
 	[ "$(id -u)" -eq 0 ] && user="--user=$(id -un)"
 	for attempt in 1 2 3 4 5; do
-		port=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+		port=$(kb_random_port)
 		: >"$dir/dnsmasq.log"
 		# shellcheck disable=SC2086
 		"$KB_DNSMASQ_BIN" --keep-in-foreground --conf-file="$dir/dnsmasq.hosts.conf" --no-resolv \

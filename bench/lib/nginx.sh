@@ -143,10 +143,11 @@ EOF
 }
 
 # Without ss (iproute2) every port looks free; a busy one makes nginx fail
-# to bind, and kb_nginx_start tries another.
+# to bind, and kb_nginx_start tries another. Any socket on the port counts,
+# not only listening ones: a connection's local port blocks the bind too.
 kb__port_free() {
 	command -v ss >/dev/null || return 0
-	! ss -Hltn "sport = :$1" 2>/dev/null | grep -q .
+	! ss -Htan "sport = :$1" 2>/dev/null | grep -q .
 }
 
 kb_nginx_start() {
@@ -154,7 +155,7 @@ kb_nginx_start() {
 	[ -x "$KB_NGINX_BIN" ] || kb_die "nginx not found ($KB_NGINX_BIN); run scripts/deps.sh"
 	mkdir -p "$dir/tmp" "$dir/logs"
 	for attempt in 1 2 3 4 5; do
-		port=${KB_NGINX_WANT_PORT:-$((20000 + (RANDOM * 32768 + RANDOM) % 40000))}
+		port=${KB_NGINX_WANT_PORT:-$(kb_random_port)}
 		kb__port_free "$port" || continue
 		kb__nginx_conf "$dir" "$root" "$vhosts" "$port" "$cpu" >"$dir/nginx.conf"
 		rm -f "$dir/nginx.pid"
