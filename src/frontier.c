@@ -795,7 +795,12 @@ static int link_ok(const kr_link_t *l) {
   return 0;
 }
 
-/* l, whose fingerprint is fp (when link_ok). */
+/* l's fingerprint, or 0 when link_ok refuses it (add_one then says why). */
+static uint64_t link_fp(const kr_link_t *l) {
+  return link_ok(l) ? 0 : kr_fp(l->url, l->url_len);
+}
+
+/* l, whose fingerprint is fp (link_fp). */
 static int add_one(kr_frontier_t *f, const kr_link_t *l, uint64_t fp, uint64_t now) {
   int ok = link_ok(l);
   if (ok) return ok;
@@ -883,7 +888,7 @@ int kr_frontier_add(kr_frontier_t *f, const kr_link_t *link, uint64_t now) {
     queue_op(f, NULL, NULL, link, 1, now);
     return KR_FRONTIER_HELD;
   }
-  return add_one(f, link, link_ok(link) ? 0 : kr_fp(link->url, link->url_len), now);
+  return add_one(f, link, link_fp(link), now);
 }
 
 int kr_frontier_add_batch(kr_frontier_t *f, const kr_link_t *links, size_t n,
@@ -907,8 +912,7 @@ static int add_batch_now(kr_frontier_t *f, const kr_link_t *links, size_t n,
   for (size_t i = 0; i < n; i += GROUP) {
     size_t g = n - i < GROUP ? n - i : GROUP;
     for (size_t j = 0; j < g; j++) {
-      const kr_link_t *l = &links[i + j];
-      fps[j] = link_ok(l) ? 0 : kr_fp(l->url, l->url_len);
+      fps[j] = link_fp(&links[i + j]);
       kr_seen_prefetch(f->seen, fps[j]);
     }
     for (size_t j = 0; j < g; j++) {
