@@ -127,6 +127,12 @@ bench-frontier: $(B)/bench/frontier_bench
 $(B)/bench/frontier_bench: $(B)/bench/frontier/frontier_bench.o $(B)/libkria.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $< $(B)/libkria.a $(LIBS)
 
+# bench/sha1: SHA-1 throughput, OpenSSL against kr_sha1_pair (GB/s).
+.PHONY: bench-sha1
+bench-sha1: $(B)/bench/sha1_bench
+$(B)/bench/sha1_bench: $(B)/bench/sha1/sha1_bench.o $(B)/libkria.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(B)/libkria.a $(LIBS)
+
 clean:
 	rm -rf build build-san build-*
 

@@ -1,7 +1,8 @@
 /*
  * Streaming SHA-1 and RFC 4648 base32, the digest format of WARC and
  * Heritrix ("sha1:" followed by 32 upper-case base32 characters). Pure:
- * no loop, no global state. A kr_sha1_t keeps one OpenSSL digest context
+ * no loop; the only global state is the CPU feature check of
+ * kr_sha1_pair. A kr_sha1_t keeps one OpenSSL digest context
  * for its whole life, so hashing many bodies costs no allocation after
  * the first kr_sha1_init.
  */
@@ -10,6 +11,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "kria/buf.h"
 
 #define KR_SHA1_LEN 20
 /* Base32 of a SHA-1: 32 characters, no padding needed (160 bits = 32x5). */
@@ -36,6 +39,22 @@ int kr_sha1_final(kr_sha1_t *s, uint8_t out[KR_SHA1_LEN]);
 void kr_sha1_free(kr_sha1_t *s);
 /* One-shot helper. */
 int kr_sha1(const void *p, size_t n, uint8_t out[KR_SHA1_LEN]);
+
+/* Two messages at once, a = a[0..na) and b = b[0..nb) each a list of
+ * slices, into da and db. With the CPU's SHA extensions (SHA-NI, checked
+ * by CPUID once) the two compression loops run interleaved block by
+ * block: one SHA-1 stream is latency-bound on the round instruction, so
+ * the second costs little; the longer message is finished alone. Without
+ * them, one after the other through OpenSSL, in s when given (an
+ * initialised kr_sha1_t, left needing kr_sha1_reset) or a temporary
+ * context. 0 or KR_EIO. */
+int kr_sha1_pair(kr_sha1_t *s, const kr_slice_t *a, size_t na, const kr_slice_t *b, size_t nb,
+                 uint8_t da[KR_SHA1_LEN], uint8_t db[KR_SHA1_LEN]);
+/* 1 when kr_sha1_pair uses the SHA extensions. */
+int kr_sha1_pair_accel(void);
+/* Tests and benchmarks: on = 0 forces the OpenSSL path of kr_sha1_pair,
+ * 1 goes back to the CPU's best (the one process-wide setting). */
+void kr_sha1_pair_set_accel(int on);
 
 /* RFC 4648 base32 (alphabet A-Z2-7) of n bytes with '=' padding to a
  * multiple of 8 characters, NUL-terminated. out needs
