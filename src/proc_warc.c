@@ -726,6 +726,13 @@ static void hold(struct kr_warc *w, kr_fetch_t *f, int err) {
   kr_timer_start(&c->timers, &w->retry, w->held_since + w->retry_ms, on_retry);
 }
 
+/* Both files' buffered records to the kernel: 0 or the first error. */
+static int flush_files(struct kr_warc *w) {
+  int rc = w->wf ? kr_warcfile_flush(w->wf) : 0;
+  int rc2 = w->wf2 ? kr_warcfile_flush(w->wf2) : 0;
+  return rc ? rc : rc2;
+}
+
 static void on_retry(kr_wheel_entry_t *e) {
   struct kr_warc *w = container_of(e, struct kr_warc, retry);
   kr_crawl_t *c = w->c;
@@ -742,6 +749,14 @@ static void on_retry(kr_wheel_entry_t *e) {
   }
   if (known && avail < want) {
     KR_LOG(KR_LOG_INFO, w->dir, "still %" PRIu64 " bytes free: WARC writing stays held", avail);
+    kr_timer_start(&c->timers, &w->retry, now + w->retry_ms, on_retry);
+    return;
+  }
+  /* records written before the failure, still buffered, go first */
+  int rc = flush_files(w);
+  if (rc) {
+    KR_LOG(KR_LOG_INFO, w->dir, "buffered WARC records still cannot be written (%s): WARC "
+           "writing stays held", kr_err_name(rc));
     kr_timer_start(&c->timers, &w->retry, now + w->retry_ms, on_retry);
     return;
   }
@@ -1002,10 +1017,17 @@ static int dns_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
 
 int kr__warc_presync(kr_crawl_t *c, int may_wait) {
   struct kr_warc *w = c->warc;
-  if (!w) return 0;
+  if (!w || !w->wf) return 0;
   /* durability none: nothing is known to be on disk (a machine crash may
-   * lose any page of the file), so the repair reads the whole file */
-  if (!w->wf || !w->sync || w->durability == KR_WARC_SYNC_NONE) return 0;
+   * lose any page of the file), so the repair reads the whole file; but
+   * the records of the visits about to commit reach the kernel, so a
+   * crash of kria loses none of them (batch and record flush in their
+   * syncs) */
+  if (!w->sync || w->durability == KR_WARC_SYNC_NONE) {
+    int rc = flush_files(w);
+    if (rc) hold(w, NULL, rc);
+    return 0;
+  }
   return kr_warcsync_presync(w->sync, w->durability == KR_WARC_SYNC_BATCH, may_wait);
 }
 

@@ -44,6 +44,12 @@ struct kr_warcfile {
   char final[256];               /* without */
   char info_id[KR_WARC_ID_SIZE];
   uint64_t size;                 /* bytes written = next record's offset */
+  /* The write buffer: the bytes from `flushed` (what the kernel has) to
+   * `size`, gathered so that the file grows by one large write instead
+   * of three small ones per visit (see flush). */
+  char *wbuf;
+  size_t wbuf_len;
+  uint64_t flushed;
   uint64_t written;              /* records in the file (counting up) */
   uint64_t synced_n;             /* ... of them synced: syncs may end out
                                     of order (kr_warcfile_sync_end) */
@@ -131,27 +137,22 @@ static unsigned next_serial(int dirfd, const char *prefix) {
 
 /* ---- the sink ---------------------------------------------------------- */
 
-static int file_sink(void *ctx, const kr_slice_t *v, size_t n) {
-  kr_warcfile_t *wf = ctx;
-  struct iovec iov[KR_WARC_MAX_SLICES + 2];
-  int cnt = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (!v[i].n) continue;
-    KR_BUG_ON(cnt == (int)ARRAY_SIZE(iov));
-    iov[cnt].iov_base = (void *)v[i].p;
-    iov[cnt++].iov_len = v[i].n;
-  }
-  struct iovec *cur = iov;
-  /* Bounded: each turn writes at least one byte or returns. */
+/* Write iov (cnt > 0 slices) at the end of what the kernel has. Bounded:
+ * each turn writes at least one byte or returns. On an error the bytes
+ * written so far stay counted in wf->flushed and *done says how many of
+ * the iov's bytes that was. */
+static int write_out(kr_warcfile_t *wf, struct iovec *cur, int cnt, size_t *done) {
+  *done = 0;
   while (cnt > 0) {
-    ssize_t got = wf->o.pwritev_fn(wf->fd, cur, cnt, (off_t)wf->size);
+    ssize_t got = wf->o.pwritev_fn(wf->fd, cur, cnt, (off_t)wf->flushed);
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) {
       int e = got < 0 ? errno : ENOSPC;
-      set_err(wf, "writing %s at offset %" PRIu64 ": %s", wf->name, wf->size, strerror(e));
+      set_err(wf, "writing %s at offset %" PRIu64 ": %s", wf->name, wf->flushed, strerror(e));
       return wf->sink_err = errno_code(e);
     }
-    wf->size += (uint64_t)got;
+    wf->flushed += (uint64_t)got;
+    *done += (size_t)got;
     while (cnt > 0 && (size_t)got >= cur->iov_len) {
       got -= (ssize_t)cur->iov_len;
       cur++, cnt--;
@@ -164,13 +165,70 @@ static int file_sink(void *ctx, const kr_slice_t *v, size_t n) {
   return 0;
 }
 
+/* The buffered bytes to the kernel. On an error what was not written
+ * stays buffered, for the next flush. */
+static int flush(kr_warcfile_t *wf) {
+  if (!wf->wbuf_len) return 0;
+  struct iovec v = {wf->wbuf, wf->wbuf_len};
+  size_t done;
+  int err = write_out(wf, &v, 1, &done);
+  wf->wbuf_len -= done;
+  if (err && wf->wbuf_len) memmove(wf->wbuf, wf->wbuf + done, wf->wbuf_len);
+  return err;
+}
+
+/* Small writes cost the kernel most per byte here (ext4: a 10 KB
+ * pwritev is ~5 µs, the same bytes in a 256 KiB one ~2 µs), and a visit
+ * is three records: they are gathered up to o.buffer bytes. Slices that
+ * do not fit after a flush are written directly. */
+static int file_sink(void *ctx, const kr_slice_t *v, size_t n) {
+  kr_warcfile_t *wf = ctx;
+  size_t total = 0;
+  for (size_t i = 0; i < n; i++) total += v[i].n;
+  size_t cap = wf->o.buffer;
+  if (cap && wf->wbuf_len + total > cap) {
+    int err = flush(wf);
+    if (err) return err;
+  }
+  if (total <= cap - wf->wbuf_len) {
+    if (!wf->wbuf) wf->wbuf = kr_xmalloc(cap);
+    for (size_t i = 0; i < n; i++) {
+      if (!v[i].n) continue;
+      memcpy(wf->wbuf + wf->wbuf_len, v[i].p, v[i].n);
+      wf->wbuf_len += v[i].n;
+    }
+    wf->size += total;
+    return 0;
+  }
+  struct iovec iov[KR_WARC_MAX_SLICES + 2];
+  int cnt = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!v[i].n) continue;
+    KR_BUG_ON(cnt == (int)ARRAY_SIZE(iov));
+    iov[cnt].iov_base = (void *)v[i].p;
+    iov[cnt++].iov_len = v[i].n;
+  }
+  size_t done;
+  int err = write_out(wf, iov, cnt, &done);
+  wf->size += done;
+  return err;
+}
+
+int kr_warcfile_flush(kr_warcfile_t *wf) { return wf->fd >= 0 ? flush(wf) : 0; }
+
 /* Cut the file back to start after a failed record; err is returned. When
  * even that fails, the file is given up (left ".open" for the next
  * start-up repair) and the next record starts a new file. */
 static int cut_back(kr_warcfile_t *wf, uint64_t start, int err) {
   if (wf->fd < 0 || wf->size == start) return err;
-  if (ftruncate(wf->fd, (off_t)start) == 0) {
+  if (start >= wf->flushed) { /* only buffered bytes go: earlier records stay */
+    wf->wbuf_len = (size_t)(start - wf->flushed);
     wf->size = start;
+    return err;
+  }
+  wf->wbuf_len = 0; /* all of it past start */
+  if (ftruncate(wf->fd, (off_t)start) == 0) {
+    wf->size = wf->flushed = start;
     return err;
   }
   KR_LOG(KR_LOG_ERROR, wf->name, "cannot cut a failed record away (%s); file left for repair",
@@ -190,6 +248,7 @@ void kr_warcfile_opts_default(kr_warcfile_opts_t *o) {
   o->durability = KR_WARC_SYNC_NONE;
   o->batch_ms = 1000;
   o->batch_records = 1000;
+  o->buffer = KR_WARCFILE_BUFFER;
 }
 
 int kr_warcfile_open(const kr_warcfile_opts_t *opts, kr_warcfile_t **out, char *errbuf,
@@ -270,6 +329,8 @@ int kr_warcfile_open(const kr_warcfile_opts_t *opts, kr_warcfile_t **out, char *
 
 static int sync_file(kr_warcfile_t *wf) {
   if (wf->fd < 0 || wf->written == wf->synced_n) return 0;
+  int err = flush(wf);
+  if (err) return err;
   if (wf->o.sync_fn(wf->fd)) {
     int e = errno;
     set_err(wf, "syncing %s: %s", wf->name, strerror(e));
@@ -283,8 +344,8 @@ static int sync_file(kr_warcfile_t *wf) {
 
 static int close_file(kr_warcfile_t *wf) {
   if (wf->fd < 0) return 0;
-  int err = 0;
-  if (wf->o.durability != KR_WARC_SYNC_NONE) err = sync_file(wf);
+  int err = flush(wf);
+  if (!err && wf->o.durability != KR_WARC_SYNC_NONE) err = sync_file(wf);
   if (close(wf->fd) && !err) {
     set_err(wf, "closing %s: %s", wf->name, strerror(errno));
     err = KR_EIO;
@@ -330,7 +391,8 @@ static int open_file(kr_warcfile_t *wf) {
     set_err(wf, "no free WARC file name after 16 tries");
     return KR_EIO;
   }
-  wf->size = 0;
+  wf->size = wf->flushed = 0;
+  wf->wbuf_len = 0;
   wf->written = wf->synced_n = 0;
   wf->synced = 0;
   kr_warc_rec_t rec = {.type = KR_WARC_WARCINFO, .date_ms = now_ms(wf), .filename = wf->final};
@@ -377,6 +439,7 @@ int kr_warcfile_close(kr_warcfile_t *wf) {
   int err = wf->w ? kr_warcfile_rotate(wf) : 0;
   kr_warc_writer_free(wf->w);
   kr_buf_free(&wf->info);
+  free(wf->wbuf);
   if (wf->dirfd >= 0) close(wf->dirfd);
   free((char *)wf->o.prefix);
   free(wf);
@@ -499,6 +562,8 @@ int kr_warcfile_sync_begin(kr_warcfile_t *wf, kr_warcfile_syncjob_t *j) {
   memset(j, 0, sizeof *j);
   j->fd = -1;
   if (wf->fd < 0 || wf->written == wf->synced_n) return 0;
+  int err = flush(wf); /* the sync covers what the kernel has */
+  if (err) return err;
   j->fd = fcntl(wf->fd, F_DUPFD_CLOEXEC, 0);
   if (j->fd < 0) {
     set_err(wf, "syncing %s: %s", wf->name, strerror(errno));

@@ -7,19 +7,23 @@
  * each starts with a warcinfo record that every later record names in
  * WARC-Warcinfo-ID. A file is closed (synced unless durability is none,
  * renamed without ".open") when it reaches max_size or at
- * kr_warcfile_rotate/close. A record goes to the end of the file with
- * pwritev (one call, unless it is past whole_max and streams through
- * zlib), never through a user-space buffer, so once kr_warcfile_write
- * returns the record is in the kernel and survives a crash of kria;
- * durability says when it is on disk:
- *   none    the OS decides;
+ * kr_warcfile_rotate/close. Records are gathered in a write buffer
+ * (o.buffer bytes, 256 KiB) and reach the kernel in one pwritev when it
+ * is full, at kr_warcfile_flush, before every sync and at the file's
+ * close: a record in the buffer is lost if kria dies, one in the kernel
+ * only if the machine does. So the caller flushes (or syncs) before it
+ * commits to the store the visits whose records it wrote. Durability
+ * says when records are on disk:
+ *   none    the OS decides (after kr_warcfile_flush);
  *   batch   the caller calls kr_warcfile_sync when kr_warcfile_sync_due
  *           says so, and always before committing to the store the
  *           visits whose records were written since the last sync;
  *   record  fdatasync after every record (slow; for tests and paranoia).
  * A record that cannot be written completely (ENOSPC, EIO, a failing
  * sync) is cut away again, so a file always ends at a record boundary;
- * the caller gets KR_ENOSPC or KR_EIO and may retry later.
+ * the caller gets KR_ENOSPC or KR_EIO and may retry later. Earlier
+ * records still buffered when a write fails stay buffered, for the next
+ * flush.
  *
  * Not thread-safe; one kr_warcfile_t per crawl, used from one thread.
  */
@@ -32,6 +36,10 @@
 
 #include "clock.h"
 #include "kria/warc.h"
+
+/* The write buffer's default size: past 64 KiB a larger write costs
+ * ext4 little less per byte (bench/RESULTS.md). */
+#define KR_WARCFILE_BUFFER (256u << 10)
 
 enum kr_warc_durability {
   KR_WARC_SYNC_NONE = 0,
@@ -53,6 +61,9 @@ typedef struct kr_warcfile_opts {
                                     hostname default to kria's */
   const kr_clock_t *clock;       /* file names and default dates; NULL =
                                     the real clock */
+  size_t buffer;                 /* write buffer bytes (KR_WARCFILE_BUFFER);
+                                    0: each record reaches the kernel as
+                                    it is written */
   /* For tests: stand-ins for pwritev(2) and fdatasync(2). */
   ssize_t (*pwritev_fn)(int fd, const struct iovec *iov, int n, off_t off);
   int (*sync_fn)(int fd);
@@ -69,7 +80,8 @@ typedef struct kr_warcfile_loc {
 
 typedef struct kr_warcfile kr_warcfile_t;
 
-/* gzip at the default level, 1 GiB, durability none, batch 1 s/1000. */
+/* gzip at the default level, 1 GiB, durability none, batch 1 s/1000,
+ * a 256 KiB write buffer. */
 void kr_warcfile_opts_default(kr_warcfile_opts_t *o);
 
 /* 1 when prefix may name WARC files: 1..64 of [A-Za-z0-9._-], not
@@ -103,8 +115,11 @@ int kr_warcfile_end(kr_warcfile_t *wf, kr_warcfile_loc_t *loc);
  * ends at the record before. A no-op when nothing is being streamed. */
 void kr_warcfile_abort(kr_warcfile_t *wf);
 
-/* fdatasync the open file when records were written since the last sync.
- * 0, KR_EIO or KR_ENOSPC. */
+/* The buffered records to the kernel (they then survive a crash of
+ * kria). 0, KR_EIO or KR_ENOSPC: what was not written stays buffered. */
+int kr_warcfile_flush(kr_warcfile_t *wf);
+/* Flush, then fdatasync the open file when records were written since
+ * the last sync. 0, KR_EIO or KR_ENOSPC. */
 int kr_warcfile_sync(kr_warcfile_t *wf);
 /* Syncing on another thread (batch durability without blocking the
  * writer's thread). kr_warcfile_sync_begin notes what a sync started now
@@ -124,8 +139,9 @@ typedef struct kr_warcfile_syncjob {
   int err;                       /* errno of a failed sync, 0 */
   char name[264];                /* the file (".open"), for messages */
 } kr_warcfile_syncjob_t;
-/* 1 (a job to run), 0 (nothing unsynced: *j needs no run nor end), or
- * KR_EIO (no descriptor left). */
+/* Flushes first. 1 (a job to run), 0 (nothing unsynced: *j needs no run
+ * nor end), or KR_EIO / KR_ENOSPC (the flush failed, or no descriptor
+ * left). */
 int kr_warcfile_sync_begin(kr_warcfile_t *wf, kr_warcfile_syncjob_t *j);
 void kr_warcfile_sync_run(kr_warcfile_syncjob_t *j);
 /* wf may be NULL (the writer was closed meanwhile: its close synced).

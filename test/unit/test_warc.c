@@ -1344,6 +1344,7 @@ static void full_disk_cuts_back(void **state) {
     o.dir = dir;
     o.writer.gzip = gz;
     o.pwritev_fn = fake_pwritev;
+    o.buffer = 0; /* each record written at once (buffered: see below) */
     kr_warcfile_t *wf;
     assert_int_equal(kr_warcfile_open(&o, &wf, NULL, 0), 0);
     /* No space at all: the first file cannot even get its warcinfo. */
@@ -1393,6 +1394,180 @@ static void full_disk_cuts_back(void **state) {
     assert_true(c == 4 || c == 5);
     free_recs(rr, c);
     free(p);
+  }
+}
+
+/* ---- the write buffer ------------------------------------------------------- */
+
+static int pwritev_calls;
+
+static ssize_t counting_pwritev(int fd, const struct iovec *iov, int n, off_t off) {
+  pwritev_calls++;
+  return fake_pwritev(fd, iov, n, off);
+}
+
+/* Random bytes: more than the tests' 16 KiB buffer even compressed. */
+static char noise[20000];
+
+static void make_noise(void) {
+  uint32_t x = 12345;
+  for (size_t i = 0; i < sizeof noise; i++) noise[i] = (char)((x = x * 1103515245u + 12345u) >> 24);
+}
+
+static uint64_t on_disk(const char *dir, kr_warcfile_t *wf) {
+  char path[1200];
+  snprintf(path, sizeof path, "%s/%s", dir, kr_warcfile_current(wf));
+  struct stat sb;
+  assert_int_equal(stat(path, &sb), 0);
+  return (uint64_t)sb.st_size;
+}
+
+/* The file's records, read back after its close; *n their count. */
+static struct rrec *read_dir_file(const char *dir, int *n) {
+  char names[8][256];
+  assert_int_equal(list_dir(dir, names, 8), 1);
+  char path[1200];
+  snprintf(path, sizeof path, "%s/%s", dir, names[0]);
+  size_t len;
+  unsigned char *p = slurp(path, &len);
+  struct rrec *rr = calloc(64, sizeof *rr);
+  *n = read_all(p, len, rr, 64, 0);
+  free(p);
+  return rr;
+}
+
+/* Records gather in the buffer and reach the file in a few large writes:
+ * at a flush, a sync (also one begun for another thread) and the close;
+ * a record larger than the buffer goes straight through. */
+static void write_buffer_gathers_records(void **state) {
+  (void)state;
+  static char blk[1000];
+  for (int gz = 0; gz < 2; gz++) {
+    char dir[300];
+    sub(dir, sizeof dir, gz ? "wbuf-gz" : "wbuf");
+    kr_warcfile_opts_t o;
+    kr_warcfile_opts_default(&o);
+    assert_true(o.buffer == KR_WARCFILE_BUFFER);
+    o.dir = dir;
+    o.writer.gzip = gz;
+    o.buffer = 16384;
+    o.pwritev_fn = counting_pwritev;
+    o.durability = KR_WARC_SYNC_BATCH;
+    o.sync_fn = fake_sync;
+    space_left = -1;
+    sync_fails = 0;
+    kr_warcfile_t *wf;
+    assert_int_equal(kr_warcfile_open(&o, &wf, NULL, 0), 0);
+    pwritev_calls = 0;
+    for (int i = 0; i < 40; i++) {
+      memset(blk, 'a' + i % 26, sizeof blk);
+      kr_warc_rec_t r = {.type = KR_WARC_RESOURCE, .target_uri = KR_SLICE_LIT("urn:a")};
+      kr_slice_t b = {blk, sizeof blk};
+      assert_int_equal(kr_warcfile_write(wf, &r, &b, 1, NULL), 0);
+    }
+    /* ~44 KB (plain) in 16 KiB writes, not 41 writes */
+    assert_true(pwritev_calls >= (gz ? 0 : 2) && pwritev_calls <= 3);
+    assert_true(on_disk(dir, wf) < kr_warcfile_size(wf));
+    assert_int_equal(kr_warcfile_flush(wf), 0);
+    assert_true(on_disk(dir, wf) == kr_warcfile_size(wf));
+    assert_int_equal(kr_warcfile_flush(wf), 0); /* nothing left: no write */
+    int calls = pwritev_calls;
+    kr_warc_rec_t r = {.type = KR_WARC_RESOURCE, .target_uri = KR_SLICE_LIT("urn:b")};
+    kr_slice_t b = {blk, sizeof blk};
+    assert_int_equal(kr_warcfile_write(wf, &r, &b, 1, NULL), 0);
+    assert_int_equal(pwritev_calls, calls);
+    kr_warcfile_syncjob_t j;
+    assert_int_equal(kr_warcfile_sync_begin(wf, &j), 1);
+    assert_true(on_disk(dir, wf) == kr_warcfile_size(wf));
+    kr_warcfile_sync_run(&j);
+    assert_int_equal(kr_warcfile_sync_end(wf, &j), 0);
+    r.id[0] = '\0';
+    assert_int_equal(kr_warcfile_write(wf, &r, &b, 1, NULL), 0);
+    assert_int_equal(kr_warcfile_sync(wf), 0);
+    assert_true(on_disk(dir, wf) == kr_warcfile_size(wf));
+    /* larger than the buffer: written as it comes */
+    make_noise();
+    kr_slice_t big = {noise, sizeof noise};
+    for (int k = 0; k < 3; k++) {
+      r.id[0] = '\0';
+      assert_int_equal(kr_warcfile_write(wf, &r, &big, 1, NULL), 0);
+    }
+    assert_true(on_disk(dir, wf) == kr_warcfile_size(wf));
+    r.id[0] = '\0';
+    assert_int_equal(kr_warcfile_write(wf, &r, &b, 1, NULL), 0);
+    assert_int_equal(kr_warcfile_close(wf), 0);
+    int n;
+    struct rrec *rr = read_dir_file(dir, &n);
+    assert_int_equal(n, 1 + 40 + 2 + 3 + 1);
+    for (int i = 0; i < 40; i++) {
+      assert_int_equal(rr[1 + i].block.len, sizeof blk);
+      assert_int_equal(rr[1 + i].block.data[999], 'a' + i % 26);
+    }
+    assert_memory_equal(rr[43].block.data, noise, sizeof noise);
+    free_recs(rr, n);
+    free(rr);
+  }
+}
+
+/* A write that fails (ENOSPC) while older records wait in the buffer
+ * cuts away only the record being written: the older ones stay buffered
+ * (also the rest of a flush that got only part way) and reach the file
+ * when there is room again. */
+static void buffered_records_outlive_a_failed_write(void **state) {
+  (void)state;
+  static char blk[1000];
+  memset(blk, 'q', sizeof blk);
+  for (int gz = 0; gz < 2; gz++) {
+    char dir[300];
+    sub(dir, sizeof dir, gz ? "wbuf-full-gz" : "wbuf-full");
+    kr_warcfile_opts_t o;
+    kr_warcfile_opts_default(&o);
+    o.dir = dir;
+    o.writer.gzip = gz;
+    o.buffer = 16384;
+    o.pwritev_fn = fake_pwritev;
+    space_left = -1;
+    kr_warcfile_t *wf;
+    assert_int_equal(kr_warcfile_open(&o, &wf, NULL, 0), 0);
+    kr_slice_t b = {blk, sizeof blk};
+    for (int i = 0; i < 5; i++) {
+      kr_warc_rec_t r = {.type = KR_WARC_RESOURCE, .target_uri = KR_SLICE_LIT("urn:a")};
+      assert_int_equal(kr_warcfile_write(wf, &r, &b, 1, NULL), 0);
+    }
+    uint64_t good = kr_warcfile_size(wf);
+    assert_true(on_disk(dir, wf) == 0); /* all buffered, the warcinfo too */
+    make_noise();
+    /* larger than the buffer even compressed: a flush first */
+    static const long rooms[] = {0, 700, 0, 1500};
+    uint64_t disk = 0;
+    for (size_t k = 0; k < sizeof rooms / sizeof rooms[0]; k++) {
+      space_left = rooms[k];
+      kr_warc_rec_t r = {.type = KR_WARC_RESOURCE, .target_uri = KR_SLICE_LIT("urn:big")};
+      kr_slice_t big = {noise, sizeof noise};
+      assert_int_equal(kr_warcfile_write(wf, &r, &big, 1, NULL), KR_ENOSPC);
+      assert_true(kr_warcfile_size(wf) == good);
+      /* the room went to the buffered bytes; what was left of it to the
+       * big record, which was then cut away again */
+      disk += (uint64_t)rooms[k];
+      if (disk > good) disk = good;
+      assert_true(on_disk(dir, wf) == disk);
+      assert_non_null(strstr(kr_warcfile_errmsg(wf), "No space left"));
+    }
+    /* still no room (for what is left, if anything) */
+    assert_int_equal(kr_warcfile_flush(wf), disk < good ? KR_ENOSPC : 0);
+    space_left = -1;
+    assert_int_equal(kr_warcfile_flush(wf), 0);
+    assert_true(on_disk(dir, wf) == kr_warcfile_size(wf));
+    kr_warc_rec_t r = {.type = KR_WARC_RESOURCE, .target_uri = KR_SLICE_LIT("urn:z")};
+    assert_int_equal(kr_warcfile_write(wf, &r, &b, 1, NULL), 0);
+    assert_int_equal(kr_warcfile_close(wf), 0);
+    int n;
+    struct rrec *rr = read_dir_file(dir, &n);
+    assert_int_equal(n, 7); /* warcinfo, the five, the last */
+    for (int i = 1; i <= 5; i++) assert_memory_equal(rr[i].block.data, blk, sizeof blk);
+    assert_string_equal(rr[6].target, "urn:z");
+    free_recs(rr, n);
+    free(rr);
   }
 }
 
@@ -1664,6 +1839,7 @@ static void repair_dir_at_start_up(void **state) {
     kr_warc_rec_t r = {.type = KR_WARC_RESOURCE, .target_uri = KR_SLICE_LIT("urn:a")};
     assert_int_equal(kr_warcfile_write(wf, &r, NULL, 0, NULL), 0);
   }
+  assert_int_equal(kr_warcfile_flush(wf), 0); /* what a commit would do */
   char open_path[700];
   snprintf(open_path, sizeof open_path, "%s/%s", dir, kr_warcfile_current(wf));
   size_t n;
@@ -1727,6 +1903,7 @@ static void killed_file(const char *dir, const char *name, int gz, size_t cut, u
     kr_warc_rec_t r = {.type = KR_WARC_RESOURCE, .target_uri = KR_SLICE_LIT("urn:a")};
     assert_int_equal(kr_warcfile_write(wf, &r, &b, 1, NULL), 0);
   }
+  assert_int_equal(kr_warcfile_flush(wf), 0); /* in the kernel when killed */
   char path[700];
   snprintf(path, sizeof path, "%s/%s", wdir, kr_warcfile_current(wf));
   size_t n;
@@ -1984,6 +2161,8 @@ int main(void) {
       cmocka_unit_test(names_rotation_and_locations),
       cmocka_unit_test(streaming_to_file),
       cmocka_unit_test(full_disk_cuts_back),
+      cmocka_unit_test(write_buffer_gathers_records),
+      cmocka_unit_test(buffered_records_outlive_a_failed_write),
       cmocka_unit_test(durability),
       cmocka_unit_test(repair_every_cut),
       cmocka_unit_test(repair_streams_large_files),
