@@ -8,7 +8,7 @@
  * WARC-Warcinfo-ID. A file is closed (synced unless durability is none,
  * renamed without ".open") when it reaches max_size or at
  * kr_warcfile_rotate/close. Records are gathered in a write buffer
- * (o.buffer bytes, 256 KiB) and reach the kernel in one pwritev when it
+ * (o.buffer bytes, 64 KiB) and reach the kernel in one pwritev when it
  * is full, at kr_warcfile_flush, before every sync and at the file's
  * close: a record in the buffer is lost if kria dies, one in the kernel
  * only if the machine does. So the caller flushes (or syncs) before it
@@ -37,9 +37,11 @@
 #include "clock.h"
 #include "kria/warc.h"
 
-/* The write buffer's default size: past 64 KiB a larger write costs
- * ext4 little less per byte (bench/RESULTS.md). */
-#define KR_WARCFILE_BUFFER (256u << 10)
+/* The write buffer's default size. Larger writes cost ext4 less per
+ * byte alone, but in a crawl, where the buffer and the fresh page-cache
+ * folios compete with everything else for the caches, 64 KiB measured
+ * best of 32 KiB to 1 MiB (bench/RESULTS.md). */
+#define KR_WARCFILE_BUFFER (64u << 10)
 
 enum kr_warc_durability {
   KR_WARC_SYNC_NONE = 0,
@@ -81,7 +83,7 @@ typedef struct kr_warcfile_loc {
 typedef struct kr_warcfile kr_warcfile_t;
 
 /* gzip at the default level, 1 GiB, durability none, batch 1 s/1000,
- * a 256 KiB write buffer. */
+ * a 64 KiB write buffer. */
 void kr_warcfile_opts_default(kr_warcfile_opts_t *o);
 
 /* 1 when prefix may name WARC files: 1..64 of [A-Za-z0-9._-], not
