@@ -3,7 +3,8 @@
 # site, interleaved, for before/after comparisons of a change: CPU-µs per
 # page medians side by side in one run (robust to other work on the
 # machine, unlike pages/s). With --perf, one more crawl of the last build
-# under `perf record -g` (build with -fno-omit-frame-pointer).
+# under `perf record -g` (build with -fno-omit-frame-pointer; KB_PERF_GRAPH=dwarf
+# unwinds through libraries built without frame pointers, e.g. SQLite).
 #
 # Usage: bench/crawl/ab.sh [--pages N] [--hosts H] [--reps R]
 #            [--warc off|none|gzip] [--valence V] [--perf] KRIA_A KRIA_B [...]
@@ -41,7 +42,7 @@ while [ $# -gt 0 ]; do
 	--warc) WARC=$2; shift 2 ;;
 	--valence) VALENCE=$2; shift 2 ;;
 	--perf) PERF=1; shift ;;
-	-h | --help) sed -n '2,16p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,18p' "$0"; exit 0 ;;
 	-*) kb_die "unknown option $1 (try --help)" ;;
 	*) BUILDS+=("$1"); shift ;;
 	esac
@@ -97,7 +98,7 @@ one() { # one REP INDEX [perf]: a crawl of build INDEX from an empty state
 	mkdir -p "$d"
 	local cmd=("${BUILDS[$k]}" crawl -c "$RUN/kria.conf" -o "crawl.state-dir=$d/state" "${WOPT[@]}")
 	if [ "${3:-}" = perf ]; then
-		(cd "$d" && taskset -c "${KB_CLIENT_CPU:-0}" perf record -e cpu-clock -g -o "$RUN/perf.data" -- "${cmd[@]}") \
+		(cd "$d" && taskset -c "${KB_CLIENT_CPU:-0}" perf record -e cpu-clock --call-graph "${KB_PERF_GRAPH:-fp}" -o "$RUN/perf.data" -- "${cmd[@]}") \
 			>"$RUN/perf.log" 2>&1 || kb_log "perf record failed (see $RUN/perf.log)"
 		return 0
 	fi
