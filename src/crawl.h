@@ -38,6 +38,7 @@
 #include "dns.h"
 #include "frontier.h"
 #include "http.h"
+#include "linkcache.h"
 #include "kria/arena.h"
 #include "kria/config.h"
 #include "kria/digest.h"
@@ -264,7 +265,7 @@ struct kr_fetch {
   struct {
     struct {
       char raw[KR_LINK_DEFER_MAX];
-      uint64_t hash; /* its link-cache key's */
+      kr_linkcache_key_t key; /* its link-cache key, computed once */
       uint16_t n;
       char hop;
     } q[KR_LINK_DEFER_DEPTH]; /* oldest first */

@@ -84,12 +84,28 @@ static uint64_t key_hash(const char *p, size_t pn, const char *r, size_t rn) {
   return h;
 }
 
-/* The key of raw against base: base's first *pn bytes and raw. 0, or -1
- * when the key is too long to be cached. */
-static int key_of(const char *raw, size_t n, const kr_url_t *base, const char **p, size_t *pn) {
-  *pn = base ? kr_url_base_use(raw, n, base) : 0;
+void kr_linkcache_key(const char *raw, size_t n, const kr_url_t *base, kr_linkcache_key_t *k) {
+  size_t pn = base ? kr_url_base_use(raw, n, base) : 0;
+  if (n > KR_LINKCACHE_MAX_KEY || pn > KR_LINKCACHE_MAX_KEY - n) {
+    *k = (kr_linkcache_key_t){.len = KR_LINKCACHE_MAX_KEY + 1};
+    return;
+  }
+  *k = (kr_linkcache_key_t){.hash = key_hash(base ? kr_url_href(base) : "", pn, raw, n),
+                            .plen = (uint32_t)pn,
+                            .len = (uint32_t)(pn + n)};
+}
+
+/* Whether k can be raw's against base (lengths that fit them; the hash
+ * is checked with the bytes), with the base's prefix in *p. A key that
+ * cannot is never used to read past the base's href. */
+static int key_fits(const kr_linkcache_key_t *k, size_t n, const kr_url_t *base, const char **p) {
   *p = base ? kr_url_href(base) : "";
-  return *pn + n > KR_LINKCACHE_MAX_KEY ? -1 : 0;
+  return k->plen <= k->len && k->len - k->plen == n &&
+         k->plen <= (base ? kr_url_href_len(base) : 0);
+}
+
+static slot_t *set_of(const kr_linkcache_t *lc, uint64_t h) {
+  return &lc->slot[(h & lc->mask) & ~(size_t)1]; /* a set of two ways */
 }
 
 static int same_key(const slot_t *s, uint64_t h, const char *p, size_t pn, const char *raw,
@@ -99,18 +115,20 @@ static int same_key(const slot_t *s, uint64_t h, const char *p, size_t pn, const
          memcmp(e->key + pn, raw, n) == 0;
 }
 
-kr_linkcache_entry_t *kr_linkcache_get(kr_linkcache_t *lc, const char *raw, size_t n,
-                                       const kr_url_t *base) {
+kr_linkcache_entry_t *kr_linkcache_get(kr_linkcache_t *lc, const kr_linkcache_key_t *k,
+                                       const char *raw, size_t n, const kr_url_t *base) {
   const char *p;
-  size_t pn;
-  if (key_of(raw, n, base, &p, &pn)) {
+  if (k->len > KR_LINKCACHE_MAX_KEY) {
     lc->st.uncacheable++;
     return NULL;
   }
-  uint64_t h = key_hash(p, pn, raw, n);
-  slot_t *b = &lc->slot[(h & lc->mask) & ~(size_t)1]; /* a set of two ways */
+  if (!key_fits(k, n, base, &p)) {
+    lc->st.misses++;
+    return NULL;
+  }
+  slot_t *b = set_of(lc, k->hash);
   for (int w = 0; w < 2; w++) {
-    if (!same_key(&b[w], h, p, pn, raw, n)) continue;
+    if (!same_key(&b[w], k->hash, p, k->plen, raw, n)) continue;
     if (w == 1) { /* most recently used first */
       slot_t t = b[0];
       b[0] = b[1];
@@ -123,23 +141,17 @@ kr_linkcache_entry_t *kr_linkcache_get(kr_linkcache_t *lc, const char *raw, size
   return NULL;
 }
 
-void kr_linkcache_prefetch(const kr_linkcache_t *lc, const char *raw, size_t n,
-                           const kr_url_t *base, uint64_t *hash) {
-  const char *p;
-  size_t pn;
-  *hash = 0;
-  if (key_of(raw, n, base, &p, &pn)) return;
-  uint64_t h = key_hash(p, pn, raw, n);
-  __builtin_prefetch(&lc->slot[(h & lc->mask) & ~(size_t)1]);
-  *hash = h;
+void kr_linkcache_prefetch(const kr_linkcache_t *lc, const kr_linkcache_key_t *k) {
+  if (k->len <= KR_LINKCACHE_MAX_KEY) __builtin_prefetch(set_of(lc, k->hash));
 }
 
-void kr_linkcache_prefetch_entry(const kr_linkcache_t *lc, uint64_t hash) {
-  const slot_t *b = &lc->slot[(hash & lc->mask) & ~(size_t)1];
+void kr_linkcache_prefetch_entry(const kr_linkcache_t *lc, const kr_linkcache_key_t *k) {
+  if (k->len > KR_LINKCACHE_MAX_KEY) return;
+  const slot_t *b = set_of(lc, k->hash);
   int found = 0;
   for (int w = 0; w < 2; w++) {
     const char *e = (const char *)b[w].e;
-    if (!e || b[w].hash != hash) continue;
+    if (!e || b[w].hash != k->hash) continue;
     for (int l = 0; l < 4; l++) __builtin_prefetch(e + 64 * l); /* header, url, key */
     found = 1;
   }
@@ -152,22 +164,23 @@ void kr_linkcache_prefetch_entry(const kr_linkcache_t *lc, uint64_t hash) {
   }
 }
 
-kr_linkcache_entry_t *kr_linkcache_put(kr_linkcache_t *lc, const char *raw, size_t n,
-                                       const kr_url_t *base, const char *canon, size_t len,
-                                       const kr_url_t *url) {
+kr_linkcache_entry_t *kr_linkcache_put(kr_linkcache_t *lc, const kr_linkcache_key_t *k,
+                                       const char *raw, size_t n, const kr_url_t *base,
+                                       const char *canon, size_t len, const kr_url_t *url) {
   const char *p;
-  size_t pn;
-  if (key_of(raw, n, base, &p, &pn) || len > KR_LINKCACHE_MAX_URL || !canon != !url)
+  if (k->len > KR_LINKCACHE_MAX_KEY || !key_fits(k, n, base, &p) ||
+      len > KR_LINKCACHE_MAX_URL || !canon != !url)
     return NULL;
+  size_t pn = k->plen;
+  uint64_t h = k->hash;
   size_t usz = url ? kr_url_size(url) : 0;
   /* The canonical string is most often the URL's own href: then it is
    * not stored twice. */
   int same = url && len == kr_url_href_len(url) && memcmp(canon, kr_url_href(url), len) == 0;
   size_t sz = sizeof(entry_t) + usz + pn + n + (same ? 0 : len + 1);
-  uint64_t h = key_hash(p, pn, raw, n);
   /* The new entry goes first in its set; the least recently used way is
    * the one replaced (the second, unless that key is already here). */
-  slot_t *b = &lc->slot[(h & lc->mask) & ~(size_t)1];
+  slot_t *b = set_of(lc, h);
   slot_t *s = same_key(&b[0], h, p, pn, raw, n) ? &b[0] : &b[1];
   size_t old = s->e ? s->e->bytes : 0;
   if (lc->st.bytes - old + sz > lc->max_bytes) return NULL;

@@ -49,28 +49,43 @@ typedef struct kr_linkcache_stats {
 kr_linkcache_t *kr_linkcache_new(size_t slots, size_t max_bytes);
 void kr_linkcache_free(kr_linkcache_t *lc);
 
-/* The entry for raw resolved against base (NULL base: raw must be
- * absolute), or NULL. Valid until the next kr_linkcache_put. */
-kr_linkcache_entry_t *kr_linkcache_get(kr_linkcache_t *lc, const char *raw, size_t n,
-                                       const kr_url_t *base);
+/* The key of raw against base (NULL base: raw must be absolute): the
+ * hash of the base's first plen bytes (kr_url_base_use) and raw, computed
+ * once by kr_linkcache_key and handed to the calls below, which take the
+ * same raw and base with it. A key too long to be cached has len past
+ * KR_LINKCACHE_MAX_KEY. A key that is not raw's against base (another
+ * hash or length) makes a get miss and a put not found by any right key;
+ * it never returns another link's entry. */
+typedef struct kr_linkcache_key {
+  uint64_t hash;
+  uint32_t plen; /* base prefix bytes in the key */
+  uint32_t len;  /* plen + the raw link's length */
+} kr_linkcache_key_t;
 
-/* A hint: start loading the slots where kr_linkcache_get of raw against
- * base will look (a trip to memory when the table is out of the caches),
- * for a caller with other work to do before the get. */
-void kr_linkcache_prefetch(const kr_linkcache_t *lc, const char *raw, size_t n,
-                           const kr_url_t *base, uint64_t *hash);
+void kr_linkcache_key(const char *raw, size_t n, const kr_url_t *base, kr_linkcache_key_t *k);
+
+/* The entry for raw resolved against base, or NULL. Valid until the next
+ * kr_linkcache_put. */
+kr_linkcache_entry_t *kr_linkcache_get(kr_linkcache_t *lc, const kr_linkcache_key_t *k,
+                                       const char *raw, size_t n, const kr_url_t *base);
+
+/* A hint: start loading the slots where kr_linkcache_get of that key
+ * will look (a trip to memory when the table is out of the caches), for
+ * a caller with other work to do before the get. */
+void kr_linkcache_prefetch(const kr_linkcache_t *lc, const kr_linkcache_key_t *k);
 /* The second step, once those slots are in: start loading the entry
- * whose key has that hash, or, when none has (a miss, then a put), the
+ * with that key's hash, or, when none has (a miss, then a put), the
  * entry that put would replace. */
-void kr_linkcache_prefetch_entry(const kr_linkcache_t *lc, uint64_t hash);
+void kr_linkcache_prefetch_entry(const kr_linkcache_t *lc, const kr_linkcache_key_t *k);
 
-/* Remember the result of raw against base: canon (len bytes) and url, the
- * parse of canon (copied into the entry; the caller keeps its own), or
- * canon NULL and url NULL for a link rejected before the scope. Returns
- * the entry, or NULL when it was not kept (too long, over the budget). */
-kr_linkcache_entry_t *kr_linkcache_put(kr_linkcache_t *lc, const char *raw, size_t n,
-                                       const kr_url_t *base, const char *canon, size_t len,
-                                       const kr_url_t *url);
+/* Remember the result of raw against base (k: their key): canon (len
+ * bytes) and url, the parse of canon (copied into the entry; the caller
+ * keeps its own), or canon NULL and url NULL for a link rejected before
+ * the scope. Returns the entry, or NULL when it was not kept (too long,
+ * over the budget, a key that is not theirs). */
+kr_linkcache_entry_t *kr_linkcache_put(kr_linkcache_t *lc, const kr_linkcache_key_t *k,
+                                       const char *raw, size_t n, const kr_url_t *base,
+                                       const char *canon, size_t len, const kr_url_t *url);
 
 void kr_linkcache_stats(const kr_linkcache_t *lc, kr_linkcache_stats_t *out);
 

@@ -61,7 +61,10 @@ fail:
   return -1;
 }
 
-int kr__extract_add_link(kr_fetch_t *f, kr_slice_t raw, char hop, size_t *idx) {
+/* kr__extract_add_link with raw's link-cache key against the fetch's
+ * base, or NULL: computed here. */
+static int add_link_key(kr_fetch_t *f, kr_slice_t raw, char hop, size_t *idx,
+                        const kr_linkcache_key_t *key) {
   kr_crawl_t *c = f->crawl;
   c->st.links_found++;
   if (f->nlinks >= c->xopts.max_links) {
@@ -76,13 +79,18 @@ int kr__extract_add_link(kr_fetch_t *f, kr_slice_t raw, char hop, size_t *idx) {
   const kr_url_t *cu;
   const char *canon;
   size_t canon_len;
-  kr_linkcache_entry_t *e = kr_linkcache_get(c->links_cache, raw.p, raw.n, base);
+  kr_linkcache_key_t k;
+  if (!key) {
+    kr_linkcache_key(raw.p, raw.n, base, &k);
+    key = &k;
+  }
+  kr_linkcache_entry_t *e = kr_linkcache_get(c->links_cache, key, raw.p, raw.n, base);
   if (!e) {
     if (resolve(c, raw, base, &own)) {
-      kr_linkcache_put(c->links_cache, raw.p, raw.n, base, NULL, 0, NULL);
+      kr_linkcache_put(c->links_cache, key, raw.p, raw.n, base, NULL, 0, NULL);
       goto reject;
     }
-    e = kr_linkcache_put(c->links_cache, raw.p, raw.n, base, c->canon_buf.data,
+    e = kr_linkcache_put(c->links_cache, key, raw.p, raw.n, base, c->canon_buf.data,
                          c->canon_buf.len, own);
   }
   if (e) {
@@ -150,6 +158,10 @@ reject:
   return 0;
 }
 
+int kr__extract_add_link(kr_fetch_t *f, kr_slice_t raw, char hop, size_t *idx) {
+  return add_link_key(f, raw, hop, idx, NULL);
+}
+
 /* 0, or KR_ETOOBIG once the fetch holds as many links as it may. */
 static int add_link(kr_fetch_t *f, kr_slice_t raw, char hop) {
   int rc = kr__extract_add_link(f, raw, hop, NULL);
@@ -167,7 +179,9 @@ static int add_link(kr_fetch_t *f, kr_slice_t raw, char hop) {
  * moves. */
 static int add_deferred(kr_fetch_t *f, unsigned keep) {
   while (f->defer.has > keep) {
-    int rc = add_link(f, kr_slice(f->defer.q[0].raw, f->defer.q[0].n), f->defer.q[0].hop);
+    int rc = add_link_key(f, kr_slice(f->defer.q[0].raw, f->defer.q[0].n), f->defer.q[0].hop,
+                          NULL, &f->defer.q[0].key);
+    rc = rc < 0 ? rc : 0;
     if (--f->defer.has) f->defer.q[0] = f->defer.q[1];
     if (rc < 0) {
       f->defer.has = 0;
@@ -212,9 +226,10 @@ static int on_link(void *ud, const kr_extract_link_t *l) {
   if (rc < 0) return rc;
   kr_linkcache_t *lc = f->crawl->links_cache;
   /* the link before this one: its slots are in by now, its entry next */
-  if (f->defer.has) kr_linkcache_prefetch_entry(lc, f->defer.q[f->defer.has - 1].hash);
+  if (f->defer.has) kr_linkcache_prefetch_entry(lc, &f->defer.q[f->defer.has - 1].key);
   unsigned i = f->defer.has++;
-  kr_linkcache_prefetch(lc, l->url.p, l->url.n, f->base ? f->base : f->url, &f->defer.q[i].hash);
+  kr_linkcache_key(l->url.p, l->url.n, f->base ? f->base : f->url, &f->defer.q[i].key);
+  kr_linkcache_prefetch(lc, &f->defer.q[i].key);
   memcpy(f->defer.q[i].raw, l->url.p, l->url.n);
   f->defer.q[i].n = (uint16_t)l->url.n;
   f->defer.q[i].hop = (char)l->kind;

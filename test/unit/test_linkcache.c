@@ -40,6 +40,23 @@ static kr_url_t *parse(const char *s) {
   return u;
 }
 
+/* A get and a put with the key computed by kr_linkcache_key, as every
+ * caller does. */
+static kr_linkcache_entry_t *get_raw(kr_linkcache_t *lc, const char *raw, size_t n,
+                                     const kr_url_t *base) {
+  kr_linkcache_key_t k;
+  kr_linkcache_key(raw, n, base, &k);
+  return kr_linkcache_get(lc, &k, raw, n, base);
+}
+
+static kr_linkcache_entry_t *put_raw(kr_linkcache_t *lc, const char *raw, size_t n,
+                                     const kr_url_t *base, const char *canon, size_t len,
+                                     const kr_url_t *url) {
+  kr_linkcache_key_t k;
+  kr_linkcache_key(raw, n, base, &k);
+  return kr_linkcache_put(lc, &k, raw, n, base, canon, len, url);
+}
+
 /* Inputs beyond the conformance data: the edges of the three cases. */
 static const char *const extra_inputs[] = {
     "http:foo", "http:/foo", "HTTP://x/y", "hTTpS://x", "http:\\\\x/", "http:/\\x/",
@@ -184,13 +201,13 @@ static void cache_hits_equal_fresh_results(void **state) {
       size_t len = (size_t)json_object_get_string_len(v);
       kr_url_t *u = NULL;
       if (canon_of(in, len, base, o, &a) == 0 && kr_url_parse(a.data, a.len, NULL, &u) == 0) {
-        kr_linkcache_put(lc, in, len, base, a.data, a.len, u);
+        put_raw(lc, in, len, base, a.data, a.len, u);
       } else {
-        kr_linkcache_put(lc, in, len, base, NULL, 0, NULL);
+        put_raw(lc, in, len, base, NULL, 0, NULL);
       }
       kr_url_free(u);
       kr_url_t *alt = alt_base(base, kr_url_base_use(in, len, base));
-      kr_linkcache_entry_t *e = kr_linkcache_get(lc, in, len, alt);
+      kr_linkcache_entry_t *e = get_raw(lc, in, len, alt);
       if (e) {
         hits++;
         int rc = canon_of(in, len, alt, o, &b);
@@ -225,13 +242,13 @@ static kr_linkcache_entry_t *put_str(kr_linkcache_t *lc, const char *raw, const 
                                      const char *canon) {
   kr_url_t *u = canon ? parse(canon) : NULL;
   kr_linkcache_entry_t *e =
-      kr_linkcache_put(lc, raw, strlen(raw), base, canon, canon ? strlen(canon) : 0, u);
+      put_raw(lc, raw, strlen(raw), base, canon, canon ? strlen(canon) : 0, u);
   kr_url_free(u);
   return e;
 }
 
 static kr_linkcache_entry_t *get_str(kr_linkcache_t *lc, const char *raw, const kr_url_t *base) {
-  return kr_linkcache_get(lc, raw, strlen(raw), base);
+  return get_raw(lc, raw, strlen(raw), base);
 }
 
 static void cache_keys(void **state) {
@@ -259,7 +276,7 @@ static void cache_keys(void **state) {
   assert_null(get_str(lc, "4.html", p2));
   /* a canonical string that is not its URL's href is kept as given */
   kr_url_t *pu = parse("http://A.test/%7e");
-  assert_non_null(kr_linkcache_put(lc, "/odd", 4, p1, "http://A.test/%7e", 17, pu));
+  assert_non_null(put_raw(lc, "/odd", 4, p1, "http://A.test/%7e", 17, pu));
   kr_url_free(pu);
   e = get_str(lc, "/odd", p1);
   assert_non_null(e);
@@ -276,8 +293,8 @@ static void cache_keys(void **state) {
   assert_null(e->canon);
   /* a canonical string without its URL (or the reverse) is refused */
   kr_url_t *u = parse("http://a.test/");
-  assert_null(kr_linkcache_put(lc, "/z", 2, p1, "http://a.test/z", 15, NULL));
-  assert_null(kr_linkcache_put(lc, "/z", 2, p1, NULL, 0, u));
+  assert_null(put_raw(lc, "/z", 2, p1, "http://a.test/z", 15, NULL));
+  assert_null(put_raw(lc, "/z", 2, p1, NULL, 0, u));
   kr_url_free(u);
   kr_linkcache_stats_t st;
   kr_linkcache_stats(lc, &st);
@@ -346,30 +363,40 @@ static void cache_limits(void **state) {
 }
 
 /* kr_linkcache_prefetch and _prefetch_entry are hints: on an empty
- * cache, on a key too long to be cached (hash 0) and on cached keys they
- * change nothing; the hash given is the one a lookup finds the entry by. */
+ * cache, on a key too long to be cached and on cached keys they change
+ * nothing; the key's hash is the one a lookup finds the entry by. */
 static void cache_prefetch_is_a_hint(void **state) {
   (void)state;
   kr_linkcache_t *lc = kr_linkcache_new(64, 1 << 20);
   kr_url_t *base = parse("http://a.test/x/1.html");
-  uint64_t h, h2;
-  kr_linkcache_prefetch(lc, "/y", 2, base, &h);
-  kr_linkcache_prefetch_entry(lc, h);
-  kr_linkcache_prefetch(lc, "http://b.test/", 14, NULL, &h2);
-  kr_linkcache_prefetch_entry(lc, h2);
-  assert_true(h != 0 && h2 != 0 && h != h2);
+  kr_linkcache_key_t k, k2;
+  kr_linkcache_key("/y", 2, base, &k);
+  kr_linkcache_prefetch(lc, &k);
+  kr_linkcache_prefetch_entry(lc, &k);
+  kr_linkcache_key("http://b.test/", 14, NULL, &k2);
+  kr_linkcache_prefetch(lc, &k2);
+  kr_linkcache_prefetch_entry(lc, &k2);
+  assert_true(k.hash != k2.hash);
+  assert_int_equal(k.plen, 13); /* "http://a.test" */
+  assert_int_equal(k.len, 15);
+  assert_int_equal(k2.plen, 0);
+  assert_int_equal(k2.len, 14);
   size_t n = KR_LINKCACHE_MAX_KEY + 1;
   char *big = malloc(n);
   memset(big, 'a', n);
-  kr_linkcache_prefetch(lc, big, n, base, &h2);
-  assert_true(h2 == 0);
+  kr_linkcache_key(big, n, base, &k2);
+  assert_true(k2.len > KR_LINKCACHE_MAX_KEY);
+  kr_linkcache_prefetch(lc, &k2);
+  kr_linkcache_prefetch_entry(lc, &k2);
   free(big);
   assert_non_null(put_str(lc, "/y", base, "http://a.test/y"));
-  uint64_t again;
-  kr_linkcache_prefetch(lc, "/y", 2, base, &again);
-  assert_true(again == h);
-  kr_linkcache_prefetch_entry(lc, again);
-  kr_linkcache_prefetch_entry(lc, again ^ 1);
+  kr_linkcache_key_t again;
+  kr_linkcache_key("/y", 2, base, &again);
+  assert_true(again.hash == k.hash);
+  kr_linkcache_prefetch(lc, &again);
+  kr_linkcache_prefetch_entry(lc, &again);
+  again.hash ^= 1;
+  kr_linkcache_prefetch_entry(lc, &again);
   kr_linkcache_entry_t *e = get_str(lc, "/y", base);
   assert_non_null(e);
   assert_string_equal(e->canon, "http://a.test/y");
@@ -384,14 +411,76 @@ static void cache_prefetch_is_a_hint(void **state) {
   kr_linkcache_t *two = kr_linkcache_new(2, 1 << 20);
   assert_non_null(put_str(two, "http://a.test/", NULL, "http://a.test/"));
   assert_non_null(put_str(two, "http://b.test/", NULL, "http://b.test/"));
-  uint64_t hc;
-  kr_linkcache_prefetch(two, "http://c.test/", 14, NULL, &hc);
-  kr_linkcache_prefetch_entry(two, hc);
+  kr_linkcache_key_t kc;
+  kr_linkcache_key("http://c.test/", 14, NULL, &kc);
+  kr_linkcache_prefetch(two, &kc);
+  kr_linkcache_prefetch_entry(two, &kc);
   assert_non_null(get_str(two, "http://a.test/", NULL));
   assert_non_null(get_str(two, "http://b.test/", NULL));
   kr_linkcache_stats(two, &st);
   assert_int_equal(st.entries, 2);
   kr_linkcache_free(two);
+  kr_url_free(base);
+  kr_linkcache_free(lc);
+}
+
+/* A key that is not the link's against its base (another hash, another
+ * link's, lengths that do not fit) only misses: it never returns another
+ * entry, never reads past the base, and what a put keeps with it is not
+ * found by the right key. */
+static void cache_wrong_keys_miss(void **state) {
+  (void)state;
+  kr_linkcache_t *lc = kr_linkcache_new(2, 1 << 20); /* one set: every key meets both ways */
+  kr_url_t *base = parse("http://a.test/x/1.html");
+  assert_non_null(put_str(lc, "http://a.test/", NULL, "http://a.test/"));
+  assert_non_null(put_str(lc, "/p/1", base, "http://a.test/p/1"));
+  kr_linkcache_key_t ka, kb, kp, k;
+  kr_linkcache_key("http://a.test/", 14, NULL, &ka);
+  kr_linkcache_key("http://b.test/", 14, NULL, &kb); /* same lengths, another link */
+  kr_linkcache_key("/p/1", 4, base, &kp);
+  assert_non_null(kr_linkcache_get(lc, &ka, "http://a.test/", 14, NULL));
+  assert_non_null(kr_linkcache_get(lc, &kp, "/p/1", 4, base));
+  k = ka;
+  k.hash ^= 1;
+  assert_null(kr_linkcache_get(lc, &k, "http://a.test/", 14, NULL));
+  assert_null(kr_linkcache_get(lc, &kb, "http://a.test/", 14, NULL));
+  assert_null(kr_linkcache_get(lc, &ka, "http://b.test/", 14, NULL));
+  k = ka; /* another length of raw */
+  assert_null(kr_linkcache_get(lc, &k, "http://a.test/x", 15, NULL));
+  k = kp; /* another split of the same length: a prefix of 14, a 3-byte raw */
+  k.plen = 14;
+  assert_null(kr_linkcache_get(lc, &k, "p/1", 3, base));
+  k = kp; /* a prefix past the base's href */
+  k.plen = 1000;
+  k.len = 1004;
+  assert_null(kr_linkcache_get(lc, &k, "/p/1", 4, base));
+  assert_null(kr_linkcache_get(lc, &kp, "/p/1", 4, NULL)); /* no base: no prefix */
+  k = kp;
+  k.plen = k.len + 1; /* plen over len */
+  assert_null(kr_linkcache_get(lc, &k, "/p/1", 4, base));
+  assert_null(kr_linkcache_put(lc, &k, "/p/1", 4, base, "http://x.test/", 14, NULL));
+  kr_linkcache_stats_t st;
+  kr_linkcache_stats(lc, &st);
+  assert_int_equal(st.hits, 2);
+  assert_int_equal(st.misses, 8);
+  assert_int_equal(st.entries, 2);
+  /* a put with lengths that do not fit keeps nothing */
+  kr_url_t *x = parse("http://x.test/");
+  k = kp;
+  k.plen = 1000;
+  k.len = 1004;
+  assert_null(kr_linkcache_put(lc, &k, "/p/1", 4, base, "http://x.test/", 14, x));
+  k = ka;
+  assert_null(kr_linkcache_put(lc, &k, "http://a.test/x", 15, NULL, "http://x.test/", 14, x));
+  /* a put with a wrong hash: the right key never finds it */
+  k = ka;
+  k.hash ^= 1;
+  assert_non_null(kr_linkcache_put(lc, &k, "http://a.test/", 14, NULL, "http://x.test/", 14, x));
+  kr_linkcache_entry_t *e = kr_linkcache_get(lc, &ka, "http://a.test/", 14, NULL);
+  assert_true(e == NULL || strcmp(e->canon, "http://a.test/") == 0);
+  e = kr_linkcache_get(lc, &kp, "/p/1", 4, base);
+  assert_true(e == NULL || strcmp(e->canon, "http://a.test/p/1") == 0);
+  kr_url_free(x);
   kr_url_free(base);
   kr_linkcache_free(lc);
 }
@@ -405,6 +494,7 @@ int main(void) {
       cmocka_unit_test(cache_two_ways_lru),
       cmocka_unit_test(cache_limits),
       cmocka_unit_test(cache_prefetch_is_a_hint),
+      cmocka_unit_test(cache_wrong_keys_miss),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
