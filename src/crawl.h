@@ -263,12 +263,13 @@ struct kr_fetch {
    * entries loading meanwhile, proc_extract.c); never past the end of a
    * fed chunk. */
   struct {
-    struct {
+    struct kr_link_waiting {
       char raw[KR_LINK_DEFER_MAX];
       kr_linkcache_key_t key; /* its link-cache key, computed once */
       uint16_t n;
       char hop;
-    } q[KR_LINK_DEFER_DEPTH]; /* oldest first */
+    } q[KR_LINK_DEFER_DEPTH]; /* a ring: the oldest at head (never moved) */
+    uint8_t head;
     uint8_t has;  /* links waiting */
     uint8_t full; /* a waiting link found the caps reached: stop the stream */
   } defer;

@@ -179,10 +179,10 @@ static int add_link(kr_fetch_t *f, kr_slice_t raw, char hop) {
  * moves. */
 static int add_deferred(kr_fetch_t *f, unsigned keep) {
   while (f->defer.has > keep) {
-    int rc = add_link_key(f, kr_slice(f->defer.q[0].raw, f->defer.q[0].n), f->defer.q[0].hop,
-                          NULL, &f->defer.q[0].key);
-    rc = rc < 0 ? rc : 0;
-    if (--f->defer.has) f->defer.q[0] = f->defer.q[1];
+    const struct kr_link_waiting *w = &f->defer.q[f->defer.head];
+    f->defer.head = (uint8_t)((f->defer.head + 1) % KR_LINK_DEFER_DEPTH);
+    f->defer.has--;
+    int rc = add_link_key(f, kr_slice(w->raw, w->n), w->hop, NULL, &w->key);
     if (rc < 0) {
       f->defer.has = 0;
       f->defer.full = 1;
@@ -197,6 +197,7 @@ static int add_deferred(kr_fetch_t *f, unsigned keep) {
 static int end_of_chunk(kr_fetch_t *f) { return add_deferred(f, 0) < 0 ? -1 : 0; }
 
 static void defer_reset(kr_fetch_t *f) {
+  f->defer.head = 0;
   f->defer.has = 0;
   f->defer.full = 0;
 }
@@ -226,13 +227,17 @@ static int on_link(void *ud, const kr_extract_link_t *l) {
   if (rc < 0) return rc;
   kr_linkcache_t *lc = f->crawl->links_cache;
   /* the link before this one: its slots are in by now, its entry next */
-  if (f->defer.has) kr_linkcache_prefetch_entry(lc, &f->defer.q[f->defer.has - 1].key);
-  unsigned i = f->defer.has++;
-  kr_linkcache_key(l->url.p, l->url.n, f->base ? f->base : f->url, &f->defer.q[i].key);
-  kr_linkcache_prefetch(lc, &f->defer.q[i].key);
-  memcpy(f->defer.q[i].raw, l->url.p, l->url.n);
-  f->defer.q[i].n = (uint16_t)l->url.n;
-  f->defer.q[i].hop = (char)l->kind;
+  unsigned i = (f->defer.head + f->defer.has) % KR_LINK_DEFER_DEPTH;
+  if (f->defer.has)
+    kr_linkcache_prefetch_entry(
+        lc, &f->defer.q[(i + KR_LINK_DEFER_DEPTH - 1) % KR_LINK_DEFER_DEPTH].key);
+  f->defer.has++;
+  struct kr_link_waiting *w = &f->defer.q[i];
+  kr_linkcache_key(l->url.p, l->url.n, f->base ? f->base : f->url, &w->key);
+  kr_linkcache_prefetch(lc, &w->key);
+  memcpy(w->raw, l->url.p, l->url.n);
+  w->n = (uint16_t)l->url.n;
+  w->hop = (char)l->kind;
   return 0;
 }
 
