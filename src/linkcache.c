@@ -1,8 +1,10 @@
 /*
  * The crawl's cache of followed links (see linkcache.h): a two-way set-associative
- * table of entries, each one allocation holding the canonical URL (a copy
- * of its kr_url_t), the key (the base's href prefix that matters, then
- * the raw link) and the canonical string, so a hit reads one place. The
+ * table of entries, each one allocation holding the key (the base's href
+ * prefix that matters, then the raw link), the canonical string and the
+ * canonical URL (a copy of its kr_url_t), so a hit reads one place, the
+ * key first, right after the header (the first cache lines, the ones
+ * the lookup's compare waits for). The
  * slots form sets of two ways (least recently used replaced), each slot
  * keeping its entry's hash beside the pointer: a miss usually costs no
  * visit to an entry. A lookup compares the whole key, so a
@@ -22,10 +24,15 @@ typedef struct entry {
   kr_linkcache_entry_t pub;
   size_t plen, rlen; /* base prefix and raw link lengths */
   size_t bytes;      /* what the entry counts against the budget */
-  char *key;         /* prefix, raw, then the canonical string and a NUL
-                        (unless it is the URL's href) */
-  alignas(max_align_t) unsigned char url[]; /* the kr_url_t copy, then key */
+  /* prefix, raw, then the canonical string and a NUL (unless it is the
+   * URL's href), then the kr_url_t copy at the next max_align_t */
+  alignas(max_align_t) char key[];
 } entry_t;
+
+/* Where an entry's URL copy starts, after its key and canonical string. */
+static size_t url_offset(size_t chars) {
+  return (chars + alignof(max_align_t) - 1) & ~(alignof(max_align_t) - 1);
+}
 
 typedef struct slot {
   uint64_t hash;
@@ -152,7 +159,10 @@ void kr_linkcache_prefetch_entry(const kr_linkcache_t *lc, const kr_linkcache_ke
   for (int w = 0; w < 2; w++) {
     const char *e = (const char *)b[w].e;
     if (!e || b[w].hash != k->hash) continue;
-    for (int l = 0; l < 4; l++) __builtin_prefetch(e + 64 * l); /* header, url, key */
+    /* its first 256 bytes, whatever their alignment: the header and the
+     * key, then (for most links) the canonical string and URL */
+    for (int l = 0; l < 4; l++) __builtin_prefetch(e + 64 * l);
+    __builtin_prefetch(e + 255);
     found = 1;
   }
   /* A miss then: its put will replace the second way, reading that
@@ -177,7 +187,8 @@ kr_linkcache_entry_t *kr_linkcache_put(kr_linkcache_t *lc, const kr_linkcache_ke
   /* The canonical string is most often the URL's own href: then it is
    * not stored twice. */
   int same = url && len == kr_url_href_len(url) && memcmp(canon, kr_url_href(url), len) == 0;
-  size_t sz = sizeof(entry_t) + usz + pn + n + (same ? 0 : len + 1);
+  size_t uoff = url_offset(pn + n + (same ? 0 : len + 1));
+  size_t sz = sizeof(entry_t) + uoff + usz;
   /* The new entry goes first in its set; the least recently used way is
    * the one replaced (the second, unless that key is already here). */
   slot_t *b = set_of(lc, h);
@@ -189,11 +200,12 @@ kr_linkcache_entry_t *kr_linkcache_put(kr_linkcache_t *lc, const kr_linkcache_ke
   e->plen = pn;
   e->rlen = n;
   e->bytes = sz;
-  if (url) memcpy(e->url, url, usz);
-  e->key = (char *)e->url + usz;
   memcpy(e->key, p, pn);
   memcpy(e->key + pn, raw, n);
-  e->pub.url = url ? (const kr_url_t *)(void *)e->url : NULL;
+  if (url) {
+    memcpy(e->key + uoff, url, usz);
+    e->pub.url = (const kr_url_t *)(void *)(e->key + uoff);
+  }
   if (same) {
     e->pub.canon = kr_url_href(e->pub.url);
   } else if (canon) {
