@@ -186,11 +186,12 @@ static int file_sink(void *ctx, const kr_slice_t *v, size_t n) {
   size_t total = 0;
   for (size_t i = 0; i < n; i++) total += v[i].n;
   size_t cap = wf->o.buffer;
+  if (total == 0) return 0;
   if (cap && wf->wbuf_len + total > cap) {
     int err = flush(wf);
     if (err) return err;
   }
-  if (total <= cap - wf->wbuf_len) {
+  if (cap && total <= cap - wf->wbuf_len) {
     if (!wf->wbuf) wf->wbuf = kr_xmalloc(cap);
     for (size_t i = 0; i < n; i++) {
       if (!v[i].n) continue;
