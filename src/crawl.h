@@ -199,6 +199,13 @@ typedef struct kr_fetch_adapt {
   int strip_on;                 /* strip rules apply: body kept in strip_buf */
   int strip_over;               /* body outgrew the strip size limit */
   int change_is_payload;        /* no content coding, no strip: one SHA-1 */
+  int pdefer;                   /* payload not streamed: the WARC capture
+                                   holds it, hashed at the end with the
+                                   block (kr__digest_payload_end) */
+  int has_block_digest;         /* the response block [raw head, capture]'s */
+  uint8_t block_digest[KR_SHA1_LEN];
+  uint64_t block_body;          /* ... over this many capture bytes */
+  uint64_t pbytes;              /* payload bytes seen (kr__digest_payload) */
   /* change (proc_change.c) */
   int content;                  /* kr_content_t; KR_CONTENT_UNKNOWN until decided */
   int content_set;              /* decided before the body: 304 or abort */
@@ -398,6 +405,9 @@ int kr__adapt_before_request(kr_fetch_t *f);
 /* proc_digest.c: payload bytes (transfer coding removed) from the HTTP
  * client. */
 void kr__digest_payload(kr_fetch_t *f, const char *p, size_t n);
+/* Finish the payload digest of f if still open (digest phase, or the
+ * WARC writer when the walk skipped it); 1 when f->ad has one. */
+int kr__digest_payload_end(kr_fetch_t *f);
 /* proc_wait.c: free the per-host allocators. */
 void kr__adapt_hosts_free(kr_crawl_t *c);
 /* proc_feed.c: sitemap changefreq hints of f's items, after the frontier

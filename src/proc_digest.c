@@ -16,14 +16,23 @@
  *          never touched.
  * Without a content coding and without stripping the two are the same
  * bytes: the payload SHA-1 serves as the change digest too (one SHA-1 per
- * body, not two). Nothing is digested for a 304 or a mid-fetch abort (no
- * body: the previous digest stands). Sections: streams, the processor.
+ * body, not two). Then, when the body is not chunked and the WARC writer
+ * captures it, the payload is the captured body (as many bytes as the
+ * payload stream brought) and is not streamed at all: while the capture keeps it in memory
+ * (kr__warc_holds, checked before each chunk) it is hashed at the end
+ * together with the response record's block, [raw head, body], in one
+ * kr_sha1_pair (the two SHA-1 streams interleaved cost little more than
+ * one); the block digest goes to the writer in f->ad. Should the capture
+ * be about to spill, the bytes so far are hashed from it and the rest
+ * streams as before. Nothing is digested for a 304 or a mid-fetch abort
+ * (no body: the previous digest stands). Sections: streams, the processor.
  */
 #include <string.h>
 
 #include "crawl.h"
 #include "internal.h"
 #include "log.h"
+#include "proc_warc.h"
 
 /* ---- streams ----------------------------------------------------------------- */
 
@@ -33,6 +42,7 @@ static int digest_headers(kr_chain_fetch_t *cf, kr_processor_t *self) {
   const kr_http_resp_t *r = f->resp;
   if (!r || r->status == 304 || f->ad.midfetch_abort) return 0;
   if (f->psha_ready && kr_sha1_reset(&f->psha) == 0) f->ad.pdigesting = 1;
+  f->ad.pbytes = 0;
   const kr_hostcfg_t *hc = f->hc;
   if (hc->strip && !f->is_robots) {
     kr_slice_t url = kr_slice(f->cf.url, f->cf.url_len);
@@ -45,6 +55,7 @@ static int digest_headers(kr_chain_fetch_t *cf, kr_processor_t *self) {
   }
   if (f->ad.pdigesting && !r->content_encoding.n && !f->ad.strip_on) {
     f->ad.change_is_payload = 1; /* the same bytes: hash them once */
+    f->ad.pdefer = !r->chunked;  /* ... with the block, if captured */
     return 0;
   }
   if (!f->sha_ready || kr_sha1_reset(&f->sha)) return 0;
@@ -70,8 +81,57 @@ static int digest_body(kr_chain_fetch_t *cf, kr_processor_t *self, const char *p
   return 0;
 }
 
+/* Stream the payload from here on, beginning with the so_far bytes the
+ * capture holds. 0 when they are not there (the digest is then lost). */
+static int undefer(kr_fetch_t *f, uint64_t so_far) {
+  kr_slice_t m;
+  f->ad.pdefer = 0;
+  if (so_far && (!kr__warc_mem_body(f, &m) || m.n < so_far ||
+                 kr_sha1_update(&f->psha, m.p, (size_t)so_far))) {
+    f->ad.pdigesting = 0;
+    return 0;
+  }
+  return 1;
+}
+
 void kr__digest_payload(kr_fetch_t *f, const char *p, size_t n) {
-  if (f->ad.pdigesting && kr_sha1_update(&f->psha, p, n)) f->ad.pdigesting = 0;
+  if (!f->ad.pdigesting) return;
+  uint64_t so_far = f->ad.pbytes;
+  f->ad.pbytes += n;
+  if (f->ad.pdefer && (kr__warc_holds(f, so_far, n) || !undefer(f, so_far))) return;
+  if (kr_sha1_update(&f->psha, p, n)) f->ad.pdigesting = 0;
+}
+
+/* The deferred payload digest: the first pbytes of the capture, and the
+ * block digest in the same pass. Without a capture no payload came (the
+ * first byte would have ended the deferral). */
+static void payload_end_deferred(kr_fetch_t *f) {
+  const kr_http_resp_t *r = f->resp;
+  uint64_t n = f->ad.pbytes;
+  kr_slice_t m;
+  f->ad.pdefer = 0;
+  if (!kr__warc_mem_body(f, &m)) {
+    if (!n && kr_sha1_final(&f->psha, f->ad.payload_digest) == 0) f->ad.has_payload_digest = 1;
+    return;
+  }
+  if (m.n < n) return; /* bytes the payload saw are not in the capture */
+  kr_slice_t pay = kr_slice(m.p, (size_t)n), block[2] = {r->raw_head, m};
+  if (kr_sha1_pair(&f->psha, &pay, 1, block, 2, f->ad.payload_digest, f->ad.block_digest))
+    return;
+  f->ad.has_payload_digest = 1;
+  f->ad.has_block_digest = 1;
+  f->ad.block_body = m.n;
+}
+
+int kr__digest_payload_end(kr_fetch_t *f) {
+  if (f->ad.pdigesting) {
+    f->ad.pdigesting = 0;
+    if (f->ad.pdefer)
+      payload_end_deferred(f);
+    else if (kr_sha1_final(&f->psha, f->ad.payload_digest) == 0)
+      f->ad.has_payload_digest = 1;
+  }
+  return f->ad.has_payload_digest;
 }
 
 static void digest_cleanup(kr_chain_fetch_t *cf, kr_processor_t *self) {
@@ -79,6 +139,7 @@ static void digest_cleanup(kr_chain_fetch_t *cf, kr_processor_t *self) {
   (void)self;
   f->digesting = 0;
   f->ad.pdigesting = 0;
+  f->ad.pdefer = 0;
   f->ad.strip_on = 0;
 }
 
@@ -89,8 +150,7 @@ static int digest_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_crawl_t *c = self->data;
   const kr_http_resp_t *r = f->resp;
   int body = r && r->status && r->status != 304 && !f->ad.midfetch_abort;
-  if (f->ad.pdigesting && body && kr_sha1_final(&f->psha, f->ad.payload_digest) == 0)
-    f->ad.has_payload_digest = 1;
+  if (body) kr__digest_payload_end(f);
   f->ad.pdigesting = 0;
   if (f->ad.change_is_payload && f->ad.has_payload_digest) {
     memcpy(f->digest, f->ad.payload_digest, KR_SHA1_LEN);

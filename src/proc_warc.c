@@ -267,6 +267,24 @@ static int spill_start(struct kr_warc *w, kr_fetch_t *f, struct kr_warc_cap *k) 
   return 0;
 }
 
+/* n more bytes stay in memory (else the capture spills). */
+static int mem_keeps(const struct kr_warc *w, const struct kr_warc_cap *k, size_t n) {
+  return k->mem.len + n <= CAP_MEM_MAX && w->mem + n <= MEM_BUDGET;
+}
+
+int kr__warc_holds(const kr_fetch_t *f, uint64_t so_far, size_t n) {
+  const struct kr_warc_cap *k = f->wcap;
+  return k && k->fd < 0 && !k->failed && !k->over && k->len == so_far && n <= k->max - k->len &&
+         mem_keeps(f->crawl->warc, k, n);
+}
+
+int kr__warc_mem_body(const kr_fetch_t *f, kr_slice_t *body) {
+  const struct kr_warc_cap *k = f->wcap;
+  if (!k || k->fd >= 0 || k->failed) return 0;
+  *body = kr_slice(k->mem.data, k->mem.len);
+  return 1;
+}
+
 void kr__warc_raw(kr_fetch_t *f, const char *p, size_t n) {
   struct kr_warc_cap *k = f->wcap;
   if (!k || k->failed || k->over || !n) return;
@@ -277,8 +295,7 @@ void kr__warc_raw(kr_fetch_t *f, const char *p, size_t n) {
     if (!n) return;
   }
   if (k->fd < 0) {
-    if (k->mem.len + n <= CAP_MEM_MAX && w->mem + n <= MEM_BUDGET &&
-        kr_buf_append(&k->mem, p, n) == 0) {
+    if (mem_keeps(w, k, n) && kr_buf_append(&k->mem, p, n) == 0) {
       w->mem += n;
       k->len += n;
       return;
@@ -353,21 +370,20 @@ static int index_lookup(struct kr_warc *w, kr_fetch_t *f, const uint8_t *d, stru
   return orig_take(f, &r, o);
 }
 
-/* The payload digest of this response, when known. */
+/* The payload digest of this response, when known. When the walk jumped
+ * over the digest phase (an error after the headers), what arrived is
+ * hashed all the same. */
 static int payload_digest(kr_fetch_t *f, uint8_t out[KR_SHA1_LEN]) {
-  if (f->ad.has_payload_digest) {
-    memcpy(out, f->ad.payload_digest, KR_SHA1_LEN);
-    return 1;
-  }
-  /* The walk jumped over the digest phase (an error after the headers):
-   * what arrived was hashed all the same. */
-  if (f->ad.pdigesting && kr_sha1_final(&f->psha, f->ad.payload_digest) == 0) {
-    f->ad.pdigesting = 0;
-    f->ad.has_payload_digest = 1;
-    memcpy(out, f->ad.payload_digest, KR_SHA1_LEN);
-    return 1;
-  }
-  return 0;
+  if (!kr__digest_payload_end(f)) return 0;
+  memcpy(out, f->ad.payload_digest, KR_SHA1_LEN);
+  return 1;
+}
+
+/* The block digest of f's response record [raw head, k->mem], when the
+ * digest processor made it together with the payload's (kr_sha1_pair). */
+static const uint8_t *block_digest(const kr_fetch_t *f, const struct kr_warc_cap *k) {
+  int same = f->ad.has_block_digest && k && k->fd < 0 && k->mem.len == f->ad.block_body;
+  return same ? f->ad.block_digest : NULL;
 }
 
 /* What to write for f; *o is the original of a revisit. A store error
@@ -466,7 +482,9 @@ static int job_begin(struct kr_warc *w, kr_fetch_t *f, const kr_warc_rec_t *rec,
   j->has_pd = has_pd;
   j->date = date;
   j->off = 0;
-  if (k->fd >= 0) {
+  if (rec->block_sha1) {
+    memcpy(j->sha, rec->block_sha1, KR_SHA1_LEN);
+  } else if (k->fd >= 0) {
     if (kr_sha1_final(&k->sha, j->sha)) return KR_EIO;
   } else if (!k->sha_ready || kr_sha1_reset(&k->sha) || kr_sha1_update(&k->sha, head.p, head.n) ||
              kr_sha1_update(&k->sha, k->mem.data, k->mem.len) || kr_sha1_final(&k->sha, j->sha)) {
@@ -631,6 +649,7 @@ static int write_visit(struct kr_warc *w, kr_fetch_t *f) {
       rec.payload_from = r->raw_head.n;
     }
     if (k && k->failed) return KR_EIO; /* the body is gone: fetch it again */
+    if (has_pd) rec.block_sha1 = block_digest(f, k);
     if (k && (k->fd >= 0 || (k->mem.len >= SLICED_MIN && rec.payload != KR_WARC_PAYLOAD_FROM))) {
       rc = job_begin(w, f, &rec, pd, has_pd, date);
       return rc == 0 ? 1 : rc == KR_EINVAL ? 0 : rc;

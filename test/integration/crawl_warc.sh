@@ -20,6 +20,10 @@
 #  - bodies cut by the server, by the idle timeout and by max-body-bytes
 #    are stored with WARC-Truncated disconnect / time / length (the first
 #    two jump over the write phase: the post phase's warc-late writes them);
+#  - payload and block digests made in one pass (kr_sha1_pair) for bodies
+#    whole in memory, of padding-edge sizes and 1.5 MiB, beside chunked,
+#    gzip and close-delimited ones: warcio.js recomputes them, crawl.log's
+#    digests are the records';
 #  - `kria cdx` over the crawl's files agrees with warcio.js's indexer;
 #  - `kria wacz`: unzip -t passes, the expected entries, WARCs stored,
 #    datapackage.json sizes and SHA-256 match the entries, the digest file
@@ -257,6 +261,77 @@ like "$(cat "$T/c.list")" "response 200 $KTS_URL/cut disconnect" "a body cut by 
 like "$(cat "$T/c.list")" "response 200 $KTS_URL/slow time" "a body cut by the idle timeout: WARC-Truncated: time"
 like "$(cat "$T/c.list")" "response 200 $KTS_URL/huge length" "a body over max-body-bytes: WARC-Truncated: length"
 is "$(unrecorded "$T/c" "${C[@]}")" "" "every visited URI has a record"
+kts_stop
+
+# ---- payload and block digests in one pass ------------------------------------------------
+# A body whole in memory, not chunked, no content coding: the digest
+# processor hashes the payload and the record's block [raw head, body] in
+# one kr_sha1_pair and hands the block digest to the writer (also for a
+# body of 1 MiB or more, written in slices). warcio.js recomputes both
+# from the records, so a wrong digest passed in fails here; beside them,
+# chunked, gzip and close-delimited bodies (streamed, or deferred without
+# a Content-Length) and bodies of 0, 1, 55, 56 and 64 bytes (SHA-1
+# padding edges of the payload lane).
+
+cat >"$T/pair.ini" <<'EOF2'
+[route "/robots.txt"]
+status = 404
+
+[route "/"]
+body = <a href="/e0">0</a> <a href="/e1">1</a> <a href="/e55">55</a> <a href="/e56">56</a>
+  <a href="/e64">64</a> <a href="/mid">mid</a> <a href="/large">large</a>
+  <a href="/chunk">chunk</a> <a href="/gz">gz</a> <a href="/close">close</a>
+
+[route "/e0"]
+body-size = 0
+
+[route "/e1"]
+body-size = 1
+
+[route "/e55"]
+body-size = 55
+
+[route "/e56"]
+body-size = 56
+
+[route "/e64"]
+body-size = 64
+
+[route "/mid"]
+body-size = 10K
+
+[route "/large"]
+body-size = 1536K
+
+[route "/chunk"]
+body-size = 10K
+chunked = 1
+
+[route "/gz"]
+body-size = 10K
+gzip = 1
+
+[route "/close"]
+body-size = 10K
+no-length = 1
+EOF2
+kts_start "$T/pair.ini" || bail "kts did not start"
+echo "$KTS_URL/" >"$T/seeds5.txt"
+crawl_conf "$T/p.conf" "$T/p" "$T/seeds5.txt" "[warc]" "compress = none"
+timeout 60 "$KRIA" crawl -c "$T/p.conf" 2>"$T/p.err"
+is "$?" 0 "a crawl of bodies of every kind exits 0"
+mapfile -t P < <(find "$T/p/warcs" -type f | sort)
+warccheck "payload and block digests recompute over every record" "${P[@]}"
+warclist "${P[@]}" >"$T/p.list"
+is "$(grep -c "^response 200 $KTS_URL/" "$T/p.list")" 11 "a response record per page"
+# crawl.log's digest column is the records' WARC-Payload-Digest
+cat "${P[@]}" | tr -d '\r' | awk '/^WARC-Type: /{t = $2} /^WARC-Target-URI: /{u = $2}
+  /^WARC-Payload-Digest: / && t == "response" {print u, $2}' | sort >"$T/p.wd"
+awk '$4 != "-" {print $4, $10}' "$T/p/logs/crawl.log" | grep ' sha1:' | sort >"$T/p.cd"
+is "$(wc -l <"$T/p.cd")" 12 "crawl.log has a payload digest per fetch (robots.txt too)"
+is "$(cat "$T/p.cd")" "$(cat "$T/p.wd")" "... each the one of its record"
+is "$(grep " $KTS_URL/e0 " "$T/p/logs/crawl.log" | awk '{print $10}')" \
+  "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ" "the empty body's digest is SHA-1 of nothing"
 kts_stop
 
 # ---- kria cdx ---------------------------------------------------------------------------
