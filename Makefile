@@ -21,7 +21,7 @@ SANFLAGS :=
 endif
 
 CC ?= cc
-PKGS := libuv libcares openssl sqlite3 libpcre2-8 zlib inih libidn2 libpsl expat libdeflate
+PKGS := libuv libcares openssl sqlite3 libpcre2-8 zlib inih libidn2 libpsl expat libdeflate libisal
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 LLHTTP_DIR := /usr/share/llhttp

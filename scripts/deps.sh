@@ -7,7 +7,7 @@ PKGS=(
   # build
   build-essential pkg-config
   libuv1-dev libc-ares-dev node-llhttp libssl-dev libsqlite3-dev libpcre2-dev
-  zlib1g-dev libinih-dev libidn2-dev libpsl-dev libexpat1-dev libdeflate-dev
+  zlib1g-dev libinih-dev libidn2-dev libpsl-dev libexpat1-dev libdeflate-dev libisal-dev
   # tests
   libcmocka-dev libjson-c-dev openssl nginx-light valgrind curl unzip
   # benchmarks

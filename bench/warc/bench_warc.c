@@ -373,8 +373,10 @@ int main(int argc, char **argv) {
   for (size_t k = 0; k < sizeof levels / sizeof *levels; k++) {
     writer_run("writer: libdeflate", 1, KR_WARC_ENGINE_LIBDEFLATE, levels[k]);
     writer_run("writer: zlib", 1, KR_WARC_ENGINE_ZLIB, levels[k]);
+    writer_run("writer: igzip", 1, KR_WARC_ENGINE_IGZIP, levels[k]);
   }
   writer_run("page: 3 records, plain", 0, 0, 1);
+  writer_run("page: 3 records, igzip", 1, KR_WARC_ENGINE_IGZIP, 1);
   writer_run("page: 3 records, libdeflate", 1, KR_WARC_ENGINE_LIBDEFLATE, 1);
   writer_run("page: 3 records, libdeflate", 1, KR_WARC_ENGINE_LIBDEFLATE, 6);
   writer_run("page: 3 records, zlib", 1, KR_WARC_ENGINE_ZLIB, 1);

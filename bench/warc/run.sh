@@ -54,7 +54,7 @@ if [ "$rebuild" = 1 ]; then
 	# shellcheck disable=SC2046
 	cc -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -I"$KB_ROOT/include" -I"$KB_ROOT/src" \
 		-o "$BIN" "$HERE/bench_warc.c" "${SRCS[@]/#/$KB_ROOT/}" \
-		$(pkg-config --cflags --libs zlib libdeflate openssl) || kb_die "cannot build bench_warc"
+		$(pkg-config --cflags --libs zlib libdeflate libisal openssl) || kb_die "cannot build bench_warc"
 fi
 
 SITE=$KB_OUT/site-warc-p$PAGES

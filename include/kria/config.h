@@ -249,7 +249,7 @@ enum kr_cfg_type {
   X(WARC_COMPRESS, "warc", "compress", ENUM, 0, "gzip", "gzip|none", NONE,               \
     "gzip: each record is its own gzip member (.warc.gz); none: plain .warc.")         \
   X(WARC_LEVEL, "warc", "level", INT, 0, "1", "1..9", NONE,                              \
-    "gzip level; 1 measured best (bench/RESULTS.md: a third of level 6's cost, 1-2 % larger).") \
+    "gzip level; 1 is the fastest (ISA-L's igzip, bench/RESULTS.md); 2-9 use libdeflate: smaller files, more CPU.") \
   X(WARC_MAX_SIZE, "warc", "max-size", SIZE, 0, "1GiB", "1MiB..1TiB", NONE,              \
     "A file is closed and a new one begun past this size.")                             \
   X(WARC_DURABILITY, "warc", "durability", ENUM, 0, "batch", "none|batch|record", NONE,  \

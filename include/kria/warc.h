@@ -13,10 +13,11 @@
  *  - kr_warc_write(): the block is in memory as up to
  *    KR_WARC_MAX_SLICES slices (e.g. the raw HTTP head and the body
  *    buffer of a fetch, not concatenated). The writer hashes them, then
- *    compresses. With libdeflate (the default engine) a record up to
- *    opts.whole_max is gathered into one staging buffer and compressed in
- *    one call — one memcpy of the record, under 1 % of the compression
- *    cost (bench/warc); larger records stream through zlib without a copy.
+ *    compresses. With igzip or libdeflate (the default engines at level 1
+ *    and above) a record up to opts.whole_max is gathered into one
+ *    staging buffer and compressed in one call — one memcpy of the
+ *    record, under 1 % of the compression cost (bench/warc); larger
+ *    records stream through zlib without a copy.
  *  - kr_warc_begin/append/end(): the caller already knows the length and
  *    SHA-1 of the block (it hashed the bytes as they arrived, e.g. a body
  *    spilled to a temporary file) and streams the block in pieces through
@@ -132,9 +133,11 @@ typedef struct kr_warc_written {
 } kr_warc_written_t;
 
 enum kr_warc_engine {
-  KR_WARC_ENGINE_AUTO = 0,  /* libdeflate for records up to whole_max */
-  KR_WARC_ENGINE_ZLIB,      /* zlib streaming, deflateReset per record */
-  KR_WARC_ENGINE_LIBDEFLATE /* = AUTO, named for benchmarks */
+  KR_WARC_ENGINE_AUTO = 0,   /* igzip at level 1, libdeflate above */
+  KR_WARC_ENGINE_ZLIB,       /* zlib streaming, deflateReset per record */
+  KR_WARC_ENGINE_LIBDEFLATE, /* libdeflate for records up to whole_max */
+  KR_WARC_ENGINE_IGZIP       /* ISA-L's igzip for records up to whole_max
+                                (levels 1, 2-3, 4-9 as its 1, 2, 3) */
 };
 
 typedef struct kr_warc_writer_opts {

@@ -5,7 +5,7 @@
 # adds what warcio.js does not check itself (block and payload digests,
 # records tiling the file, revisits pointing at a real original).
 #
-#  - kria's files: every record type, plain / zlib / libdeflate / rotated,
+#  - kria's files: every record type, plain / zlib / libdeflate / igzip / rotated,
 #    written by the warc unit test (KRIA_WARC_SAMPLES=DIR);
 #  - `kria cdx` on them: sorted bytewise, and field by field what
 #    warcio.js's own CDX indexer says;
@@ -67,9 +67,10 @@ else
   not_ok "the warc unit test wrote its sample files"; diag "$(tail -20 "$T/unit.log")"
 fi
 mapfile -t files < <(find "$OURS" -name '*.warc*' | sort)
-like "${#files[@]}" '^([5-9]|[1-9][0-9])$' "five or more sample files (plain, zlib, libdeflate, rotated)"
+like "${#files[@]}" '^([6-9]|[1-9][0-9])$' "six or more sample files (plain, zlib, libdeflate, igzip, rotated)"
 names=$(printf '%s\n' "${files[@]##*/}")
 like "$names" 'kria-plain-[0-9]{17}-00000-unit\.test\.warc' "an uncompressed sample"
+like "$names" 'kria-igzip-[0-9]{17}-00000-unit\.test\.warc\.gz' "an igzip sample"
 like "$names" 'kria-rotated-[0-9]{17}-00001-unit\.test\.warc\.gz' "a rotated second file"
 unlike "$names" '\.open' "no file left .open"
 
