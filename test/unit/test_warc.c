@@ -532,58 +532,51 @@ static void round_trip_past_whole_max(void **s) {
   round_trip_with(0, 0, 0, 1);
 }
 
+/* The sample page as one record with that engine and level (the same
+ * record id each time, so sizes compare): its compressed size, after
+ * checking that it reads back. */
+static size_t page_record_size(int engine, int lvl) {
+  struct mem m;
+  mem_init(&m);
+  kr_warc_writer_opts_t o;
+  kr_warc_writer_opts_default(&o);
+  o.level = lvl;
+  o.engine = engine;
+  o.seed = 42;
+  kr_warc_writer_t *w;
+  assert_int_equal(kr_warc_writer_new(&o, mem_sink, &m, &w), 0);
+  kr_warc_rec_t rec = {
+      .type = KR_WARC_RESOURCE, .date_ms = T0, .target_uri = KR_SLICE_LIT("urn:x")};
+  kr_slice_t b = {page, sizeof page};
+  kr_warc_written_t out;
+  assert_int_equal(kr_warc_write(w, &rec, &b, 1, &out), 0);
+  assert_true(out.bytes == m.b.len);
+  assert_true(out.bytes < out.record_bytes / 2);
+  struct rrec r[1];
+  assert_int_equal(read_all(m.b.data, m.b.len, r, 1, 0), 1);
+  assert_memory_equal(r[0].block.data, page, sizeof page);
+  free_recs(r, 1);
+  size_t n = m.b.len;
+  kr_warc_writer_free(w);
+  kr_buf_free(&m.b);
+  return n;
+}
+
 static void levels_and_engines(void **state) {
   (void)state;
   make_samples();
+  static const int engines[3] = {KR_WARC_ENGINE_LIBDEFLATE, KR_WARC_ENGINE_ZLIB,
+                                 KR_WARC_ENGINE_IGZIP};
   size_t sizes[3][10];
   for (int e = 0; e < 3; e++)
-    for (int lvl = 1; lvl <= 9; lvl++) {
-      struct mem m;
-      mem_init(&m);
-      kr_warc_writer_opts_t o;
-      kr_warc_writer_opts_default(&o);
-      o.level = lvl;
-      o.engine = e == 2 ? KR_WARC_ENGINE_IGZIP : e ? KR_WARC_ENGINE_ZLIB : KR_WARC_ENGINE_LIBDEFLATE;
-      o.seed = 42; /* the same record id: sizes comparable */
-      kr_warc_writer_t *w;
-      assert_int_equal(kr_warc_writer_new(&o, mem_sink, &m, &w), 0);
-      kr_warc_rec_t rec = {
-          .type = KR_WARC_RESOURCE, .date_ms = T0, .target_uri = KR_SLICE_LIT("urn:x")};
-      kr_slice_t b = {page, sizeof page};
-      kr_warc_written_t out;
-      assert_int_equal(kr_warc_write(w, &rec, &b, 1, &out), 0);
-      assert_true(out.bytes == m.b.len);
-      assert_true(out.bytes < out.record_bytes / 2);
-      struct rrec r[1];
-      assert_int_equal(read_all(m.b.data, m.b.len, r, 1, 0), 1);
-      assert_memory_equal(r[0].block.data, page, sizeof page);
-      free_recs(r, 1);
-      sizes[e][lvl] = m.b.len;
-      kr_warc_writer_free(w);
-      kr_buf_free(&m.b);
-    }
+    for (int lvl = 1; lvl <= 9; lvl++) sizes[e][lvl] = page_record_size(engines[e], lvl);
   /* Level 9 compresses at least as well as level 1 with libdeflate and
    * zlib; igzip's levels differ by a byte or two on a record this small. */
   assert_true(sizes[0][9] <= sizes[0][1] && sizes[1][9] <= sizes[1][1] &&
               sizes[2][9] <= sizes[2][1] + 16);
   /* The default engine is igzip at level 1, libdeflate above. */
-  for (int lvl = 1; lvl <= 2; lvl++) {
-    struct mem m;
-    mem_init(&m);
-    kr_warc_writer_opts_t o;
-    kr_warc_writer_opts_default(&o);
-    o.level = lvl;
-    o.seed = 42;
-    kr_warc_writer_t *w;
-    assert_int_equal(kr_warc_writer_new(&o, mem_sink, &m, &w), 0);
-    kr_warc_rec_t rec = {
-        .type = KR_WARC_RESOURCE, .date_ms = T0, .target_uri = KR_SLICE_LIT("urn:x")};
-    kr_slice_t b = {page, sizeof page};
-    assert_int_equal(kr_warc_write(w, &rec, &b, 1, NULL), 0);
-    assert_true(m.b.len == sizes[lvl == 1 ? 2 : 0][lvl]);
-    kr_warc_writer_free(w);
-    kr_buf_free(&m.b);
-  }
+  assert_true(page_record_size(KR_WARC_ENGINE_AUTO, 1) == sizes[2][1]);
+  assert_true(page_record_size(KR_WARC_ENGINE_AUTO, 2) == sizes[0][2]);
   kr_warc_writer_opts_t o;
   kr_warc_writer_opts_default(&o);
   kr_warc_writer_t *w;
@@ -1359,6 +1352,18 @@ static int fake_sync(int fd) {
   return 0;
 }
 
+/* Options for a writer into dir on the fake disk (unlimited until a
+ * test sets space_left), gzip or not, with a write buffer of buffer bytes
+ * (0: none). */
+static void fake_disk_opts(kr_warcfile_opts_t *o, const char *dir, int gz, size_t buffer) {
+  kr_warcfile_opts_default(o);
+  o->dir = dir;
+  o->writer.gzip = gz;
+  o->buffer = buffer;
+  o->pwritev_fn = fake_pwritev;
+  space_left = -1;
+}
+
 static void full_disk_cuts_back(void **state) {
   (void)state;
   make_samples();
@@ -1366,11 +1371,7 @@ static void full_disk_cuts_back(void **state) {
     char dir[300];
     sub(dir, sizeof dir, gz ? "enospc-gz" : "enospc");
     kr_warcfile_opts_t o;
-    kr_warcfile_opts_default(&o);
-    o.dir = dir;
-    o.writer.gzip = gz;
-    o.pwritev_fn = fake_pwritev;
-    o.buffer = 0; /* each record written at once (buffered: see below) */
+    fake_disk_opts(&o, dir, gz, 0); /* each record written at once (buffered: see below) */
     kr_warcfile_t *wf;
     assert_int_equal(kr_warcfile_open(&o, &wf, NULL, 0), 0);
     /* No space at all: the first file cannot even get its warcinfo. */
@@ -1474,13 +1475,10 @@ static void write_buffer_gathers_records(void **state) {
     kr_warcfile_opts_t o;
     kr_warcfile_opts_default(&o);
     assert_true(o.buffer == KR_WARCFILE_BUFFER);
-    o.dir = dir;
-    o.writer.gzip = gz;
-    o.buffer = 16384;
+    fake_disk_opts(&o, dir, gz, 16384);
     o.pwritev_fn = counting_pwritev;
     o.durability = KR_WARC_SYNC_BATCH;
     o.sync_fn = fake_sync;
-    space_left = -1;
     sync_fails = 0;
     kr_warcfile_t *wf;
     assert_int_equal(kr_warcfile_open(&o, &wf, NULL, 0), 0);
@@ -1547,12 +1545,7 @@ static void buffered_records_outlive_a_failed_write(void **state) {
     char dir[300];
     sub(dir, sizeof dir, gz ? "wbuf-full-gz" : "wbuf-full");
     kr_warcfile_opts_t o;
-    kr_warcfile_opts_default(&o);
-    o.dir = dir;
-    o.writer.gzip = gz;
-    o.buffer = 16384;
-    o.pwritev_fn = fake_pwritev;
-    space_left = -1;
+    fake_disk_opts(&o, dir, gz, 16384);
     kr_warcfile_t *wf;
     assert_int_equal(kr_warcfile_open(&o, &wf, NULL, 0), 0);
     kr_slice_t b = {blk, sizeof blk};
