@@ -1,7 +1,7 @@
 /*
  * Unit tests for the crawl's link cache (src/linkcache.c) and the key it
  * stands on, kr_url_base_use: over every input of the WHATWG conformance
- * data (../shared/conformance/url/urltestdata.json) against several http(s)
+ * data (test/data/url/urltestdata.json) against several http(s)
  * bases, a base that shares the prefix kr_url_base_use names must parse
  * the input to the same URL (or fail alike), and a cache filled against
  * one base must hand back, for another base with the same key, exactly the
@@ -27,10 +27,10 @@
 static json_object *load_urltestdata(void) {
   const char *top = getenv("KRIA_TOP");
   char path[4096];
-  snprintf(path, sizeof path, "%s/../shared/conformance/url/urltestdata.json",
+  snprintf(path, sizeof path, "%s/test/data/url/urltestdata.json",
            top && *top ? top : ".");
   json_object *o = json_object_from_file(path);
-  if (!o) fail_msg("cannot read %s (set KRIA_TOP to the checkout)", path);
+  if (!o) fail_msg("cannot read %s (KRIA_TOP names the checkout; make check sets it)", path);
   return o;
 }
 

@@ -1,6 +1,6 @@
 /*
  * Unit tests for robots: first every case of the shared conformance file
- * (../shared/conformance/robots/cases.jsonl, facts restated from Google's
+ * (test/data/robots/cases.jsonl, facts restated from Google's
  * robotstxt tests), then our own: groups and precedence, wildcards,
  * percent-encoding, /robots.txt, Crawl-delay, sitemaps, the fetch-status
  * policy, tolerated syntax, and hostile inputs with time and memory bounds.
@@ -104,7 +104,7 @@ static const char *skip_reason(const char *id) {
 static const char *cases_path(void) {
   static char path[4096];
   const char *top = getenv("KRIA_TOP");
-  snprintf(path, sizeof path, "%s/../shared/conformance/robots/cases.jsonl",
+  snprintf(path, sizeof path, "%s/test/data/robots/cases.jsonl",
            top ? top : ".");
   return path;
 }
@@ -113,7 +113,7 @@ static int load_cases(void **state) {
   (void)state;
   FILE *f = fopen(cases_path(), "r");
   if (!f) {
-    fprintf(stderr, "# cannot open %s (set KRIA_TOP)\n", cases_path());
+    fprintf(stderr, "# cannot open %s (KRIA_TOP names the checkout; make check sets it)\n", cases_path());
     return -1;
   }
   char *line = NULL;

@@ -1,6 +1,6 @@
 /*
  * SURT and IA/Heritrix canonicalization conformance: every row of
- * ../shared/conformance/surt/cases.tsv, by kind, through the public SURT
+ * test/data/surt/cases.tsv, by kind, through the public SURT
  * functions, the url module's shared-internal building blocks and the
  * Heritrix rule sets of kr_url_canon_opts. Prints one TAP comment per
  * kind ("# surt <kind>: N passed, M skipped (reasons)") and fails on any
@@ -50,10 +50,10 @@ static int load_rows(void **state) {
   (void)state;
   const char *top = getenv("KRIA_TOP");
   char path[4096];
-  snprintf(path, sizeof path, "%s/../shared/conformance/surt/cases.tsv", top && *top ? top : ".");
+  snprintf(path, sizeof path, "%s/test/data/surt/cases.tsv", top && *top ? top : ".");
   FILE *f = fopen(path, "rb");
   if (!f) {
-    fprintf(stderr, "cannot open %s (set KRIA_TOP)\n", path);
+    fprintf(stderr, "cannot open %s (KRIA_TOP names the checkout; make check sets it)\n", path);
     return -1;
   }
   fseek(f, 0, SEEK_END);

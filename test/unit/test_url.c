@@ -1,6 +1,6 @@
 /*
  * Unit tests for the url module: every case of the WHATWG URL conformance
- * data in ../shared/conformance/url (urltestdata.json,
+ * data in test/data/url (urltestdata.json,
  * urltestdata-javascript-only.json, toascii.json, IdnaTestV2.json,
  * percent-encoding.json), then canonicalisation (each normalisation, the
  * PCRE2 rules, idempotence over the whole conformance set), accessors and
@@ -29,13 +29,13 @@
 static char *data_path(const char *file) {
   const char *top = getenv("KRIA_TOP");
   static char path[4096];
-  snprintf(path, sizeof path, "%s/../shared/conformance/url/%s", top && *top ? top : ".", file);
+  snprintf(path, sizeof path, "%s/test/data/url/%s", top && *top ? top : ".", file);
   return path;
 }
 
 static json_object *load_json(const char *file) {
   json_object *o = json_object_from_file(data_path(file));
-  if (!o) fail_msg("cannot read %s (set KRIA_TOP to the checkout)", data_path(file));
+  if (!o) fail_msg("cannot read %s (KRIA_TOP names the checkout; make check sets it)", data_path(file));
   return o;
 }
 
