@@ -32,11 +32,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cdx.h"
 #include "cli.h"
 #include "crawl.h"
 #include "demo_site.h"
 #include "internal.h"
 #include "kria/config.h"
+#include "kria/warc.h"
 
 /* ---- the built-in configuration ------------------------------------------------------ */
 
@@ -425,8 +427,24 @@ static int print_table(const char *log_path, uint64_t seed, uint64_t elapsed_ms,
   return 0;
 }
 
-/* WARC files in dir, with sizes. */
-static void print_warcs(const char *dir) {
+/* Records by kind, as the CDXJ indexer sees them. */
+typedef struct {
+  uint64_t responses, revisits, revisits_304, other;
+} warc_counts_t;
+
+static void count_record(void *ud, const kr_cdx_rec_t *r) {
+  warc_counts_t *c = ud;
+  if (r->type == KR_WARC_RESPONSE) c->responses++;
+  else if (r->type == KR_WARC_REVISIT) {
+    c->revisits++;
+    if (r->status.p && r->status.n == 3 && !memcmp(r->status.p, "304", 3)) c->revisits_304++;
+  } else c->other++;
+}
+
+/* WARC files in dir, with sizes, then their records counted through the
+ * CDXJ indexer (what `kria cdx` reads): full responses for what changed,
+ * revisits for what did not. */
+static void print_warcs(const char *dir, warc_counts_t *c, unsigned *bad) {
   DIR *d = opendir(dir);
   if (!d) {
     printf("  WARC files  none (%s: %s)\n", dir, strerror(errno));
@@ -436,7 +454,10 @@ static void print_warcs(const char *dir) {
   unsigned n = 0;
   uint64_t bytes = 0;
   while ((e = readdir(d))) {
-    if (!strstr(e->d_name, ".warc")) continue;
+    size_t len = strlen(e->d_name);
+    int closed = (len > 5 && !strcmp(e->d_name + len - 5, ".warc")) ||
+                 (len > 8 && !strcmp(e->d_name + len - 8, ".warc.gz"));
+    if (!closed && !strstr(e->d_name, ".warc")) continue;
     char p[8192];
     struct stat sb;
     snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
@@ -444,10 +465,24 @@ static void print_warcs(const char *dir) {
     if (n < 10) printf("  WARC file   %s (%" PRIu64 " bytes)\n", p, (uint64_t)sb.st_size);
     n++;
     bytes += (uint64_t)sb.st_size;
+    if (!closed) continue;
+    kr_cdx_lines_t lines = {0};
+    if (kr__cdx_index_file(p, NULL, &lines, count_record, c)) (*bad)++;
+    kr__cdx_lines_free(&lines);
   }
   closedir(d);
   if (!n) printf("  WARC files  none in %s\n", dir);
   else if (n > 10) printf("  WARC files  %u in %s (%" PRIu64 " bytes)\n", n, dir, bytes);
+}
+
+static void print_records(const warc_counts_t *c, unsigned bad) {
+  printf("\nWARC records (as `kria cdx` indexes them%s):\n",
+         bad ? "; some files could not be read" : "");
+  printf("  %" PRIu64 " responses (full records: new versions, robots.txt, pages whose only\n"
+         "     change was the stripped clock section)\n", c->responses);
+  printf("  %" PRIu64 " revisits (headers only, pointing at a stored response; %" PRIu64
+         " after a 304)\n", c->revisits, c->revisits_304);
+  if (c->other) printf("  %" PRIu64 " other records (resources, metadata)\n", c->other);
 }
 
 /* ---- the command ------------------------------------------------------------------------- */
@@ -607,11 +642,14 @@ int kr_cmd_demo(int argc, char **argv) {
   printf("\nmean wait: the wait given after a page's first and after its last visit, averaged\n"
          "over the class; versions: those the crawl found / those the site made meanwhile.\n\n");
   printf("  crawl.log   %s\n", log_path);
-  if (warc_dir[0]) print_warcs(warc_dir);
+  warc_counts_t wc = {0};
+  unsigned wbad = 0;
+  if (warc_dir[0]) print_warcs(warc_dir, &wc, &wbad);
   else printf("  WARC files  off (warc.enabled = false)\n");
   printf("  state       %s\n  look        kria status -s %s\n"
          "              kria report hosts -s %s\n",
          state_dir, state_dir, state_dir);
+  if (warc_dir[0]) print_records(&wc, wbad);
   fflush(stdout);
   if (rc) {
     kr_cli_error(rc, "the crawl stopped on an error");

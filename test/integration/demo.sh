@@ -5,7 +5,8 @@
 # archive pages (never change) and end with shorter waits; some visits
 # were unchanged (304s, mid-fetch aborts or equal digests); the clock
 # pages' visits count as unchanged (the digest-strip rule); crawl.log
-# exists with wt: annotations; the WARC files named exist; progress lines
+# exists with wt: annotations; the WARC files named exist and the record
+# counts printed agree with kria cdx on them; progress lines
 # on stderr (not a terminal here). Refusals: a non-empty state directory
 # (2), a bad --seconds, an unknown option (64); --help (0); a bad -o is a
 # configuration error (2).
@@ -65,6 +66,17 @@ like "$out" "crawl\\.log +$st/logs/crawl\\.log" "the output says where crawl.log
 warc=$(awk '$1 == "WARC" && $2 == "file" { print $3; exit }' "$T/out")
 if [ -n "$warc" ]; then
   check "the WARC file named exists ($warc)" test -s "$warc"
+  # The record counts are the indexer's: they match kria cdx on the files.
+  resp=$(awk '$2 == "responses" { print $1; exit }' "$T/out")
+  rev=$(awk '$2 == "revisits" { print $1; exit }' "$T/out")
+  other=$(awk '$2 == "other" && $3 == "records" { print $1; exit }' "$T/out")
+  resp=$((${resp:-0} + ${other:-0}))
+  shopt -s nullglob
+  files=("$st"/warcs/*.warc.gz "$st"/warcs/*.warc)
+  "$KRIA" cdx "${files[@]}" >"$T/cdxj" 2>/dev/null
+  is "$resp" "$(grep -vc '"mime": "warc/revisit"' "$T/cdxj")" "the record summary counts the responses (and others) kria cdx indexes"
+  is "$rev" "$(grep -c '"mime": "warc/revisit"' "$T/cdxj")" "... and the revisits"
+  like "$rev" '^[1-9][0-9]*$' "the demo wrote revisit records"
 else
   like "$out" "WARC files +(off|none)" "no WARC file: the output says so"
 fi
