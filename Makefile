@@ -1,14 +1,22 @@
 # kria — plain GNU Makefile.
 #
 #   make                 build build/kria and the test server build/kts
-#   make check           unit + integration tests ("N passed, N failed")
+#   make check           install deps, build, run unit + integration tests
+#                        ("N passed, N failed"; TESTS=name runs those whose
+#                        name contains it)
 #   make check SANITIZE=1  the same under ASan+UBSan (objects in build-san/)
-#   make demo            build, then run kria demo (DEMO_SECONDS=N, default 60)
+#   make demo            install deps, build, run kria demo (DEMO_SECONDS=N,
+#                        default 60)
 #   make deps            install the Debian packages (idempotent)
+#   make install         install kria, its man page, the example config and
+#                        the systemd unit (PREFIX=/usr/local, DESTDIR=)
+#   make uninstall       remove what make install put there
 #   make src/url.o       build one object (lands in $(B)/src/url.o)
 #   make BUILD=dir       build elsewhere (dir, or dir-san with SANITIZE=1)
 #
 # llhttp is compiled from Debian's node-llhttp sources, never copied here.
+# check and demo install the packages first and then build in a second make,
+# so nothing (pkg-config, /usr/share/llhttp) is read before they exist.
 
 SANITIZE ?= 0
 BUILD ?= build
@@ -70,7 +78,7 @@ UNIT_SUPPORT_OBJS := $(UNIT_SUPPORT:%.c=$(B)/%.o)
 KRIA := $(B)/kria
 KTS := $(B)/kts
 
-.PHONY: all check unit integration demo deps clean bench fuzz
+.PHONY: all check unit integration demo deps clean bench fuzz install uninstall
 all: $(KRIA) $(if $(KTS_SRCS),$(KTS))
 
 .SECONDARY:
@@ -103,23 +111,63 @@ $(B)/llhttp/%.o: $(LLHTTP_DIR)/%.c
 	$(CC) $(CFLAGS_BASE) $(SANFLAGS) -w -I$(LLHTTP_INC) -c -o $@ $<
 
 unit: $(UNIT_BINS)
-check: deps all $(UNIT_BINS)
-	@scripts/run-tests.sh $(B)
 
-demo: deps all
-	@scripts/demo.sh $(B)
+# A second make after deps: this one read the package paths before they
+# were installed.
+check: deps
+	@$(MAKE) --no-print-directory all unit
+	@test/run.sh $(B)
 
+DEMO_SECONDS ?= 60
+demo: deps
+	@$(MAKE) --no-print-directory all
+	@rm -rf -- $(B)/demo
+	$(KRIA) demo --seconds $(DEMO_SECONDS) --state-dir $(B)/demo
+
+# Every Debian package the build, tests and benchmarks need; OPTIONAL_PKGS
+# are wanted by one test each, which skips without them (chromium: the
+# console screenshot; systemd: systemd-analyze verify of the unit, installed
+# without systemd-sysv so it never becomes PID 1). KRIA_SKIP_OPTIONAL=1
+# skips those. nodejs + npm only when there is no node at all (a node from
+# elsewhere bundles its own npm). Package scripts may not start services
+# (nginx would take port 80): policy-rc.d says no while apt-get runs.
+DEPS_PKGS := build-essential pkg-config \
+  libuv1-dev libc-ares-dev node-llhttp libssl-dev libsqlite3-dev libpcre2-dev \
+  zlib1g-dev libinih-dev libidn2-dev libpsl-dev libexpat1-dev libdeflate-dev libisal-dev \
+  libcmocka-dev libjson-c-dev openssl nginx-light valgrind curl unzip man-db \
+  wget wget2 httrack dnsmasq-base util-linux time linux-perf iproute2 sqlite3 \
+  python3-matplotlib clang libclang-rt-14-dev
+OPTIONAL_PKGS := chromium systemd
 deps:
-	@scripts/deps.sh
+	@installed() { dpkg-query -W -f='$${Status}' "$$1" 2>/dev/null | grep -q "install ok installed"; }; \
+	missing=; for p in $(DEPS_PKGS); do installed $$p || missing="$$missing $$p"; done; \
+	command -v node >/dev/null || missing="$$missing nodejs npm"; \
+	optional=; if [ "$${KRIA_SKIP_OPTIONAL:-0}" != 1 ]; then \
+	  for p in $(OPTIONAL_PKGS); do installed $$p || optional="$$optional $$p"; done; fi; \
+	[ -z "$$missing$$optional" ] && exit 0; \
+	echo "deps: installing$$missing$$optional"; \
+	sudo=; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+	export DEBIAN_FRONTEND=noninteractive; \
+	$$sudo apt-get update -qq || exit 1; \
+	if [ ! -e /usr/sbin/policy-rc.d ]; then \
+	  printf '#!/bin/sh\nexit 101\n' | $$sudo tee /usr/sbin/policy-rc.d >/dev/null; \
+	  $$sudo chmod +x /usr/sbin/policy-rc.d; trap '$$sudo rm -f /usr/sbin/policy-rc.d' EXIT; fi; \
+	if [ -n "$$missing" ]; then \
+	  $$sudo apt-get install -y -qq --no-install-recommends $$missing >/dev/null || exit 1; fi; \
+	if [ -n "$$optional" ] && \
+	   ! $$sudo apt-get install -y -qq --no-install-recommends $$optional >/dev/null; then \
+	  echo "deps: optional$$optional not installed (the tests that need it skip;" \
+	    "KRIA_SKIP_OPTIONAL=1 stops trying)"; fi; \
+	echo "deps: done"
 
 bench: all
 	@echo "see bench/README.md"
 
 # libFuzzer harnesses in test/fuzz (clang, ASan+UBSan), FUZZ_SECONDS each;
-# FUZZ_TARGETS="url http" picks some. See scripts/fuzz.sh.
+# FUZZ_TARGETS="url http" picks some. See test/fuzz/run.sh.
 FUZZ_SECONDS ?= 30
 fuzz:
-	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_BUILD=$(B)-fuzz scripts/fuzz.sh $(FUZZ_TARGETS)
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_BUILD=$(B)-fuzz test/fuzz/run.sh $(FUZZ_TARGETS)
 
 # bench/frontier: the frontier and store at scale (bench/frontier/run.sh).
 .PHONY: bench-frontier

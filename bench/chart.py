@@ -18,7 +18,7 @@ whiskers over its 30 s windows). Missing inputs are skipped with a note.
 
 Usage: bench/chart.py [--fetch DIR] [--crawl DIR] [--scale DIR] [-o PNG]
 Defaults: bench/out/{fetch,crawl,scale}/last, bench/chart.png.
-Needs python3-matplotlib from Debian (scripts/deps.sh); runs on
+Needs python3-matplotlib from Debian (make deps); runs on
 /usr/bin/python3 so that a python from elsewhere does not shadow it.
 """
 import argparse

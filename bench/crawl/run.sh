@@ -227,7 +227,7 @@ if [ -n "$REPORT_ONLY" ]; then
 	kb_with_hosts_argv /etc/hosts
 else
 for t in wget wget2 httrack dnsmasq unshare taskset nginx; do
-	command -v "$t" >/dev/null || [ -x "/usr/sbin/$t" ] || kb_die "$t not found; run scripts/deps.sh"
+	command -v "$t" >/dev/null || [ -x "/usr/sbin/$t" ] || kb_die "$t not found; run make deps"
 done
 [ -x "$KRIA" ] || kb_die "$KRIA not built (make BUILD=build-bench all)"
 KRIA=$(cd "$(dirname "$KRIA")" && pwd)/$(basename "$KRIA") # runs start in their own directory

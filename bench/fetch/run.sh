@@ -58,7 +58,7 @@ done
 kb_bound "$TOTAL_LIMIT" "${ARGS[@]}"
 
 for t in wget wget2 taskset curl cc; do
-	command -v "$t" >/dev/null || kb_die "$t not found; run scripts/deps.sh"
+	command -v "$t" >/dev/null || kb_die "$t not found; run make deps"
 done
 [ "$(nproc)" -ge 2 ] || kb_log "warning: one CPU only; client and server share it"
 

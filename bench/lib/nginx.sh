@@ -152,7 +152,7 @@ kb__port_free() {
 
 kb_nginx_start() {
 	local dir=$1 root=$2 vhosts=${3:-} cpu=${KB_NGINX_CPU:-1} port attempt i
-	[ -x "$KB_NGINX_BIN" ] || kb_die "nginx not found ($KB_NGINX_BIN); run scripts/deps.sh"
+	[ -x "$KB_NGINX_BIN" ] || kb_die "nginx not found ($KB_NGINX_BIN); run make deps"
 	mkdir -p "$dir/tmp" "$dir/logs"
 	for attempt in 1 2 3 4 5; do
 		port=${KB_NGINX_WANT_PORT:-$(kb_random_port)}

@@ -79,9 +79,9 @@ num "$PERF_SECS" 0 600 || kb_die "--perf: 0..600 seconds"
 # crawl + restart + set-up and report, with room to spare
 kb_bound $((MINUTES * 60 + RESTART_SECS + 2 * START_LIMIT + 900)) "${ARGS[@]}"
 
-[ "$PERF_SECS" = 0 ] || command -v perf >/dev/null || kb_die "perf not found; run scripts/deps.sh"
+[ "$PERF_SECS" = 0 ] || command -v perf >/dev/null || kb_die "perf not found; run make deps"
 for t in taskset curl cc sqlite3; do
-	command -v "$t" >/dev/null || kb_die "$t not found; run scripts/deps.sh"
+	command -v "$t" >/dev/null || kb_die "$t not found; run make deps"
 done
 [ -x "$KRIA" ] || kb_die "no kria at $KRIA (make BUILD=build-bench all)"
 [ "$(nproc)" -ge 2 ] || kb_log "warning: one CPU only; crawler and servers share it"

@@ -38,7 +38,7 @@ done
 [[ $REPS =~ ^[0-9]+$ && $REPS -ge 1 && $REPS -le 99 ]] || kb_die "--reps: 1..99"
 
 kb_bound 1800 "${ARGS[@]}"
-command -v taskset >/dev/null || kb_die "taskset not found; run scripts/deps.sh"
+command -v taskset >/dev/null || kb_die "taskset not found; run make deps"
 
 kb_build_tools
 OUT=$KB_OUT/warc-repair

@@ -6,7 +6,7 @@
  * URL is longer than max_value; no more than max_links are delivered; and
  * ASan/UBSan see nothing.
  *
- *   scripts/fuzz.sh extract     (or: make fuzz FUZZ_SECONDS=N)
+ *   test/fuzz/run.sh extract     (or: make fuzz FUZZ_SECONDS=N)
  */
 #include <stdint.h>
 #include <stdlib.h>

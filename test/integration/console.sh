@@ -7,7 +7,7 @@
 # the DOM after the script ran holds the figures from /status (state,
 # host queue tiles, the validator table header) and no error line, and
 # the status server saw the page's own /status request. Skipped when
-# chromium is not installed (scripts/deps.sh installs it as optional).
+# chromium is not installed (make deps installs it as optional).
 . "$(dirname "$0")/lib.sh"
 
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)

@@ -13,7 +13,7 @@
 #  - a WARC prefix from the config or -o cannot name another directory
 #    ("../x", "a/b", "/abs", ".hidden") and a NUL byte in the config file is
 #    refused: exit 2 with the reason, no file written outside.
-# TAP; run by scripts/run-tests.sh (KRIA, KTS, KRIA_BUILD set).
+# TAP; run by test/run.sh (KRIA, KTS, KRIA_BUILD set).
 . "$(dirname "$0")/lib.sh"
 
 [ -x "$KRIA" ] || bail "kria is not built ($KRIA)"

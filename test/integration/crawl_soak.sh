@@ -32,7 +32,7 @@
 HERE=$KRIA_TOP/test/integration
 [ -x "$KRIA" ] && "$KRIA" crawl --help >/dev/null 2>&1 || bail "kria crawl is not built ($KRIA)"
 command -v sqlite3 >/dev/null || bail "sqlite3 is not installed"
-command -v node >/dev/null || bail "node is not installed (scripts/deps.sh installs nodejs)"
+command -v node >/dev/null || bail "node is not installed (make deps installs nodejs)"
 if [ ! -f "$HERE/node_modules/warcio/package.json" ]; then
   (cd "$HERE" && timeout 300 npm ci --no-audit --no-fund --loglevel=error) >"$T/npm.log" 2>&1 ||
     bail "npm ci could not install warcio.js: $(tail -3 "$T/npm.log")"

@@ -38,14 +38,14 @@
 #    /status and /metrics count the write errors and show the hold;
 #    fetching stops with a clear error, resumes once space is freed, the
 #    crawl completes with every visited URI recorded.
-# TAP; run by scripts/run-tests.sh (KRIA, KTS, KRIA_BUILD set).
+# TAP; run by test/run.sh (KRIA, KTS, KRIA_BUILD set).
 . "$(dirname "$0")/lib.sh"
 
 HERE=$KRIA_TOP/test/integration
 [ -x "$KRIA" ] && "$KRIA" crawl --help >/dev/null 2>&1 || bail "kria crawl is not built ($KRIA)"
 command -v sqlite3 >/dev/null || bail "sqlite3 is not installed"
 if ! command -v node >/dev/null; then
-  skip "node not installed (scripts/deps.sh installs nodejs)" "warcio.js checks"
+  skip "node not installed (make deps installs nodejs)" "warcio.js checks"
   done_testing
 fi
 if [ ! -f "$HERE/node_modules/warcio/package.json" ]; then

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Shared helpers for kria's integration tests; every test/integration/*.sh
-# sources this file. scripts/run-tests.sh sets KRIA, KTS, KRIA_BUILD and
+# sources this file. test/run.sh sets KRIA, KTS, KRIA_BUILD and
 # KRIA_TOP; run by hand, they default to the build/ tree.
 #
 #   TAP:      ok DESC | not_ok DESC | check DESC CMD... | is GOT WANT DESC |

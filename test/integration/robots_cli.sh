@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `kria robots FILE USER-AGENT URL`: output and exit status (0 allowed,
 # 1 disallowed, 2 error, 64 usage) for files, agents and URLs of every
-# kind, hostile files included. TAP lines; run by scripts/run-tests.sh
+# kind, hostile files included. TAP lines; run by test/run.sh
 # with KRIA set to the binary under test.
 set -u
 KRIA=${KRIA:-build/kria}

@@ -2,7 +2,7 @@
 # `kria simulate`: the tables and the --json shape for synthetic worlds and
 # traces, the same numbers whether policies run here or split by host
 # over child processes (--jobs; an uneven world), and the exit statuses: 0 success, 2 error (a bad
-# trace or config), 64 usage. TAP lines; run by scripts/run-tests.sh with
+# trace or config), 64 usage. TAP lines; run by test/run.sh with
 # KRIA set to the binary under test.
 . "$(dirname "$0")/lib.sh"
 

@@ -14,7 +14,7 @@
 #  - all of it twice: WARC off, then WARC on in the same state directory
 #    (then every visited URI also has its WARC record, the files check
 #    out with warcio.js).
-# TAP; run by scripts/run-tests.sh (KRIA, KTS, KRIA_BUILD set).
+# TAP; run by test/run.sh (KRIA, KTS, KRIA_BUILD set).
 . "$(dirname "$0")/lib.sh"
 
 [ -x "$KRIA" ] || bail "kria is not built ($KRIA)"

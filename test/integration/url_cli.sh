@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `kria url parse|resolve|canon|surt` through the real binary: output,
 # exit status (0 done, 1 invalid URL, 64 usage) and the error line format.
-# TAP output. Needs $KRIA (set by scripts/run-tests.sh).
+# TAP output. Needs $KRIA (set by test/run.sh).
 set -u
 KRIA=${KRIA:?set KRIA to the kria binary}
 tmp=$(mktemp -d)

@@ -8,7 +8,7 @@
 . "$(dirname "$0")/lib.sh"
 
 if ! command -v valgrind >/dev/null; then
-  skip "valgrind not installed (scripts/deps.sh installs it)" "valgrind: kria fetch and a short crawl"
+  skip "valgrind not installed (make deps installs it)" "valgrind: kria fetch and a short crawl"
   done_testing
 fi
 if grep -qa __asan_init "$KRIA"; then

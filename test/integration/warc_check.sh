@@ -17,14 +17,14 @@
 #    bodies with their chunk framing (a known divergence from the
 #    standard's entity payload), which is shown and then allowed;
 #  - `kria cdx` usage, missing and garbage files.
-# TAP; run by scripts/run-tests.sh (KRIA, KTS, KRIA_BUILD set).
+# TAP; run by test/run.sh (KRIA, KTS, KRIA_BUILD set).
 . "$(dirname "$0")/lib.sh"
 
 HERE=$KRIA_TOP/test/integration
 CHECK=$HERE/warccheck.mjs
 
 if ! command -v node >/dev/null; then
-  skip "node not installed (scripts/deps.sh installs nodejs)" "warcio.js checks"
+  skip "node not installed (make deps installs nodejs)" "warcio.js checks"
   done_testing
 fi
 if [ ! -f "$HERE/node_modules/warcio/package.json" ]; then

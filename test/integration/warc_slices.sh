@@ -15,7 +15,7 @@
 # while the big record is being written cuts it away cleanly, and a
 # SIGHUP with new [warc] file settings closes the file of large records
 # only once its record is whole.
-# TAP; run by scripts/run-tests.sh (KRIA, KTS, KRIA_BUILD set).
+# TAP; run by test/run.sh (KRIA, KTS, KRIA_BUILD set).
 . "$(dirname "$0")/lib.sh"
 
 HERE=$KRIA_TOP/test/integration

@@ -1126,7 +1126,7 @@ static int free_udp_port(void) {
 static void real_resolver_dnsmasq(void **state) {
   (void)state;
   const char *bin = "/usr/sbin/dnsmasq";
-  if (access(bin, X_OK) != 0) /* scripts/deps.sh installs dnsmasq-base */
+  if (access(bin, X_OK) != 0) /* make deps installs dnsmasq-base */
     fail_msg("%s missing: run make deps", bin);
   static env_t e;
   static dnsmasq_t d;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run every unit test binary and integration script, count TAP results and
 # finish with one plain line: "N passed, N failed".
-# Usage: scripts/run-tests.sh BUILD_DIR [FILTER]
+# Usage: test/run.sh BUILD_DIR [FILTER]
 set -u
 B=${1:-build}
 FILTER=${2:-${TESTS:-}}

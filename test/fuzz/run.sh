@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build and run kria's libFuzzer harnesses (test/fuzz/fuzz_<target>.c).
 #
-#   scripts/fuzz.sh [--merge] [--build-only] [TARGET...]
+#   test/fuzz/run.sh [--merge] [--build-only] [TARGET...]
 #   FUZZ_SECONDS=N   seconds per target (default 30)
 #   FUZZ_BUILD=dir   build tree (default build-fuzz)
 #   FUZZ_ARGS="..."  extra libFuzzer flags for every target
@@ -23,7 +23,7 @@
 # by minimising it and copying it to test/fuzz/regress/<target>/:
 #   $FUZZ_BUILD/fuzz/fuzz_<t> -minimize_crash=1 -runs=10000 CRASH
 set -u
-top=$(cd "$(dirname "$0")/.." && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 
 B=${FUZZ_BUILD:-build-fuzz}
@@ -45,7 +45,7 @@ fi
 for t in "${targets[@]}"; do
   [ -f "test/fuzz/fuzz_$t.c" ] || { echo "fuzz.sh: no harness test/fuzz/fuzz_$t.c" >&2; exit 2; }
 done
-command -v "$CC" >/dev/null || { echo "fuzz.sh: $CC not found (scripts/deps.sh installs clang)" >&2; exit 2; }
+command -v "$CC" >/dev/null || { echo "fuzz.sh: $CC not found (make deps installs clang)" >&2; exit 2; }
 
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 

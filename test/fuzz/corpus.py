@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Generate the seed corpora of the fuzz harnesses under test/fuzz/corpus/.
 
-    scripts/fuzz-corpus.py [--clean] [--conformance DIR] [TARGET...]
+    test/fuzz/corpus.py [--clean] [--conformance DIR] [TARGET...]
 
-Seeds come from the conformance data (../shared/conformance: WHATWG URL
+Seeds come from the conformance data (test/data: WHATWG URL
 tests, python-surt cases, Google's robots.txt tests), the unit test
 fixtures, config/kria.conf, and hand-written HTTP responses and
 compressed streams. Each file starts with the mode byte(s) its harness
@@ -12,7 +12,7 @@ cycle so every option set gets seeds. Output is deterministic, so
 rerunning the script changes nothing unless the sources changed. The
 extract and warc corpora are written by hand and left alone. The
 committed corpora also hold inputs merged in from fuzz runs
-(`scripts/fuzz.sh --merge TARGET`, keeping the total under ~1 MB): they
+(`test/fuzz/run.sh --merge TARGET`, keeping the total under ~1 MB): they
 stay when this script runs again, unless --clean.
 """
 import argparse
@@ -24,7 +24,7 @@ import shutil
 import sys
 import zlib
 
-TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def write_corpus(target, items, clean):
@@ -239,7 +239,7 @@ def seeds_items(conf):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--conformance", default=os.path.join(os.path.dirname(TOP), "shared", "conformance"))
+    ap.add_argument("--conformance", default=os.path.join(TOP, "test", "data"))
     ap.add_argument("--clean", action="store_true",
                     help="remove what is in the directories first (merged fuzz finds too)")
     ap.add_argument("targets", nargs="*")
