@@ -225,6 +225,8 @@ struct client {
   uv_timer_t timer;
   int handles;                /* of tcp and timer, still open */
   int state;
+  int reserved;               /* took the slot kept for control requests */
+  uint64_t accepted_ms;       /* loop time of the accept */
   llhttp_t parser;
   size_t head_bytes;          /* request line and header bytes (callbacks) */
   size_t read_bytes;          /* bytes read before the headers were complete */
@@ -388,6 +390,13 @@ static void handle(client_t *c) {
     send_error(c, c->error, m, NULL);
     return;
   }
+  if (c->reserved && (!s->token || !c->auth.len ||
+                      !kr_status_bearer_ok(s->token, kr_slice(c->auth.data, c->auth.len)))) {
+    s->st.refused++;
+    send_error(c, 503, "busy: the last connection slot is kept for requests with the token",
+               "Retry-After: 1\r\n");
+    return;
+  }
   int m = llhttp_get_method(&c->parser);
   kr_status_req_t req = {0};
   if (m == HTTP_GET) req.method = KR_STATUS_GET;
@@ -526,12 +535,19 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *buf) {
   *buf = uv_buf_init(c->srv->rbuf, sizeof c->srv->rbuf);
 }
 
+static void on_request_timeout(uv_timer_t *t);
+
 static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *buf) {
   client_t *c = st->data;
   if (n == 0) return;
   if (n < 0) { /* gone before a complete request: nobody to answer */
     client_close(c);
     return;
+  }
+  if (!c->read_bytes && !c->headers_done) { /* no longer silent: the whole-request bound */
+    uint64_t used = uv_now(c->srv->loop) - c->accepted_ms;
+    uint64_t left = c->srv->o.request_timeout_ms > used ? c->srv->o.request_timeout_ms - used : 0;
+    uv_timer_start(&c->timer, on_request_timeout, left, 0);
   }
   if (!c->headers_done) c->read_bytes += (size_t)n;
   llhttp_errno_t e = llhttp_execute(&c->parser, buf->base, (size_t)n);
@@ -557,6 +573,28 @@ static void on_request_timeout(uv_timer_t *t) {
   send_error(c, 408, "the request took too long to arrive", NULL);
 }
 
+/* Connected and sent nothing within silent_timeout_ms: closed without an
+ * answer (a browser's speculative connection, or a client holding a slot). */
+static void on_silent_timeout(uv_timer_t *t) {
+  client_t *c = t->data;
+  if (c->state != C_READ || c->read_bytes) return;
+  c->srv->st.silent_closed++;
+  client_close(c);
+}
+
+/* The client that has sent nothing for longest, at least evict_silent_ms
+ * since its accept (one that has bytes waiting is not yet read), or NULL. */
+static client_t *oldest_silent(kr_status_server_t *s) {
+  client_t *best = NULL;
+  uint64_t now = uv_now(s->loop);
+  for (client_t *c = s->clients; c; c = c->next)
+    if (c->state == C_READ && !c->read_bytes && !c->headers_done &&
+        now - c->accepted_ms >= s->o.evict_silent_ms &&
+        (!best || c->accepted_ms <= best->accepted_ms))
+      best = c;
+  return best;
+}
+
 /* ---- the listener ------------------------------------------------------------------ */
 
 static void on_connection(uv_stream_t *ls, int status) {
@@ -578,7 +616,25 @@ static void on_connection(uv_stream_t *ls, int status) {
     return;
   }
   s->st.connections++;
+  c->accepted_ms = uv_now(s->loop);
+  /* Full: a client that has sent nothing gives its place up first; the
+   * one slot past max_clients is kept for requests that carry the token
+   * (handle() answers 503 to any other), so idle or slow connections
+   * never lock out an authenticated POST /stop. */
   if (s->st.clients > s->o.max_clients) {
+    client_t *idle = oldest_silent(s);
+    if (idle && idle != c) {
+      s->st.evicted++;
+      client_close(idle);
+    }
+  }
+  if (s->st.clients > s->o.max_clients) {
+    int taken = 0;
+    for (client_t *o = s->clients; o; o = o->next)
+      taken |= o != c && o->reserved && o->state == C_READ; /* a lingering one has had its turn */
+    if (!taken && s->token) c->reserved = 1;
+  }
+  if (s->st.clients > s->o.max_clients && !c->reserved) {
     static const char busy[] =
         "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n"
         "Retry-After: 1\r\n\r\n";
@@ -599,7 +655,8 @@ static void on_connection(uv_stream_t *ls, int status) {
   c->parser.data = c;
   c->state = C_READ;
   uv_tcp_nodelay(&c->tcp, 1);
-  uv_timer_start(&c->timer, on_request_timeout, s->o.request_timeout_ms, 0);
+  uv_timer_start(&c->timer, on_silent_timeout,
+                 KR_MIN(s->o.silent_timeout_ms, s->o.request_timeout_ms), 0);
   if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) < 0) client_close(c);
 }
 
@@ -608,6 +665,8 @@ void kr_status_opts_default(kr_status_opts_t *o) {
   o->listen = KR_STATUS_DEFAULT_LISTEN;
   o->max_clients = 16;
   o->request_timeout_ms = 5000;
+  o->silent_timeout_ms = 1000;
+  o->evict_silent_ms = 100;
   o->linger_ms = 1000;
   o->max_header_bytes = 8192;
   o->max_body_bytes = 4096;

@@ -6,13 +6,21 @@
  *
  * Every client is hostile. Limits (kr_status_opts_t): request line and
  * headers <= 8 KiB (431), body <= 4 KiB (413), the whole request within
- * 5 s of the connection (slowloris: 408 and closed), at most max_clients
- * connections (more are answered 503 and closed at once), one request per
+ * 5 s of the connection (slowloris: 408 and closed) and its first byte
+ * within 1 s (else closed without an answer), at most max_clients
+ * connections, one request per
  * connection (Connection: close; pipelined bytes are ignored), responses
  * capped. Methods other than GET/HEAD/POST get 405, a request target that
  * is not origin-form 400. When bound to loopback the Host header must
  * name a loopback address or localhost (421 otherwise), so a web page
  * cannot reach the server through DNS rebinding.
+ *
+ * Room: when max_clients are connected, a newcomer first takes the place
+ * of the client that has sent nothing for longest (if it has been silent
+ * 100 ms); failing that, one slot past max_clients is kept for a request
+ * carrying the token (any other request there gets 503), so idle or slow
+ * connections never lock out an authenticated POST /stop; beyond that,
+ * 503 and closed at once.
  *
  * Control: a POST is passed to the handler only with the header
  * `Authorization: Bearer TOKEN` matching the configured token (compared
@@ -74,6 +82,8 @@ typedef struct kr_status_opts {
   const char *token;              /* bearer token; NULL or "": control disabled */
   uint32_t max_clients;           /* 16 */
   uint32_t request_timeout_ms;    /* 5000: connect to complete request */
+  uint32_t silent_timeout_ms;     /* 1000: connect to first byte (closed, no answer) */
+  uint32_t evict_silent_ms;       /* 100: a silent client this old yields to a newcomer */
   uint32_t linger_ms;             /* 1000: draining after the response */
   size_t max_header_bytes;        /* 8192: request line and headers */
   size_t max_body_bytes;          /* 4096 */
@@ -87,7 +97,9 @@ void kr_status_opts_default(kr_status_opts_t *o);
 typedef struct kr_status_stats {
   uint64_t connections;           /* accepted */
   uint64_t requests;              /* handed to the handler */
-  uint64_t refused;               /* over max_clients */
+  uint64_t refused;               /* over max_clients (or the reserved slot without token) */
+  uint64_t evicted;               /* silent clients closed for a newcomer */
+  uint64_t silent_closed;         /* sent nothing within silent_timeout_ms */
   uint64_t bad_requests;          /* 400/405/413/421/431 */
   uint64_t timeouts;              /* 408: too slow to send the request */
   uint64_t unauthorized;          /* 401/403 */

@@ -388,6 +388,8 @@ static void page_status(kr_service_t *s, kr_buf_t *b) {
     jw_u64(&w, "requests", st->requests);
     jw_u64(&w, "connections", st->connections);
     jw_u64(&w, "refused", st->refused);
+    jw_u64(&w, "evicted", st->evicted);
+    jw_u64(&w, "silent_closed", st->silent_closed);
     jw_u64(&w, "bad_requests", st->bad_requests);
     jw_u64(&w, "timeouts", st->timeouts);
     jw_u64(&w, "unauthorized", st->unauthorized);
@@ -738,6 +740,10 @@ static void page_metrics(kr_service_t *s, kr_buf_t *b) {
     metric_u(b, "kria_status_requests_total", "counter", "Status requests served.", st->requests);
     metric_u(b, "kria_status_refused_total", "counter", "Status connections over the cap.",
              st->refused);
+    metric_u(b, "kria_status_idle_closed_total", "counter",
+             "Status connections closed having sent nothing (silent too long, or "
+             "making room for a newcomer).",
+             st->evicted + st->silent_closed);
     metric(b, "kria_status_busy_seconds_total", "counter",
            "Loop time spent building status pages (the server's cost to the crawl).",
            (double)st->busy_us / 1e6);

@@ -235,7 +235,7 @@ enum kr_cfg_type {
   X(STATUS_TOKEN, "status", "token", STRING, 0, "", "", SECRET,                          \
     "Bearer token for control requests (16+ printable characters); needed off loopback.") \
   X(STATUS_MAX_CLIENTS, "status", "max-clients", INT, 0, "16", "1..1024", NONE,           \
-    "Status connections served at once; more are answered 503.")                       \
+    "Status connections served at once; then silent ones yield, one waits for the token.") \
                                                                                        \
   X(STORE_COMMIT_INTERVAL, "store", "commit-interval", DURATION, 0, "50ms", "1ms..10s",  \
     NONE, "Finished URIs are committed to the state database at least this often.")   \

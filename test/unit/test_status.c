@@ -163,7 +163,9 @@ static void handler(void *ud, const kr_status_req_t *req, kr_status_resp_t *resp
   }
 }
 
-static void fx_start(fx_t *fx, const char *token, uint32_t max_clients) {
+/* evict_ms: how long a silent client holds its place against a newcomer
+ * (fx_start: never, within a test). */
+static void fx_start_evict(fx_t *fx, const char *token, uint32_t max_clients, uint32_t evict_ms) {
   memset(fx, 0, sizeof *fx);
   assert_int_equal(uv_loop_init(&fx->loop), 0);
   kr_status_opts_t o;
@@ -171,6 +173,8 @@ static void fx_start(fx_t *fx, const char *token, uint32_t max_clients) {
   o.listen = "127.0.0.1:0";
   o.token = token;
   o.request_timeout_ms = 300;
+  o.silent_timeout_ms = 300;
+  o.evict_silent_ms = evict_ms;
   o.linger_ms = 200;
   o.max_clients = max_clients;
   o.max_response_bytes = 100000;
@@ -182,6 +186,10 @@ static void fx_start(fx_t *fx, const char *token, uint32_t max_clients) {
   assert_non_null(strstr(a, "127.0.0.1:"));
   fx->port = atoi(strrchr(a, ':') + 1);
   assert_true(fx->port > 0);
+}
+
+static void fx_start(fx_t *fx, const char *token, uint32_t max_clients) {
+  fx_start_evict(fx, token, max_clients, UINT32_MAX);
 }
 
 static void fx_stop(fx_t *fx) {
@@ -370,10 +378,91 @@ static void slowloris(void **state) {
   assert_int_equal(status_of(r), 408);
   assert_true(ms >= 250 && ms < 3000);
   assert_int_equal(kr_status_stats(fx.srv)->timeouts, 1);
-  /* connected, silent */
+  /* connected, silent: closed without an answer */
   fd = tc_connect(&fx);
-  assert_int_equal(status_of(tc_response(&fx, fd)), 408);
+  assert_string_equal(tc_response(&fx, fd), "");
+  assert_int_equal(kr_status_stats(fx.srv)->silent_closed, 1);
+  assert_int_equal(kr_status_stats(fx.srv)->timeouts, 1);
   assert_int_equal(fx.calls, 0);
+  fx_stop(&fx);
+}
+
+static void on_guard(uv_timer_t *t) { (void)t; }
+
+/* Turn the loop until n clients are connected: bounded in turns, and a
+ * guard timer keeps a turn from waiting for ever when none comes. */
+static void wait_clients(fx_t *fx, uint32_t n) {
+  uv_timer_t guard;
+  uv_timer_init(&fx->loop, &guard);
+  uv_timer_start(&guard, on_guard, 50, 50);
+  for (int i = 0; i < 200 && kr_status_stats(fx->srv)->clients != n; i++)
+    uv_run(&fx->loop, UV_RUN_ONCE);
+  uv_close((uv_handle_t *)&guard, NULL);
+  uv_run(&fx->loop, UV_RUN_NOWAIT);
+  assert_int_equal(kr_status_stats(fx->srv)->clients, n);
+}
+
+/* A full server: the client that has sent nothing for longest gives its
+ * place to a newcomer; clients that have sent bytes keep theirs. */
+static void silent_evicted(void **state) {
+  (void)state;
+  fx_t fx;
+  fx_start_evict(&fx, NULL, 2, 0);
+  static const char req[] = "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n";
+  int a = tc_connect(&fx);
+  wait_clients(&fx, 1);
+  int b = tc_connect(&fx);
+  wait_clients(&fx, 2);
+  tc_send(b, "G", 1); /* b is no longer silent */
+  for (int i = 0; i < 100 && !kr_status_stats(fx.srv)->evicted; i++) {
+    int c = tc_connect(&fx);
+    tc_send(c, req, sizeof req - 1);
+    assert_int_equal(status_of(tc_response(&fx, c)), 200);
+  }
+  assert_int_equal(kr_status_stats(fx.srv)->evicted, 1);
+  assert_int_equal(kr_status_stats(fx.srv)->refused, 0);
+  assert_string_equal(tc_response(&fx, a), ""); /* closed, nothing said */
+  tc_send(b, req + 1, sizeof req - 2);
+  assert_int_equal(status_of(tc_response(&fx, b)), 200);
+  fx_stop(&fx);
+}
+
+/* Clients that hold every place by sending slowly never lock out a
+ * request with the token: one slot past max_clients is kept for it, and
+ * any other request there is answered 503. */
+static void room_for_control(void **state) {
+  (void)state;
+  fx_t fx;
+  fx_start(&fx, token, 2);
+  int a = tc_connect(&fx), b = tc_connect(&fx);
+  wait_clients(&fx, 2);
+  tc_send(a, "G", 1);
+  tc_send(b, "G", 1);
+  int c = tc_connect(&fx);
+  wait_clients(&fx, 3);
+  static const char get[] = "GET /status HTTP/1.1\r\nHost: localhost\r\n\r\n";
+  tc_send(c, get, sizeof get - 1);
+  const char *r = tc_response(&fx, c);
+  assert_int_equal(status_of(r), 503);
+  assert_non_null(strstr(r, "kept for requests with the token"));
+  assert_int_equal(fx.calls, 0);
+  static const char stop[] = "POST /stop HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer "
+                             "test-token-0123456789\r\nContent-Length: 0\r\n\r\n";
+  int d = tc_connect(&fx);
+  tc_send(d, stop, sizeof stop - 1);
+  assert_int_equal(status_of(tc_response(&fx, d)), 200);
+  assert_int_equal(fx.calls, 1);
+  assert_string_equal(fx.last_path, "/stop");
+  /* the kept slot held by a slow client without the token: refused at once */
+  int e = tc_connect(&fx);
+  tc_send(e, "P", 1);
+  for (int i = 0; i < 100 && kr_status_stats(fx.srv)->clients < 3; i++)
+    uv_run(&fx.loop, UV_RUN_ONCE);
+  int f = tc_connect(&fx);
+  assert_int_equal(status_of(tc_response(&fx, f)), 503);
+  close(a);
+  close(b);
+  close(e);
   fx_stop(&fx);
 }
 
@@ -534,7 +623,8 @@ int main(void) {
       cmocka_unit_test(json_strings),        cmocka_unit_test(get_and_head),
       cmocka_unit_test(bad_requests),        cmocka_unit_test(header_limits),
       cmocka_unit_test(body_limits),         cmocka_unit_test(slowloris),
-      cmocka_unit_test(client_cap),          cmocka_unit_test(control_without_token),
+      cmocka_unit_test(client_cap),          cmocka_unit_test(silent_evicted),
+      cmocka_unit_test(room_for_control),    cmocka_unit_test(control_without_token),
       cmocka_unit_test(control_with_token),  cmocka_unit_test(pipelined_once),
       cmocka_unit_test(response_cap),        cmocka_unit_test(close_with_clients),
       cmocka_unit_test(start_refusals),
