@@ -326,6 +326,7 @@ static void page_status(kr_service_t *s, kr_buf_t *b) {
   jw_u64(&w, "commits", ss->commits);
   jw_u64(&w, "writes", ss->writes);
   jw_u64(&w, "checkpoints", ss->checkpoints);
+  jw_u64(&w, "checkpoint_failures", ss->checkpoint_failures);
   jw_u64(&w, "wal_frames", ss->wal_frames);
   jw_bool(&w, "wal_held", ss->wal_held);
   jw_u64(&w, "wal_holds", ss->wal_holds);
@@ -671,6 +672,9 @@ static void page_metrics(kr_service_t *s, kr_buf_t *b) {
   metric_u(b, "kria_store_wal_frames", "gauge", "WAL frames after the last commit.", ss->wal_frames);
   metric_u(b, "kria_store_wal_restarts_total", "counter", "Times the WAL started over.",
            ss->restarts);
+  metric_u(b, "kria_store_checkpoint_failures_total", "counter",
+           "Checkpoint passes that failed (retried 1 s doubling to 60 s apart).",
+           ss->checkpoint_failures);
   metric_u(b, "kria_store_drains_total", "counter",
            "Drains (no transaction begins until a checkpoint has copied the WAL).", ss->drains);
   metric_u(b, "kria_store_drains_broken_total", "counter",

@@ -295,6 +295,10 @@ struct kr_store {
   uint64_t ckpt_done_frames;   /* frames backfilled by the last checkpoint */
   uint64_t last_frames;        /* WAL frames after the previous commit */
   int wal_warned;
+  uint32_t ckpt_failing;       /* checkpoint failures in a row (0: none) */
+  uint64_t ckpt_tried_at;      /* clock time of the latest pass's start */
+  uint64_t ckpt_retry_at;      /* no pass before this while failing */
+  uint64_t ckpt_failing_since;
   int draining;                /* no transaction may begin (see checkpoint_maybe) */
   uint64_t wal_held_since_us;  /* kr_store_wal_held(): since when */
   uint64_t drain_started_us;
@@ -1117,10 +1121,30 @@ static void ckpt_work(uv_work_t *req) {
   uv_mutex_unlock(&st->mu);
 }
 
+/* Longest wait between checkpoint attempts while they fail. */
+#define CKPT_RETRY_MAX_MS 60000u
+
 static void ckpt_note(kr_store_t *st, int rc, int log, int ckpt) {
   if (rc != SQLITE_OK && rc != SQLITE_BUSY) {
-    KR_LOG(KR_LOG_WARN, st->path, "while checkpointing: %s", sqlite3_errstr(rc));
+    /* A full disk fails every pass until space returns: attempts back off
+     * (1 s doubling to 60 s) and one line says so per episode, instead of
+     * a pass and a warning every loop turn. */
+    st->stats.checkpoint_failures++;
+    if (!st->ckpt_failing++) {
+      st->ckpt_failing_since = st->ckpt_tried_at;
+      KR_LOG(KR_LOG_WARN, st->path,
+             "checkpoint failed: %s; retrying every 1-60 s, logged again once one succeeds",
+             sqlite3_errstr(rc));
+    }
+    uint32_t shift = KR_MIN(st->ckpt_failing - 1, 6u);
+    st->ckpt_retry_at = st->ckpt_tried_at + KR_MIN(1000u << shift, CKPT_RETRY_MAX_MS);
     return;
+  }
+  if (st->ckpt_failing) {
+    KR_LOG(KR_LOG_NOTICE, st->path, "checkpoints work again after %u failed attempts over %" PRIu64 " s",
+           st->ckpt_failing, (st->ckpt_tried_at - st->ckpt_failing_since) / 1000);
+    st->ckpt_failing = 0;
+    st->ckpt_retry_at = 0;
   }
   if (log < 0) {
     KR_LOG(KR_LOG_WARN, st->path, "checkpoint found no WAL");
@@ -1200,6 +1224,8 @@ static void drain_end(kr_store_t *st) {
  * beginning. */
 static void checkpoint_maybe(kr_store_t *st, uint64_t now) {
   if (st->job || st->in_tx || st->draining) return;
+  if (st->ckpt_failing && now < st->ckpt_retry_at) return;
+  st->ckpt_tried_at = now;
   uint64_t frames = st->stats.wal_frames;
   if (!frames) return;
   uint64_t pending = frames > st->ckpt_done_frames ? frames - st->ckpt_done_frames : 0;

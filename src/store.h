@@ -358,6 +358,7 @@ typedef struct kr_store_stats {
   uint64_t inserts, insert_ignored; /* kr_store_uri_insert: run, no-op */
   uint64_t updates, picks, gets;
   uint64_t checkpoints;             /* completed checkpoint runs */
+  uint64_t checkpoint_failures;     /* runs that failed (a full disk, say) */
   uint64_t restarts;                /* times the WAL started over */
   uint64_t drains;                  /* drains (see kr_store_writable) */
   uint64_t drains_broken;           /* writes that began during one */

@@ -9,6 +9,7 @@
  * migration from version 1; the payload digest index; wide waits; WAL
  * writes gathered by the store's VFS. */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <uv.h>
@@ -875,6 +877,56 @@ static void checkpoint_inline_and_async(void **state) {
   assert_int_equal(sql_int("SELECT count(*) FROM uris"), 4002);
 }
 
+/* A checkpoint that fails (the database file cannot grow: a full disk,
+ * here a file size limit) is retried 1 s, 2 s, 4 s ... apart, at most
+ * 60 s, not at every chance; the first success ends the episode. */
+static void checkpoint_failures_back_off(void **state) {
+  (void)state;
+  kr_store_opts_t o;
+  kr_store_opts_default(&o); /* no loop: passes run inline */
+  kr_store_t *st = open_ok(&o);
+  int64_t h;
+  kr_store_host_insert(st, "h", 1, &h);
+  for (int i = 0; i < 500; i++) {
+    char u[64];
+    snprintf(u, sizeof(u), "http://h/%d", i);
+    kr_uri_row_t r = row(u, h, 0, 1);
+    kr_store_uri_insert(st, &r);
+  }
+  assert_int_equal(kr_store_commit(st), 0);
+  char path[400];
+  struct stat sb;
+  snprintf(path, sizeof(path), "%s/kria.db", sdir);
+  assert_int_equal(stat(path, &sb), 0);
+  /* The WAL holds the rows; the database file may not grow past its size. */
+  struct rlimit old, lim;
+  assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+  lim = old;
+  lim.rlim_cur = (rlim_t)sb.st_size;
+  void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+  assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+  const kr_store_stats_t *s = kr_store_stats(st);
+  uint64_t ok0 = s->checkpoints;
+  /* 100 s of idle turns, one every 10 ms: 1+2+4+8+16+32+60 = 63 s, so
+   * attempts at 0, 1, 3, 7, 15, 31 and 63 s, and none after until 123 s. */
+  uint64_t t0 = 10000;
+  for (uint64_t t = t0; t < t0 + 100000; t += 10) kr_store_maybe_commit(st, t);
+  assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+  signal(SIGXFSZ, was);
+  printf("# %llu failed checkpoint passes in 100 s of turns\n",
+         (unsigned long long)s->checkpoint_failures);
+  assert_int_equal(s->checkpoint_failures, 7);
+  assert_int_equal(s->checkpoints, ok0);
+  /* Room again: the next attempt is due at 123 s, and it succeeds. */
+  kr_store_maybe_commit(st, t0 + 122000);
+  assert_int_equal(s->checkpoints, ok0);
+  kr_store_maybe_commit(st, t0 + 123000);
+  assert_int_equal(s->checkpoints, ok0 + 1);
+  assert_int_equal(s->checkpoint_failures, 7);
+  kr_store_close(st);
+  assert_int_equal(sql_int("SELECT count(*) FROM uris"), 500);
+}
+
 /* A reader that keeps a snapshot: no checkpoint can copy a frame past it,
  * as when the checkpoint thread is starved or the disk is slow. */
 static sqlite3 *snapshot_reader(void) {
@@ -1637,6 +1689,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(background_check_passes, setup, teardown),
       cmocka_unit_test_setup_teardown(second_instance_refused, setup, teardown),
       cmocka_unit_test_setup_teardown(fp_scan_signed_range, setup, teardown),
+      cmocka_unit_test_setup_teardown(checkpoint_failures_back_off, setup, teardown),
       cmocka_unit_test_setup_teardown(checkpoint_inline_and_async, setup, teardown),
       cmocka_unit_test_setup_teardown(migrates_v1, setup, teardown),
       cmocka_unit_test_setup_teardown(migrates_v5_originals, setup, teardown),
