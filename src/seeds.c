@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -158,6 +159,43 @@ static int has_no_path(const char *u, size_t n) {
 
 enum line_result { LINE_SKIP, LINE_OK, LINE_FULL };
 
+/* NULL when url's host is one a crawl can reach: an IP address, or a DNS
+ * name of letters, digits, '-' and '_' in labels of 1-63 (punycode after
+ * the parser's IDNA), at most 253 in all. A bare line ("example.org", no
+ * scheme; its text in line, n bytes) must also write its host with a dot,
+ * as localhost or as [IPv6]. Else why not: WHATWG URLs allow hosts such
+ * as "(", and read "qb" or "7" (0.0.0.7) as hosts: what junk, a random
+ * file given as seeds, turns into. */
+static const char *host_refused(const kr_url_t *url, const char *line, size_t n, int bare) {
+  if (bare) {
+    size_t e = 0;
+    while (e < n && !strchr(":/?#\\", line[e])) e++;
+    if (!memchr(line, '.', e) && !(e == 9 && !strncasecmp(line, "localhost", 9)) &&
+        !(n && line[0] == '['))
+      return "not a host name (one label; write http://NAME/ for an intranet host)";
+  }
+  kr_url_host_type_t t = kr_url_host_type(url);
+  if (t == KR_URL_HOST_IPV4 || t == KR_URL_HOST_IPV6) return NULL;
+  if (t != KR_URL_HOST_DOMAIN) return "no host name";
+  kr_slice_t h = kr_url_hostname(url);
+  if (h.n && h.p[h.n - 1] == '.') h.n--; /* the root label */
+  if (!h.n || h.n > 253) return "not a host name";
+  size_t label = 0;
+  for (size_t i = 0; i < h.n; i++) {
+    unsigned char c = (unsigned char)h.p[i];
+    if (c == '.') {
+      if (!label) return "not a host name (empty label)";
+      label = 0;
+    } else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_') {
+      if (++label > 63) return "not a host name (a label over 63 characters)";
+    } else {
+      return "not a host name (characters a DNS name does not have)";
+    }
+  }
+  if (!label) return "not a host name (empty label)";
+  return NULL;
+}
+
 static enum line_result one_line(kr_seeds_t *s, const char *name, uint32_t lineno,
                                  const char *p, size_t n, const kr_seeds_opts_t *o,
                                  kr_buf_t *tmp, kr_buf_t *canon) {
@@ -213,6 +251,13 @@ static enum line_result one_line(kr_seeds_t *s, const char *name, uint32_t linen
     s->bad++;
     message(s, "%s:%u: unsupported scheme \"%.*s\" (only http and https), skipped: %s", name,
             lineno, (int)(sc.n > 32 ? 32 : sc.n), sc.p, quote(p, ul, q));
+    kr_url_free(url);
+    return LINE_SKIP;
+  }
+  const char *why = host_refused(url, p, ul, !has_scheme);
+  if (why) {
+    s->bad++;
+    message(s, "%s:%u: %s, skipped: %s", name, lineno, why, quote(p, ul, q));
     kr_url_free(url);
     return LINE_SKIP;
   }

@@ -13,7 +13,11 @@
  *     is http://example.org/, "example.org:8080/a" is
  *     http://example.org:8080/a (as Heritrix does for seeds), while
  *     "mailto:a@b.org" keeps its scheme (and is refused, below);
- *   - only http and https URLs are seeds.
+ *   - only http and https URLs are seeds, and only with a host a crawl
+ *     can reach: an IP address or a DNS name (letters, digits, '-', '_';
+ *     labels of 1-63, 253 in all); a bare host must be written with a
+ *     dot, as localhost or as [IPv6] ("qb" or "7" are bad lines, not the
+ *     hosts qb and 0.0.0.7 that WHATWG parsing would make of them).
  * Each seed is canonicalized (kr_url_canon with the given options) and
  * kept once: a later duplicate is skipped and reported once per URL.
  * Bad lines are skipped and reported as "NAME:LINE: reason: text" (text

@@ -106,6 +106,48 @@ static void bad_lines_with_line_numbers(void **state) {
   kr_seeds_free(&s);
 }
 
+/* Hosts a crawl cannot reach are bad lines, never hosts: what a random
+ * file given as seeds turns into ("http://(", "qb"). */
+static void hosts_that_are_not_host_names(void **state) {
+  (void)state;
+  const char *text = "http://(/\n"                     /* 1 */
+                     "qb\n"                            /* 2: bare, one label */
+                     "http://intranet/\n"              /* 3: with a scheme: fine */
+                     "http://a..b.example/\n"          /* 4 */
+                     "http://x*y.example/\n"           /* 5 */
+                     "http://under_score.example/\n"   /* 6: fine */
+                     "http://192.0.2.1/\n"             /* 7: fine */
+                     "http://[2001:db8::1]/\n"         /* 8: fine */
+                     "xn--bcher-kva.example\n"         /* 9: fine */
+                     "http://b\xc3\xbc" "cher.example/\n" /* 10: fine, punycode */
+                     "localhost\n"                     /* 11: fine */
+                     "http://trailing.dot.example./\n" /* 12: fine */
+                     "http://aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.example/\n"
+                     "http://.example/\n";             /* 14 */
+  kr_seeds_t s;
+  assert_int_equal(parse(&s, text), 0);
+  static const char *const good[] = {
+      "http://intranet/", "http://under_score.example/", "http://192.0.2.1/",
+      "http://[2001:db8::1]/", "http://xn--bcher-kva.example/", "http://xn--bcher-kva.example/",
+      "http://localhost/", "http://trailing.dot.example./"};
+  for (size_t i = 0; i < s.n && i < 8; i++) printf("# seed %zu: %s\n", i, s.v[i].url);
+  assert_int_equal(s.duplicates, 1); /* the punycode and the UTF-8 spelling */
+  assert_int_equal(s.n, 7);
+  for (size_t i = 0, j = 0; i < s.n; i++, j++) {
+    if (j == 5) j++; /* the duplicate */
+    assert_string_equal(s.v[i].url, good[j]);
+  }
+  assert_int_equal(s.bad, 6);
+  int found = 0;
+  for (size_t i = 0; i < s.n_messages; i++) {
+    if (strstr(s.messages[i], "seeds.txt:2: not a host name (one label")) found |= 1;
+    if (strstr(s.messages[i], "seeds.txt:13: not a host name (a label over 63")) found |= 2;
+    if (strstr(s.messages[i], "seeds.txt:5: not a host name (characters")) found |= 4;
+  }
+  assert_int_equal(found, 7);
+  kr_seeds_free(&s);
+}
+
 static void duplicates_reported_once(void **state) {
   (void)state;
   const char *text = "http://example.org/\n"
@@ -192,6 +234,7 @@ static void hostile_input(void **state) {
   assert_int_equal(kr_seeds_parse(&s, "bin", (const char *)bin, bn, NULL), 0);
   printf("# 4 MiB of random bytes: %zu lines, %zu bad, %zu seeds in %.2f s\n", s.lines, s.bad,
          s.n, now_s() - t0);
+  assert_int_equal(s.n, 0); /* junk never becomes a seed (58 did, as hosts "qb", "0.0.0.7") */
   assert_true(s.lines > 10000);
   assert_int_equal(s.n_messages, KR_SEEDS_MAX_MESSAGES);
   /* every bad line has a message, a duplicated URL one */
@@ -315,6 +358,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(format),
       cmocka_unit_test(bad_lines_with_line_numbers),
+      cmocka_unit_test(hosts_that_are_not_host_names),
       cmocka_unit_test(duplicates_reported_once),
       cmocka_unit_test(canonicalization_options),
       cmocka_unit_test(hostile_input),
