@@ -531,8 +531,20 @@ static void reload(kr_service_t *s) {
     rc = kr_seeds_load(&seeds, seeds_path, &so);
     for (size_t i = 0; i < seeds.n_messages; i++)
       KR_LOG(KR_LOG_WARN, NULL, "%s", seeds.messages[i]);
-    if (rc == KR_EIO) {
-      reload_fail(s, "%s", seeds.n_messages ? seeds.messages[0] : seeds_path);
+    /* A seeds file caught half-written, emptied or replaced by junk
+     * would put the crawl's hosts out of scope: refused, the running
+     * seeds and scope are kept. */
+    if (rc == KR_EIO || !seeds.n || seeds.bad > seeds.n) {
+      if (rc == KR_EIO)
+        reload_fail(s, "%s", seeds.n_messages ? seeds.messages[0] : seeds_path);
+      else if (!seeds.n)
+        reload_fail(s, "%s: no seed in it (%zu lines, %zu bad): the running seeds and scope "
+                       "are kept", seeds_path, seeds.lines, seeds.bad);
+      else
+        reload_fail(s, "%s: more bad lines than seeds (%zu bad, %zu seeds): not a seeds file? "
+                       "The running seeds and scope are kept (the first bad line: %s)",
+                    seeds_path, seeds.bad, seeds.n,
+                    seeds.n_messages ? seeds.messages[0] : "-");
       kr_seeds_free(&seeds);
       kr_scope_free(scope);
       kr_config_free(n);

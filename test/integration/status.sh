@@ -346,6 +346,22 @@ kill -HUP "$KRIA_PID"
 check "a changed start-up-only key is refused" wait_until 10 grep -q 'store.commit-interval changed (10ms -> 20ms): it takes a restart' "$T/kria.err"
 check "... counted" wait_until 10 bash -c "[ \"\$(curl -s -m 5 http://$ADDR/status | jget \"d['reload']['failed']\")\" = 2 ]"
 cp "$T/crawl.conf.good" "$T/crawl.conf"
+# a seeds file emptied, or replaced by junk, is refused: it would put the
+# crawl's hosts out of scope
+cp "$T/seeds.txt" "$T/seeds.good"
+: >"$T/seeds.txt"
+kill -HUP "$KRIA_PID"
+check "an empty seeds file is refused at reload" wait_until 10 grep -aq "reload refused.*seeds.txt: no seed in it (0 lines, 0 bad)" "$T/kria.err"
+head -c 20000 /dev/urandom | tr -d '\000' >"$T/seeds.txt"
+printf '\nhttp://127.0.0.1:%s/\n' "$P1" >>"$T/seeds.txt"
+kill -HUP "$KRIA_PID"
+check "a junk seeds file is refused at reload" wait_until 10 grep -aq "reload refused.*seeds.txt: .*not a seeds file" "$T/kria.err"
+is "$(st "d['reload']['failed']")" 4 "... both counted as refused"
+cp "$T/seeds.good" "$T/seeds.txt"
+oos1=$(st "d['crawl']['out_of_scope']")
+kill -HUP "$KRIA_PID"
+check "... and the good file reloads" wait_until 10 bash -c "[ \$(grep -c 'reloaded: ' '$T/kria.err') -ge 5 ]"
+is "$(st "d['crawl']['out_of_scope']")" "$oos1" "nothing went out of scope meanwhile"
 
 # ---- SIGHUP: [warc] ------------------------------------------------------------------
 ws() { api /status | jget "d['warc']['$1']"; }
