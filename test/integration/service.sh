@@ -2,7 +2,8 @@
 # kria as a systemd service, without systemd running:
 #  - config/kria.service passes `systemd-analyze verify` with no warning
 #    (ExecStart pointed at this build's binary), has the directives the
-#    service needs, and `systemd-analyze security --offline` rates its
+#    service needs (the configuration as a credential, so the dynamic user
+#    reads a root-only file; test/integration/install.sh runs it so), and `systemd-analyze security --offline` rates its
 #    exposure low; a unit with a bogus key does warn (the check works);
 #  - the notification protocol end to end: a test datagram socket plays
 #    systemd ($NOTIFY_SOCKET, a path and an @abstract name): READY=1 once
@@ -16,9 +17,17 @@ check "config/kria.service exists" test -f "$UNIT"
 for d in 'Type=notify' 'WatchdogSec=' 'Restart=on-failure' 'StateDirectory=kria' 'DynamicUser=yes' \
   'ProtectSystem=strict' 'ProtectHome=yes' 'PrivateTmp=yes' 'NoNewPrivileges=yes' \
   'RestrictAddressFamilies=AF_INET AF_INET6 AF_UNIX' 'SystemCallFilter=@system-service' \
-  'ReadWritePaths=' 'ExecReload=/bin/kill -HUP $MAINPID' 'UMask=0077'; do
+  'LoadCredential=kria.conf:/etc/kria/kria.conf' 'crawl -c %d/kria.conf' \
+  'ExecReload=/bin/kill -HUP $MAINPID' 'UMask=0077'; do
   check "kria.service: $d" grep -qF -- "$d" "$UNIT"
 done
+# A dynamic user can write only its own directories (WARCs go to the state
+# directory's warcs/): a ReadWritePaths= outside them would not help.
+if grep -q '^ReadWritePaths=' "$UNIT"; then
+  not_ok "kria.service: no ReadWritePaths= (a dynamic user cannot use it)"
+else
+  ok "kria.service: no ReadWritePaths= (a dynamic user cannot use it)"
+fi
 
 if command -v systemd-analyze >/dev/null; then
   sed "s|/usr/local/bin/kria|$KRIA|" "$UNIT" >"$T/kria.service"
