@@ -181,6 +181,61 @@ bench-sha1: $(B)/bench/sha1_bench
 $(B)/bench/sha1_bench: $(B)/bench/sha1/sha1_bench.o $(B)/libkria.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $< $(B)/libkria.a $(LIBS)
 
+# ---- install ----------------------------------------------------------------
+# make install [PREFIX=/usr/local] [DESTDIR=] puts
+#   $(BINDIR)/kria                          the binary (built first, in $(B))
+#   $(MANDIR)/man1/kria.1                   the man page, kria(1)
+#   $(DOCDIR)/kria.conf.example             the reference configuration
+#   $(SYSCONFDIR)/kria/kria.conf            the same, mode 0600, only when no
+#                                           file is there (never overwritten)
+#   $(UNITDIR)/kria.service                 the systemd unit
+# The unit and the man page are written with the installed paths (the
+# sources say /usr/local/bin/kria and /etc/kria). SYSCONFDIR is /etc
+# whatever PREFIX is, where an administrator looks for a service's
+# configuration; systemd reads units from /usr/local/lib/systemd/system
+# as from /usr/lib/systemd/system. make uninstall removes those files,
+# and the configuration only while it is unchanged from the reference; an
+# edited one stays.
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+DATADIR ?= $(PREFIX)/share
+MANDIR ?= $(DATADIR)/man
+DOCDIR ?= $(DATADIR)/doc/kria
+SYSCONFDIR ?= /etc
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+INSTALL ?= install
+INSTALL_SED = sed -e 's|/usr/local/bin/kria|$(BINDIR)/kria|g' \
+  -e 's|/usr/local/share/doc/kria|$(DOCDIR)|g' \
+  -e 's|/usr/local/lib/systemd/system|$(UNITDIR)|g' \
+  -e 's|/etc/kria/|$(SYSCONFDIR)/kria/|g'
+
+install: $(KRIA)
+	@mkdir -p $(B)/install
+	$(INSTALL_SED) config/kria.service >$(B)/install/kria.service
+	$(INSTALL_SED) config/kria.1 >$(B)/install/kria.1
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DOCDIR) \
+	  $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/kria
+	$(INSTALL) -m 0755 $(KRIA) $(DESTDIR)$(BINDIR)/kria
+	$(INSTALL) -m 0644 $(B)/install/kria.1 $(DESTDIR)$(MANDIR)/man1/kria.1
+	$(INSTALL) -m 0644 config/kria.conf $(DESTDIR)$(DOCDIR)/kria.conf.example
+	$(INSTALL) -m 0644 $(B)/install/kria.service $(DESTDIR)$(UNITDIR)/kria.service
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/kria/kria.conf ]; then \
+	  echo "install: keeping $(DESTDIR)$(SYSCONFDIR)/kria/kria.conf"; \
+	else \
+	  echo "$(INSTALL) -m 0600 config/kria.conf $(DESTDIR)$(SYSCONFDIR)/kria/kria.conf"; \
+	  $(INSTALL) -m 0600 config/kria.conf $(DESTDIR)$(SYSCONFDIR)/kria/kria.conf; \
+	fi
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/kria $(DESTDIR)$(MANDIR)/man1/kria.1 \
+	  $(DESTDIR)$(DOCDIR)/kria.conf.example $(DESTDIR)$(UNITDIR)/kria.service
+	@c=$(DESTDIR)$(SYSCONFDIR)/kria/kria.conf; \
+	if [ -e "$$c" ]; then \
+	  if cmp -s config/kria.conf "$$c"; then echo "rm -f $$c"; rm -f "$$c"; \
+	  else echo "uninstall: keeping $$c (edited)"; fi; fi
+	@for d in $(DESTDIR)$(DOCDIR) $(DESTDIR)$(SYSCONFDIR)/kria; do \
+	  [ ! -d "$$d" ] || rmdir "$$d" 2>/dev/null || echo "uninstall: keeping $$d (not empty)"; done
+
 clean:
 	rm -rf build build-san build-*
 
