@@ -209,16 +209,18 @@ INSTALL_SED = sed -e 's|/usr/local/bin/kria|$(BINDIR)/kria|g' \
   -e 's|/usr/local/lib/systemd/system|$(UNITDIR)|g' \
   -e 's|/etc/kria/|$(SYSCONFDIR)/kria/|g'
 
+# The rewritten unit and page go straight to their place: nothing is
+# written into the build directory (a sudo make install would leave files
+# there that make clean, run as the user, cannot remove).
 install: $(KRIA)
-	@mkdir -p $(B)/install
-	$(INSTALL_SED) config/kria.service >$(B)/install/kria.service
-	$(INSTALL_SED) config/kria.1 >$(B)/install/kria.1
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DOCDIR) \
 	  $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/kria
 	$(INSTALL) -m 0755 $(KRIA) $(DESTDIR)$(BINDIR)/kria
-	$(INSTALL) -m 0644 $(B)/install/kria.1 $(DESTDIR)$(MANDIR)/man1/kria.1
+	$(INSTALL_SED) config/kria.1 >$(DESTDIR)$(MANDIR)/man1/kria.1
+	chmod 0644 $(DESTDIR)$(MANDIR)/man1/kria.1
 	$(INSTALL) -m 0644 config/kria.conf $(DESTDIR)$(DOCDIR)/kria.conf.example
-	$(INSTALL) -m 0644 $(B)/install/kria.service $(DESTDIR)$(UNITDIR)/kria.service
+	$(INSTALL_SED) config/kria.service >$(DESTDIR)$(UNITDIR)/kria.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/kria.service
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/kria/kria.conf ]; then \
 	  echo "install: keeping $(DESTDIR)$(SYSCONFDIR)/kria/kria.conf"; \
 	else \
