@@ -70,7 +70,13 @@ static char lower(char c) {
   return (c >= 'A' && c <= 'Z') ? (char)(c + 32) : c;
 }
 
-size_t kr_robots_canon(const char *in, size_t len, char *out) {
+/* The canonical encoding shared by patterns and paths. In a pattern a '*'
+ * is the wildcard and a final '$' the end anchor, so they stay; any other
+ * '$' is literal and becomes %24. In a path both are plain characters and
+ * become %2A / %24, the form a rule gives them when it means them
+ * literally (RFC 9309 §2.2.3, Figure 6): after canonicalization a path
+ * holds neither, so the matcher never confuses data with syntax. */
+static size_t canon(const char *in, size_t len, char *out, int is_path) {
   size_t o = 0;
   for (size_t i = 0; i < len; i++) {
     unsigned char c = (unsigned char)in[i];
@@ -87,6 +93,12 @@ size_t kr_robots_canon(const char *in, size_t len, char *out) {
         c = v;
       }
       /* c is the escaped octet, or a stray '%' that becomes %25 */
+    } else if (c == '*' || c == '$') {
+      int syntax = !is_path && (c == '*' || i + 1 == len);
+      if (syntax) {
+        out[o++] = (char)c;
+        continue;
+      }
     } else if (!must_encode(c)) {
       out[o++] = (char)c;
       continue;
@@ -96,6 +108,14 @@ size_t kr_robots_canon(const char *in, size_t len, char *out) {
     out[o++] = hexdig[c & 15];
   }
   return o;
+}
+
+size_t kr_robots_canon(const char *in, size_t len, char *out) {
+  return canon(in, len, out, 0);
+}
+
+size_t kr_robots_canon_path(const char *in, size_t len, char *out) {
+  return canon(in, len, out, 1);
 }
 
 static kr_slice_t trim(const char *p, size_t n) {
@@ -596,7 +616,7 @@ int kr_robots_allowed(const kr_robots_t *r, kr_slice_t target,
   if (need > sizeof small) path = kr_xmalloc(need);
   size_t n = 0;
   if (target.n == 0 || target.p[0] != '/') path[n++] = '/';
-  n += kr_robots_canon(target.p, target.n, path + n);
+  n += kr_robots_canon_path(target.p, target.n, path + n);
 
   if (n == 11 && memcmp(path, "/robots.txt", 11) == 0) {
     d.reason = KR_ROBOTS_ROBOTS_TXT; /* RFC 9309 §2.2.2: implicitly allowed */

@@ -12,8 +12,10 @@
  * Matching follows RFC 9309 §2.2.2: the most specific (longest) pattern
  * wins, Allow wins ties, `*` matches any run of octets, a final `$`
  * anchors the end, and both the pattern and the path are compared in one
- * canonical percent-encoding (see kr_robots_canon). /robots.txt itself is
- * always allowed. Matching is linear in path + pattern length.
+ * canonical percent-encoding (see kr_robots_canon): a literal `*` or `$`
+ * in a path is the same as its %2A / %24, which is how a rule names it
+ * (§2.2.3). /robots.txt itself is always allowed. Matching is linear in
+ * path + pattern length.
  *
  * Where Google's parser (github.com/google/robotstxt) tolerates more than
  * the RFC and the tolerance is harmless or more polite, kria tolerates it
@@ -210,13 +212,21 @@ int kr_robots_is_valid_token(kr_slice_t s);
  * own URLs kr_url_request_target is the better source. */
 kr_slice_t kr_robots_url_path(const char *url, size_t len);
 
-/* Write the canonical encoding of a pattern or path into out (room for
+/* Write the canonical encoding of a rule's pattern into out (room for
  * 3 * len bytes is always enough; no NUL is written) and return its
  * length: %XX of an unreserved character (ALPHA DIGIT - . _ ~) becomes
  * the character, other %xx get upper-case hex, a '%' not followed by two
  * hex digits becomes %25, and bytes outside printable ASCII or among
- * " < > \ ^ ` { | } become %XX. Reserved characters (/ ? : @ ! $ & ' ( )
- * * + , ; = [ ]) stay as they are. Idempotent. */
+ * " < > \ ^ ` { | } become %XX. A '*' (the wildcard) and a final '$'
+ * (the end anchor) stay; a '$' elsewhere is literal and becomes %24, and
+ * %2A / %24 stay escaped: they are the literal '*' and '$' (RFC 9309
+ * §2.2.3). Other reserved characters (/ ? : @ ! & ' ( ) + , ; = [ ])
+ * stay as they are. Idempotent. */
 size_t kr_robots_canon(const char *in, size_t len, char *out);
+
+/* The same for a path to match (as kr_robots_allowed does), where '*' and
+ * '$' are data: they become %2A and %24 wherever they stand, so a rule's
+ * %2A or %24 matches them. Idempotent; room for 3 * len is enough. */
+size_t kr_robots_canon_path(const char *in, size_t len, char *out);
 
 #endif
