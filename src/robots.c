@@ -70,6 +70,15 @@ static char lower(char c) {
   return (c >= 'A' && c <= 'Z') ? (char)(c + 32) : c;
 }
 
+/* Characters RFC 3986 lets a query hold literally (query = *( pchar / "/"
+ * / "?" )) that are neither unreserved nor sub-delims: in a query they
+ * are data, never delimiters, so their %XX form means the same. RFC 9309
+ * §2.2.2 (Figure 4) matches a rule's "?baz=https://foo.bar" against a
+ * URI's "?baz=https%3A%2F%2Ffoo.bar"; both compare as the former. */
+static int query_data(unsigned char c) {
+  return c == ':' || c == '/' || c == '?' || c == '@';
+}
+
 /* The canonical encoding shared by patterns and paths. In a pattern a '*'
  * is the wildcard and a final '$' the end anchor, so they stay; any other
  * '$' is literal and becomes %24. In a path both are plain characters and
@@ -78,6 +87,7 @@ static char lower(char c) {
  * holds neither, so the matcher never confuses data with syntax. */
 static size_t canon(const char *in, size_t len, char *out, int is_path) {
   size_t o = 0;
+  int in_query = 0; /* after the first literal '?' */
   for (size_t i = 0; i < len; i++) {
     unsigned char c = (unsigned char)in[i];
     if (c == '%') {
@@ -86,7 +96,7 @@ static size_t canon(const char *in, size_t len, char *out, int is_path) {
       if (lo >= 0) {
         unsigned char v = (unsigned char)(hi * 16 + lo);
         i += 2;
-        if (is_unreserved(v)) {
+        if (is_unreserved(v) || (in_query && query_data(v))) {
           out[o++] = (char)v;
           continue;
         }
@@ -100,6 +110,7 @@ static size_t canon(const char *in, size_t len, char *out, int is_path) {
         continue;
       }
     } else if (!must_encode(c)) {
+      if (c == '?') in_query = 1;
       out[o++] = (char)c;
       continue;
     }

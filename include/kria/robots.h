@@ -217,7 +217,11 @@ kr_slice_t kr_robots_url_path(const char *url, size_t len);
  * length: %XX of an unreserved character (ALPHA DIGIT - . _ ~) becomes
  * the character, other %xx get upper-case hex, a '%' not followed by two
  * hex digits becomes %25, and bytes outside printable ASCII or among
- * " < > \ ^ ` { | } become %XX. A '*' (the wildcard) and a final '$'
+ * " < > \ ^ ` { | } become %XX. After the first '?' (in the query),
+ * %XX of ':' '/' '?' '@' becomes the character too: a query may hold
+ * them literally (RFC 3986 3.4) and there they are data, never
+ * delimiters; RFC 9309 §2.2.2 (Figure 4) matches "?baz=https://foo.bar"
+ * with "?baz=https%3A%2F%2Ffoo.bar". A '*' (the wildcard) and a final '$'
  * (the end anchor) stay; a '$' elsewhere is literal and becomes %24, and
  * %2A / %24 stay escaped: they are the literal '*' and '$' (RFC 9309
  * §2.2.3). Other reserved characters (/ ? : @ ! & ' ( ) + , ; = [ ])

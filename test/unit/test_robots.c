@@ -603,6 +603,16 @@ static void percent_encoding_is_canonical(void **state) {
   /* ...except '*' and '$': %2A / %24 is how a rule names them literally
    * (RFC 9309 2.2.3), so the URL's literal '*' matches */
   assert_false(check("User-agent: *\nDisallow: /a%2Ab\n", "kria", "/a*b"));
+  /* in the query, %XX of ':' '/' '?' '@' is the character (RFC 9309
+   * 2.2.2, Figure 4 row 2), either way round; other reserved ones stay */
+  assert_false(check("User-agent: *\nDisallow: /p?u=https://x\n", "kria",
+                     "/p?u=https%3a%2F%2Fx"));
+  assert_false(check("User-agent: *\nDisallow: /p?u=%3F%40\n", "kria", "/p?u=?@"));
+  assert_true(check("User-agent: *\nDisallow: /p?a=%26\n", "kria", "/p?a=&"));
+  assert_true(check("User-agent: *\nDisallow: /p?a=%3D\n", "kria", "/p?a=="));
+  /* before the query, %2F and %3F are not '/' and '?' */
+  assert_true(check("User-agent: *\nDisallow: /a%3Fb\n", "kria", "/a?b"));
+  assert_false(check("User-agent: *\nDisallow: /a%3Fb%2F\n", "kria", "/a%3fb%2f"));
   /* hex case does not matter; raw non-ASCII is encoded on both sides */
   assert_false(check("User-agent: *\nDisallow: /%c3%a4\n", "kria", "/%C3%A4"));
   assert_false(check("User-agent: *\nDisallow: /\xc3\xa4\n", "kria", "/%c3%a4x"));
