@@ -1,8 +1,9 @@
 /*
  * Unit tests for robots: first every case of the shared conformance file
  * (test/data/robots/cases.jsonl, facts restated from Google's
- * robotstxt tests), then our own: groups and precedence, wildcards,
- * percent-encoding, /robots.txt, Crawl-delay, sitemaps, the fetch-status
+ * robotstxt tests) and every example of RFC 9309
+ * (test/data/robots/rfc9309.jsonl), then our own: groups and precedence,
+ * wildcards, percent-encoding (%2A and %24 included), /robots.txt, Crawl-delay, sitemaps, the fetch-status
  * policy, tolerated syntax, and hostile inputs with time and memory bounds.
  */
 #include <setjmp.h>
@@ -445,6 +446,82 @@ static void conformance_escape(void **state) {
   assert_int_equal(t->pass, 4);
 }
 
+/* ---- RFC 9309's own examples --------------------------------------- */
+
+/* Every example of RFC 9309 (test/data/robots/rfc9309.jsonl) as a match
+ * case: none is skipped, kria follows the RFC. A case with "status" is a
+ * robots.txt fetch that ended with that status (0: no response), built
+ * with kr_robots_from_status; the others are parsed as a 200 response. */
+#define RFC9309_CASES 86
+
+/* Print s with newlines and other control bytes escaped, for a FAIL line. */
+static void print_escaped(const char *s) {
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '\n') fputs("\\n", stdout);
+    else if (c < 0x20 || c == 0x7f) printf("\\x%02x", c);
+    else putchar(c);
+  }
+}
+
+static void conformance_rfc9309(void **state) {
+  (void)state;
+  char path[4096];
+  const char *top = getenv("KRIA_TOP");
+  snprintf(path, sizeof path, "%s/test/data/robots/rfc9309.jsonl",
+           top ? top : ".");
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    printf("# cannot open %s (KRIA_TOP names the checkout)\n", path);
+    fail();
+  }
+  unsigned pass = 0, failed = 0, with_status = 0;
+  char *line = NULL;
+  size_t cap = 0;
+  while (getline(&line, &cap, f) > 0) {
+    json_object *c = json_tokener_parse(line);
+    if (!c) continue;
+    assert_true(kind_is(c, "match"));
+    const char *id = jstr(c, "id"), *section = jstr(c, "section");
+    const char *ua = jstr(c, "user_agent"), *url = jstr(c, "url");
+    int want = 0, status = 200, has_status = jint(c, "status", &status);
+    assert_non_null(id);
+    assert_non_null(section);
+    assert_non_null(ua);
+    assert_non_null(url);
+    assert_true(jbool(c, "allowed", &want));
+    size_t len;
+    char *body = case_body(c, &len);
+    kr_robots_t *r = NULL;
+    assert_int_equal(kr_robots_from_status(status, body, len, ua, NULL, &r), 0);
+    with_status += (unsigned)has_status;
+    kr_robots_decision_t d;
+    int got = kr_robots_allowed(r, kr_robots_url_path(url, strlen(url)), &d);
+    if (got == want) {
+      pass++;
+    } else {
+      failed++;
+      printf("# FAIL %s (RFC 9309 section %s): robots.txt '", id, section);
+      print_escaped(body);
+      char st[32] = "";
+      if (has_status) snprintf(st, sizeof st, " status %d", status);
+      printf("'%s user-agent '%s' url '%s': want %s, got %s (%s)\n", st, ua,
+             url, want ? "allowed" : "disallowed",
+             got ? "allowed" : "disallowed", format(&d));
+    }
+    kr_robots_free(r);
+    free(body);
+    json_object_put(c);
+  }
+  free(line);
+  fclose(f);
+  printf("# RFC 9309 examples: %u passed, %u failed, of %u (%u with a fetch "
+         "status, sections 2.3.1.x)\n", pass, failed, pass + failed,
+         with_status);
+  assert_int_equal(failed, 0);
+  assert_int_equal(pass, RFC9309_CASES);
+}
+
 /* ---- groups and precedence ------------------------------------------ */
 
 static void specific_group_replaces_star(void **state) {
@@ -647,7 +724,94 @@ static void percent_encoding_is_canonical(void **state) {
     assert_memory_equal(once, twice, a);
     for (size_t i = 0; i < a; i++)
       assert_true(once[i] > 0x20 && once[i] < 0x7f);
+    /* a canonical path holds no '*' or '$' for the matcher to misread */
+    a = kr_robots_canon_path(in, len, once);
+    assert_true(a <= 3 * len);
+    b = kr_robots_canon_path(once, a, twice);
+    assert_int_equal(a, b);
+    assert_memory_equal(once, twice, a);
+    for (size_t i = 0; i < a; i++)
+      assert_true(once[i] > 0x20 && once[i] < 0x7f && once[i] != '*' &&
+                  once[i] != '$');
   }
+}
+
+/* RFC 9309 2.2.3: %2A / %24 in a rule are a literal '*' / '$'; unescaped,
+ * '*' is the wildcard and '$' the end anchor, but only at the end. */
+static void percent_encoded_star_and_dollar(void **state) {
+  (void)state;
+  /* %2A matches the URL's literal '*' and its %2A, in any hex case */
+  const char *star = "User-agent: *\nDisallow: /a%2Ab\n";
+  assert_false(check(star, "kria", "/a*b"));
+  assert_false(check(star, "kria", "/a%2Ab"));
+  assert_false(check(star, "kria", "/a%2ab"));
+  assert_false(check(star, "kria", "/a*bc")); /* still a prefix match */
+  assert_false(check("User-agent: *\nDisallow: /a%2ab\n", "kria", "/a*b"));
+  assert_false(check("User-agent: *\nDisallow: /a%2ab\n", "kria", "/a%2Ab"));
+  /* ...and is no wildcard */
+  assert_true(check(star, "kria", "/axb"));
+  assert_true(check(star, "kria", "/ab"));
+  assert_true(check(star, "kria", "/a**b"));
+  /* a literal '*' in a rule is the wildcard, which also covers a '*' or
+   * %2A in the URL */
+  const char *wild = "User-agent: *\nDisallow: /a*b\n";
+  assert_false(check(wild, "kria", "/axyzb"));
+  assert_false(check(wild, "kria", "/a*b"));
+  assert_false(check(wild, "kria", "/a%2Ab"));
+  assert_false(check(wild, "kria", "/a%2ab"));
+  /* both in one rule: /x%2A* is "/x*" then anything */
+  assert_false(check("User-agent: *\nDisallow: /x%2A*.gif$\n", "kria", "/x*/a.gif"));
+  assert_true(check("User-agent: *\nDisallow: /x%2A*.gif$\n", "kria", "/xy/a.gif"));
+
+  /* '$' in the middle of a rule is literal: it matches '$' and %24 */
+  const char *mid = "User-agent: *\nDisallow: /a$b\n";
+  assert_false(check(mid, "kria", "/a$b"));
+  assert_false(check(mid, "kria", "/a%24b"));
+  assert_false(check(mid, "kria", "/a$bc"));
+  assert_true(check(mid, "kria", "/a"));
+  assert_true(check(mid, "kria", "/ab"));
+  /* '$' at the end anchors: /a$ is exactly "/a", and "/a$" is another path */
+  const char *end = "User-agent: *\nDisallow: /a$\n";
+  assert_false(check(end, "kria", "/a"));
+  assert_true(check(end, "kria", "/a$"));
+  assert_true(check(end, "kria", "/a%24"));
+  assert_true(check(end, "kria", "/ab"));
+  /* %24 at the end of a rule does not anchor: a prefix like any other */
+  const char *enc = "User-agent: *\nDisallow: /a%24\n";
+  assert_false(check(enc, "kria", "/a$"));
+  assert_false(check(enc, "kria", "/a%24"));
+  assert_false(check(enc, "kria", "/a$b"));
+  assert_false(check(enc, "kria", "/a%24b"));
+  assert_true(check(enc, "kria", "/a"));
+  /* a literal '$' and then the anchor, written either way */
+  assert_false(check("User-agent: *\nDisallow: /a%24$\n", "kria", "/a$"));
+  assert_true(check("User-agent: *\nDisallow: /a%24$\n", "kria", "/a$b"));
+  assert_false(check("User-agent: *\nDisallow: /a$$\n", "kria", "/a%24"));
+  assert_true(check("User-agent: *\nDisallow: /a$$\n", "kria", "/a$b"));
+  /* in the query too */
+  assert_false(check("User-agent: *\nDisallow: /s?q=%2A&p=%24\n", "kria", "/s?q=*&p=$"));
+
+  /* the two spellings of one literal rule are one rule: equal length, so
+   * the Allow wins the tie whichever spelling it uses */
+  kr_robots_t *r = parse("User-agent: *\nDisallow: /p$q\nAllow: /p%24q\n", "kria");
+  kr_robots_decision_t d;
+  assert_true(kr_robots_allowed(r, KR_SLICE_LIT("/p$q"), &d));
+  assert_int_equal(d.line, 3);
+  kr_robots_free(r);
+  /* the decision shows the canonical pattern, literal '$' as %24 */
+  r = parse("User-agent: *\nDisallow: /p$q*\n", "kria");
+  assert_false(kr_robots_allowed(r, KR_SLICE_LIT("/p$qr"), &d));
+  assert_string_equal(format(&d), "disallowed by line 2: Disallow: /p%24q*");
+  kr_robots_free(r);
+
+  /* the two canonical forms */
+  char out[64];
+  size_t n = kr_robots_canon("/a*b$c%2a%24$", 13, out);
+  assert_int_equal(n, strlen("/a*b%24c%2A%24$"));
+  assert_memory_equal(out, "/a*b%24c%2A%24$", n);
+  n = kr_robots_canon_path("/a*b$c%2a%24$", 13, out);
+  assert_int_equal(n, strlen("/a%2Ab%24c%2A%24%24"));
+  assert_memory_equal(out, "/a%2Ab%24c%2A%24%24", n);
 }
 
 static void robots_txt_is_always_allowed(void **state) {
@@ -1130,12 +1294,14 @@ int main(void) {
       cmocka_unit_test(conformance_ua_valid),
       cmocka_unit_test(conformance_path),
       cmocka_unit_test(conformance_escape),
+      cmocka_unit_test(conformance_rfc9309),
       cmocka_unit_test(specific_group_replaces_star),
       cmocka_unit_test(groups_for_us_are_merged),
       cmocka_unit_test(longest_match_and_allow_ties),
       cmocka_unit_test(wildcards_and_end_anchor),
       cmocka_unit_test(matcher_agrees_with_reference),
       cmocka_unit_test(percent_encoding_is_canonical),
+      cmocka_unit_test(percent_encoded_star_and_dollar),
       cmocka_unit_test(robots_txt_is_always_allowed),
       cmocka_unit_test(target_forms),
       cmocka_unit_test(crawl_delay),
