@@ -97,6 +97,18 @@ printf 'User-agent: *\nDisallow: /%%7euser\n' >"$tmp/tilde.txt"
 expect "%XX of unreserved characters is decoded" 1 \
   "disallowed by line 2: Disallow: /~user" "$tmp/tilde.txt" kria "/~user/"
 
+# RFC 9309 2.2.3: %2A / %24 in a rule are a literal '*' / '$', not the
+# wildcard and the end anchor
+printf 'User-agent: *\nDisallow: /path/file-with-a-%%2A.html\nDisallow: /path/foo-%%24\n' >"$tmp/special.txt"
+expect "%2A in a rule matches a literal * in the URL (RFC 9309 2.2.3)" 1 \
+  "disallowed by line 2: Disallow: /path/file-with-a-%2A.html" "$tmp/special.txt" kria \
+  "https://www.example.com/path/file-with-a-*.html"
+expect "%2A in a rule is not a wildcard" 0 "allowed (no matching rule)" \
+  "$tmp/special.txt" kria "https://www.example.com/path/file-with-a-b.html"
+expect "%24 in a rule matches a literal \$ and does not anchor" 1 \
+  "disallowed by line 3: Disallow: /path/foo-%24" "$tmp/special.txt" kria \
+  'https://www.example.com/path/foo-$bar'
+
 printf '\xef\xbb\xbfUser-agent: kria\r\nAllow: /a\r\nDisallow: /\r\n' >"$tmp/crlf.txt"
 expect "BOM and CRLF" 1 "disallowed by line 3: Disallow: /" "$tmp/crlf.txt" kria /b
 printf 'User-agent: kria\rDisallow: /x\r' >"$tmp/cr.txt"
