@@ -17,7 +17,9 @@
  *  - matching is deterministic and consistent: the return value equals
  *    decision.allowed, a rule decision names a parsed line, /robots.txt
  *    is always allowed, and a path matches like its canonical form;
- *  - kr_robots_canon is idempotent and within 3 * len; kr_robots_url_path
+ *  - kr_robots_canon and kr_robots_canon_path are idempotent and within
+ *    3 * len, the path form holds no '*' or '$', and a path matches like
+ *    either of its canonical forms; kr_robots_url_path
  *    returns a slice of its input; a non-2xx status allows or disallows
  *    everything as kr_robots_policy_for_status says.
  */
@@ -62,6 +64,19 @@ static void rb_check_path(const kr_robots_t *r, kr_slice_t path) {
   size_t cn2 = kr_robots_canon(canon, cn, canon2);
   FUZZ_CHECK(cn2 == cn && memcmp(canon, canon2, cn) == 0);
   kr_robots_decision_t d3;
+  FUZZ_CHECK(kr_robots_allowed(r, kr_slice(canon, cn), &d3) == a1);
+  FUZZ_CHECK(d3.line == d1.line);
+  free(canon);
+  free(canon2);
+  /* the path form: idempotent, never a '*' or '$' the matcher could take
+   * for syntax, and matched like the path itself */
+  canon = malloc(3 * path.n + 1);
+  cn = kr_robots_canon_path(path.p, path.n, canon);
+  FUZZ_CHECK(cn <= 3 * path.n);
+  canon2 = malloc(3 * cn + 1);
+  cn2 = kr_robots_canon_path(canon, cn, canon2);
+  FUZZ_CHECK(cn2 == cn && memcmp(canon, canon2, cn) == 0);
+  FUZZ_CHECK(!memchr(canon, '*', cn) && !memchr(canon, '$', cn));
   FUZZ_CHECK(kr_robots_allowed(r, kr_slice(canon, cn), &d3) == a1);
   FUZZ_CHECK(d3.line == d1.line);
   free(canon);
