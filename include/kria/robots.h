@@ -22,7 +22,9 @@
  * too: a missing colon in "Disallow /x", the typos "useragent",
  * "disallaw" and friends, a partial UTF-8 BOM, lines cut at 16,663 bytes.
  * Where the two disagree, kria follows the RFC (percent-decoding of
- * unreserved characters, encoding of raw non-ASCII paths).
+ * unreserved characters, encoding of raw non-ASCII paths, a rule's
+ * %2A / %24 matching a literal * / $ in the URL, and %3A %2F %3F %40 in a
+ * query comparing as : / ? @, RFC 9309 Figure 4).
  */
 #ifndef KRIA_ROBOTS_H
 #define KRIA_ROBOTS_H
