@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "log.h"
 
 struct command {
   const char *name;
@@ -37,7 +38,8 @@ void kr_cli_error(int err, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  fprintf(stderr, "kria: error: %s: %s\n", err < 0 ? kr_err_name(err) : "usage", msg);
+  fprintf(stderr, "%skria: error: %s: %s\n", kr_log_journal() ? "<3>" : "",
+          err < 0 ? kr_err_name(err) : "usage", msg);
 }
 
 static void usage(FILE *f) {
@@ -48,6 +50,7 @@ static void usage(FILE *f) {
 }
 
 int kr_cli_main(int argc, char **argv) {
+  kr_log_init();
   if (argc < 2) {
     usage(stderr);
     return 64;

@@ -11,7 +11,8 @@
 int kr_cli_main(int argc, char **argv);
 
 /* Print `kria: error: <kind>: <detail>` to stderr (kind from kr_err_name
- * when err < 0, else the literal "usage"). */
+ * when err < 0, else the literal "usage"), with <3> before it when stderr
+ * is the journal (see log.h). */
 void kr_cli_error(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 int kr_cmd_url(int argc, char **argv);

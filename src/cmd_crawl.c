@@ -101,9 +101,5 @@ int kr_cmd_crawl(int argc, char **argv) {
   rc = kr_crawl_run(crawl);
   kr_crawl_free(crawl);
   kr_config_free(cfg);
-  if (rc) {
-    kr_cli_error(rc, "the crawl stopped on an error");
-    return 2;
-  }
-  return 0;
+  return rc ? 2 : 0; /* the crawl logged why it stopped, once */
 }

@@ -1084,7 +1084,10 @@ static void close_everything(kr_crawl_t *c) {
     kr_timer_stop(&c->disk_retry);
     int rc = kr_frontier_close(c->frontier);
     c->frontier = NULL;
-    if (rc < 0 && !c->fatal) c->fatal = rc;
+    if (rc < 0 && !c->fatal) {
+      c->fatal = rc;
+      KR_LOG(KR_LOG_ERROR, NULL, "the last commit failed: %s", kr_strerror(rc));
+    }
   }
   if (c->http) kr_http_client_close(c->http);
   c->http = NULL;
@@ -1131,13 +1134,13 @@ static int add_seeds(kr_crawl_t *c, char *err, size_t errlen) {
   kr_seeds_opts_init(&so);
   so.canon = c->canon;
   int rc = kr_seeds_load(&seeds, path, &so);
-  for (size_t i = 0; i < seeds.n_messages; i++)
-    KR_LOG(KR_LOG_WARN, NULL, "%s", seeds.messages[i]);
-  if (rc == KR_EIO) {
-    snprintf(err, errlen, "%s", seeds.n_messages ? seeds.messages[0] : path);
+  if (rc == KR_EIO) { /* unreadable: its message is the error, reported once by the caller */
+    snprintf(err, errlen, "%s", seeds.n_messages ? seeds.messages[seeds.n_messages - 1] : path);
     kr_seeds_free(&seeds);
     return rc;
   }
+  for (size_t i = 0; i < seeds.n_messages; i++)
+    KR_LOG(KR_LOG_WARN, NULL, "%s", seeds.messages[i]);
   rc = kr_scope_add_seeds(c->scope, &seeds);
   if (rc) KR_LOG(KR_LOG_WARN, path, "a seed could not be put in scope: %s", kr_strerror(rc));
   uint64_t now = kr_crawl_now(c);
@@ -1256,10 +1259,12 @@ int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out
   kr_dns_opts_t dopts;
   dns_from_config(c, &dopts, &servers);
   dopts.deliver_budget = &c->dns_budget;
+  dopts.err = err;
+  dopts.errlen = errlen;
   rc = kr_dns_new(&c->loop, &c->clock, &dopts, &c->dns);
   kr_buf_free(&servers);
   if (rc) {
-    snprintf(err, errlen, "dns: cannot set up the resolver (servers, hosts-file)");
+    if (!err[0]) snprintf(err, errlen, "dns: cannot set up the resolver (servers, hosts-file)");
     goto fail;
   }
   kr_http_opts_t ho;

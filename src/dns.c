@@ -30,6 +30,7 @@
 #include <ares.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -384,12 +385,27 @@ static void hosts_parse(kr_dns_t *dns, char *text, size_t len) {
   }
 }
 
+/* Why kr_dns_new fails: to the caller's buffer if it gave one, else logged. */
+static void start_error(const kr_dns_t *dns, const char *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void start_error(const kr_dns_t *dns, const char *ctx, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (dns->opts.err && dns->opts.errlen)
+    snprintf(dns->opts.err, dns->opts.errlen, "%s%s%s", ctx ? ctx : "", ctx ? ": " : "", msg);
+  else
+    KR_LOG(KR_LOG_ERROR, ctx, "%s", msg);
+}
+
 static int hosts_load(kr_dns_t *dns, const char *path) {
   const char *p = path ? path : "/etc/hosts";
   FILE *f = fopen(p, "rb");
   if (!f) {
     if (!path) return 0; /* no /etc/hosts: nothing to add */
-    KR_LOG(KR_LOG_ERROR, p, "cannot open hosts file: %s", strerror(errno));
+    start_error(dns, p, "cannot open hosts file: %s", strerror(errno));
     return KR_ECONFIG;
   }
   /* Read at most HOSTS_MAX_BYTES + 1 bytes: one more means too big. */
@@ -399,8 +415,7 @@ static int hosts_load(kr_dns_t *dns, const char *path) {
   for (;;) {
     if (len == cap) {
       if (cap > HOSTS_MAX_BYTES) {
-        KR_LOG(KR_LOG_ERROR, p, "hosts file larger than %u bytes",
-               HOSTS_MAX_BYTES);
+        start_error(dns, p, "hosts file larger than %u bytes", HOSTS_MAX_BYTES);
         rc = KR_ETOOBIG;
         break;
       }
@@ -410,7 +425,7 @@ static int hosts_load(kr_dns_t *dns, const char *path) {
     size_t n = fread(buf + len, 1, cap - len, f);
     if (n == 0) {
       if (ferror(f)) {
-        KR_LOG(KR_LOG_ERROR, p, "cannot read hosts file: %s", strerror(errno));
+        start_error(dns, p, "cannot read hosts file: %s", strerror(errno));
         rc = KR_ECONFIG;
       }
       break;
@@ -769,7 +784,7 @@ int kr_dns_new(uv_loop_t *loop, kr_clock_t *clock, const kr_dns_opts_t *opts,
              ARES_OPT_EDNSPSZ;
   int ars = ares_init_options(&dns->channel, &ao, mask);
   if (ars != ARES_SUCCESS) {
-    KR_LOG(KR_LOG_ERROR, NULL, "cannot start c-ares: %s", ares_strerror(ars));
+    start_error(dns, NULL, "cannot start c-ares: %s", ares_strerror(ars));
     ares_library_cleanup();
     rc = KR_EDNS_FAIL;
     goto fail;
@@ -778,8 +793,7 @@ int kr_dns_new(uv_loop_t *loop, kr_clock_t *clock, const kr_dns_opts_t *opts,
   if (opts->servers) {
     ars = ares_set_servers_ports_csv(dns->channel, opts->servers);
     if (ars != ARES_SUCCESS) {
-      KR_LOG(KR_LOG_ERROR, opts->servers, "bad DNS server list: %s",
-             ares_strerror(ars));
+      start_error(dns, opts->servers, "bad DNS server list: %s", ares_strerror(ars));
       ares_destroy(dns->channel); /* no query yet: no callbacks */
       ares_library_cleanup();
       rc = KR_ECONFIG;

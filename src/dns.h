@@ -38,6 +38,10 @@ typedef struct kr_dns_opts {
    * otherwise connect thousands of sockets in one turn. The owner resets
    * it each turn; answers past it wait, in order, for the next. */
   struct kr_turn_budget *deliver_budget;
+  /* Where kr_dns_new puts why it failed (then not logged: the caller
+   * reports it, once); NULL = log it. */
+  char *err;
+  size_t errlen;
 } kr_dns_opts_t;
 
 /* Fill opts with the defaults above. kr_dns_new() copies what it needs;

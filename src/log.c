@@ -9,12 +9,33 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
 
 int kr_log_level = KR_LOG_NOTICE;
 uint64_t kr__rare_events;
+static int journal; /* stderr is the journal: lines carry <N> */
+
+void kr_log_init(void) {
+  /* systemd sets JOURNAL_STREAM=DEV:INODE of the stream it connects to
+   * stderr. The variable alone is not enough: it is inherited by children
+   * whose stderr went elsewhere (a shell started from a unit, a pipe). */
+  journal = 0;
+  const char *js = getenv("JOURNAL_STREAM");
+  struct stat sb;
+  if (!js || !*js || fstat(2, &sb) != 0) return;
+  char *end;
+  unsigned long long dev = strtoull(js, &end, 10);
+  if (end == js || *end != ':' || !end[1]) return;
+  const char *ip = end + 1;
+  unsigned long long ino = strtoull(ip, &end, 10);
+  if (end == ip || *end) return;
+  journal = dev == (unsigned long long)sb.st_dev && ino == (unsigned long long)sb.st_ino;
+}
+
+int kr_log_journal(void) { return journal; }
 
 static const char *const level_names[] = {
     [KR_LOG_ERROR] = "error", [KR_LOG_WARN] = "warn",
@@ -32,7 +53,8 @@ void kr_log_write(int level, const char *ctx, const char *fmt, ...) {
   char line[2048];
   if (level < KR_LOG_ERROR) level = KR_LOG_ERROR;
   if (level > KR_LOG_DEBUG) level = KR_LOG_DEBUG;
-  int n = snprintf(line, sizeof line, "<%d>kria: %s: ", level, level_names[level]);
+  int n = journal ? snprintf(line, sizeof line, "<%d>kria: %s: ", level, level_names[level])
+                  : snprintf(line, sizeof line, "kria: %s: ", level_names[level]);
   if (ctx && n > 0 && (size_t)n < sizeof line)
     n += snprintf(line + n, sizeof line - (size_t)n, "%s: ", ctx);
   if (n > 0 && (size_t)n < sizeof line) {

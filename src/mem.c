@@ -10,9 +10,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "log.h"
+
 static void oom(size_t n) {
   char msg[96];
-  int len = snprintf(msg, sizeof msg, "<2>kria: fatal: out of memory allocating %zu bytes\n", n);
+  int len = snprintf(msg, sizeof msg, "%skria: fatal: out of memory allocating %zu bytes\n",
+                     kr_log_journal() ? "<2>" : "", n);
   if (len > 0) {
     ssize_t w = write(2, msg, (size_t)len);
     (void)w;

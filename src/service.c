@@ -474,9 +474,11 @@ static void reload(kr_service_t *s) {
     if (kr_config_set(n, s->overrides[i]) && !rc) rc = KR_ECONFIG;
   if (rc == 0) rc = kr_config_finish(n);
   if (rc) {
+    /* The first error goes in the refusal line, the others after it:
+     * each is logged once. */
     size_t ne = kr_config_error_count(n);
-    for (size_t i = 0; i < ne; i++) KR_LOG(KR_LOG_ERROR, NULL, "%s", kr_config_error(n, i));
     reload_fail(s, "%s", ne ? kr_config_error(n, 0) : kr_strerror(rc));
+    for (size_t i = 1; i < ne; i++) KR_LOG(KR_LOG_ERROR, NULL, "%s", kr_config_error(n, i));
     kr_config_free(n);
     goto out;
   }
@@ -529,15 +531,20 @@ static void reload(kr_service_t *s) {
     kr_seeds_opts_init(&so);
     so.canon = c->canon;
     rc = kr_seeds_load(&seeds, seeds_path, &so);
+    if (rc == KR_EIO) { /* unreadable: its message is why the reload is refused */
+      reload_fail(s, "%s", seeds.n_messages ? seeds.messages[seeds.n_messages - 1] : seeds_path);
+      kr_seeds_free(&seeds);
+      kr_scope_free(scope);
+      kr_config_free(n);
+      goto out;
+    }
     for (size_t i = 0; i < seeds.n_messages; i++)
       KR_LOG(KR_LOG_WARN, NULL, "%s", seeds.messages[i]);
     /* A seeds file caught half-written, emptied or replaced by junk
      * would put the crawl's hosts out of scope: refused, the running
      * seeds and scope are kept. */
-    if (rc == KR_EIO || !seeds.n || seeds.bad > seeds.n) {
-      if (rc == KR_EIO)
-        reload_fail(s, "%s", seeds.n_messages ? seeds.messages[0] : seeds_path);
-      else if (!seeds.n)
+    if (!seeds.n || seeds.bad > seeds.n) {
+      if (!seeds.n)
         reload_fail(s, "%s: no seed in it (%zu lines, %zu bad): the running seeds and scope "
                        "are kept", seeds_path, seeds.lines, seeds.bad);
       else

@@ -339,8 +339,10 @@ static int fail(char *err, size_t errlen, const char *path, const char *fmt,
   va_start(ap, fmt);
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
+  /* A caller that takes the message reports it: logging it too printed
+   * every refused start twice. */
   if (err && errlen) snprintf(err, errlen, "%s: %s", path, msg);
-  KR_LOG(KR_LOG_ERROR, path, "%s", msg);
+  else KR_LOG(KR_LOG_ERROR, path, "%s", msg);
   return KR_EDB;
 }
 
