@@ -5,6 +5,7 @@
  * the state directory due at start). Exit 0 when the crawl ended as asked (a
  * snapshot crawl completed, a limit was reached, SIGINT/SIGTERM), 2 on a
  * configuration, state-directory or database error, 64 on a usage error.
+ * A start that fails leaves no state directory it created behind.
  */
 #include <stdio.h>
 #include <string.h>

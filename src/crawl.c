@@ -18,13 +18,18 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "diskguard.h"
 #include "internal.h"
@@ -1161,6 +1166,74 @@ static int add_seeds(kr_crawl_t *c, char *err, size_t errlen) {
   return kr_frontier_commit(c->frontier);
 }
 
+/* What a start creates in the state directory and where the WARC files
+ * go. A start that fails removes what did not exist before it, so a typo
+ * on a first run leaves no state directory behind (mistaken later for a
+ * crawl, or refused as one that is not); never anything that existed. */
+typedef struct fresh {
+  char *lock;      /* the lock file: checked before removing anything */
+  char *paths[16]; /* absent before the start */
+  size_t n;
+} fresh_t;
+
+static void fresh_note(fresh_t *f, char *path) {
+  struct stat sb;
+  if (f->n < ARRAY_SIZE(f->paths) && lstat(path, &sb) != 0 && errno == ENOENT)
+    f->paths[f->n++] = path;
+  else
+    free(path);
+}
+
+static void fresh_init(fresh_t *f, const kr_config_view_t *g) {
+  static const char *const files[] = {
+      KR_STORE_DB_NAME, KR_STORE_DB_NAME "-wal", KR_STORE_DB_NAME "-shm",
+      KR_STORE_DB_NAME "-journal", KR_STORE_LOCK_NAME, "kria.reserve", "logs",
+      "logs/crawl.log", "status.addr"};
+  const char *dir = kr_config_str(g, KR_CFG_CRAWL_STATE_DIR);
+  memset(f, 0, sizeof *f);
+  f->lock = kr_xasprintf("%s/%s", dir, KR_STORE_LOCK_NAME);
+  struct stat sb;
+  if (lstat(dir, &sb) != 0 && errno == ENOENT) {
+    f->paths[f->n++] = kr_xstrdup(dir); /* all of it, then */
+  } else {
+    for (size_t i = 0; i < ARRAY_SIZE(files); i++)
+      fresh_note(f, kr_xasprintf("%s/%s", dir, files[i]));
+  }
+  const char *wd = kr_config_str(g, KR_CFG_CRAWL_WARC_DIR);
+  if (kr_config_bool(g, KR_CFG_WARC_ENABLED))
+    fresh_note(f, wd[0] ? kr_xstrdup(wd) : kr_xasprintf("%s/warcs", dir));
+}
+
+static void fresh_free(fresh_t *f) {
+  for (size_t i = 0; i < f->n; i++) free(f->paths[i]);
+  free(f->lock);
+  f->n = 0;
+  f->lock = NULL;
+}
+
+static int remove_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb, (void)flag, (void)ftw;
+  if (remove(path) != 0 && errno != ENOENT)
+    KR_LOG(KR_LOG_WARN, path, "cannot remove: %s", strerror(errno));
+  return 0;
+}
+
+/* After a failed start (the store closed, our lock released): remove
+ * what it created. Not while another process holds the lock: a start
+ * racing ours for a new directory would lose its state. */
+static void fresh_undo(fresh_t *f) {
+  int lfd = open(f->lock, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (lfd >= 0 && flock(lfd, LOCK_EX | LOCK_NB) != 0) {
+    close(lfd);
+    fresh_free(f);
+    return;
+  }
+  for (size_t i = 0; i < f->n; i++)
+    nftw(f->paths[i], remove_one, 16, FTW_DEPTH | FTW_PHYS); /* absent: nothing to do */
+  if (lfd >= 0) close(lfd);
+  fresh_free(f);
+}
+
 /* Undo a partial kr_crawl_new: close what opened, run the loop until the
  * handles are closed. */
 static void teardown(kr_crawl_t *c) {
@@ -1192,6 +1265,7 @@ int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out
                  size_t errlen) {
   *out = NULL;
   if (errlen) err[0] = '\0';
+  fresh_t fresh = {0};
   kr_crawl_t *c = kr_xcalloc(1, sizeof *c);
   c->cfg = cfg;
   if (opts) c->opts = *opts;
@@ -1238,6 +1312,7 @@ int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out
     goto fail;
 
   const char *state_dir = kr_config_str(g, KR_CFG_CRAWL_STATE_DIR);
+  fresh_init(&fresh, g);
   rc = kr_frontier_open(state_dir, &fo, &c->timers, &c->frontier, err, errlen);
   if (rc) goto fail;
   kr_frontier_set_on_ready(c->frontier, on_ready, c);
@@ -1319,6 +1394,7 @@ int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out
     uv_signal_start(&c->sigterm, on_signal, SIGTERM);
   }
   if ((rc = kr__service_open(c, err, errlen))) goto fail;
+  fresh_free(&fresh);
   *out = c;
   return 0;
 
@@ -1326,6 +1402,7 @@ fail:
   if (!err[0] && errlen) snprintf(err, errlen, "%s", kr_strerror(rc));
   teardown(c);
   kr_crawl_free(c);
+  fresh_undo(&fresh);
   return rc;
 }
 

@@ -110,7 +110,10 @@ typedef struct kr_crawl_stats {
 /* Build a crawl from cfg (finished; must outlive the crawl). 0 and *out,
  * or a negative KR_E* with a one-line reason in err (KR_ECONFIG: a value
  * the modules refused; KR_EDB: the state directory; KR_EIO: seeds or
- * crawl.log). */
+ * crawl.log). A failure removes what this call created (the state
+ * directory, or the files it added to an existing one, and a new WARC
+ * directory), never what existed before, nor anything while another
+ * process holds the state directory's lock. */
 int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out,
                  char *err, size_t errlen);
 /* Run until the crawl ends (see above). 0, or KR_EDB when the state

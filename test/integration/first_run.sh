@@ -79,4 +79,68 @@ is "$?" 2 "an unreadable dns.hosts-file: exit 2"
 is "$(grep -c 'error' "$T/e6")" 1 "... one error line"
 like "$(grep 'error' "$T/e6")" "^kria: error: config: .*no-such-hosts: cannot open hosts file" "... naming the file"
 
+# ---- a start that fails leaves no state directory behind ------------------------
+
+cat >"$T/routes.ini" <<'EOF'
+[site]
+pages = 3
+links = 2
+body-size = 1K
+EOF
+kts_start "$T/routes.ini" || bail "kts did not start"
+echo "$KTS_URL/" >"$T/seeds.txt"
+
+# refused NAME STATE WHY_ERE [lines...]: a start with this configuration
+# exits 2 saying WHY_ERE, and STATE does not exist afterwards.
+refused() {
+  local name=$1 state=$2 why=$3; shift 3
+  conf "$T/$name.conf" "$state" "$@"
+  "$KRIA" crawl -c "$T/$name.conf" 2>"$T/$name.err"
+  is "$?" 2 "$name: exit 2"
+  like "$(cat "$T/$name.err")" "$why" "$name: says why"
+  if [ -e "$state" ]; then not_ok "$name: no state directory left"; diag "$(ls -lA "$state")"
+  else ok "$name: no state directory left"; fi
+}
+refused "no seeds" "$T/new1" "nothing to crawl"
+refused "a missing seeds file" "$T/new2" "no-seeds\.txt: cannot open" "seeds = $T/no-seeds.txt"
+refused "a WARC directory that is a file" "$T/new3" "a-file.*Not a directory" \
+  "seeds = $T/seeds.txt" "warc-dir = $T/a-file"
+refused "the status port in use" "$T/new4" "cannot listen" \
+  "seeds = $T/seeds.txt" "[status]" "listen = 127.0.0.1:$KTS_PORT"
+refused "a new WARC directory elsewhere" "$T/new5" "cannot open" \
+  "seeds = $T/no-seeds.txt" "warc-dir = $T/new5-warcs"
+check "... which is removed as well" test ! -e "$T/new5-warcs"
+
+# An existing directory (made by the user, or systemd's StateDirectory=)
+# stays, with only what was in it before.
+mkdir "$T/mine"
+echo keep >"$T/mine/notes"
+conf "$T/mine.conf" "$T/mine" "seeds = $T/no-seeds.txt"
+"$KRIA" crawl -c "$T/mine.conf" 2>"$T/mine.err"
+is "$?" 2 "an existing empty state directory, a missing seeds file: exit 2"
+is "$(ls -A "$T/mine")" notes "... the directory stays with only its own file"
+
+# The state of an earlier crawl is left as it was.
+listing() {
+  (cd "$1" && find . -printf '%p %y\n' | sort && cat logs/crawl.log &&
+    find warcs -type f -exec cksum {} + | sort)
+}
+conf "$T/ok.conf" "$T/done" "seeds = $T/seeds.txt" "[http]" "allow-private-addresses = true"
+timeout 60 "$KRIA" crawl -c "$T/ok.conf" 2>"$T/ok.err"
+is "$?" 0 "a snapshot crawl of kts: exit 0"
+before=$(listing "$T/done")
+timeout 60 "$KRIA" crawl -c "$T/ok.conf" -o crawl.seeds="$T/no-seeds.txt" 2>"$T/ok2.err"
+is "$?" 2 "a second start with a missing seeds file: exit 2"
+is "$(listing "$T/done")" "$before" "... the earlier crawl's state directory is as it was"
+
+# A directory in use by another process is never touched: flock(1) holds
+# its lock around the start.
+mkdir "$T/held"
+: >"$T/held/kria.lock"
+conf "$T/held.conf" "$T/held" "seeds = $T/seeds.txt"
+flock "$T/held/kria.lock" "$KRIA" crawl -c "$T/held.conf" 2>"$T/held.err"
+is "$?" 2 "a state directory locked by another process: exit 2"
+like "$(cat "$T/held.err")" "in use by another" "... says so"
+is "$(ls -A "$T/held")" kria.lock "... and nothing was created or removed there"
+
 done_testing
