@@ -278,12 +278,12 @@ static int open_db(const char *dir, char *path, size_t pathlen, sqlite3 **db, in
     kr_cli_error(KR_EDB, "%s: %s", path, strerror(errno));
     return 2;
   }
-  if (sqlite3_open_v2(path, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
-    kr_cli_error(KR_EDB, "%s: cannot open: %s", path, *db ? sqlite3_errmsg(*db) : "out of memory");
+  if (kr_store_open_reader(path, 2000, db) != SQLITE_OK) {
+    /* Say why, rather than later "not a kria state database". */
+    kr_cli_error(KR_EDB, "%s: cannot read: %s", path, *db ? sqlite3_errmsg(*db) : "out of memory");
     sqlite3_close(*db);
     return 2;
   }
-  sqlite3_busy_timeout(*db, 2000);
   sqlite3_stmt *q = NULL;
   int app = 0, ver = -1;
   if (sqlite3_prepare_v2(*db, "PRAGMA application_id", -1, &q, NULL) == SQLITE_OK &&

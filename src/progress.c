@@ -112,9 +112,7 @@ int kr_census_scan(const char *db_path, uint64_t now_ms, const int *abort, kr_ce
   sqlite3 *db = NULL;
   sqlite3_stmt *q = NULL;
   int rc = KR_EDB;
-  if (sqlite3_open_v2(db_path, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK)
-    goto done;
-  sqlite3_busy_timeout(db, 200);
+  if (kr_store_open_reader(db_path, 200, &db) != SQLITE_OK) goto done;
   if (sqlite3_prepare_v2(db,
                          "SELECT rowid, next_at, wait_ms, state, visits, versions FROM uris "
                          "WHERE rowid >= ?1 ORDER BY rowid LIMIT ?2",

@@ -743,6 +743,71 @@ out:
 
 const char *kr_store_path(const kr_store_t *st) { return st->path; }
 
+/* ---- readers ----------------------------------------------------------------- */
+
+/* Whether a reader that cannot set up the WAL index may read db_path as
+ * immutable: nothing could have changed it behind SQLite's back. */
+static int reader_may_be_immutable(const char *db_path) {
+  struct stat sb;
+  char *wal = kr_xasprintf("%s-wal", db_path);
+  int has_wal = lstat(wal, &sb) == 0 || errno != ENOENT;
+  free(wal);
+  if (has_wal) return 0; /* committed pages may be in it */
+  char *dir = kr_xstrdup(db_path);
+  char *slash = strrchr(dir, '/');
+  if (!slash) {
+    free(dir);
+    dir = kr_xstrdup(".");
+  } else {
+    slash[slash == dir] = '\0'; /* "/kria.db": "/" */
+  }
+  /* A crawl needs the directory writable (root ignores the modes, so
+   * the lock is checked too). */
+  int ok = access(dir, W_OK) != 0;
+  char *lp = kr_xasprintf("%s/%s", dir, KR_STORE_LOCK_NAME);
+  int fd = ok ? open(lp, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) : -1;
+  if (fd >= 0) {
+    if (flock(fd, LOCK_SH | LOCK_NB) != 0) ok = 0; /* a crawl holds it */
+    close(fd);
+  }
+  free(lp);
+  free(dir);
+  return ok;
+}
+
+int kr_store_open_reader(const char *db_path, int busy_ms, sqlite3 **db) {
+  int rc = sqlite3_open_v2(db_path, db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, NULL);
+  if (rc != SQLITE_OK) return rc;
+  sqlite3_busy_timeout(*db, busy_ms);
+  /* Opening reads nothing: the first read sets up the WAL index. */
+  rc = sqlite3_exec(*db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL);
+  if (rc == SQLITE_OK || rc == SQLITE_BUSY || !reader_may_be_immutable(db_path)) return rc;
+  /* The path as a file: URI (RFC 3986: what is not unreserved or '/' is
+   * percent-encoded). */
+  size_t n = strlen(db_path);
+  char *uri = kr_xmalloc(3 * n + 32);
+  char *o = uri + sprintf(uri, "file:");
+  for (const unsigned char *p = (const unsigned char *)db_path; *p; p++) {
+    if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+        strchr("/-._~", *p))
+      *o++ = (char)*p;
+    else
+      o += sprintf(o, "%%%02X", *p);
+  }
+  strcpy(o, "?immutable=1");
+  sqlite3 *idb = NULL;
+  int irc = sqlite3_open_v2(uri, &idb, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI,
+                            NULL);
+  free(uri);
+  if (irc != SQLITE_OK) { /* keep the first error, it says more */
+    sqlite3_close(idb);
+    return rc;
+  }
+  sqlite3_close(*db);
+  *db = idb;
+  return SQLITE_OK;
+}
+
 /* ---- transactions ---------------------------------------------------------- */
 
 static int step_done(kr_store_t *st, sqlite3_stmt *s, const char *what) {

@@ -142,10 +142,22 @@ void kr_store_opts_default(kr_store_opts_t *o);
 
 /* Open (creating if needed: the directory's leaf and the database) the
  * store in dir and take its lock. opts may be NULL (defaults). On error
- * returns KR_EDB (or KR_EINVAL/KR_EIO), writes a one-line reason naming
- * the file into err (when errlen > 0) and logs it. */
+ * returns KR_EDB (or KR_EINVAL/KR_EIO) and writes a one-line reason naming
+ * the file into err (when errlen > 0; logged instead when there is no
+ * err). */
 int kr_store_open(const char *dir, const kr_store_opts_t *opts,
                   kr_store_t **out, char *err, size_t errlen);
+
+/* A read-only connection to the database at db_path for reports (kria
+ * status -s, the census), never taking the crawl's lock; busy_ms is its
+ * busy timeout. A WAL database needs its -wal and -shm files, or to
+ * create them: in a directory the reader cannot write (another user's
+ * crawl, a read-only mount) it is opened immutable instead, but only when
+ * no -wal file is there (everything is in the database: the crawl stopped
+ * cleanly) and no process holds the state directory's lock. An SQLite
+ * result code; *db is set either way (sqlite3_close it). */
+struct sqlite3;
+int kr_store_open_reader(const char *db_path, int busy_ms, struct sqlite3 **db);
 
 /* Commit what is pending, wait for a running checkpoint job's thread part,
  * close both connections and release the lock. Returns the commit's

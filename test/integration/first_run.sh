@@ -143,4 +143,47 @@ is "$?" 2 "a state directory locked by another process: exit 2"
 like "$(cat "$T/held.err")" "in use by another" "... says so"
 is "$(ls -A "$T/held")" kria.lock "... and nothing was created or removed there"
 
+# ---- kria status -s / report on a state directory the reader cannot write --------
+
+# The crawl above stopped cleanly: no -wal or -shm file. Its copy belongs
+# to nobody and is made read-only; nobody reads it (root ignores modes).
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+  asnobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+  chmod o+x "$T"
+  cp -a "$T/done" "$T/ro"
+  chown -R 65534:65534 "$T/ro"
+  chmod 0400 "$T/ro/kria.db"
+  chmod 0500 "$T/ro"
+  check "the copy has no -wal or -shm file" test ! -e "$T/ro/kria.db-wal" -a ! -e "$T/ro/kria.db-shm"
+  out=$(asnobody "$KRIA" status -s "$T/ro" 2>&1)
+  is "$?" 0 "kria status -s on a read-only state directory: exit 0"
+  like "$out" "frontier +[0-9]+ URIs" "... the frontier shown"
+  unlike "$out" "not a kria state database" "... not mistaken for a foreign database"
+  out=$(asnobody "$KRIA" report hosts -s "$T/ro" 2>&1)
+  is "$?" 0 "kria report hosts -s: exit 0"
+  like "$out" "127\.0\.0\.1:$KTS_PORT" "... lists the host"
+  out=$(asnobody "$KRIA" report frontier -s "$T/ro" 2>&1)
+  is "$?" 0 "kria report frontier -s: exit 0"
+  out=$(asnobody "$KRIA" report uri "$KTS_URL/" -s "$T/ro" 2>&1)
+  is "$?" 0 "kria report uri -s: exit 0"
+  like "$out" "visits +1" "... the seed's visit"
+  check "nothing was written there" test ! -e "$T/ro/kria.db-wal" -a ! -e "$T/ro/kria.db-shm"
+
+  # Not immutable while a crawl holds the lock (root ignores the modes)...
+  out=$(flock "$T/ro/kria.lock" setpriv --reuid=65534 --regid=65534 --clear-groups \
+    "$KRIA" status -s "$T/ro" 2>&1)
+  is "$?" 2 "the lock held by another process: exit 2"
+  like "$out" "^kria: error: db: .*kria\.db: cannot read: " "... cannot read, says so"
+  # ... nor with a -wal file left by a crash (committed pages may be in it).
+  chmod 0700 "$T/ro"
+  : >"$T/ro/kria.db-wal"
+  chmod 0500 "$T/ro"
+  out=$(asnobody "$KRIA" status -s "$T/ro" 2>&1)
+  is "$?" 2 "a -wal file in a read-only directory: exit 2"
+  like "$out" "^kria: error: db: .*kria\.db: cannot read: " "... cannot read, says so"
+  chmod -R u+w "$T/ro"
+else
+  skip "needs root and setpriv" "kria status -s on a read-only state directory"
+fi
+
 done_testing
