@@ -4,7 +4,8 @@
  * build the crawl and run it until it ends (--revisit-now: every URI of
  * the state directory due at start). Exit 0 when the crawl ended as asked (a
  * snapshot crawl completed, a limit was reached, SIGINT/SIGTERM), 2 on a
- * configuration, state-directory or database error, 64 on a usage error.
+ * configuration, state-directory or database error or a snapshot crawl
+ * that fetched none of the seeds it tried, 64 on a usage error.
  * A start that fails leaves no state directory it created behind.
  */
 #include <stdio.h>
@@ -28,7 +29,8 @@ static const char usage_text[] =
     "known, then exit). SIGINT or SIGTERM stops the crawl:\n"
     "running fetches get 4 s to finish, the rest is abandoned (it stays\n"
     "queued), everything is committed and kria exits within 5 s.\n"
-    "Exit 0 when the crawl ended, 2 on an error, 64 on a usage error.\n";
+    "Exit 0 when the crawl ended, 2 on an error (a snapshot crawl that could\n"
+    "fetch none of its seeds is one), 64 on a usage error.\n";
 
 int kr_cmd_crawl(int argc, char **argv) {
   const char *file = NULL;

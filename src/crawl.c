@@ -709,6 +709,33 @@ static void start_fetch(kr_crawl_t *c, kr_curi_t *curi) {
   kr_chain_start(&f->cf);
 }
 
+/* A seed's last word in this run: an answer of any status, or a failure
+ * that is not retried (sorted by why, for the end of a snapshot). */
+static void seed_done(kr_crawl_t *c, const kr_fetch_t *f, const kr_curi_t *curi) {
+  if (curi->hop_len || f->is_robots) return;
+  if (!f->decided && f->resp && f->resp->status) {
+    c->seeds.fetched++;
+    return;
+  }
+  const kr_outcome_t *o = &f->outcome;
+  if (o->kind == KR_OUTCOME_RETRY && curi->retries < f->hc->fopts.max_retries) return;
+  if (o->kind == KR_OUTCOME_SUCCESS || o->kind == KR_OUTCOME_BACKOFF) return;
+  int err = f->decided ? f->cause : o->status;
+  if (f->decided && f->log_status == KR_S_BLOCKED_BY_ADDRESS_POLICY) err = KR_EADDR_REFUSED;
+  c->seeds.failed++;
+  if (f->decided && f->log_status == KR_S_ROBOTS_PRECLUDED)
+    c->seeds.robots++;
+  else if (f->decided && f->log_status == KR_S_ROBOTS_PREREQUISITE_FAILURE && !err)
+    c->seeds.robots_down++; /* robots.txt answered 429 or 5xx until it gave up */
+  else if (err == KR_EADDR_REFUSED)
+    c->seeds.policy++;
+  else if (err == KR_EDNS_NXDOMAIN || err == KR_EDNS_NODATA || err == KR_EDNS_TIMEOUT ||
+           err == KR_EDNS_FAIL)
+    c->seeds.dns++;
+  else if (err == KR_ECONNREFUSED)
+    c->seeds.refused++;
+}
+
 void kr__fetch_complete(kr_fetch_t *f) {
   kr_crawl_t *c = f->crawl;
   kr_curi_t *curi = f->curi;
@@ -721,6 +748,7 @@ void kr__fetch_complete(kr_fetch_t *f) {
     return;
   }
   kr_hostq_t *h = curi->host;
+  seed_done(c, f, curi);
   KR_TP_ENTER(KR_TP_FINISH);
   int rc = kr_frontier_finished(c->frontier, curi, &f->outcome, f->links, f->nlinks, now);
   KR_TP_LEAVE();
@@ -987,7 +1015,9 @@ static void check_end(kr_crawl_t *c) {
   if (!c->stopping) {
     kr_frontier_status_t s = kr_frontier_status(c->frontier, kr_crawl_now(c));
     if (s == KR_FRONTIER_RUNNING) return;
-    if (s == KR_FRONTIER_DONE) {
+    if (s == KR_FRONTIER_DONE && !c->seeds.fetched && c->seeds.failed) {
+      c->seeds.none = 1; /* said last, after the summary (kr_crawl_run) */
+    } else if (s == KR_FRONTIER_DONE) {
       KR_LOG(KR_LOG_NOTICE, NULL, "snapshot crawl complete: every in-scope URI visited");
     } else {
       kr_frontier_stats_t fs;
@@ -1406,6 +1436,33 @@ fail:
   return rc;
 }
 
+/* A snapshot crawl that fetched none of its seeds did nothing: a
+ * mistyped host, seeds on a private network the address policy refuses,
+ * a server that is down. One line says how each seed failed. */
+static void no_seed_fetched(kr_crawl_t *c) {
+  const uint64_t n[] = {c->seeds.policy, c->seeds.dns, c->seeds.refused, c->seeds.robots,
+                        c->seeds.robots_down};
+  const char *const what[][2] = {{"refused by the address policy", "refused by the address policy"},
+                                 {"DNS failure", "DNS failures"},
+                                 {"connection refused", "connections refused"},
+                                 {"disallowed by robots.txt", "disallowed by robots.txt"},
+                                 {"robots.txt unavailable", "robots.txt unavailable"}};
+  char why[256];
+  size_t len = 0;
+  uint64_t other = c->seeds.failed;
+  for (size_t i = 0; i < ARRAY_SIZE(n); i++) {
+    if (!n[i]) continue;
+    other -= n[i];
+    len += (size_t)snprintf(why + len, sizeof why - len, "%s%" PRIu64 " %s", len ? ", " : ": ",
+                            n[i], what[i][n[i] > 1]);
+  }
+  if (other)
+    snprintf(why + len, sizeof why - len, "%s%" PRIu64 " other failure%s", len ? ", " : ": ",
+             other, other > 1 ? "s" : "");
+  KR_LOG(KR_LOG_ERROR, NULL, "no seed could be fetched (%" PRIu64 " seed%s%s)", c->seeds.failed,
+         c->seeds.failed > 1 ? "s" : "", why);
+}
+
 int kr_crawl_run(kr_crawl_t *c) {
   c->run_started_us = kr_clock_mono_us(&c->clock);
   uv_check_start(&c->check, on_check);
@@ -1416,6 +1473,10 @@ int kr_crawl_run(kr_crawl_t *c) {
   dispatch(c);
   kr__service_ready(c);
   uv_run(&c->loop, UV_RUN_DEFAULT);
+  if (!c->fatal && c->seeds.none) {
+    no_seed_fetched(c);
+    return KR_ENET;
+  }
   return c->fatal;
 }
 

@@ -116,8 +116,10 @@ typedef struct kr_crawl_stats {
  * process holds the state directory's lock. */
 int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out,
                  char *err, size_t errlen);
-/* Run until the crawl ends (see above). 0, or KR_EDB when the state
- * database failed (the crawl stopped). */
+/* Run until the crawl ends (see above). 0, KR_EDB when the state
+ * database failed (the crawl stopped), or KR_ENET when a snapshot crawl
+ * ended without fetching any of the seeds it tried (the reason is
+ * logged). */
 int kr_crawl_run(kr_crawl_t *c);
 /* Ask the crawl to stop, as SIGTERM does. Safe from any loop callback. */
 void kr_crawl_stop(kr_crawl_t *c);
@@ -294,6 +296,7 @@ struct kr_fetch {
   int decided;                  /* outcome set before the fetch (prefetch) */
   kr_outcome_t outcome;
   int log_status;               /* crawl.log status when decided */
+  int cause;                    /* decided failures: the error behind it (robots.txt's) */
   kr_slice_t annot[KR_FETCH_MAX_ANNOT];
   size_t nannot;
   struct kr_warc_cap *wcap;     /* raw response bytes for WARC (proc_warc.c) */
@@ -371,6 +374,13 @@ struct kr_crawl {
   int stopping;                 /* issue nothing more */
   int closing;                  /* handles being closed */
   int fatal;                    /* KR_EDB: the store failed */
+  /* Seeds done with in this run (an answer, or a failure not retried)
+   * and why they failed: a snapshot crawl that fetched none of them
+   * ends with an error. */
+  struct {
+    uint64_t fetched, failed, policy, dns, refused, robots, robots_down;
+    int none; /* the snapshot ended without a seed fetched */
+  } seeds;
   uint64_t started_ms;
   uint64_t run_started_us;
   kr_crawl_stats_t st;

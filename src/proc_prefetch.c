@@ -269,6 +269,7 @@ static int robots_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
      * after the failed wait). */
     kr_fetch_decide(f, e->final ? KR_OUTCOME_FAILED : KR_OUTCOME_RETRY,
                     KR_S_ROBOTS_PREREQUISITE_FAILURE);
+    f->cause = e->err;
     kr_fetch_annotate(f, "robots:unavailable");
     /* why, when no response came (dns-timeout, tls, connect-timeout...) */
     if (e->err) kr_fetch_annotate(f, kr_err_name(e->err));

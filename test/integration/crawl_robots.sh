@@ -10,7 +10,8 @@
 #    for it fail (-61, robots:gave-up) and the snapshot crawl exits 0; a
 #    host next to it with a good robots.txt is crawled as usual;
 #  - the same with Retry-After: 1 and retry-delay 1h: the retries come
-#    after the server's Retry-After, not the hour, so the crawl still ends.
+#    after the server's Retry-After, not the hour, so the crawl still ends
+#    (exit 2: its only seed could not be fetched, robots.txt unavailable).
 . "$(dirname "$0")/lib.sh"
 
 [ -x "$KRIA" ] && "$KRIA" crawl --help >/dev/null 2>&1 || bail "kria crawl is not built ($KRIA)"
@@ -120,7 +121,8 @@ conf "$T/l.conf" "$T/l" "$T/seeds3.txt"
 sed -i 's/^retry-delay = 1s$/retry-delay = 1h/' "$T/l.conf"
 : >"$T/kts.log"
 kcrawl "$T/l.conf"
-is "$RC" 0 "robots.txt 503 with Retry-After: 1 and retry-delay 1h: the crawl still ends"
+is "$RC" 2 "robots.txt 503 with Retry-After: 1 and retry-delay 1h: the crawl still ends (exit 2: no seed fetched)"
+like "$(cat "$T/crawl.err")" "no seed could be fetched \(1 seed: 1 robots\.txt unavailable\)" "... says why"
 is "$(robots_gets later.test)" 3 "robots.txt tried 3 times, each after its Retry-After"
 is "$(status_of "$T/l/logs/crawl.log" "$L/")" -61 "then its URI fails with -61"
 kts_stop

@@ -76,8 +76,8 @@ unlike "$(cat "$T/e5")" "(^|"$'\n'")kria: " "... and every line has its prefix"
 conf "$T/hosts.conf" "$T/s-hosts" "seeds = $T/seeds1" "[dns]" "hosts-file = $T/no-such-hosts"
 "$KRIA" crawl -c "$T/hosts.conf" 2>"$T/e6"
 is "$?" 2 "an unreadable dns.hosts-file: exit 2"
-is "$(grep -c 'error' "$T/e6")" 1 "... one error line"
-like "$(grep 'error' "$T/e6")" "^kria: error: config: .*no-such-hosts: cannot open hosts file" "... naming the file"
+is "$(grep -c 'kria: error' "$T/e6")" 1 "... one error line"
+like "$(grep 'kria: error' "$T/e6")" "^kria: error: config: .*no-such-hosts: cannot open hosts file" "... naming the file"
 
 # ---- a start that fails leaves no state directory behind ------------------------
 
@@ -185,5 +185,44 @@ if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 else
   skip "needs root and setpriv" "kria status -s on a read-only state directory"
 fi
+
+# ---- a snapshot crawl that fetched no seed ----------------------------------------
+
+# snap NAME SEEDS... -- [lines...]: a snapshot crawl of SEEDS in a new
+# state directory, without retries; RC, ERR.
+snap() {
+  local name=$1; shift
+  : >"$T/$name.seeds"
+  while [ "$1" != -- ]; do echo "$1" >>"$T/$name.seeds"; shift; done
+  shift
+  conf "$T/$name.conf" "$T/$name.state" "seeds = $T/$name.seeds" \
+    "[politeness]" "max-retries = 0" "[dns]" "servers = 127.0.0.1:1" "$@"
+  timeout 60 "$KRIA" crawl -c "$T/$name.conf" >/dev/null 2>"$T/$name.err"
+  RC=$?
+  ERR=$(cat "$T/$name.err")
+}
+
+# Loopback refused by the default address policy, and a name no server
+# answers for (dns.servers points at a closed port).
+snap none1 "$KTS_URL/" "http://127.0.0.2:$KTS_PORT/" "http://nowhere.test/" --
+is "$RC" 2 "no seed fetched (address policy, DNS): exit 2"
+like "$ERR" "(^|"$'\n'")kria: error: no seed could be fetched \(3 seeds: 2 refused by the address policy, 1 DNS failure\)$" \
+  "... one line saying why, last"
+is "$(grep -c 'kria: error' "$T/none1.err")" 1 "... and no other error line"
+
+# A closed port.
+snap none2 "http://127.0.0.1:1/" -- "[http]" "allow-private-addresses = true"
+is "$RC" 2 "no seed fetched (connection refused): exit 2"
+like "$ERR" "kria: error: no seed could be fetched \(1 seed: 1 connection refused\)" "... says so"
+
+# One seed fetched is enough.
+snap some "http://127.0.0.1:1/" "$KTS_URL/" -- "[http]" "allow-private-addresses = true"
+is "$RC" 0 "one of two seeds fetched: exit 0"
+like "$ERR" "snapshot crawl complete" "... the snapshot is complete"
+unlike "$ERR" "no seed could be fetched" "... no error"
+
+# A restart of a finished snapshot fetches nothing and tries no seed: 0.
+timeout 60 "$KRIA" crawl -c "$T/some.conf" >/dev/null 2>"$T/some2.err"
+is "$?" 0 "a restart of the finished snapshot: exit 0"
 
 done_testing
