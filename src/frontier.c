@@ -846,6 +846,7 @@ static int add_one(kr_frontier_t *f, const kr_link_t *l, uint64_t fp, uint64_t n
   r.hop_path = hop;
   r.hop_len = hop_len;
   r.first_seen = now;
+  r.hint_rate = l->hint_rate;
   rc = kr_store_uri_insert(f->st, &r);
   if (rc < 0) {
     kr_seen_remove(f->seen, fp);

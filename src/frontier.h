@@ -204,6 +204,7 @@ typedef struct kr_link {
   int directive;             /* at least this */
   uint64_t next_at;          /* 0: now */
   unsigned flags;            /* KR_LINK_* */
+  double hint_rate;          /* sitemap changefreq (changes/s) of a new row, 0 none */
 } kr_link_t;
 
 /* How a fetch ended, for kr_frontier_finished(). Zero is a valid start:

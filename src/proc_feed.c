@@ -48,6 +48,10 @@ static int on_item(void *ud, const kr_feed_item_t *it) {
       .link = idx,
       .updated = it->updated,
       .rate = it->changefreq.n ? kr_est_changefreq_rate(it->changefreq.p, it->changefreq.n) : 0};
+  /* A new URI's row carries its hint from the start, even when this
+   * fetch's finish (and so the row) is held back by a store drain or a
+   * WARC sync: feed-hints below then finds no row to update. */
+  if (f->hc->hint_changefreq) f->links[idx].hint_rate = f->fmeta[f->nfmeta - 1].rate;
   return 0;
 }
 
@@ -117,7 +121,8 @@ static int hints_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_crawl_t *c = self->data;
   if (!f->nfmeta || !f->hc->hint_changefreq || !c->frontier) return KR_PROC_NEXT;
   if (f->ad.feed_kind != KR_FEED_SITEMAP) return KR_PROC_NEXT;
-  /* The links are in the store now (finish ran): same transaction. */
+  /* Rows the links already had (finish ran: same transaction); new
+   * ones were inserted with the hint (kr_link_t.hint_rate). */
   kr_store_t *st = kr_frontier_store(c->frontier);
   for (size_t i = 0; i < f->nfmeta; i++) {
     const kr_feed_meta_t *m = &f->fmeta[i];

@@ -102,7 +102,7 @@ static const char *const stmt_sql[S__COUNT] = {
     [S_ROLLBACK] = "ROLLBACK",
     [S_URI_INSERT] =
         "INSERT OR IGNORE INTO uris(fp, host_id, directive, next_at, state, "
-        "url, via, hop_path, first_seen) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)",
+        "url, via, hop_path, first_seen, hint) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)",
     [S_URI_GET] = "SELECT " URI_COLS " FROM uris WHERE fp = ?1",
     [S_URI_SCHED_GET] =
         "SELECT host_id, directive, next_at, state FROM uris WHERE fp = ?1",
@@ -1426,6 +1426,7 @@ int kr_store_uri_insert(kr_store_t *st, const kr_uri_row_t *r) {
   bind_u64_or_null(s, 7, r->via);
   bind_text(s, 8, r->hop_path, r->hop_len);
   sqlite3_bind_int64(s, 9, (sqlite3_int64)r->first_seen);
+  if (r->hint_rate > 0 && r->hint_rate < 1e300) sqlite3_bind_double(s, 10, r->hint_rate);
   st->stats.inserts++;
   int rc = step_done(st, s, "inserting a URI");
   sqlite3_clear_bindings(s);

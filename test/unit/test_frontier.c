@@ -8,6 +8,7 @@
  * recovery after a crash, snapshot "done", limits, queue assignment,
  * Retry-After parsing, reports. kr_frontier_validate() runs after the
  * steps that change state. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1530,6 +1531,43 @@ static void store_kept_writes_limit(void **state) {
               "2049 newest w1 v4095 g1044480,h1044480,i1044480");
 }
 
+/* A link's sitemap hint is in its new row, also when the link was held
+ * back by a drain (the hint used to be written to the row after the
+ * finish, which found no row while the links waited: lost under load). */
+static void link_hint_in_new_row(void **state) {
+  (void)state;
+  uv_loop_t loop;
+  uv_loop_init(&loop);
+  kr_timers_close(&timers, NULL);
+  kr_timers_init(&timers, &loop, &clk);
+  kr_frontier_opts_t o = fixed_delay(0);
+  o.wal_checkpoint_mib = 1;
+  o.commit_updates = 50;
+  fopen_with(&o);
+  kr_store_t *st = kr_frontier_store(F);
+  kr_link_t now_l = {.url = "http://hint.test/now", .url_len = 20, .hop_path = "L",
+                     .hop_len = 1, .hint_rate = 1.0 / 3600};
+  assert_int_equal(kr_frontier_add(F, &now_l, now()), 1);
+  add("http://hint.test/a");
+  kr_frontier_commit(F);
+  adv(0);
+  kr_curi_t *c = next();
+  assert_non_null(c);
+  fill_until_drain(&loop, st);
+  kr_link_t held = {.url = "http://hint.test/held", .url_len = 21, .hop_path = "L",
+                    .hop_len = 1, .hint_rate = 2.0 / 3600};
+  kr_outcome_t ok = {.kind = KR_OUTCOME_SUCCESS, .status = 200, .wait_ms = 5 * SEC};
+  assert_int_equal(kr_frontier_finished(F, c, &ok, &held, 1, now()), 0);
+  for (int k = 0; k < 10000 && !kr_store_writable(st); k++) uv_run(&loop, UV_RUN_ONCE);
+  assert_true(kr_store_writable(st));
+  assert_int_equal(kr_frontier_turn(F, now()), 0);
+  assert_int_equal(kr_frontier_commit(F), 0);
+  assert_true(fabs(row_of("http://hint.test/now").hint_rate * 3600 - 1.0) < 1e-9);
+  assert_true(fabs(row_of("http://hint.test/held").hint_rate * 3600 - 2.0) < 1e-9);
+  assert_true(row_of("http://hint.test/a").hint_rate == 0);
+  close_draining(&loop);
+}
+
 /* The next URI of host "held.test" (others issued meanwhile are deferred
  * back), or NULL. */
 static kr_curi_t *next_held(void) {
@@ -2010,6 +2048,7 @@ int main(void) {
       T(retry_after_parser),
       T(report),
       T(held_back_during_drain),
+      T(link_hint_in_new_row),
       T(store_writes_kept_during_drain),
       T(store_kept_writes_limit),
       T(held_back_while_commit_waits),
