@@ -228,7 +228,9 @@ timeout-connect = 2s
 # no case here needs a first-byte timeout to fire; a loaded machine
 # (a parallel suite, an ASan build) can take seconds to answer
 timeout-first-byte = 20s
-timeout-idle = 2s
+# nor an idle timeout: slowloris (a byte a second) must meet slow.test's
+# 3 s total first, and a starved machine can leave 2 s between reads
+timeout-idle = 10s
 timeout-total = 30s
 max-body-bytes = 8MiB
 [politeness]
