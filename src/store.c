@@ -300,6 +300,7 @@ struct kr_store {
   uint64_t ckpt_retry_at;      /* no pass before this while failing */
   uint64_t ckpt_failing_since;
   int draining;                /* no transaction may begin (see checkpoint_maybe) */
+  int drain_passes;            /* passes the current drain has run */
   uint64_t wal_held_since_us;  /* kr_store_wal_held(): since when */
   uint64_t drain_started_us;
   int get_active;              /* S_URI_GET or S_DIGEST_GET is left on a row */
@@ -326,6 +327,7 @@ typedef struct ckpt_job {
 static int run_quick_check(sqlite3 *db, char *out, size_t outlen);
 static void ckpt_work(uv_work_t *req);
 static void ckpt_after(uv_work_t *req, int status);
+static void ckpt_start(kr_store_t *st);
 
 /* ---- errors -------------------------------------------------------------- */
 
@@ -1226,6 +1228,9 @@ static void ckpt_note(kr_store_t *st, int rc, int log, int ckpt) {
   wal_hold_update(st);
 }
 
+/* Passes one drain may run (each must copy more than the one before). */
+#define DRAIN_PASSES_MAX 8
+
 static void ckpt_after(uv_work_t *req, int status) {
   ckpt_job_t *job = container_of(req, ckpt_job_t, req);
   kr_store_t *st = job->st;
@@ -1242,7 +1247,21 @@ static void ckpt_after(uv_work_t *req, int status) {
   } else if (st) {
     st->job = NULL;
     st->stats.checkpoint_running = 0;
+    uint64_t done_before = st->ckpt_done_frames;
     if (status == 0) ckpt_note(st, job->rc, job->log, job->ckpt);
+    /* A pass stops at the read mark of a reader it finds busy, and a
+     * reader that starts meanwhile (this store's own connection, reading
+     * during the drain) is busy on a mark it is just moving: the pass
+     * then leaves the last commit uncopied and the drain would end with
+     * no WAL restart. While passes still copy more, run another. */
+    if (st->draining && status == 0 && job->rc == SQLITE_OK && job->ckpt < job->log &&
+        st->ckpt_done_frames > done_before && ++st->drain_passes < DRAIN_PASSES_MAX) {
+      ckpt_start(st);
+      if (st->job) {
+        free(job);
+        return;
+      }
+    }
     drain_end(st);
   }
   free(job);
@@ -1308,6 +1327,7 @@ static void checkpoint_maybe(kr_store_t *st, uint64_t now) {
                (frames * ps) >> 20, (pending * ps) >> 20);
       }
       st->draining = 1;
+      st->drain_passes = 0;
       st->drain_started_us = mono_us();
       st->stats.drains++;
       ckpt_start(st); /* inline without a loop: the drain ends at once */
