@@ -35,7 +35,7 @@ command -v sqlite3 >/dev/null || bail "sqlite3 is not installed"
 command -v node >/dev/null || bail "node is not installed (make deps installs nodejs)"
 if [ ! -f "$HERE/node_modules/warcio/package.json" ]; then
   (cd "$HERE" && timeout 300 npm ci --no-audit --no-fund --loglevel=error) >"$T/npm.log" 2>&1 ||
-    bail "npm ci could not install warcio.js: $(tail -3 "$T/npm.log")"
+    bail "npm ci could not install warcio.js: $(grep -m3 'ERR! code\|ERR! request\|reason' "$T/npm.log" || tail -20 "$T/npm.log")"
 fi
 
 KILLS=${KRIA_SOAK_KILLS:-50}
