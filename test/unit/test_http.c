@@ -1195,6 +1195,9 @@ static void first_byte_idle_total_timeouts(void **state) {
   memset(trickle, 'x', sizeof trickle);
   memcpy(trickle, "HTTP/1.1 200 OK\r\nContent-Length: 5000\r\n\r\n", 41);
   step_t slow[] = {{.data = trickle, .len = sizeof trickle, .piece = 1, .delay_ms = 30}};
+  /* (first-byte and idle far above the total, so a starved machine that
+   * leaves 150 ms between two of the bytes still meets the total first) */
+  o.first_byte_timeout_ms = o.idle_timeout_ms = 10000;
   expect_error(slow, 1, KR_ETOTAL_TIMEOUT, &o);
 }
 
@@ -1869,7 +1872,9 @@ static void idle_tls_connection_keeps_no_buffers(void **state) {
   srv_t s;
   ctx_open(&c);
   c.opts.tls_verify = KR_TLS_VERIFY_OFF;
-  c.opts.pool_idle_ms = 100;
+  /* long enough that the reuse below finds them under load (four suites
+   * at once on two cores took over 100 ms), short enough to wait out */
+  c.opts.pool_idle_ms = 2000;
   /* a 256 KiB body: the socket reads fill the connection's read BIO */
   enum { BODY = 256 * 1024 };
   char *resp = malloc(128 + BODY);
@@ -1907,7 +1912,7 @@ static void idle_tls_connection_keeps_no_buffers(void **state) {
   for (sconn_t *sc = s.conns; sc; sc = sc->next) uv_read_stop((uv_stream_t *)&sc->tcp);
   size_t pooled = mallinfo2().uordblks;
   c.guard_fired = 0;
-  uv_timer_start(&c.guard, guard_cb, 3000, 0);
+  uv_timer_start(&c.guard, guard_cb, 20000, 0);
   while (stats(&c).pooled_idle > 0 && !c.guard_fired) uv_run(&c.loop, UV_RUN_ONCE);
   uv_timer_stop(&c.guard);
   assert_int_equal(stats(&c).pooled_idle, 0);
