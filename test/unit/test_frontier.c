@@ -1531,20 +1531,26 @@ static void store_kept_writes_limit(void **state) {
               "2049 newest w1 v4095 g1044480,h1044480,i1044480");
 }
 
+/* A frontier on loop (timers moved onto it from the one without a loop)
+ * whose store drains after 1 MiB of WAL; its store. */
+static kr_store_t *open_draining_soon(uv_loop_t *loop) {
+  uv_loop_init(loop);
+  kr_timers_close(&timers, NULL);
+  kr_timers_init(&timers, loop, &clk);
+  kr_frontier_opts_t o = fixed_delay(0);
+  o.wal_checkpoint_mib = 1;
+  o.commit_updates = 50;
+  fopen_with(&o);
+  return kr_frontier_store(F);
+}
+
 /* A link's sitemap hint is in its new row, also when the link was held
  * back by a drain (the hint used to be written to the row after the
  * finish, which found no row while the links waited: lost under load). */
 static void link_hint_in_new_row(void **state) {
   (void)state;
   uv_loop_t loop;
-  uv_loop_init(&loop);
-  kr_timers_close(&timers, NULL);
-  kr_timers_init(&timers, &loop, &clk);
-  kr_frontier_opts_t o = fixed_delay(0);
-  o.wal_checkpoint_mib = 1;
-  o.commit_updates = 50;
-  fopen_with(&o);
-  kr_store_t *st = kr_frontier_store(F);
+  kr_store_t *st = open_draining_soon(&loop);
   kr_link_t now_l = {.url = "http://hint.test/now", .url_len = 20, .hop_path = "L",
                      .hop_len = 1, .hint_rate = 1.0 / 3600};
   assert_int_equal(kr_frontier_add(F, &now_l, now()), 1);
@@ -1589,14 +1595,7 @@ static kr_curi_t *next_held(void) {
 static void held_back_during_drain(void **state) {
   (void)state;
   uv_loop_t loop;
-  uv_loop_init(&loop);
-  kr_timers_close(&timers, NULL); /* the one without a loop */
-  kr_timers_init(&timers, &loop, &clk);
-  kr_frontier_opts_t o = fixed_delay(0);
-  o.wal_checkpoint_mib = 1;
-  o.commit_updates = 50;
-  fopen_with(&o);
-  kr_store_t *st = kr_frontier_store(F);
+  kr_store_t *st = open_draining_soon(&loop);
   add("http://held.test/a");
   add("http://held.test/a2");
   kr_frontier_commit(F);
