@@ -66,6 +66,7 @@ struct kr_frontier {
   struct pending **pmap;     /* fp -> newest pending row (open addressing) */
   size_t pmap_cap, pmap_n;
   int wal_held;              /* kr_frontier_next() saw kr_store_wal_held() */
+  int rekey_held;            /* a host's rekey_url waits for writes (host_rekey) */
   uint64_t stats_flushed_at; /* last commit that wrote every dirty host */
   int flush_all;             /* the next commit writes every dirty host */
 };
@@ -99,6 +100,7 @@ typedef struct pending {
 
 static void rearm(kr_frontier_t *f, kr_hostq_t *h, uint64_t now);
 static int replay(kr_frontier_t *f);
+static int must_queue(kr_frontier_t *f);
 static int finish_now(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
                       const kr_link_t *links, size_t nlinks, uint64_t now);
 static int finish_held(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
@@ -241,6 +243,7 @@ static void host_free(kr_hostq_t *h) {
   }
   free(h->slots);
   free(h->name);
+  free(h->rekey_url);
   free(h);
 }
 
@@ -369,6 +372,13 @@ static void rearm(kr_frontier_t *f, kr_hostq_t *h, uint64_t now) {
     if (due == t || (due <= now && t <= now)) return;
   }
   kr_timer_start(f->timers, &h->timer, t, on_host_timer);
+}
+
+/* The hosts kr_frontier_next() left off the ready list while their move
+ * to their address' queue waited for held-back writes. */
+static void rekey_rearm(kr_frontier_t *f, uint64_t now) {
+  for (size_t i = 0; i < f->nhosts; i++)
+    if (f->hosts[i]->rekey_url) rearm(f, f->hosts[i], now);
 }
 
 /* ---- opening and recovery ------------------------------------------------------ */
@@ -629,6 +639,12 @@ int kr_frontier_turn(kr_frontier_t *f, uint64_t now) {
   if (f->wal_held && !kr_store_wal_held(f->st)) {
     f->wal_held = 0;
     if (f->ready_head && f->on_ready) f->on_ready(f, f->on_ready_ud);
+  }
+  /* Hosts whose move to their address' queue waited (kr_frontier_next()
+   * left them off the ready list): rearmed once writes go through. */
+  if (f->rekey_held && !must_queue(f)) {
+    f->rekey_held = 0;
+    rekey_rearm(f, now);
   }
   if (!f->seen_complete) {
     rc = seen_step(f, f->opts.seen_turn_step ? f->opts.seen_turn_step : 50000);
@@ -1075,6 +1091,23 @@ int kr_frontier_next(kr_frontier_t *f, uint64_t now, kr_curi_t **out) {
       continue;
     }
     ready_remove(f, h);
+    if (h->rekey_url) {
+      /* A move to the queue of h's address waits: h's URIs go from there. */
+      if (must_queue(f)) {
+        f->rekey_held = 1;
+        continue; /* kr_frontier_turn() calls on_ready when writable */
+      }
+      char *url = h->rekey_url;
+      h->rekey_url = NULL;
+      int rc = kr_frontier_host_rekey(f, h, url, strlen(url), now);
+      free(url);
+      if (rc < 0) return rc;
+      if (rc > 0) {
+        KR_LOG(KR_LOG_INFO, h->name, "%d URIs moved to the queue of its address", rc);
+        continue;
+      }
+      /* Nothing to move (or URIs in flight, whose finish moves them). */
+    }
     int rc = issue(f, h, now, out);
     if (rc != 0) return rc;
   }
@@ -1520,7 +1553,15 @@ int kr_frontier_host_rekey(kr_frontier_t *f, kr_hostq_t *h, const char *url, siz
   int n = queue_key(f, url, len, key, sizeof(key));
   if (n < 0) return n;
   if ((size_t)n == h->name_len && memcmp(key, h->name, (size_t)n) == 0) return 0;
-  if (must_queue(f)) return 0;
+  if (must_queue(f)) {
+    /* Held-back writes come first; kr_frontier_next() tries again before
+     * it issues from h, so no URI leaves the old queue meanwhile. */
+    if (!h->rekey_url) h->rekey_url = kr_xstrndup(url, len);
+    f->rekey_held = 1;
+    return 0;
+  }
+  free(h->rekey_url);
+  h->rekey_url = NULL;
   kr_hostq_t *to;
   int rc = host_for(f, url, len, &to);
   if (rc) return rc;

@@ -320,9 +320,10 @@ kr_hostq_t *kr_frontier_host_lookup(kr_frontier_t *f, const char *key, size_t le
 /* Queue assignment by IP: url (any URL of h's host) may map to another
  * queue now that ip_of knows its address; move h's queued URIs there, so
  * virtual hosts on one address share one queue and one politeness clock.
- * Nothing moves while h has URIs in flight, waits for a prerequisite or
- * the store holds writes back (call again later). The number moved, 0,
- * or KR_EDB / an error of kr_frontier_add. */
+ * Nothing moves while h has URIs in flight or waits for a prerequisite
+ * (call again when they finish). While the store holds writes back the
+ * move waits too, and h issues nothing until kr_frontier_next() has made
+ * it. The number moved, 0, or KR_EDB / an error of kr_frontier_add. */
 int kr_frontier_host_rekey(kr_frontier_t *f, kr_hostq_t *h, const char *url, size_t len,
                            uint64_t now);
 const char *kr_frontier_host_name(const kr_hostq_t *h);

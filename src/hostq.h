@@ -51,6 +51,9 @@ struct kr_hostq {
   struct pending *pend_head, *pend_tail;
   uint32_t pending_rows;
   int gated;                      /* a prerequisite is pending */
+  /* queue-assignment = ip: a URL of this host whose move to its address'
+   * queue waited for held-back writes; tried again before the next issue */
+  char *rekey_url;
   /* persisted (hosts row) */
   uint32_t backoff_level;
   uint32_t fail_streak;
