@@ -299,6 +299,12 @@ static void fmt_dur(double s, char *out, size_t len) {
     snprintf(out, len, "%.1fd", s / 86400);
 }
 
+/* Mean lateness of the revisits issued in the run's second (q 0) or last
+ * (q 1) quarter, s; 0 when none. */
+static double overdue_mean_s(const kr_sim_result_t *r, int q) {
+  return r->overdue_n[q] ? (double)r->overdue_sum_ms[q] / 1000.0 / (double)r->overdue_n[q] : 0.0;
+}
+
 static void print_table(const char *title, job_t **jobs, size_t n, int early) {
   printf("\n%s\n", title);
   printf("%-22s %10s %10s %6s %6s %8s %10s %10s %9s\n", "policy", "versions", "captured",
@@ -347,6 +353,17 @@ static void print_text(const kr_sim_world_t *w, const kr_sim_opts_t *o, const ch
            " %8s %7.1f\n",
            kr_sim_policy_name(r->policy), m->unchanged_visits, 100 * kr_sim_unchanged_saving(m),
            m->not_modified, m->aborted, m->lost_by_validators, r->hosts_distrusted, pol, r->wall_s);
+  }
+  printf("\n%-22s %12s %12s %12s %12s\n", "revisits late", "2nd quarter", "last quarter",
+         "most", "raised");
+  for (size_t i = 0; i < n; i++) {
+    const kr_sim_result_t *r = &jobs[i]->res;
+    char a[32], b[32], m[32];
+    fmt_dur(overdue_mean_s(r, 0), a, sizeof a);
+    fmt_dur(overdue_mean_s(r, 1), b, sizeof b);
+    fmt_dur((double)r->overdue_max_ms / 1000.0, m, sizeof m);
+    printf("%-22s %12s %12s %12s %12" PRIu64 "\n", kr_sim_policy_name(r->policy), a, b, m,
+           r->waits_capped);
   }
   for (size_t i = 0; i < n; i++) {
     const kr_sim_result_t *r = &jobs[i]->res;
@@ -444,10 +461,13 @@ static void print_json(const kr_sim_world_t *w, const kr_sim_opts_t *o, const ch
             ",\n   \"uris_visited\": %" PRIu64 ", \"hosts_distrusted\": %" PRIu64
             ", \"politeness_checked\": %" PRIu64 ", \"politeness_violations\": %" PRIu64
             ", \"politeness_min_gap_ms\": %" PRId64 ", \"max_in_flight_per_host\": %u"
-            ", \"at_min_wait\": %" PRIu64 ", \"at_max_wait\": %" PRIu64,
+            ", \"at_min_wait\": %" PRIu64 ", \"at_max_wait\": %" PRIu64
+            ", \"waits_capped\": %" PRIu64 ", \"overdue_max_s\": %.3f"
+            ", \"overdue_mean_s\": [%.3f, %.3f]",
             r->uris_visited, r->hosts_distrusted, r->politeness_checked,
             r->politeness_violations, r->politeness_min_gap_ms, r->max_in_flight_host,
-            r->at_min_wait, r->at_max_wait);
+            r->at_min_wait, r->at_max_wait, r->waits_capped, (double)r->overdue_max_ms / 1000.0,
+            overdue_mean_s(r, 0), overdue_mean_s(r, 1));
     if (r->policy == KR_SIM_POISSON)
       fprintf(f,
               ", \"estimates\": {\"uris\": %" PRIu64

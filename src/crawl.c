@@ -252,6 +252,7 @@ static int adapt_from_view(kr_hostcfg_t *hc, const kr_config_view_t *v, char *er
   kr_est_params_default(&hc->est);
   hc->est.depth_halving = kr_config_float(v, KR_CFG_ADAPTIVE_HINT_DEPTH);
   hc->utilisation = kr_config_float(v, KR_CFG_ADAPTIVE_BUDGET_UTILISATION);
+  hc->capacity_plan = kr_config_bool(v, KR_CFG_ADAPTIVE_CAPACITY_PLAN);
   return 0;
 }
 
@@ -1057,11 +1058,12 @@ static void summary_adaptive(kr_crawl_t *c) {
          " stripped digests, %" PRIu64 " duplicate payloads, %" PRIu64 " embeds refreshed; "
          "%" PRIu64 " feeds (%" PRIu64 " items, %" PRIu64 " pulled forward, %" PRIu64
          " errors), %" PRIu64 " sitemaps from robots.txt; waits: %" PRIu64
-         " multiplicative, %" PRIu64 " poisson; %" PRIu64 " validator misses",
+         " multiplicative (%" PRIu64 " raised to the host's capacity), %" PRIu64
+         " poisson; %" PRIu64 " validator misses",
          s->changed, s->unchanged, s->not_modified, s->midfetch_aborts, s->unchanged_full,
          s->unknown, s->unchanged_body_bytes, s->aborted_bytes_saved, s->stripped, s->duplicates,
          s->embeds_refreshed, s->feeds, s->feed_items, s->feed_pulled, s->feed_errors,
-         s->sitemaps_from_robots, s->waits[0], s->waits[1], s->vtrust_misses);
+         s->sitemaps_from_robots, s->waits[0], s->waits_capped, s->waits[1], s->vtrust_misses);
   uint64_t now = kr_crawl_now(c);
   size_t it = 0, shown = 0;
   kr_host_report_t r;

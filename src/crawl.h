@@ -105,6 +105,7 @@ typedef struct kr_crawl_stats {
   uint64_t sitemaps_from_robots;
   uint64_t vtrust_misses;       /* validators said unchanged, digest disagreed */
   uint64_t waits[2];            /* waits decided: multiplicative, poisson */
+  uint64_t waits_capped;        /* multiplicative waits raised by the capacity plan */
 } kr_crawl_stats_t;
 
 /* Build a crawl from cfg (finished; must outlive the crawl). 0 and *out,
@@ -168,6 +169,7 @@ typedef struct kr_hostcfg {
   int hint_changefreq, hint_lm;
   kr_est_params_t est;          /* poisson estimator (hints applied) */
   double utilisation;           /* of the host's politeness budget */
+  int capacity_plan;            /* multiplicative within the budget */
 } kr_hostcfg_t;
 
 /* What a fetch ended as, decided by the processors, carried out by post. */

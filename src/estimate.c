@@ -770,3 +770,67 @@ void kr_alloc_host_fetched(kr_alloc_host_t *h, int64_t now_ms) {
   if (fabs(g - h->gain) > 0.005 * h->gain) h->resolve = 1;
   h->gain = g;
 }
+
+/* ---- capacity plan --------------------------------------------------------------------- */
+
+void kr_capplan_update(kr_capplan_t *p, int64_t old_ms, int64_t new_ms) {
+  int changed = 0;
+  if (old_ms > 0) {
+    double r = 1000.0 / (double)old_ms;
+    unsigned b = kr_alloc_bucket(r);
+    if (p->count[b] > 0) {
+      p->total--;
+      /* an emptied bucket drops what rounding left in its sum */
+      p->rate[b] = --p->count[b] ? fmax(p->rate[b] - r, 0.0) : 0.0;
+      changed = 1;
+    }
+  }
+  if (new_ms > 0) {
+    double r = 1000.0 / (double)new_ms;
+    unsigned b = kr_alloc_bucket(r);
+    if (p->count[b] < UINT32_MAX && p->total < UINT32_MAX) {
+      p->count[b]++;
+      p->rate[b] += r;
+      p->total++;
+      changed = 1;
+    }
+  }
+  if (changed && p->updates < UINT32_MAX) p->updates++;
+}
+
+double kr_capplan_demand(const kr_capplan_t *p, int64_t floor_ms) {
+  double cap = floor_ms > 0 ? 1000.0 / (double)floor_ms : INFINITY, d = 0;
+  for (unsigned b = 0; b < KR_ALLOC_BUCKETS; b++)
+    if (p->count[b]) d += fmin(p->rate[b], (double)p->count[b] * cap);
+  return d;
+}
+
+void kr_capplan_solve(kr_capplan_t *p, double budget) {
+  p->solved = 1;
+  p->updates = 0;
+  p->budget = budget;
+  p->floor_ms = 0;
+  if (!(budget > 0) || !isfinite(budget) || !p->total) return;
+  if (kr_capplan_demand(p, 0) <= budget) return;
+  /* demand(F) falls as F grows and is at most total / F: the floor lies in
+   * (0, total / budget]. Bisection on log F, to well under a bucket. */
+  double lo = log(1e-3), hi = log((double)p->total / budget) + 1e-9;
+  if (!(hi > lo)) hi = lo;
+  for (int i = 0; i < 60; i++) {
+    double mid = 0.5 * (lo + hi);
+    if (kr_capplan_demand(p, (int64_t)ceil(exp(mid) * 1000.0)) > budget)
+      lo = mid;
+    else
+      hi = mid;
+  }
+  double f = ceil(exp(hi) * 1000.0);
+  p->floor_ms = f < 9e18 ? (int64_t)f : INT64_MAX;
+}
+
+int kr_capplan_maybe_solve(kr_capplan_t *p, double budget, uint32_t every) {
+  int moved = !p->solved || (budget > 0) != (p->budget > 0) ||
+              (budget > 0 && fabs(budget - p->budget) > 0.1 * p->budget);
+  if (!moved && p->updates < (every ? every : 1)) return 0;
+  kr_capplan_solve(p, budget);
+  return 1;
+}

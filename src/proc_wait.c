@@ -12,7 +12,10 @@
  * the response's Content-Type (a 304's: the stored one) decides, with its
  * policy (wait.h):
  *   multiplicative  the thesis' algorithm from the previous wait, the
- *                   content state and the overdue time;
+ *                   content state and the overdue time, raised to the
+ *                   host's capacity floor (adaptive.capacity-plan,
+ *                   estimate.h: crawl.log "wait:NAME/multiplicative/
+ *                   capacity" and "cap:<the thesis' wait>");
  *   poisson         the change rate estimated from the history, the
  *                   prior from initial-wait and the hints (sitemap
  *                   changefreq, no Last-Modified, depth from the seed),
@@ -79,7 +82,8 @@ size_t kr__fmt_duration(char *out, size_t cap, int64_t ms) {
 
 struct kr_adapt_host {
   const kr_hostq_t *h;
-  kr_alloc_host_t alloc;
+  kr_alloc_host_t alloc; /* poisson */
+  kr_capplan_t cap;      /* multiplicative */
 };
 
 static size_t ptr_slot(const void *p, size_t mask) {
@@ -168,11 +172,26 @@ static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *
   if (!ev) return (int64_t)hc->fopts.default_wait_ms;
   kr_wait_params_t p;
   kr_wait_params_from_config(&p, ev);
+  /* a slot's cycle: this fetch and the politeness delay after it */
+  uint64_t cycle = f->fetch_duration_ms +
+                   kr_frontier_host_delay(c->frontier, u->host, f->fetch_duration_ms);
+  double budget = kr_alloc_budget((int)hc->fopts.host_valence, (int64_t)cycle, hc->utilisation);
   if (p.policy != KR_WAIT_POISSON) {
     c->st.waits[0]++;
     int64_t prev = u->visits ? (int64_t)(u->wait_ms > INT64_MAX ? INT64_MAX : u->wait_ms) : 0;
     int64_t ov = u->overdue_ms > INT64_MAX ? INT64_MAX : (int64_t)u->overdue_ms;
-    return kr_wait_multiplicative(&p, prev, state, ov);
+    int64_t w = kr_wait_multiplicative(&p, prev, state, ov);
+    if (!hc->capacity_plan) return w;
+    kr_capplan_t *cap = &adapt_host(c, u->host, hc->est.x_min)->cap;
+    kr_capplan_maybe_solve(cap, budget, ALLOC_SOLVE_EVERY);
+    int64_t planned = kr_capplan_apply(cap, w);
+    if (planned > w) {
+      info->capped_from_ms = w;
+      c->st.waits_capped++;
+    }
+    /* the sketch holds what was planned: prev is this URI's last plan */
+    kr_capplan_update(cap, prev, planned);
+    return planned;
   }
   c->st.waits[1]++;
   kr_est_hints_t hints = kr_est_hints_none();
@@ -185,10 +204,6 @@ static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *
   /* The host's changes-per-visit target within its politeness budget. */
   struct kr_adapt_host *ah = adapt_host(c, u->host, hc->est.x_min);
   int cls = kr_alloc_host_class(&ah->alloc, p.min_ms, p.max_ms);
-  /* a slot's cycle: this fetch and the politeness delay after it */
-  uint64_t cycle = f->fetch_duration_ms +
-                   kr_frontier_host_delay(c->frontier, u->host, f->fetch_duration_ms);
-  double budget = kr_alloc_budget((int)hc->fopts.host_valence, (int64_t)cycle, hc->utilisation);
   kr_alloc_host_maybe_solve(&ah->alloc, budget, ALLOC_SOLVE_EVERY);
   /* The sketch holds only estimates resting on an observation
    * (estimate.h): a URI at its prior would inflate x while the first
@@ -225,6 +240,11 @@ static void annotate_wait(kr_fetch_t *f, int64_t wait, const kr_cfg_wait_t *ev,
   } else if (ev->policy == KR_CFG_POLICY_POISSON) {
     kr_fetch_annotatef(f, "wait:%s/poisson/%s", ev->name,
                        info->used_default ? "default" : kr_est_method_name(info->method));
+  } else if (info->capped_from_ms) {
+    /* the plan raised the thesis' wait: its own value, for the record */
+    kr__fmt_duration(a, sizeof a, info->capped_from_ms);
+    kr_fetch_annotatef(f, "wait:%s/multiplicative/capacity", ev->name);
+    kr_fetch_annotatef(f, "cap:%s", a);
   } else {
     kr_fetch_annotatef(f, "wait:%s/multiplicative", ev->name);
   }

@@ -194,6 +194,8 @@ typedef struct shost {
   int hint_lm;               /* poisson: Last-Modified hint */
   uint32_t valence;
   kr_alloc_host_t alloc;
+  kr_capplan_t cap;          /* multiplicative: adaptive.capacity-plan */
+  int cap_on;
   double cycle_ms;           /* mean fetch time + politeness delay */
   int64_t free_at;           /* valence 1: finish + delay of the last fetch */
   int has_free_at;
@@ -322,6 +324,7 @@ static void on_host(void *ud, kr_frontier_t *f, kr_hostq_t *h) {
   sh->utilisation =
       o->utilisation > 0 ? o->utilisation : kr_config_float(v, KR_CFG_ADAPTIVE_BUDGET_UTILISATION);
   sh->hint_lm = kr_config_bool(v, KR_CFG_ADAPTIVE_HINT_LAST_MODIFIED);
+  sh->cap_on = kr_config_bool(v, KR_CFG_ADAPTIVE_CAPACITY_PLAN);
   kr_alloc_host_init(&sh->alloc, r->ep.x_min);
   double fm = (double)r->o->fetch_ms;
   double d = sh->fo.delay_factor * fm;
@@ -398,6 +401,16 @@ static void start_fetch(run_t *r, kr_curi_t *c) {
     if (gap < 0) r->res->politeness_violations++;
     r->res->politeness_checked++;
   }
+  if (c->visits) { /* a revisit's lateness */
+    kr_sim_result_t *res = r->res;
+    if (c->overdue_ms > res->overdue_max_ms) res->overdue_max_ms = c->overdue_ms;
+    int64_t len = r->end - r->t0, at = (int64_t)now - r->t0;
+    int q = at >= len / 4 && at < len / 2 ? 0 : at >= len - len / 4 ? 1 : -1;
+    if (q >= 0) {
+      res->overdue_n[q]++;
+      res->overdue_sum_ms[q] += c->overdue_ms;
+    }
+  }
   sh->in_flight++;
   if (sh->in_flight > r->res->max_in_flight_host) r->res->max_in_flight_host = sh->in_flight;
   KR_BUG_ON(s->in_flight);
@@ -437,9 +450,18 @@ static int64_t next_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t *c, k
   if (!s->wait) return 0; /* no evaluator: the frontier's default wait */
   kr_wait_params_t p;
   kr_wait_params_from_config(&p, s->wait);
-  if (r->policy == KR_SIM_MULTIPLICATIVE)
-    return kr_wait_multiplicative(&p, c->visits ? (int64_t)c->wait_ms : 0, st,
-                                  (int64_t)c->overdue_ms);
+  if (r->policy == KR_SIM_MULTIPLICATIVE) {
+    int64_t prev = c->visits ? (int64_t)c->wait_ms : 0;
+    int64_t w = kr_wait_multiplicative(&p, prev, st, (int64_t)c->overdue_ms);
+    if (!sh->cap_on) return w;
+    /* as proc_wait.c: raised to the host's capacity floor */
+    double budget = kr_alloc_budget((int)sh->valence, (int64_t)sh->cycle_ms, sh->utilisation);
+    kr_capplan_maybe_solve(&sh->cap, budget, r->o->solve_every);
+    int64_t planned = kr_capplan_apply(&sh->cap, w);
+    if (planned > w) r->res->waits_capped++;
+    kr_capplan_update(&sh->cap, prev, planned);
+    return planned;
+  }
   if (r->policy == KR_SIM_ORACLE) {
     double budget = kr_alloc_budget((int)sh->valence, (int64_t)sh->cycle_ms, sh->utilisation);
     kr_alloc_host_maybe_solve(&sh->alloc, budget, r->o->solve_every);

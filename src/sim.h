@@ -291,6 +291,13 @@ typedef struct kr_sim_result {
   uint64_t politeness_violations;
   uint32_t max_in_flight_host; /* most fetches of one host at once */
   uint64_t at_min_wait, at_max_wait; /* URIs whose last wait was clamped there */
+  /* revisits issued late (overdue: issue - next_at): the largest, and the
+   * mean over the run's second and last quarters — a host left overdue
+   * for ever shows a last quarter no better, or worse, than its second */
+  uint64_t overdue_max_ms;
+  uint64_t overdue_n[2];       /* second quarter, last quarter */
+  uint64_t overdue_sum_ms[2];
+  uint64_t waits_capped;       /* multiplicative waits raised by the capacity plan */
   /* poisson: the last estimate of each URI against its true rate (URIs
    * with a Poisson or regular change process and an estimate) */
   uint64_t est_n;

@@ -156,6 +156,12 @@ void kr_sim_result_merge(kr_sim_result_t *out, const kr_sim_result_t *parts, siz
       out->max_in_flight_host = p->max_in_flight_host;
     out->at_min_wait += p->at_min_wait;
     out->at_max_wait += p->at_max_wait;
+    if (p->overdue_max_ms > out->overdue_max_ms) out->overdue_max_ms = p->overdue_max_ms;
+    for (int q = 0; q < 2; q++) {
+      out->overdue_n[q] += p->overdue_n[q];
+      out->overdue_sum_ms[q] += p->overdue_sum_ms[q];
+    }
+    out->waits_capped += p->waits_capped;
     if (p->wall_s > out->wall_s) out->wall_s = p->wall_s;
     out->cpu_s += p->cpu_s;
   }

@@ -311,7 +311,9 @@ enum kr_cfg_type {
   X(ADAPTIVE_HINT_DEPTH, "adaptive", "hint-depth-halving", FLOAT, KR_CFG_HOST, "0",       \
     "0..1000", NONE, "poisson: the prior change rate halves every this many hops from a seed (0 = off).") \
   X(ADAPTIVE_BUDGET_UTILISATION, "adaptive", "budget-utilisation", FLOAT, KR_CFG_HOST,   \
-    "1", "0.01..1", NONE, "poisson: share of a host's politeness capacity (valence / (fetch + delay)) its fetches should take; below 1 leaves room for new URIs.")
+    "1", "0.01..1", NONE, "Share of a host's politeness capacity (valence / (fetch + delay)) its planned revisits should take (poisson's allocator, multiplicative's capacity plan); below 1 leaves room for new URIs.") \
+  X(ADAPTIVE_CAPACITY_PLAN, "adaptive", "capacity-plan", BOOL, KR_CFG_HOST, "true", "",   \
+    NONE, "multiplicative: waits shorter than the host's capacity allows are raised to one floor, so its revisits fit its politeness instead of leaving it overdue for ever; false = the thesis' waits as they are.")
 
 /* Keys of [wait "NAME"] sections, same columns (section "wait"); every key
  * may be overridden per host as wait.NAME.key. The defaults are those of

@@ -390,4 +390,46 @@ void kr_alloc_host_fetched(kr_alloc_host_t *h, int64_t now_ms);
 /* The x to give kr_wait_poisson. */
 static inline double kr_alloc_host_x(const kr_alloc_host_t *h) { return h->x; }
 
+/* ---- Capacity plan (the multiplicative policy within politeness) ----------
+ * The thesis' multiplicative waits know nothing of a host's capacity: a
+ * host whose URIs want more fetches than its politeness allows (the
+ * thesis' 20 s text min-wait on a site of thousands of pages) is overdue
+ * for ever, every URI served in queue order whatever its wait says. The
+ * plan keeps the planned rate (1 / wait) of each of a host's visited URIs
+ * in the allocator's buckets and solves the floor F with
+ *   sum_i min(1 / w_i, 1 / F) = budget
+ * (water filling): waits shorter than F are raised to F, the others kept,
+ * so the URIs that want the most give up the most and the plan fits the
+ * host's fetches per second. F = 0 while the plan fits as it is. F may
+ * pass a URI's max-wait: a host that cannot serve every URI at max-wait
+ * is served as often as it can be, not overdue for ever. The sketch, like
+ * the allocator's, fills as URIs are revisited (in memory only). */
+typedef struct kr_capplan {
+  uint32_t count[KR_ALLOC_BUCKETS]; /* visited URIs per planned-rate bucket */
+  double rate[KR_ALLOC_BUCKETS];    /* their planned rates' sum, 1/s: exact,
+                                       where the floor is (all its URIs in
+                                       one bucket), not off by half a bucket */
+  uint32_t total;
+  double budget;                    /* fetches/s of the last solve */
+  int64_t floor_ms;                 /* 0: the plan fits */
+  uint32_t updates;                 /* sketch changes since the last solve */
+  int solved;
+} kr_capplan_t;
+
+/* A URI's planned wait moved from old_ms to new_ms (old <= 0: not in the
+ * plan yet; new <= 0: gone). Counts never go below 0. */
+void kr_capplan_update(kr_capplan_t *p, int64_t old_ms, int64_t new_ms);
+/* Solve the floor for budget fetches/s (<= 0: unknown, floor 0). */
+void kr_capplan_solve(kr_capplan_t *p, double budget);
+/* Solve when never solved, after `every` updates or when the budget moved
+ * by more than 10 %. 1 when it solved. */
+int kr_capplan_maybe_solve(kr_capplan_t *p, double budget, uint32_t every);
+/* The planned fetches/s of the sketch with the floor applied (what the
+ * host is asked for), and without it (what the waits alone want). */
+double kr_capplan_demand(const kr_capplan_t *p, int64_t floor_ms);
+/* wait raised to the floor. */
+static inline int64_t kr_capplan_apply(const kr_capplan_t *p, int64_t wait_ms) {
+  return wait_ms < p->floor_ms ? p->floor_ms : wait_ms;
+}
+
 #endif

@@ -98,6 +98,8 @@ typedef struct kr_wait_info {
   unsigned changes;         /* of which changed */
   int clamped;              /* -1 at min-wait, 1 at max-wait, 0 inside */
   int used_default;         /* 1: unknown state, no data: default-wait */
+  int64_t capped_from_ms;   /* multiplicative: the wait the capacity plan
+                               raised (estimate.h); 0: not raised */
 } kr_wait_info_t;
 
 /* The poisson policy. h is the URI's history with this visit already

@@ -1025,6 +1025,53 @@ static void host_feedback(void **state) {
   free(it);
 }
 
+/* The capacity plan: a plan that fits keeps every wait; one over budget
+ * gets the water-filling floor (long waits kept, short ones raised), and
+ * the raised plan asks for the budget, within a bucket's width. */
+static void capacity_plan(void **state) {
+  (void)state;
+  kr_capplan_t p;
+  memset(&p, 0, sizeof p);
+  kr_capplan_solve(&p, 1.0);
+  assert_int_equal(p.floor_ms, 0); /* empty: nothing to plan */
+  /* 100 URIs at 1000 s and 10 at 1 d: 0.1 + ~0.0001 fetches/s */
+  for (int i = 0; i < 100; i++) kr_capplan_update(&p, 0, 1000 * 1000);
+  for (int i = 0; i < 10; i++) kr_capplan_update(&p, 0, 86400 * 1000);
+  assert_int_equal(p.total, 110);
+  kr_capplan_solve(&p, 0.5);
+  assert_int_equal(p.floor_ms, 0); /* fits */
+  assert_int_equal(kr_capplan_apply(&p, 20000), 20000);
+  /* budget 0.01/s: the 1 d URIs (1.2e-4/s) keep theirs, the 100 share
+   * ~0.0099/s: a floor near 100 / 0.0099 s = ~10,100 s */
+  kr_capplan_solve(&p, 0.01);
+  assert_true(p.floor_ms > 9000 * 1000 && p.floor_ms < 11500 * 1000);
+  assert_int_equal(kr_capplan_apply(&p, 20000), p.floor_ms);
+  assert_int_equal(kr_capplan_apply(&p, 86400 * 1000), 86400 * 1000);
+  double d = kr_capplan_demand(&p, p.floor_ms);
+  assert_true(d <= 0.01 * 1.0001 && d > 0.0095);
+  assert_true(kr_capplan_demand(&p, 0) > 0.09);
+  /* moves: the 100 go to 1 d, the plan fits again */
+  for (int i = 0; i < 100; i++) kr_capplan_update(&p, 1000 * 1000, 86400 * 1000);
+  assert_int_equal(p.total, 110);
+  assert_int_equal(kr_capplan_maybe_solve(&p, 0.01, 64), 1); /* 100 updates */
+  assert_int_equal(p.floor_ms, 0);
+  assert_int_equal(kr_capplan_maybe_solve(&p, 0.0105, 64), 0); /* < 10 % */
+  assert_int_equal(kr_capplan_maybe_solve(&p, 0.02, 64), 1);
+  /* counts never go below 0; no budget known: no floor */
+  kr_capplan_t q;
+  memset(&q, 0, sizeof q);
+  kr_capplan_update(&q, 5000, 0);
+  assert_int_equal(q.total, 0);
+  kr_capplan_update(&q, 0, 1);
+  kr_capplan_update(&q, 0, 1);
+  kr_capplan_solve(&q, 0);
+  assert_int_equal(q.floor_ms, 0);
+  kr_capplan_solve(&q, NAN);
+  assert_int_equal(q.floor_ms, 0);
+  kr_capplan_solve(&q, 1e-9); /* 2 URIs over 1e-9/s: a floor of ~63 years */
+  assert_true(q.floor_ms > (int64_t)1.9e12 && q.floor_ms < (int64_t)2.1e12);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(history_round_trip), cmocka_unit_test(history_caps),
@@ -1037,7 +1084,7 @@ int main(void) {
       cmocka_unit_test(prior_fades),        cmocka_unit_test(h_function),
       cmocka_unit_test(versions_optimum),   cmocka_unit_test(freshness_shape),
       cmocka_unit_test(solve_edges),        cmocka_unit_test(host_sketch),
-      cmocka_unit_test(host_feedback),
+      cmocka_unit_test(host_feedback),      cmocka_unit_test(capacity_plan),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

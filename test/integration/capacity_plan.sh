@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# adaptive.capacity-plan: 40 pages that change on every request, min-wait
+# 1 s, politeness a fixed 50 ms — the thesis' waits ask for ~40 fetches/s
+# from a host that serves ~18. With the plan the multiplicative waits are
+# raised to the host's floor (crawl.log "wait:text/multiplicative/capacity"
+# with "cap:<the thesis' wait>", the summary counts them) and the waits
+# end near 40 / 18 s instead of 1 s; with capacity-plan = false none is
+# raised. The crawl ends itself after 160 fetches (limits).
+. "$(dirname "$0")/lib.sh"
+
+[ -x "$KRIA" ] && "$KRIA" crawl --help >/dev/null 2>&1 || bail "kria crawl is not built ($KRIA)"
+
+cat >"$T/routes.ini" <<'EOF'
+[route "/robots.txt"]
+status = 404
+body = none
+
+[site "/p/"]
+pages = 40
+links = 3
+change-every = 1
+body-size = 1K
+EOF
+kts_start "$T/routes.ini" || bail "kts did not start"
+printf '%s/p/0\n' "$KTS_URL" >"$T/seeds.txt"
+
+run() { # run NAME PLAN
+  cat >"$T/$1.conf" <<EOF
+[http]
+allow-private-addresses = true
+[crawl]
+seeds = $T/seeds.txt
+state-dir = $T/$1
+[politeness]
+min-delay = 50ms
+max-delay = 50ms
+delay-factor = 0
+[limits]
+max-document-download = 160
+[store]
+commit-interval = 10ms
+[adaptive]
+capacity-plan = $2
+[wait "text"]
+content-type = ^text/
+initial-wait = 1s
+default-wait = 1s
+min-wait = 1s
+max-wait = 1h
+EOF
+  timeout 120 "$KRIA" crawl -c "$T/$1.conf" >"$T/$1.out" 2>"$T/$1.err"
+  RC=$?
+  CL="$T/$1/logs/crawl.log"
+}
+
+run on true
+is "$RC" 0 "plan: the crawl ends at its limit"
+raised=$(grep -c 'wait:text/multiplicative/capacity' "$CL")
+diag "raised: $raised of $(grep -c 'wait:text/' "$CL") waits"
+check "plan: the host's waits are raised to its floor ($raised)" test "$raised" -gt 10
+is "$(grep 'multiplicative/capacity' "$CL" | grep -c 'capacity,cap:[0-9]')" "$raised" \
+  "plan: each raised line keeps the thesis' wait (cap:...)"
+like "$(cat "$T/on.err")" "waits: [0-9]+ multiplicative \\($raised raised to the host's capacity\\)" \
+  "plan: the summary counts them"
+# the last raised wait, ms: about 40 pages / ~18 fetches a second
+last=$(grep 'multiplicative/capacity' "$CL" | tail -1 | grep -o 'wt:[0-9a-z]*' | head -1)
+diag "last raised wait: $last"
+like "$last" '^wt:([2-9]s|[1-9][0-9]s)' "plan: the floor is seconds, not the 1 s min-wait"
+
+run off false
+is "$RC" 0 "thesis: the crawl ends at its limit"
+is "$(grep -c 'multiplicative/capacity' "$CL")" 0 "thesis: no wait raised with capacity-plan = false"
+is "$(grep -c 'wait:text/multiplicative' "$CL" | awk '$1 > 60 {print "many"}')" many \
+  "thesis: the waits were multiplicative"
+kts_stop
+done_testing
