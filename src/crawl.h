@@ -425,6 +425,21 @@ void kr__digest_payload(kr_fetch_t *f, const char *p, size_t n);
 int kr__digest_payload_end(kr_fetch_t *f);
 /* proc_wait.c: free the per-host allocators. */
 void kr__adapt_hosts_free(kr_crawl_t *c);
+/* A host's revisit plan against its politeness capacity, for reports (in
+ * memory: it fills as the host's URIs are revisited after a start). */
+typedef struct kr_host_capacity {
+  double budget;        /* fetches/s its politeness serves (x budget-utilisation) */
+  /* multiplicative with adaptive.capacity-plan: uris > 0 */
+  uint32_t uris;        /* URIs in the plan */
+  double wanted;        /* fetches/s the thesis' waits ask for */
+  double planned;       /* fetches/s with the floor applied */
+  int64_t floor_ms;     /* 0: the waits fit as they are */
+  /* poisson: alloc_state >= 0 (KR_ALLOC_SLACK/BINDS/OVER), x */
+  int alloc_state;
+  double x;
+} kr_host_capacity_t;
+/* 1 and *out when h has a plan, 0 when not. */
+int kr__adapt_host_capacity(const kr_crawl_t *c, const kr_hostq_t *h, kr_host_capacity_t *out);
 /* proc_feed.c: sitemap changefreq hints of f's items, after the frontier
  * has the links (post, after finish). */
 void kr__proc_feed_post_register(kr_crawl_t *c);

@@ -134,6 +134,26 @@ void kr__adapt_hosts_free(kr_crawl_t *c) {
   c->ahosts_cap = c->ahosts_n = 0;
 }
 
+int kr__adapt_host_capacity(const kr_crawl_t *c, const kr_hostq_t *h, kr_host_capacity_t *out) {
+  memset(out, 0, sizeof *out);
+  out->alloc_state = -1;
+  const struct kr_adapt_host *a = adapt_host_find(c, h);
+  if (!a || (!a->cap.solved && !a->alloc.solved)) return 0;
+  if (a->cap.solved) {
+    out->budget = a->cap.budget;
+    out->uris = a->cap.total;
+    out->wanted = kr_capplan_demand(&a->cap, 0);
+    out->planned = kr_capplan_demand(&a->cap, a->cap.floor_ms);
+    out->floor_ms = a->cap.floor_ms;
+  }
+  if (a->alloc.solved) {
+    if (!out->budget) out->budget = a->alloc.budget;
+    out->alloc_state = a->alloc.state;
+    out->x = a->alloc.x;
+  }
+  return 1;
+}
+
 /* ---- the wait -------------------------------------------------------------------------- */
 
 /* Seconds since the previous visit, at least 1 after one (estimate.h). */

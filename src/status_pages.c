@@ -818,7 +818,44 @@ static size_t pick_hosts(kr_frontier_t *f, uint64_t now, int sort, int state, pi
   return n;
 }
 
-static void host_json(jw_t *w, kr_frontier_t *f, const kr_host_report_t *r, uint64_t now) {
+/* Planned revisits against the host's politeness capacity (proc_wait.c). */
+static void capacity_json(jw_t *w, const kr_crawl_t *c, const kr_hostq_t *h) {
+  kr_host_capacity_t k;
+  if (!h || !kr__adapt_host_capacity(c, h, &k)) {
+    jw_null(w, "capacity");
+    return;
+  }
+  static const char *const alloc_states[] = {"slack", "binds", "over"};
+  jw_open(w, "capacity", '{');
+  jw_dbl(w, "budget_per_s", k.budget);
+  if (k.uris) {
+    jw_u64(w, "planned_uris", k.uris);
+    jw_dbl(w, "wanted_per_s", k.wanted);
+    jw_dbl(w, "planned_per_s", k.planned);
+    jw_i64(w, "floor_ms", k.floor_ms);
+    if (k.budget > 0) jw_dbl(w, "use", k.planned / k.budget);
+  }
+  if (k.alloc_state >= 0 && (size_t)k.alloc_state < ARRAY_SIZE(alloc_states)) {
+    jw_str(w, "allocator", alloc_states[k.alloc_state]);
+    jw_dbl(w, "changes_per_visit", k.x);
+  }
+  jw_close(w, '}');
+}
+
+/* "plan" column of the text host list: planned / capacity (wanted), "-"
+ * without a plan. */
+static void capacity_text(char *out, size_t cap, const kr_crawl_t *c, const kr_hostq_t *h) {
+  kr_host_capacity_t k;
+  if (!h || !kr__adapt_host_capacity(c, h, &k) || !k.uris || !(k.budget > 0))
+    snprintf(out, cap, "-");
+  else if (k.floor_ms)
+    snprintf(out, cap, "%.0f%% (%.0f%%)", 100 * k.planned / k.budget, 100 * k.wanted / k.budget);
+  else
+    snprintf(out, cap, "%.0f%%", 100 * k.planned / k.budget);
+}
+
+static void host_json(jw_t *w, kr_crawl_t *c, const kr_host_report_t *r, uint64_t now) {
+  kr_frontier_t *f = c->frontier;
   jw_open(w, NULL, '{');
   jw_str(w, "host", r->name);
   jw_str(w, "state", r->state < ARRAY_SIZE(host_states) ? host_states[r->state] : "?");
@@ -841,6 +878,7 @@ static void host_json(jw_t *w, kr_frontier_t *f, const kr_host_report_t *r, uint
   jw_i64(w, "crawl_delay_ms", r->crawl_delay_ms);
   kr_hostq_t *h = kr_frontier_host_lookup(f, r->name, strlen(r->name));
   if (h) jw_u64(w, "min_delay_ms", kr_frontier_host_delay(f, h, 0));
+  capacity_json(w, c, h);
   counts_json(w, "counts", &r->c);
   vtrust_json(w, "validators", &r->vt, now);
   jw_close(w, '}');
@@ -895,18 +933,19 @@ static int page_hosts(kr_service_t *s, const kr_status_req_t *req, kr_status_res
   size_t n = pick_hosts(c->frontier, now, sort, state, picks, limit, &total);
   if (want_text(req)) {
     resp->content_type = "text/plain; charset=utf-8";
-    kr_buf_printf(resp->body, "%-40s %-8s %8s %10s %10s %9s %9s\n", "host", "state", "queued",
-                  "overdue", "ready in", "finished", "failed");
+    kr_buf_printf(resp->body, "%-40s %-8s %8s %10s %10s %9s %9s %s\n", "host", "state", "queued",
+                  "overdue", "ready in", "finished", "failed", "plan (wanted)");
     for (size_t i = 0; i < n; i++) {
       const kr_host_report_t *r = &picks[i].r;
-      char o[32], ri[32];
+      char o[32], ri[32], pl[48];
+      capacity_text(pl, sizeof pl, c, kr_frontier_host_lookup(c->frontier, r->name, strlen(r->name)));
       kr_progress_fmt_ms(r->overdue_ms, o, sizeof o);
       kr_progress_fmt_ms(r->ready_at >= KR_NEVER ? KR_NEVER : r->ready_at > now ? r->ready_at - now : 0,
                          ri, sizeof ri);
-      kr_buf_printf(resp->body, "%-40.*s %-8s %8" PRIu64 " %10s %10s %9" PRIu64 " %9" PRIu64 "\n",
+      kr_buf_printf(resp->body, "%-40.*s %-8s %8" PRIu64 " %10s %10s %9" PRIu64 " %9" PRIu64 " %s\n",
                     (int)KR_MIN(strlen(r->name), 200), r->name,
                     r->state < ARRAY_SIZE(host_states) ? host_states[r->state] : "?", r->queued, o,
-                    ri, r->c.finished, r->c.failed);
+                    ri, r->c.finished, r->c.failed, pl);
     }
     kr_buf_printf(resp->body, "%zu of %" PRIu64 " hosts\n", n, total);
     free(picks);
@@ -918,7 +957,7 @@ static int page_hosts(kr_service_t *s, const kr_status_req_t *req, kr_status_res
   jw_u64(&w, "total", total);
   jw_u64(&w, "returned", n);
   jw_open(&w, "hosts", '[');
-  for (size_t i = 0; i < n; i++) host_json(&w, c->frontier, &picks[i].r, now);
+  for (size_t i = 0; i < n; i++) host_json(&w, c, &picks[i].r, now);
   jw_close(&w, ']');
   jw_close(&w, '}');
   kr_buf_append(resp->body, "\n", 1);

@@ -4,8 +4,10 @@
 # from a host that serves ~18. With the plan the multiplicative waits are
 # raised to the host's floor (crawl.log "wait:text/multiplicative/capacity"
 # with "cap:<the thesis' wait>", the summary counts them) and the waits
-# end near 40 / 18 s instead of 1 s; with capacity-plan = false none is
-# raised. The crawl ends itself after 160 fetches (limits).
+# end near 40 / 18 s instead of 1 s; the live host list (kria report
+# hosts) shows the plan at about 100 % of the capacity and the thesis'
+# waits far above it. With capacity-plan = false none is raised. The
+# crawl ends itself after 160 fetches (limits).
 . "$(dirname "$0")/lib.sh"
 
 [ -x "$KRIA" ] && "$KRIA" crawl --help >/dev/null 2>&1 || bail "kria crawl is not built ($KRIA)"
@@ -41,6 +43,8 @@ max-document-download = 160
 commit-interval = 10ms
 [adaptive]
 capacity-plan = $2
+[status]
+listen = 127.0.0.1:0
 [wait "text"]
 content-type = ^text/
 initial-wait = 1s
@@ -48,12 +52,26 @@ default-wait = 1s
 min-wait = 1s
 max-wait = 1h
 EOF
-  timeout 120 "$KRIA" crawl -c "$T/$1.conf" >"$T/$1.out" 2>"$T/$1.err"
-  RC=$?
+  timeout 120 "$KRIA" crawl -c "$T/$1.conf" >"$T/$1.out" 2>"$T/$1.err" &
+  KPID=$!
   CL="$T/$1/logs/crawl.log"
+}
+finish() { wait "$KPID"; RC=$?; }
+# plan_shown: the live host list shows the plan at its floor, "P% (W%)"
+plan_shown() {
+  PLAN=$("$KRIA" report hosts --addr "$(cat "$T/on/status.addr")" 2>/dev/null | awk 'NR == 2 {print $(NF-1), $NF}')
+  [[ $PLAN =~ ^[0-9]+%\ \([0-9]+%\)$ ]]
 }
 
 run on true
+wait_until 30 test -s "$T/on/status.addr" || bail "no status.addr: $(tail -3 "$T/on.err")"
+check "plan: the live host list shows planned and wanted use of the capacity" wait_until 60 plan_shown
+diag "plan (wanted): $PLAN"
+planned=${PLAN%%%*}
+wanted=${PLAN#*(}; wanted=${wanted%\%)}
+check "plan: planned about the whole capacity ($planned%), the thesis' waits far more ($wanted%)" \
+  test "$planned" -ge 80 -a "$planned" -le 110 -a "$wanted" -ge 150
+finish
 is "$RC" 0 "plan: the crawl ends at its limit"
 raised=$(grep -c 'wait:text/multiplicative/capacity' "$CL")
 diag "raised: $raised of $(grep -c 'wait:text/' "$CL") waits"
@@ -68,6 +86,7 @@ diag "last raised wait: $last"
 like "$last" '^wt:([2-9]s|[1-9][0-9]s)' "plan: the floor is seconds, not the 1 s min-wait"
 
 run off false
+finish
 is "$RC" 0 "thesis: the crawl ends at its limit"
 is "$(grep -c 'multiplicative/capacity' "$CL")" 0 "thesis: no wait raised with capacity-plan = false"
 is "$(grep -c 'wait:text/multiplicative' "$CL" | awk '$1 > 60 {print "many"}')" many \

@@ -19,15 +19,6 @@
 [ -x "$KRIA" ] || bail "kria is not built ($KRIA)"
 command -v curl >/dev/null || bail "curl is needed"
 
-wait_until() {
-  local limit=$1; shift
-  local end=$((SECONDS + limit))
-  while ((SECONDS <= end)); do
-    "$@" && return 0
-    sleep 0.05
-  done
-  return 1
-}
 mode() { stat -c %a "$1" 2>/dev/null || echo missing; }
 
 cat >"$T/site.ini" <<'EOF'

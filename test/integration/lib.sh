@@ -167,6 +167,19 @@ spawn_wait() {
   return 1
 }
 
+# wait_until SECONDS CMD...: run CMD every 50 ms until it succeeds (0) or
+# SECONDS pass (1). For conditions no event announces (a file appearing,
+# a status page showing a figure); bounded in time.
+wait_until() {
+  local limit=$1; shift
+  local end=$((SECONDS + limit))
+  while ((SECONDS <= end)); do
+    "$@" && return 0
+    sleep 0.05
+  done
+  return 1
+}
+
 # random_port: a port number to try (callers retry when it is taken).
 random_port() { echo $((20000 + (RANDOM * 32768 + RANDOM) % 40000)); }
 

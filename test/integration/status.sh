@@ -49,17 +49,6 @@ else
 fi
 export -f jget jlen jvalid
 
-# wait_until SECONDS CMD...: run CMD every 50 ms until it succeeds
-# (0) or SECONDS pass (1).
-wait_until() {
-  local limit=$1; shift
-  local end=$((SECONDS + limit))
-  while ((SECONDS <= end)); do
-    "$@" && return 0
-    sleep 0.05
-  done
-  return 1
-}
 
 cat >"$T/routes.ini" <<'EOF'
 [route "/robots.txt"]

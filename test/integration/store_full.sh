@@ -28,16 +28,6 @@ if [ "$(id -u)" != 0 ] || ! mount -t tmpfs -o size=16m tmpfs "$T/full" 2>/dev/nu
 fi
 trap 'umount "$T/full" 2>/dev/null; _lib_cleanup' EXIT
 
-# wait_until SECONDS CMD...: CMD every 50 ms until it succeeds or time runs out
-wait_until() {
-  local limit=$1; shift
-  local end=$((SECONDS + limit))
-  while ((SECONDS <= end)); do
-    "$@" && return 0
-    sleep 0.05
-  done
-  return 1
-}
 
 cat >"$T/site.ini" <<'EOF'
 [route "/robots.txt"]
