@@ -9,7 +9,7 @@
  * database of a schema this build knows, and never rewrites such a file.
  * Sections: errors, lock, statements, open and schema, transactions,
  * checkpoints, URIs, hosts, meta, adaptive (digest index, hints), WARC
- * originals.
+ * originals, robots.txt, scope (the seeds in force, disregarded URIs).
  */
 #include "store.h"
 
@@ -260,6 +260,20 @@ static const char *const migrations[] = {
     " orig_digest = CASE WHEN o.digest IS uris.digest THEN NULL ELSE o.digest END"
     " FROM originals o WHERE o.fp = uris.fp;"
     "DROP TABLE originals;",
+    /* 7: the crawl's scope is part of its state. The seeds in force (so a
+     * restart without crawl.seeds, or a reload with a broken seeds file,
+     * cannot put the crawl's hosts out of scope): an existing crawl's are
+     * its URIs without hops, flagged "written without a path" when their
+     * path is "/" (the wider reading in surt mode; KR_SEED_NO_PATH). The
+     * disregarded URIs by status and URL, so those the scope or a host's
+     * robots.txt no longer rejects are found without a scan. */
+    "CREATE TABLE seeds(url TEXT PRIMARY KEY, flags INTEGER NOT NULL DEFAULT 0,"
+    " added INTEGER NOT NULL) WITHOUT ROWID;"
+    "INSERT OR IGNORE INTO seeds(url, flags, added) SELECT url,"
+    " CASE WHEN instr(substr(url, instr(url, '://') + 3), '/') ="
+    " length(substr(url, instr(url, '://') + 3)) THEN 2 ELSE 0 END, first_seen"
+    " FROM uris WHERE coalesce(hop_path, '') = '';"
+    "CREATE INDEX uris_disregarded ON uris(status, url) WHERE state = 3;",
 };
 
 #define ORIG_INDEX                                                                     \
@@ -2020,4 +2034,98 @@ int kr_store_uri_set_hint(kr_store_t *st, uint64_t fp, double rate) {
   if (rc) return rc; /* kept: 1, as if the row were there (a row read
                         during the drain does not show it yet) */
   return sqlite3_changes(st->db) > 0;
+}
+
+/* ---- scope: the seeds in force, disregarded URIs ---------------------------- */
+
+/* Statements of this section run at a start or a reload only: prepared
+ * each time, like kr_store_due_all's. */
+static sqlite3_stmt *prepare_once(kr_store_t *st, const char *sql, const char *what) {
+  sqlite3_stmt *s = NULL;
+  if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK) {
+    db_err(st, what);
+    return NULL;
+  }
+  return s;
+}
+
+int kr_store_seeds_each(kr_store_t *st, int (*fn)(void *ud, const char *url, size_t len,
+                                                  unsigned flags),
+                        void *ud) {
+  settle(st);
+  sqlite3_stmt *s = prepare_once(st, "SELECT url, flags FROM seeds ORDER BY url", "reading the seeds");
+  if (!s) return KR_EDB;
+  int rc, ret = 0;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    size_t len;
+    const char *url = col_text(s, 0, &len);
+    if (!url || !len) continue;
+    if ((ret = fn(ud, url, len, (unsigned)sqlite3_column_int(s, 1))) < 0) break;
+  }
+  sqlite3_finalize(s);
+  if (ret < 0) return ret;
+  if (rc != SQLITE_DONE) return db_err(st, "reading the seeds");
+  return 0;
+}
+
+int kr_store_seeds_clear(kr_store_t *st) {
+  settle(st);
+  if (write_begin(st)) return KR_EDB;
+  sqlite3_stmt *s = prepare_once(st, "DELETE FROM seeds", "replacing the seeds");
+  if (!s) return KR_EDB;
+  int rc = sqlite3_step(s);
+  sqlite3_finalize(s);
+  if (rc != SQLITE_DONE) return db_err(st, "replacing the seeds");
+  st->stats.updates++;
+  return 0;
+}
+
+int kr_store_seed_put(kr_store_t *st, const char *url, size_t len, unsigned flags, uint64_t now) {
+  settle(st);
+  if (!url || !len) return KR_EINVAL;
+  if (write_begin(st)) return KR_EDB;
+  sqlite3_stmt *s = prepare_once(
+      st, "INSERT OR REPLACE INTO seeds(url, flags, added) VALUES (?1, ?2, ?3)", "storing a seed");
+  if (!s) return KR_EDB;
+  sqlite3_bind_text(s, 1, url, (int)len, SQLITE_STATIC);
+  sqlite3_bind_int(s, 2, (int)flags);
+  sqlite3_bind_int64(s, 3, now > INT64_MAX ? INT64_MAX : (sqlite3_int64)now);
+  int rc = sqlite3_step(s);
+  sqlite3_finalize(s);
+  if (rc != SQLITE_DONE) return db_err(st, "storing a seed");
+  st->stats.updates++;
+  return 0;
+}
+
+int kr_store_disregarded_page(kr_store_t *st, int status, const char *after, size_t after_len,
+                              const char *below, size_t below_len, size_t max,
+                              void (*fn)(void *ud, const kr_uri_row_t *r), void *ud) {
+  settle(st);
+  /* the terms of uris_disregarded, so that SQLite walks it */
+  sqlite3_stmt *s = prepare_once(st,
+                                 "SELECT fp, url, hop_path FROM uris WHERE state = 3 AND "
+                                 "status = ?1 AND url > ?2 AND url < ?3 ORDER BY url LIMIT ?4",
+                                 "reading disregarded URIs");
+  if (!s) return KR_EDB;
+  sqlite3_bind_int(s, 1, status);
+  sqlite3_bind_text(s, 2, after ? after : "", after ? (int)after_len : 0, SQLITE_STATIC);
+  /* no upper bound: above every URL (they are ASCII) */
+  sqlite3_bind_text(s, 3, below ? below : "\x7f", below ? (int)below_len : 1, SQLITE_STATIC);
+  sqlite3_bind_int64(s, 4, max > INT32_MAX ? INT32_MAX : (sqlite3_int64)max);
+  int rc, n = 0;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    kr_uri_row_t r;
+    memset(&r, 0, sizeof r);
+    r.fp = (uint64_t)sqlite3_column_int64(s, 0);
+    r.url = col_text(s, 1, &r.url_len);
+    r.hop_path = col_text(s, 2, &r.hop_len);
+    r.state = KR_URI_DISREGARDED;
+    r.status = status;
+    r.next_at = KR_NEVER;
+    if (r.url) fn(ud, &r);
+    n++;
+  }
+  sqlite3_finalize(s);
+  if (rc != SQLITE_DONE) return db_err(st, "reading disregarded URIs");
+  return n;
 }

@@ -36,6 +36,9 @@
  *   robots(origin, expires, status, final, body)  the last robots.txt
  *                                  fetch per origin ("http://host:port"):
  *                                  a restart reuses it until it expires
+ *   seeds(url, flags, added)       the seeds in force (canonical URL,
+ *                                  KR_SEED_* flags): the crawl's scope, so
+ *                                  a start without crawl.seeds keeps it
  *   host_validators                a view: per host the validator trust
  *                                  counters, reliability and usefulness
  *   uris_queue(host_id, directive DESC, next_at) WHERE next_at < NEVER
@@ -45,6 +48,9 @@
  *                                  by (8 bytes of) payload digest, only
  *                                  while opts.orig_index asks for it
  *                                  (about 26 bytes per visited URI)
+ *   uris_disregarded(status, url) WHERE state = 3  disregarded URIs
+ *                                  by status and URL: the ones a scope or
+ *                                  robots.txt change may bring back
  * Disregarded and failed URIs stay with next_at = KR_NEVER (out of the
  * index, kept for dedupe).
  *
@@ -97,7 +103,7 @@
 
 #define KR_NEVER ((uint64_t)INT64_MAX)   /* next_at of a URI never due */
 #define KR_STORE_APP_ID 0x6b726961       /* "kria" */
-#define KR_STORE_SCHEMA 6                /* user_version this build writes */
+#define KR_STORE_SCHEMA 7                /* user_version this build writes */
 #define KR_STORE_DB_NAME "kria.db"
 #define KR_STORE_LOCK_NAME "kria.lock"
 
@@ -457,5 +463,28 @@ int kr_store_robots_put(kr_store_t *st, const char *origin, size_t n, const kr_r
 /* Set (rate > 0) or clear (rate <= 0) fp's changefreq hint. 1, 0 when fp
  * is absent, KR_EDB. */
 int kr_store_uri_set_hint(kr_store_t *st, uint64_t fp, double rate);
+
+/* ---- scope ---------------------------------------------------------------- */
+
+/* The seeds in force, in URL order: fn(ud, url, len, flags) for each (url
+ * valid during the call); fn returning < 0 stops with that value. 0 or
+ * KR_EDB. */
+int kr_store_seeds_each(kr_store_t *st,
+                        int (*fn)(void *ud, const char *url, size_t len, unsigned flags),
+                        void *ud);
+/* Replace the seeds in force: clear, then put each (canonical URL,
+ * KR_SEED_* flags, now). Both join the open transaction. 0, KR_EINVAL
+ * (no URL), KR_EDB. */
+int kr_store_seeds_clear(kr_store_t *st);
+int kr_store_seed_put(kr_store_t *st, const char *url, size_t len, unsigned flags, uint64_t now);
+/* One page of the disregarded URIs (state KR_URI_DISREGARDED) whose
+ * status is status, in URL order, with after < url < below (after NULL:
+ * from the first; below NULL: to the last), at most max: fn gets each
+ * with fp, url, hop_path, state, status and next_at filled (valid during
+ * the call; fn must not call into the store). Page on with the last URL
+ * as after. The number of rows, or KR_EDB. Walks uris_disregarded only. */
+int kr_store_disregarded_page(kr_store_t *st, int status, const char *after, size_t after_len,
+                              const char *below, size_t below_len, size_t max,
+                              void (*fn)(void *ud, const kr_uri_row_t *r), void *ud);
 
 #endif

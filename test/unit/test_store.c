@@ -7,7 +7,9 @@
  * instance); checkpoints inline and as uv_queue_work jobs (also closing
  * while one runs); fingerprint scans across the signed range; schema
  * migration from version 1; the payload digest index; wide waits; WAL
- * writes gathered by the store's VFS. */
+ * writes gathered by the store's VFS; the seeds in force and the pages
+ * of disregarded URIs (the scope kept in the state), and the migration
+ * to them from version 6. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -1149,9 +1151,9 @@ static void migrates_v5_originals(void **state) {
   put_digest(st, &b, d2); /* its change digest is not its payload's */
   assert_int_equal(kr_store_close(st), 0);
   /* back to schema 5 as that release left it */
-  char q[1024];
+  char q[1536];
   snprintf(q, sizeof q,
-           "DROP INDEX IF EXISTS uris_orig_digest;"
+           "DROP INDEX IF EXISTS uris_orig_digest; DROP INDEX uris_disregarded; DROP TABLE seeds;"
            "ALTER TABLE uris DROP COLUMN orig_digest; ALTER TABLE uris DROP COLUMN orig_rid;"
            "ALTER TABLE uris DROP COLUMN orig_fp; ALTER TABLE uris DROP COLUMN orig_date;"
            "CREATE TABLE originals(fp INTEGER PRIMARY KEY, digest BLOB NOT NULL,"
@@ -1725,6 +1727,162 @@ static void row_cache_hint_kept_in_drain(void **state) {
   assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* ---- scope: the seeds in force, disregarded URIs ---- */
+
+typedef struct seed_seen {
+  char urls[8][64];
+  unsigned flags[8];
+  int n;
+} seed_seen_t;
+
+static int seed_cb(void *ud, const char *url, size_t len, unsigned flags) {
+  seed_seen_t *ss = ud;
+  if (ss->n == 8) return -1;
+  snprintf(ss->urls[ss->n], sizeof ss->urls[0], "%.*s", (int)len, url);
+  ss->flags[ss->n++] = flags;
+  return 0;
+}
+
+/* The seeds in force: put (a put again replaces), read back in URL
+ * order, kept across a reopen, replaced as a whole. */
+static void seeds_in_force(void **state) {
+  (void)state;
+  kr_store_t *st = open_ok(NULL);
+  seed_seen_t ss = {0};
+  assert_int_equal(kr_store_seeds_each(st, seed_cb, &ss), 0);
+  assert_int_equal(ss.n, 0);
+  assert_int_equal(kr_store_seed_put(st, "http://b.example/", 17, 2, 10), 0);
+  assert_int_equal(kr_store_seed_put(st, "http://a.example/x", 18, 0, 10), 0);
+  assert_int_equal(kr_store_seed_put(st, "http://b.example/", 17, 0, 11), 0);
+  assert_int_equal(kr_store_seed_put(st, "", 0, 0, 11), KR_EINVAL);
+  assert_int_equal(kr_store_close(st), 0);
+  st = open_ok(NULL);
+  assert_int_equal(kr_store_seeds_each(st, seed_cb, &ss), 0);
+  assert_int_equal(ss.n, 2);
+  assert_string_equal(ss.urls[0], "http://a.example/x");
+  assert_string_equal(ss.urls[1], "http://b.example/");
+  assert_int_equal(ss.flags[1], 0);
+  assert_int_equal(kr_store_seeds_clear(st), 0);
+  assert_int_equal(kr_store_seed_put(st, "http://c.example/", 17, 2, 12), 0);
+  memset(&ss, 0, sizeof ss);
+  assert_int_equal(kr_store_seeds_each(st, seed_cb, &ss), 0);
+  assert_int_equal(ss.n, 1);
+  assert_string_equal(ss.urls[0], "http://c.example/");
+  assert_int_equal(ss.flags[0], 2);
+  kr_store_close(st);
+}
+
+typedef struct page_seen {
+  char urls[16][64];
+  char hops[16][8];
+  int n;
+} page_seen_t;
+
+static void page_cb(void *ud, const kr_uri_row_t *r) {
+  page_seen_t *ps = ud;
+  if (ps->n == 16) return;
+  snprintf(ps->urls[ps->n], sizeof ps->urls[0], "%.*s", (int)r->url_len, r->url);
+  snprintf(ps->hops[ps->n], sizeof ps->hops[0], "%.*s", (int)r->hop_len, r->hop_path ? r->hop_path : "");
+  assert_true(r->fp == kr_fp(r->url, r->url_len));
+  ps->n++;
+}
+
+static void set_state(kr_store_t *st, const char *url, int state, int status) {
+  kr_uri_row_t r;
+  assert_int_equal(kr_store_uri_get(st, kr_fp(url, strlen(url)), &r), 1);
+  r.state = state;
+  r.status = status;
+  r.next_at = state == KR_URI_DISREGARDED ? KR_NEVER : r.next_at;
+  assert_int_equal(kr_store_uri_update(st, &r), 1);
+}
+
+/* Pages of disregarded URIs: only state 3 with the status asked for, in
+ * URL order, within (after, below), max at a time, through the partial
+ * index; a URI revived (state queued) leaves it. */
+static void disregarded_pages(void **state) {
+  (void)state;
+  kr_store_t *st = open_ok(NULL);
+  int64_t h;
+  assert_int_equal(kr_store_host_insert(st, "d.example", 9, &h), 0);
+  static const char *const urls[] = {"http://d.example/a", "http://d.example/b",
+                                     "http://d.example/c", "http://e.example/a",
+                                     "http://d.example/r", "http://d.example/q"};
+  for (size_t i = 0; i < 6; i++) {
+    kr_uri_row_t r = row(urls[i], h, 0, 1);
+    assert_int_equal(kr_store_uri_insert(st, &r), 1);
+  }
+  set_state(st, urls[0], KR_URI_DISREGARDED, -5000);
+  set_state(st, urls[1], KR_URI_DISREGARDED, -5000);
+  set_state(st, urls[2], KR_URI_DISREGARDED, -5000);
+  set_state(st, urls[3], KR_URI_DISREGARDED, -5000);
+  set_state(st, urls[4], KR_URI_DISREGARDED, -9998);
+  set_state(st, urls[5], KR_URI_FAILED, -5000); /* failed, not disregarded */
+  page_seen_t ps = {0};
+  assert_int_equal(kr_store_disregarded_page(st, -5000, NULL, 0, NULL, 0, 2, page_cb, &ps), 2);
+  assert_string_equal(ps.urls[0], "http://d.example/a");
+  assert_string_equal(ps.urls[1], "http://d.example/b");
+  assert_string_equal(ps.hops[0], "L");
+  assert_int_equal(kr_store_disregarded_page(st, -5000, ps.urls[1], strlen(ps.urls[1]), NULL, 0,
+                                             10, page_cb, &ps), 2);
+  assert_string_equal(ps.urls[2], "http://d.example/c");
+  assert_string_equal(ps.urls[3], "http://e.example/a");
+  /* one origin: below is the prefix with its last byte raised */
+  memset(&ps, 0, sizeof ps);
+  assert_int_equal(kr_store_disregarded_page(st, -5000, "http://d.example/", 17,
+                                             "http://d.example0", 17, 10, page_cb, &ps), 3);
+  memset(&ps, 0, sizeof ps);
+  assert_int_equal(kr_store_disregarded_page(st, -9998, NULL, 0, NULL, 0, 10, page_cb, &ps), 1);
+  assert_string_equal(ps.urls[0], "http://d.example/r");
+  kr_store_uri_set_sched(st, kr_fp(urls[4], strlen(urls[4])), 0, 5, KR_URI_QUEUED);
+  assert_int_equal(kr_store_disregarded_page(st, -9998, NULL, 0, NULL, 0, 10, page_cb, &ps), 0);
+  assert_int_equal(kr_store_close(st), 0);
+  /* the partial index answers the query, no table scan */
+  sqlite3 *db = db_open(SQLITE_OPEN_READONLY);
+  sqlite3_stmt *s = query_row(db, "EXPLAIN QUERY PLAN SELECT fp, url, hop_path FROM uris WHERE "
+                                  "state = 3 AND status = -5000 AND url > '' AND url < 'z' "
+                                  "ORDER BY url LIMIT 5");
+  int indexed = 0;
+  while (sqlite3_step(s) == SQLITE_ROW)
+    if (strstr((const char *)sqlite3_column_text(s, 3), "uris_disregarded")) indexed = 1;
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  assert_true(indexed);
+}
+
+/* A version-6 database (no seeds table) migrates: its URIs without hops
+ * become the seeds in force, "/" ones flagged written without a path, and
+ * the disregarded URIs get their index. */
+static void migrates_v6_seeds(void **state) {
+  (void)state;
+  kr_store_t *st = open_ok(NULL);
+  int64_t h;
+  assert_int_equal(kr_store_host_insert(st, "s.example", 9, &h), 0);
+  kr_uri_row_t a = row("http://s.example/", h, 0, 1);
+  kr_uri_row_t b = row("https://t.example:8443/dir/", h, 0, 1);
+  kr_uri_row_t c = row("http://s.example/linked", h, 0, 1);
+  kr_uri_row_t p = row("http://s.example/robots.txt", h, 0, 1);
+  a.hop_path = b.hop_path = "";
+  a.hop_len = b.hop_len = 0;
+  p.hop_path = "P";
+  assert_int_equal(kr_store_uri_insert(st, &a), 1);
+  assert_int_equal(kr_store_uri_insert(st, &b), 1);
+  assert_int_equal(kr_store_uri_insert(st, &c), 1);
+  assert_int_equal(kr_store_uri_insert(st, &p), 1);
+  assert_int_equal(kr_store_close(st), 0);
+  sql_exec("DROP INDEX uris_disregarded; DROP TABLE seeds; PRAGMA user_version = 6;");
+  st = open_ok(NULL);
+  seed_seen_t ss = {0};
+  assert_int_equal(kr_store_seeds_each(st, seed_cb, &ss), 0);
+  assert_int_equal(ss.n, 2);
+  assert_string_equal(ss.urls[0], "http://s.example/");
+  assert_int_equal(ss.flags[0], 2);
+  assert_string_equal(ss.urls[1], "https://t.example:8443/dir/");
+  assert_int_equal(ss.flags[1], 0);
+  assert_int_equal(kr_store_close(st), 0);
+  assert_int_equal(sql_int("PRAGMA user_version"), KR_STORE_SCHEMA);
+  assert_int_equal(sql_int("SELECT count(*) FROM sqlite_master WHERE name = 'uris_disregarded'"), 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(fresh_schema, setup, teardown),
@@ -1757,6 +1915,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(warc_originals_compact, setup, teardown),
       cmocka_unit_test_setup_teardown(row_cache_reads_as_sqlite, setup, teardown),
       cmocka_unit_test_setup_teardown(row_cache_hint_kept_in_drain, setup, teardown),
+      cmocka_unit_test_setup_teardown(seeds_in_force, setup, teardown),
+      cmocka_unit_test_setup_teardown(disregarded_pages, setup, teardown),
+      cmocka_unit_test_setup_teardown(migrates_v6_seeds, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
