@@ -1,11 +1,14 @@
 /*
- * `kria crawl -c FILE [-o section.key=value]... [--revisit-now]`: load the
- * configuration (the file, then the overrides, then the cross-key checks),
- * build the crawl and run it until it ends (--revisit-now: every URI of
- * the state directory due at start). Exit 0 when the crawl ended as asked (a
- * snapshot crawl completed, a limit was reached, SIGINT/SIGTERM), 2 on a
- * configuration, state-directory or database error or a snapshot crawl
- * that fetched none of the seeds it tried, 64 on a usage error.
+ * `kria crawl -c FILE [-o section.key=value]... [--revisit-now]
+ * [--allow-scope-change]`: load the configuration (the file, then the
+ * overrides, then the cross-key checks), build the crawl and run it until
+ * it ends (--revisit-now: every URI of the state directory due at start;
+ * --allow-scope-change: this start may put hosts with URIs out of scope).
+ * Exit 0 when the crawl ended as asked (a snapshot crawl completed, a
+ * limit was reached, SIGINT/SIGTERM), 2 on a configuration,
+ * state-directory or database error, a scope change refused, or a
+ * snapshot crawl that fetched none of the seeds it tried, 64 on a usage
+ * error.
  * A start that fails leaves no state directory it created behind.
  */
 #include <stdio.h>
@@ -19,6 +22,7 @@
 
 static const char usage_text[] =
     "usage: kria crawl -c FILE [-o section.key=value]... [--revisit-now]\n"
+    "                  [--allow-scope-change]\n"
     "\n"
     "Crawl as FILE says (see config/kria.conf for every key). -o overrides\n"
     "one key after the file (repeatable; wait.NAME.key for wait evaluators).\n"
@@ -26,7 +30,11 @@ static const char usage_text[] =
     "taken from the current directory. --revisit-now makes every URI the\n"
     "state directory knows due at start (a second pass over a site, e.g.\n"
     "with crawl.revisit = false: conditional GETs where validators are\n"
-    "known, then exit). SIGINT or SIGTERM stops the crawl:\n"
+    "known, then exit). The seeds in force are kept in the state directory:\n"
+    "with crawl.seeds empty a start uses them, and a start whose seeds or\n"
+    "[scope] rules would put hosts with URIs out of scope is refused, naming\n"
+    "them, unless --allow-scope-change (or scope.allow-change = true).\n"
+    "SIGINT or SIGTERM stops the crawl:\n"
     "running fetches get 4 s to finish, the rest is abandoned (it stays\n"
     "queued), everything is committed and kria exits within 5 s.\n"
     "Exit 0 when the crawl ended, 2 on an error (a snapshot crawl that could\n"
@@ -36,7 +44,7 @@ int kr_cmd_crawl(int argc, char **argv) {
   const char *file = NULL;
   const char *over[256];
   size_t nover = 0;
-  int revisit_now = 0;
+  int revisit_now = 0, allow_scope_change = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -45,6 +53,10 @@ int kr_cmd_crawl(int argc, char **argv) {
     }
     if (!strcmp(a, "--revisit-now")) {
       revisit_now = 1;
+      continue;
+    }
+    if (!strcmp(a, "--allow-scope-change")) {
+      allow_scope_change = 1;
       continue;
     }
     if (!strcmp(a, "-c") || !strcmp(a, "-o")) {
@@ -94,7 +106,8 @@ int kr_cmd_crawl(int argc, char **argv) {
   kr_crawl_t *crawl;
   char err[1024];
   kr_crawl_opts_t copts = {.config_path = file, .overrides = over, .n_overrides = nover,
-                           .revisit_now = revisit_now};
+                           .revisit_now = revisit_now,
+                           .allow_scope_change = allow_scope_change};
   rc = kr_crawl_new(cfg, &copts, &crawl, err, sizeof err);
   if (rc) {
     kr_cli_error(rc, "%s", err);

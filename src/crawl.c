@@ -35,6 +35,7 @@
 #include "internal.h"
 #include "linkcache.h"
 #include "proc_warc.h"
+#include "scopestate.h"
 #include "kria/fp.h"
 #include "kria/seeds.h"
 #include "log.h"
@@ -1161,41 +1162,107 @@ static pcre2_code *compile(const char *pat) {
   return r;
 }
 
+/* The scope of a start: the seeds file's seeds, or with crawl.seeds
+ * empty those kept in the state database (scopestate.h). A start that
+ * would put out of scope hosts with URIs is refused unless allowed; then
+ * the seeds and rules in force are kept, the seeds are queued, and the
+ * URIs the scope disregarded are decided again. */
 static int add_seeds(kr_crawl_t *c, char *err, size_t errlen) {
   const kr_config_view_t *g = kr_config_global(c->cfg);
+  kr_store_t *st = kr_frontier_store(c->frontier);
   const char *path = kr_config_str(g, KR_CFG_CRAWL_SEEDS);
-  if (!path[0]) return 0;
-  kr_seeds_t seeds;
+  kr_seeds_t kept, seeds;
+  kr_seeds_init(&kept);
   kr_seeds_init(&seeds);
-  kr_seeds_opts_t so;
-  kr_seeds_opts_init(&so);
-  so.canon = c->canon;
-  int rc = kr_seeds_load(&seeds, path, &so);
-  if (rc == KR_EIO) { /* unreadable: its message is the error, reported once by the caller */
-    snprintf(err, errlen, "%s", seeds.n_messages ? seeds.messages[seeds.n_messages - 1] : path);
-    kr_seeds_free(&seeds);
-    return rc;
+  kr_scope_t *old = NULL;
+  int rc = kr__scope_seeds_load(st, &kept);
+  if (rc) {
+    snprintf(err, errlen, "%s: cannot read the seeds kept there", kr_store_path(st));
+    goto out;
   }
-  for (size_t i = 0; i < seeds.n_messages; i++)
-    KR_LOG(KR_LOG_WARN, NULL, "%s", seeds.messages[i]);
-  rc = kr_scope_add_seeds(c->scope, &seeds);
+  if (path[0]) {
+    kr_seeds_opts_t so;
+    kr_seeds_opts_init(&so);
+    so.canon = c->canon;
+    rc = kr_seeds_load(&seeds, path, &so);
+    if (rc == KR_EIO) { /* unreadable: its message is the error, reported once by the caller */
+      snprintf(err, errlen, "%s", seeds.n_messages ? seeds.messages[seeds.n_messages - 1] : path);
+      goto out;
+    }
+    for (size_t i = 0; i < seeds.n_messages; i++)
+      KR_LOG(KR_LOG_WARN, NULL, "%s", seeds.messages[i]);
+    /* As a reload would: a crawl's seeds are not replaced by an empty,
+     * half-written or junk file. */
+    if (kept.n && (!seeds.n || seeds.bad > seeds.n)) {
+      snprintf(err, errlen,
+               "%s: %s (%zu lines, %zu bad, %zu seeds): the %zu seeds kept in %s stay in force; "
+               "fix the file, or set crawl.seeds empty to crawl on with them",
+               path, seeds.n ? "more bad lines than seeds" : "no seed in it", seeds.lines,
+               seeds.bad, seeds.n, kept.n, kr_store_path(st));
+      rc = KR_ECONFIG;
+      goto out;
+    }
+  } else if (kept.n) {
+    KR_LOG(KR_LOG_NOTICE, kr_store_path(st),
+           "crawl.seeds is empty: the %zu seeds kept in the state database are in force", kept.n);
+  }
+  const kr_seeds_t *in_force = path[0] ? &seeds : &kept;
+  rc = kr_scope_add_seeds(c->scope, in_force);
   if (rc) KR_LOG(KR_LOG_WARN, path, "a seed could not be put in scope: %s", kr_strerror(rc));
+  if ((rc = kr__scope_kept_new(c, g, &kept, &old, err, errlen))) goto out;
+  char names[512];
+  size_t nexiled = kr__scope_exiled(c, old, &kept, c->scope, names, sizeof names);
+  if (nexiled) {
+    if (!c->opts.allow_scope_change && !kr_config_bool(g, KR_CFG_SCOPE_ALLOW_CHANGE)) {
+      snprintf(err, errlen,
+               "scope: %zu host%s with URIs in %s would go out of scope: %s. Put %s seeds back "
+               "in crawl.seeds (or leave it empty: the seeds kept are used), or start with "
+               "--allow-scope-change (scope.allow-change = true) to let %s go",
+               nexiled, nexiled > 1 ? "s" : "", kr_store_path(st), names,
+               nexiled > 1 ? "their" : "its", nexiled > 1 ? "them" : "it");
+      rc = KR_ECONFIG;
+      goto out;
+    }
+    KR_LOG(KR_LOG_WARN, kr_store_path(st), "scope change allowed: %zu host%s with URIs go%s out "
+           "of scope: %s", nexiled, nexiled > 1 ? "s" : "", nexiled > 1 ? "" : "es", names);
+  }
   uint64_t now = kr_crawl_now(c);
+  if ((rc = kr__scope_save(st, path[0] ? &seeds : NULL, g, now))) {
+    snprintf(err, errlen, "%s: cannot keep the seeds", kr_store_path(st));
+    goto out;
+  }
   size_t added = 0;
   for (size_t i = 0; i < seeds.n; i++) {
     kr_link_t l = {.url = seeds.v[i].url, .url_len = seeds.v[i].len, .hop_path = "",
                    .directive = KR_DIRECTIVE_NORMAL};
     rc = kr_frontier_add(c->frontier, &l, now);
     if (rc == KR_EDB) {
-      snprintf(err, errlen, "%s: cannot add the seeds", kr_store_path(kr_frontier_store(c->frontier)));
-      kr_seeds_free(&seeds);
-      return rc;
+      snprintf(err, errlen, "%s: cannot add the seeds", kr_store_path(st));
+      goto out;
     }
     if (rc == 1) added++;
   }
-  KR_LOG(KR_LOG_INFO, path, "%zu seeds, %zu new", seeds.n, added);
-  kr_seeds_free(&seeds);
-  return kr_frontier_commit(c->frontier);
+  if (path[0]) KR_LOG(KR_LOG_INFO, path, "%zu seeds, %zu new", seeds.n, added);
+  int64_t revived = kr__scope_revive(c, now);
+  if (revived < 0) {
+    rc = (int)revived;
+    snprintf(err, errlen, "%s: cannot queue again the URIs back in scope", kr_store_path(st));
+    goto out;
+  }
+  if (revived)
+    KR_LOG(KR_LOG_NOTICE, kr_store_path(st),
+           "%" PRId64 " URIs disregarded by an earlier scope are in scope again: queued", revived);
+  rc = kr_frontier_commit(c->frontier);
+out:
+  kr_scope_free(old);
+  /* the seeds in force stay with the crawl (a reload compares with them) */
+  if (path[0]) {
+    c->scope_seeds = seeds;
+    kr_seeds_free(&kept);
+  } else {
+    c->scope_seeds = kept;
+  }
+  return rc;
 }
 
 /* What a start creates in the state directory and where the WARC files
@@ -1501,6 +1568,7 @@ void kr_crawl_free(kr_crawl_t *c) {
   }
   if (c->nprocs) kr_chain_free(&c->chain);
   kr_scope_free(c->scope);
+  kr_seeds_free(&c->scope_seeds);
   kr_url_canon_opts_free(c->canon);
   kr__robots_cache_free(c->robots);
   for (size_t i = 0; i < c->hcs_cap; i++) hostcfg_free(c->hcs[i]);

@@ -50,6 +50,7 @@
 #include "kria/wait.h"
 #include "kria/robots.h"
 #include "kria/scope.h"
+#include "kria/seeds.h"
 #include "kria/url.h"
 #include "timer.h"
 
@@ -69,6 +70,10 @@ typedef struct kr_crawl_opts {
   const char *config_path;
   const char *const *overrides;
   size_t n_overrides;
+  int allow_scope_change;       /* 1: this start may put hosts with URIs
+                                   out of scope (kria crawl
+                                   --allow-scope-change; scope.allow-change
+                                   is the key for every start and reload) */
 } kr_crawl_opts_t;
 
 typedef struct kr_crawl_stats {
@@ -397,6 +402,8 @@ struct kr_crawl {
   struct kr_diskguard *disk;    /* free space of the state directory */
   int disk_held;                /* dispatch held: the state disk is low */
   kr_wheel_entry_t disk_retry;
+  kr_seeds_t scope_seeds;       /* the seeds in force, as kept in the state
+                                   database (scopestate.h) */
 };
 
 /* Settings for host (ASCII, any case). Never NULL. */

@@ -28,7 +28,10 @@
  * (store.h, robots table): an origin the cache does not hold is looked up
  * there before its robots.txt is fetched again, so a restart within the
  * expiry fetches none. kr__robots_store() fills it after a
- * robots.txt fetch (called from the post phase). Sections: the cache,
+ * robots.txt fetch (called from the post phase); when the outcome differs
+ * from the one kept (status or body), the URIs the old rules disallowed
+ * (-9998) that the new ones allow are queued again (scopestate.h).
+ * Sections: the cache,
  * origins, the scope processor, the robots processor, storing rules.
  */
 #include <stdio.h>
@@ -39,6 +42,7 @@
 #include "internal.h"
 #include "kria/fp.h"
 #include "log.h"
+#include "scopestate.h"
 
 /* ---- the cache ----------------------------------------------------------------- */
 
@@ -308,7 +312,6 @@ void kr__robots_store(kr_fetch_t *f) {
                                                       : "disallow all",
          kr_robots_stats(r)->rules_kept, (long long)delay);
   kr__feed_robots_sitemaps(f, r);
-  cache_put(c->robots, origin, strlen(origin), r, expires, final, status ? 0 : f->http_err);
   /* Kept for a restart, in the transaction that finishes this fetch. */
   kr_robots_row_t row = {.expires = expires, .status = status ? status : f->http_err,
                          .final = final};
@@ -316,6 +319,20 @@ void kr__robots_store(kr_fetch_t *f) {
     row.body = f->body.data;
     row.body_len = f->body.len;
   }
+  /* robots.txt changed (another status or body than the one kept): the
+   * URIs its old rules disallowed are checked against the new ones. */
+  kr_robots_row_t was;
+  int known = kr_store_robots_get(kr_frontier_store(c->frontier), origin, strlen(origin), &was);
+  if (known > 0 && (was.status != row.status || was.body_len != row.body_len ||
+                    (row.body_len && memcmp(was.body, row.body, row.body_len) != 0))) {
+    int64_t n = kr__robots_revive(c, f->url, r, now);
+    if (n > 0)
+      KR_LOG(KR_LOG_NOTICE, origin, "robots.txt changed: %lld URIs it disallowed are allowed now: "
+             "queued", (long long)n);
+    else if (n < 0)
+      KR_LOG(KR_LOG_WARN, origin, "robots.txt changed: cannot queue again the URIs it allows now");
+  }
+  cache_put(c->robots, origin, strlen(origin), r, expires, final, status ? 0 : f->http_err);
   if (kr_store_robots_put(kr_frontier_store(c->frontier), origin, strlen(origin), &row))
     KR_LOG(KR_LOG_WARN, origin, "robots.txt rules not kept in the state database");
   kr_frontier_host_set_robots(c->frontier, f->curi->host, expires, status ? status : f->http_err,

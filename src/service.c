@@ -29,6 +29,7 @@
 #include "kria/seeds.h"
 #include "log.h"
 #include "proc_warc.h"
+#include "scopestate.h"
 #include "turnprof.h"
 
 #define TICK_MS 1000
@@ -414,6 +415,7 @@ static int key_is_live(kr_cfg_key_t k) {
     case KR_CFG_SCOPE_SURT_PREFIXES:
     case KR_CFG_SCOPE_MAX_LINK_HOPS:
     case KR_CFG_SCOPE_MAX_TRANS_HOPS:
+    case KR_CFG_SCOPE_ALLOW_CHANGE:
     case KR_CFG_HTTP_CONDITIONAL_REQUESTS:
     case KR_CFG_STATUS_TOKEN:
       return 1;
@@ -559,7 +561,26 @@ static void reload(kr_service_t *s) {
     }
     if (kr_scope_add_seeds(scope, &seeds))
       KR_LOG(KR_LOG_WARN, seeds_path, "a seed could not be put in scope");
+  } else if (kr_scope_add_seeds(scope, &c->scope_seeds)) {
+    /* crawl.seeds emptied: the seeds in force stay (scopestate.h) */
+    KR_LOG(KR_LOG_WARN, NULL, "a seed kept in the state database could not be put in scope");
   }
+  /* Hosts with URIs the new seeds or rules would put out of scope. */
+  char names[512];
+  size_t nexiled = kr__scope_exiled(c, c->scope, &c->scope_seeds, scope, names, sizeof names);
+  if (nexiled && !kr_config_bool(ng, KR_CFG_SCOPE_ALLOW_CHANGE)) {
+    reload_fail(s, "scope: %zu host%s with URIs would go out of scope: %s (put %s seeds back, or "
+                   "set scope.allow-change = true to let %s go)",
+                nexiled, nexiled > 1 ? "s" : "", names, nexiled > 1 ? "their" : "its",
+                nexiled > 1 ? "them" : "it");
+    kr_seeds_free(&seeds);
+    kr_scope_free(scope);
+    kr_config_free(n);
+    goto out;
+  }
+  if (nexiled)
+    KR_LOG(KR_LOG_WARN, s->config_path, "reload: scope change allowed: %zu host%s with URIs go%s "
+           "out of scope: %s", nexiled, nexiled > 1 ? "s" : "", nexiled > 1 ? "" : "es", names);
 
   /* Apply: from here on nothing fails. */
   kr_hostcfg_t *global = kr__crawl_hostcfg_new(c, ng);
@@ -598,8 +619,22 @@ static void reload(kr_service_t *s) {
     else if (arc == KR_EDB) /* the next commit fails as well and stops the crawl */
       KR_LOG(KR_LOG_ERROR, seeds.v[i].url, "reload: cannot add the seed: %s", kr_strerror(arc));
   }
-  size_t nseeds = seeds.n;
-  kr_seeds_free(&seeds);
+  size_t nseeds = seeds_path[0] ? seeds.n : c->scope_seeds.n;
+  /* The seeds and rules in force, kept; then the URIs the old scope
+   * disregarded and the new one takes in are queued again. */
+  kr_store_t *st = kr_frontier_store(c->frontier);
+  if (kr__scope_save(st, seeds_path[0] ? &seeds : NULL, ng, now))
+    KR_LOG(KR_LOG_ERROR, kr_store_path(st), "reload: cannot keep the seeds in force");
+  if (seeds_path[0]) {
+    kr_seeds_free(&c->scope_seeds);
+    c->scope_seeds = seeds;
+  }
+  int64_t revived = kr__scope_revive(c, now);
+  if (revived < 0)
+    KR_LOG(KR_LOG_ERROR, kr_store_path(st), "reload: cannot queue again the URIs back in scope");
+  else if (revived)
+    KR_LOG(KR_LOG_NOTICE, s->config_path, "reload: %" PRId64 " URIs disregarded by the old scope "
+           "are in scope again: queued", revived);
 
   int lvl = kr_log_level_parse(kr_config_str(ng, KR_CFG_CRAWL_LOG_LEVEL));
   if (lvl > 0) kr_log_level = lvl;

@@ -27,7 +27,13 @@
  * Applying it: per-host settings are rebuilt from the new views and set
  * on every host queue, the scope is rebuilt from the new seeds (queued
  * URIs now out of scope are refused when issued: the scope re-check
- * processor), new seeds are added to the frontier. Settings still used
+ * processor), new seeds are added to the frontier, the seeds and rules
+ * in force are kept in the state database and URIs an earlier scope
+ * disregarded that the new one takes in are queued again (scopestate.h).
+ * An empty crawl.seeds keeps the seeds in force; a seeds file with no
+ * seed or more bad lines than seeds is refused, and so are new seeds or
+ * rules that would put hosts with URIs out of scope, naming them, unless
+ * the new configuration sets scope.allow-change. Settings still used
  * by fetches in flight stay allocated until the crawl is freed (a reload
  * costs the memory of one configuration until exit).
  */

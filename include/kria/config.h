@@ -198,6 +198,8 @@ enum kr_cfg_type {
     "URLs matching one of these PCRE2 patterns are in scope (one per line, repeatable).") \
   X(SCOPE_EXCLUDE, "scope", "exclude", REGEX_LIST, KR_CFG_HOST, "", "", NONE,            \
     "URLs matching one of these are out of scope, whatever else matches.")              \
+  X(SCOPE_ALLOW_CHANGE, "scope", "allow-change", BOOL, 0, "false", "", NONE,             \
+    "A start or reload may put out of scope hosts that have URIs in the state database (false: refused, naming them; kria crawl --allow-scope-change allows it for one start).") \
                                                                                        \
   X(LIMITS_MAX_BYTES_DOWNLOAD, "limits", "max-bytes-download", SIZE, 0, "0", "0..1024TiB", \
     NONE, "Stop the crawl after downloading this much (0 = no limit).")                  \
