@@ -177,6 +177,7 @@ check "reload: c.test's URIs then go out of scope" wait_until 15 has_lines "$mar
 kill -TERM "$KPID"
 timeout 20 tail -s 0.05 --pid="$KPID" -f /dev/null || kill -KILL "$KPID"
 wait "$KPID" 2>/dev/null
+is "$?" 0 "reload: the crawl stops cleanly on SIGTERM (exit 0)"
 
 # ---- robots.txt that relaxes -----------------------------------------------------------------
 printf '%s/\n%s/private/x\n' "$A" "$A" >"$T/seeds2.txt"
