@@ -1569,6 +1569,7 @@ void kr_crawl_free(kr_crawl_t *c) {
   if (c->nprocs) kr_chain_free(&c->chain);
   kr_scope_free(c->scope);
   kr_seeds_free(&c->scope_seeds);
+  kr__scope_revive_free(c);
   kr_url_canon_opts_free(c->canon);
   kr__robots_cache_free(c->robots);
   for (size_t i = 0; i < c->hcs_cap; i++) hostcfg_free(c->hcs[i]);

@@ -404,6 +404,7 @@ struct kr_crawl {
   kr_wheel_entry_t disk_retry;
   kr_seeds_t scope_seeds;       /* the seeds in force, as kept in the state
                                    database (scopestate.h) */
+  struct kr_scope_walk *scope_walk; /* a revival after a reload, in steps */
 };
 
 /* Settings for host (ASCII, any case). Never NULL. */

@@ -319,12 +319,15 @@ void kr__robots_store(kr_fetch_t *f) {
     row.body = f->body.data;
     row.body_len = f->body.len;
   }
-  /* robots.txt changed (another status or body than the one kept): the
-   * URIs its old rules disallowed are checked against the new ones. */
+  /* robots.txt changed (another policy than the one kept, or other rule
+   * lines): the URIs its old rules disallowed are checked against the new
+   * ones. Comments do not count: a file stamped with the time it was made
+   * would send every URI it disallows through that check at each fetch. */
   kr_robots_row_t was;
   int known = kr_store_robots_get(kr_frontier_store(c->frontier), origin, strlen(origin), &was);
-  if (known > 0 && (was.status != row.status || was.body_len != row.body_len ||
-                    (row.body_len && memcmp(was.body, row.body, row.body_len) != 0))) {
+  if (known > 0 &&
+      (kr_robots_policy_for_status(was.status) != kr_robots_policy_for_status(row.status) ||
+       !kr_robots_same_text(was.body, was.body_len, row.body, row.body_len))) {
     int64_t n = kr__robots_revive(c, f->url, r, now);
     if (n > 0)
       KR_LOG(KR_LOG_NOTICE, origin, "robots.txt changed: %lld URIs it disallowed are allowed now: "

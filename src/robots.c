@@ -751,3 +751,38 @@ kr_slice_t kr_robots_url_path(const char *url, size_t len) {
   size_t end = hash ? (size_t)(hash - url) : len;
   return kr_slice(url + start, end - start);
 }
+
+/* ---- comparing two files ------------------------------------------------ */
+
+/* The next line of [*p, end) with content once its comment and the
+ * whitespace around it are dropped: 1 and [*ls, *ls + *ln), 0 at the end. */
+static int next_content_line(const char **p, const char *end, const char **ls, size_t *ln) {
+  while (*p < end) {
+    const char *s = *p, *e = memchr(s, '\n', (size_t)(end - s));
+    if (!e) e = end;
+    *p = e < end ? e + 1 : end;
+    const char *h = memchr(s, '#', (size_t)(e - s));
+    if (h) e = h;
+    while (s < e && (*s == ' ' || *s == '\t' || *s == '\r')) s++;
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r')) e--;
+    if (e > s) {
+      *ls = s;
+      *ln = (size_t)(e - s);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+int kr_robots_same_text(const char *a, size_t a_len, const char *b, size_t b_len) {
+  const char *pa = a ? a : "", *ea = pa + (a ? a_len : 0);
+  const char *pb = b ? b : "", *eb = pb + (b ? b_len : 0);
+  for (;;) {
+    const char *la = NULL, *lb = NULL;
+    size_t na = 0, nb = 0;
+    int ha = next_content_line(&pa, ea, &la, &na), hb = next_content_line(&pb, eb, &lb, &nb);
+    if (ha != hb) return 0;
+    if (!ha) return 1;
+    if (na != nb || memcmp(la, lb, na) != 0) return 0;
+  }
+}

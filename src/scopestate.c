@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uv.h>
 
 #include "internal.h"
 #include "log.h"
@@ -240,23 +241,23 @@ static void page_clear(page_t *p) {
 /* Decides whether one disregarded URI comes back. */
 typedef int (*revive_fn)(kr_crawl_t *c, const kr_url_t *url, kr_slice_t hops, const void *ud);
 
-/* Walk the disregarded URIs of status within (after, below); queue again
- * those fn accepts. The number queued, or KR_EDB. */
-static int64_t revive_walk(kr_crawl_t *c, int status, const char *after, size_t after_len,
-                           const char *below, size_t below_len, revive_fn fn, const void *ud,
-                           uint64_t now) {
+/* Walk the disregarded URIs of status within (*after, below), at most
+ * max_pages pages; queue again those fn accepts (*revived counts them).
+ * *after (owned, NULL: from the first) moves past the URIs walked.
+ * 1 when more may remain, 0 when done, KR_EDB. */
+static int walk_pages(kr_crawl_t *c, int status, char **after, size_t *after_len,
+                      const char *below, size_t below_len, revive_fn fn, const void *ud,
+                      uint64_t now, size_t max_pages, int64_t *revived) {
   kr_store_t *st = kr_frontier_store(c->frontier);
   page_t *p = kr_xcalloc(1, sizeof *p);
-  if (after) {
-    p->last = kr_xstrndup(after, after_len);
-    p->last_len = after_len;
-  }
-  int64_t revived = 0;
-  for (;;) {
+  p->last = *after;
+  p->last_len = *after_len;
+  int more = 1;
+  for (size_t pages = 0; more == 1 && pages < max_pages; pages++) {
     int n = kr_store_disregarded_page(st, status, p->last, p->last_len, below, below_len,
                                       REVIVE_PAGE, page_cb, p);
     if (n < 0) {
-      revived = n;
+      more = n;
       break;
     }
     for (size_t i = 0; i < p->n; i++) {
@@ -270,18 +271,18 @@ static int64_t revive_walk(kr_crawl_t *c, int status, const char *after, size_t 
                      .next_at = now, .flags = KR_LINK_REVIVE};
       int rc = kr_frontier_add(c->frontier, &l, now);
       if (rc == KR_EDB) {
-        revived = rc;
+        more = rc;
         break;
       }
-      if (rc >= 0) revived++;
+      if (rc >= 0) (*revived)++;
     }
-    if (revived < 0 || (size_t)n < REVIVE_PAGE) break;
-    page_clear(p);
+    if ((size_t)n < REVIVE_PAGE && more == 1) more = 0;
+    page_clear(p); /* p->last: this page's last URL */
   }
-  page_clear(p);
-  free(p->last);
+  *after = p->last;
+  *after_len = p->last_len;
   free(p);
-  return revived;
+  return more;
 }
 
 /* The scope accepts the URI now, as the scope processor would decide. */
@@ -293,17 +294,64 @@ static int scope_accepts(kr_crawl_t *c, const kr_url_t *url, kr_slice_t hops, co
   return kr_scope_decide(c->scope, &cand, &hc->limits, NULL);
 }
 
-int64_t kr__scope_revive(kr_crawl_t *c, uint64_t now) {
-  /* every status the scope processor gives (kr_crawllog_status_of_scope) */
-  static const int statuses[] = {KR_S_OUT_OF_SCOPE, KR_S_DEEMED_CHAFF, KR_S_TOO_MANY_LINK_HOPS,
-                                 KR_S_TOO_MANY_EMBED_HOPS};
-  int64_t total = 0;
-  for (size_t i = 0; i < ARRAY_SIZE(statuses); i++) {
-    int64_t n = revive_walk(c, statuses[i], NULL, 0, NULL, 0, scope_accepts, NULL, now);
-    if (n < 0) return n;
-    total += n;
+/* every status the scope processor gives (kr_crawllog_status_of_scope) */
+static const int scope_statuses[] = {KR_S_OUT_OF_SCOPE, KR_S_DEEMED_CHAFF,
+                                     KR_S_TOO_MANY_LINK_HOPS, KR_S_TOO_MANY_EMBED_HOPS};
+
+/* A scope revival in steps: where it stands. */
+struct kr_scope_walk {
+  size_t status_i;   /* in scope_statuses */
+  char *after;       /* the last URL walked of that status, NULL: none */
+  size_t after_len;
+  int64_t revived;
+};
+
+static void walk_free(kr_crawl_t *c) {
+  if (!c->scope_walk) return;
+  free(c->scope_walk->after);
+  free(c->scope_walk);
+  c->scope_walk = NULL;
+}
+
+void kr__scope_revive_begin(kr_crawl_t *c) {
+  walk_free(c); /* a walk under an older scope starts over */
+  c->scope_walk = kr_xcalloc(1, sizeof *c->scope_walk);
+}
+
+int kr__scope_revive_step(kr_crawl_t *c, uint64_t now, uint64_t budget_ns, int64_t *revived) {
+  struct kr_scope_walk *w = c->scope_walk;
+  if (!w) return 0;
+  uint64_t until = uv_hrtime() + budget_ns;
+  int more = 1;
+  while (w->status_i < ARRAY_SIZE(scope_statuses)) {
+    more = walk_pages(c, scope_statuses[w->status_i], &w->after, &w->after_len, NULL, 0,
+                      scope_accepts, NULL, now, 1, &w->revived);
+    if (more < 0) break;
+    if (more == 0) {
+      w->status_i++;
+      free(w->after);
+      w->after = NULL;
+      w->after_len = 0;
+    }
+    if (budget_ns && uv_hrtime() >= until) break;
   }
-  return total;
+  if (revived) *revived = w->revived;
+  if (more < 0) {
+    walk_free(c);
+    return more;
+  }
+  if (w->status_i < ARRAY_SIZE(scope_statuses)) return 1;
+  walk_free(c);
+  return 0;
+}
+
+void kr__scope_revive_free(kr_crawl_t *c) { walk_free(c); }
+
+int64_t kr__scope_revive(kr_crawl_t *c, uint64_t now) {
+  int64_t n = 0;
+  kr__scope_revive_begin(c);
+  int rc = kr__scope_revive_step(c, now, 0, &n);
+  return rc < 0 ? rc : n;
 }
 
 typedef struct robots_change {
@@ -332,7 +380,12 @@ int64_t kr__robots_revive(kr_crawl_t *c, const kr_url_t *robots_url, const kr_ro
   char *below = kr_xstrndup(href, n);
   below[n - 1] = '/' + 1;
   robots_change_t ch = {.r = r, .origin = kr_slice(href, n)};
-  int64_t rc = revive_walk(c, KR_S_ROBOTS_PRECLUDED, href, n - 1, below, n, robots_allow, &ch, now);
+  char *after = kr_xstrndup(href, n - 1);
+  size_t after_len = n - 1;
+  int64_t revived = 0;
+  int rc = walk_pages(c, KR_S_ROBOTS_PRECLUDED, &after, &after_len, below, n, robots_allow, &ch,
+                      now, SIZE_MAX, &revived);
+  free(after);
   free(below);
-  return rc;
+  return rc < 0 ? rc : revived;
 }

@@ -51,8 +51,16 @@ size_t kr__scope_exiled(kr_crawl_t *c, kr_scope_t *old, const kr_seeds_t *old_se
 
 /* Decide every URI the scope disregarded again with c's scope and each
  * host's limits; queue again (due at now) those it accepts. The number
- * queued, or KR_EDB. */
+ * queued, or KR_EDB. All at once (a start, before the loop runs). */
 int64_t kr__scope_revive(kr_crawl_t *c, uint64_t now);
+/* The same in steps (a reload, on the loop): begin (a walk running
+ * starts over under the new scope), then steps of about budget_ns each
+ * (0: to the end) until one returns 0 (done) or KR_EDB; *revived (may be
+ * NULL) gets the number queued so far. kr__scope_revive_free drops a
+ * walk not done (the crawl's end). */
+void kr__scope_revive_begin(kr_crawl_t *c);
+int kr__scope_revive_step(kr_crawl_t *c, uint64_t now, uint64_t budget_ns, int64_t *revived);
+void kr__scope_revive_free(kr_crawl_t *c);
 
 /* robots.txt of the origin of robots_url changed to r: queue again (due
  * at now) the origin's URIs it had disallowed (-9998) that r allows. The

@@ -33,6 +33,9 @@
 #include "turnprof.h"
 
 #define TICK_MS 1000
+/* A reload's revival of URIs back in scope: loop time per tick (about
+ * 3,000 URIs decided; the first step runs in the reload itself). */
+#define SCOPE_REVIVE_STEP_NS (10u * 1000 * 1000)
 #define SD_STATUS_MS 10000
 
 static void on_tick(uv_timer_t *t);
@@ -277,6 +280,21 @@ static void progress_line(kr_service_t *s) {
   kr_progress_window_reset(s->prog);
 }
 
+/* One step of the revival a reload began (scopestate.h): a few ms of the
+ * loop, so a scope that brings a million URIs back does not stall it. */
+static void scope_revive_step(kr_service_t *s, uint64_t now) {
+  kr_crawl_t *c = s->c;
+  if (!c->scope_walk) return;
+  int64_t revived = 0;
+  int rc = kr__scope_revive_step(c, now, SCOPE_REVIVE_STEP_NS, &revived);
+  if (rc < 0)
+    KR_LOG(KR_LOG_ERROR, kr_store_path(kr_frontier_store(c->frontier)),
+           "reload: cannot queue again the URIs back in scope");
+  else if (rc == 0 && revived)
+    KR_LOG(KR_LOG_NOTICE, s->config_path, "reload: %" PRId64 " URIs disregarded by the old scope "
+           "are in scope again: queued", revived);
+}
+
 static void on_tick(uv_timer_t *t) {
   kr_service_t *s = t->data;
   kr_crawl_t *c = s->c;
@@ -297,6 +315,7 @@ static void on_tick(uv_timer_t *t) {
   kr__service_changes(s, &smp.changes);
   kr_progress_sample(s->prog, now, &smp);
   kr_progress_census_maybe(s->prog, now);
+  scope_revive_step(s, now);
   if (c->paused && !s->paused_at_ms) s->paused_at_ms = now;
   if (!c->paused) s->paused_at_ms = 0;
   if (s->progress_ms && now >= s->next_progress_ms) {
@@ -629,12 +648,9 @@ static void reload(kr_service_t *s) {
     kr_seeds_free(&c->scope_seeds);
     c->scope_seeds = seeds;
   }
-  int64_t revived = kr__scope_revive(c, now);
-  if (revived < 0)
-    KR_LOG(KR_LOG_ERROR, kr_store_path(st), "reload: cannot queue again the URIs back in scope");
-  else if (revived)
-    KR_LOG(KR_LOG_NOTICE, s->config_path, "reload: %" PRId64 " URIs disregarded by the old scope "
-           "are in scope again: queued", revived);
+  /* In steps: the first now, the rest from the tick (scope_revive_step). */
+  kr__scope_revive_begin(c);
+  scope_revive_step(s, now);
 
   int lvl = kr_log_level_parse(kr_config_str(ng, KR_CFG_CRAWL_LOG_LEVEL));
   if (lvl > 0) kr_log_level = lvl;

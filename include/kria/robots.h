@@ -235,4 +235,10 @@ size_t kr_robots_canon(const char *in, size_t len, char *out);
  * %2A or %24 matches them. Idempotent; room for 3 * len is enough. */
 size_t kr_robots_canon_path(const char *in, size_t len, char *out);
 
+/* 1 when two robots.txt bodies hold the same lines once comments ('#' to
+ * the end of the line), blank lines and the whitespace around each line
+ * are dropped (a file that only stamps its generation time in a comment
+ * has not changed), else 0. O(a_len + b_len). */
+int kr_robots_same_text(const char *a, size_t a_len, const char *b, size_t b_len);
+
 #endif

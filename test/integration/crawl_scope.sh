@@ -12,7 +12,8 @@
 #  - reloads of a running crawl: a junk seeds file is refused; crawl.seeds
 #    emptied keeps the seeds in force (no URI disregarded after it); a
 #    seeds file without a host is refused naming it, accepted once the
-#    configuration sets scope.allow-change;
+#    configuration sets scope.allow-change; the host back in the seeds
+#    file revives its URIs;
 #  - robots.txt that relaxes: a URI it disallowed (-9998) is fetched once
 #    the robots.txt fetched again allows it (kts restarted on the same
 #    port with new routes).
@@ -174,6 +175,13 @@ seeds_are() { [ "$(sql 'SELECT count(*) FROM seeds')" = "$1" ]; }
 check "reload: two seeds in force now (committed)" wait_until 15 seeds_are 2
 mark=$(($(log_len) + 1))
 check "reload: c.test's URIs then go out of scope" wait_until 15 has_lines "$mark" -5000 "$C/"
+printf '%s/\n%s/\n%s/\n' "$A" "$B" "$C" >"$T/seeds.txt"
+hup 5
+like "$(tail -3 "$T/r.err")" "reloaded: 3 seeds" "reload: c.test back in the seeds file"
+check "reload: its disregarded URIs are queued again" \
+  wait_until 15 grep -q "reload: [1-9][0-9]* URIs disregarded by the old scope are in scope again" "$T/r.err"
+mark=$(($(log_len) + 1))
+check "reload: and c.test/b is visited again" wait_until 15 has_lines "$mark" 200 "$C/b"
 kill -TERM "$KPID"
 timeout 20 tail -s 0.05 --pid="$KPID" -f /dev/null || kill -KILL "$KPID"
 wait "$KPID" 2>/dev/null

@@ -1287,6 +1287,23 @@ static void decision_format_is_bounded(void **state) {
   kr_robots_free(r);
 }
 
+/* Comments, blank lines and whitespace around lines do not make two
+ * robots.txt files differ; anything else does. */
+static void same_text_ignores_comments(void **state) {
+  (void)state;
+#define SAME(a, b) kr_robots_same_text(a, sizeof(a) - 1, b, sizeof(b) - 1)
+  assert_int_equal(SAME("User-agent: *\nDisallow: /p/\n", "User-agent: *\nDisallow: /p/\n"), 1);
+  assert_int_equal(SAME("# generated 10:00\nUser-agent: *\nDisallow: /p/\n",
+                        "# generated 11:00\n\nUser-agent: *  \r\n  Disallow: /p/ # x\n"), 1);
+  assert_int_equal(SAME("", "# nothing\n\n"), 1);
+  assert_int_equal(SAME("User-agent: *\nDisallow: /p/\n", "User-agent: *\nDisallow: /q/\n"), 0);
+  assert_int_equal(SAME("User-agent: *\nDisallow: /p/\n", "User-agent: *\n"), 0);
+  assert_int_equal(SAME("Disallow: /p/", "Disallow: /p/\nAllow: /"), 0);
+  assert_int_equal(SAME("Disallow: /a b", "Disallow: /a  b"), 0); /* inside a line: as is */
+  assert_int_equal(kr_robots_same_text(NULL, 0, "# x\n", 4), 1);
+#undef SAME
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(conformance_match),
@@ -1317,6 +1334,7 @@ int main(void) {
       cmocka_unit_test(one_megabyte_line),
       cmocka_unit_test(pathological_wildcards_are_linear),
       cmocka_unit_test(decision_format_is_bounded),
+      cmocka_unit_test(same_text_ignores_comments),
   };
   return cmocka_run_group_tests(tests, load_cases, print_summary);
 }
