@@ -955,10 +955,13 @@ static void refusals(void **state) {
   snprintf(path, sizeof(path), "%s/kria.db", sdir);
   sqlite3 *db;
   sqlite3_open(path, &db);
-  sqlite3_exec(db, "PRAGMA user_version = 7", NULL, NULL, NULL);
+  char sql[64], want[64];
+  snprintf(sql, sizeof sql, "PRAGMA user_version = %d", KR_STORE_SCHEMA + 1);
+  sqlite3_exec(db, sql, NULL, NULL, NULL);
   sqlite3_close(db);
   assert_int_equal(kr_frontier_open(sdir, NULL, &timers, &g, err, sizeof(err)), KR_EDB);
-  assert_non_null(strstr(err, "kria.db: schema version 7 is newer"));
+  snprintf(want, sizeof want, "kria.db: schema version %d is newer", KR_STORE_SCHEMA + 1);
+  assert_non_null(strstr(err, want));
 }
 
 /* ---- snapshot, limits --------------------------------------------------------------------- */
