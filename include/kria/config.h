@@ -87,7 +87,7 @@ enum kr_cfg_type {
   X(CRAWL_NAME, "crawl", "name", STRING, 0, "kria", "", NAME,                          \
     "Name of this crawl, used in WARC file names and reports (letters, digits, . _ -).") \
   X(CRAWL_SEEDS, "crawl", "seeds", STRING, 0, "", "", NONE,                             \
-    "Seeds file: one URL per line, # starts a comment; empty = no seeds file.")        \
+    "Seeds file: one URL per line, # starts a comment; empty = no seeds file (an existing crawl goes on with the seeds in force, kept in its state database).")        \
   X(CRAWL_STATE_DIR, "crawl", "state-dir", STRING, 0, "state", "", NONEMPTY,            \
     "Directory of the state database and logs (created when missing).")                \
   X(CRAWL_WARC_DIR, "crawl", "warc-dir", STRING, 0, "", "", NONE,                       \
