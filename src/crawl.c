@@ -190,13 +190,7 @@ static void fopts_from_view(kr_frontier_opts_t *o, const kr_config_view_t *v) {
   if (o->backoff_initial_ms > o->backoff_max_ms) o->backoff_initial_ms = o->backoff_max_ms;
   /* Until the adaptive issue: every success waits crawl.default-wait. */
   o->default_wait_ms = (uint64_t)kr_config_ms(v, KR_CFG_CRAWL_DEFAULT_WAIT);
-  /* Failed URIs come back after the longest max-wait of the evaluators. */
-  uint64_t maxw = 0;
-  for (size_t i = 0; i < kr_config_wait_count(v); i++) {
-    const kr_cfg_wait_t *w = kr_config_wait(v, i);
-    if (w->max_wait_ms > 0 && (uint64_t)w->max_wait_ms > maxw) maxw = (uint64_t)w->max_wait_ms;
-  }
-  if (maxw) o->failed_wait_ms = maxw;
+  o->failed_wait_ms = (uint64_t)kr_config_ms(v, KR_CFG_POLITENESS_FAILED_WAIT);
 }
 
 static const pcre2_code **regex_list(const kr_config_view_t *v, kr_cfg_key_t key, size_t *n) {

@@ -124,10 +124,10 @@ void kr_frontier_opts_default(kr_frontier_opts_t *o) {
   o->retry_delay_ms = 900000;
   o->max_retries = 30;
   o->revisit_failed = 1;
-  o->failed_wait_ms = UINT64_C(2419200000);
+  o->failed_wait_ms = UINT64_C(86400000);
   o->default_wait_ms = UINT64_C(259200000);
   o->backoff_initial_ms = 60000;
-  o->backoff_max_ms = 86400000;
+  o->backoff_max_ms = 3600000;
   o->host_failures_before_backoff = 3;
   o->revisit = 1;
   o->preference_embed_hops = 0;
@@ -1242,6 +1242,7 @@ static void finish_plan(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o, u
     r.last_visit = now;
     COUNT(f, h, succeeded, 1);
     f->run_documents++;
+    h->last_backoff_fp = 0;
     if (h->fail_streak || h->backoff_level) {
       h->fail_streak = 0;
       h->backoff_level = 0;
@@ -1262,6 +1263,7 @@ static void finish_plan(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o, u
   case KR_OUTCOME_FAILED:
     r.state = KR_URI_FAILED;
     r.status = o->status;
+    /* A host failure's URIs come back with the host (below). */
     r.next_at = ho->revisit_failed && f->opts.revisit ? now + ho->failed_wait_ms : KR_NEVER;
     COUNT(f, h, failed, 1);
     break;
@@ -1274,13 +1276,27 @@ static void finish_plan(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o, u
     break;
   case KR_OUTCOME_BACKOFF:
   default:
-    /* Not a visit: the row keeps its schedule and is first again when the
-     * host wakes up. */
-    write_row = 0;
-    r.directive = c->directive;
-    r.next_at = c->next_at;
+    /* The URI's own 429/503: it alone backs off, exponentially (its
+     * retries count the answers in a row) or as Retry-After says, and
+     * goes behind the host's other URIs; the host backs off only when
+     * several URIs in a row answer so (fail_streak, below). A snapshot
+     * crawl gives up after max-retries, so it ends. */
+    r.state = KR_URI_RETRY;
+    r.retries = c->retries + 1;
+    r.status = o->status;
+    if (c->directive == KR_DIRECTIVE_HIGHEST) r.directive = KR_DIRECTIVE_HIGHEST;
+    if (!f->opts.revisit && r.retries > ho->max_retries)
+      r.next_at = KR_NEVER;
+    else
+      r.next_at = now + kr__hostq_backoff(ho, r.retries, o->retry_after_ms);
     COUNT(f, h, backoffs, 1);
-    host_backoff(f, h, ho, o->retry_after_ms, now);
+    if (h->last_backoff_fp != c->fp) { /* one URI again says nothing of the host */
+      h->last_backoff_fp = c->fp;
+      h->fail_streak++;
+      urgent = 1;
+      if (h->fail_streak >= ho->host_failures_before_backoff)
+        host_backoff(f, h, ho, o->retry_after_ms, now);
+    }
     break;
   }
   if (r.next_at >= KR_NEVER && c->next_at < KR_NEVER) {
@@ -1291,6 +1307,13 @@ static void finish_plan(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o, u
     h->fail_streak++;
     urgent = 1;
     if (h->fail_streak >= ho->host_failures_before_backoff) host_backoff(f, h, ho, 0, now);
+    /* Failed with its host (DNS, connect, robots.txt unavailable): back
+     * when the host is tried again — its back-off, at most max-backoff —
+     * so a host that recovers gets its URIs within one back-off period. */
+    if (kind == KR_OUTCOME_FAILED && r.next_at < KR_NEVER) {
+      uint64_t back = h->backoff_until > now ? h->backoff_until - now : ho->backoff_initial_ms;
+      r.next_at = now + KR_MIN(KR_MAX(back, ho->backoff_initial_ms), ho->backoff_max_ms);
+    }
   }
   if (r.next_at >= KR_NEVER) r.next_at = KR_NEVER;
   if (urgent)

@@ -108,12 +108,13 @@ typedef struct kr_frontier_opts {
   /* outcomes (host) */
   uint64_t retry_delay_ms;               /* 900000 */
   uint32_t max_retries;                  /* 30 */
-  int revisit_failed;                    /* 1: failed URIs come back after failed_wait */
-  uint64_t failed_wait_ms;               /* 28 d (the thesis' max-wait) */
+  int revisit_failed;                    /* 1: failed URIs come back (failed_wait,
+                                            or with their host's back-off) */
+  uint64_t failed_wait_ms;               /* 1 d: a URI failed on its own */
   uint64_t default_wait_ms;              /* 3 d: success without a wait */
   /* back-off (host) */
   uint64_t backoff_initial_ms;           /* 60000: first 429/503 or host-failure snooze */
-  uint64_t backoff_max_ms;               /* 86400000: growth (x2) and Retry-After cap */
+  uint64_t backoff_max_ms;               /* 3600000: growth (x2) and Retry-After cap */
   uint32_t host_failures_before_backoff; /* 3 consecutive host errors */
   /* crawl (global only) */
   int revisit;                           /* 1; 0: snapshot, successes never return */

@@ -62,9 +62,11 @@ uint64_t kr__hostq_politeness(const kr_hostq_t *h, const kr_frontier_opts_t *o,
 
 uint64_t kr__hostq_backoff(const kr_frontier_opts_t *o, uint32_t level,
                            uint64_t retry_after_ms) {
+  /* The server said when: that, within [1 s, max-backoff] (a short
+   * Retry-After is honoured, not rounded up to the first step). */
+  if (retry_after_ms) return KR_MIN(KR_MAX(retry_after_ms, 1000), o->backoff_max_ms);
   uint64_t d = o->backoff_initial_ms;
   for (uint32_t i = 1; i < level && d < o->backoff_max_ms; i++) d *= 2;
-  if (retry_after_ms > d) d = retry_after_ms;
   if (d > o->backoff_max_ms) d = o->backoff_max_ms;
   return d;
 }

@@ -51,6 +51,8 @@ struct kr_hostq {
   struct pending *pend_head, *pend_tail;
   uint32_t pending_rows;
   int gated;                      /* a prerequisite is pending */
+  uint64_t last_backoff_fp;       /* the URI that last answered 429/503: a
+                                     streak counts distinct URIs only */
   /* queue-assignment = ip: a URL of this host whose move to its address'
    * queue waited for held-back writes; tried again before the next issue */
   char *rekey_url;
@@ -87,8 +89,8 @@ const char *kr__hostq_state_name(kr_hostq_state_t s);
  * capped at respect-crawl-delay-up-to. */
 uint64_t kr__hostq_politeness(const kr_hostq_t *h, const kr_frontier_opts_t *o,
                               uint64_t fetch_ms);
-/* Back-off for level (>= 1): initial x 2^(level-1), at least retry_after,
- * at most backoff_max. */
+/* Back-off for level (>= 1): initial x 2^(level-1) at most backoff_max;
+ * a Retry-After (retry_after > 0) instead, within [1 s, backoff_max]. */
 uint64_t kr__hostq_backoff(const kr_frontier_opts_t *o, uint32_t level,
                            uint64_t retry_after_ms);
 

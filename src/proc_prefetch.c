@@ -18,7 +18,10 @@
  * a 5xx or 429 robots.txt as a retry) -> the URIs fail at once with -61,
  * annotated robots:gave-up, so a robots.txt that answers 503 forever
  * cannot hold a snapshot crawl: it ends after (max-retries + 1) fetches of
- * the robots.txt, retry-delay apart. When the host's addresses were
+ * the robots.txt, retry-delay apart. Either way a host failure (the
+ * outcome's host_error): in a revisit crawl the failed URIs come back
+ * with the host's back-off, at most politeness.max-backoff, and find the
+ * robots.txt asked for again (its failure expires after retry-delay). When the host's addresses were
  * refused by the address policy the URIs fail at once with the same -5005
  * as the robots.txt (annotated address-refused).
  * The cache keys rules by origin ("http://host:port"), expires them after
@@ -273,6 +276,9 @@ static int robots_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
      * after the failed wait). */
     kr_fetch_decide(f, e->final ? KR_OUTCOME_FAILED : KR_OUTCOME_RETRY,
                     KR_S_ROBOTS_PREREQUISITE_FAILURE);
+    /* the host failed, not the URI: failed, it comes back with the host's
+     * back-off (at most max-backoff), not after failed-wait */
+    f->outcome.host_error = 1;
     f->cause = e->err;
     kr_fetch_annotate(f, "robots:unavailable");
     /* why, when no response came (dns-timeout, tls, connect-timeout...) */

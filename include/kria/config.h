@@ -173,10 +173,12 @@ enum kr_cfg_type {
     "1s..30d", NONE, "Wait before retrying a URI after a retryable failure (DNS, connect, timeout).") \
   X(POLITENESS_MAX_RETRIES, "politeness", "max-retries", INT, KR_CFG_HOST, "30",        \
     "0..1000", NONE, "Retries of a URI before it counts as failed.")                     \
-  X(POLITENESS_MAX_BACKOFF, "politeness", "max-backoff", DURATION, KR_CFG_HOST, "1d",   \
-    "1s..30d", NONE, "Cap on the growing back-off of a host answering 429/503 or failing repeatedly.") \
+  X(POLITENESS_MAX_BACKOFF, "politeness", "max-backoff", DURATION, KR_CFG_HOST, "1h",   \
+    "1s..30d", NONE, "Cap on the growing back-off of a URI answering 429/503 and of a host failing (robots.txt, DNS, connect, or several URIs in a row); Retry-After is honoured up to it, and a host that failed is tried again within it.") \
   X(POLITENESS_REVISIT_FAILED, "politeness", "revisit-failed", BOOL, KR_CFG_HOST, "true", \
-    "", NONE, "Retry failed URIs after the max wait (false: never, as in the thesis).")  \
+    "", NONE, "Try failed URIs again: after failed-wait, or with their host's back-off when the host failed (false: never, as in the thesis).") \
+  X(POLITENESS_FAILED_WAIT, "politeness", "failed-wait", DURATION, KR_CFG_HOST, "1d",    \
+    "1s..3650d", NONE, "Wait before a URI that failed on its own (retries used up, or a permanent error) is tried again.") \
   X(POLITENESS_QUEUE_ASSIGNMENT, "politeness", "queue-assignment", ENUM, 0, "host",     \
     "host|domain|ip", NONE, "What one queue (and its politeness) covers: a host, a registrable domain, an IP (a host joins its address's queue once it has answered).") \
                                                                                        \

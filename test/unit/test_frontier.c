@@ -559,58 +559,166 @@ static void failed_never_when_not_revisited(void **state) {
   valid();
 }
 
+/* A URI answering 429/503 backs off alone: exponentially (its retries
+ * count the answers in a row), capped, or as Retry-After says within
+ * [1 s, the cap], behind its host's other URIs, which go on at once. The
+ * host backs off only when several URIs in a row answer so. (One URL
+ * answering 503 used to snooze its whole host with that URL first again
+ * each time: the host's other pages were never fetched.) */
 static void backoff_growth_cap_reset(void **state) {
   (void)state;
   kr_frontier_opts_t o = fixed_delay(0);
   o.backoff_initial_ms = 60 * SEC;
   o.backoff_max_ms = 300 * SEC;
   fopen_with(&o);
-  add_at("http://b.test/1", 0, T0 + 1, 0, "");
-  add_at("http://b.test/2", 0, T0 + 2, 0, "");
+  add_at("http://b.test/busy", 0, T0 + 1, 0, "");
+  char u[64];
+  for (int i = 1; i <= 5; i++) {
+    snprintf(u, sizeof u, "http://b.test/p%d", i);
+    add_at(u, 0, T0 + 1 + (uint64_t)i, 0, "");
+  }
   adv(10);
   uint64_t expect[] = {60, 120, 240, 300, 300};
   for (int i = 0; i < 5; i++) {
     kr_curi_t *c = next();
     assert_non_null(c);
-    assert_string_equal(c->url, "http://b.test/1"); /* stays first */
+    assert_string_equal(c->url, "http://b.test/busy");
     uint64_t t = now();
     kr_outcome_t bo = {.kind = KR_OUTCOME_BACKOFF, .status = 503};
     kr_frontier_finished(F, c, &bo, NULL, 0, t);
+    kr_uri_row_t row = row_of("http://b.test/busy");
+    assert_int_equal(row.state, KR_URI_RETRY);
+    assert_int_equal(row.retries, i + 1);
+    assert_int_equal(row.visits, 0); /* not a visit */
+    assert_true(row.next_at == t + expect[i] * SEC);
+    /* the host is not snoozed: its other pages go at once */
     kr_host_report_t r = host("b.test");
-    assert_int_equal(r.backoff_level, i + 1);
-    assert_true(r.ready_at == t + expect[i] * SEC);
-    assert_int_equal(r.state, KR_HOSTQ_SNOOZED);
-    /* not a visit: the row is untouched */
-    kr_uri_row_t row = row_of("http://b.test/1");
-    assert_int_equal(row.visits, 0);
-    assert_int_equal(row.state, KR_URI_QUEUED);
-    assert_true(row.next_at == T0 + 1);
+    assert_int_equal(r.backoff_level, 0);
+    for (int k = 1; i == 0 && k <= 5; k++) {
+      adv(0);
+      c = next();
+      assert_non_null(c);
+      snprintf(u, sizeof u, "http://b.test/p%d", k);
+      assert_string_equal(c->url, u);
+      finish(c, KR_OUTCOME_SUCCESS, 0);
+    }
     valid();
     adv(expect[i] * SEC - 1);
     assert_null(next());
     adv(1);
   }
-  /* Retry-After beyond the cap is capped; below the growth it is raised. */
+  /* Retry-After beyond the cap is capped; a short one is honoured. */
   kr_curi_t *c = next();
-  kr_outcome_t ra = {.kind = KR_OUTCOME_BACKOFF, .status = 429, .retry_after_ms = 3600 * SEC};
+  assert_string_equal(c->url, "http://b.test/busy");
   uint64_t t = now();
+  kr_outcome_t ra = {.kind = KR_OUTCOME_BACKOFF, .status = 429, .retry_after_ms = 3600 * SEC};
   kr_frontier_finished(F, c, &ra, NULL, 0, t);
-  assert_true(host("b.test").ready_at == t + 300 * SEC);
+  assert_true(row_of("http://b.test/busy").next_at == t + 300 * SEC);
   adv(300 * SEC);
-  /* A success resets the level. */
   c = next();
-  finish(c, KR_OUTCOME_SUCCESS, 0);
-  assert_int_equal(host("b.test").backoff_level, 0);
-  adv(0);
-  c = next();
-  assert_non_null(c);
   t = now();
   kr_outcome_t small = {.kind = KR_OUTCOME_BACKOFF, .status = 503, .retry_after_ms = 5 * SEC};
   kr_frontier_finished(F, c, &small, NULL, 0, t);
-  assert_true(host("b.test").ready_at == t + 60 * SEC); /* level 1 again */
+  assert_true(row_of("http://b.test/busy").next_at == t + 5 * SEC);
+  adv(5 * SEC);
+  /* answering again resets its growth */
+  c = next();
+  finish(c, KR_OUTCOME_SUCCESS, 0);
+  assert_int_equal(row_of("http://b.test/busy").retries, 0);
+  /* Three URIs in a row answering 503: now the host backs off. */
+  for (int i = 1; i <= 3; i++) {
+    snprintf(u, sizeof u, "http://b.test/q%d", i);
+    add_at(u, 0, now(), 0, "");
+  }
+  for (int i = 1; i <= 3; i++) {
+    adv(0);
+    c = next();
+    assert_non_null(c);
+    assert_non_null(strstr(c->url, "/q"));
+    t = now();
+    kr_outcome_t bo = {.kind = KR_OUTCOME_BACKOFF, .status = 503};
+    kr_frontier_finished(F, c, &bo, NULL, 0, t);
+    assert_int_equal(host("b.test").state, i < 3 ? KR_HOSTQ_READY : KR_HOSTQ_SNOOZED);
+  }
+  kr_host_report_t r = host("b.test");
+  assert_int_equal(r.backoff_level, 1);
+  assert_true(r.ready_at == t + 60 * SEC);
   kr_frontier_stats_t s;
   kr_frontier_stats(F, &s);
-  assert_int_equal(s.c.backoffs, 7);
+  assert_int_equal(s.c.backoffs, 10);
+  valid();
+}
+
+/* A snapshot crawl gives a URI that answers 503 for ever up after
+ * max-retries back-offs, so it ends. */
+static void backoff_gives_up_in_a_snapshot(void **state) {
+  (void)state;
+  kr_frontier_opts_t o = fixed_delay(0);
+  o.revisit = 0;
+  o.max_retries = 2;
+  o.backoff_initial_ms = 1 * SEC;
+  fopen_with(&o);
+  add("http://s.test/busy");
+  for (int i = 0; i < 3; i++) {
+    adv(60 * SEC);
+    kr_curi_t *c = next();
+    assert_non_null(c);
+    kr_outcome_t bo = {.kind = KR_OUTCOME_BACKOFF, .status = 503};
+    kr_frontier_finished(F, c, &bo, NULL, 0, now());
+  }
+  assert_true(row_of("http://s.test/busy").next_at == KR_NEVER);
+  assert_int_equal(host("s.test").queued, 0);
+  valid();
+}
+
+/* A URI failed with its host (host_error: DNS, connect, robots.txt)
+ * comes back with the host's back-off, at most max-backoff, so a host
+ * that recovers has its URIs again within one back-off period; one that
+ * failed on its own comes back after failed-wait. Neither waits the
+ * longest max-wait (28 days: an outage past the retry budget used to
+ * exile the host for that long). */
+static void failed_with_host_comes_back_with_it(void **state) {
+  (void)state;
+  kr_frontier_opts_t o = fixed_delay(0);
+  o.backoff_initial_ms = 60 * SEC;
+  o.backoff_max_ms = 600 * SEC;
+  o.failed_wait_ms = 86400 * SEC;
+  o.host_failures_before_backoff = 1;
+  fopen_with(&o);
+  add("http://h.test/a");
+  add("http://h.test/b");
+  uint64_t expect[] = {60, 120, 240, 480, 600, 600};
+  for (int i = 0; i < 6; i++) {
+    adv(0);
+    kr_curi_t *c = next();
+    assert_non_null(c);
+    uint64_t t = now();
+    char url[32];
+    snprintf(url, sizeof url, "%s", c->url);
+    kr_outcome_t fl = {.kind = KR_OUTCOME_FAILED, .status = -61, .host_error = 1};
+    kr_frontier_finished(F, c, &fl, NULL, 0, t);
+    assert_true(row_of(url).next_at <= t + 600 * SEC);
+    kr_host_report_t r = host("h.test");
+    assert_true(r.ready_at == t + expect[i] * SEC);
+    adv(expect[i] * SEC);
+  }
+  assert_true(row_of("http://h.test/a").next_at <= now() + 600 * SEC);
+  assert_true(row_of("http://h.test/b").next_at <= now() + 600 * SEC);
+  /* the host answers: its URIs are due within the cap; one failing on
+   * its own now waits failed-wait */
+  adv(600 * SEC);
+  kr_curi_t *c = next();
+  assert_non_null(c);
+  finish(c, KR_OUTCOME_SUCCESS, 0);
+  adv(0);
+  c = next();
+  assert_non_null(c);
+  uint64_t t = now();
+  char url[32];
+  snprintf(url, sizeof url, "%s", c->url);
+  kr_outcome_t own = {.kind = KR_OUTCOME_FAILED, .status = -7};
+  kr_frontier_finished(F, c, &own, NULL, 0, t);
+  assert_true(row_of(url).next_at == t + 86400 * SEC);
   valid();
 }
 
@@ -2093,6 +2201,8 @@ int main(void) {
       T(outcomes),
       T(failed_never_when_not_revisited),
       T(backoff_growth_cap_reset),
+      T(backoff_gives_up_in_a_snapshot),
+      T(failed_with_host_comes_back_with_it),
       T(host_failures_snooze),
       T(prerequisites_gate),
       T(dedupe_in_memory),
