@@ -226,6 +226,10 @@ typedef struct kr_outcome {
   int no_contact;           /* nothing reached the host: no politeness delay */
   int host_error;           /* the host failed (connect, DNS, TLS): counts
                                toward its back-off */
+  int with_host;            /* failed because its host did (robots.txt
+                               unavailable): FAILED comes back with the
+                               host's back-off, as host_error does, without
+                               counting towards it */
   uint64_t wait_ms;         /* SUCCESS: until the next visit; 0 default */
   int content;              /* SUCCESS: 0 unchanged, 1 changed, 2 unknown */
   uint64_t retry_after_ms;  /* BACKOFF: Retry-After, 0 when absent; RETRY:

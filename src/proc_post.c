@@ -154,12 +154,11 @@ static void build_outcome(kr_fetch_t *f) {
       o->retry_after_ms = d;
   }
   if (f->is_robots && (r->status == 429 || r->status >= 500)) {
-    o->host_error = 1; /* the host's failure: its URIs wait with it */
     /* robots.txt unavailable: a retry (when the server says, after its
      * Retry-After), so a robots.txt that never comes back runs out of
      * retries and fails with its URIs (proc_prefetch.c) instead of
-     * backing the host off forever; a host failure, so the host backs
-     * off and its failed URIs come back with it (frontier.c). */
+     * backing the host off forever; the URIs failed with it come back
+     * with the host's back-off (proc_prefetch.c, frontier.c). */
     o->kind = KR_OUTCOME_RETRY;
     return;
   }

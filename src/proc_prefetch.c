@@ -19,7 +19,7 @@
  * annotated robots:gave-up, so a robots.txt that answers 503 forever
  * cannot hold a snapshot crawl: it ends after (max-retries + 1) fetches of
  * the robots.txt, retry-delay apart. Either way a host failure (the
- * outcome's host_error): in a revisit crawl the failed URIs come back
+ * outcome's with_host): in a revisit crawl the failed URIs come back
  * with the host's back-off, at most politeness.max-backoff, and find the
  * robots.txt asked for again (its failure expires after retry-delay). When the host's addresses were
  * refused by the address policy the URIs fail at once with the same -5005
@@ -278,7 +278,7 @@ static int robots_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
                     KR_S_ROBOTS_PREREQUISITE_FAILURE);
     /* the host failed, not the URI: failed, it comes back with the host's
      * back-off (at most max-backoff), not after failed-wait */
-    f->outcome.host_error = 1;
+    f->outcome.with_host = 1;
     f->cause = e->err;
     kr_fetch_annotate(f, "robots:unavailable");
     /* why, when no response came (dns-timeout, tls, connect-timeout...) */

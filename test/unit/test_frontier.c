@@ -719,6 +719,17 @@ static void failed_with_host_comes_back_with_it(void **state) {
   kr_outcome_t own = {.kind = KR_OUTCOME_FAILED, .status = -7};
   kr_frontier_finished(F, c, &own, NULL, 0, t);
   assert_true(row_of(url).next_at == t + 86400 * SEC);
+  /* robots.txt unavailable for good (with_host): back with the host too,
+   * without counting towards its back-off */
+  add("http://h.test/c");
+  adv(0);
+  c = next();
+  assert_non_null(c);
+  t = now();
+  kr_outcome_t rb = {.kind = KR_OUTCOME_FAILED, .status = -61, .with_host = 1};
+  kr_frontier_finished(F, c, &rb, NULL, 0, t);
+  assert_true(row_of("http://h.test/c").next_at == t + 60 * SEC);
+  assert_int_equal(host("h.test").backoff_level, 0);
   valid();
 }
 
