@@ -163,6 +163,7 @@ void kr_rowcache_update(kr_rowcache_t *c, const kr_uri_row_t *r) {
   n.history = r->history && r->history_len ? r->history : NULL;
   n.history_len = n.history ? r->history_len : 0;
   n.last_modified = r->last_modified;
+  n.gone = r->gone;
   replace(s, &n);
 }
 
@@ -178,4 +179,9 @@ void kr_rowcache_set_sched(kr_rowcache_t *c, uint64_t fp, int directive, uint64_
 void kr_rowcache_set_hint(kr_rowcache_t *c, uint64_t fp, double rate) {
   slot_t *s = find(c, fp);
   if (s) s->b->row.hint_rate = rate;
+}
+
+void kr_rowcache_set_linked(kr_rowcache_t *c, uint64_t fp, uint64_t when) {
+  slot_t *s = find(c, fp);
+  if (s) s->b->row.last_linked = when;
 }

@@ -32,6 +32,7 @@ void kr_rowcache_update(kr_rowcache_t *c, const kr_uri_row_t *r);
 void kr_rowcache_set_sched(kr_rowcache_t *c, uint64_t fp, int directive, uint64_t next_at,
                            int state);
 void kr_rowcache_set_hint(kr_rowcache_t *c, uint64_t fp, double rate);
+void kr_rowcache_set_linked(kr_rowcache_t *c, uint64_t fp, uint64_t when);
 /* Forget every row (bulk updates, rollbacks). */
 void kr_rowcache_clear(kr_rowcache_t *c);
 size_t kr_rowcache_count(const kr_rowcache_t *c);

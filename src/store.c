@@ -64,20 +64,21 @@ enum {
   S_ROBOTS_GET,
   S_ROBOTS_PUT,
   S_URIS_MOVE_HOST,
+  S_URI_SET_LINKED,
   S__COUNT
 };
 
 #define URI_COLS                                                           \
   "fp, host_id, directive, next_at, state, url, via, hop_path, first_seen, " \
   "last_visit, wait_ms, visits, versions, retries, status, content_type, "   \
-  "digest, etag, last_modified, history, hint"
+  "digest, etag, last_modified, history, hint, gone, last_linked"
 
 #define HOST_COLS                                                           \
   "id, name, robots_expires, robots_status, crawl_delay_ms, backoff_level, " \
   "backoff_until, fail_streak, discovered, queued, finished, succeeded, "    \
   "retried, failed, disregarded, backoffs, bytes, vt_checks, "               \
   "vt_predicted_unchanged, vt_skipped, vt_verified, vt_misses, "             \
-  "vt_false_alarms, vt_distrusts, vt_miss_run, vt_distrust_until"
+  "vt_false_alarms, vt_distrusts, vt_miss_run, vt_distrust_until, refused, retired"
 
 /* A URI's original (see store.h): set when orig_date is, its digest the
  * change digest unless orig_digest says otherwise, orig_fp 0 the URI. */
@@ -110,7 +111,7 @@ static const char *const stmt_sql[S__COUNT] = {
         "UPDATE uris SET directive=?2, next_at=?3, state=?4, last_visit=?5, "
         "wait_ms=?6, visits=?7, versions=?8, retries=?9, status=?10, "
         "content_type=?11, digest=?12, etag=?13, last_modified=?14, "
-        "history=?15, " ORIG_KEEP_DIGEST("?12") " WHERE fp = ?1",
+        "history=?15, gone=?16, " ORIG_KEEP_DIGEST("?12") " WHERE fp = ?1",
     [S_URI_SET_SCHED] =
         "UPDATE uris SET directive=?2, next_at=?3, state=?4 WHERE fp = ?1",
     [S_PICK] = "SELECT fp, directive, next_at FROM uris "
@@ -130,7 +131,8 @@ static const char *const stmt_sql[S__COUNT] = {
         "succeeded=?11, retried=?12, failed=?13, disregarded=?14, "
         "backoffs=?15, bytes=?16, vt_checks=?17, vt_predicted_unchanged=?18, "
         "vt_skipped=?19, vt_verified=?20, vt_misses=?21, vt_false_alarms=?22, "
-        "vt_distrusts=?23, vt_miss_run=?24, vt_distrust_until=?25 WHERE id = ?1",
+        "vt_distrusts=?23, vt_miss_run=?24, vt_distrust_until=?25, refused=?26, "
+        "retired=?27 WHERE id = ?1",
     [S_HOSTS_EACH] = "SELECT " HOST_COLS " FROM hosts ORDER BY id",
     [S_META_GET] = "SELECT value FROM meta WHERE key = ?1",
     [S_META_SET] = "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)",
@@ -150,6 +152,7 @@ static const char *const stmt_sql[S__COUNT] = {
     [S_ROBOTS_PUT] = "INSERT OR REPLACE INTO robots(origin, expires, status, final, body)"
                      " VALUES (?1,?2,?3,?4,?5)",
     [S_URIS_MOVE_HOST] = "UPDATE uris SET host_id = ?2 WHERE host_id = ?1 AND next_at < " NEVER_SQL,
+    [S_URI_SET_LINKED] = "UPDATE uris SET last_linked = ?2 WHERE fp = ?1",
 };
 
 /* Schema migrations: step v brings user_version v-1 to v. Each runs with
@@ -274,6 +277,14 @@ static const char *const migrations[] = {
     " length(substr(url, instr(url, '://') + 3)) THEN 2 ELSE 0 END, first_seen"
     " FROM uris WHERE coalesce(hop_path, '') = '';"
     "CREATE INDEX uris_disregarded ON uris(status, url) WHERE state = 3;",
+    /* 8: bounds for an endless crawl. Per URI the run of 404/410 answers
+     * in a row (gone) and when a page last linked to it (last_linked,
+     * NULL: not since it was found, first_seen); per host the links
+     * refused at its URI cap and the URIs it retired (frontier.h). */
+    "ALTER TABLE uris ADD COLUMN gone INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE uris ADD COLUMN last_linked INTEGER;"
+    "ALTER TABLE hosts ADD COLUMN refused INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE hosts ADD COLUMN retired INTEGER NOT NULL DEFAULT 0;",
 };
 
 #define ORIG_INDEX                                                                     \
@@ -1527,6 +1538,8 @@ int kr_store_uri_get(kr_store_t *st, uint64_t fp, kr_uri_row_t *r) {
   r->last_modified = sqlite3_column_int64(s, 18);
   r->history = col_blob(s, 19, &r->history_len);
   r->hint_rate = sqlite3_column_double(s, 20);
+  r->gone = (uint32_t)sqlite3_column_int64(s, 21);
+  r->last_linked = (uint64_t)sqlite3_column_int64(s, 22);
   kr_rowcache_put(st->rows, r);
   return 1;
 }
@@ -1573,6 +1586,7 @@ int kr_store_uri_update(kr_store_t *st, const kr_uri_row_t *r) {
   bind_text(s, 13, r->etag, r->etag_len);
   bind_u64_or_null(s, 14, (uint64_t)r->last_modified);
   bind_blob(s, 15, r->history, r->history_len);
+  sqlite3_bind_int64(s, 16, r->gone);
   st->stats.updates++;
   int rc = step_done(st, s, "updating a URI");
   sqlite3_clear_bindings(s);
@@ -1599,9 +1613,23 @@ int kr_store_uri_set_sched(kr_store_t *st, uint64_t fp, int directive,
   return 1;
 }
 
+int kr_store_uri_set_linked(kr_store_t *st, uint64_t fp, uint64_t when) {
+  settle(st);
+  if (write_begin(st)) return KR_EDB;
+  sqlite3_stmt *s = st->stmt[S_URI_SET_LINKED];
+  sqlite3_bind_int64(s, 1, (sqlite3_int64)fp);
+  sqlite3_bind_int64(s, 2, (sqlite3_int64)when);
+  st->stats.updates++;
+  int rc = step_done(st, s, "noting a link to a URI");
+  if (rc) return rc;
+  if (sqlite3_changes(st->db) == 0) return 0;
+  kr_rowcache_set_linked(st->rows, fp, when);
+  return 1;
+}
+
 int64_t kr_store_due_all(kr_store_t *st, uint64_t now) {
   static const char *const sql[] = {
-      "UPDATE uris SET next_at = ?1, state = CASE WHEN state IN (3, 4) THEN 0 ELSE state END"
+      "UPDATE uris SET next_at = ?1, state = CASE WHEN state IN (3, 4, 5) THEN 0 ELSE state END"
       " WHERE next_at > ?1",
       "UPDATE hosts SET queued = (SELECT count(*) FROM uris"
       " WHERE host_id = hosts.id AND next_at < " NEVER_SQL ")",
@@ -1735,6 +1763,8 @@ int kr_store_host_update(kr_store_t *st, const kr_host_row_t *h) {
   for (int i = 0; i < 7; i++) sqlite3_bind_int64(s, 17 + i, (sqlite3_int64)vtc[i]);
   sqlite3_bind_int64(s, 24, vt->miss_run);
   sqlite3_bind_int64(s, 25, vt->distrust_until);
+  sqlite3_bind_int64(s, 26, (sqlite3_int64)h->c.refused);
+  sqlite3_bind_int64(s, 27, (sqlite3_int64)h->c.retired);
   return step_done(st, s, "updating a host");
 }
 
@@ -1762,6 +1792,8 @@ int kr_store_hosts_each(kr_store_t *st, int (*fn)(void *ud, const kr_host_row_t 
     for (int i = 0; i < 7; i++) *vtc[i] = (uint64_t)sqlite3_column_int64(s, 17 + i);
     h.vt.miss_run = (uint32_t)sqlite3_column_int64(s, 24);
     h.vt.distrust_until = sqlite3_column_int64(s, 25);
+    h.c.refused = (uint64_t)sqlite3_column_int64(s, 26);
+    h.c.retired = (uint64_t)sqlite3_column_int64(s, 27);
     if (!h.name) continue;
     if ((ret = fn(ud, &h)) < 0) break;
   }

@@ -14,7 +14,7 @@
  *   uris(fp, host_id, directive, next_at, state, url, via, hop_path,
  *        first_seen, last_visit, wait_ms, visits, versions, retries,
  *        status, content_type, digest, etag, last_modified, history, hint,
- *        orig_date, orig_fp, orig_rid, orig_digest)
+ *        orig_date, orig_fp, orig_rid, orig_digest, gone, last_linked)
  *                                  fp = kr_fp(canonical URL) as the rowid;
  *                                  digest is the change digest, history a
  *                                  kr_vhist (estimate.h), hint a sitemap
@@ -29,7 +29,11 @@
  *                                  "<urn:uuid:...>" id kria wrote is its
  *                                  16 bytes (BLOB), any other id text;
  *                                  orig_digest NULL when the payload
- *                                  digest is the change digest (digest)
+ *                                  digest is the change digest (digest);
+ *                                  gone the 404/410 answers in a row,
+ *                                  last_linked when a page last linked
+ *                                  to it (NULL: first_seen; written at
+ *                                  most once per linked-epoch, frontier.h)
  *   digests(digest, fp, date)      payload digest -> the first URI and
  *                                  date it was stored under (URL-agnostic
  *                                  duplicates)
@@ -103,7 +107,7 @@
 
 #define KR_NEVER ((uint64_t)INT64_MAX)   /* next_at of a URI never due */
 #define KR_STORE_APP_ID 0x6b726961       /* "kria" */
-#define KR_STORE_SCHEMA 7                /* user_version this build writes */
+#define KR_STORE_SCHEMA 8                /* user_version this build writes */
 #define KR_STORE_DB_NAME "kria.db"
 #define KR_STORE_LOCK_NAME "kria.lock"
 
@@ -114,7 +118,11 @@ typedef enum kr_uri_state {
   KR_URI_RETRY = 2,       /* retryable error; queued at now + retry-delay */
   KR_URI_DISREGARDED = 3, /* robots: next_at = NEVER */
   KR_URI_FAILED = 4,      /* failed; NEVER or the failed-wait */
+  KR_URI_RETIRED = 5,     /* gone (404/410) or no longer linked: kept with
+                             its history, revisited after retired-wait or
+                             never (frontier.h, Retirement) */
 } kr_uri_state_t;
+#define KR_URI_STATES 6
 
 typedef struct kr_store kr_store_t;
 
@@ -269,6 +277,10 @@ typedef struct kr_uri_row {
   const uint8_t *history;    /* kr_vhist encoding (estimate.h) */
   size_t history_len;
   double hint_rate;          /* sitemap changefreq, changes/s; 0: none */
+  uint32_t gone;             /* 404/410 answers in a row */
+  uint64_t last_linked;      /* epoch ms of the last link seen to it, 0:
+                                none since first_seen (read only: written
+                                by kr_store_uri_set_linked) */
 } kr_uri_row_t;
 
 /* Insert a new URI (fp, host_id, directive, next_at, state, url, via,
@@ -280,16 +292,20 @@ int kr_store_uri_get(kr_store_t *st, uint64_t fp, kr_uri_row_t *r);
 /* Scheduling columns only (host_id, directive, next_at, state). 1, 0
  * absent, KR_EDB. */
 int kr_store_uri_sched_get(kr_store_t *st, uint64_t fp, kr_uri_row_t *r);
-/* Write every column but fp, url, host_id, via, hop_path, first_seen
- * from r. 1, 0 absent, KR_EDB. */
+/* Write every column but fp, url, host_id, via, hop_path, first_seen,
+ * last_linked from r. 1, 0 absent, KR_EDB. */
 int kr_store_uri_update(kr_store_t *st, const kr_uri_row_t *r);
 /* Write directive, next_at and state of fp. 1, 0 absent, KR_EDB. */
 int kr_store_uri_set_sched(kr_store_t *st, uint64_t fp, int directive,
                            uint64_t next_at, int state);
 
+/* A page linked to fp at when (uris.last_linked). 1, 0 absent, KR_EDB. */
+int kr_store_uri_set_linked(kr_store_t *st, uint64_t fp, uint64_t when);
+
 /* Make every URI due at now (kria crawl --revisit-now): next_at moves to
  * now wherever it is later (KR_NEVER included), disregarded and failed
- * URIs are queued again, and each host's queued count is recounted. Runs
+ * URIs are queued again (retired ones too), and each host's queued count
+ * is recounted. Runs
  * in the open transaction (before the frontier loads the host rows).
  * Returns the number of URIs moved, or KR_EDB. */
 int64_t kr_store_due_all(kr_store_t *st, uint64_t now);
@@ -333,6 +349,8 @@ typedef struct kr_counts {
   uint64_t disregarded;
   uint64_t backoffs;    /* 429/503 back-offs */
   uint64_t bytes;       /* downloaded */
+  uint64_t refused;     /* new links refused at the host's URI cap */
+  uint64_t retired;     /* retirements (gone or no longer linked) */
 } kr_counts_t;
 
 typedef struct kr_host_row {

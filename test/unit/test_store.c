@@ -1124,6 +1124,44 @@ static void migrates_v1(void **state) {
   assert_int_equal(sql_int("SELECT count(*) FROM sqlite_master WHERE name = 'originals'"), 0);
 }
 
+/* A version-7 database gains the columns of the bounds (8): a URI's
+ * 404/410 streak and last link, a host's refused and retired counts,
+ * all starting at nothing; the new columns read and write. */
+static void migrates_v7_bounds(void **state) {
+  (void)state;
+  kr_store_t *st = open_ok(NULL);
+  int64_t h;
+  assert_int_equal(kr_store_host_insert(st, "b.example", 9, &h), 0);
+  kr_uri_row_t a = row("http://b.example/a", h, 0, 1);
+  assert_int_equal(kr_store_uri_insert(st, &a), 1);
+  assert_int_equal(kr_store_close(st), 0);
+  sql_exec("ALTER TABLE uris DROP COLUMN gone; ALTER TABLE uris DROP COLUMN last_linked;"
+           "ALTER TABLE hosts DROP COLUMN refused; ALTER TABLE hosts DROP COLUMN retired;"
+           "PRAGMA user_version = 7;");
+  st = open_ok(NULL);
+  kr_uri_row_t r;
+  assert_int_equal(kr_store_uri_get(st, a.fp, &r), 1);
+  assert_int_equal(r.gone, 0);
+  assert_true(r.last_linked == 0);
+  r.gone = 2;
+  r.state = KR_URI_RETIRED;
+  assert_int_equal(kr_store_uri_update(st, &r), 1);
+  assert_int_equal(kr_store_uri_set_linked(st, a.fp, 12345), 1);
+  assert_int_equal(kr_store_uri_set_linked(st, 999, 12345), 0);
+  assert_int_equal(kr_store_uri_get(st, a.fp, &r), 1);
+  assert_int_equal(r.gone, 2);
+  assert_int_equal(r.state, KR_URI_RETIRED);
+  assert_true(r.last_linked == 12345);
+  kr_host_row_t hr = {.id = h, .crawl_delay_ms = -1};
+  hr.c.refused = 7;
+  hr.c.retired = 3;
+  assert_int_equal(kr_store_host_update(st, &hr), 0);
+  kr_store_close(st);
+  assert_int_equal(sql_int("PRAGMA user_version"), KR_STORE_SCHEMA);
+  assert_int_equal(sql_int("SELECT refused FROM hosts"), 7);
+  assert_int_equal(sql_int("SELECT retired FROM hosts"), 3);
+}
+
 static void put_digest(kr_store_t *st, kr_uri_row_t *r, const uint8_t *d) {
   r->digest = d;
   r->digest_len = d ? 20 : 0;
@@ -1151,8 +1189,10 @@ static void migrates_v5_originals(void **state) {
   put_digest(st, &b, d2); /* its change digest is not its payload's */
   assert_int_equal(kr_store_close(st), 0);
   /* back to schema 5 as that release left it */
-  char q[1536];
+  char q[2048];
   snprintf(q, sizeof q,
+           "ALTER TABLE uris DROP COLUMN gone; ALTER TABLE uris DROP COLUMN last_linked;"
+           "ALTER TABLE hosts DROP COLUMN refused; ALTER TABLE hosts DROP COLUMN retired;"
            "DROP INDEX IF EXISTS uris_orig_digest; DROP INDEX uris_disregarded; DROP TABLE seeds;"
            "ALTER TABLE uris DROP COLUMN orig_digest; ALTER TABLE uris DROP COLUMN orig_rid;"
            "ALTER TABLE uris DROP COLUMN orig_fp; ALTER TABLE uris DROP COLUMN orig_date;"
@@ -1869,7 +1909,9 @@ static void migrates_v6_seeds(void **state) {
   assert_int_equal(kr_store_uri_insert(st, &c), 1);
   assert_int_equal(kr_store_uri_insert(st, &p), 1);
   assert_int_equal(kr_store_close(st), 0);
-  sql_exec("DROP INDEX uris_disregarded; DROP TABLE seeds; PRAGMA user_version = 6;");
+  sql_exec("ALTER TABLE uris DROP COLUMN gone; ALTER TABLE uris DROP COLUMN last_linked;"
+           "ALTER TABLE hosts DROP COLUMN refused; ALTER TABLE hosts DROP COLUMN retired;"
+           "DROP INDEX uris_disregarded; DROP TABLE seeds; PRAGMA user_version = 6;");
   st = open_ok(NULL);
   seed_seen_t ss = {0};
   assert_int_equal(kr_store_seeds_each(st, seed_cb, &ss), 0);
@@ -1907,6 +1949,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(checkpoint_inline_and_async, setup, teardown),
       cmocka_unit_test_setup_teardown(migrates_v1, setup, teardown),
       cmocka_unit_test_setup_teardown(migrates_v5_originals, setup, teardown),
+      cmocka_unit_test_setup_teardown(migrates_v6_bounds, setup, teardown),
       cmocka_unit_test_setup_teardown(original_survives_row_writes, setup, teardown),
       cmocka_unit_test_setup_teardown(orig_index_by_option, setup, teardown),
       cmocka_unit_test_setup_teardown(robots_rows, setup, teardown),
