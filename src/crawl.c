@@ -186,6 +186,9 @@ static void fopts_from_view(kr_frontier_opts_t *o, const kr_config_view_t *v) {
   o->retry_delay_ms = (uint64_t)kr_config_ms(v, KR_CFG_POLITENESS_RETRY_DELAY);
   o->max_retries = (uint32_t)kr_config_int(v, KR_CFG_POLITENESS_MAX_RETRIES);
   o->revisit_failed = kr_config_bool(v, KR_CFG_POLITENESS_REVISIT_FAILED);
+  o->max_uris_per_host = (uint64_t)kr_config_int(v, KR_CFG_LIMITS_MAX_URIS_PER_HOST);
+  o->retire_after = (uint32_t)kr_config_int(v, KR_CFG_CRAWL_RETIRE_AFTER);
+  o->retired_wait_ms = (uint64_t)kr_config_ms(v, KR_CFG_CRAWL_RETIRED_WAIT);
   o->backoff_max_ms = (uint64_t)kr_config_ms(v, KR_CFG_POLITENESS_MAX_BACKOFF);
   if (o->backoff_initial_ms > o->backoff_max_ms) o->backoff_initial_ms = o->backoff_max_ms;
   /* Until the adaptive issue: every success waits crawl.default-wait. */
@@ -530,6 +533,8 @@ static void frontier_from_config(kr_crawl_t *c, kr_frontier_opts_t *o) {
   o->max_bytes_download = kr_config_size(g, KR_CFG_LIMITS_MAX_BYTES_DOWNLOAD);
   o->max_document_download = (uint64_t)kr_config_int(g, KR_CFG_LIMITS_MAX_DOCUMENT_DOWNLOAD);
   o->max_time_ms = (uint64_t)kr_config_ms(g, KR_CFG_LIMITS_MAX_TIME);
+  o->limits_period_ms = (uint64_t)kr_config_ms(g, KR_CFG_LIMITS_PERIOD);
+  o->retire_unlinked_ms = (uint64_t)kr_config_ms(g, KR_CFG_CRAWL_RETIRE_UNLINKED_AFTER);
   o->commit_ms = (uint32_t)kr_config_ms(g, KR_CFG_STORE_COMMIT_INTERVAL);
   o->commit_updates = (uint32_t)kr_config_int(g, KR_CFG_STORE_COMMIT_UPDATES);
   /* Only dedupe with WARC files looks originals up by digest (proc_change,

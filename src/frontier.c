@@ -56,6 +56,14 @@ struct kr_frontier {
   uint64_t run_bytes, run_documents;
   uint64_t started_at;
   const char *limit;
+  /* limits per period (opts.limits_period_ms) */
+  uint64_t period;           /* index of the period run_* count in */
+  uint64_t limit_until;      /* a limit pauses issuing until then */
+  kr_wheel_entry_t period_timer; /* calls on_ready then */
+  /* unlinked retirement: URIs whose last_linked this run wrote in the
+   * current epoch (an eighth of retire_unlinked_ms) */
+  kr_seen_t *linked;
+  uint64_t linked_epoch;
   kr_store_pick_t *pick;     /* scratch for kr_store_pick */
   size_t pick_cap;
   /* writes held back while the store drains (kr_store_writable) */
@@ -129,6 +137,9 @@ void kr_frontier_opts_default(kr_frontier_opts_t *o) {
   o->backoff_initial_ms = 60000;
   o->backoff_max_ms = 3600000;
   o->host_failures_before_backoff = 3;
+  o->max_uris_per_host = 100000;
+  o->retire_after = 3;
+  o->retired_wait_ms = UINT64_C(7776000000);
   o->revisit = 1;
   o->preference_embed_hops = 0;
   o->max_connections = 4096;
@@ -486,6 +497,8 @@ static void free_all(kr_frontier_t *f) {
   free(f->map);
   free(f->pick);
   kr_seen_free(f->seen);
+  kr_seen_free(f->linked);
+  kr_timer_stop(&f->period_timer);
   free(f);
 }
 
@@ -505,6 +518,8 @@ int kr_frontier_open(const char *state_dir, const kr_frontier_opts_t *opts,
   f->seen = kr_seen_new();
   f->seen_from = INT64_MIN;
   f->started_at = kr_clock_now_ms(f->clock);
+  kr_wheel_entry_init(&f->period_timer, NULL);
+  if (f->opts.limits_period_ms) f->period = f->started_at / f->opts.limits_period_ms;
 
   kr_store_opts_t so;
   kr_store_opts_default(&so);
@@ -804,6 +819,85 @@ static int raise_known(kr_frontier_t *f, uint64_t fp, int dir, uint64_t next_at,
   return rc;
 }
 
+/* ---- bounds (frontier.h, Bounds) ---- */
+
+/* h holds as many distinct URIs as it may. */
+static int at_cap(const kr_frontier_t *f, const kr_hostq_t *h) {
+  uint64_t cap = hopts(f, h)->max_uris_per_host;
+  return cap && h->c.discovered >= cap;
+}
+
+/* Retirement for want of links does not apply to seeds and
+ * prerequisites (robots.txt): nothing links to them. */
+static int linkable(const char *hop, size_t hop_len) {
+  return hop_len > 0 && hop[hop_len - 1] != 'P';
+}
+
+/* A retired URI back to its normal schedule, due now (a link to it was
+ * seen again). r: its scheduling columns. */
+static int unretire(kr_frontier_t *f, const kr_uri_row_t *r, uint64_t now) {
+  kr_hostq_t *h = host_by_id(f, r->host_id);
+  /* In flight or waiting for a drain: its finish decides. */
+  if (!h || in_flight_on(h, r->fp) || (h->pending_rows && pending_row(f, r->fp))) return 0;
+  /* before the write, which ends r's read */
+  KR_LOG(KR_LOG_INFO, h->name, "URI linked again, no longer retired: %.*s",
+         (int)KR_MIN(r->url_len, 200), r->url ? r->url : "");
+  uint64_t fp = r->fp, was_at = r->next_at;
+  int rc = kr_store_uri_set_sched(f->st, fp, KR_DIRECTIVE_NORMAL, now, KR_URI_QUEUED);
+  if (rc <= 0) return rc;
+  if (was_at >= KR_NEVER) {
+    COUNT(f, h, queued, 1);
+    mark_dirty(f, h);
+  }
+  rc = offer(f, h, fp, KR_DIRECTIVE_NORMAL, now);
+  rearm(f, h, now);
+  return rc;
+}
+
+/* A page linked to known URI fp again: note when (at most once per
+ * epoch), and bring it back if it was retired for want of links. */
+static int note_linked(kr_frontier_t *f, uint64_t fp, uint64_t now) {
+  uint64_t t = f->opts.retire_unlinked_ms;
+  if (!t) return 0;
+  uint64_t epoch = now / (t / 8 ? t / 8 : 1);
+  if (!f->linked || epoch != f->linked_epoch) {
+    kr_seen_free(f->linked);
+    f->linked = kr_seen_new();
+    f->linked_epoch = epoch;
+  }
+  if (!kr_seen_add(f->linked, fp)) return 0;
+  int rc = kr_store_uri_set_linked(f->st, fp, now);
+  if (rc <= 0) return rc;
+  kr_uri_row_t r;
+  rc = kr_store_uri_get(f->st, fp, &r);
+  if (rc <= 0 || r.state != KR_URI_RETIRED || r.gone) return rc < 0 ? rc : 0;
+  return unretire(f, &r, now);
+}
+
+/* A completion's retirement, over its planned row r (finish_plan): the
+ * 404/410 streak, then retire or not. Only visits (SUCCESS) count. */
+static void retire_plan(kr_frontier_t *f, kr_curi_t *c, kr_outcome_kind_t kind,
+                        kr_uri_row_t *r, uint64_t now) {
+  kr_hostq_t *h = c->host;
+  const kr_frontier_opts_t *ho = hopts(f, h);
+  if (kind != KR_OUTCOME_SUCCESS) return;
+  r->gone = r->status == 404 || r->status == 410 ? c->gone + 1 : 0;
+  const char *why = NULL;
+  int prereq = c->hop_len && c->hop_path[c->hop_len - 1] == 'P';
+  if (ho->retire_after && r->gone >= ho->retire_after && !prereq)
+    why = "gone";
+  else if (f->opts.retire_unlinked_ms && linkable(c->hop_path, c->hop_len) &&
+           (c->last_linked ? c->last_linked : c->first_seen) + f->opts.retire_unlinked_ms <= now)
+    why = "no longer linked";
+  if (!why) return;
+  r->state = KR_URI_RETIRED;
+  r->next_at = ho->retired_wait_ms && f->opts.revisit ? now + ho->retired_wait_ms : KR_NEVER;
+  if (c->state != KR_URI_RETIRED) {
+    COUNT(f, h, retired, 1);
+    KR_LOG(KR_LOG_INFO, h->name, "URI retired (%s): %.200s", why, c->url);
+  }
+}
+
 /* 0 when l has a URL the frontier can take, else why not. */
 static int link_ok(const kr_link_t *l) {
   if (!l->url || l->url_len == 0) return KR_EURL;
@@ -839,8 +933,10 @@ static int add_one(kr_frontier_t *f, const kr_link_t *l, uint64_t fp, uint64_t n
 
   if (!kr_seen_add(f->seen, fp)) {
     f->duplicates++;
+    int rc = hop_len ? note_linked(f, fp, now) : 0;
+    if (rc < 0) return rc;
     if (!wants_more) return 0; /* the common case: SQLite never sees it */
-    int rc = raise_known(f, fp, dir, next_at, l->flags, now);
+    rc = raise_known(f, fp, dir, next_at, l->flags, now);
     return rc < 0 ? rc : 0;
   }
   kr_hostq_t *h;
@@ -848,6 +944,18 @@ static int add_one(kr_frontier_t *f, const kr_link_t *l, uint64_t fp, uint64_t n
   if (rc) {
     kr_seen_remove(f->seen, fp); /* not stored: forget it */
     return rc;
+  }
+  if (hop_len && dir < KR_DIRECTIVE_HIGHEST && at_cap(f, h)) {
+    /* Refused, unless the store knows it (the filter is still loading). */
+    kr_uri_row_t known;
+    rc = f->seen_complete ? 0 : kr_store_uri_sched_get(f->st, fp, &known);
+    if (rc <= 0) {
+      kr_seen_remove(f->seen, fp); /* a raised cap takes it next time */
+      if (rc < 0) return rc;
+      COUNT(f, h, refused, 1);
+      mark_stats(f, h);
+      return 0;
+    }
   }
   kr_uri_row_t r;
   memset(&r, 0, sizeof(r));
@@ -870,6 +978,8 @@ static int add_one(kr_frontier_t *f, const kr_link_t *l, uint64_t fp, uint64_t n
   }
   if (rc == 0) { /* known to the store, not yet to the filter (loading) */
     f->duplicates++;
+    rc = hop_len ? note_linked(f, fp, now) : 0;
+    if (rc < 0) return rc;
     if (!wants_more) return 0;
     rc = raise_known(f, fp, dir, next_at, l->flags, now);
     return rc < 0 ? rc : 0;
@@ -950,15 +1060,44 @@ static int add_batch_now(kr_frontier_t *f, const kr_link_t *links, size_t n,
 
 /* ---- issuing ---------------------------------------------------------------------- */
 
+/* The period with limits per period has ended: the crawl loop pulls. */
+static void on_period_timer(kr_wheel_entry_t *e) {
+  kr_frontier_t *f = container_of(e, kr_frontier_t, period_timer);
+  if (f->on_ready) f->on_ready(f, f->on_ready_ud);
+}
+
+/* 1 when a limit stops issuing: for good, or (limits_period_ms) until
+ * limit_until, when the next period starts with its counts at 0. */
 static int check_limits(kr_frontier_t *f, uint64_t now) {
-  if (f->limit) return 1;
   const kr_frontier_opts_t *o = &f->opts;
-  if (o->max_bytes_download && f->run_bytes >= o->max_bytes_download)
-    f->limit = "max-bytes-download";
-  else if (o->max_document_download && f->run_documents >= o->max_document_download)
-    f->limit = "max-document-download";
-  else if (o->max_time_ms && now >= f->started_at + o->max_time_ms)
+  uint64_t p = o->limits_period_ms;
+  if (p && now / p != f->period) {
+    f->period = now / p;
+    f->run_bytes = f->run_documents = 0;
+    if (f->limit_until) {
+      KR_LOG(KR_LOG_NOTICE, kr_store_path(f->st), "limit %s: a new period, issuing again",
+             f->limit);
+      f->limit = NULL;
+      f->limit_until = 0;
+    }
+  }
+  if (f->limit) return 1;
+  if (o->max_time_ms && now >= f->started_at + o->max_time_ms) {
     f->limit = "max-time";
+  } else {
+    if (o->max_bytes_download && f->run_bytes >= o->max_bytes_download)
+      f->limit = "max-bytes-download";
+    else if (o->max_document_download && f->run_documents >= o->max_document_download)
+      f->limit = "max-document-download";
+    if (f->limit && p) {
+      f->limit_until = (f->period + 1) * p;
+      kr_timer_start(f->timers, &f->period_timer, f->limit_until, on_period_timer);
+      KR_LOG(KR_LOG_NOTICE, kr_store_path(f->st),
+             "limit %s reached for this period: issuing again in %" PRIu64 " s", f->limit,
+             (f->limit_until - now + 999) / 1000);
+      return 1;
+    }
+  }
   if (f->limit)
     KR_LOG(KR_LOG_NOTICE, kr_store_path(f->st), "limit %s reached: issuing nothing more",
            f->limit);
@@ -1006,6 +1145,8 @@ static kr_curi_t *curi_from_row(const kr_uri_row_t *r) {
   c->first_seen = r->first_seen;
   c->last_visit = r->last_visit;
   c->hint_rate = r->hint_rate;
+  c->gone = r->gone;
+  c->last_linked = r->last_linked;
   return c;
 }
 
@@ -1030,6 +1171,7 @@ static void pending_overlay(kr_uri_row_t *r, const kr_uri_row_t *w) {
   r->last_modified = w->last_modified;
   r->history = w->history;
   r->history_len = w->history_len;
+  r->gone = w->gone;
 }
 
 /* Issue h's head. 1 and *out; 0 when the store disagreed with memory
@@ -1188,6 +1330,7 @@ static void finish_plan(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o, u
   r.last_modified = c->last_modified;
   r.history = c->history;
   r.history_len = c->history_len;
+  r.gone = c->gone;
   int write_row = 1, urgent = 0;
   uint64_t delay = o->no_contact ? 0 : kr__hostq_politeness(h, ho, o->fetch_ms);
 
@@ -1299,6 +1442,7 @@ static void finish_plan(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o, u
     }
     break;
   }
+  retire_plan(f, c, kind, &r, now);
   if (r.next_at >= KR_NEVER && c->next_at < KR_NEVER) {
     COUNT(f, h, queued, (uint64_t)-1);
     urgent = 1;
@@ -1737,7 +1881,7 @@ int kr_frontier_report_text(kr_frontier_t *f, uint64_t now, size_t max_hosts,
 }
 
 kr_frontier_status_t kr_frontier_status(kr_frontier_t *f, uint64_t now) {
-  if (check_limits(f, now)) return KR_FRONTIER_LIMIT;
+  if (check_limits(f, now) && !f->limit_until) return KR_FRONTIER_LIMIT;
   /* held-back links may still queue URIs */
   if (!f->opts.revisit && f->total.queued == 0 && f->in_flight == 0 && !f->pending_head)
     return KR_FRONTIER_DONE;
@@ -1758,6 +1902,7 @@ void kr_frontier_stats(kr_frontier_t *f, kr_frontier_stats_t *out) {
   out->seen_bytes = kr_seen_memory(f->seen);
   out->seen_complete = f->seen_complete;
   out->limit = f->limit;
+  out->limit_until = f->limit_until;
   out->held_back = f->npending;
   out->held_back_max = f->pending_max;
   out->held_back_total = f->pending_total;

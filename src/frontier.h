@@ -51,6 +51,23 @@
  * and host rows are not written while some of their URIs' rows wait, so
  * the counters in the store always match its rows.
  *
+ * Bounds (an endless crawl). A host queue takes at most max_uris_per_host
+ * distinct URIs (its discovered count): past it a new link to that host
+ * is refused and counted (counts.refused, persisted in its hosts row),
+ * kept out of the seen filter so that a raised cap takes it the next time
+ * it is seen; seeds and prerequisites are never refused. Retirement: a URI
+ * answering 404 or 410 retire_after times in a row, or (retire_unlinked_ms)
+ * one no page linked for that long, is retired on that visit: state
+ * KR_URI_RETIRED, its row and history kept, next visit after
+ * retired_wait_ms or never (counts.retired counts retirements). Seeds and
+ * prerequisites are never retired for want of links. A retired URI that
+ * answers anything but 404/410 again takes its normal wait; one retired
+ * for want of links comes back, due at once, when a page links to it
+ * again. A link seen again writes the URI's last_linked at most once per
+ * eighth of retire_unlinked_ms (a per-epoch filter in memory), and only
+ * a parsed page shows its links: one answering 304 or cut short as
+ * unchanged links nothing that visit.
+ *
  * Callbacks: on_ready runs from the timer wheel (never from inside a
  * kr_frontier_* call) and may call kr_frontier_next(). on_host runs when a
  * host queue is created or loaded, and may only call
@@ -116,6 +133,10 @@ typedef struct kr_frontier_opts {
   uint64_t backoff_initial_ms;           /* 60000: first 429/503 or host-failure snooze */
   uint64_t backoff_max_ms;               /* 3600000: growth (x2) and Retry-After cap */
   uint32_t host_failures_before_backoff; /* 3 consecutive host errors */
+  /* bounds (host; see Bounds above) */
+  uint64_t max_uris_per_host;            /* 100000 distinct URIs; 0 none */
+  uint32_t retire_after;                 /* 3 answers 404/410 in a row retire a URI; 0 never */
+  uint64_t retired_wait_ms;              /* 90 d: a retired URI's revisit; 0 never */
   /* crawl (global only) */
   int revisit;                           /* 1; 0: snapshot, successes never return */
   uint32_t preference_embed_hops;        /* 0 */
@@ -129,6 +150,11 @@ typedef struct kr_frontier_opts {
   uint64_t max_bytes_download;
   uint64_t max_document_download;        /* successes */
   uint64_t max_time_ms;
+  uint64_t limits_period_ms;             /* 0; P: bytes and documents count per period of
+                                            P (from the epoch, UTC) and a limit pauses
+                                            issuing until the next one instead of ending */
+  uint64_t retire_unlinked_ms;           /* 0 never; T: retire a URI no page linked for T
+                                            (see Bounds) */
   /* store */
   uint32_t commit_ms;                    /* 50 */
   uint32_t commit_updates;               /* 1000 */
@@ -181,6 +207,8 @@ struct kr_curi {
   const char *hop_path;
   size_t hop_len;
   uint64_t via, first_seen, last_visit;
+  uint32_t gone;             /* 404/410 answers in a row before this visit */
+  uint64_t last_linked;      /* a page linked to it then (0: first_seen) */
   const uint8_t *history;    /* kr_vhist encoding (estimate.h) */
   size_t history_len;
   double hint_rate;          /* sitemap changefreq (changes/s), 0 none */
@@ -402,6 +430,7 @@ typedef struct kr_frontier_stats {
   uint64_t seen_bytes;      /* its heap bytes */
   int seen_complete;        /* the filter holds every row's fp */
   const char *limit;        /* which limit was reached, or NULL */
+  uint64_t limit_until;     /* limits_period_ms: issuing resumes then (0: none) */
   uint64_t held_back;       /* writes waiting for a store drain to end */
   uint64_t held_back_max;
   uint64_t held_back_total;

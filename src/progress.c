@@ -134,7 +134,7 @@ int kr_census_scan(const char *db_path, uint64_t now_ms, const int *abort, kr_ce
       int64_t visits = sqlite3_column_int64(q, 4);
       int64_t versions = sqlite3_column_int64(q, 5);
       out->uris++;
-      if (state >= 0 && state < 5) out->by_state[state]++;
+      if (state >= 0 && state < KR_URI_STATES) out->by_state[state]++;
       if (visits > 0) {
         out->visited++;
         out->visits += (uint64_t)visits;

@@ -35,6 +35,7 @@
 #include <uv.h>
 
 #include "kria/buf.h"
+#include "store.h"
 
 /* ---- histograms ------------------------------------------------------------ */
 
@@ -107,7 +108,7 @@ typedef struct kr_census {
   uint64_t scan_us;          /* its duration */
   int complete;              /* covered every row (not aborted or failed) */
   uint64_t uris;
-  uint64_t by_state[5];      /* kr_uri_state_t */
+  uint64_t by_state[KR_URI_STATES]; /* kr_uri_state_t */
   uint64_t queued;           /* next_at < NEVER */
   uint64_t due_now;          /* queued with next_at <= taken_ms */
   uint64_t visited;          /* visits > 0 */

@@ -103,7 +103,8 @@ static void jw_hist(jw_t *w, const char *k, const kr_lhist_t *h) {
   jw_close(w, ']');
 }
 
-static const char *const uri_states[] = {"queued", "success", "retry", "disregarded", "failed"};
+static const char *const uri_states[] = {"queued",      "success", "retry",
+                                         "disregarded", "failed",  "retired"};
 static const char *const host_states[] = {"empty", "ready", "busy", "snoozed"};
 
 /* ---- /status ------------------------------------------------------------------------ */
@@ -119,6 +120,8 @@ static void counts_json(jw_t *w, const char *k, const kr_counts_t *c) {
   jw_u64(w, "disregarded", c->disregarded);
   jw_u64(w, "backoffs", c->backoffs);
   jw_u64(w, "bytes", c->bytes);
+  jw_u64(w, "refused", c->refused);
+  jw_u64(w, "retired", c->retired);
   jw_close(w, '}');
 }
 
@@ -232,6 +235,8 @@ static void page_status(kr_service_t *s, kr_buf_t *b) {
   jw_u64(&w, "disregarded", fs.c.disregarded);
   jw_u64(&w, "backoffs", fs.c.backoffs);
   jw_u64(&w, "bytes", fs.c.bytes);
+  jw_u64(&w, "refused", fs.c.refused);
+  jw_u64(&w, "retired", fs.c.retired);
   jw_u64(&w, "hosts", fs.hosts);
   jw_u64(&w, "ready_hosts", fs.ready_hosts);
   jw_u64(&w, "duplicates", fs.duplicates);
@@ -632,6 +637,10 @@ static void page_metrics(kr_service_t *s, kr_buf_t *b) {
   metric_u(b, "kria_frontier_retried_total", "counter", "Retryable outcomes.", fs.c.retried);
   metric_u(b, "kria_frontier_failed_total", "counter", "Failed outcomes.", fs.c.failed);
   metric_u(b, "kria_frontier_backoffs_total", "counter", "Host back-offs on 429/503.", fs.c.backoffs);
+  metric_u(b, "kria_frontier_refused_total", "counter",
+           "New links refused at their host's URI cap (limits.max-uris-per-host).", fs.c.refused);
+  metric_u(b, "kria_frontier_retired_total", "counter",
+           "URIs retired: gone (404/410) or no longer linked.", fs.c.retired);
   kr_buf_append_str(b, "# HELP kria_hosts Host queues by state.\n# TYPE kria_hosts gauge\n");
   kr_buf_printf(b, "kria_hosts{state=\"ready\"} %" PRIu64 "\nkria_hosts{state=\"busy\"} %" PRIu64
                    "\nkria_hosts{state=\"snoozed\"} %" PRIu64 "\nkria_hosts{state=\"empty\"} %" PRIu64 "\n",

@@ -107,6 +107,13 @@ enum kr_cfg_type {
     "error|warn|notice|info|debug", NONE, "Least important diagnostic shown on stderr.") \
   X(CRAWL_PROGRESS_INTERVAL, "crawl", "progress-interval", DURATION, 0, "1m", "0..1d", NONE, \
     "A progress-statistics line on stderr this often (0 = none).")                     \
+  X(CRAWL_RETIRE_AFTER, "crawl", "retire-after", INT, KR_CFG_HOST, "3", "0..1000", NONE,   \
+    "A URI answering 404 or 410 this many visits in a row is retired: kept, revisited after retired-wait (0 = never retire).") \
+  X(CRAWL_RETIRED_WAIT, "crawl", "retired-wait", DURATION, KR_CFG_HOST, "90d", "0..3650d", \
+    NONE, "Wait before revisiting a retired URI (0 = never); an answer other than 404/410 ends its retirement.") \
+  X(CRAWL_RETIRE_UNLINKED_AFTER, "crawl", "retire-unlinked-after", DURATION, 0, "0",    \
+    "0..3650d", NONE,                                                                    \
+    "Retire a URI no parsed page has linked for this long; seeds never (0 = off; keep it above the longest max-wait).") \
                                                                                        \
   X(DNS_SERVERS, "dns", "servers", LIST, 0, "", "", ADDRESS,                            \
     "Name servers as IP, IP:PORT or [IPv6]:PORT; empty = those of /etc/resolv.conf.")  \
@@ -209,6 +216,11 @@ enum kr_cfg_type {
     "0..1000000000000", NONE, "Stop the crawl after this many fetches (0 = no limit).") \
   X(LIMITS_MAX_TIME, "limits", "max-time", DURATION, 0, "0", "0..3650d", NONE,           \
     "Stop the crawl after running this long (0 = no limit).")                           \
+  X(LIMITS_PERIOD, "limits", "period", DURATION, 0, "0", "0..3650d", NONE,                \
+    "Count max-bytes-download and max-document-download per period (UTC, e.g. 1d) and pause until the next instead of stopping (0 = whole run).") \
+  X(LIMITS_MAX_URIS_PER_HOST, "limits", "max-uris-per-host", INT, KR_CFG_HOST, "100000",  \
+    "0..1000000000000", NONE,                                                            \
+    "Distinct URIs one host queue may hold; new links past it are refused and counted (0 = no limit).") \
                                                                                        \
   X(ROBOTS_OBEY, "robots", "obey", BOOL, KR_CFG_HOST, "true", "", NONE,                 \
     "Obey robots.txt (set false only with the site owner's permission).")               \

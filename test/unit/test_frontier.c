@@ -1148,6 +1148,224 @@ static void limits_stop_issuing(void **state) {
   assert_int_equal(kr_frontier_status(F, now()), KR_FRONTIER_LIMIT);
 }
 
+/* ---- bounds: the URI cap, retirement, limits per period ------------------------------------ */
+
+static void finish_status(kr_curi_t *c, int status, const kr_link_t *links, size_t n) {
+  kr_outcome_t o = {.kind = KR_OUTCOME_SUCCESS, .status = status, .fetch_ms = 10, .bytes = 100};
+  assert_int_equal(kr_frontier_finished(F, c, &o, links, n, now()), 0);
+}
+
+static int known(const char *url) {
+  kr_uri_row_t r;
+  return kr_store_uri_get(kr_frontier_store(F), kr_fp(url, strlen(url)), &r);
+}
+
+static void host_uri_cap(void **state) {
+  (void)state;
+  kr_frontier_opts_t o = fixed_delay(0);
+  o.max_uris_per_host = 3;
+  fopen_with(&o);
+  assert_int_equal(add_at("http://c.test/", 0, 0, 0, ""), 1);
+  assert_int_equal(add("http://c.test/1"), 1);
+  assert_int_equal(add("http://c.test/2"), 1);
+  /* at the cap: a new link is refused and counted, each time it is seen */
+  assert_int_equal(add("http://c.test/3"), 0);
+  assert_int_equal(known("http://c.test/3"), 0);
+  assert_int_equal(add("http://c.test/3"), 0);
+  assert_int_equal(host("c.test").c.refused, 2);
+  assert_int_equal(host("c.test").c.discovered, 3);
+  /* known URIs still take raises; seeds and prerequisites are not refused */
+  assert_int_equal(add_at("http://c.test/1", KR_DIRECTIVE_HIGH, 0, 0, "L"), 0);
+  assert_int_equal(add_at("http://c.test/seed", 0, 0, 0, ""), 1);
+  assert_int_equal(add_at("http://c.test/robots.txt", KR_DIRECTIVE_HIGHEST, 0, 0, "P"), 1);
+  /* another host has its own cap */
+  assert_int_equal(add("http://other.test/3"), 1);
+  /* links of a page go through the same door */
+  adv(0);
+  kr_curi_t *c = next();
+  assert_non_null(c);
+  kr_link_t l[2] = {{.url = "http://c.test/4", .url_len = 15, .hop_path = "L", .hop_len = 1},
+                    {.url = "http://other.test/4", .url_len = 19, .hop_path = "L", .hop_len = 1}};
+  finish_status(c, 200, l, 2);
+  assert_int_equal(known("http://c.test/4"), 0);
+  assert_int_equal(known("http://other.test/4"), 1);
+  kr_frontier_stats_t st;
+  kr_frontier_stats(F, &st);
+  assert_int_equal(st.c.refused, 3);
+  valid();
+  /* a higher cap for this host ([host] section) takes the refused link */
+  kr_frontier_opts_t big = o;
+  big.max_uris_per_host = 0;
+  kr_frontier_host_set_opts(F, kr_frontier_host_lookup(F, "c.test", 6), &big, now());
+  assert_int_equal(add("http://c.test/3"), 1);
+  /* the count is in the host's row */
+  kr_frontier_close(F);
+  F = NULL;
+  fopen_with(&o);
+  assert_int_equal(host("c.test").c.refused, 3);
+  assert_int_equal(add("http://c.test/5"), 0);
+  assert_int_equal(host("c.test").c.refused, 4);
+  valid();
+}
+
+static void retire_gone(void **state) {
+  (void)state;
+  kr_frontier_opts_t o = fixed_delay(0);
+  o.retire_after = 3;
+  o.retired_wait_ms = 90ull * 86400 * SEC;
+  fopen_with(&o);
+  add("http://g.test/gone");
+  add("http://g.test/flaky");
+  /* flaky: 404, 404, 200, 404 is no streak of 3 */
+  static const int flaky[] = {404, 410, 200, 404};
+  static const int gone[] = {404, 410, 404};
+  for (int i = 0; i < 4; i++) {
+    adv(i ? o.default_wait_ms : 0);
+    for (int k = 0; k < 2; k++) {
+      adv(0);
+      kr_curi_t *c = next();
+      if (!c) break;
+      int is_gone = strcmp(c->url, "http://g.test/gone") == 0;
+      if (is_gone && i == 3) fail_msg("a retired URI came back early");
+      finish_status(c, is_gone ? gone[i] : flaky[i], NULL, 0);
+    }
+    kr_uri_row_t r = row_of("http://g.test/gone");
+    if (i < 2) {
+      assert_int_equal(r.state, KR_URI_SUCCESS);
+      assert_int_equal(r.gone, i + 1);
+    } else {
+      /* retired at the third: kept, with its history, back in 90 days */
+      assert_int_equal(r.state, KR_URI_RETIRED);
+      assert_int_equal(r.visits, 3);
+      assert_true(r.history_len > 0);
+      if (i == 2) assert_true(r.next_at == now() + o.retired_wait_ms);
+    }
+    valid();
+  }
+  kr_uri_row_t fr = row_of("http://g.test/flaky");
+  assert_int_equal(fr.state, KR_URI_SUCCESS);
+  assert_int_equal(fr.gone, 1);
+  assert_int_equal(host("g.test").c.retired, 1);
+  /* a retired URI answering again is back on its normal wait */
+  adv(o.retired_wait_ms);
+  kr_curi_t *c = NULL;
+  while (adv(0), (c = next()) != NULL && strcmp(c->url, "http://g.test/gone") != 0)
+    finish_status(c, 200, NULL, 0);
+  assert_non_null(c);
+  finish_status(c, 200, NULL, 0);
+  kr_uri_row_t r = row_of("http://g.test/gone");
+  assert_int_equal(r.state, KR_URI_SUCCESS);
+  assert_int_equal(r.gone, 0);
+  assert_true(r.next_at == now() + o.default_wait_ms);
+  valid();
+}
+
+static void retire_gone_never(void **state) {
+  (void)state;
+  kr_frontier_opts_t o = fixed_delay(0);
+  o.retire_after = 1;
+  o.retired_wait_ms = 0; /* never revisited */
+  fopen_with(&o);
+  add("http://gn.test/x");
+  add_at("http://gn.test/robots.txt", KR_DIRECTIVE_HIGHEST, 0, 0, "P");
+  adv(0);
+  finish_status(next(), 404, NULL, 0); /* robots.txt first: never retired */
+  adv(0);
+  finish_status(next(), 410, NULL, 0);
+  assert_int_equal(row_of("http://gn.test/robots.txt").state, KR_URI_SUCCESS);
+  kr_uri_row_t r = row_of("http://gn.test/x");
+  assert_int_equal(r.state, KR_URI_RETIRED);
+  assert_true(r.next_at == KR_NEVER);
+  assert_int_equal(host("gn.test").queued, 1);
+  valid();
+}
+
+static void retire_unlinked(void **state) {
+  (void)state;
+  kr_frontier_opts_t o = fixed_delay(0);
+  o.retire_unlinked_ms = 10ull * 86400 * SEC;
+  o.default_wait_ms = 3ull * 86400 * SEC;
+  fopen_with(&o);
+  add_at("http://u.test/", 0, T0 + 1, 0, ""); /* a seed: never retired this way */
+  kr_link_t a = {.url = "http://u.test/a", .url_len = 15, .hop_path = "L", .hop_len = 1};
+  kr_link_t b = {.url = "http://u.test/b", .url_len = 15, .hop_path = "L", .hop_len = 1};
+  kr_link_t e = {.url = "http://cdn.test/e.png", .url_len = 21, .hop_path = "E", .hop_len = 1};
+  kr_link_t all[3] = {a, b, e};
+  adv(10);
+  /* day 0: the seed links a, b and an offsite embed e; from day 3 only a */
+  for (int day = 0; day <= 12; day += 3) {
+    for (int k = 0; k < 8; k++) {
+      adv(0);
+      kr_curi_t *c = next();
+      if (!c) break;
+      if (strcmp(c->url, "http://u.test/") == 0)
+        finish_status(c, 200, day ? &a : all, day ? 1 : 3);
+      else
+        finish_status(c, 200, NULL, 0);
+    }
+    valid();
+    adv(o.default_wait_ms);
+  }
+  /* b and e: first seen on day 0, never linked since: retired on their
+   * visit of day 12; a and the seed are not */
+  assert_int_equal(row_of("http://u.test/b").state, KR_URI_RETIRED);
+  assert_int_equal(row_of("http://cdn.test/e.png").state, KR_URI_RETIRED);
+  assert_int_equal(row_of("http://u.test/a").state, KR_URI_SUCCESS);
+  assert_int_equal(row_of("http://u.test/").state, KR_URI_SUCCESS);
+  assert_true(row_of("http://u.test/a").last_linked > 0);
+  assert_int_equal(host("u.test").c.retired, 1);
+  /* linked again: back, due at once */
+  assert_int_equal(kr_frontier_add(F, &b, now()), 0);
+  kr_uri_row_t r = row_of("http://u.test/b");
+  assert_int_equal(r.state, KR_URI_QUEUED);
+  assert_true(r.next_at == now());
+  valid();
+}
+
+static void limits_per_period(void **state) {
+  (void)state;
+  kr_frontier_opts_t o = fixed_delay(0);
+  o.max_document_download = 2;
+  o.limits_period_ms = 86400 * SEC;
+  fopen_with(&o);
+  for (int i = 0; i < 5; i++) {
+    char u[64];
+    snprintf(u, sizeof(u), "http://p%d.test/", i);
+    add(u);
+  }
+  adv(0);
+  finish(next(), KR_OUTCOME_SUCCESS, 0);
+  finish(next(), KR_OUTCOME_SUCCESS, 0);
+  /* paused, not stopped: the crawl goes on the next (UTC) day */
+  assert_null(next());
+  assert_int_equal(kr_frontier_status(F, now()), KR_FRONTIER_RUNNING);
+  kr_frontier_stats_t s;
+  kr_frontier_stats(F, &s);
+  assert_string_equal(s.limit, "max-document-download");
+  uint64_t day = 86400 * SEC, next_day = (now() / day + 1) * day;
+  assert_true(s.limit_until == next_day);
+  int calls = ready_calls;
+  adv(next_day - now() - 1);
+  assert_null(next());
+  adv(1);
+  assert_true(ready_calls > calls); /* told to pull */
+  kr_curi_t *c = next();
+  assert_non_null(c);
+  finish(c, KR_OUTCOME_SUCCESS, 0);
+  finish(next(), KR_OUTCOME_SUCCESS, 0);
+  assert_null(next());
+  kr_frontier_stats(F, &s);
+  assert_true(s.limit_until == next_day + day);
+  /* max-time still ends the crawl */
+  kr_frontier_close(F);
+  F = NULL;
+  o.max_time_ms = 60 * SEC;
+  fopen_with(&o);
+  adv(60 * SEC);
+  assert_null(next());
+  assert_int_equal(kr_frontier_status(F, now()), KR_FRONTIER_LIMIT);
+}
+
 /* ---- queue assignment ------------------------------------------------------------------- */
 
 static int fake_ip(void *ud, const char *host, size_t len, char *out, size_t outlen) {
@@ -2223,6 +2441,11 @@ int main(void) {
       T(refusals),
       T(snapshot_done),
       T(limits_stop_issuing),
+      T(host_uri_cap),
+      T(retire_gone),
+      T(retire_gone_never),
+      T(retire_unlinked),
+      T(limits_per_period),
       T(queue_assignment),
       T(rekey_to_address),
       T(rekey_waits_for_drain),
