@@ -343,20 +343,21 @@ static int offline_status(const char *dir, int json) {
            ",\"queued\":%" PRIu64 ",\"due_now\":%" PRIu64 ",\"visited\":%" PRIu64
            ",\"visits\":%" PRIu64 ",\"versions\":%" PRIu64 ",\"states\":{\"queued\":%" PRIu64
            ",\"success\":%" PRIu64 ",\"retry\":%" PRIu64 ",\"disregarded\":%" PRIu64
-           ",\"failed\":%" PRIu64 "},\"overdue_p50_ms\":%" PRIu64 ",\"overdue_p95_ms\":%" PRIu64
+           ",\"failed\":%" PRIu64 ",\"retired\":%" PRIu64 "},\"overdue_p50_ms\":%" PRIu64 ",\"overdue_p95_ms\":%" PRIu64
            ",\"wait_p50_ms\":%" PRIu64 ",\"validator_checks\":%" PRIu64
            ",\"validator_misses\":%" PRIu64 ",\"scan_ms\":%.3f}\n",
            schema, now, hosts, c.uris, c.queued, c.due_now, c.visited, c.visits, c.versions,
            c.by_state[0], c.by_state[1], c.by_state[2], c.by_state[3], c.by_state[4],
+           c.by_state[KR_URI_RETIRED],
            kr_lhist_quantile(&c.overdue, 0.5), kr_lhist_quantile(&c.overdue, 0.95),
            kr_lhist_quantile(&c.wait, 0.5), vt_checks, vt_misses, (double)c.scan_us / 1000);
     return 0;
   }
   printf("kria %s, state %s (offline: no rates, nothing in flight shown)\n", KRIA_VERSION, path);
   printf("frontier    %" PRIu64 " URIs, %" PRIu64 " queued; %" PRIu64 " visited, %" PRIu64
-         " retrying, %" PRIu64 " disregarded, %" PRIu64 " failed\n",
+         " retrying, %" PRIu64 " disregarded, %" PRIu64 " failed, %" PRIu64 " retired\n",
          c.uris, c.queued, c.by_state[KR_URI_SUCCESS], c.by_state[KR_URI_RETRY],
-         c.by_state[KR_URI_DISREGARDED], c.by_state[KR_URI_FAILED]);
+         c.by_state[KR_URI_DISREGARDED], c.by_state[KR_URI_FAILED], c.by_state[KR_URI_RETIRED]);
   printf("due now     %" PRIu64 " URIs, overdue p50 %s p95 %s; median wait %s\n", c.due_now, a, b,
          w);
   printf("visits      %" PRIu64 " over %" PRIu64 " URIs, %" PRIu64 " versions (%" PRIu64
@@ -380,8 +381,9 @@ static int offline_hosts(const char *dir, uint64_t limit, int json, int frontier
            "SELECT h.name, h.queued, h.finished, h.succeeded, h.failed, h.disregarded, h.bytes,"
            " h.robots_status, h.backoff_until, %s,"
            " (SELECT min(next_at) FROM uris u WHERE u.host_id = h.id AND u.next_at < %" PRIu64 ")"
-           " AS head FROM hosts h ORDER BY head IS NULL, head, h.name LIMIT ?1",
-           schema >= 2 ? "h.vt_checks, h.vt_misses" : "0, 0", KR_NEVER);
+           " AS head, %s FROM hosts h ORDER BY head IS NULL, head, h.name LIMIT ?1",
+           schema >= 2 ? "h.vt_checks, h.vt_misses" : "0, 0", KR_NEVER,
+           schema >= 7 ? "h.retired, h.refused" : "0, 0");
   sqlite3_stmt *q = NULL;
   if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK) {
     kr_cli_error(KR_EDB, "%s: %s", path, sqlite3_errmsg(db));
@@ -394,8 +396,8 @@ static int offline_hosts(const char *dir, uint64_t limit, int json, int frontier
   kr_buf_init(&b, 1u << 30);
   if (json) kr_buf_append_str(&b, "{\"source\":\"state\",\"hosts\":[");
   else
-    kr_buf_printf(&b, "%-40s %8s %10s %9s %9s %9s\n", "host", "queued", "overdue", "finished",
-                  "failed", "checks");
+    kr_buf_printf(&b, "%-40s %8s %10s %9s %9s %9s %8s %8s\n", "host", "queued", "overdue",
+                  "finished", "failed", "checks", "retired", "refused");
   size_t n = 0;
   int src;
   while ((src = sqlite3_step(q)) == SQLITE_ROW) {
@@ -412,21 +414,24 @@ static int offline_hosts(const char *dir, uint64_t limit, int json, int frontier
                     ",\"queued\":%" PRIu64 ",\"finished\":%" PRId64 ",\"succeeded\":%" PRId64
                     ",\"failed\":%" PRId64 ",\"disregarded\":%" PRId64 ",\"bytes\":%" PRId64
                     ",\"robots_status\":%d,\"backoff_until\":%" PRId64 ",\"validator_checks\":%" PRId64
-                    ",\"validator_misses\":%" PRId64 ",\"overdue_ms\":%" PRIu64 ",\"head_next_at\":",
+                    ",\"validator_misses\":%" PRId64 ",\"retired\":%" PRId64 ",\"refused\":%" PRId64
+                    ",\"overdue_ms\":%" PRIu64 ",\"head_next_at\":",
                     queued, col64(q, 2), col64(q, 3),
                     col64(q, 4), col64(q, 5),
                     col64(q, 6), sqlite3_column_int(q, 7),
                     col64(q, 8), col64(q, 9),
-                    col64(q, 10), overdue);
+                    col64(q, 10), col64(q, 12), col64(q, 13), overdue);
       if (has_head) kr_buf_printf(&b, "%" PRIu64 "}", head);
       else kr_buf_append_str(&b, "null}");
     } else {
       char o[32];
       if (has_head) kr_progress_fmt_ms(overdue, o, sizeof o);
       else snprintf(o, sizeof o, "-");
-      kr_buf_printf(&b, "%-40.200s %8" PRIu64 " %10s %9" PRId64 " %9" PRId64 " %9" PRId64 "\n",
+      kr_buf_printf(&b,
+                    "%-40.200s %8" PRIu64 " %10s %9" PRId64 " %9" PRId64 " %9" PRId64 " %8" PRId64
+                    " %8" PRId64 "\n",
                     name ? name : "", queued, o, col64(q, 2),
-                    col64(q, 4), col64(q, 9));
+                    col64(q, 4), col64(q, 9), col64(q, 12), col64(q, 13));
     }
     n++;
   }

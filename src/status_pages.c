@@ -244,6 +244,7 @@ static void page_status(kr_service_t *s, kr_buf_t *b) {
   jw_u64(&w, "seen", fs.seen);
   if (fs.limit) jw_str(&w, "limit", fs.limit);
   else jw_null(&w, "limit");
+  if (fs.limit_until) jw_u64(&w, "limit_until", fs.limit_until);
   jw_close(&w, '}');
 
   jw_open(&w, "hosts", '{');
@@ -942,8 +943,9 @@ static int page_hosts(kr_service_t *s, const kr_status_req_t *req, kr_status_res
   size_t n = pick_hosts(c->frontier, now, sort, state, picks, limit, &total);
   if (want_text(req)) {
     resp->content_type = "text/plain; charset=utf-8";
-    kr_buf_printf(resp->body, "%-40s %-8s %8s %10s %10s %9s %9s %s\n", "host", "state", "queued",
-                  "overdue", "ready in", "finished", "failed", "plan (wanted)");
+    kr_buf_printf(resp->body, "%-40s %-8s %8s %10s %10s %9s %9s %8s %8s %s\n", "host", "state",
+                  "queued", "overdue", "ready in", "finished", "failed", "retired", "refused",
+                  "plan (wanted)");
     for (size_t i = 0; i < n; i++) {
       const kr_host_report_t *r = &picks[i].r;
       char o[32], ri[32], pl[48];
@@ -951,10 +953,12 @@ static int page_hosts(kr_service_t *s, const kr_status_req_t *req, kr_status_res
       kr_progress_fmt_ms(r->overdue_ms, o, sizeof o);
       kr_progress_fmt_ms(r->ready_at >= KR_NEVER ? KR_NEVER : r->ready_at > now ? r->ready_at - now : 0,
                          ri, sizeof ri);
-      kr_buf_printf(resp->body, "%-40.*s %-8s %8" PRIu64 " %10s %10s %9" PRIu64 " %9" PRIu64 " %s\n",
+      kr_buf_printf(resp->body,
+                    "%-40.*s %-8s %8" PRIu64 " %10s %10s %9" PRIu64 " %9" PRIu64 " %8" PRIu64
+                    " %8" PRIu64 " %s\n",
                     (int)KR_MIN(strlen(r->name), 200), r->name,
                     r->state < ARRAY_SIZE(host_states) ? host_states[r->state] : "?", r->queued, o,
-                    ri, r->c.finished, r->c.failed, pl);
+                    ri, r->c.finished, r->c.failed, r->c.retired, r->c.refused, pl);
     }
     kr_buf_printf(resp->body, "%zu of %" PRIu64 " hosts\n", n, total);
     free(picks);
