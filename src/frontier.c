@@ -800,6 +800,8 @@ static int raise_known(kr_frontier_t *f, uint64_t fp, int dir, uint64_t next_at,
   if (!h || in_flight_on(h, fp) || (h->pending_rows && pending_row(f, fp))) return 0;
   int revive = r.next_at >= KR_NEVER && (flags & KR_LINK_REVIVE);
   if (r.next_at >= KR_NEVER && !revive) return 0;
+  /* A link does not pull a retired URI forward (see Bounds). */
+  if (r.state == KR_URI_RETIRED && !revive) return 0;
   int ndir = dir > r.directive ? dir : r.directive;
   uint64_t nnext = r.next_at;
   if (revive)

@@ -63,7 +63,8 @@
  * prerequisites are never retired for want of links. A retired URI that
  * answers anything but 404/410 again takes its normal wait; one retired
  * for want of links comes back, due at once, when a page links to it
- * again. A link seen again writes the URI's last_linked at most once per
+ * again. Otherwise a link (a raise, a reschedule) does not pull a retired
+ * URI forward; KR_LINK_REVIVE does. A link seen again writes the URI's last_linked at most once per
  * eighth of retire_unlinked_ms (a per-epoch filter in memory), and only
  * a parsed page shows its links: one answering 304 or cut short as
  * unchanged links nothing that visit.

@@ -1242,6 +1242,10 @@ static void retire_gone(void **state) {
     }
     valid();
   }
+  /* a link asking for more does not pull it forward */
+  uint64_t back_at = row_of("http://g.test/gone").next_at;
+  assert_int_equal(add_at("http://g.test/gone", KR_DIRECTIVE_HIGH, 0, KR_LINK_RESCHEDULE, "LE"), 0);
+  assert_true(row_of("http://g.test/gone").next_at == back_at);
   kr_uri_row_t fr = row_of("http://g.test/flaky");
   assert_int_equal(fr.state, KR_URI_SUCCESS);
   assert_int_equal(fr.gone, 1);
