@@ -1949,7 +1949,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(checkpoint_inline_and_async, setup, teardown),
       cmocka_unit_test_setup_teardown(migrates_v1, setup, teardown),
       cmocka_unit_test_setup_teardown(migrates_v5_originals, setup, teardown),
-      cmocka_unit_test_setup_teardown(migrates_v6_bounds, setup, teardown),
+      cmocka_unit_test_setup_teardown(migrates_v7_bounds, setup, teardown),
       cmocka_unit_test_setup_teardown(original_survives_row_writes, setup, teardown),
       cmocka_unit_test_setup_teardown(orig_index_by_option, setup, teardown),
       cmocka_unit_test_setup_teardown(robots_rows, setup, teardown),
