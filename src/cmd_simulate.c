@@ -72,14 +72,24 @@ static const char usage_text[] =
     "                        world split by host into N shards (at most one a\n"
     "                        host), the policies' shards sharing the N processes;\n"
     "                        the numbers do not depend on N\n"
+    "events of a long crawl (format in src/sim.h and bench/adaptive/README.md):\n"
+    "  --event SPEC          one event, e.g. 'outage h1.sim.test at=10d for=3d',\n"
+    "                        'busy http://h2.sim.test/p/5 status=503 retry-after=120',\n"
+    "                        'robots-down H at=D for=D', 'robots-relax H share=S at=D',\n"
+    "                        'grow H per-day=N', 'die H share=S at=D..D status=410',\n"
+    "                        'unlink H share=S at=D..D' (repeatable)\n"
+    "  --events FILE         events, one a line\n"
+    "  --check               exit 1 when an invariant fails (the invariants are\n"
+    "                        checked and printed whenever there are events)\n"
     "output:\n"
     "  --json                one JSON object instead of tables\n"
     "  -v                    log the modules' notices and each shard's time;\n"
     "                        -v -v: also each host's allocator once a\n"
     "                        simulated day\n"
-    "exit status: 0 success, 2 error, 64 usage\n";
+    "exit status: 0 success, 1 an invariant failed (--check), 2 error, 64 usage\n";
 
 #define MAX_OVERRIDES 256
+#define MAX_EVENT_ARGS 256
 
 typedef struct job {
   kr_sim_policy_t policy;
@@ -305,6 +315,8 @@ static double overdue_mean_s(const kr_sim_result_t *r, int q) {
   return r->overdue_n[q] ? (double)r->overdue_sum_ms[q] / 1000.0 / (double)r->overdue_n[q] : 0.0;
 }
 
+static void print_invariants(job_t **jobs, size_t n);
+
 static void print_table(const char *title, job_t **jobs, size_t n, int early) {
   printf("\n%s\n", title);
   printf("%-22s %10s %10s %6s %6s %8s %10s %10s %9s\n", "policy", "versions", "captured",
@@ -365,12 +377,81 @@ static void print_text(const kr_sim_world_t *w, const kr_sim_opts_t *o, const ch
     printf("%-22s %12s %12s %12s %12" PRIu64 "\n", kr_sim_policy_name(r->policy), a, b, m,
            r->waits_capped);
   }
+  print_invariants(jobs, n);
   for (size_t i = 0; i < n; i++) {
     const kr_sim_result_t *r = &jobs[i]->res;
     if (r->policy == KR_SIM_POISSON && r->est_n)
       printf("\npoisson estimates at the end: %" PRIu64 " URIs, %.1f%% within 2x of the true rate, "
              "median estimate/true %.2f\n",
              r->est_n, 100 * r->est_within2, r->est_median_ratio);
+  }
+}
+
+/* ---- invariants ------------------------------------------------------------- */
+
+/* The verdicts of a run's invariants (sim.h "Invariants"): 1 pass, 0
+ * fail, -1 not checked (nothing to check, or no cap configured). */
+static void verdicts(const kr_sim_events_t *e, int v[4]) {
+  v[0] = e->live_checked ? !e->live_late : -1;
+  v[1] = e->rec_checked ? !e->rec_late : -1;
+  v[2] = e->host_uris_cap ? !e->hosts_over_cap : -1;
+  v[3] = e->hosts_checked ? !e->hosts_growing : -1;
+}
+
+static int invariants_fail(job_t **jobs, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    int v[4];
+    verdicts(&jobs[i]->res.ev, v);
+    for (int k = 0; k < 4; k++)
+      if (v[k] == 0) return 1;
+  }
+  return 0;
+}
+
+static const char *verdict_name(int v) { return v > 0 ? "PASS" : v == 0 ? "FAIL" : "-"; }
+
+static void print_invariants(job_t **jobs, size_t n) {
+  if (!n || !jobs[0]->res.ev.tracked) return;
+  char b[32];
+  fmt_dur((double)jobs[0]->res.ev.bound_ms / 1000.0, b, sizeof b);
+  printf("\ninvariants (recovery bound %s: politeness.max-backoff + max-retries x retry-delay)\n", b);
+  for (size_t i = 0; i < n; i++) {
+    const kr_sim_events_t *e = &jobs[i]->res.ev;
+    int v[4];
+    verdicts(e, v);
+    char w1[32], w2[32], fig[256];
+    const char *pol = kr_sim_policy_name(jobs[i]->res.policy);
+    fmt_dur(fabs((double)e->live_worst_ms) / 1000.0, w1, sizeof w1);
+    snprintf(fig, sizeof fig, "%" PRIu64 " of %" PRIu64 " checks late, worst %s%s (%s)", e->live_late,
+             e->live_checked, e->live_worst_ms < 0 ? "-" : "+", w1,
+             e->live_worst_url[0] ? e->live_worst_url : "-");
+    printf("%-15s 1 live URIs visited within max-wait + bound   %-4s %s\n", pol, verdict_name(v[0]), fig);
+    fmt_dur((double)KR_MAX(e->rec_worst_ms, 0) / 1000.0, w2, sizeof w2);
+    snprintf(fig, sizeof fig, "%" PRIu64 " of %" PRIu64 " late, worst %s after recovery", e->rec_late,
+             e->rec_checked, w2);
+    printf("%-15s 2 recovered hosts' URIs within the bound     %-4s %s\n", "", verdict_name(v[1]), fig);
+    if (e->host_uris_cap)
+      snprintf(fig, sizeof fig, "max %" PRIu64 " (cap %" PRIu64 ", %" PRIu64 " hosts over)",
+               e->host_uris_max, e->host_uris_cap, e->hosts_over_cap);
+    else
+      snprintf(fig, sizeof fig, "max %" PRIu64 " (no limits.max-uris-per-host)", e->host_uris_max);
+    printf("%-15s 3 distinct URIs per host within the cap      %-4s %s\n", "", verdict_name(v[2]), fig);
+    fmt_dur(fabs(e->worst_growth_s), w1, sizeof w1);
+    snprintf(fig, sizeof fig, "%" PRIu64 " of %" PRIu64 " hosts growing, worst %s%s (%s)",
+             e->hosts_growing, e->hosts_checked, e->worst_growth_s < 0 ? "-" : "+", w1,
+             e->worst_host[0] ? e->worst_host : "-");
+    printf("%-15s 4 lateness not growing (2nd vs last quarter) %-4s %s\n", "", verdict_name(v[3]), fig);
+    printf("%-15s   events: %" PRIu64 " connects refused, %" PRIu64 " busy answers, %" PRIu64
+           " dead answers, robots.txt %" PRIu64 " fetches (%" PRIu64 " 5xx), -61 %" PRIu64
+           " retried %" PRIu64 " failed, -9998 %" PRIu64 "\n",
+           "", e->refused, e->busy, e->dead, e->robots_fetches, e->robots_5xx, e->robots_retry,
+           e->robots_failed, e->disallowed);
+    printf("%-15s   relaxed robots: %" PRIu64 " URIs, %" PRIu64 " visited again; born %" PRIu64
+           ", %" PRIu64 " visited, %" PRIu64 " not in the frontier; %" PRIu64 " links\n",
+           "", e->relax_uris, e->relax_visited, e->born, e->born_visited, e->born_unknown, e->links);
+    printf("%-15s   live URIs at the end: %" PRIu64 " disregarded, %" PRIu64 " failed, %" PRIu64
+           " waiting to retry\n",
+           "", e->end_disregarded, e->end_failed, e->end_retry);
   }
 }
 
@@ -401,6 +482,47 @@ static void json_metrics(FILE *f, const kr_sim_metrics_t *m) {
           kr_sim_age_s(m), m->fetches, m->body_bytes, kr_sim_fetches_per_version(m),
           m->not_modified, m->aborted, m->unchanged_visits, m->unchanged_full_bytes,
           m->unchanged_body_bytes, kr_sim_unchanged_saving(m), m->lost_by_validators);
+}
+
+static void json_verdict(FILE *f, int v) {
+  fputs(v > 0 ? "true" : v == 0 ? "false" : "null", f);
+}
+
+static void json_invariants(FILE *f, const kr_sim_events_t *e) {
+  int v[4];
+  verdicts(e, v);
+  fprintf(f, ",\n   \"invariants\": {\"bound_s\": %.3f, \"pass\": %s", (double)e->bound_ms / 1000.0,
+          v[0] && v[1] && v[2] && v[3] ? "true" : "false");
+  fprintf(f, ",\n    \"live\": {\"checks\": %" PRIu64 ", \"late\": %" PRIu64
+          ", \"worst_excess_s\": %.3f, \"worst_url\": ", e->live_checked, e->live_late,
+          (double)e->live_worst_ms / 1000.0);
+  json_str(f, e->live_worst_url);
+  fprintf(f, ", \"pass\": ");
+  json_verdict(f, v[0]);
+  fprintf(f, "},\n    \"recovery\": {\"checks\": %" PRIu64 ", \"late\": %" PRIu64
+          ", \"worst_s\": %.3f, \"pass\": ", e->rec_checked, e->rec_late,
+          (double)e->rec_worst_ms / 1000.0);
+  json_verdict(f, v[1]);
+  fprintf(f, "},\n    \"host_uris\": {\"max\": %" PRIu64 ", \"cap\": %" PRIu64
+          ", \"hosts_over_cap\": %" PRIu64 ", \"pass\": ", e->host_uris_max, e->host_uris_cap,
+          e->hosts_over_cap);
+  json_verdict(f, v[2]);
+  fprintf(f, "},\n    \"lateness\": {\"hosts\": %" PRIu64 ", \"growing\": %" PRIu64
+          ", \"worst_growth_s\": %.3f, \"worst_host\": ", e->hosts_checked, e->hosts_growing,
+          e->worst_growth_s);
+  json_str(f, e->worst_host);
+  fprintf(f, ", \"pass\": ");
+  json_verdict(f, v[3]);
+  fprintf(f, "},\n    \"events\": {\"refused\": %" PRIu64 ", \"busy\": %" PRIu64 ", \"dead\": %" PRIu64
+          ", \"robots_fetches\": %" PRIu64 ", \"robots_5xx\": %" PRIu64 ", \"robots_retry\": %" PRIu64
+          ", \"robots_failed\": %" PRIu64 ", \"disallowed\": %" PRIu64 ", \"relax_uris\": %" PRIu64
+          ", \"relax_visited\": %" PRIu64 ", \"born\": %" PRIu64 ", \"born_visited\": %" PRIu64
+          ", \"born_unknown\": %" PRIu64 ", \"links\": %" PRIu64 ", \"end_disregarded\": %" PRIu64
+          ", \"end_failed\": %" PRIu64 ", \"end_retry\": %" PRIu64 "}}",
+          e->refused, e->busy, e->dead, e->robots_fetches, e->robots_5xx, e->robots_retry,
+          e->robots_failed, e->disallowed, e->relax_uris, e->relax_visited, e->born,
+          e->born_visited, e->born_unknown, e->links, e->end_disregarded, e->end_failed,
+          e->end_retry);
 }
 
 static const kr_sim_result_t *find(job_t **jobs, size_t n, kr_sim_policy_t p) {
@@ -473,6 +595,7 @@ static void print_json(const kr_sim_world_t *w, const kr_sim_opts_t *o, const ch
               ", \"estimates\": {\"uris\": %" PRIu64
               ", \"within_2x\": %.4f, \"median_ratio\": %.4f}",
               r->est_n, r->est_within2, r->est_median_ratio);
+    if (r->ev.tracked) json_invariants(f, &r->ev);
     fprintf(f, ", \"wall_s\": %.3f, \"cpu_s\": %.3f}", r->wall_s, r->cpu_s);
   }
   fprintf(f, "],\n \"ratios\": {");
@@ -499,7 +622,9 @@ int kr_cmd_simulate(int argc, char **argv) {
   const char *trace = NULL, *cfg_file = NULL, *policies = "fixed,multiplicative,poisson";
   const char *overrides[MAX_OVERRIDES];
   size_t noverrides = 0;
-  int json = 0, verbose = 0, jobs_par = 1, synth_given = 0;
+  int json = 0, verbose = 0, jobs_par = 1, synth_given = 0, check = 0;
+  const char *event_args[MAX_EVENT_ARGS], *events_file = NULL;
+  size_t nevent_args = 0;
   uint64_t fixed_passes = 2;
   int64_t fixed_ms = 0;
 
@@ -534,6 +659,15 @@ int kr_cmd_simulate(int argc, char **argv) {
       o.strip = 0;
     } else if (!strcmp(a, "--no-midfetch")) {
       o.midfetch = 0;
+    } else if (!strcmp(a, "--check")) {
+      check = 1;
+    } else if (!strcmp(a, "--event")) {
+      NEED_ARG();
+      if (nevent_args == MAX_EVENT_ARGS) BAD("too many --event (use --events FILE)");
+      event_args[nevent_args++] = v;
+    } else if (!strcmp(a, "--events")) {
+      NEED_ARG();
+      events_file = v;
     } else if (!strcmp(a, "--sketch-prior")) {
       o.sketch_prior = 1;
     } else if (!strcmp(a, "--trace")) {
@@ -704,6 +838,26 @@ int kr_cmd_simulate(int argc, char **argv) {
     kr_config_free(cfg);
     return trace ? 2 : 64;
   }
+  /* events: a bad one is a usage error, an unreadable file an error */
+  int ev_rc = 0;
+  if (events_file) {
+    int e = kr_sim_world_events_file(w, events_file, o.duration_ms, err, sizeof err);
+    ev_rc = e == KR_EIO ? 2 : e ? 64 : 0;
+  }
+  for (size_t i = 0; !ev_rc && i < nevent_args; i++) {
+    char msg[512];
+    if (kr_sim_world_event(w, event_args[i], strlen(event_args[i]), o.duration_ms, msg, sizeof msg)) {
+      snprintf(err, sizeof err, "--event '%.200s': %s", event_args[i], msg);
+      ev_rc = 64;
+    }
+  }
+  if (ev_rc) {
+    kr_cli_error(ev_rc == 2 ? KR_EIO : KR_EINVAL, "%s", err);
+    kr_sim_world_free(w);
+    kr_config_free(cfg);
+    return ev_rc;
+  }
+  o.invariants = check;
 
   /* adaptive policies first, then fixed against the reference */
   job_t *jobs[KR_SIM_POLICIES * 2];
@@ -779,9 +933,10 @@ int kr_cmd_simulate(int argc, char **argv) {
       print_text(w, &o, source, jobs, nj);
     if (fflush(stdout) != 0) rc = KR_EIO;
   }
+  int failed = !rc && check && invariants_fail(jobs, nj);
   for (size_t i = 0; i < nj; i++) free(jobs[i]);
   free(shard_of);
   kr_sim_world_free(w);
   kr_config_free(cfg);
-  return rc ? 2 : 0;
+  return rc ? 2 : failed ? 1 : 0;
 }

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "crawllog.h"
 #include "frontier.h"
 #include "internal.h"
 #include "kria/estimate.h"
@@ -200,7 +201,24 @@ typedef struct shost {
   int64_t free_at;           /* valence 1: finish + delay of the last fetch */
   int has_free_at;
   uint32_t in_flight;
+  /* the long crawl's events (sim.h "Events") */
+  size_t *hev;               /* its events, indices into w->hev */
+  size_t nhev;
+  int robots;                /* robots.txt modelled: a prerequisite as in a crawl */
+  char *r_url;               /* its robots.txt */
+  size_t r_len;
+  int64_t r_expires;         /* the rules in force expire then; 0 none yet */
+  int r_unavail, r_final;    /* robots.txt unavailable; and it gave up */
+  int64_t r_at;              /* when the rules in force were fetched */
+  int64_t robots_expiry_ms;  /* robots.expiry */
+  uint32_t hub;              /* the page listing its grown pages: index + 1 */
+  uint32_t *linked;          /* the URIs its hub lists when born and linked */
+  size_t nlinked;
+  int64_t bound_ms;          /* recovery bound: max-backoff + retry budget */
+  uint64_t q_n[2][2], q_sum[2][2]; /* [revisits, head samples][2nd, last quarter] */
 } shost_t;
+
+enum { FX_FETCH = 0, FX_ROBOTS = 1, FX_DECIDED = 2 };
 
 typedef struct sfetch {
   kr_wheel_entry_t e;
@@ -208,7 +226,18 @@ typedef struct sfetch {
   kr_curi_t *c;
   size_t uri;
   struct sfetch *next_free;
+  int what;                  /* FX_*: a fetch, a robots.txt fetch, or an
+                                outcome decided before any fetch */
+  kr_outcome_kind_t dkind;   /* FX_DECIDED */
+  int dstatus;
 } sfetch_t;
+
+/* Per URI, while the invariants are tracked (sim.h "Invariants"). */
+typedef struct inv {
+  int64_t last;              /* last answer (epoch ms), 0 none */
+  int64_t due;               /* last success + its wait, 0 none */
+  uint8_t late, rec_late;    /* counted as late already */
+} inv_t;
 
 typedef struct run {
   const kr_sim_world_t *w;
@@ -235,6 +264,10 @@ typedef struct run {
   sfetch_t **all_fetches;
   size_t nfetch_objs;
   int64_t last_day;
+  inv_t *iv;                 /* NULL: invariants not tracked */
+  int64_t next_sample;       /* hosts' head lateness sampled hourly */
+  kr_link_t *links;          /* a hub's links */
+  size_t links_cap;
   int err;
   char *errbuf;
   size_t errlen;
@@ -284,6 +317,18 @@ static void fopts_politeness(kr_frontier_opts_t *fo, const kr_config_view_t *v,
       (uint64_t)kr_config_ms(v, KR_CFG_POLITENESS_RESPECT_CRAWL_DELAY_UP_TO);
   fo->host_valence = (uint32_t)kr_config_int(v, KR_CFG_POLITENESS_HOST_VALENCE);
   fo->default_wait_ms = (uint64_t)kr_config_ms(v, KR_CFG_CRAWL_DEFAULT_WAIT);
+  /* failures, as crawl.c's fopts_from_view: only the events make any */
+  fo->retry_delay_ms = (uint64_t)kr_config_ms(v, KR_CFG_POLITENESS_RETRY_DELAY);
+  fo->max_retries = (uint32_t)kr_config_int(v, KR_CFG_POLITENESS_MAX_RETRIES);
+  fo->revisit_failed = kr_config_bool(v, KR_CFG_POLITENESS_REVISIT_FAILED);
+  fo->backoff_max_ms = (uint64_t)kr_config_ms(v, KR_CFG_POLITENESS_MAX_BACKOFF);
+  if (fo->backoff_initial_ms > fo->backoff_max_ms) fo->backoff_initial_ms = fo->backoff_max_ms;
+  uint64_t maxw = 0;
+  for (size_t i = 0; i < kr_config_wait_count(v); i++) {
+    const kr_cfg_wait_t *w = kr_config_wait(v, i);
+    if (w->max_wait_ms > 0 && (uint64_t)w->max_wait_ms > maxw) maxw = (uint64_t)w->max_wait_ms;
+  }
+  if (maxw) fo->failed_wait_ms = maxw;
   if (o->delay_ms >= 0) fo->min_delay_ms = fo->max_delay_ms = (uint64_t)o->delay_ms;
   if (o->valence > 0) fo->host_valence = (uint32_t)KR_MIN(o->valence, 64);
 }
@@ -331,6 +376,17 @@ static void on_host(void *ud, kr_frontier_t *f, kr_hostq_t *h) {
   if (d < (double)sh->fo.min_delay_ms) d = (double)sh->fo.min_delay_ms;
   if (d > (double)sh->fo.max_delay_ms) d = (double)sh->fo.max_delay_ms;
   sh->cycle_ms = fm + d;
+  /* its events */
+  const kr_sim_world_t *w = r->w;
+  for (size_t i = 0; i < w->nhev; i++) {
+    if (!kr__sim_key_eq(kr_slice_cstr(w->hev[i].host), kr_slice_cstr(sh->name))) continue;
+    if (w->hev[i].kind == KR__SIM_H_ROBOTS) sh->robots = 1;
+    if (w->hev[i].kind == KR__SIM_H_HUB) sh->hub = w->hev[i].hub;
+    sh->hev = kr_xrealloc(sh->hev, (sh->nhev + 1) * sizeof *sh->hev);
+    sh->hev[sh->nhev++] = i;
+  }
+  sh->robots_expiry_ms = kr_config_ms(v, KR_CFG_ROBOTS_EXPIRY);
+  sh->bound_ms = (int64_t)(sh->fo.backoff_max_ms + (uint64_t)sh->fo.max_retries * sh->fo.retry_delay_ms);
   if (r->nhosts == r->hosts_cap) {
     r->hosts_cap = r->hosts_cap ? r->hosts_cap * 2 : 64;
     r->hosts = kr_xrealloc(r->hosts, r->hosts_cap * sizeof *r->hosts);
@@ -388,12 +444,336 @@ static void fail(run_t *r, int rc, const char *what) {
 
 static void on_fetch_done(kr_wheel_entry_t *e);
 
+/* ---- runs: events and invariants ------------------------------------------------- */
+
+/* Host sh is within an event of kind at t (epoch ms). */
+static int host_in(const run_t *r, const shost_t *sh, int kind, int64_t t) {
+  int64_t off = t - r->t0;
+  for (size_t i = 0; i < sh->nhev; i++) {
+    const whev_t *e = &r->w->hev[sh->hev[i]];
+    if (e->kind == kind && off >= e->from && off < e->until) return 1;
+  }
+  return 0;
+}
+
+static int is_down_kind(int kind) { return kind == KR__SIM_H_OUTAGE || kind == KR__SIM_H_ROBOTS_DOWN; }
+
+/* Time within [a, b] (epoch ms) when sh could not be visited (an outage,
+ * robots.txt down), overlaps counted once. */
+static int64_t host_down_ms(const run_t *r, const shost_t *sh, int64_t a, int64_t b) {
+  int64_t total = 0, covered = a; /* windows taken in order of their start */
+  for (;;) {
+    int64_t best_from = INT64_MAX, best_until = 0;
+    for (size_t i = 0; i < sh->nhev; i++) {
+      const whev_t *e = &r->w->hev[sh->hev[i]];
+      if (!is_down_kind(e->kind)) continue;
+      int64_t f = r->t0 + e->from, u = e->until >= INT64_MAX - r->t0 ? INT64_MAX : r->t0 + e->until;
+      if (u <= covered || f >= b) continue;
+      f = KR_MAX(f, covered);
+      if (f < best_from || (f == best_from && u > best_until)) best_from = f, best_until = u;
+    }
+    if (best_from == INT64_MAX) return total;
+    int64_t u = KR_MIN(best_until, b);
+    total += u - best_from;
+    covered = u;
+    if (covered >= b) return total;
+  }
+}
+
+/* The earliest end of a down window of sh within (a, b] (epoch ms), 0 none. */
+static int64_t host_recovered(const run_t *r, const shost_t *sh, int64_t a, int64_t b) {
+  int64_t best = 0;
+  for (size_t i = 0; i < sh->nhev; i++) {
+    const whev_t *e = &r->w->hev[sh->hev[i]];
+    if (!is_down_kind(e->kind) || e->until >= r->end - r->t0) continue;
+    int64_t u = r->t0 + e->until;
+    if (u > a && u <= b && (!best || u < best)) best = u;
+  }
+  return best;
+}
+
+/* sh was down at t, or recovered less than its bound before: its
+ * lateness then is the recovery's, not the policy's. */
+static int host_excused(const run_t *r, const shost_t *sh, int64_t t) {
+  for (size_t i = 0; i < sh->nhev; i++) {
+    const whev_t *e = &r->w->hev[sh->hev[i]];
+    if (!is_down_kind(e->kind)) continue;
+    int64_t off = t - r->t0;
+    if (off >= e->from && (e->until >= INT64_MAX - sh->bound_ms || off < e->until + sh->bound_ms))
+      return 1;
+  }
+  return 0;
+}
+
+/* 0 for the run's second quarter, 1 for its last, -1 otherwise. */
+static int quarter(const run_t *r, int64_t t) {
+  int64_t len = r->end - r->t0, at = t - r->t0;
+  return at >= len / 4 && at < len / 2 ? 0 : at >= len - len / 4 ? 1 : -1;
+}
+
+static const wev_t *uri_ev(const run_t *r, size_t i) { return r->w->ev ? &r->w->ev[i] : NULL; }
+
+static int64_t uri_max_wait(const run_t *r, const suri_t *s, const shost_t *sh) {
+  if (r->policy == KR_SIM_FIXED) return r->o->fixed_interval_ms;
+  if (s->wait) {
+    kr_wait_params_t p;
+    kr_wait_params_from_config(&p, s->wait);
+    return p.max_ms;
+  }
+  return (int64_t)sh->fo.default_wait_ms;
+}
+
+static inv_t *uri_inv(const run_t *r, size_t i) {
+  return r->iv ? &r->iv[r->local ? r->local[i] : i] : NULL;
+}
+
+/* Invariant 1 over URI i's time since its last answer up to t (epoch
+ * ms), while it was live; invariant 2 when its host recovered within
+ * that time. final: t is the end of the run, not an answer. */
+static void inv_check(run_t *r, size_t i, int64_t t, int final) {
+  inv_t *v = uri_inv(r, i);
+  if (!v) return;
+  suri_t *s = suri(r, i);
+  shost_t *sh = r->hosts[s->host];
+  const wev_t *ev = uri_ev(r, i);
+  kr_sim_events_t *E = &r->res->ev;
+  int64_t from = r->t0 + (ev ? ev->born : 0);
+  if (ev && ev->disallow_until) from = KR_MAX(from, r->t0 + ev->disallow_until);
+  int64_t ref = KR_MAX(v->last, from);
+  int64_t to_off = t - r->t0;
+  if (ev) to_off = KR_MIN(to_off, KR_MIN(ev->dead_at, ev->unlinked_at));
+  int64_t to = r->t0 + to_off;
+  if (to <= ref) return;
+  int64_t gap = to - ref - host_down_ms(r, sh, ref, to);
+  int64_t excess = gap - (uri_max_wait(r, s, sh) + sh->bound_ms);
+  if (!E->live_checked || excess > E->live_worst_ms) {
+    E->live_worst_ms = excess;
+    snprintf(E->live_worst_url, sizeof E->live_worst_url, "%s", kr__sim_url(r->w, &r->w->u[i]));
+  }
+  if (excess > 0 && !v->late) {
+    v->late = 1;
+    E->live_late++;
+  }
+  E->live_checked++;
+  int64_t rec = host_recovered(r, sh, ref, to);
+  if (rec) {
+    int64_t late = to - KR_MAX(rec, v->due);
+    if (final && late <= sh->bound_ms) return; /* not due yet: no verdict */
+    if (!E->rec_checked || late > E->rec_worst_ms) E->rec_worst_ms = late;
+    E->rec_checked++;
+    if (late > sh->bound_ms && !v->rec_late) {
+      v->rec_late = 1;
+      E->rec_late++;
+    }
+  }
+}
+
+/* URI i was answered at t (any status); success: with this wait. */
+static void inv_answer(run_t *r, size_t i, int64_t t, int success, int64_t wait) {
+  inv_t *v = uri_inv(r, i);
+  if (!v) return;
+  inv_check(r, i, t, 0);
+  v->last = t;
+  if (success) v->due = t + wait;
+}
+
+/* Hourly: each host's head lateness (kr_frontier_host_report), by quarter. */
+static void sample_hosts(run_t *r, int64_t now) {
+  if (!r->iv || now < r->next_sample) return;
+  r->next_sample = now + 3600000;
+  int q = quarter(r, now);
+  if (q < 0) return;
+  for (size_t j = 0; j < r->nhosts; j++) {
+    shost_t *sh = r->hosts[j];
+    if (host_excused(r, sh, now)) continue;
+    kr_host_report_t rep;
+    kr_frontier_host_report(r->f, sh->h, (uint64_t)now, &rep);
+    sh->q_n[1][q]++;
+    sh->q_sum[1][q] += rep.overdue_ms;
+  }
+}
+
+/* The links a hub lists at t (epoch ms) into r->links; their number. */
+static size_t hub_links(run_t *r, const shost_t *sh, const wuri_t *hub, int64_t t) {
+  size_t n = 0;
+  int64_t off = t - r->t0;
+  for (size_t k = 0; k < sh->nlinked; k++) {
+    uint32_t i = sh->linked[k];
+    const wev_t *ev = &r->w->ev[i];
+    if (ev->born > off) break; /* by birth */
+    if (ev->unlinked_at <= off) continue;
+    if (n == r->links_cap) {
+      r->links_cap = r->links_cap ? r->links_cap * 2 : 256;
+      r->links = kr_xrealloc(r->links, r->links_cap * sizeof *r->links);
+    }
+    const wuri_t *u = &r->w->u[i];
+    r->links[n++] = (kr_link_t){.url = kr__sim_url(r->w, u), .url_len = u->url_len,
+                                .hop_path = "L", .hop_len = 1, .via = hub->fp,
+                                .directive = KR_DIRECTIVE_NORMAL};
+  }
+  return n;
+}
+
+static sfetch_t *fetch_obj(run_t *r) {
+  sfetch_t *fx = r->free_fetches;
+  if (fx) {
+    r->free_fetches = fx->next_free;
+  } else {
+    fx = kr_xcalloc(1, sizeof *fx);
+    if ((r->nfetch_objs & (r->nfetch_objs + 1)) == 0)
+      r->all_fetches = kr_xrealloc(r->all_fetches, (r->nfetch_objs * 2 + 2) * sizeof *r->all_fetches);
+    r->all_fetches[r->nfetch_objs++] = fx;
+    kr_wheel_entry_init(&fx->e, on_fetch_done);
+  }
+  fx->run = r;
+  fx->what = FX_FETCH;
+  return fx;
+}
+
+static void fetch_free(run_t *r, sfetch_t *fx) {
+  fx->c = NULL;
+  fx->next_free = r->free_fetches;
+  r->free_fetches = fx;
+}
+
+/* The slot of a finished fetch: politeness bookkeeping before the
+ * frontier frees c (contact: the host was reached, its delay applies). */
+static void slot_done(run_t *r, shost_t *sh, const kr_curi_t *c, int64_t now, int contact) {
+  uint64_t fetch_ms = (uint64_t)(now - (int64_t)c->issued_at);
+  if (contact) {
+    uint64_t delay = kr_frontier_host_delay(r->f, c->host, fetch_ms);
+    sh->free_at = now + (int64_t)delay;
+    sh->has_free_at = 1;
+    sh->cycle_ms = 0.98 * sh->cycle_ms + 0.02 * (double)(fetch_ms + delay);
+  }
+  sh->in_flight--;
+}
+
+/* Hand an outcome without a visit history to the frontier (a refused
+ * connection, a busy answer, a robots.txt fetch, a decided outcome). */
+static void finish_plain(run_t *r, sfetch_t *fx, kr_outcome_t *oc, const kr_link_t *links,
+                         size_t nlinks) {
+  kr_curi_t *c = fx->c;
+  int64_t now = (int64_t)kr_clock_now_ms(&r->clock);
+  oc->fetch_ms = (uint64_t)(now - (int64_t)c->issued_at);
+  fetch_free(r, fx);
+  int rc = kr_frontier_finished(r->f, c, oc, links, nlinks, (uint64_t)now);
+  if (rc < 0) fail(r, rc, "recording a visit");
+  pull(r);
+}
+
+/* robots.txt answered (or not): the crawl's kr__robots_store
+ * (proc_prefetch.c) on the simulated host. */
+static void robots_done(run_t *r, sfetch_t *fx) {
+  kr_curi_t *c = fx->c;
+  shost_t *sh = host_of(r, c->host);
+  int64_t now = (int64_t)kr_clock_now_ms(&r->clock), ti = (int64_t)c->issued_at;
+  kr_sim_events_t *E = &r->res->ev;
+  kr_outcome_t oc;
+  memset(&oc, 0, sizeof oc);
+  int status;
+  if (host_in(r, sh, KR__SIM_H_OUTAGE, ti)) {
+    oc.kind = KR_OUTCOME_RETRY; /* connection refused, as proc_post.c builds it */
+    oc.status = KR_ECONNREFUSED;
+    oc.host_error = 1;
+    status = KR_ECONNREFUSED;
+    E->refused++;
+  } else if (host_in(r, sh, KR__SIM_H_ROBOTS_DOWN, ti)) {
+    oc.kind = KR_OUTCOME_RETRY; /* a robots.txt answering 5xx is retried */
+    oc.status = status = 503;
+    oc.bytes = 512;
+    E->robots_5xx++;
+  } else {
+    oc.kind = KR_OUTCOME_SUCCESS;
+    oc.status = status = 200;
+    oc.bytes = 512;
+    oc.wait_ms = (uint64_t)sh->robots_expiry_ms;
+  }
+  E->robots_fetches++;
+  int unavail = status != 200;
+  int64_t ttl = sh->robots_expiry_ms;
+  if (unavail && (int64_t)sh->fo.retry_delay_ms < ttl) ttl = (int64_t)sh->fo.retry_delay_ms;
+  sh->r_expires = now + ttl;
+  sh->r_unavail = unavail;
+  sh->r_final = unavail && c->retries >= sh->fo.max_retries;
+  if (!unavail) sh->r_at = ti;
+  slot_done(r, sh, c, now, status != KR_ECONNREFUSED);
+  kr_frontier_host_set_robots(r->f, c->host, (uint64_t)sh->r_expires, status, -1, (uint64_t)now);
+  kr_frontier_prereq_done(r->f, c->host, (uint64_t)now);
+  finish_plain(r, fx, &oc, NULL, 0);
+}
+
+/* An outcome the prefetch processors decide without a fetch. */
+static void decided_done(run_t *r, sfetch_t *fx) {
+  suri_t *s = suri(r, fx->uri);
+  shost_t *sh = r->hosts[s->host];
+  slot_done(r, sh, fx->c, (int64_t)kr_clock_now_ms(&r->clock), 0);
+  s->in_flight = 0;
+  kr_outcome_t oc;
+  memset(&oc, 0, sizeof oc);
+  oc.kind = fx->dkind;
+  oc.status = fx->dstatus;
+  oc.no_contact = 1;
+  finish_plain(r, fx, &oc, NULL, 0);
+}
+
+/* The robots processor (proc_prefetch.c) on a URI of a host whose
+ * robots.txt is modelled: 1 when it decided (c is handed on), 0 to fetch. */
+static int robots_gate(run_t *r, shost_t *sh, kr_curi_t *c, size_t idx) {
+  int64_t now = (int64_t)kr_clock_now_ms(&r->clock);
+  kr_sim_events_t *E = &r->res->ev;
+  if (sh->r_expires <= now) {
+    int rc = kr_frontier_prereq_require(r->f, c, sh->r_url, sh->r_len, (uint64_t)now);
+    if (rc == KR_EDB) fail(r, rc, "scheduling robots.txt");
+    return 1;
+  }
+  const wev_t *ev = uri_ev(r, idx);
+  kr_outcome_kind_t kind;
+  int status;
+  if (sh->r_unavail) {
+    kind = sh->r_final ? KR_OUTCOME_FAILED : KR_OUTCOME_RETRY;
+    status = KR_S_ROBOTS_PREREQUISITE_FAILURE;
+    if (sh->r_final)
+      E->robots_failed++;
+    else
+      E->robots_retry++;
+  } else if (ev && ev->disallow_until && sh->r_at - r->t0 < ev->disallow_until) {
+    kind = KR_OUTCOME_DISREGARDED;
+    status = KR_S_ROBOTS_PRECLUDED;
+    E->disallowed++;
+  } else {
+    return 0;
+  }
+  suri_t *s = suri(r, idx);
+  KR_BUG_ON(s->in_flight);
+  s->in_flight = 1;
+  sh->in_flight++;
+  sfetch_t *fx = fetch_obj(r);
+  fx->c = c;
+  fx->uri = idx;
+  fx->what = FX_DECIDED;
+  fx->dkind = kind;
+  fx->dstatus = status;
+  kr_timer_start(&r->timers, &fx->e, (uint64_t)now, on_fetch_done);
+  return 1;
+}
+
 static void start_fetch(run_t *r, kr_curi_t *c) {
   int64_t idx = kr__sim_world_find(r->w, c->fp);
-  KR_BUG_ON(idx < 0);
+  uint64_t now = kr_clock_now_ms(&r->clock);
+  if (idx < 0) { /* a robots.txt: the only URI not of the world */
+    shost_t *rh = host_of(r, c->host);
+    KR_BUG_ON(!rh || !rh->robots);
+    rh->in_flight++;
+    sfetch_t *fx = fetch_obj(r);
+    fx->c = c;
+    fx->what = FX_ROBOTS;
+    kr_timer_start(&r->timers, &fx->e, now + (uint64_t)KR_MAX(1, r->o->fetch_ms / 3), on_fetch_done);
+    return;
+  }
   suri_t *s = suri(r, (size_t)idx);
   shost_t *sh = r->hosts[s->host];
-  uint64_t now = kr_clock_now_ms(&r->clock);
+  if (sh->robots && robots_gate(r, sh, c, (size_t)idx)) return;
   if (sh->valence == 1 && sh->has_free_at) {
     int64_t gap = (int64_t)now - sh->free_at;
     if (r->res->politeness_min_gap_ms < 0 || gap < r->res->politeness_min_gap_ms)
@@ -409,23 +789,17 @@ static void start_fetch(run_t *r, kr_curi_t *c) {
     if (q >= 0) {
       res->overdue_n[q]++;
       res->overdue_sum_ms[q] += c->overdue_ms;
+      if (r->iv && !host_excused(r, sh, (int64_t)now)) {
+        sh->q_n[0][q]++;
+        sh->q_sum[0][q] += c->overdue_ms;
+      }
     }
   }
   sh->in_flight++;
   if (sh->in_flight > r->res->max_in_flight_host) r->res->max_in_flight_host = sh->in_flight;
   KR_BUG_ON(s->in_flight);
   s->in_flight = 1;
-  sfetch_t *fx = r->free_fetches;
-  if (fx) {
-    r->free_fetches = fx->next_free;
-  } else {
-    fx = kr_xcalloc(1, sizeof *fx);
-    if ((r->nfetch_objs & (r->nfetch_objs + 1)) == 0)
-      r->all_fetches = kr_xrealloc(r->all_fetches, (r->nfetch_objs * 2 + 2) * sizeof *r->all_fetches);
-    r->all_fetches[r->nfetch_objs++] = fx;
-    kr_wheel_entry_init(&fx->e, on_fetch_done);
-  }
-  fx->run = r;
+  sfetch_t *fx = fetch_obj(r);
   fx->c = c;
   fx->uri = (size_t)idx;
   kr_timer_start(&r->timers, &fx->e, now + (uint64_t)fetch_duration(r, s), on_fetch_done);
@@ -484,6 +858,14 @@ static int64_t next_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t *c, k
 static void on_fetch_done(kr_wheel_entry_t *e) {
   sfetch_t *fx = container_of(e, sfetch_t, e);
   run_t *r = fx->run;
+  if (fx->what == FX_ROBOTS) {
+    robots_done(r, fx);
+    return;
+  }
+  if (fx->what == FX_DECIDED) {
+    decided_done(r, fx);
+    return;
+  }
   kr_curi_t *c = fx->c;
   const kr_sim_world_t *w = r->w;
   const wuri_t *u = &w->u[fx->uri];
@@ -497,18 +879,70 @@ static void on_fetch_done(kr_wheel_entry_t *e) {
 
   advance(w, u, s, r->t0, r->wend, ti);
   integrate(r, s, ti);
+
+  /* the long crawl's events: the host refuses connections, the URI is
+   * busy, or dead (sim.h "Events") */
+  const wev_t *ev = uri_ev(r, fx->uri);
+  int64_t off = ti - r->t0;
+  if (host_in(r, sh, KR__SIM_H_OUTAGE, ti)) {
+    kr_outcome_t oc;
+    memset(&oc, 0, sizeof oc);
+    oc.kind = KR_OUTCOME_RETRY; /* as proc_post.c builds a connect failure */
+    oc.status = KR_ECONNREFUSED;
+    oc.host_error = 1;
+    r->res->ev.refused++;
+    slot_done(r, sh, c, now, 1);
+    s->in_flight = 0;
+    finish_plain(r, fx, &oc, NULL, 0);
+    return;
+  }
+  if (ev && off >= ev->busy_from && off < ev->busy_until) {
+    kr_outcome_t oc;
+    memset(&oc, 0, sizeof oc);
+    oc.kind = KR_OUTCOME_BACKOFF;
+    oc.status = ev->busy_status;
+    oc.bytes = 512;
+    /* Retry-After through the crawler's own parser */
+    char ra[64] = "";
+    if (ev->ra_kind == 1) snprintf(ra, sizeof ra, "%" PRId64, ev->ra_ms / 1000);
+    if (ev->ra_kind == 2) kr_validators_date_format((ti + ev->ra_ms) / 1000, ra);
+    uint64_t d;
+    if (ra[0] && kr_frontier_parse_retry_after(ra, strlen(ra), (uint64_t)now, &d) == 0)
+      oc.retry_after_ms = d;
+    r->res->ev.busy++;
+    slot_done(r, sh, c, now, 1);
+    s->in_flight = 0;
+    inv_answer(r, fx->uri, ti, 0, 0);
+    finish_plain(r, fx, &oc, NULL, 0);
+    return;
+  }
+  int dead = ev && off >= ev->dead_at;
   s->responses++;
+  /* a hub's list is part of its content: its ETag, Last-Modified and
+   * digest move when a page is born or unlinked */
+  size_t nlinks = 0;
+  uint64_t ver = s->version;
+  int64_t last_change = s->last_change;
+  if (!dead && sh->hub == fx->uri + 1) {
+    nlinks = hub_links(r, sh, u, ti);
+    ver += (uint64_t)nlinks << 32;
+    for (size_t k = 0; k < sh->nlinked; k++) {
+      const wev_t *le = &w->ev[sh->linked[k]];
+      if (le->born <= off) last_change = KR_MAX(last_change, r->t0 + le->born);
+      if (le->unlinked_at <= off) last_change = KR_MAX(last_change, r->t0 + le->unlinked_at);
+    }
+  }
 
   /* the server's validators for this response */
   char etag[ETAG_LEN + 1] = "";
   int64_t lm = 0; /* epoch s, 0 none */
-  switch (u->validators) {
+  switch (dead ? KR_SIM_VAL_MISSING : u->validators) {
   case KR_SIM_VAL_CORRECT:
     if (u->is_volatile) {
-      make_etag(etag, kr__sim_mix64(u->fp ^ kr__sim_mix64(((uint64_t)s->version << 32) ^ s->responses)));
+      make_etag(etag, kr__sim_mix64(u->fp ^ kr__sim_mix64((ver << 32) ^ s->responses)));
     } else {
-      make_etag(etag, kr__sim_mix64(u->fp ^ kr__sim_mix64((uint64_t)s->version + 1)));
-      lm = s->last_change / 1000;
+      make_etag(etag, kr__sim_mix64(u->fp ^ kr__sim_mix64(ver + 1)));
+      lm = last_change / 1000;
     }
     break;
   case KR_SIM_VAL_LYING:
@@ -520,12 +954,12 @@ static void on_fetch_done(kr_wheel_entry_t *e) {
   }
   size_t etag_len = strlen(etag);
   int has_hist = c->visits > 0;
-  int has_val = has_hist && (c->etag_len > 0 || c->last_modified > 0);
+  int has_val = !dead && has_hist && (c->etag_len > 0 || c->last_modified > 0);
   kr_vtrust_t trust = *kr_frontier_host_vtrust(c->host);
   kr_vtrust_mode_t mode = has_val ? kr_vtrust_mode(&trust, &sh->trust, c->fp, c->visits, ti)
                                   : KR_VTRUST_PROBATION;
   int conditional = has_val && sh->conditional && mode == KR_VTRUST_USE;
-  int status = 200;
+  int status = dead ? ev->dead_status : 200;
   if (conditional) {
     /* RFC 9110 13.2.2: If-None-Match first, If-Modified-Since without it */
     if (c->etag_len)
@@ -562,9 +996,10 @@ static void on_fetch_done(kr_wheel_entry_t *e) {
         if (ms[k]) ms[k]->aborted++;
     } else {
       full = 1;
-      bytes = u->size;
+      bytes = dead ? 512 : u->size;
       uint64_t salt = u->is_volatile && !o->strip ? s->responses : 0;
-      digest = kr__sim_mix64(u->fp ^ kr__sim_mix64(((uint64_t)s->version << 32) + salt + 7));
+      digest = dead ? kr__sim_mix64(u->fp ^ UINT64_C(0xdead) ^ ev->dead_status)
+                    : kr__sim_mix64(u->fp ^ kr__sim_mix64((ver << 32) + salt + 7));
       if (!has_hist)
         st = KR_CONTENT_CHANGED;
       else
@@ -574,9 +1009,12 @@ static void on_fetch_done(kr_wheel_entry_t *e) {
     }
   }
 
-  /* scoring */
+  if (dead) r->res->ev.dead++;
+  if (!full) nlinks = 0; /* a 304 or an abort: no body, no links */
+
+  /* scoring (a dead page's answer archives no version) */
   int captured = 0;
-  if (full && s->cap_version != (int32_t)s->version) {
+  if (full && !dead && s->cap_version != (int32_t)s->version) {
     captured = 1;
     if (s->acc_from == 0) {
       r->res->uris_visited++;
@@ -586,8 +1024,8 @@ static void on_fetch_done(kr_wheel_entry_t *e) {
     s->stale_at = s->next_change;
     s->acc_from = ti;
   }
-  int unchanged_visit = s->seen_version == (int32_t)s->version;
-  int lost = !full && s->cap_version != (int32_t)s->version;
+  int unchanged_visit = !dead && s->seen_version == (int32_t)s->version;
+  int lost = !dead && !full && s->cap_version != (int32_t)s->version;
   s->seen_version = (int32_t)s->version;
   for (int k = 0; k < 2; k++) {
     kr_sim_metrics_t *m = ms[k];
@@ -617,13 +1055,9 @@ static void on_fetch_done(kr_wheel_entry_t *e) {
   s->last_wait = wait;
   s->visits++;
 
-  /* politeness bookkeeping, before the frontier frees c */
+  inv_answer(r, fx->uri, ti, 1, wait > 0 ? wait : (int64_t)sh->fo.default_wait_ms);
   uint64_t fetch_ms = (uint64_t)(now - ti);
-  uint64_t delay = kr_frontier_host_delay(r->f, c->host, fetch_ms);
-  sh->free_at = now + (int64_t)delay;
-  sh->has_free_at = 1;
-  sh->cycle_ms = 0.98 * sh->cycle_ms + 0.02 * (double)(fetch_ms + delay);
-  sh->in_flight--;
+  slot_done(r, sh, c, now, 1);
   s->in_flight = 0;
 
   kr_outcome_t oc;
@@ -649,10 +1083,9 @@ static void on_fetch_done(kr_wheel_entry_t *e) {
   oc.last_modified = lm;
   oc.history = hist;
   oc.history_len = hist_len;
-  fx->c = NULL;
-  fx->next_free = r->free_fetches;
-  r->free_fetches = fx;
-  int rc = kr_frontier_finished(r->f, c, &oc, NULL, 0, (uint64_t)now);
+  fetch_free(r, fx);
+  r->res->ev.links += nlinks;
+  int rc = kr_frontier_finished(r->f, c, &oc, nlinks ? r->links : NULL, nlinks, (uint64_t)now);
   if (rc < 0) fail(r, rc, "recording a visit");
   pull(r);
 }
@@ -764,7 +1197,7 @@ static int add_all(run_t *r) {
   int rc = 0;
   size_t n = 0;
   for (size_t i = 0; i <= w->n && !rc; i++) {
-    if (i < w->n && in_shard(r, i)) {
+    if (i < w->n && in_shard(r, i) && !(w->ev && w->ev[i].born)) { /* the born come as links */
       const wuri_t *u = &w->u[i];
       links[n++] = (kr_link_t){.url = kr__sim_url(w, u), .url_len = u->url_len, .hop_path = "",
                                .hop_len = 0, .next_at = now, .directive = KR_DIRECTIVE_NORMAL};
@@ -801,6 +1234,19 @@ static int add_all(run_t *r) {
       return kr__sim_errf(r->errbuf, r->errlen, KR_EINVAL, "no host queue for %s", kr__sim_url(w, u));
     }
     s->host = sh->idx;
+    if (sh->robots && !sh->r_url) { /* the origin of its first URI */
+      const char *url = kr__sim_url(w, u), *p = strstr(url, "://");
+      size_t on = p ? strcspn(p + 3, "/?#") + (size_t)(p + 3 - url) : 0;
+      sh->r_url = kr_xasprintf("%.*s/robots.txt", (int)on, url);
+      sh->r_len = strlen(sh->r_url);
+    }
+    if (w->ev && w->ev[i].hub) { /* the hub lists it: by birth (world order) */
+      sh->linked = kr_xrealloc(sh->linked, (sh->nlinked + 1) * sizeof *sh->linked);
+      size_t at = sh->nlinked++;
+      for (; at > 0 && w->ev[sh->linked[at - 1]].born > w->ev[i].born; at--)
+        sh->linked[at] = sh->linked[at - 1];
+      sh->linked[at] = (uint32_t)i;
+    }
     const char *ct = w->types[u->ctype];
     s->wait = kr_config_wait_match(sh->view, r->matcher, ct, strlen(ct));
     if (s->wait && (r->policy == KR_SIM_POISSON || r->policy == KR_SIM_ORACLE)) {
@@ -813,6 +1259,81 @@ static int add_all(run_t *r) {
       }
     }
   }
+  return 0;
+}
+
+
+/* The end of a tracked run: every URI's last stretch judged, the state
+ * the frontier left it in, the hosts' distinct URIs against the cap and
+ * their lateness, second quarter against last (sim.h "Invariants"). */
+static int inv_final(run_t *r) {
+  const kr_sim_world_t *w = r->w;
+  kr_sim_events_t *E = &r->res->ev;
+  int rc = kr_frontier_commit(r->f);
+  if (rc < 0) return kr__sim_errf(r->errbuf, r->errlen, rc, "committing: %s", kr_strerror(rc));
+  kr_store_t *st = kr_frontier_store(r->f);
+  int cap_key = kr_config_key_find("limits.max-uris-per-host");
+  uint64_t now = kr_clock_now_ms(&r->clock);
+  uint8_t *full = kr_xcalloc(r->nhosts ? r->nhosts : 1, 1);
+  for (size_t j = 0; j < r->nhosts; j++) {
+    shost_t *sh = r->hosts[j];
+    kr_host_report_t rep;
+    kr_frontier_host_report(r->f, sh->h, now, &rep);
+    uint64_t n = rep.c.discovered - (sh->r_url ? 1 : 0); /* robots.txt aside */
+    if (n > E->host_uris_max) E->host_uris_max = n;
+    uint64_t cap = cap_key >= 0 ? (uint64_t)kr_config_int(sh->view, (kr_cfg_key_t)cap_key) : 0;
+    if (cap && (!E->host_uris_cap || cap > E->host_uris_cap)) E->host_uris_cap = cap;
+    if (cap && n > cap) E->hosts_over_cap++;
+    full[j] = cap && n >= cap;
+    if (sh->bound_ms > E->bound_ms) E->bound_ms = sh->bound_ms;
+    /* lateness growing: either measure, last quarter against second */
+    for (int m = 0; m < 2; m++) {
+      if (!sh->q_n[m][0] && !sh->q_n[m][1]) continue;
+      double a = sh->q_n[m][0] ? (double)sh->q_sum[m][0] / (double)sh->q_n[m][0] / 1000.0 : 0;
+      double b = sh->q_n[m][1] ? (double)sh->q_sum[m][1] / (double)sh->q_n[m][1] / 1000.0 : 0;
+      if (!m) E->hosts_checked++;
+      if (b - a > E->worst_growth_s || !E->worst_host[0]) {
+        E->worst_growth_s = b - a;
+        snprintf(E->worst_host, sizeof E->worst_host, "%s", sh->name);
+      }
+      if (b > 2 * a + 600) { /* twice as late, and by ten minutes */
+        E->hosts_growing++;
+        break;
+      }
+    }
+  }
+  int64_t end_off = r->end - r->t0;
+  for (size_t i = 0; i < w->n; i++) {
+    if (!in_shard(r, i)) continue;
+    const wev_t *ev = uri_ev(r, i);
+    inv_t *v = uri_inv(r, i);
+    suri_t *s = suri(r, i);
+    kr_uri_row_t row;
+    int known = kr_store_uri_get(st, w->u[i].fp, &row);
+    if (known < 0) {
+      free(full);
+      return kr__sim_errf(r->errbuf, r->errlen, known, "reading a URI: %s", kr_strerror(known));
+    }
+    if (ev && ev->born) {
+      if (ev->born >= end_off) continue; /* not born within the run */
+      E->born++;
+      if (v->last) E->born_visited++;
+      if (!known) E->born_unknown++;
+      if (!known && full[s->host]) continue; /* refused at the cap: by design */
+    }
+    if (ev && ev->disallow_until && ev->disallow_until < end_off) {
+      E->relax_uris++;
+      if (v->last > r->t0 + ev->disallow_until) E->relax_visited++;
+    }
+    int live = !ev || (ev->dead_at > end_off && ev->unlinked_at > end_off);
+    if (live && known) {
+      if (row.state == KR_URI_DISREGARDED) E->end_disregarded++;
+      if (row.state == KR_URI_FAILED) E->end_failed++;
+      if (row.state == KR_URI_RETRY) E->end_retry++;
+    }
+    inv_check(r, i, r->end, 1);
+  }
+  free(full);
   return 0;
 }
 
@@ -901,6 +1422,11 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
       if (in_shard(r, i)) r->local[i] = (uint32_t)nuris++;
   }
   r->s = kr_xcalloc(nuris ? nuris : 1, sizeof *r->s);
+  if (o->invariants || kr_sim_world_has_events(w)) {
+    r->iv = kr_xcalloc(nuris ? nuris : 1, sizeof *r->iv);
+    out->ev.tracked = 1;
+  }
+  r->next_sample = r->t0;
 
   kr_frontier_opts_default(&r->fo);
   fopts_politeness(&r->fo, kr_config_global(r->cfg), o);
@@ -944,6 +1470,7 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
         chunk *= 2;
       if (r->err) break;
       if (kr_log_level >= KR_LOG_INFO) report_day(r);
+      sample_hosts(r, (int64_t)kr_clock_now_ms(&r->clock));
       int t = kr_frontier_turn(r->f, kr_clock_now_ms(&r->clock));
       if (t < 0) fail(r, t, "committing");
     }
@@ -985,6 +1512,7 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
     if (lambda && lambda != (traces ? traces->lambda : NULL)) free(lambda);
     for (size_t j = 0; j < r->nhosts; j++)
       if (kr_frontier_host_vtrust(r->hosts[j]->h)->distrusts) out->hosts_distrusted++;
+    if (r->iv) rc = inv_final(r);
   }
 
 out:
@@ -999,8 +1527,13 @@ out:
   free(r->all_fetches);
   for (size_t i = 0; i < r->nhosts; i++) {
     free(r->hosts[i]->name);
+    free(r->hosts[i]->hev);
+    free(r->hosts[i]->r_url);
+    free(r->hosts[i]->linked);
     free(r->hosts[i]);
   }
+  free(r->iv);
+  free(r->links);
   free(r->hosts);
   free(r->hmap);
   free(r->s);

@@ -192,6 +192,19 @@ int kr_sim_world_trace_file(const char *path, uint64_t seed, kr_sim_world_t **ou
                             char *err, size_t errlen);
 void kr_sim_world_free(kr_sim_world_t *w);
 
+/* Add the events of a long crawl (see "Events" above) to w: one event
+ * (line of len bytes), or an events file's text (NAME:LINE messages).
+ * horizon_ms bounds the pages a grow event adds (the run's length). 0,
+ * or KR_EINVAL with a message. */
+int kr_sim_world_event(kr_sim_world_t *w, const char *line, size_t len, int64_t horizon_ms,
+                       char *msg, size_t msglen);
+int kr_sim_world_events(kr_sim_world_t *w, const char *text, size_t len, const char *name,
+                        int64_t horizon_ms, char *err, size_t errlen);
+/* Read and add an events file. KR_EIO when unreadable. */
+int kr_sim_world_events_file(kr_sim_world_t *w, const char *path, int64_t horizon_ms, char *err,
+                             size_t errlen);
+int kr_sim_world_has_events(const kr_sim_world_t *w);
+
 size_t kr_sim_world_count(const kr_sim_world_t *w);
 /* URI i (0-based, input order) as the world holds it. */
 typedef struct kr_sim_uri_info {
@@ -244,6 +257,8 @@ typedef struct kr_sim_opts {
    * shard_of[i] == shard; NULL: every URI */
   const uint32_t *shard_of;
   uint32_t shard;
+  int invariants;            /* 1: track and check the invariants (see
+                                "Invariants"); on when the world has events */
 } kr_sim_opts_t;
 
 void kr_sim_opts_default(kr_sim_opts_t *o);
@@ -276,6 +291,47 @@ double kr_sim_age_s(const kr_sim_metrics_t *m);
 double kr_sim_fetches_per_version(const kr_sim_metrics_t *m);
 double kr_sim_unchanged_saving(const kr_sim_metrics_t *m);
 
+/* What the events did, and the invariants' figures (see "Invariants").
+ * Sums and maxima, so shards merge exactly. */
+typedef struct kr_sim_events {
+  int tracked;                 /* the invariants were tracked */
+  uint64_t refused;            /* fetches refused by an outage (connect) */
+  uint64_t busy;               /* 503/429 answers */
+  uint64_t dead;               /* 404/410 answers */
+  uint64_t robots_fetches, robots_5xx;
+  uint64_t robots_retry;       /* URIs retried -61 (robots.txt unavailable) */
+  uint64_t robots_failed;      /* URIs failed -61 (robots.txt gave up) */
+  uint64_t disallowed;         /* URIs disregarded -9998 */
+  uint64_t relax_uris;         /* disallowed at first, allowed later */
+  uint64_t relax_visited;      /* of them, answered after the relaxing */
+  uint64_t born;               /* pages born within the run */
+  uint64_t born_visited;       /* of them, answered at least once */
+  uint64_t born_unknown;       /* of them, not in the frontier at the end
+                                  (linked but refused, or never linked) */
+  uint64_t links;              /* links handed over by hubs */
+  uint64_t end_disregarded;    /* live URIs disregarded at the end */
+  uint64_t end_failed;         /* live URIs failed at the end */
+  uint64_t end_retry;
+  int64_t bound_ms;            /* recovery bound (max-backoff + retry budget),
+                                  the largest of the hosts' */
+  /* 1: no live URI unvisited longer than its max-wait + the bound */
+  uint64_t live_checked, live_late;
+  int64_t live_worst_ms;       /* largest excess over its limit (may be < 0) */
+  char live_worst_url[160];
+  /* 2: URIs of a recovered host visited within the bound after recovery */
+  uint64_t rec_checked, rec_late;
+  int64_t rec_worst_ms;        /* worst lateness after recovery */
+  /* 3: distinct URIs per host */
+  uint64_t host_uris_max;
+  uint64_t host_uris_cap;      /* limits.max-uris-per-host when the key
+                                  exists (0: none) */
+  uint64_t hosts_over_cap;
+  /* 4: revisit lateness per host, second vs last quarter */
+  uint64_t hosts_checked, hosts_growing;
+  double worst_growth_s;       /* largest last - second quarter mean (s) */
+  char worst_host[96];
+} kr_sim_events_t;
+
 typedef struct kr_sim_result {
   kr_sim_policy_t policy;
   int64_t fixed_interval_ms;   /* fixed: the interval used */
@@ -303,6 +359,7 @@ typedef struct kr_sim_result {
   uint64_t est_n;
   double est_within2;          /* share within a factor 2 */
   double est_median_ratio;     /* median of estimate / truth */
+  kr_sim_events_t ev;          /* the long crawl's events and invariants */
   double wall_s;               /* real time of the run */
   double cpu_s;
 } kr_sim_result_t;

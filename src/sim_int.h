@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kria/buf.h"
 #include "sim.h"
 
 #define KR__SIM_YEAR_MS (365 * INT64_C(86400000))
@@ -28,6 +29,34 @@ typedef struct wuri {
   uint64_t fp;
 } wuri_t;
 
+/* A URI's long-crawl events (sim.h "Events"): offsets from the start
+ * (ms); KR__SIM_NEVER for none. */
+#define KR__SIM_NEVER INT64_MAX
+typedef struct wev {
+  int64_t born;           /* 0: there at the start; else linked by its hub from then */
+  int64_t busy_from, busy_until; /* answers busy_status within [from, until) */
+  int64_t dead_at;        /* answers dead_status from then */
+  int64_t unlinked_at;    /* its hub stops listing it then */
+  int64_t disallow_until; /* robots.txt disallows it until then; 0 never */
+  int64_t ra_ms;          /* Retry-After of a busy answer (ra_kind) */
+  uint32_t hub;           /* index + 1 of the page that lists it; 0 none */
+  uint16_t busy_status, dead_status;
+  uint8_t ra_kind;        /* 0 none, 1 delay-seconds, 2 an HTTP-date ra_ms ahead */
+  uint8_t is_hub;
+} wev_t;
+
+/* A host's event: outage (every connection refused) or robots-down
+ * (robots.txt answers 503) within [from, until); robots (its robots.txt
+ * is modelled: a robots event names it) and hub (it has a hub) mark the
+ * host, with hub the hub's index + 1. */
+enum { KR__SIM_H_OUTAGE = 0, KR__SIM_H_ROBOTS_DOWN = 1, KR__SIM_H_ROBOTS = 2, KR__SIM_H_HUB = 3 };
+typedef struct whev {
+  char *host;             /* queue key, host[:port] */
+  int kind;
+  int64_t from, until;    /* offsets */
+  uint32_t hub;
+} whev_t;
+
 struct kr_sim_world {
   wuri_t *u;
   size_t n, cap;
@@ -40,7 +69,15 @@ struct kr_sim_world {
   uint64_t seed;
   uint32_t *map;        /* fp -> index + 1, open addressing */
   size_t map_cap;
+  wev_t *ev;            /* per URI, NULL: no event names a URI */
+  whev_t *hev;          /* host events */
+  size_t nhev;
 };
+
+/* The frontier's queue key of a URL by host: host[:port] (sim_shard.c). */
+kr_slice_t kr__sim_host_key(const char *url, size_t len);
+/* Keys equal, ASCII case aside. */
+int kr__sim_key_eq(kr_slice_t x, kr_slice_t y);
 
 /* The URI with fingerprint fp, or -1. */
 int64_t kr__sim_world_find(const kr_sim_world_t *w, uint64_t fp);

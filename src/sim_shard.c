@@ -23,7 +23,7 @@
 
 /* The frontier's queue key by host: host[:port], lower case (the run's
  * frontier options keep the default queue-assign, by host). */
-static kr_slice_t host_key(const char *url, size_t len) {
+kr_slice_t kr__sim_host_key(const char *url, size_t len) {
   const char *p = memchr(url, ':', len);
   size_t a = p && (size_t)(p - url) + 3 <= len && !memcmp(p, "://", 3) ? (size_t)(p - url) + 3 : 0;
   size_t e = a;
@@ -36,7 +36,7 @@ static kr_slice_t host_key(const char *url, size_t len) {
   return kr_slice(url + a, e - a);
 }
 
-static int key_eq(kr_slice_t x, kr_slice_t y) {
+int kr__sim_key_eq(kr_slice_t x, kr_slice_t y) {
   if (x.n != y.n) return 0;
   for (size_t i = 0; i < x.n; i++) {
     unsigned char c = (unsigned char)x.p[i], d = (unsigned char)y.p[i];
@@ -78,11 +78,11 @@ uint32_t kr_sim_shard_plan(const kr_sim_world_t *w, uint32_t nshards, uint32_t *
   hload_t *load = kr_xcalloc(n ? n : 1, sizeof *load);
   uint32_t nhosts = 0;
   for (size_t i = 0; i < n; i++) {
-    kr_slice_t k = host_key(kr__sim_url(w, &w->u[i]), w->u[i].url_len);
+    kr_slice_t k = kr__sim_host_key(kr__sim_url(w, &w->u[i]), w->u[i].url_len);
     size_t j = (size_t)key_hash(k) & (cap - 1);
     for (; slot[j]; j = (j + 1) & (cap - 1)) {
       const wuri_t *f = &w->u[first[slot[j] - 1]];
-      if (key_eq(host_key(kr__sim_url(w, f), f->url_len), k)) break;
+      if (kr__sim_key_eq(kr__sim_host_key(kr__sim_url(w, f), f->url_len), k)) break;
     }
     if (!slot[j]) {
       first[nhosts] = i;
@@ -130,6 +130,48 @@ static void metrics_add(kr_sim_metrics_t *a, const kr_sim_metrics_t *b) {
   a->age_ms2 += b->age_ms2;
 }
 
+/* The events' figures: sums, and the worst of each shard's worst. */
+static void events_add(kr_sim_events_t *o, const kr_sim_events_t *p, int first) {
+  o->tracked |= p->tracked;
+  o->refused += p->refused;
+  o->busy += p->busy;
+  o->dead += p->dead;
+  o->robots_fetches += p->robots_fetches;
+  o->robots_5xx += p->robots_5xx;
+  o->robots_retry += p->robots_retry;
+  o->robots_failed += p->robots_failed;
+  o->disallowed += p->disallowed;
+  o->relax_uris += p->relax_uris;
+  o->relax_visited += p->relax_visited;
+  o->born += p->born;
+  o->born_visited += p->born_visited;
+  o->born_unknown += p->born_unknown;
+  o->links += p->links;
+  o->end_disregarded += p->end_disregarded;
+  o->end_failed += p->end_failed;
+  o->end_retry += p->end_retry;
+  if (p->bound_ms > o->bound_ms) o->bound_ms = p->bound_ms;
+  if (p->live_checked && (!o->live_checked || p->live_worst_ms > o->live_worst_ms)) {
+    o->live_worst_ms = p->live_worst_ms;
+    memcpy(o->live_worst_url, p->live_worst_url, sizeof o->live_worst_url);
+  }
+  o->live_checked += p->live_checked;
+  o->live_late += p->live_late;
+  if (p->rec_checked && (!o->rec_checked || p->rec_worst_ms > o->rec_worst_ms))
+    o->rec_worst_ms = p->rec_worst_ms;
+  o->rec_checked += p->rec_checked;
+  o->rec_late += p->rec_late;
+  if (p->host_uris_max > o->host_uris_max) o->host_uris_max = p->host_uris_max;
+  if (p->host_uris_cap > o->host_uris_cap) o->host_uris_cap = p->host_uris_cap;
+  o->hosts_over_cap += p->hosts_over_cap;
+  if (p->hosts_checked && (first || !o->worst_host[0] || p->worst_growth_s > o->worst_growth_s)) {
+    o->worst_growth_s = p->worst_growth_s;
+    memcpy(o->worst_host, p->worst_host, sizeof o->worst_host);
+  }
+  o->hosts_checked += p->hosts_checked;
+  o->hosts_growing += p->hosts_growing;
+}
+
 void kr_sim_result_merge(kr_sim_result_t *out, const kr_sim_result_t *parts, size_t n) {
   memset(out, 0, sizeof *out);
   out->politeness_min_gap_ms = -1;
@@ -162,6 +204,7 @@ void kr_sim_result_merge(kr_sim_result_t *out, const kr_sim_result_t *parts, siz
       out->overdue_sum_ms[q] += p->overdue_sum_ms[q];
     }
     out->waits_capped += p->waits_capped;
+    events_add(&out->ev, &p->ev, i == 0);
     if (p->wall_s > out->wall_s) out->wall_s = p->wall_s;
     out->cpu_s += p->cpu_s;
   }

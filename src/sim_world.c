@@ -50,6 +50,9 @@ void kr_sim_world_free(kr_sim_world_t *w) {
   free(w->pool);
   free(w->at);
   free(w->map);
+  free(w->ev);
+  for (size_t i = 0; i < w->nhev; i++) free(w->hev[i].host);
+  free(w->hev);
   free(w);
 }
 
@@ -559,32 +562,423 @@ int kr_sim_world_trace(const char *text, size_t len, const char *name, uint64_t 
   return 0;
 }
 
-int kr_sim_world_trace_file(const char *path, uint64_t seed, kr_sim_world_t **out, char *err,
-                            size_t errlen) {
-  *out = NULL;
+/* Read a whole file of at most 1 GiB into *buf (*len bytes). 0, KR_EIO or
+ * KR_EINVAL (too large) with a message. */
+static int read_all(const char *path, char **buf, size_t *len, char *err, size_t errlen) {
+  *buf = NULL;
+  *len = 0;
   FILE *fp = fopen(path, "rb");
   if (!fp) return kr__sim_errf(err, errlen, KR_EIO, "%s: %s", path, strerror(errno));
-  size_t cap = 1 << 16, len = 0;
-  char *buf = kr_xmalloc(cap);
+  size_t cap = 1 << 16, n = 0;
+  char *b = kr_xmalloc(cap);
   int rc = 0;
   for (;;) {
-    if (len == cap) {
+    if (n == cap) {
       if (cap >= MAX_SIZE) {
         rc = kr__sim_errf(err, errlen, KR_EINVAL, "%s: larger than 1GiB", path);
         break;
       }
       cap *= 2;
-      buf = kr_xrealloc(buf, cap);
+      b = kr_xrealloc(b, cap);
     }
-    size_t got = fread(buf + len, 1, cap - len, fp);
-    len += got;
+    size_t got = fread(b + n, 1, cap - n, fp);
+    n += got;
     if (got == 0) {
       if (ferror(fp)) rc = kr__sim_errf(err, errlen, KR_EIO, "%s: %s", path, strerror(errno));
       break;
     }
   }
   fclose(fp);
-  if (!rc) rc = kr_sim_world_trace(buf, len, path, seed, out, err, errlen);
+  if (rc) {
+    free(b);
+    return rc;
+  }
+  *buf = b;
+  *len = n;
+  return 0;
+}
+
+int kr_sim_world_trace_file(const char *path, uint64_t seed, kr_sim_world_t **out, char *err,
+                            size_t errlen) {
+  *out = NULL;
+  char *buf;
+  size_t len;
+  int rc = read_all(path, &buf, &len, err, errlen);
+  if (rc) return rc;
+  rc = kr_sim_world_trace(buf, len, path, seed, out, err, errlen);
   free(buf);
   return rc;
 }
+
+/* ---- events (sim.h "Events") --------------------------------------------------- */
+
+#define DAY_MS INT64_C(86400000)
+#define MAX_EVENTS 100000u
+#define MAX_BORN 1000000u /* pages a grow event may add */
+
+/* Every URI gets its event record, defaults first. */
+static void ev_sync(kr_sim_world_t *w, size_t from) {
+  w->ev = kr_xrealloc(w->ev, (w->cap ? w->cap : 1) * sizeof *w->ev);
+  for (size_t i = from; i < w->n; i++) {
+    wev_t *e = &w->ev[i];
+    memset(e, 0, sizeof *e);
+    e->busy_from = e->busy_until = KR__SIM_NEVER;
+    e->dead_at = e->unlinked_at = KR__SIM_NEVER;
+  }
+}
+
+static void hev_add(kr_sim_world_t *w, kr_slice_t host, int kind, int64_t from, int64_t until,
+                    uint32_t hub) {
+  if ((w->nhev & (w->nhev + 1)) == 0)
+    w->hev = kr_xrealloc(w->hev, (w->nhev * 2 + 2) * sizeof *w->hev);
+  whev_t *h = &w->hev[w->nhev++];
+  h->host = kr_xstrndup(host.p, host.n);
+  for (char *c = h->host; *c; c++)
+    if (*c >= 'A' && *c <= 'Z') *c = (char)(*c | 0x20);
+  h->kind = kind;
+  h->from = from;
+  h->until = until;
+  h->hub = hub;
+}
+
+/* The hub of a host: the one named by a hub event, else 0. */
+static uint32_t host_hub(const kr_sim_world_t *w, kr_slice_t host) {
+  for (size_t i = 0; i < w->nhev; i++)
+    if (w->hev[i].kind == KR__SIM_H_HUB && kr__sim_key_eq(kr_slice_cstr(w->hev[i].host), host))
+      return w->hev[i].hub;
+  return 0;
+}
+
+static int host_known(const kr_sim_world_t *w, kr_slice_t host, size_t *first) {
+  for (size_t i = 0; i < w->n; i++)
+    if (kr__sim_key_eq(kr__sim_host_key(kr__sim_url(w, &w->u[i]), w->u[i].url_len), host)) {
+      if (first) *first = i;
+      return 1;
+    }
+  return 0;
+}
+
+/* Uniform in [0, 1) from the world's seed, the URI and the event. */
+static double ev_unif(const kr_sim_world_t *w, size_t i, uint64_t salt) {
+  uint64_t z = kr__sim_mix64(w->seed ^ kr__sim_mix64(w->u[i].fp ^ salt));
+  return kr__sim_unif(&z);
+}
+
+typedef struct evspec {
+  tok_t kind, target;
+  int64_t at, at2, dur;  /* at2 > at: a range; dur KR__SIM_NEVER: forever */
+  int has_at, has_for;
+  double share;          /* 1: every URI of a host target */
+  int status;
+  int64_t ra_ms;
+  int ra_kind;
+  double per_day;
+  tok_t hub;
+  int64_t change_ms;     /* grow: Poisson period of the new pages, 0 never */
+} evspec_t;
+
+static int ev_dur(tok_t v, int64_t *ms) {
+  return kr_config_parse_duration(v.p, v.n, ms) || *ms < 0 || *ms > MAX_PERIOD_MS ? -1 : 0;
+}
+
+static int ev_number(tok_t v, double lo, double hi, double *out) {
+  char num[64];
+  if (!v.n || v.n >= sizeof num) return -1;
+  memcpy(num, v.p, v.n);
+  num[v.n] = 0;
+  char *end;
+  errno = 0;
+  double d = strtod(num, &end);
+  if (*end || errno || !isfinite(d) || d < lo || d > hi) return -1;
+  *out = d;
+  return 0;
+}
+
+#define EVERR(...) kr__sim_errf(msg, msglen, KR_EINVAL, __VA_ARGS__)
+
+static int ev_keys(evspec_t *e, const tok_t *f, size_t nf, char *msg, size_t msglen) {
+  for (size_t i = 2; i < nf; i++) {
+    const char *eq = memchr(f[i].p, '=', f[i].n);
+    if (!eq) return EVERR("expected KEY=VALUE, got '%.*s'", (int)KR_MIN(f[i].n, 100), f[i].p);
+    tok_t k = {f[i].p, (size_t)(eq - f[i].p)}, v = {eq + 1, f[i].n - k.n - 1};
+    double d;
+    if (tok_is(k, "at")) {
+      const char *dots = NULL;
+      for (size_t j = 0; j + 1 < v.n; j++)
+        if (v.p[j] == '.' && v.p[j + 1] == '.') dots = v.p + j;
+      if (dots) {
+        tok_t a = {v.p, (size_t)(dots - v.p)}, b = {dots + 2, v.n - a.n - 2};
+        if (ev_dur(a, &e->at) || ev_dur(b, &e->at2) || e->at2 <= e->at)
+          return EVERR("bad at='%.*s' (T or T1..T2, durations from the start)", (int)KR_MIN(v.n, 100), v.p);
+      } else {
+        if (ev_dur(v, &e->at)) return EVERR("bad at='%.*s' (a duration from the start, e.g. 10d)", (int)KR_MIN(v.n, 100), v.p);
+        e->at2 = e->at;
+      }
+      e->has_at = 1;
+    } else if (tok_is(k, "for")) {
+      if (tok_is(v, "forever"))
+        e->dur = KR__SIM_NEVER;
+      else if (ev_dur(v, &e->dur) || e->dur == 0)
+        return EVERR("bad for='%.*s' (a positive duration or forever)", (int)KR_MIN(v.n, 100), v.p);
+      e->has_for = 1;
+    } else if (tok_is(k, "share")) {
+      if (ev_number(v, 0, 1, &e->share) || !(e->share > 0))
+        return EVERR("bad share='%.*s' (within (0, 1])", (int)KR_MIN(v.n, 100), v.p);
+    } else if (tok_is(k, "status")) {
+      if (ev_number(v, 100, 599, &d) || d != floor(d))
+        return EVERR("bad status='%.*s'", (int)KR_MIN(v.n, 100), v.p);
+      e->status = (int)d;
+    } else if (tok_is(k, "retry-after")) {
+      if (ev_number(v, 0, 1e9, &d) || d != floor(d))
+        return EVERR("bad retry-after='%.*s' (delay-seconds)", (int)KR_MIN(v.n, 100), v.p);
+      e->ra_ms = (int64_t)d * 1000;
+      e->ra_kind = 1;
+    } else if (tok_is(k, "retry-after-date")) {
+      if (ev_dur(v, &e->ra_ms))
+        return EVERR("bad retry-after-date='%.*s' (how far ahead the HTTP-date is)", (int)KR_MIN(v.n, 100), v.p);
+      e->ra_kind = 2;
+    } else if (tok_is(k, "per-day")) {
+      if (ev_number(v, 0, 100000, &e->per_day) || !(e->per_day > 0))
+        return EVERR("bad per-day='%.*s' (pages a day, within (0, 100000])", (int)KR_MIN(v.n, 100), v.p);
+    } else if (tok_is(k, "hub")) {
+      e->hub = v;
+    } else if (tok_is(k, "change")) {
+      if (tok_is(v, "never"))
+        e->change_ms = 0;
+      else if (dur_parse(v.p, v.n, &e->change_ms) || e->change_ms < MIN_PERIOD_MS)
+        return EVERR("bad change='%.*s' (never or a period of at least 1s)", (int)KR_MIN(v.n, 100), v.p);
+    } else {
+      return EVERR("unknown key '%.*s'", (int)KR_MIN(k.n, 100), k.p);
+    }
+  }
+  return 0;
+}
+
+/* The URIs an event applies to: its URI, or a share of its host's pages
+ * (grown pages and the hub aside, unless only grown pages will do). */
+typedef struct evtarget {
+  int64_t uri;            /* >= 0: one URI */
+  kr_slice_t host;
+} evtarget_t;
+
+static int ev_picks(const kr_sim_world_t *w, const evtarget_t *t, const evspec_t *e, size_t i,
+                    uint64_t salt, int grown_only) {
+  if (t->uri >= 0) return (size_t)t->uri == i;
+  if (!kr__sim_key_eq(kr__sim_host_key(kr__sim_url(w, &w->u[i]), w->u[i].url_len), t->host))
+    return 0;
+  const wev_t *v = &w->ev[i];
+  if (v->is_hub) return 0;
+  if (grown_only ? !v->born : v->born) return 0;
+  return e->share >= 1 || ev_unif(w, i, salt) < e->share;
+}
+
+/* An offset within [at, at2] for URI i. */
+static int64_t ev_time(const kr_sim_world_t *w, const evspec_t *e, size_t i, uint64_t salt) {
+  if (e->at2 <= e->at) return e->at;
+  return e->at + (int64_t)(ev_unif(w, i, salt ^ 0x7469) * (double)(e->at2 - e->at));
+}
+
+static int ev_grow(kr_sim_world_t *w, const evspec_t *e, kr_slice_t host, int64_t horizon_ms,
+                   char *msg, size_t msglen) {
+  if (!(e->per_day > 0)) return EVERR("grow needs per-day=N");
+  size_t first = 0;
+  if (!host_known(w, host, &first)) return EVERR("no URI of host '%.*s' in the world", (int)host.n, host.p);
+  uint32_t hub = host_hub(w, host);
+  if (e->hub.n) {
+    kr_buf_t canon;
+    kr_buf_init(&canon, KR_URL_MAX * 4);
+    int rc = kr_url_canon_str(e->hub.p, e->hub.n, NULL, NULL, &canon);
+    int64_t i = rc ? -1 : kr__sim_world_find(w, kr_fp((const char *)canon.data, canon.len));
+    kr_buf_free(&canon);
+    if (i < 0) return EVERR("hub='%.*s' is not a URI of the world", (int)KR_MIN(e->hub.n, 200), e->hub.p);
+    if (!kr__sim_key_eq(kr__sim_host_key(kr__sim_url(w, &w->u[i]), w->u[i].url_len), host))
+      return EVERR("hub='%.*s' is not on host '%.*s'", (int)KR_MIN(e->hub.n, 200), e->hub.p, (int)host.n, host.p);
+    if (hub && hub != (uint32_t)i + 1) return EVERR("host '%.*s' has another hub already", (int)host.n, host.p);
+    hub = (uint32_t)i + 1;
+  }
+  if (!hub) hub = (uint32_t)first + 1;
+  if (w->ev[hub - 1].born) return EVERR("a hub must be there from the start");
+  if (!host_hub(w, host)) hev_add(w, host, KR__SIM_H_HUB, 0, 0, hub);
+  w->ev[hub - 1].is_hub = 1;
+  int64_t end = e->dur == KR__SIM_NEVER ? horizon_ms : KR_MIN(horizon_ms, e->at + e->dur);
+  double step = (double)DAY_MS / e->per_day;
+  const wuri_t *h = &w->u[hub - 1];
+  /* the new pages take the hub's scheme, type, validators and size */
+  const char *hu = kr__sim_url(w, h);
+  size_t scheme = (size_t)(strstr(hu, "://") - hu) + 3;
+  char url[KR_URL_MAX];
+  for (uint64_t k = 0;; k++) {
+    int64_t born = e->at + (int64_t)ceil((double)(k + 1) * step);
+    if (born >= end) break;
+    if (k >= MAX_BORN || w->n >= KR_SIM_MAX_URIS) return EVERR("grow: more than %u new pages", MAX_BORN);
+    int n = snprintf(url, sizeof url, "%.*s%.*s/g%zu/%" PRIu64, (int)scheme, hu, (int)host.n,
+                     host.p, w->nhev, k);
+    if (n < 0 || (size_t)n >= sizeof url) return EVERR("grow: URL too long");
+    if (kr__sim_world_find(w, kr_fp(url, (size_t)n)) >= 0) continue; /* the trace has it */
+    wuri_t *u = world_push(w, url, (size_t)n);
+    h = &w->u[hub - 1];
+    u->ctype = h->ctype;
+    u->validators = h->validators;
+    u->size = h->size;
+    if (e->change_ms) {
+      u->change = KR_SIM_POISSON_RATE;
+      u->rate = 1000.0 / (double)e->change_ms;
+    }
+    ev_sync(w, w->n - 1);
+    w->ev[w->n - 1].born = born > 0 ? born : 1;
+    w->ev[w->n - 1].hub = hub;
+    if (w->n * 2 > w->map_cap) {
+      world_map_alloc(w, w->n * 2);
+      for (size_t i = 0; i < w->n; i++) world_index_one(w, i);
+    } else {
+      world_index_one(w, w->n - 1);
+    }
+  }
+  return 0;
+}
+
+int kr_sim_world_event(kr_sim_world_t *w, const char *line, size_t len, int64_t horizon_ms,
+                       char *msg, size_t msglen) {
+  tok_t f[16];
+  size_t nf = 0, k = 0;
+  while (k < len && nf <= ARRAY_SIZE(f)) {
+    while (k < len && is_blank(line[k])) k++;
+    if (k == len) break;
+    size_t s = k;
+    while (k < len && !is_blank(line[k])) k++;
+    if (nf == ARRAY_SIZE(f)) return EVERR("too many fields");
+    f[nf++] = (tok_t){line + s, k - s};
+  }
+  if (nf < 2) return EVERR("expected KIND TARGET [KEY=VALUE ...]");
+  if (memchr(line, 0, len)) return EVERR("NUL byte");
+  if (!w->ev) ev_sync(w, 0);
+  evspec_t e;
+  memset(&e, 0, sizeof e);
+  e.kind = f[0];
+  e.target = f[1];
+  e.share = 1;
+  e.dur = KR__SIM_NEVER;
+  if (ev_keys(&e, f, nf, msg, msglen)) return KR_EINVAL;
+  /* the target: a URI of the world, or a host with URIs in it */
+  evtarget_t t = {.uri = -1};
+  int is_uri = 0;
+  for (size_t j = 0; j + 3 <= e.target.n && !is_uri; j++) is_uri = !memcmp(e.target.p + j, "://", 3);
+  if (is_uri) {
+    kr_buf_t canon;
+    kr_buf_init(&canon, KR_URL_MAX * 4);
+    int rc = kr_url_canon_str(e.target.p, e.target.n, NULL, NULL, &canon);
+    t.uri = rc ? -1 : kr__sim_world_find(w, kr_fp((const char *)canon.data, canon.len));
+    kr_buf_free(&canon);
+    if (t.uri < 0)
+      return EVERR("'%.*s' is not a URI of the world", (int)KR_MIN(e.target.n, 200), e.target.p);
+    t.host = kr__sim_host_key(kr__sim_url(w, &w->u[t.uri]), w->u[t.uri].url_len);
+    if (e.share < 1) return EVERR("share= is for a host target");
+  } else {
+    t.host = kr_slice(e.target.p, e.target.n);
+    if (!host_known(w, t.host, NULL))
+      return EVERR("no URI of host '%.*s' in the world", (int)KR_MIN(e.target.n, 200), e.target.p);
+  }
+  int64_t until = e.dur == KR__SIM_NEVER || e.at > KR__SIM_NEVER - e.dur ? KR__SIM_NEVER : e.at + e.dur;
+  uint64_t salt = kr__sim_mix64(w->nhev * 131 + (uint64_t)w->n + (uint64_t)e.kind.n * 7 + 1);
+  int host_only = tok_is(e.kind, "outage") || tok_is(e.kind, "robots-down") || tok_is(e.kind, "grow");
+  if (host_only && t.uri >= 0) return EVERR("%.*s names a host, not a URI", (int)e.kind.n, e.kind.p);
+  if ((tok_is(e.kind, "outage") || tok_is(e.kind, "robots-down")) && !e.has_for)
+    return EVERR("%.*s needs for=DUR (or for=forever)", (int)e.kind.n, e.kind.p);
+  if (e.at2 > e.at && !tok_is(e.kind, "die") && !tok_is(e.kind, "unlink"))
+    return EVERR("at=T1..T2 is for die and unlink");
+  size_t hits = 0;
+  if (tok_is(e.kind, "outage")) {
+    hev_add(w, t.host, KR__SIM_H_OUTAGE, e.at, until, 0);
+    return 0;
+  } else if (tok_is(e.kind, "robots-down")) {
+    hev_add(w, t.host, KR__SIM_H_ROBOTS_DOWN, e.at, until, 0);
+    hev_add(w, t.host, KR__SIM_H_ROBOTS, 0, 0, 0);
+    return 0;
+  } else if (tok_is(e.kind, "grow")) {
+    return ev_grow(w, &e, t.host, horizon_ms, msg, msglen);
+  } else if (tok_is(e.kind, "busy")) {
+    if (e.status != 0 && e.status != 429 && e.status != 503)
+      return EVERR("busy: status must be 503 or 429");
+    for (size_t i = 0; i < w->n; i++)
+      if (ev_picks(w, &t, &e, i, salt, 0)) {
+        wev_t *v = &w->ev[i];
+        v->busy_from = e.at;
+        v->busy_until = until;
+        v->busy_status = (uint16_t)(e.status ? e.status : 503);
+        v->ra_kind = (uint8_t)e.ra_kind;
+        v->ra_ms = e.ra_ms;
+        hits++;
+      }
+  } else if (tok_is(e.kind, "die")) {
+    if (e.status != 0 && e.status != 404 && e.status != 410) return EVERR("die: status must be 404 or 410");
+    if (!e.has_at) return EVERR("die needs at=T or at=T1..T2");
+    for (size_t i = 0; i < w->n; i++)
+      if (ev_picks(w, &t, &e, i, salt, 0)) {
+        w->ev[i].dead_at = ev_time(w, &e, i, salt);
+        w->ev[i].dead_status = (uint16_t)(e.status ? e.status : 404);
+        hits++;
+      }
+  } else if (tok_is(e.kind, "unlink")) {
+    if (!e.has_at) return EVERR("unlink needs at=T or at=T1..T2");
+    for (size_t i = 0; i < w->n; i++)
+      if (ev_picks(w, &t, &e, i, salt, 1) || (t.uri >= 0 && (size_t)t.uri == i)) {
+        if (!w->ev[i].hub) return EVERR("unlink: %s is not linked by a hub (only grown pages are)", kr__sim_url(w, &w->u[i]));
+        w->ev[i].unlinked_at = ev_time(w, &e, i, salt);
+        hits++;
+      }
+  } else if (tok_is(e.kind, "robots-relax")) {
+    if (!e.has_at || e.at <= 0) return EVERR("robots-relax needs at=T > 0 (when robots.txt allows them)");
+    for (size_t i = 0; i < w->n; i++)
+      if (ev_picks(w, &t, &e, i, salt, 0)) {
+        w->ev[i].disallow_until = e.at;
+        hits++;
+      }
+    hev_add(w, t.host, KR__SIM_H_ROBOTS, 0, 0, 0);
+  } else if (tok_is(e.kind, "seeds-reload")) {
+    return EVERR("seeds-reload is not modelled: the seeds and the scope are the crawl's (src/scope.c), "
+                 "which the simulator does not run");
+  } else {
+    return EVERR("unknown event '%.*s' (outage, busy, robots-down, robots-relax, grow, die, unlink)",
+                 (int)KR_MIN(e.kind.n, 100), e.kind.p);
+  }
+  if (!hits) return EVERR("no page of '%.*s' picked (raise share=)", (int)KR_MIN(e.target.n, 200), e.target.p);
+  return 0;
+}
+
+int kr_sim_world_events(kr_sim_world_t *w, const char *text, size_t len, const char *name,
+                        int64_t horizon_ms, char *err, size_t errlen) {
+  if (!name) name = "<events>";
+  size_t lineno = 0, nev = 0;
+  for (size_t i = 0; i < len;) {
+    size_t j = i;
+    while (j < len && text[j] != '\n') j++;
+    lineno++;
+    const char *p = text + i;
+    size_t n = j - i;
+    i = j + 1;
+    if (n > KR_SIM_MAX_LINE)
+      return kr__sim_errf(err, errlen, KR_EINVAL, "%s:%zu: line longer than %u bytes", name, lineno, KR_SIM_MAX_LINE);
+    size_t k = 0;
+    while (k < n && is_blank(p[k])) k++;
+    if (k == n || p[k] == '#') continue;
+    if (++nev > MAX_EVENTS)
+      return kr__sim_errf(err, errlen, KR_EINVAL, "%s:%zu: more than %u events", name, lineno, MAX_EVENTS);
+    char msg[512];
+    if (kr_sim_world_event(w, p, n, horizon_ms, msg, sizeof msg))
+      return kr__sim_errf(err, errlen, KR_EINVAL, "%s:%zu: %s", name, lineno, msg);
+  }
+  return 0;
+}
+
+int kr_sim_world_events_file(kr_sim_world_t *w, const char *path, int64_t horizon_ms, char *err,
+                             size_t errlen) {
+  char *buf;
+  size_t len;
+  int rc = read_all(path, &buf, &len, err, errlen);
+  if (rc) return rc;
+  rc = kr_sim_world_events(w, buf, len, path, horizon_ms, err, errlen);
+  free(buf);
+  return rc;
+}
+
+int kr_sim_world_has_events(const kr_sim_world_t *w) { return w->ev != NULL || w->nhev > 0; }
