@@ -1296,7 +1296,7 @@ static int inv_final(run_t *r) {
         E->worst_growth_s = b - a;
         snprintf(E->worst_host, sizeof E->worst_host, "%s", sh->name);
       }
-      if (b > 2 * a + 600) { /* twice as late, and by ten minutes */
+      if (b > 1.5 * a + 600) { /* half as late again, and ten minutes more */
         E->hosts_growing++;
         break;
       }

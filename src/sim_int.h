@@ -72,6 +72,7 @@ struct kr_sim_world {
   wev_t *ev;            /* per URI, NULL: no event names a URI */
   whev_t *hev;          /* host events */
   size_t nhev;
+  uint32_t ngrow;       /* grow events so far: page names /g<N>/<K> */
 };
 
 /* The frontier's queue key of a URL by host: host[:port] (sim_shard.c). */

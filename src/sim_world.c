@@ -804,15 +804,16 @@ static int ev_grow(kr_sim_world_t *w, const evspec_t *e, kr_slice_t host, int64_
   double step = (double)DAY_MS / e->per_day;
   const wuri_t *h = &w->u[hub - 1];
   /* the new pages take the hub's scheme, type, validators and size */
+  char prefix[KR_URL_MAX]; /* scheme://host: the pool moves as pages are added */
   const char *hu = kr__sim_url(w, h);
   size_t scheme = (size_t)(strstr(hu, "://") - hu) + 3;
+  snprintf(prefix, sizeof prefix, "%.*s", (int)(scheme + strcspn(hu + scheme, "/?#")), hu);
   char url[KR_URL_MAX];
   for (uint64_t k = 0;; k++) {
     int64_t born = e->at + (int64_t)ceil((double)(k + 1) * step);
     if (born >= end) break;
     if (k >= MAX_BORN || w->n >= KR_SIM_MAX_URIS) return EVERR("grow: more than %u new pages", MAX_BORN);
-    int n = snprintf(url, sizeof url, "%.*s%.*s/g%zu/%" PRIu64, (int)scheme, hu, (int)host.n,
-                     host.p, w->nhev, k);
+    int n = snprintf(url, sizeof url, "%s/g%u/%" PRIu64, prefix, w->ngrow, k);
     if (n < 0 || (size_t)n >= sizeof url) return EVERR("grow: URL too long");
     if (kr__sim_world_find(w, kr_fp(url, (size_t)n)) >= 0) continue; /* the trace has it */
     wuri_t *u = world_push(w, url, (size_t)n);
@@ -834,6 +835,7 @@ static int ev_grow(kr_sim_world_t *w, const evspec_t *e, kr_slice_t host, int64_
       world_index_one(w, w->n - 1);
     }
   }
+  w->ngrow++;
   return 0;
 }
 

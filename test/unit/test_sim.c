@@ -7,7 +7,8 @@
  * valence never exceeded, validators (liars caught and costing versions,
  * honest ones saving bytes), volatile sections, refusals, shards, and
  * the pool of child processes behind --jobs (children that end without
- * a result, a failing poll). */
+ * a result, a failing poll), and the events of a long crawl (each kind on
+ * a small world; the invariants failing when they should; shards). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -842,6 +843,322 @@ static void pool_failed_poll(void **state) {
   assert_true(pool_polls >= POOL_TASKS);
 }
 
+
+/* ---- events of a long crawl ------------------------------------------------ */
+
+static void event(kr_sim_world_t *w, const char *spec, int64_t horizon) {
+  char msg[512] = "";
+  int rc = kr_sim_world_event(w, spec, strlen(spec), horizon, msg, sizeof msg);
+  if (rc) fprintf(stderr, "# event refused: %s: %s\n", spec, msg);
+  assert_int_equal(rc, 0);
+}
+
+static const char *event_err(kr_sim_world_t *w, const char *spec) {
+  static char msg[512];
+  msg[0] = 0;
+  assert_int_equal(kr_sim_world_event(w, spec, strlen(spec), 10 * D, msg, sizeof msg), KR_EINVAL);
+  return msg;
+}
+
+static void run_visits(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy_t p,
+                       kr_sim_result_t *res, uint32_t *visits) {
+  char err[512] = "";
+  kr_sim_trace_out_t t = {NULL, visits, NULL};
+  int rc = kr_sim_run_ex(w, o, p, res, &t, err, sizeof err);
+  if (rc) fprintf(stderr, "# run failed: %s\n", err);
+  assert_int_equal(rc, 0);
+}
+
+static const char *three_pages =
+    "http://a.example/1 text/html every=1h correct no\n"
+    "http://a.example/2 text/html every=1h correct no\n"
+    "http://a.example/3 text/html every=1h correct no\n"
+    "http://b.example/1 text/html every=1h correct no\n";
+
+static void event_errors(void **state) {
+  (void)state;
+  kr_sim_world_t *w = trace(three_pages);
+  assert_non_null(strstr(event_err(w, "storm a.example"), "unknown event 'storm'"));
+  assert_non_null(strstr(event_err(w, "outage c.example for=1d"), "no URI of host 'c.example'"));
+  assert_non_null(strstr(event_err(w, "outage a.example"), "needs for="));
+  assert_non_null(strstr(event_err(w, "outage http://a.example/1 for=1d"), "names a host"));
+  assert_non_null(strstr(event_err(w, "busy http://a.example/9"), "not a URI of the world"));
+  assert_non_null(strstr(event_err(w, "busy a.example status=500"), "503 or 429"));
+  assert_non_null(strstr(event_err(w, "busy http://a.example/1 share=0.5"), "host target"));
+  assert_non_null(strstr(event_err(w, "die a.example at=1x"), "bad at="));
+  assert_non_null(strstr(event_err(w, "die a.example status=410"), "needs at="));
+  assert_non_null(strstr(event_err(w, "unlink http://a.example/1 at=1d"), "not linked by a hub"));
+  assert_non_null(strstr(event_err(w, "grow a.example"), "per-day"));
+  assert_non_null(strstr(event_err(w, "robots-relax a.example"), "at=T > 0"));
+  assert_non_null(strstr(event_err(w, "outage a.example for=1d colour=red"), "unknown key 'colour'"));
+  assert_non_null(strstr(event_err(w, "seeds-reload a.example"), "not modelled"));
+  assert_non_null(strstr(event_err(w, "outage"), "KIND TARGET"));
+  /* a file names the line */
+  char err[512] = "";
+  const char *text = "# events\noutage a.example at=1d for=2h\n\nbusy a.example status=200\n";
+  assert_int_equal(kr_sim_world_events(w, text, strlen(text), "ev", 10 * D, err, sizeof err),
+                   KR_EINVAL);
+  assert_non_null(strstr(err, "ev:4: busy: status must be 503 or 429"));
+  assert_true(kr_sim_world_has_events(w));
+  kr_sim_world_free(w);
+}
+
+/* A host outage: its fetches are refused while it lasts (the host answers
+ * nothing: its URIs were visited exactly as in a run cut at the outage's
+ * start), the other host is untouched, and its URIs are visited again
+ * once it is back. */
+static void outage_refuses_then_recovers(void **state) {
+  (void)state;
+  kr_config_t *cfg = config(one_wait);
+  kr_sim_opts_t o;
+  kr_sim_opts_default(&o);
+  o.cfg = cfg;
+  o.invariants = 1;
+  kr_sim_result_t cut, plain, down, back;
+  uint32_t v_cut[4], v_plain[4], v_down[4], v_back[4];
+  kr_sim_world_t *w0 = trace(three_pages);
+  o.duration_ms = 1 * D;
+  run_visits(w0, &o, KR_SIM_MULTIPLICATIVE, &cut, v_cut);
+  o.duration_ms = 3 * D;
+  run_visits(w0, &o, KR_SIM_MULTIPLICATIVE, &plain, v_plain);
+  assert_int_equal(plain.ev.refused, 0);
+
+  kr_sim_world_t *w = trace(three_pages);
+  event(w, "outage a.example at=1d for=forever", o.duration_ms);
+  run_visits(w, &o, KR_SIM_MULTIPLICATIVE, &down, v_down);
+  assert_true(down.ev.refused > 0);
+  for (int i = 0; i < 3; i++) assert_true(v_down[i] <= v_cut[i] + 1 && v_down[i] + 1 >= v_cut[i]);
+  assert_int_equal(v_down[3], v_plain[3]);
+  assert_int_equal(down.ev.rec_checked, 0); /* never recovered */
+  kr_sim_world_free(w);
+
+  /* four hours, within the retry budget: back within the bound */
+  w = trace(three_pages);
+  event(w, "outage a.example at=1d for=4h", o.duration_ms);
+  run_visits(w, &o, KR_SIM_MULTIPLICATIVE, &back, v_back);
+  assert_true(back.ev.refused > 0);
+  for (int i = 0; i < 3; i++) assert_true(v_back[i] > v_cut[i] + 1);
+  assert_int_equal(back.ev.rec_checked, 3);
+  assert_true(back.ev.rec_worst_ms <= back.ev.bound_ms);
+  assert_int_equal(back.ev.rec_late, 0);
+  assert_int_equal(back.ev.bound_ms, D + 30 * 900 * S); /* max-backoff + 30 x retry-delay */
+  kr_sim_world_free(w);
+  kr_sim_world_free(w0);
+  kr_config_free(cfg);
+}
+
+/* A URI answering 503 is never visited while it does (no success), is
+ * after, and its answers carry the Retry-After given. */
+static void busy_uri(void **state) {
+  (void)state;
+  kr_config_t *cfg = config(one_wait);
+  kr_sim_opts_t o;
+  kr_sim_opts_default(&o);
+  o.cfg = cfg;
+  o.duration_ms = 2 * D;
+  kr_sim_result_t r;
+  uint32_t v[4];
+  kr_sim_world_t *w = trace(three_pages);
+  event(w, "busy http://a.example/2 status=503 retry-after=120", o.duration_ms);
+  run_visits(w, &o, KR_SIM_MULTIPLICATIVE, &r, v);
+  assert_true(r.ev.busy > 0);
+  assert_int_equal(v[1], 0);
+  assert_true(v[3] > 0);
+  assert_true(r.ev.tracked);
+  kr_sim_world_free(w);
+
+  w = trace(three_pages);
+  event(w, "busy http://a.example/2 status=429 for=12h retry-after-date=10m", o.duration_ms);
+  run_visits(w, &o, KR_SIM_MULTIPLICATIVE, &r, v);
+  assert_true(r.ev.busy > 0);
+  assert_true(v[1] > 0); /* visited once it answers again */
+  kr_sim_world_free(w);
+  kr_config_free(cfg);
+}
+
+/* robots.txt answering 503 for a while: the host's URIs are retried with
+ * -61 and visited once it answers; a robots.txt that relaxes: the URIs it
+ * disallowed are disregarded (-9998) and not visited before. */
+static void robots_down_and_relaxing(void **state) {
+  (void)state;
+  kr_config_t *cfg = config(one_wait);
+  kr_sim_opts_t o;
+  kr_sim_opts_default(&o);
+  o.cfg = cfg;
+  o.duration_ms = 2 * D;
+  kr_sim_result_t r;
+  uint32_t v[4];
+  kr_sim_world_t *w = trace(three_pages);
+  event(w, "robots-down a.example at=0 for=2h", o.duration_ms);
+  run_visits(w, &o, KR_SIM_MULTIPLICATIVE, &r, v);
+  assert_true(r.ev.robots_5xx > 0);
+  assert_true(r.ev.robots_fetches > r.ev.robots_5xx);
+  for (int i = 0; i < 4; i++) assert_true(v[i] > 0);
+  assert_int_equal(r.ev.rec_checked, 3);
+  assert_int_equal(r.ev.rec_late, 0);
+  kr_sim_world_free(w);
+
+  w = trace(three_pages);
+  event(w, "robots-relax a.example at=3d", o.duration_ms); /* after the run */
+  run_visits(w, &o, KR_SIM_MULTIPLICATIVE, &r, v);
+  for (int i = 0; i < 3; i++) assert_int_equal(v[i], 0);
+  assert_true(v[3] > 0);
+  assert_int_equal(r.ev.disallowed, 3);
+  assert_int_equal(r.ev.relax_uris, 0); /* not relaxed within the run */
+  assert_int_equal(r.ev.end_disregarded, 3);
+  kr_sim_world_free(w);
+  w = trace(three_pages);
+  event(w, "robots-relax a.example at=1d", o.duration_ms);
+  run_visits(w, &o, KR_SIM_MULTIPLICATIVE, &r, v);
+  assert_int_equal(r.ev.relax_uris, 3);
+  assert_true(r.ev.relax_visited <= 3); /* the crawler's to re-evaluate */
+  kr_sim_world_free(w);
+  kr_config_free(cfg);
+}
+
+/* A site growing by 24 pages a day: one born every hour, each passed as
+ * a link by the hub when it is fetched after the birth; unlinked pages are
+ * no longer passed. */
+static void growth_and_unlinking(void **state) {
+  (void)state;
+  kr_config_t *cfg = config(one_wait);
+  kr_sim_opts_t o;
+  kr_sim_opts_default(&o);
+  o.cfg = cfg;
+  o.duration_ms = 2 * D;
+  kr_sim_world_t *w = trace(three_pages);
+  event(w, "grow a.example per-day=24 hub=http://a.example/1", o.duration_ms);
+  assert_int_equal(kr_sim_world_count(w), 4 + 47); /* born at 1h .. 47h */
+  kr_sim_uri_info_t info;
+  kr_sim_world_uri(w, 4, &info);
+  assert_string_equal(info.url, "http://a.example/g0/0");
+  kr_sim_result_t r;
+  uint32_t *v = calloc(kr_sim_world_count(w), sizeof *v);
+  run_visits(w, &o, KR_SIM_MULTIPLICATIVE, &r, v);
+  assert_int_equal(r.ev.born, 47);
+  assert_true(r.ev.links >= 47);
+  assert_true(r.ev.born_visited >= 40); /* the last ones may not be linked yet */
+  assert_true(v[4] > 0);
+  assert_int_equal(r.ev.host_uris_max, 3 + 47 - r.ev.born_unknown);
+  kr_sim_world_free(w);
+
+  /* every grown page unlinked at its birth: never linked, never known */
+  w = trace(three_pages);
+  event(w, "grow a.example per-day=24", o.duration_ms);
+  event(w, "unlink a.example at=1h", o.duration_ms);
+  run_visits(w, &o, KR_SIM_MULTIPLICATIVE, &r, v);
+  assert_int_equal(r.ev.links, 0);
+  assert_int_equal(r.ev.born_unknown, 47);
+  free(v);
+  kr_sim_world_free(w);
+  kr_config_free(cfg);
+}
+
+/* A page that dies answers 410 from its death on, never before. */
+static void death_answers_410(void **state) {
+  (void)state;
+  kr_config_t *cfg = config(one_wait);
+  kr_sim_opts_t o;
+  kr_sim_opts_default(&o);
+  o.cfg = cfg;
+  kr_sim_result_t r;
+  uint32_t v[4];
+  kr_sim_world_t *w = trace(three_pages);
+  event(w, "die http://a.example/3 at=1d status=410", 3 * D);
+  o.duration_ms = 1 * D;
+  run_visits(w, &o, KR_SIM_MULTIPLICATIVE, &r, v);
+  assert_int_equal(r.ev.dead, 0);
+  o.duration_ms = 3 * D;
+  run_visits(w, &o, KR_SIM_MULTIPLICATIVE, &r, v);
+  assert_true(r.ev.dead > 0);
+  assert_int_equal(r.ev.end_failed + r.ev.end_disregarded, 0);
+  kr_sim_world_free(w);
+  kr_config_free(cfg);
+}
+
+/* The invariants fail when they should: a site growing by 2,000 pages a
+ * day whose pages want a visit a minute, from a host serving one every
+ * ~2 s. The fixed policy leaves them later and later (lateness growing)
+ * and, with a recovery bound of 2 m, unvisited longer than their wait +
+ * the bound; the default policy plans within the capacity. */
+static void invariants_catch_an_overloaded_host(void **state) {
+  (void)state;
+  kr_sim_world_t *w = trace("http://busy.example/ text/html every=1s correct no\n");
+  event(w, "grow busy.example per-day=2000 change=1m", 2 * D);
+  kr_config_t *cfg = config(
+      "[politeness]\nmax-backoff = 1m\nmax-retries = 1\nretry-delay = 1m\n"
+      "[wait \"all\"]\ninitial-wait = 1m\nmin-wait = 1m\nmax-wait = 28d\n");
+  kr_sim_opts_t o;
+  kr_sim_opts_default(&o);
+  o.cfg = cfg;
+  o.duration_ms = 2 * D;
+  o.fixed_interval_ms = 60 * S;
+  kr_sim_result_t r;
+  run(w, &o, KR_SIM_FIXED, &r, NULL);
+  fprintf(stderr, "# fixed: %llu of %llu late, worst growth %.0f s\n", (unsigned long long)r.ev.live_late,
+          (unsigned long long)r.ev.live_checked, r.ev.worst_growth_s);
+  assert_int_equal(r.ev.bound_ms, 2 * 60 * S);
+  assert_true(r.ev.live_late > 0);
+  assert_int_equal(r.ev.hosts_growing, 1);
+  assert_string_equal(r.ev.worst_host, "busy.example");
+  run(w, &o, KR_SIM_MULTIPLICATIVE, &r, NULL);
+  fprintf(stderr, "# multiplicative: %llu of %llu late, worst growth %.0f s\n",
+          (unsigned long long)r.ev.live_late, (unsigned long long)r.ev.live_checked,
+          r.ev.worst_growth_s);
+  assert_int_equal(r.ev.hosts_checked, 1);
+  assert_int_equal(r.ev.hosts_growing, 0);
+  kr_sim_world_free(w);
+  kr_config_free(cfg);
+}
+
+/* Shards merge the events' figures exactly too. */
+static void events_merge_over_shards(void **state) {
+  (void)state;
+  kr_sim_synth_t syn;
+  kr_sim_synth_default(&syn);
+  syn.urls = 300;
+  syn.hosts = 6;
+  kr_sim_world_t *w = NULL;
+  char err[256];
+  assert_int_equal(kr_sim_world_synthetic(&syn, &w, err, sizeof err), 0);
+  const char *evs = "outage h1.sim.test at=1d for=5h\nbusy h2.sim.test share=0.1\n"
+                    "robots-down h3.sim.test at=12h for=12h\ngrow h4.sim.test per-day=30\n"
+                    "die h5.sim.test share=0.2 at=1d..2d status=404\n";
+  assert_int_equal(kr_sim_world_events(w, evs, strlen(evs), "ev", 3 * D, err, sizeof err), 0);
+  kr_sim_opts_t o;
+  kr_sim_opts_default(&o);
+  o.duration_ms = 3 * D;
+  kr_sim_result_t whole;
+  run(w, &o, KR_SIM_MULTIPLICATIVE, &whole, NULL);
+  uint32_t *shard_of = calloc(kr_sim_world_count(w), sizeof *shard_of);
+  uint32_t ns = kr_sim_shard_plan(w, 3, shard_of);
+  kr_sim_result_t parts[3], merged;
+  o.shard_of = shard_of;
+  for (uint32_t k = 0; k < ns; k++) {
+    o.shard = k;
+    run(w, &o, KR_SIM_MULTIPLICATIVE, &parts[k], NULL);
+  }
+  kr_sim_result_merge(&merged, parts, ns);
+  const kr_sim_events_t *a = &whole.ev, *b = &merged.ev;
+  assert_true(a->refused > 0 && a->busy > 0 && a->robots_5xx > 0 && a->born > 0 && a->dead > 0);
+  assert_int_equal(a->refused, b->refused);
+  assert_int_equal(a->busy, b->busy);
+  assert_int_equal(a->dead, b->dead);
+  assert_int_equal(a->robots_fetches, b->robots_fetches);
+  assert_int_equal(a->born_visited, b->born_visited);
+  assert_int_equal(a->links, b->links);
+  assert_int_equal(a->live_checked, b->live_checked);
+  assert_int_equal(a->live_late, b->live_late);
+  assert_int_equal(a->live_worst_ms, b->live_worst_ms);
+  assert_int_equal(a->rec_checked, b->rec_checked);
+  assert_int_equal(a->rec_worst_ms, b->rec_worst_ms);
+  assert_int_equal(a->host_uris_max, b->host_uris_max);
+  assert_int_equal(a->hosts_growing, b->hosts_growing);
+  assert_int_equal(whole.all.fetches, merged.all.fetches);
+  free(shard_of);
+  kr_sim_world_free(w);
+}
+
 int main(void) {
   kr_log_level = KR_LOG_WARN;
   const struct CMUnitTest tests[] = {
@@ -863,6 +1180,14 @@ int main(void) {
       cmocka_unit_test(shards_merge_exactly),
       cmocka_unit_test(pool_children_ending_without_result),
       cmocka_unit_test(pool_failed_poll),
+      cmocka_unit_test(event_errors),
+      cmocka_unit_test(outage_refuses_then_recovers),
+      cmocka_unit_test(busy_uri),
+      cmocka_unit_test(robots_down_and_relaxing),
+      cmocka_unit_test(growth_and_unlinking),
+      cmocka_unit_test(death_answers_410),
+      cmocka_unit_test(invariants_catch_an_overloaded_host),
+      cmocka_unit_test(events_merge_over_shards),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
