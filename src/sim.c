@@ -1287,11 +1287,11 @@ static int inv_final(run_t *r) {
     full[j] = cap && n >= cap;
     if (sh->bound_ms > E->bound_ms) E->bound_ms = sh->bound_ms;
     /* lateness growing: either measure, last quarter against second */
+    if (sh->q_n[0][0] + sh->q_n[0][1] + sh->q_n[1][0] + sh->q_n[1][1]) E->hosts_checked++;
     for (int m = 0; m < 2; m++) {
       if (!sh->q_n[m][0] && !sh->q_n[m][1]) continue;
       double a = sh->q_n[m][0] ? (double)sh->q_sum[m][0] / (double)sh->q_n[m][0] / 1000.0 : 0;
       double b = sh->q_n[m][1] ? (double)sh->q_sum[m][1] / (double)sh->q_n[m][1] / 1000.0 : 0;
-      if (!m) E->hosts_checked++;
       if (b - a > E->worst_growth_s || !E->worst_host[0]) {
         E->worst_growth_s = b - a;
         snprintf(E->worst_host, sizeof E->worst_host, "%s", sh->name);

@@ -890,7 +890,9 @@ int kr_sim_world_event(kr_sim_world_t *w, const char *line, size_t len, int64_t 
     return EVERR("at=T1..T2 is for die and unlink");
   size_t hits = 0;
   if (tok_is(e.kind, "outage")) {
+    /* its robots.txt is refused too, and expires hourly: modelled */
     hev_add(w, t.host, KR__SIM_H_OUTAGE, e.at, until, 0);
+    hev_add(w, t.host, KR__SIM_H_ROBOTS, 0, 0, 0);
     return 0;
   } else if (tok_is(e.kind, "robots-down")) {
     hev_add(w, t.host, KR__SIM_H_ROBOTS_DOWN, e.at, until, 0);
