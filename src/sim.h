@@ -109,6 +109,98 @@
  * count at the initial-wait's rate (the thesis' 20 s for text/html: one
  * change every 29 s), inflating the host's x so that the first URIs
  * learned got waits of weeks; unobserved URIs are due at once anyway.
+ *
+ * ---- Events: the troubles of a long crawl (kr_sim_world_event) ---------------
+ * Added to a world (trace or synthetic) after it is built, one per line
+ * (`--event SPEC`, `--events FILE`; '#' comments and blank lines ignored):
+ *
+ *   KIND TARGET [KEY=VALUE ...]
+ *
+ * TARGET is a host (the queue key, host[:port]: h3.sim.test) or a URI of
+ * the world. A host target with share=S picks that share of its pages
+ * (by a hash of the world's seed and the URI: the same pages every run),
+ * never its hub nor its grown pages (unlink: only grown pages). Times are
+ * durations from the start (at=10d; die and unlink also at=T1..T2, each
+ * page its own time, uniform within); for=DUR or for=forever (default).
+ *
+ *   outage HOST at=T for=DUR   every connection refused, robots.txt's too:
+ *                  the outcome proc_post.c builds for ECONNREFUSED (RETRY,
+ *                  host_error, status -ECONNREFUSED); the frontier counts
+ *                  the retries, backs the host off, fails after max-retries
+ *   busy TARGET [status=503|429] [retry-after=SECONDS | retry-after-date=DUR]
+ *                  [at=T] [for=DUR]
+ *                  answers 503 (or 429): BACKOFF with the Retry-After the
+ *                  crawler's parser reads (kr_frontier_parse_retry_after)
+ *                  from delay-seconds or from an HTTP-date DUR ahead
+ *   robots-down HOST at=T for=DUR   robots.txt answers 503
+ *   robots-relax TARGET at=T   robots.txt disallows the pages until T
+ *   grow HOST per-day=N [hub=URI] [change=PERIOD|never] [at=T] [for=DUR]
+ *                  N new pages a day, http://HOST/g<E>/<K> (E counts the
+ *                  grow events), born at at + (K+1) x 1d/N within the run;
+ *                  each is linked by the host's hub (hub=, else the host's
+ *                  first URI) and enters the frontier as a link (hop L, via
+ *                  the hub) of the hub's first full fetch after its birth;
+ *                  it takes the hub's type, validators and size, and
+ *                  changes never or as a Poisson process of mean PERIOD
+ *   die TARGET at=T|T1..T2 [status=404|410]   answers 404 (or 410) from then
+ *   unlink TARGET at=T|T1..T2   the hub stops listing the (grown) page
+ *   seeds-reload   refused: the seeds and the scope belong to the crawl
+ *                  (src/scope.c, src/seeds.c), which the simulator does
+ *                  not run, so a reload cannot be modelled honestly with
+ *                  the frontier alone; the integration tests cover it
+ *
+ * robots.txt is modelled on the hosts an outage or robots event names, as
+ * src/proc_prefetch.c does it: a URI issued without fresh rules goes back
+ * through kr_frontier_prereq_require() and robots.txt is fetched at
+ * HIGHEST; its answer sets the rules for robots.expiry (after a failure
+ * retry-delay at most), kr_frontier_host_set_robots() and
+ * kr_frontier_prereq_done(); while it is unavailable the URIs are RETRY
+ * -61, FAILED -61 once it has used its retries; a disallowed page is
+ * DISREGARDED -9998 while the rules in force were fetched before its
+ * relaxing. Elsewhere robots.txt allows everything and is not fetched (as
+ * before: the figures of worlds without events do not move). A hub's
+ * list is part of its content: its ETag, Last-Modified and digest move
+ * when a page is born or unlinked, and a 304 or an aborted fetch passes no
+ * links. A dead page answers a small fixed body without validators and
+ * archives no version (its changes after its death still count as
+ * versions, so the capture ratio of a world with deaths is lower).
+ *
+ * ---- Invariants (kr_sim_events_t) -------------------------------------------------
+ * Tracked and printed whenever the world has events, or with --check
+ * (kr_sim_opts_t.invariants), which then exits 1 when one fails.
+ * A URI is live from the start (a grown page: from its birth; a disallowed
+ * one: from its relaxing) until it dies or loses its link. An answer is a
+ * fetch the server answered (any status, 503 and 429 included); refused
+ * connections and outcomes decided before a fetch (-61, -9998) are not.
+ * The recovery bound B of a host is politeness.max-backoff + max-retries x
+ * retry-delay (1 d + 30 x 15 min = 31.5 h by default), the time the
+ * frontier may take to notice that a host came back.
+ *  1 no live URI unvisited longer than its max-wait + B: at each answer
+ *    and at the end, the time since its previous answer (or since it
+ *    became live), less the time its host was down (outage, robots.txt
+ *    down), against its evaluator's max-wait (crawl.default-wait without
+ *    one, the interval for fixed) + B. A grown page the frontier does not
+ *    hold at the end counts too, unless its host is at
+ *    limits.max-uris-per-host (refused by design). Worst excess reported.
+ *  2 every live URI of a host that recovered (the end of an outage or a
+ *    robots.txt down, before the end of the run) answered within B of the
+ *    later of the recovery and its due time (its last success + the wait
+ *    then decided); at the end of the run only a URI already later than B
+ *    counts. Worst lateness reported.
+ *  3 distinct URIs per host (the frontier's count of URIs added, robots.txt
+ *    aside) within limits.max-uris-per-host when the config has that key;
+ *    without it the largest count is reported and nothing is checked.
+ *  4 no host's lateness growing: two measures per host, the lateness of
+ *    the revisits it issued and its head URI's lateness sampled hourly
+ *    (kr_frontier_host_report), each as a mean over the run's second
+ *    quarter and over its last; a host fails when either last-quarter mean
+ *    is more than 1.5 x its second-quarter mean + 10 min. Samples while
+ *    the host is down or within B of its recovery are left out (that is
+ *    invariant 2's). Meant for the default policy (multiplicative).
+ * Also reported: what the events did (connects refused, busy and dead
+ * answers, robots.txt fetches, -61 and -9998 outcomes, relaxed pages
+ * answered again, pages born and visited, links) and the live URIs the
+ * frontier holds as disregarded, failed or waiting to retry at the end.
  */
 #ifndef KRIA_SIM_H
 #define KRIA_SIM_H
