@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # `kria simulate`: the tables and the --json shape for synthetic worlds and
 # traces, the same numbers whether policies run here or split by host
-# over child processes (--jobs; an uneven world), and the exit statuses: 0 success, 2 error (a bad
-# trace or config), 64 usage. TAP lines; run by test/run.sh with
-# KRIA set to the binary under test.
+# over child processes (--jobs; an uneven world), the events of a long
+# crawl with the invariants' output, and the exit statuses: 0 success, 1
+# an invariant failed (--check), 2 error (a bad trace or config), 64
+# usage. TAP lines; run by test/run.sh with KRIA set to the binary under
+# test.
 . "$(dirname "$0")/lib.sh"
 
 # sim ARGS...: runs kria simulate; sets RC, OUT, ERR
@@ -190,6 +192,72 @@ is "$RC" 2 "an unreadable config exits 2"
 like "$ERR" "config" "and says it is the config"
 sim --urls 100 --hosts 2 --days 1 -o politeness.min-delay=forever
 is "$RC" 2 "a bad -o exits 2"
+
+# ---- the events of a long crawl and the invariants ---------------------------------
+cat >"$T/events" <<'EOF'
+# outages, a busy page, robots.txt down and relaxing, growth, deaths, unlinking
+outage       h1.sim.test  at=2d for=4h
+busy         http://h2.sim.test/p/3 status=503 retry-after=120
+robots-down  h3.sim.test  at=1d for=1d
+robots-relax h4.sim.test  share=0.3 at=2d
+grow         h5.sim.test  per-day=20
+unlink       h5.sim.test  share=0.5 at=2d..4d
+die          h0.sim.test  share=0.2 at=1d..3d status=410
+EOF
+ev=(--urls 300 --hosts 6 --days 5 --policy multiplicative --events "$T/events")
+sim "${ev[@]}"
+is "$RC" 0 "a world with events exits 0 without --check"
+like "$OUT" "invariants \(recovery bound 31.5h: politeness.max-backoff" "the invariants are printed with the bound"
+like "$OUT" "1 live URIs visited within max-wait \+ bound +(PASS|FAIL) [0-9]+ of [0-9]+ checks late" "invariant 1 with its figure"
+like "$OUT" "2 recovered hosts' URIs within the bound +(PASS|FAIL) [0-9]+ of [0-9]+ late, worst" "invariant 2 with its figure"
+like "$OUT" "3 distinct URIs per host within the cap +(PASS|FAIL|-) +max [0-9]+" "invariant 3 with its figure"
+like "$OUT" "4 lateness not growing \(2nd vs last quarter\) (PASS|FAIL) [0-9]+ of [0-9]+ hosts growing" "invariant 4 with its figure"
+like "$OUT" "events: [0-9]+ connects refused, [1-9][0-9]* busy answers, [1-9][0-9]* dead answers" "what the events did"
+like "$OUT" "born [1-9][0-9]*, [0-9]+ visited" "the pages born"
+sim "${ev[@]}" --json
+is "$RC" 0 "--json with events exits 0"
+cp "$T/out" "$T/ev1.json"
+check "each policy has its invariants" pyjson "$T/ev1.json" \
+  'all(k in d["policies"][0]["invariants"] for k in ("bound_s","pass","live","recovery","host_uris","lateness","events")) and d["policies"][0]["invariants"]["bound_s"] == 113400'
+check "the events' figures" pyjson "$T/ev1.json" \
+  '(lambda e: e["refused"] > 0 and e["busy"] > 0 and e["robots_5xx"] > 0 and e["born"] == 99 and e["dead"] > 0 and e["disallowed"] > 0)(d["policies"][0]["invariants"]["events"])'
+check "pass is the verdicts together" pyjson "$T/ev1.json" \
+  '(lambda i: i["pass"] == all(i[k]["pass"] is not False for k in ("live","recovery","host_uris","lateness")))(d["policies"][0]["invariants"])'
+# the same figures split over child processes
+sim "${ev[@]}" --json --jobs 3
+check "--jobs 3 gives the same invariants" python3 -c '
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+sys.exit(0 if a["policies"][0]["invariants"] == b["policies"][0]["invariants"] else 1)' "$T/ev1.json" "$T/out"
+# --check exits 1 exactly when a verdict is FAIL
+sim "${ev[@]}" --check --json
+if pyjson "$T/out" 'd["policies"][0]["invariants"]["pass"]'; then
+  is "$RC" 0 "--check exits 0 when every invariant holds"
+else
+  is "$RC" 1 "--check exits 1 when an invariant fails"
+fi
+# a failure by construction: 2,000 new pages a day wanting a visit a minute
+# from a host serving one every 2 s, under the fixed policy, recovery bound 2 m
+printf '[politeness]\nmax-backoff = 1m\nmax-retries = 1\nretry-delay = 1m\n' >"$T/tight.conf"
+sim --urls 1 --hosts 1 --days 2 --policy fixed --fixed-interval 1m -c "$T/tight.conf" \
+  --event 'grow h0.sim.test per-day=2000 change=1m' --check
+is "$RC" 1 "--check exits 1 on a failing invariant"
+like "$OUT" "1 live URIs visited within max-wait \+ bound +FAIL" "invariant 1 fails"
+like "$OUT" "4 lateness not growing \(2nd vs last quarter\) FAIL 1 of 1 hosts growing" "invariant 4 fails"
+sim --urls 100 --hosts 2 --days 1 --policy multiplicative --check
+is "$RC" 0 "--check without events: the invariants of a quiet world hold"
+like "$OUT" "1 live URIs visited within max-wait \+ bound +PASS" "and are printed"
+
+# events refused: usage (64) naming the event or the file's line; unreadable file: 2
+usage_err "an unknown event" "--event 'storm h0.sim.test': unknown event 'storm'" --urls 10 --hosts 2 --event 'storm h0.sim.test'
+usage_err "an event on an unknown host" "no URI of host 'h9.sim.test'" --urls 10 --hosts 2 --event 'outage h9.sim.test for=1d'
+usage_err "a seeds reload" "seeds-reload is not modelled" --urls 10 --hosts 2 --event 'seeds-reload h0.sim.test'
+usage_err "a bad key" "unknown key 'when'" --urls 10 --hosts 2 --event 'die h0.sim.test when=2d'
+printf 'outage h0.sim.test at=1d for=1h\n\nbusy h1.sim.test status=200\n' >"$T/badev"
+usage_err "a bad events file" "badev:3: busy: status must be 503 or 429" --urls 10 --hosts 2 --events "$T/badev"
+sim --urls 10 --hosts 2 --events "$T/nonexistent.ev"
+is "$RC" 2 "an unreadable events file exits 2"
+like "$ERR" "nonexistent.ev" "and names it"
 
 # ---- usage -----------------------------------------------------------------------
 usage_err "unknown option" "unknown option '--frobnicate'" --frobnicate
