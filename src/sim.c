@@ -444,7 +444,12 @@ static void fail(run_t *r, int rc, const char *what) {
 
 static void on_fetch_done(kr_wheel_entry_t *e);
 
-/* ---- runs: events and invariants ------------------------------------------------- */
+/* ---- runs: events and invariants -------------------------------------------------
+ * The outcomes below are the crawler's processors replayed: proc_post.c's
+ * build_outcome (a refused connection, a 503/429, a robots.txt answering
+ * 5xx) and proc_prefetch.c's robots_run and kr__robots_store (the
+ * prerequisite, -61, -9998, the rules' expiry). A change there must be
+ * made here too, or the simulation goes on proving the old behaviour. */
 
 /* Host sh is within an event of kind at t (epoch ms). */
 static int host_in(const run_t *r, const shost_t *sh, int kind, int64_t t) {
