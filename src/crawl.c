@@ -176,7 +176,7 @@ static void ip_assign(kr_crawl_t *c, kr_fetch_t *f, kr_hostq_t *h, uint64_t now)
 /* ---- settings from the config ------------------------------------------------- */
 
 /* The frontier's per-host fields from a view. */
-static void fopts_from_view(kr_frontier_opts_t *o, const kr_config_view_t *v) {
+void kr_frontier_opts_from_view(kr_frontier_opts_t *o, const kr_config_view_t *v) {
   o->delay_factor = kr_config_float(v, KR_CFG_POLITENESS_DELAY_FACTOR);
   o->min_delay_ms = (uint64_t)kr_config_ms(v, KR_CFG_POLITENESS_MIN_DELAY);
   o->max_delay_ms = (uint64_t)kr_config_ms(v, KR_CFG_POLITENESS_MAX_DELAY);
@@ -259,7 +259,7 @@ static kr_hostcfg_t *hostcfg_build(kr_crawl_t *c, const kr_config_view_t *v,
   kr_hostcfg_t *hc = kr_xcalloc(1, sizeof *hc);
   hc->view = v;
   hc->fopts = *base;
-  fopts_from_view(&hc->fopts, v);
+  kr_frontier_opts_from_view(&hc->fopts, v);
   hc->limits.max_url_len = (size_t)kr_config_int(v, KR_CFG_SCOPE_MAX_URL_LENGTH);
   hc->limits.max_path_depth = (unsigned)kr_config_int(v, KR_CFG_SCOPE_MAX_PATH_DEPTH);
   hc->limits.max_repeated_segments =
@@ -516,7 +516,7 @@ static void dns_from_config(kr_crawl_t *c, kr_dns_opts_t *o, kr_buf_t *servers) 
 static void frontier_from_config(kr_crawl_t *c, kr_frontier_opts_t *o) {
   const kr_config_view_t *g = kr_config_global(c->cfg);
   kr_frontier_opts_default(o);
-  fopts_from_view(o, g);
+  kr_frontier_opts_from_view(o, g);
   o->revisit = kr_config_bool(g, KR_CFG_CRAWL_REVISIT);
   o->revisit_now = c->opts.revisit_now;
   o->preference_embed_hops = (uint32_t)kr_config_int(g, KR_CFG_CRAWL_PREFERENCE_EMBED_HOPS);

@@ -1455,11 +1455,14 @@ static void finish_plan(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o, u
     if (h->fail_streak >= ho->host_failures_before_backoff) host_backoff(f, h, ho, 0, now);
   }
   /* Failed with its host (DNS, connect, robots.txt unavailable): back
-   * when the host is tried again — its back-off, at most max-backoff —
-   * so a host that recovers gets its URIs within one back-off period. */
+   * when the host is tried again — its back-off, and not before a failed
+   * robots.txt is asked again (retry-delay), at most max-backoff — so a
+   * host that recovers gets its URIs within one back-off period, and one
+   * still down is not asked every minute by each of its URIs. */
   if ((o->host_error || o->with_host) && kind == KR_OUTCOME_FAILED && r.next_at < KR_NEVER) {
-    uint64_t back = h->backoff_until > now ? h->backoff_until - now : ho->backoff_initial_ms;
-    r.next_at = now + KR_MIN(KR_MAX(back, ho->backoff_initial_ms), ho->backoff_max_ms);
+    uint64_t back = h->backoff_until > now ? h->backoff_until - now : 0;
+    back = KR_MAX(back, KR_MAX(ho->backoff_initial_ms, ho->retry_delay_ms));
+    r.next_at = now + KR_MIN(back, ho->backoff_max_ms);
   }
   if (r.next_at >= KR_NEVER) r.next_at = KR_NEVER;
   if (urgent)

@@ -348,6 +348,11 @@ int kr_frontier_prereq_require(kr_frontier_t *f, kr_curi_t *curi, const char *ur
                                size_t len, uint64_t now);
 void kr_frontier_prereq_done(kr_frontier_t *f, kr_hostq_t *h, uint64_t now);
 
+/* The per-host fields of o (politeness, outcomes, back-off, bounds) from
+ * a config view; the crawl and kria simulate read them alike (crawl.c). */
+struct kr_config_view;
+void kr_frontier_opts_from_view(kr_frontier_opts_t *o, const struct kr_config_view *v);
+
 /* ---- hosts ---------------------------------------------------------------- */
 
 kr_hostq_t *kr_frontier_host_lookup(kr_frontier_t *f, const char *key, size_t len);

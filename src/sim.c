@@ -310,25 +310,8 @@ static void hmap_put(run_t *r, shost_t *sh) {
 /* The politeness fields of a config view, as the crawl maps them. */
 static void fopts_politeness(kr_frontier_opts_t *fo, const kr_config_view_t *v,
                              const kr_sim_opts_t *o) {
-  fo->delay_factor = kr_config_float(v, KR_CFG_POLITENESS_DELAY_FACTOR);
-  fo->min_delay_ms = (uint64_t)kr_config_ms(v, KR_CFG_POLITENESS_MIN_DELAY);
-  fo->max_delay_ms = (uint64_t)kr_config_ms(v, KR_CFG_POLITENESS_MAX_DELAY);
-  fo->respect_crawl_delay_up_to_ms =
-      (uint64_t)kr_config_ms(v, KR_CFG_POLITENESS_RESPECT_CRAWL_DELAY_UP_TO);
-  fo->host_valence = (uint32_t)kr_config_int(v, KR_CFG_POLITENESS_HOST_VALENCE);
-  fo->default_wait_ms = (uint64_t)kr_config_ms(v, KR_CFG_CRAWL_DEFAULT_WAIT);
-  /* failures, as crawl.c's fopts_from_view: only the events make any */
-  fo->retry_delay_ms = (uint64_t)kr_config_ms(v, KR_CFG_POLITENESS_RETRY_DELAY);
-  fo->max_retries = (uint32_t)kr_config_int(v, KR_CFG_POLITENESS_MAX_RETRIES);
-  fo->revisit_failed = kr_config_bool(v, KR_CFG_POLITENESS_REVISIT_FAILED);
-  fo->backoff_max_ms = (uint64_t)kr_config_ms(v, KR_CFG_POLITENESS_MAX_BACKOFF);
-  if (fo->backoff_initial_ms > fo->backoff_max_ms) fo->backoff_initial_ms = fo->backoff_max_ms;
-  uint64_t maxw = 0;
-  for (size_t i = 0; i < kr_config_wait_count(v); i++) {
-    const kr_cfg_wait_t *w = kr_config_wait(v, i);
-    if (w->max_wait_ms > 0 && (uint64_t)w->max_wait_ms > maxw) maxw = (uint64_t)w->max_wait_ms;
-  }
-  if (maxw) fo->failed_wait_ms = maxw;
+  /* the crawl's own reading: politeness, failures, back-off, bounds */
+  kr_frontier_opts_from_view(fo, v);
   if (o->delay_ms >= 0) fo->min_delay_ms = fo->max_delay_ms = (uint64_t)o->delay_ms;
   if (o->valence > 0) fo->host_valence = (uint32_t)KR_MIN(o->valence, 64);
 }
@@ -719,6 +702,8 @@ static void decided_done(run_t *r, sfetch_t *fx) {
   oc.kind = fx->dkind;
   oc.status = fx->dstatus;
   oc.no_contact = 1;
+  /* as proc_prefetch.c: robots.txt unavailable is its host's failure */
+  oc.with_host = fx->dstatus == KR_S_ROBOTS_PREREQUISITE_FAILURE;
   finish_plain(r, fx, &oc, NULL, 0);
 }
 

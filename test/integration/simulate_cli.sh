@@ -207,7 +207,7 @@ EOF
 ev=(--urls 300 --hosts 6 --days 5 --policy multiplicative --events "$T/events")
 sim "${ev[@]}"
 is "$RC" 0 "a world with events exits 0 without --check"
-like "$OUT" "invariants \(recovery bound 31.5h: politeness.max-backoff" "the invariants are printed with the bound"
+like "$OUT" "invariants \(recovery bound 8.5h: politeness.max-backoff" "the invariants are printed with the bound"
 like "$OUT" "1 live URIs visited within max-wait \+ bound +(PASS|FAIL) [0-9]+ of [0-9]+ checks late" "invariant 1 with its figure"
 like "$OUT" "2 recovered hosts' URIs within the bound +(PASS|FAIL) [0-9]+ of [0-9]+ late, worst" "invariant 2 with its figure"
 like "$OUT" "3 distinct URIs per host within the cap +(PASS|FAIL|-) +max [0-9]+" "invariant 3 with its figure"
@@ -218,7 +218,7 @@ sim "${ev[@]}" --json
 is "$RC" 0 "--json with events exits 0"
 cp "$T/out" "$T/ev1.json"
 check "each policy has its invariants" pyjson "$T/ev1.json" \
-  'all(k in d["policies"][0]["invariants"] for k in ("bound_s","pass","live","recovery","host_uris","lateness","events")) and d["policies"][0]["invariants"]["bound_s"] == 113400'
+  'all(k in d["policies"][0]["invariants"] for k in ("bound_s","pass","live","recovery","host_uris","lateness","events")) and d["policies"][0]["invariants"]["bound_s"] == 30600'
 check "the events' figures" pyjson "$T/ev1.json" \
   '(lambda e: e["refused"] > 0 and e["busy"] > 0 and e["robots_5xx"] > 0 and e["born"] == 99 and e["dead"] > 0 and e["disallowed"] > 0)(d["policies"][0]["invariants"]["events"])'
 check "pass is the verdicts together" pyjson "$T/ev1.json" \

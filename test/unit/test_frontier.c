@@ -683,6 +683,7 @@ static void failed_with_host_comes_back_with_it(void **state) {
   o.backoff_initial_ms = 60 * SEC;
   o.backoff_max_ms = 600 * SEC;
   o.failed_wait_ms = 86400 * SEC;
+  o.retry_delay_ms = 30 * SEC; /* below the back-off: the back-off decides */
   o.host_failures_before_backoff = 1;
   fopen_with(&o);
   add("http://h.test/a");
@@ -730,6 +731,20 @@ static void failed_with_host_comes_back_with_it(void **state) {
   kr_frontier_finished(F, c, &rb, NULL, 0, t);
   assert_true(row_of("http://h.test/c").next_at == t + 60 * SEC);
   assert_int_equal(host("h.test").backoff_level, 0);
+  /* and not before a failed robots.txt is asked again (retry-delay), at
+   * most max-backoff: its URIs do not each come back every minute */
+  kr_frontier_close(F);
+  F = NULL;
+  o.retry_delay_ms = 900 * SEC;
+  snprintf(sdir, sizeof(sdir), "%s/rd", tmpdir);
+  fopen_with(&o);
+  add("http://r.test/x");
+  adv(0);
+  c = next();
+  assert_non_null(c);
+  t = now();
+  kr_frontier_finished(F, c, &rb, NULL, 0, t);
+  assert_true(row_of("http://r.test/x").next_at == t + 600 * SEC);
   valid();
 }
 
