@@ -652,6 +652,31 @@ static void finish_plain(run_t *r, sfetch_t *fx, kr_outcome_t *oc, const kr_link
 
 /* robots.txt answered (or not): the crawl's kr__robots_store
  * (proc_prefetch.c) on the simulated host. */
+static int in_shard(const run_t *r, size_t i);
+
+/* A robots.txt fetched at ti whose rules differ from the last one's
+ * (fetched at prev_at): as proc_prefetch.c does on a changed robots.txt,
+ * the host's URIs disallowed before (-9998) and allowed now go back in
+ * the queue (the frontier's revive), due now. One pass over the shard's
+ * URIs, only when a relaxing fell between the two fetches. */
+static void robots_relaxed(run_t *r, shost_t *sh, int64_t prev_at, int64_t ti, uint64_t now) {
+  const kr_sim_world_t *w = r->w;
+  for (size_t i = 0; i < w->n; i++) {
+    const wev_t *ev = &w->ev[i];
+    if (!ev->disallow_until || !in_shard(r, i) || r->hosts[suri(r, i)->host] != sh) continue;
+    int64_t at = r->t0 + ev->disallow_until;
+    if (!(prev_at < at && at <= ti)) continue;
+    const wuri_t *u = &w->u[i];
+    kr_link_t l = {.url = kr__sim_url(w, u), .url_len = u->url_len, .hop_path = "",
+                   .hop_len = 0, .next_at = now, .flags = KR_LINK_REVIVE};
+    int rc = kr_frontier_add(r->f, &l, now);
+    if (rc < 0) {
+      fail(r, rc, "reviving a URI robots.txt allows again");
+      return;
+    }
+  }
+}
+
 static void robots_done(run_t *r, sfetch_t *fx) {
   kr_curi_t *c = fx->c;
   shost_t *sh = host_of(r, c->host);
@@ -684,8 +709,10 @@ static void robots_done(run_t *r, sfetch_t *fx) {
   sh->r_expires = now + ttl;
   sh->r_unavail = unavail;
   sh->r_final = unavail && c->retries >= sh->fo.max_retries;
+  int64_t prev_at = sh->r_at;
   if (!unavail) sh->r_at = ti;
   slot_done(r, sh, c, now, status != KR_ECONNREFUSED);
+  if (!unavail && r->w->ev) robots_relaxed(r, sh, prev_at, ti, (uint64_t)now);
   kr_frontier_host_set_robots(r->f, c->host, (uint64_t)sh->r_expires, status, -1, (uint64_t)now);
   kr_frontier_prereq_done(r->f, c->host, (uint64_t)now);
   finish_plain(r, fx, &oc, NULL, 0);
