@@ -157,7 +157,8 @@
  * kr_frontier_prereq_done(); while it is unavailable the URIs are RETRY
  * -61, FAILED -61 once it has used its retries; a disallowed page is
  * DISREGARDED -9998 while the rules in force were fetched before its
- * relaxing. Elsewhere robots.txt allows everything and is not fetched (as
+ * relaxing, and revived (due now) by the first robots.txt fetched after
+ * it, as the crawler re-checks them on a changed robots.txt. Elsewhere robots.txt allows everything and is not fetched (as
  * before: the figures of worlds without events do not move). A hub's
  * list is part of its content: its ETag, Last-Modified and digest move
  * when a page is born or unlinked, and a 304 or an aborted fetch passes no
