@@ -1305,11 +1305,9 @@ int kr_frontier_finished(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
 
 /* What a completion does: its new uris row into *rp (pointing into c, o
  * and hist), the counters, the host's failure and back-off state, and
- * the politeness delay of its slot. No store access. *write_row is 0
- * when the row keeps its schedule (a back-off). */
+ * the politeness delay of its slot. No store access. */
 static void finish_plan(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o, uint64_t now,
-                        kr_uri_row_t *rp, uint8_t *hist, uint64_t *delay_out,
-                        int *write_row_out) {
+                        kr_uri_row_t *rp, uint8_t *hist, uint64_t *delay_out) {
   kr_hostq_t *h = c->host;
   const kr_frontier_opts_t *ho = hopts(f, h);
   kr_uri_row_t r;
@@ -1333,7 +1331,7 @@ static void finish_plan(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o, u
   r.history = c->history;
   r.history_len = c->history_len;
   r.gone = c->gone;
-  int write_row = 1, urgent = 0;
+  int urgent = 0;
   uint64_t delay = o->no_contact ? 0 : kr__hostq_politeness(h, ho, o->fetch_ms);
 
   COUNT(f, h, finished, 1);
@@ -1471,7 +1469,6 @@ static void finish_plan(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o, u
     mark_stats(f, h);
   *rp = r;
   *delay_out = delay;
-  *write_row_out = write_row;
 }
 
 static int finish_now(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
@@ -1482,9 +1479,8 @@ static int finish_now(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
   kr_uri_row_t r;
   uint8_t hist[KR_VHIST_BYTES];
   uint64_t delay;
-  int write_row;
-  finish_plan(f, c, o, now, &r, hist, &delay, &write_row);
-  if (write_row && rc == 0) {
+  finish_plan(f, c, o, now, &r, hist, &delay);
+  if (rc == 0) {
     int u = kr_store_uri_update(f->st, &r);
     if (u < 0) rc = u;
   }
@@ -1503,10 +1499,8 @@ static int finish_held(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
   kr_uri_row_t r;
   uint8_t hist[KR_VHIST_BYTES];
   uint64_t delay;
-  int write_row;
-  finish_plan(f, c, o, now, &r, hist, &delay, &write_row);
-  kr_hostq_t *h = c->host;
-  if (write_row || nlinks) queue_op(f, write_row ? h : NULL, write_row ? &r : NULL, links, nlinks, now);
+  finish_plan(f, c, o, now, &r, hist, &delay);
+  queue_op(f, c->host, &r, links, nlinks, now);
   int rc = release(f, c, delay, r.directive, r.next_at, now);
   check_limits(f, now);
   return rc < 0 ? rc : 0;
