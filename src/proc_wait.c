@@ -177,6 +177,15 @@ static int64_t version_age(const kr_http_resp_t *r) {
 /* Hops from the seed (links and everything else alike). */
 static int depth_of(const kr_curi_t *u) { return (int)(u->hop_len > 1000 ? 1000 : u->hop_len); }
 
+/* Fetches/s f's host allows (estimate.h kr_alloc_budget): valence over a
+ * slot's cycle — this fetch and the politeness delay after it. */
+static double host_budget(const kr_fetch_t *f) {
+  const kr_hostcfg_t *hc = f->hc;
+  uint64_t cycle = f->fetch_duration_ms + kr_frontier_host_delay(f->crawl->frontier, f->curi->host,
+                                                                 f->fetch_duration_ms);
+  return kr_alloc_budget((int)hc->fopts.host_valence, (int64_t)cycle, hc->utilisation);
+}
+
 static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *h,
                            const kr_cfg_wait_t **ev_out, kr_wait_info_t *info) {
   kr_crawl_t *c = f->crawl;
@@ -192,10 +201,6 @@ static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *
   if (!ev) return (int64_t)hc->fopts.default_wait_ms;
   kr_wait_params_t p;
   kr_wait_params_from_config(&p, ev);
-  /* a slot's cycle: this fetch and the politeness delay after it */
-  uint64_t cycle = f->fetch_duration_ms +
-                   kr_frontier_host_delay(c->frontier, u->host, f->fetch_duration_ms);
-  double budget = kr_alloc_budget((int)hc->fopts.host_valence, (int64_t)cycle, hc->utilisation);
   if (p.policy != KR_WAIT_POISSON) {
     c->st.waits[0]++;
     int64_t prev = u->visits ? (int64_t)(u->wait_ms > INT64_MAX ? INT64_MAX : u->wait_ms) : 0;
@@ -203,7 +208,7 @@ static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *
     int64_t w = kr_wait_multiplicative(&p, prev, state, ov);
     if (!hc->capacity_plan) return w;
     kr_capplan_t *cap = &adapt_host(c, u->host, hc->est.x_min)->cap;
-    kr_capplan_maybe_solve(cap, budget, ALLOC_SOLVE_EVERY);
+    kr_capplan_maybe_solve(cap, host_budget(f), ALLOC_SOLVE_EVERY);
     int64_t planned = kr_capplan_apply(cap, w);
     if (planned > w) {
       info->capped_from_ms = w;
@@ -224,7 +229,7 @@ static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *
   /* The host's changes-per-visit target within its politeness budget. */
   struct kr_adapt_host *ah = adapt_host(c, u->host, hc->est.x_min);
   int cls = kr_alloc_host_class(&ah->alloc, p.min_ms, p.max_ms);
-  kr_alloc_host_maybe_solve(&ah->alloc, budget, ALLOC_SOLVE_EVERY);
+  kr_alloc_host_maybe_solve(&ah->alloc, host_budget(f), ALLOC_SOLVE_EVERY);
   /* The sketch holds only estimates resting on an observation
    * (estimate.h): a URI at its prior would inflate x while the first
    * crawl is still learning and send everything learned meanwhile away. */
