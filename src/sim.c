@@ -210,6 +210,7 @@ typedef struct shost {
   int64_t r_expires;         /* the rules in force expire then; 0 none yet */
   int r_unavail, r_final;    /* robots.txt unavailable; and it gave up */
   int64_t r_at;              /* when the rules in force were fetched */
+  int64_t relax_min, relax_max; /* its pages' robots relaxings (offsets; 0 none) */
   int64_t robots_expiry_ms;  /* robots.expiry */
   uint32_t hub;              /* the page listing its grown pages: index + 1 */
   uint32_t *linked;          /* the URIs its hub lists when born and linked */
@@ -658,7 +659,7 @@ static int in_shard(const run_t *r, size_t i);
  * (fetched at prev_at): as proc_prefetch.c does on a changed robots.txt,
  * the host's URIs disallowed before (-9998) and allowed now go back in
  * the queue (the frontier's revive), due now. One pass over the shard's
- * URIs, only when a relaxing fell between the two fetches. */
+ * URIs, only when one of the host's relaxings fell between the fetches. */
 static void robots_relaxed(run_t *r, shost_t *sh, int64_t prev_at, int64_t ti, uint64_t now) {
   const kr_sim_world_t *w = r->w;
   for (size_t i = 0; i < w->n; i++) {
@@ -712,7 +713,9 @@ static void robots_done(run_t *r, sfetch_t *fx) {
   int64_t prev_at = sh->r_at;
   if (!unavail) sh->r_at = ti;
   slot_done(r, sh, c, now, status != KR_ECONNREFUSED);
-  if (!unavail && r->w->ev) robots_relaxed(r, sh, prev_at, ti, (uint64_t)now);
+  /* a relaxing between the two fetches: the rules changed */
+  if (!unavail && sh->relax_max && prev_at < r->t0 + sh->relax_max && r->t0 + sh->relax_min <= ti)
+    robots_relaxed(r, sh, prev_at, ti, (uint64_t)now);
   kr_frontier_host_set_robots(r->f, c->host, (uint64_t)sh->r_expires, status, -1, (uint64_t)now);
   kr_frontier_prereq_done(r->f, c->host, (uint64_t)now);
   finish_plain(r, fx, &oc, NULL, 0);
@@ -1251,6 +1254,9 @@ static int add_all(run_t *r) {
       return kr__sim_errf(r->errbuf, r->errlen, KR_EINVAL, "no host queue for %s", kr__sim_url(w, u));
     }
     s->host = sh->idx;
+    int64_t d = w->ev ? w->ev[i].disallow_until : 0;
+    if (d && (!sh->relax_min || d < sh->relax_min)) sh->relax_min = d;
+    if (d > sh->relax_max) sh->relax_max = d;
     if (sh->robots && !sh->r_url) { /* the origin of its first URI */
       const char *url = kr__sim_url(w, u), *p = strstr(url, "://");
       size_t on = p ? strcspn(p + 3, "/?#") + (size_t)(p + 3 - url) : 0;
