@@ -11,7 +11,7 @@
 #   make install         install kria, its man page, the example config and
 #                        the systemd unit (PREFIX=/usr/local, DESTDIR=)
 #   make uninstall       remove what make install put there
-#   make src/url.o       build one object (lands in $(B)/src/url.o)
+#   make src/core/url.o  build one object (lands in $(B)/src/core/url.o)
 #   make BUILD=dir       build elsewhere (dir, or dir-san with SANITIZE=1)
 #
 # llhttp is compiled from Debian's node-llhttp sources, never copied here.
@@ -38,36 +38,35 @@ LLHTTP_INC := /usr/share/include/llhttp
 OPT ?= -O2
 CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(OPT) -g -pipe
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
-CPPFLAGS_ALL := -Iinclude -Isrc -I$(LLHTTP_INC) $(PKG_CFLAGS) $(shell pkg-config --cflags json-c 2>/dev/null)
+
+# The layers, one folder each under src/ (src/README.md draws which may
+# include which; test/layers.sh checks it in make check):
+#   core     the pure modules of include/kria: no loop, no database, no
+#            global state. Compiled with -Iinclude and system headers
+#            only, so including a loop-bound header from it fails here.
+#   base     the process's plumbing: log, clock, timers, turn profile
+#   net      dns, conn, tls, http
+#   store    the state database: store, frontier, host queues
+#   archive  what kria writes for archivists: WARC files, crawl.log, CDX
+#   crawl    the crawl, the chain and its processors
+#   service  status server, sd_notify, reload, progress
+#   sim      kria simulate's worlds and runs
+#   cli      main and the kria <command> front ends
+LAYERS := base net store archive crawl service sim cli
+CORE_CPPFLAGS := -Iinclude $(shell pkg-config --cflags libpcre2-8 zlib 2>/dev/null)
+CPPFLAGS_ALL := -Iinclude $(LAYERS:%=-Isrc/%) -I$(LLHTTP_INC) $(PKG_CFLAGS) $(shell pkg-config --cflags json-c 2>/dev/null)
 ALL_CFLAGS = $(CFLAGS_BASE) $(WARN) $(SANFLAGS) $(CPPFLAGS_ALL) $(CFLAGS)
+CORE_CFLAGS = $(CFLAGS_BASE) $(WARN) $(SANFLAGS) $(CORE_CPPFLAGS) $(CFLAGS)
 ALL_LDFLAGS = $(SANFLAGS) $(LDFLAGS)
 LIBS := $(PKG_LIBS) -lm
 
-# Explicit source lists, one variable per area. Pure modules
-# (include/kria/*.h) have no loop, no database and no global state.
-BASE_SRCS := src/error.c src/mem.c src/buf.c src/arena.c src/log.c src/fdio.c
-URL_SRCS := src/url.c src/url_host.c src/url_canon.c src/surt.c src/cmd_url.c
-TIME_SRCS := src/clock.c src/wheel.c src/timer.c src/turnprof.c
-DNS_SRCS := src/dns.c
-NET_SRCS := src/addrpolicy.c src/digest.c src/inflate.c src/conn.c src/tls.c src/http.c src/cmd_fetch.c
-ROBOTS_SRCS := src/robots.c src/cmd_robots.c
-CONFIG_SRCS := src/config.c src/config_schema.c
-DEMO_SRCS := src/demo_site.c src/cmd_demo.c
-WARCW_SRCS := src/proc_warc.c src/warcsync.c src/cmd_wacz.c src/zipw.c
-SIM_SRCS := src/sim.c src/sim_world.c src/sim_shard.c src/sim_pool.c src/cmd_simulate.c
-SVC_SRCS := src/sdnotify.c src/status.c src/status_pages.c src/progress.c src/service.c src/cmd_status.c
-WARC_SRCS := src/warc.c src/warcfile.c src/cmd_cdx.c
-ADAPT_SRCS := src/wait.c src/estimate.c src/validators.c src/strip.c
-CRAWL_SRCS := src/chain.c src/crawl.c src/proc_prefetch.c src/proc_fetch.c src/proc_extract.c src/proc_post.c src/cmd_crawl.c src/proc_digest.c src/proc_midfetch.c src/proc_change.c src/proc_feed.c src/proc_wait.c src/diskguard.c src/linkcache.c
-SCOPE_SRCS := src/scope.c src/seeds.c src/crawllog.c src/scopestate.c
-FRONTIER_SRCS := src/fp.c src/seen.c src/store.c src/store_vfs.c src/rowcache.c src/hostq.c src/frontier.c
-EXTRACT_SRCS := src/extract_html.c src/extract_css.c src/extract_feed.c
-CLI_SRCS := src/cli.c
-
-LIB_SRCS := $(BASE_SRCS) $(URL_SRCS) $(TIME_SRCS) $(DNS_SRCS) $(NET_SRCS) $(ROBOTS_SRCS) $(CONFIG_SRCS) $(DEMO_SRCS) $(WARCW_SRCS) $(SVC_SRCS) $(WARC_SRCS) $(ADAPT_SRCS) $(CRAWL_SRCS) $(SCOPE_SRCS) $(FRONTIER_SRCS) $(EXTRACT_SRCS) $(SIM_SRCS) $(CLI_SRCS)
+CORE_SRCS := $(sort $(wildcard src/core/*.c))
+LAYER_SRCS := $(filter-out src/cli/main.c,$(sort $(foreach l,$(LAYERS),$(wildcard src/$(l)/*.c))))
+LIB_SRCS := $(CORE_SRCS) $(LAYER_SRCS)
+CORE_OBJS := $(CORE_SRCS:%.c=$(B)/%.o)
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
 LLHTTP_OBJS := $(B)/llhttp/api.o $(B)/llhttp/http.o $(B)/llhttp/llhttp.o
-MAIN_OBJS := $(B)/src/main.o
+MAIN_OBJS := $(B)/src/cli/main.o
 KTS_SRCS := $(wildcard test/server/*.c)
 KTS_OBJS := $(KTS_SRCS:%.c=$(B)/%.o)
 UNIT_SRCS := $(sort $(wildcard test/unit/test_*.c))
@@ -79,9 +78,14 @@ KRIA := $(B)/kria
 KTS := $(B)/kts
 
 .PHONY: all check unit integration demo deps clean bench fuzz install uninstall
-all: $(KRIA) $(if $(KTS_SRCS),$(KTS))
+all: $(KRIA) $(B)/libkria-core.a $(if $(KTS_SRCS),$(KTS))
 
 .SECONDARY:
+
+# libkria-core.a: the pure modules alone, for whatever needs no loop.
+$(B)/libkria-core.a: $(CORE_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
 
 $(B)/libkria.a: $(LIB_OBJS) $(LLHTTP_OBJS)
 	@rm -f $@
@@ -91,7 +95,7 @@ $(KRIA): $(MAIN_OBJS) $(B)/libkria.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $(MAIN_OBJS) $(B)/libkria.a $(LIBS)
 
 # cmd_demo.c compiles config/demo.conf in (.incbin).
-$(B)/src/cmd_demo.o: config/demo.conf
+$(B)/src/cli/cmd_demo.o: config/demo.conf
 
 $(KTS): $(KTS_OBJS) $(B)/libkria.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $(KTS_OBJS) $(B)/libkria.a $(LIBS)
@@ -99,11 +103,15 @@ $(KTS): $(KTS_OBJS) $(B)/libkria.a
 $(B)/test/%: $(B)/test/unit/%.o $(UNIT_SUPPORT_OBJS) $(B)/libkria.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $< $(UNIT_SUPPORT_OBJS) $(B)/libkria.a $(LIBS) $(shell pkg-config --libs cmocka json-c)
 
+$(B)/src/core/%.o: src/core/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CORE_CFLAGS) -MMD -MP -c -o $@ $<
+
 $(B)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
-# `make src/url.o` builds into the build directory.
+# `make src/core/url.o` builds into the build directory.
 src/%.o: $(B)/src/%.o ;
 
 $(B)/llhttp/%.o: $(LLHTTP_DIR)/%.c

@@ -110,7 +110,7 @@ REPORT=$RUN/report.md
 	echo "- load average at start / end: $LOAD_START / $LOAD_END (the machine is shared: wall-clock rates move with it; CPU-µs per operation much less)"
 	echo "- command: \`bench/frontier/run.sh${ARGS[*]:+ ${ARGS[*]}}\`"
 	[ ${#BENCH_ARGS[@]} -gt 0 ] && echo "- frontier_bench options: \`${BENCH_ARGS[*]}\`"
-	echo "- $HOSTS hosts; links come in pages of 30, 24 on the page's host and 6 on random hosts; politeness off; SQLite $(sqlite3 --version | cut -d' ' -f1), page size 4096, WAL drains past 256 MiB, page cache 64 MiB, WAL writes gathered per transaction (src/store_vfs.c) unless the options say \`--plain-vfs 1\`"
+	echo "- $HOSTS hosts; links come in pages of 30, 24 on the page's host and 6 on random hosts; politeness off; SQLite $(sqlite3 --version | cut -d' ' -f1), page size 4096, WAL drains past 256 MiB, page cache 64 MiB, WAL writes gathered per transaction (src/store/store_vfs.c) unless the options say \`--plain-vfs 1\`"
 	echo
 	printf '| measure | target |'
 	for N in $SIZES; do printf ' %s URIs |' "$(num "$N")"; done

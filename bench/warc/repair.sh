@@ -44,16 +44,16 @@ kb_build_tools
 OUT=$KB_OUT/warc-repair
 mkdir -p "$OUT" "$KB_BIN"
 BIN=$KB_BIN/bench_repair
-SRCS=(src/warc.c src/warcfile.c src/digest.c src/buf.c src/mem.c src/error.c src/log.c src/clock.c)
+SRCS=(src/core/warc.c src/archive/warcfile.c src/core/digest.c src/core/buf.c src/core/mem.c src/core/error.c src/base/log.c src/base/clock.c)
 rebuild=0
 [ -x "$BIN" ] || rebuild=1
-for s in "$HERE/bench_repair.c" "${SRCS[@]/#/$KB_ROOT/}" "$KB_ROOT"/include/kria/*.h "$KB_ROOT"/src/warcfile.h; do
+for s in "$HERE/bench_repair.c" "${SRCS[@]/#/$KB_ROOT/}" "$KB_ROOT"/include/kria/*.h "$KB_ROOT"/src/archive/warcfile.h; do
 	[ "$s" -nt "$BIN" ] && rebuild=1
 done
 if [ "$rebuild" = 1 ]; then
 	kb_log "building bench_repair"
 	# shellcheck disable=SC2046
-	cc -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -I"$KB_ROOT/include" -I"$KB_ROOT/src" \
+	cc -std=c11 -D_GNU_SOURCE -O2 -g -Wall -Wextra -Werror -I"$KB_ROOT/include" -I"$KB_ROOT/src/base" -I"$KB_ROOT/src/archive" \
 		-o "$BIN" "$HERE/bench_repair.c" "${SRCS[@]/#/$KB_ROOT/}" \
 		$(pkg-config --cflags --libs zlib libdeflate openssl) || kb_die "cannot build bench_repair"
 fi

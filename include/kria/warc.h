@@ -5,7 +5,7 @@
  * metadata records, and a reader that iterates the records of a .warc or
  * multi-member .warc.gz stream with bounded memory. Pure: no loop, no
  * files, no clock, no global state (the caller supplies dates; files,
- * rotation and durability live in src/warcfile.h).
+ * rotation and durability live in src/archive/warcfile.h).
  *
  * Writing. A record's header carries Content-Length and WARC-Block-Digest,
  * which must precede the block, so the writer needs the block's length

@@ -1,7 +1,7 @@
 /*
  * libFuzzer harness for the HTTP response path: llhttp callbacks, the
  * raw head buffer, chunked framing, content decoding and every limit, as
- * the real client (src/http.c, src/conn.c) runs them. There is no buffer
+ * the real client (src/net/http.c, src/net/conn.c) runs them. There is no buffer
  * seam in the client, so the harness is the server: one libuv loop,
  * reused across inputs, holds a listener on 127.0.0.1 and a few clients
  * (one per option set, keep-alive pool off so inputs stay independent).

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The crawl's scope is part of its state (src/scopestate.h):
+# The crawl's scope is part of its state (src/crawl/scopestate.h):
 #  - restart without seeds: a crawl of three hosts restarted with
 #    crawl.seeds empty (and --revisit-now) visits every URI again, none
 #    disregarded (they all went -5000 when the scope came from the seeds

@@ -1,5 +1,5 @@
 /*
- * Unit tests for the crawl's link cache (src/linkcache.c) and the key it
+ * Unit tests for the crawl's link cache (src/crawl/linkcache.c) and the key it
  * stands on, kr_url_base_use: over every input of the WHATWG conformance
  * data (test/data/url/urltestdata.json) against several http(s)
  * bases, a base that shares the prefix kr_url_base_use names must parse

@@ -1,4 +1,4 @@
-/* The revisit simulator (src/sim.h) on the real frontier and wait code:
+/* The revisit simulator (src/sim/sim.h) on the real frontier and wait code:
  * trace and mix parsing (every error names its line), synthetic worlds,
  * determinism under a seed, the two ends of adaptation (a page that never
  * changes ends at max-wait, one that changes on every visit at min-wait)

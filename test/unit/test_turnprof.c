@@ -1,5 +1,5 @@
 /*
- * Unit tests for the turn profile (src/turnprof.c), driven with made-up
+ * Unit tests for the turn profile (src/base/turnprof.c), driven with made-up
  * times: exclusive time by phase with nesting, the poll phase's wait left
  * out, long turns counted under their largest phase (or off-CPU), late
  * probes blamed on the turn before them or on scheduling, unbalanced

@@ -1,6 +1,6 @@
 /*
  * The WARC writer of a crawl: what each visit leaves in the WARC files
- * (src/warcfile.h does files, rotation and durability; kria/warc.h the
+ * (src/archive/warcfile.h does files, rotation and durability; kria/warc.h the
  * records), always before the store commits the visit, so a crash can
  * repeat a fetch but never lose one.
  *
@@ -92,7 +92,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "kria/version.h"
 #include "crawl.h"
 #include "internal.h"
 #include "log.h"

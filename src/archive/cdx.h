@@ -1,6 +1,6 @@
 /*
- * The CDXJ indexer of `kria cdx` (src/cmd_cdx.c), shared with `kria wacz`
- * (src/cmd_wacz.c): one pass over a WARC file gives its index lines and,
+ * The CDXJ indexer of `kria cdx` (src/cli/cmd_cdx.c), shared with `kria wacz`
+ * (src/cli/cmd_wacz.c): one pass over a WARC file gives its index lines and,
  * through a callback, what each indexed record is.
  */
 #ifndef KRIA_CDX_H

@@ -1,5 +1,5 @@
 /*
- * `kria simulate`: compare revisit policies on simulated URIs (src/sim.h
+ * `kria simulate`: compare revisit policies on simulated URIs (src/sim/sim.h
  * has the model, the trace format and the metrics). The world comes from
  * a trace (--trace FILE) or is synthetic (--urls, --hosts and the mix
  * options); every selected policy runs over the same world, the same
@@ -32,7 +32,7 @@ static const char usage_text[] =
     "usage: kria simulate [options]\n"
     "world (a trace, or synthetic):\n"
     "  --trace FILE          URIs with change times and validator behaviour\n"
-    "                        (format in src/sim.h and bench/adaptive/README.md)\n"
+    "                        (format in src/sim/sim.h and bench/adaptive/README.md)\n"
     "  --urls N              synthetic URIs (1000)\n"
     "  --hosts N             spread over N hosts (10)\n"
     "  --mix SPEC            change rates: [W:]never|PERIOD|LO..HI, comma-separated\n"
@@ -72,7 +72,7 @@ static const char usage_text[] =
     "                        world split by host into N shards (at most one a\n"
     "                        host), the policies' shards sharing the N processes;\n"
     "                        the numbers do not depend on N\n"
-    "events of a long crawl (format in src/sim.h and bench/adaptive/README.md):\n"
+    "events of a long crawl (format in src/sim/sim.h and bench/adaptive/README.md):\n"
     "  --event SPEC          one event, e.g. 'outage h1.sim.test at=10d for=3d',\n"
     "                        'busy http://h2.sim.test/p/5 status=503 retry-after=120',\n"
     "                        'robots-down H at=D for=D', 'robots-relax H share=S at=D',\n"

@@ -10,12 +10,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "log.h"
+static const char *oom_prefix = "";
+
+void kr_mem_set_oom_prefix(const char *prefix) { oom_prefix = prefix ? prefix : ""; }
 
 static void oom(size_t n) {
   char msg[96];
   int len = snprintf(msg, sizeof msg, "%skria: fatal: out of memory allocating %zu bytes\n",
-                     kr_log_journal() ? "<2>" : "", n);
+                     oom_prefix, n);
   if (len > 0) {
     ssize_t w = write(2, msg, (size_t)len);
     (void)w;

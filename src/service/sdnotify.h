@@ -5,7 +5,7 @@
  * interval from $WATCHDOG_USEC (honoured only when $WATCHDOG_PID is unset
  * or names this process). Outside systemd ($NOTIFY_SOCKET unset) every
  * call is a cheap no-op. No loop here: the caller decides when to ping
- * (src/service.c pings from a loop timer while the crawl is healthy).
+ * (src/service/service.c pings from a loop timer while the crawl is healthy).
  */
 #ifndef KRIA_SDNOTIFY_H
 #define KRIA_SDNOTIFY_H

@@ -145,12 +145,12 @@
  *   die TARGET at=T|T1..T2 [status=404|410]   answers 404 (or 410) from then
  *   unlink TARGET at=T|T1..T2   the hub stops listing the (grown) page
  *   seeds-reload   refused: the seeds and the scope belong to the crawl
- *                  (src/scope.c, src/seeds.c), which the simulator does
+ *                  (src/core/scope.c, src/core/seeds.c), which the simulator does
  *                  not run, so a reload cannot be modelled honestly with
  *                  the frontier alone; the integration tests cover it
  *
  * robots.txt is modelled on the hosts an outage or robots event names, as
- * src/proc_prefetch.c does it: a URI issued without fresh rules goes back
+ * src/crawl/proc_prefetch.c does it: a URI issued without fresh rules goes back
  * through kr_frontier_prereq_require() and robots.txt is fetched at
  * HIGHEST; its answer sets the rules for robots.expiry (after a failure
  * retry-delay at most), kr_frontier_host_set_robots() and
@@ -341,7 +341,7 @@ typedef struct kr_sim_opts {
   int64_t fixed_interval_ms; /* fixed policy's wait (> 0) */
   uint32_t solve_every;      /* poisson: re-solve a host after this many updates (200) */
   int sketch_prior;          /* poisson: 1 = URIs join the sketch at their first
-                                visit with the prior's rate (as src/proc_wait.c
+                                visit with the prior's rate (as src/crawl/proc_wait.c
                                 does); 0 = once observed (see above) */
   const char *state_parent;  /* where the run's temporary state directory
                                 goes; NULL: $TMPDIR, else /dev/shm, else /tmp */

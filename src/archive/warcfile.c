@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "kria/version.h"
 #include "internal.h"
 #include "log.h"
 

@@ -14,7 +14,7 @@
  * separate clocks exactly as thesis 6.2.1 describes.
  *
  * Dispatch. Each host that is neither busy nor empty has one entry in the
- * timer wheel (src/timer.h) at its ready time. When it fires the host joins
+ * timer wheel (src/base/timer.h) at its ready time. When it fires the host joins
  * the back of the ready list, so hosts leave the list in the order they
  * became ready: the one ready longest goes first and none starves. The
  * crawl loop pulls with kr_frontier_next() while it has capacity; it is

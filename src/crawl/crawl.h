@@ -65,7 +65,7 @@ typedef struct kr_crawl_opts {
   int no_signals;               /* 1: do not install SIGINT/SIGTERM handlers */
   int revisit_now;              /* 1: every known URI is due at start
                                    (kria crawl --revisit-now) */
-  /* SIGHUP reload (src/service.c): the file and -o assignments the
+  /* SIGHUP reload (src/service/service.c): the file and -o assignments the
    * config was loaded from; NULL: reload is refused. Copied. */
   const char *config_path;
   const char *const *overrides;
@@ -342,7 +342,7 @@ struct kr_crawl {
   const char *robots_agent;
   size_t robots_max_size;
   kr_buf_t canon_buf, hop_buf;  /* scratch for links */
-  struct kr_linkcache *links_cache; /* links resolved + canonicalised (src/linkcache.h) */
+  struct kr_linkcache *links_cache; /* links resolved + canonicalised (src/crawl/linkcache.h) */
   size_t links_bytes;           /* held by all fetches (sum of theirs) */
   size_t links_budget;          /* cap on links_bytes */
   /* content-type filters of the extractors */
@@ -455,7 +455,7 @@ void kr__proc_feed_post_register(kr_crawl_t *c);
 void kr__feed_robots_sitemaps(kr_fetch_t *f, const kr_robots_t *r);
 /* crawl.c: format ms as Heritrix's crawl.log durations ("45s0ms"). */
 size_t kr__fmt_duration(char *out, size_t cap, int64_t ms);
-/* Settings of view v built afresh (config reload, src/service.c), and
+/* Settings of view v built afresh (config reload, src/service/service.c), and
  * their release. */
 kr_hostcfg_t *kr__crawl_hostcfg_new(kr_crawl_t *c, const kr_config_view_t *v);
 void kr__crawl_hostcfg_free(kr_hostcfg_t *hc);

@@ -440,7 +440,7 @@ int kr_store_digest_put(kr_store_t *st, const uint8_t *d, size_t n, uint64_t fp,
                         uint64_t date);
 /* A URI's WARC original: the payload digest of its current version and
  * the response record holding that payload (written by the WARC writer,
- * src/proc_warc.c, only once the record is in a file). */
+ * src/crawl/proc_warc.c, only once the record is in a file). */
 typedef struct kr_original {
   const uint8_t *digest;  /* payload digest */
   size_t digest_len;

@@ -2,7 +2,7 @@
  * The status server: a small HTTP/1.1 server on the crawl's own libuv
  * loop, parsing requests with llhttp in request mode. It knows nothing of
  * the crawl: each complete request goes to one handler callback (the
- * pages live in src/status_pages.c) which fills a response synchronously.
+ * pages live in src/service/status_pages.c) which fills a response synchronously.
  *
  * Every client is hostile. Limits (kr_status_opts_t): request line and
  * headers <= 8 KiB (431), body <= 4 KiB (413), the whole request within

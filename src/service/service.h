@@ -1,9 +1,9 @@
 /*
  * The crawl as a service: what runs beside the crawl on its loop when
- * kria is a long-lived process — the status server (src/status.c with
- * the pages of src/status_pages.c), systemd notification and watchdog
- * (src/sdnotify.c), the progress statistics and their log line
- * (src/progress.c), and SIGHUP reload of the configuration and seeds.
+ * kria is a long-lived process — the status server (src/service/status.c with
+ * the pages of src/service/status_pages.c), systemd notification and watchdog
+ * (src/service/sdnotify.c), the progress statistics and their log line
+ * (src/service/progress.c), and SIGHUP reload of the configuration and seeds.
  *
  * crawl.c calls the hooks below at fixed points; each is cheap and none
  * calls back into the crawl while the crawl is mid-change:
@@ -62,7 +62,7 @@ void kr__service_stopping(kr_crawl_t *c);
 void kr__service_close(kr_crawl_t *c);
 void kr__service_free(kr_crawl_t *c);
 
-/* ---- for src/status_pages.c ------------------------------------------------ */
+/* ---- for src/service/status_pages.c ------------------------------------------------ */
 
 #define KR_SVC_LAG_PROBE_MS 20 /* loop-lag probe period: 50 samples a second */
 #define KR_SVC_TOP_VT 20 /* hosts listed with their validator trust */

@@ -97,7 +97,7 @@ typedef struct kr_adapt_counters {
 
 /* The hook between the adaptive processors and the statistics: fills
  * *out, returns 1 when the crawl keeps these counters (0: the figures
- * are shown as "n/a"). src/service.c defines it from kr_crawl_stats_t,
+ * are shown as "n/a"). src/service/service.c defines it from kr_crawl_stats_t,
  * where the processors count. */
 int kr_crawl_adapt_counters(const kr_crawl_t *c, kr_adapt_counters_t *out);
 
@@ -161,7 +161,7 @@ const kr_lhist_t *kr_progress_overdue_total(const kr_progress_t *p);
 const kr_lhist_t *kr_progress_overdue_window(const kr_progress_t *p);
 void kr_progress_window_reset(kr_progress_t *p);
 
-/* The loop-lag probe fired ms late (src/service.c runs the probe). Since
+/* The loop-lag probe fired ms late (src/service/service.c runs the probe). Since
  * start, and since the last kr_progress_window_reset. */
 void kr_progress_lag(kr_progress_t *p, uint64_t ms);
 const kr_lag_hist_t *kr_progress_lag_total(const kr_progress_t *p);

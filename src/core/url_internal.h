@@ -1,6 +1,6 @@
 /*
- * Shared-internal pieces of the url module (src/url.c, src/url_canon.c,
- * src/surt.c), exposed to each other and to the unit tests: host parsing
+ * Shared-internal pieces of the url module (src/core/url.c, src/core/url_canon.c,
+ * src/core/surt.c), exposed to each other and to the unit tests: host parsing
  * helpers and the building blocks of python surt's canonicalizers, each
  * named after the upstream function it reproduces.
  */

@@ -23,7 +23,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
 #include "crawl.h"
 #include "internal.h"
 #include "kria/seeds.h"

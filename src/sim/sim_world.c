@@ -939,7 +939,7 @@ int kr_sim_world_event(kr_sim_world_t *w, const char *line, size_t len, int64_t 
       }
     hev_add(w, t.host, KR__SIM_H_ROBOTS, 0, 0, 0);
   } else if (tok_is(e.kind, "seeds-reload")) {
-    return EVERR("seeds-reload is not modelled: the seeds and the scope are the crawl's (src/scope.c), "
+    return EVERR("seeds-reload is not modelled: the seeds and the scope are the crawl's (src/core/scope.c), "
                  "which the simulator does not run");
   } else {
     return EVERR("unknown event '%.*s' (outage, busy, robots-down, robots-relax, grow, die, unlink)",

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "kria/version.h"
 #include "crawl.h"
 #include "diskguard.h"
 #include "internal.h"

@@ -6,7 +6,7 @@
 #ifndef KRIA_CLI_H
 #define KRIA_CLI_H
 
-#define KRIA_VERSION "0.1.0"
+#include "kria/version.h"
 
 int kr_cli_main(int argc, char **argv);
 

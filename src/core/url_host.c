@@ -1,5 +1,5 @@
 /*
- * Host helpers of the url module (see src/url_internal.h): the WHATWG
+ * Host helpers of the url module (see src/core/url_internal.h): the WHATWG
  * IPv4 parser with its hex, octal and short forms and the "ends in a
  * number" check, the IPv6 parser and RFC 5952 serializer, UTF-8
  * validation, and domain to ASCII: UTS #46 through libidn2, label by

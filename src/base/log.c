@@ -23,6 +23,7 @@ void kr_log_init(void) {
    * stderr. The variable alone is not enough: it is inherited by children
    * whose stderr went elsewhere (a shell started from a unit, a pipe). */
   journal = 0;
+  kr_mem_set_oom_prefix(NULL);
   const char *js = getenv("JOURNAL_STREAM");
   struct stat sb;
   if (!js || !*js || fstat(2, &sb) != 0) return;
@@ -33,6 +34,7 @@ void kr_log_init(void) {
   unsigned long long ino = strtoull(ip, &end, 10);
   if (end == ip || *end) return;
   journal = dev == (unsigned long long)sb.st_dev && ino == (unsigned long long)sb.st_ino;
+  kr_mem_set_oom_prefix(journal ? "<2>" : NULL);
 }
 
 int kr_log_journal(void) { return journal; }
