@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -411,4 +412,28 @@ int kr_crawllog_close(kr_crawllog_t *l) {
   free(l->path);
   free(l);
   return rc;
+}
+
+/* ---- durations ---------------------------------------------------------------- */
+
+/* Heritrix's crawl.log form (ArchiveUtils.formatMillisecondsToConventional
+ * of its 1.x days, as in the thesis' "wt:45s0ms,...,ov:3ms"): days, hours,
+ * minutes and seconds while the rest reaches them, then always ms. */
+size_t kr_crawllog_duration(char *out, size_t cap, int64_t ms) {
+  static const struct {
+    int64_t unit;
+    const char *name;
+  } u[] = {{86400000, "d"}, {3600000, "h"}, {60000, "m"}, {1000, "s"}};
+  size_t n = 0;
+  if (ms < 0) {
+    n += (size_t)snprintf(out + n, cap - n, "-");
+    ms = ms == INT64_MIN ? INT64_MAX : -ms;
+  }
+  for (size_t i = 0; i < ARRAY_SIZE(u) && n < cap; i++)
+    if (ms >= u[i].unit) {
+      n += (size_t)snprintf(out + n, cap - n, "%" PRId64 "%s", ms / u[i].unit, u[i].name);
+      ms %= u[i].unit;
+    }
+  if (n < cap) n += (size_t)snprintf(out + n, cap - n, "%" PRId64 "ms", ms);
+  return n < cap ? n : cap - 1;
 }

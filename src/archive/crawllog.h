@@ -153,4 +153,9 @@ const char *kr_crawllog_path(const kr_crawllog_t *log);
 /* Flush and close; returns the flush result. NULL is a no-op. */
 int kr_crawllog_close(kr_crawllog_t *log);
 
+/* ms in Heritrix's crawl.log duration form ("45s0ms", "1d2h0ms"; as in the
+ * thesis' "wt:45s0ms,...,ov:3ms") into out (NUL-terminated, cut at cap);
+ * the length written. */
+size_t kr_crawllog_duration(char *out, size_t cap, int64_t ms);
+
 #endif

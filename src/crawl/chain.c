@@ -2,12 +2,14 @@
  * The processor chain (see chain.h): registration and the one-time
  * flattening of processors into phase order, filters, the per-fetch walk
  * with its state machine (start, suspend, resume, finalize exactly once)
- * and the stream hooks that pass response headers and body chunks to
- * subscribed processors. Sections: building, filters, the state machine
+ * the per-fetch contexts of the processors, and the stream hooks that
+ * pass response headers and the chunks of each level to subscribed
+ * processors. Sections: building, contexts, filters, the state machine
  * and the walk, streaming.
  */
 #include "chain.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -66,6 +68,21 @@ int kr_chain_build(kr_chain_t *c) {
     c->phase_start[ph] = (uint32_t)k;
   }
   c->phase_start[KR_PHASE__COUNT] = (uint32_t)c->n;
+  /* One offset per context definition, shared by its processors. */
+  for (size_t i = 0; i < c->n; i++) {
+    kr_processor_t *p = c->procs[i];
+    if (!p->ctx) continue;
+    size_t d = 0;
+    while (d < c->n_ctx && c->ctx_defs[d] != p->ctx) d++;
+    if (d == c->n_ctx) {
+      if (c->n_ctx == KR_CHAIN_MAX_CTX) return KR_ETOOBIG;
+      c->ctx_defs[d] = p->ctx;
+      c->ctx_offs[d] = (uint32_t)c->ctx_size;
+      c->ctx_size += (p->ctx->size + 15) & ~(size_t)15; /* aligned for any member */
+      c->n_ctx++;
+    }
+    p->ctx_off = c->ctx_offs[d];
+  }
   c->matcher = kr_config_matcher_new();
   c->built = 1;
   return 0;
@@ -75,6 +92,39 @@ void kr_chain_free(kr_chain_t *c) {
   KR_BUG_ON(c->in_flight != 0);
   kr_config_matcher_free(c->matcher);
   c->matcher = NULL;
+}
+
+/* ---- contexts ----------------------------------------------------------------- */
+
+void kr_chain_fetch_setup(kr_chain_t *c, kr_chain_fetch_t *f) {
+  KR_BUG_ON(!c->built);
+  f->chain = c;
+  f->ctx = c->ctx_size ? kr_xcalloc(1, c->ctx_size) : NULL;
+  for (size_t k = 0; k < c->n_ctx; k++)
+    if (c->ctx_defs[k]->init) c->ctx_defs[k]->init((char *)f->ctx + c->ctx_offs[k], c->ud);
+}
+
+void kr_chain_fetch_recycle(kr_chain_fetch_t *f) {
+  kr_chain_t *c = f->chain;
+  for (size_t k = 0; k < c->n_ctx; k++)
+    if (c->ctx_defs[k]->reset) c->ctx_defs[k]->reset((char *)f->ctx + c->ctx_offs[k], c->ud);
+}
+
+size_t kr_chain_fetch_mem(const kr_chain_fetch_t *f) {
+  const kr_chain_t *c = f->chain;
+  size_t n = c->ctx_size;
+  for (size_t k = 0; k < c->n_ctx; k++)
+    if (c->ctx_defs[k]->mem) n += c->ctx_defs[k]->mem((const char *)f->ctx + c->ctx_offs[k]);
+  return n;
+}
+
+void kr_chain_fetch_teardown(kr_chain_fetch_t *f) {
+  kr_chain_t *c = f->chain;
+  if (!c) return;
+  for (size_t k = 0; k < c->n_ctx; k++)
+    if (c->ctx_defs[k]->free) c->ctx_defs[k]->free((char *)f->ctx + c->ctx_offs[k], c->ud);
+  free(f->ctx);
+  f->ctx = NULL;
 }
 
 /* ---- filters ----------------------------------------------------------------- */
@@ -113,8 +163,10 @@ static void set_state(kr_chain_fetch_t *f, kr_chain_state_t to) {
 
 void kr_chain_fetch_init(kr_chain_t *c, kr_chain_fetch_t *f, const char *url,
                          size_t url_len, kr_slice_t host) {
-  KR_BUG_ON(!c->built);
+  KR_BUG_ON(!c->built || (c->ctx_size && (!f->ctx || f->chain != c)));
+  void *ctx = f->ctx;
   memset(f, 0, sizeof *f);
+  f->ctx = ctx;
   f->chain = c;
   f->url = url;
   f->url_len = url_len;
@@ -133,7 +185,9 @@ static void finalize(kr_chain_fetch_t *f) {
   kr_chain_t *c = f->chain;
   /* Stream state of every processor that saw the headers goes first. */
   uint64_t m = f->headers_mask;
-  f->headers_mask = f->stream_mask = 0;
+  f->headers_mask = 0;
+  memset(f->stream_mask, 0, sizeof f->stream_mask);
+  memset(f->holder, 0, sizeof f->holder);
   while (m) {
     int i = __builtin_ctzll(m);
     m &= m - 1;
@@ -241,17 +295,42 @@ void kr_chain_headers(kr_chain_fetch_t *f) {
     if (!p->on_headers || (f->headers_mask & bit)) continue;
     if (!kr_chain_filter_match(c, p, f)) continue;
     f->headers_mask |= bit;
-    if (p->on_headers(f, p) == 1 && p->on_body) f->stream_mask |= bit;
+    unsigned want = (unsigned)p->on_headers(f, p);
+    if (!p->on_body) continue;
+    for (int l = 0; l < KR_STREAM__COUNT; l++)
+      if (want & KR_STREAM_BIT(l)) f->stream_mask[l] |= bit;
   }
 }
 
-void kr_chain_body(kr_chain_fetch_t *f, const char *p, size_t n) {
+void kr_chain_body(kr_chain_fetch_t *f, kr_stream_level_t level, const char *p, size_t n) {
   kr_chain_t *c = f->chain;
-  uint64_t m = f->stream_mask;
+  uint64_t m = f->stream_mask[level];
   while (m) {
     int i = __builtin_ctzll(m);
     m &= m - 1;
     kr_processor_t *pr = c->procs[i];
-    if (pr->on_body(f, pr, p, n)) f->stream_mask &= ~(1ull << i);
+    if (pr->on_body(f, pr, level, p, n)) {
+      f->stream_mask[level] &= ~(1ull << i);
+      if (f->holder[level] == i + 1) f->holder[level] = 0;
+    }
   }
+}
+
+void kr_chain_hold(kr_chain_fetch_t *f, kr_processor_t *self, kr_stream_level_t level) {
+  kr_chain_t *c = f->chain;
+  for (size_t i = 0; i < c->n; i++)
+    if (c->procs[i] == self) {
+      KR_BUG_ON(!self->held);
+      f->holder[level] = (uint8_t)(i + 1);
+      return;
+    }
+  KR_BUG_ON(1); /* not a processor of this chain */
+}
+
+int kr_chain_held(kr_chain_fetch_t *f, kr_stream_level_t level, uint64_t from, uint64_t to,
+                  kr_slice_t *out) {
+  unsigned h = f->holder[level];
+  if (!h) return 0;
+  kr_processor_t *p = f->chain->procs[h - 1];
+  return p->held(f, p, level, from, to, out);
 }

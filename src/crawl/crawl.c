@@ -52,8 +52,6 @@
  * burst of thousands would otherwise connect them all in one turn. */
 #define DNS_BUDGET_NS (2u * 1000 * 1000)
 #define ROBOTS_CACHE_ENTRIES 65536
-#define FETCH_ARENA_BLOCK (16u << 10)
-#define FETCH_ARENA_CAP (16u << 20)  /* links of one page */
 #define LINKS_BUDGET (256u << 20)    /* links held by all fetches at once */
 /* The link cache: a site's navigation and most of its inner links (a
  * 20,000-page site has ~20,000 distinct link targets; an entry is ~250
@@ -61,9 +59,6 @@
  * with 16 MiB no better, on bench/crawl's sites (bench/RESULTS.md). */
 #define LINKS_CACHE_SLOTS 32768
 #define LINKS_CACHE_BYTES (8u << 20)
-#define POOL_KEEP_BODY (64u << 10)   /* pooled objects keep smaller buffers */
-#define POOL_KEEP_LINKS 1024
-#define POOL_KEEP_STRIP (1u << 20) /* digest-strip copies kept per pooled object */
 
 static void check_end(kr_crawl_t *c);
 static void http_from_view(kr_http_opts_t *o, const kr_config_view_t *v);
@@ -547,148 +542,13 @@ static void frontier_from_config(kr_crawl_t *c, kr_frontier_opts_t *o) {
   o->host_ud = c;
 }
 
-/* ---- fetch objects ------------------------------------------------------------------ */
-
-void kr_fetch_annotate(kr_fetch_t *f, const char *s) {
-  if (f->nannot < KR_FETCH_MAX_ANNOT) f->annot[f->nannot++] = kr_slice_cstr(s);
-}
-
-void kr_fetch_annotatef(kr_fetch_t *f, const char *fmt, ...) {
-  if (f->nannot >= KR_FETCH_MAX_ANNOT) return;
-  char buf[256];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  if (n < 0) return;
-  size_t len = (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1;
-  char *s = kr_arena_strndup(&f->arena, buf, len);
-  if (s) f->annot[f->nannot++] = kr_slice(s, len);
-}
-
-void kr_fetch_decide(kr_fetch_t *f, kr_outcome_kind_t kind, int log_status) {
-  f->decided = 1;
-  f->outcome.kind = kind;
-  f->outcome.status = log_status;
-  f->outcome.no_contact = 1;
-  f->log_status = log_status;
-}
-
-static kr_fetch_t *fetch_get(kr_crawl_t *c) {
-  kr_fetch_t *f = c->free_fetches;
-  if (f) {
-    c->free_fetches = f->next;
-  } else {
-    f = kr_xcalloc(1, sizeof *f);
-    f->crawl = c;
-    f->worker = (unsigned)c->nfetch_objs++;
-    kr_arena_init(&f->arena, FETCH_ARENA_BLOCK, FETCH_ARENA_CAP);
-    kr_buf_init(&f->body, c->robots_max_size);
-    kr_buf_init(&f->strip_buf, KR_STRIP_BUF_CAP);
-    if (kr_sha1_init(&f->sha) == 0) f->sha_ready = 1;
-    if (kr_sha1_init(&f->psha) == 0) f->psha_ready = 1;
-  }
-  f->prev = NULL;
-  f->next = c->inflight;
-  if (c->inflight) c->inflight->prev = f;
-  c->inflight = f;
-  c->in_flight++;
-  return f;
-}
-
-/* Back to the pool: per-fetch state cleared, reusable parts kept. */
-static void fetch_put(kr_crawl_t *c, kr_fetch_t *f) {
-  if (f->prev)
-    f->prev->next = f->next;
-  else
-    c->inflight = f->next;
-  if (f->next) f->next->prev = f->prev;
-  c->in_flight--;
-  if (f->http) kr_http_fetch_release(f->http);
-  kr_url_free(f->url);
-  kr_url_free(f->base);
-  kr_arena_reset(&f->arena);
-  c->links_bytes -= f->links_bytes;
-  /* Up to 4,096 pooled objects: a robots.txt or a page with a huge link
-   * list must not stay allocated in each of them. */
-  if (f->body.cap > POOL_KEEP_BODY) {
-    kr_buf_free(&f->body);
-    kr_buf_init(&f->body, c->robots_max_size);
-  }
-  kr_buf_reset(&f->body);
-  if (f->links_cap > POOL_KEEP_LINKS) {
-    free(f->links);
-    f->links = NULL;
-    f->links_cap = 0;
-  }
-  if (f->fmeta_cap > POOL_KEEP_LINKS) {
-    free(f->fmeta);
-    f->fmeta = NULL;
-    f->fmeta_cap = 0;
-  }
-  if (f->strip_buf.cap > POOL_KEEP_STRIP) {
-    kr_buf_free(&f->strip_buf);
-    kr_buf_init(&f->strip_buf, KR_STRIP_BUF_CAP);
-  }
-  kr_buf_reset(&f->strip_buf);
-  /* Keep the pooled buffers, zero the rest. */
-  kr_sha1_t sha = f->sha;
-  int sha_ready = f->sha_ready;
-  kr_html_extractor_t *html = f->html;
-  kr_css_extractor_t *css = f->css;
-  kr_link_t *links = f->links;
-  size_t links_cap = f->links_cap;
-  kr_arena_t arena = f->arena;
-  kr_buf_t body = f->body;
-  unsigned worker = f->worker;
-  kr_sha1_t psha = f->psha;
-  int psha_ready = f->psha_ready;
-  kr_buf_t strip_buf = f->strip_buf;
-  kr_feed_t *feed = f->feed;
-  kr_feed_meta_t *fmeta = f->fmeta;
-  size_t fmeta_cap = f->fmeta_cap;
-  memset(f, 0, sizeof *f);
-  f->psha = psha;
-  f->psha_ready = psha_ready;
-  f->strip_buf = strip_buf;
-  f->feed = feed;
-  f->fmeta = fmeta;
-  f->fmeta_cap = fmeta_cap;
-  f->crawl = c;
-  f->sha = sha;
-  f->sha_ready = sha_ready;
-  f->html = html;
-  f->css = css;
-  f->links = links;
-  f->links_cap = links_cap;
-  f->arena = arena;
-  f->body = body;
-  f->worker = worker;
-  f->next = c->free_fetches;
-  c->free_fetches = f;
-}
-
-static void fetch_destroy(kr_fetch_t *f) {
-  kr_sha1_free(&f->sha);
-  kr_sha1_free(&f->psha);
-  kr_buf_free(&f->strip_buf);
-  kr_feed_free(f->feed);
-  free(f->fmeta);
-  if (f->html) kr_extract_html_free(f->html);
-  if (f->css) kr_extract_css_free(f->css);
-  free(f->links);
-  kr_arena_free(&f->arena);
-  kr_buf_free(&f->body);
-  free(f);
-}
-
 static int is_robots_url(const kr_url_t *u) {
   kr_slice_t p = kr_url_pathname(u);
   return p.n == 11 && memcmp(p.p, "/robots.txt", 11) == 0 && kr_url_query(u).p == NULL;
 }
 
 static void start_fetch(kr_crawl_t *c, kr_curi_t *curi) {
-  kr_fetch_t *f = fetch_get(c);
+  kr_fetch_t *f = kr__fetch_get(c);
   f->curi = curi;
   f->issued_ms = kr_crawl_now(c);
   f->ad.content = KR_CONTENT_UNKNOWN;
@@ -768,7 +628,7 @@ static void on_finalize(kr_chain_fetch_t *cf, void *ud) {
     f->disp = KR_DISP_DEFER;
     kr__fetch_complete(f);
   }
-  fetch_put(c, f);
+  kr__fetch_put(c, f);
   dispatch(c); /* capacity came back */
 }
 
@@ -1142,15 +1002,6 @@ static void close_everything(kr_crawl_t *c) {
 
 /* ---- creation ---------------------------------------------------------------------------- */
 
-kr_processor_t *kr__crawl_add_proc(kr_crawl_t *c, const kr_processor_t *p) {
-  KR_BUG_ON(c->nprocs == ARRAY_SIZE(c->procs));
-  kr_processor_t *q = &c->procs[c->nprocs++];
-  *q = *p;
-  if (!q->data) q->data = c;
-  KR_BUG_ON(kr_chain_add(&c->chain, q) != 0);
-  return q;
-}
-
 static pcre2_code *compile(const char *pat) {
   int ec;
   PCRE2_SIZE off;
@@ -1463,16 +1314,10 @@ int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out
   }
   if ((rc = kr__warc_open(c, err, errlen))) goto fail;
   kr_chain_init(&c->chain, on_finalize, c);
-  kr__proc_prefetch_register(c);
-  kr__proc_fetch_register(c);
-  kr__proc_midfetch_register(c);
-  kr__proc_digest_register(c);
-  kr__proc_change_register(c);
-  kr__proc_extract_register(c);
-  kr__proc_feed_register(c);
-  kr__proc_warc_register(c); /* its post processor goes first */
-  kr__proc_post_register(c);
-  kr_chain_build(&c->chain);
+  if ((rc = kr__crawl_chain_build(c))) {
+    snprintf(err, errlen, "chain: cannot build the processor chain: %s", kr_err_name(rc));
+    goto fail;
+  }
 
   if ((rc = add_seeds(c, err, errlen))) goto fail;
   kr_frontier_stats_t fs;
@@ -1563,7 +1408,7 @@ void kr_crawl_free(kr_crawl_t *c) {
   while (c->free_fetches) {
     kr_fetch_t *f = c->free_fetches;
     c->free_fetches = f->next;
-    fetch_destroy(f);
+    kr__fetch_destroy(f);
   }
   if (c->nprocs) kr_chain_free(&c->chain);
   kr_scope_free(c->scope);

@@ -36,6 +36,7 @@
 #include "clock.h"
 #include "crawllog.h"
 #include "dns.h"
+#include "fetch.h"
 #include "frontier.h"
 #include "http.h"
 #include "linkcache.h"
@@ -177,145 +178,6 @@ typedef struct kr_hostcfg {
   int capacity_plan;            /* multiplicative within the budget */
 } kr_hostcfg_t;
 
-/* What a fetch ended as, decided by the processors, carried out by post. */
-typedef enum kr_fetch_disp {
-  KR_DISP_FINISH = 0,   /* outcome + crawl.log line (the default) */
-  KR_DISP_RETURNED,     /* curi already handed back (prerequisite) */
-  KR_DISP_DEFER,        /* give it back untouched (shutdown) */
-} kr_fetch_disp_t;
-
-#define KR_FETCH_MAX_ANNOT 16
-/* strip_buf's own cap (adaptive.digest-strip-max-size, at most 1 GiB,
- * is the real limit) */
-#define KR_STRIP_BUF_CAP ((size_t)1 << 30)
-
-/* A feed or sitemap item among a fetch's links. */
-typedef struct kr_feed_meta {
-  size_t link;                  /* index in f->links */
-  int64_t updated;              /* the item's latest date, epoch s; 0 unknown */
-  double rate;                  /* sitemap changefreq, changes/s; 0 none */
-} kr_feed_meta_t;
-
-/* Per-fetch state of the adaptive processors (zeroed per fetch). */
-typedef struct kr_fetch_adapt {
-  /* validators (proc_midfetch.c) */
-  int vt_mode;                  /* kr_vtrust_mode_t decided before the request */
-  int conditional_sent;         /* If-None-Match / If-Modified-Since went out */
-  int val_checked;              /* stored and current validators compared */
-  int val_change;               /* ... and they predicted a change */
-  int midfetch_abort;           /* headers said unchanged: body not fetched */
-  /* digests (proc_digest.c) */
-  int pdigesting;               /* psha holds this response's payload */
-  int has_payload_digest;
-  uint8_t payload_digest[KR_SHA1_LEN];
-  int strip_on;                 /* strip rules apply: body kept in strip_buf */
-  int strip_over;               /* body outgrew the strip size limit */
-  int change_is_payload;        /* no content coding, no strip: one SHA-1 */
-  int pdefer;                   /* payload not streamed: the WARC capture
-                                   holds it, hashed at the end with the
-                                   block (kr__digest_payload_end) */
-  int has_block_digest;         /* the response block [raw head, capture]'s */
-  uint8_t block_digest[KR_SHA1_LEN];
-  uint64_t block_body;          /* ... over this many capture bytes */
-  uint64_t pbytes;              /* payload bytes seen (kr__digest_payload) */
-  /* change (proc_change.c) */
-  int content;                  /* kr_content_t; KR_CONTENT_UNKNOWN until decided */
-  int content_set;              /* decided before the body: 304 or abort */
-  uint32_t visits, versions;    /* after this visit */
-  const char *dup_url;          /* identical payload stored under this URL (arena) */
-  uint64_t dup_date;            /* ... at this time (epoch ms) */
-  /* feeds (proc_feed.c) */
-  int feed_active;
-  int feed_kind;                /* kr_feed_kind_t of the document read */
-  int feed_err;                 /* its parse error, 0 none */
-  /* wait (proc_wait.c) */
-  uint8_t hist[KR_VHIST_BYTES]; /* visit history with this visit */
-  size_t hist_len;
-} kr_fetch_adapt_t;
-
-#define KR_LINK_DEFER_MAX 256 /* longer links are not deferred */
-#define KR_LINK_DEFER_DEPTH 2
-
-struct kr_fetch {
-  kr_chain_fetch_t cf;          /* the chain's view (url, host, ctype) */
-  kr_crawl_t *crawl;
-  unsigned worker;              /* pool index, crawl.log's "#NNN" */
-  kr_fetch_t *next;             /* free list / in-flight list */
-  kr_fetch_t *prev;
-  /* the URI */
-  kr_curi_t *curi;              /* owned until handed back to the frontier */
-  kr_url_t *url;                /* parsed curi->url */
-  const kr_hostcfg_t *hc;
-  int is_robots;                /* the URL is an origin's /robots.txt */
-  uint64_t issued_ms;
-  /* HTTP */
-  kr_http_fetch_t *http;        /* the exchange, released at finalize */
-  const kr_http_resp_t *resp;   /* its response once headers came */
-  int http_err;                 /* on_done's err */
-  kr_fetch_t *resume_next;      /* waiting for a later turn (kr__fetch_resume) */
-  int resume_err;
-  uint64_t fetch_start_ms;      /* first request started (epoch ms) */
-  uint64_t fetch_duration_ms;
-  uint64_t raw_bytes;           /* over every exchange (robots redirects) */
-  int redirects;                /* robots.txt: Location hops followed */
-  int cut;                      /* download stopped at a size limit of ours */
-  kr_buf_t body;                /* robots.txt body, up to robots.max-size */
-  char ims[40];                 /* If-Modified-Since we sent */
-  /* digest */
-  kr_sha1_t sha;                /* reused across fetches of this object */
-  int sha_ready;                /* sha initialised (once per object) */
-  int digesting;                /* sha holds this response's content */
-  int has_digest;               /* the change digest (decoded, stripped) */
-  uint8_t digest[KR_SHA1_LEN];
-  kr_sha1_t psha;               /* payload digest, reused */
-  int psha_ready;
-  kr_buf_t strip_buf;           /* decoded body for digest-strip, reused */
-  kr_feed_t *feed;              /* feed/sitemap extractor, reused */
-  struct kr_feed_meta *fmeta;   /* feed items among the links, reused */
-  size_t nfmeta, fmeta_cap;
-  kr_fetch_adapt_t ad;
-  /* extraction */
-  kr_html_extractor_t *html;    /* reused; reset per document */
-  kr_css_extractor_t *css;
-  int html_active, css_active;  /* fed this response */
-  /* Streamed links wait for the next two (their link-cache slots and
-   * entries loading meanwhile, proc_extract.c); never past the end of a
-   * fed chunk. */
-  struct {
-    struct kr_link_waiting {
-      char raw[KR_LINK_DEFER_MAX];
-      kr_linkcache_key_t key; /* its link-cache key, computed once */
-      uint16_t n;
-      char hop;
-    } q[KR_LINK_DEFER_DEPTH]; /* a ring: the oldest at head (never moved) */
-    uint8_t head;
-    uint8_t has;  /* links waiting */
-    uint8_t full; /* a waiting link found the caps reached: stop the stream */
-  } defer;
-  kr_url_t *base;               /* <base href>, NULL = the document URL */
-  kr_link_t *links;             /* accepted links; strings in arena */
-  size_t nlinks, links_cap;
-  uint64_t links_dropped;       /* over the caps */
-  size_t links_bytes;           /* URL and hop bytes of links held */
-  kr_arena_t arena;             /* per fetch, reset at finalize */
-  /* the outcome */
-  int disp;                     /* kr_fetch_disp_t */
-  int decided;                  /* outcome set before the fetch (prefetch) */
-  kr_outcome_t outcome;
-  int log_status;               /* crawl.log status when decided */
-  int cause;                    /* decided failures: the error behind it (robots.txt's) */
-  kr_slice_t annot[KR_FETCH_MAX_ANNOT];
-  size_t nannot;
-  struct kr_warc_cap *wcap;     /* raw response bytes for WARC (proc_warc.c) */
-};
-
-/* Add a static annotation (crawl.log column 12) to f. */
-void kr_fetch_annotate(kr_fetch_t *f, const char *s);
-/* Add a formatted annotation (copied into f's arena). */
-void kr_fetch_annotatef(kr_fetch_t *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Decide f's outcome before or instead of fetching (prefetch). */
-void kr_fetch_decide(kr_fetch_t *f, kr_outcome_kind_t kind, int log_status);
-
 /* Per-origin robots.txt rules kept in memory. */
 typedef struct kr_robots_cache kr_robots_cache_t;
 
@@ -347,7 +209,7 @@ struct kr_crawl {
   size_t links_budget;          /* cap on links_bytes */
   /* content-type filters of the extractors */
   pcre2_code *re_html, *re_css;
-  /* processors (registered in this order within their phases) */
+  /* the processors, in chain order (procs.c) */
   kr_processor_t procs[32];
   /* adaptive revisiting */
   kr_config_matcher_t *matcher; /* wait evaluators, strip URL filters */
@@ -411,26 +273,12 @@ struct kr_crawl {
 const kr_hostcfg_t *kr_crawl_hostcfg(kr_crawl_t *c, const char *host, size_t len);
 uint64_t kr_crawl_now(const kr_crawl_t *c);
 
-/* Processors, registered by kr_crawl_new in this order. */
-void kr__proc_prefetch_register(kr_crawl_t *c); /* scope, robots */
-void kr__proc_fetch_register(kr_crawl_t *c);    /* http, digest */
-void kr__proc_extract_register(kr_crawl_t *c);  /* headers, html, css */
-void kr__proc_post_register(kr_crawl_t *c);     /* robots-update, outcome, revisit, finish */
-/* adaptive processors */
-void kr__proc_digest_register(kr_crawl_t *c);   /* digest (payload, change, strip) */
-void kr__proc_midfetch_register(kr_crawl_t *c); /* midfetch (stream hook) */
-void kr__proc_change_register(kr_crawl_t *c);   /* change */
-void kr__proc_feed_register(kr_crawl_t *c);     /* extract-feed */
-void kr__proc_wait_register(kr_crawl_t *c);     /* revisit (wait, embeds, feeds) */
-/* proc_midfetch.c: how to treat validators on this visit (sets
- * f->ad.vt_mode); 1 when conditional headers may be sent. */
-int kr__adapt_before_request(kr_fetch_t *f);
-/* proc_digest.c: payload bytes (transfer coding removed) from the HTTP
- * client. */
-void kr__digest_payload(kr_fetch_t *f, const char *p, size_t n);
-/* Finish the payload digest of f if still open (digest phase, or the
- * WARC writer when the walk skipped it); 1 when f->ad has one. */
-int kr__digest_payload_end(kr_fetch_t *f);
+/* The chain (procs.c): every processor of the crawl, in one table of
+ * phases and order; kr_crawl_new puts it together. 0 or KR_E*. */
+int kr__crawl_chain_build(kr_crawl_t *c);
+
+/* What the processor modules keep for the whole crawl (created and freed
+ * by crawl.c, read by the status pages). */
 /* proc_wait.c: free the per-host allocators. */
 void kr__adapt_hosts_free(kr_crawl_t *c);
 /* A host's revisit plan against its politeness capacity, for reports (in
@@ -448,47 +296,19 @@ typedef struct kr_host_capacity {
 } kr_host_capacity_t;
 /* 1 and *out when h has a plan, 0 when not. */
 int kr__adapt_host_capacity(const kr_crawl_t *c, const kr_hostq_t *h, kr_host_capacity_t *out);
-/* proc_feed.c: sitemap changefreq hints of f's items, after the frontier
- * has the links (post, after finish). */
-void kr__proc_feed_post_register(kr_crawl_t *c);
-/* proc_feed.c: queue the sitemaps of robots.txt rules r as links of f. */
-void kr__feed_robots_sitemaps(kr_fetch_t *f, const kr_robots_t *r);
-/* crawl.c: format ms as Heritrix's crawl.log durations ("45s0ms"). */
-size_t kr__fmt_duration(char *out, size_t cap, int64_t ms);
 /* Settings of view v built afresh (config reload, src/service/service.c), and
  * their release. */
 kr_hostcfg_t *kr__crawl_hostcfg_new(kr_crawl_t *c, const kr_config_view_t *v);
 void kr__crawl_hostcfg_free(kr_hostcfg_t *hc);
-/* Add one processor to c (storage in c->procs). */
-kr_processor_t *kr__crawl_add_proc(kr_crawl_t *c, const kr_processor_t *p);
 
 /* robots cache (proc_prefetch.c) */
 kr_robots_cache_t *kr__robots_cache_new(size_t max_entries);
 void kr__robots_cache_free(kr_robots_cache_t *rc);
 /* Origin key "scheme://host[:port]" of url into out (NUL-terminated). */
 int kr__origin_key(const kr_url_t *url, char *out, size_t outlen);
-/* After a robots.txt fetch (proc_post.c calls it from the robots-update
- * processor): store rules for f's origin, tell the frontier. */
-void kr__robots_store(kr_fetch_t *f);
-
-/* extract (proc_extract.c): resolve raw against f's base, canonicalize,
- * check the scope for hop `hop` and keep it in f->links: 1 and *idx (may
- * be NULL) its index, 0 rejected, KR_ETOOBIG over a cap. */
-int kr__extract_add_link(kr_fetch_t *f, kr_slice_t raw, char hop, size_t *idx);
-/* A 2xx body of a page (not robots.txt, not known unchanged) is coming. */
-int kr__extract_wants_links(const kr_fetch_t *f);
-void kr__extract_note_capped(kr_fetch_t *f);
 
 /* post (proc_post.c): remember url as fp's URL for later via columns. */
 void kr__via_remember(kr_crawl_t *c, uint64_t fp, const char *url, size_t len);
 void kr__via_free(kr_crawl_t *c);
-
-/* Return f's curi to the frontier according to f->disp and outcome;
- * shared by post and the shutdown path. */
-void kr__fetch_complete(kr_fetch_t *f);
-/* The HTTP exchange of f ended with err: walk the rest of its chain now,
- * or on a later turn when this one has done its share (first come, first
- * walked). */
-void kr__fetch_resume(kr_fetch_t *f, int err);
 
 #endif

@@ -32,6 +32,7 @@
 #include "crawl.h"
 #include "internal.h"
 #include "log.h"
+#include "procs.h"
 
 /* ---- trust ------------------------------------------------------------------- */
 
@@ -153,7 +154,4 @@ static int change_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   return KR_PROC_SKIP_TO_WRITE;
 }
 
-void kr__proc_change_register(kr_crawl_t *c) {
-  kr__crawl_add_proc(c, &(kr_processor_t){.name = "change", .phase = KR_PHASE_CHANGE,
-                                          .run = change_run});
-}
+const kr_processor_t kr_proc_change = {.name = "change", .run = change_run};

@@ -8,16 +8,15 @@
  *          the extract phase. <base href> changes the base of the links
  *          after it.
  * css      the streaming CSS extractor for 2xx text/css.
- * Every link is resolved against the base, canonicalized (crawl's canon
- * options), given its hop path (parent's + L/E/R, Heritrix's "N+" form
- * past 50 hops) and checked against the scope with the [host] limits of
- * its own host; accepted ones are copied into the fetch's arena and
- * handed to the frontier in one batch by the post phase, with the page as
- * via. Caps: extract's max links per document, the fetch arena's cap, and
- * a budget for the links all running fetches hold together (a thousand
- * hostile pages at once cannot hold gigabytes of URLs); a fetch over a cap
- * keeps what it has and is annotated "links-capped".
- * Sections: one link, the processors.
+ * extract-end  a post processor before finish: links streamed out of a
+ *          response whose fetch then failed are still scheduled, but the
+ *          extract phase was skipped; what the extractors dropped is
+ *          counted here for finish's "links-capped".
+ * Each link goes to the fetch (kr_fetch_add_link, fetch.c), which
+ * resolves, canonicalizes, checks the scope and keeps it. The extractors,
+ * the <base> and the links waiting for the link cache are this module's
+ * per-fetch context.
+ * Sections: the context, streamed links, the processors.
  */
 #include <string.h>
 
@@ -25,148 +24,69 @@
 #include "internal.h"
 #include "linkcache.h"
 #include "log.h"
+#include "procs.h"
 
-/* ---- one link ------------------------------------------------------------------- */
+/* ---- the context ---------------------------------------------------------------- */
+
+#define LINK_DEFER_MAX 256 /* longer links are not deferred */
+#define LINK_DEFER_DEPTH 2
+
+typedef struct extract_ctx {
+  kr_fetch_t *f;                /* the fetch being fed (set at the headers) */
+  kr_html_extractor_t *html;    /* reused; reset per document */
+  kr_css_extractor_t *css;
+  int html_active, css_active;  /* fed this response */
+  kr_url_t *base;               /* <base href>, NULL = the document URL */
+  /* Streamed links wait for the next two (their link-cache slots and
+   * entries loading meanwhile); never past the end of a fed chunk. */
+  struct {
+    struct link_waiting {
+      char raw[LINK_DEFER_MAX];
+      kr_linkcache_key_t key; /* its link-cache key, computed once */
+      uint16_t n;
+      char hop;
+    } q[LINK_DEFER_DEPTH]; /* a ring: the oldest at head (never moved) */
+    uint8_t head;
+    uint8_t has;  /* links waiting */
+    uint8_t full; /* a waiting link found the caps reached: stop the stream */
+  } defer;
+} extract_ctx_t;
+
+static void ctx_reset(void *p, void *owner) {
+  extract_ctx_t *x = p;
+  kr_url_free(x->base);
+  x->base = NULL;
+  x->f = NULL;
+  x->html_active = x->css_active = 0;
+  memset(&x->defer, 0, sizeof x->defer);
+}
+
+static void ctx_free(void *p, void *owner) {
+  extract_ctx_t *x = p;
+  ctx_reset(p, owner);
+  if (x->html) kr_extract_html_free(x->html);
+  if (x->css) kr_extract_css_free(x->css);
+}
+
+static const kr_chain_ctx_def_t extract_ctx_def = {
+    .name = "extract", .size = sizeof(extract_ctx_t), .reset = ctx_reset, .free = ctx_free};
+
+static extract_ctx_t *ctx_of(kr_chain_fetch_t *cf, kr_processor_t *self) {
+  return kr_chain_ctx(cf, self);
+}
 
 static int is_http(const kr_url_t *u) {
   kr_slice_t s = kr_url_scheme(u);
   return kr_slice_eq(s, KR_SLICE_LIT("http")) || kr_slice_eq(s, KR_SLICE_LIT("https"));
 }
 
-/* raw resolved against base and canonicalised: 0, the canonical string
- * in c->canon_buf and its parse in *out; or -1 (not a followable link). */
-static int resolve(kr_crawl_t *c, kr_slice_t raw, const kr_url_t *base, kr_url_t **out) {
-  kr_url_t *abs = NULL, *cu = NULL;
-  *out = NULL;
-  if (kr_url_parse(raw.p, raw.n, base, &abs)) goto fail;
-  if (!is_http(abs)) goto fail;
-  kr_buf_reset(&c->canon_buf);
-  if (kr_url_canon(abs, c->canon, &c->canon_buf)) goto fail;
-  /* Most links are canonical already: then the resolved URL is the
-   * canonical one (an http(s) URL parses back from its serialization to
-   * itself), and the second parse, a tenth of a page's CPU, is saved. */
-  if (c->canon_buf.len == kr_url_href_len(abs) &&
-      memcmp(c->canon_buf.data, kr_url_href(abs), c->canon_buf.len) == 0) {
-    cu = abs;
-    abs = NULL;
-  } else if (kr_url_parse(c->canon_buf.data, c->canon_buf.len, NULL, &cu)) {
-    goto fail;
-  }
-  kr_url_free(abs);
-  *out = cu;
-  return 0;
-fail:
-  kr_url_free(abs);
-  kr_url_free(cu);
-  return -1;
-}
-
-/* kr__extract_add_link with raw's link-cache key against the fetch's
- * base, or NULL: computed here. */
-static int add_link_key(kr_fetch_t *f, kr_slice_t raw, char hop, size_t *idx,
-                        const kr_linkcache_key_t *key) {
-  kr_crawl_t *c = f->crawl;
-  c->st.links_found++;
-  if (f->nlinks >= c->xopts.max_links) {
-    f->links_dropped++;
-    return KR_ETOOBIG;
-  }
-  /* Resolution and canonicalisation come from the link cache when the
-   * same link was seen against an equivalent base (nav links: on every
-   * page), with the scope's memo and the host's settings of the result. */
-  const kr_url_t *base = f->base ? f->base : f->url;
-  kr_url_t *own = NULL; /* the canonical URL parsed on a miss */
-  const kr_url_t *cu;
-  const char *canon;
-  size_t canon_len;
-  kr_linkcache_key_t k;
-  if (!key) {
-    kr_linkcache_key(raw.p, raw.n, base, &k);
-    key = &k;
-  }
-  kr_linkcache_entry_t *e = kr_linkcache_get(c->links_cache, key, raw.p, raw.n, base);
-  if (!e) {
-    if (resolve(c, raw, base, &own)) {
-      kr_linkcache_put(c->links_cache, key, raw.p, raw.n, base, NULL, 0, NULL);
-      goto reject;
-    }
-    e = kr_linkcache_put(c->links_cache, key, raw.p, raw.n, base, c->canon_buf.data,
-                         c->canon_buf.len, own);
-  }
-  if (e) {
-    if (!e->canon) goto reject;
-    cu = e->url;
-    canon = e->canon;
-    canon_len = e->canon_len;
-  } else {
-    cu = own;
-    canon = c->canon_buf.data;
-    canon_len = c->canon_buf.len;
-  }
-  kr_buf_reset(&c->hop_buf);
-  if (kr_scope_hops_extend(kr_slice(f->curi->hop_path, f->curi->hop_len), hop, &c->hop_buf))
-    goto reject;
-  const kr_hostcfg_t *hc;
-  if (e && e->hostcfg && e->hostcfg_gen == c->reloads) {
-    hc = e->hostcfg;
-  } else {
-    kr_slice_t host = kr_url_hostname(cu);
-    hc = kr_crawl_hostcfg(c, host.p, host.n);
-    if (e) { /* a reload replaced the settings and the scope: forget both */
-      e->hostcfg = hc;
-      e->hostcfg_gen = c->reloads;
-      e->memo = (kr_scope_memo_t){0};
-    }
-  }
-  kr_scope_candidate_t cand = {
-      .url = cu, .hops = kr_slice(c->hop_buf.data, c->hop_buf.len), .via = f->url};
-  if (!kr_scope_decide_memo(c->scope, &cand, &hc->limits, NULL, e ? &e->memo : NULL))
-    goto reject;
-  kr_url_free(own);
-  own = NULL;
-  size_t need = canon_len + c->hop_buf.len + 2;
-  if (c->links_bytes + need > c->links_budget) { /* all fetches together */
-    f->links_dropped++;
-    return KR_ETOOBIG;
-  }
-  char *u = kr_arena_strndup(&f->arena, canon, canon_len);
-  char *h = kr_arena_strndup(&f->arena, c->hop_buf.data, c->hop_buf.len);
-  if (!u || !h) {
-    f->links_dropped++;
-    return KR_ETOOBIG;
-  }
-  if (f->nlinks == f->links_cap) {
-    size_t ncap = f->links_cap ? f->links_cap * 2 : 64;
-    if (ncap > c->xopts.max_links) ncap = c->xopts.max_links;
-    f->links = kr_xrealloc(f->links, ncap * sizeof *f->links);
-    f->links_cap = ncap;
-  }
-  f->links[f->nlinks++] = (kr_link_t){.url = u,
-                                      .url_len = canon_len,
-                                      .hop_path = h,
-                                      .hop_len = c->hop_buf.len,
-                                      .via = f->curi->fp,
-                                      .directive = KR_DIRECTIVE_NORMAL};
-  f->links_bytes += need;
-  c->links_bytes += need;
-  c->st.links_scheduled++;
-  if (idx) *idx = f->nlinks - 1;
-  return 1;
-reject:
-  kr_url_free(own);
-  c->st.links_rejected++;
-  return 0;
-}
-
-int kr__extract_add_link(kr_fetch_t *f, kr_slice_t raw, char hop, size_t *idx) {
-  return add_link_key(f, raw, hop, idx, NULL);
-}
-
 /* 0, or KR_ETOOBIG once the fetch holds as many links as it may. */
-static int add_link(kr_fetch_t *f, kr_slice_t raw, char hop) {
-  int rc = kr__extract_add_link(f, raw, hop, NULL);
+static int add_link(kr_fetch_t *f, const kr_url_t *base, kr_slice_t raw, char hop) {
+  int rc = kr_fetch_add_link(f, base, raw, hop, NULL, NULL);
   return rc < 0 ? rc : 0;
 }
+
+/* ---- streamed links ------------------------------------------------------------- */
 
 /* The streamed links of a page (on_link) are each deferred until two
  * more have arrived: the link cache's slots for a link are prefetched
@@ -177,15 +97,15 @@ static int add_link(kr_fetch_t *f, kr_slice_t raw, char hop) {
  * link is added against the same base, in the same order, before
  * anything else sees the fetch's links; only the moment within the feed
  * moves. */
-static int add_deferred(kr_fetch_t *f, unsigned keep) {
-  while (f->defer.has > keep) {
-    const struct kr_link_waiting *w = &f->defer.q[f->defer.head];
-    f->defer.head = (uint8_t)((f->defer.head + 1) % KR_LINK_DEFER_DEPTH);
-    f->defer.has--;
-    int rc = add_link_key(f, kr_slice(w->raw, w->n), w->hop, NULL, &w->key);
+static int add_deferred(extract_ctx_t *x, unsigned keep) {
+  while (x->defer.has > keep) {
+    const struct link_waiting *w = &x->defer.q[x->defer.head];
+    x->defer.head = (uint8_t)((x->defer.head + 1) % LINK_DEFER_DEPTH);
+    x->defer.has--;
+    int rc = kr_fetch_add_link(x->f, x->base, kr_slice(w->raw, w->n), w->hop, NULL, &w->key);
     if (rc < 0) {
-      f->defer.has = 0;
-      f->defer.full = 1;
+      x->defer.has = 0;
+      x->defer.full = 1;
       return rc;
     }
   }
@@ -194,46 +114,46 @@ static int add_deferred(kr_fetch_t *f, unsigned keep) {
 
 /* After a fed chunk: the waiting links are added. 0, or -1 when one found
  * the caps reached: the extractor is then stopped at its next link. */
-static int end_of_chunk(kr_fetch_t *f) { return add_deferred(f, 0) < 0 ? -1 : 0; }
+static int end_of_chunk(extract_ctx_t *x) { return add_deferred(x, 0) < 0 ? -1 : 0; }
 
-static void defer_reset(kr_fetch_t *f) {
-  f->defer.head = 0;
-  f->defer.has = 0;
-  f->defer.full = 0;
+static void defer_reset(extract_ctx_t *x) {
+  x->defer.head = 0;
+  x->defer.has = 0;
+  x->defer.full = 0;
 }
 
 static int on_link(void *ud, const kr_extract_link_t *l) {
-  kr_fetch_t *f = ud;
+  extract_ctx_t *x = ud;
+  kr_fetch_t *f = x->f;
   /* a waiting link, or a chunk's last one, met the caps: stop here, as
    * the extractor would have at that link */
-  if (f->defer.full) return KR_ETOOBIG;
+  if (x->defer.full) return KR_ETOOBIG;
   if (l->kind == KR_EXTRACT_BASE) {
-    int rc = add_deferred(f, 0);
+    int rc = add_deferred(x, 0);
     if (rc < 0) return rc;
     kr_url_t *b = NULL;
     if (kr_url_parse(l->url.p, l->url.n, f->url, &b) == 0 && is_http(b)) {
-      kr_url_free(f->base);
-      f->base = b;
+      kr_url_free(x->base);
+      x->base = b;
     } else {
       kr_url_free(b);
     }
     return 0;
   }
-  if (l->url.n > KR_LINK_DEFER_MAX) {
-    int rc = add_deferred(f, 0);
-    return rc < 0 ? rc : add_link(f, l->url, (char)l->kind);
+  if (l->url.n > LINK_DEFER_MAX) {
+    int rc = add_deferred(x, 0);
+    return rc < 0 ? rc : add_link(f, x->base, l->url, (char)l->kind);
   }
-  int rc = add_deferred(f, KR_LINK_DEFER_DEPTH - 1);
+  int rc = add_deferred(x, LINK_DEFER_DEPTH - 1);
   if (rc < 0) return rc;
   kr_linkcache_t *lc = f->crawl->links_cache;
   /* the link before this one: its slots are in by now, its entry next */
-  unsigned i = (f->defer.head + f->defer.has) % KR_LINK_DEFER_DEPTH;
-  if (f->defer.has)
-    kr_linkcache_prefetch_entry(
-        lc, &f->defer.q[(i + KR_LINK_DEFER_DEPTH - 1) % KR_LINK_DEFER_DEPTH].key);
-  f->defer.has++;
-  struct kr_link_waiting *w = &f->defer.q[i];
-  kr_linkcache_key(l->url.p, l->url.n, f->base ? f->base : f->url, &w->key);
+  unsigned i = (x->defer.head + x->defer.has) % LINK_DEFER_DEPTH;
+  if (x->defer.has)
+    kr_linkcache_prefetch_entry(lc, &x->defer.q[(i + LINK_DEFER_DEPTH - 1) % LINK_DEFER_DEPTH].key);
+  x->defer.has++;
+  struct link_waiting *w = &x->defer.q[i];
+  kr_linkcache_key(l->url.p, l->url.n, x->base ? x->base : f->url, &w->key);
   kr_linkcache_prefetch(lc, &w->key);
   memcpy(w->raw, l->url.p, l->url.n);
   w->n = (uint16_t)l->url.n;
@@ -263,114 +183,115 @@ static int headers_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
     if (redirects_in_a_row(f->curi) >= MAX_REDIRECTS_IN_A_ROW)
       kr_fetch_annotate(f, "redirects-capped");
     else
-      add_link(f, f->resp->location, 'R');
+      add_link(f, NULL, f->resp->location, 'R');
   }
   kr_slice_t cl = kr_http_resp_header(f->resp, "Content-Location");
-  if (cl.p && cl.n) add_link(f, kr_slice_trim(cl), 'R');
+  if (cl.p && cl.n) add_link(f, NULL, kr_slice_trim(cl), 'R');
   return KR_PROC_NEXT;
 }
-
-int kr__extract_wants_links(const kr_fetch_t *f) {
-  /* content_set: unchanged by a 304 or a mid-fetch abort, no body comes */
-  return !f->is_robots && f->resp && f->resp->status >= 200 && f->resp->status < 300 &&
-         !f->ad.content_set;
-}
-#define wants_links kr__extract_wants_links
 
 static int html_headers(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
   kr_crawl_t *c = self->data;
-  if (!wants_links(f)) return 0;
-  if (!f->html)
-    f->html = kr_extract_html_new(&c->xopts, on_link, f);
+  extract_ctx_t *x = ctx_of(cf, self);
+  if (!kr_fetch_wants_links(f)) return 0;
+  x->f = f;
+  if (!x->html)
+    x->html = kr_extract_html_new(&c->xopts, on_link, x);
   else
-    kr_extract_html_reset(f->html, on_link, f);
-  f->html_active = 1;
-  defer_reset(f);
-  return 1;
+    kr_extract_html_reset(x->html, on_link, x);
+  x->html_active = 1;
+  defer_reset(x);
+  return KR_STREAM_BIT(KR_STREAM_CONTENT);
 }
 
-static int html_body(kr_chain_fetch_t *cf, kr_processor_t *self, const char *p, size_t n) {
-  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
-  int rc = kr_extract_html_feed(f->html, p, n);
-  int full = end_of_chunk(f);
+static int html_body(kr_chain_fetch_t *cf, kr_processor_t *self, kr_stream_level_t level,
+                     const char *p, size_t n) {
+  extract_ctx_t *x = ctx_of(cf, self);
+  int rc = kr_extract_html_feed(x->html, p, n);
+  int full = end_of_chunk(x);
   return rc < 0 || full < 0;
 }
 
 static int html_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
-  if (f->html_active) {
-    kr_extract_html_finish(f->html);
-    end_of_chunk(f); /* a link the finish gave */
-    if (kr_extract_html_stats(f->html)->capped) f->links_dropped++;
-    f->html_active = 0;
+  extract_ctx_t *x = ctx_of(cf, self);
+  if (x->html_active) {
+    kr_extract_html_finish(x->html);
+    end_of_chunk(x); /* a link the finish gave */
+    if (kr_extract_html_stats(x->html)->capped) f->links_dropped++;
+    x->html_active = 0;
   }
   return KR_PROC_NEXT;
 }
 
-/* Links streamed out of a response whose fetch then failed (a timeout, a
- * reset mid-body) are still scheduled, but html_run/css_run were skipped:
- * count what the extractors dropped here, for the post phase's note. */
-void kr__extract_note_capped(kr_fetch_t *f) {
-  if (f->html_active && kr_extract_html_stats(f->html)->capped) f->links_dropped++;
-  if (f->css_active && kr_extract_css_stats(f->css)->capped) f->links_dropped++;
-}
-
 static void html_cleanup(kr_chain_fetch_t *cf, kr_processor_t *self) {
-  container_of(cf, kr_fetch_t, cf)->html_active = 0;
+  ctx_of(cf, self)->html_active = 0;
 }
 
 static int css_headers(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
   kr_crawl_t *c = self->data;
-  if (!wants_links(f)) return 0;
-  if (!f->css)
-    f->css = kr_extract_css_new(&c->xopts, on_link, f);
+  extract_ctx_t *x = ctx_of(cf, self);
+  if (!kr_fetch_wants_links(f)) return 0;
+  x->f = f;
+  if (!x->css)
+    x->css = kr_extract_css_new(&c->xopts, on_link, x);
   else
-    kr_extract_css_reset(f->css, on_link, f);
-  f->css_active = 1;
-  defer_reset(f);
-  return 1;
+    kr_extract_css_reset(x->css, on_link, x);
+  x->css_active = 1;
+  defer_reset(x);
+  return KR_STREAM_BIT(KR_STREAM_CONTENT);
 }
 
-static int css_body(kr_chain_fetch_t *cf, kr_processor_t *self, const char *p, size_t n) {
-  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
-  int rc = kr_extract_css_feed(f->css, p, n);
-  int full = end_of_chunk(f);
+static int css_body(kr_chain_fetch_t *cf, kr_processor_t *self, kr_stream_level_t level,
+                    const char *p, size_t n) {
+  extract_ctx_t *x = ctx_of(cf, self);
+  int rc = kr_extract_css_feed(x->css, p, n);
+  int full = end_of_chunk(x);
   return rc < 0 || full < 0;
 }
 
 static int css_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
-  if (f->css_active) {
-    kr_extract_css_finish(f->css);
-    end_of_chunk(f); /* a link the finish gave */
-    if (kr_extract_css_stats(f->css)->capped) f->links_dropped++;
-    f->css_active = 0;
+  extract_ctx_t *x = ctx_of(cf, self);
+  if (x->css_active) {
+    kr_extract_css_finish(x->css);
+    end_of_chunk(x); /* a link the finish gave */
+    if (kr_extract_css_stats(x->css)->capped) f->links_dropped++;
+    x->css_active = 0;
   }
   return KR_PROC_NEXT;
 }
 
 static void css_cleanup(kr_chain_fetch_t *cf, kr_processor_t *self) {
-  container_of(cf, kr_fetch_t, cf)->css_active = 0;
+  ctx_of(cf, self)->css_active = 0;
 }
 
-void kr__proc_extract_register(kr_crawl_t *c) {
-  kr__crawl_add_proc(c, &(kr_processor_t){.name = "extract-headers",
-                                          .phase = KR_PHASE_EXTRACT,
-                                          .run = headers_run});
-  kr__crawl_add_proc(c, &(kr_processor_t){.name = "extract-html",
-                                          .phase = KR_PHASE_EXTRACT,
-                                          .ctype_re = c->re_html,
-                                          .run = html_run,
-                                          .on_headers = html_headers,
-                                          .on_body = html_body,
-                                          .cleanup = html_cleanup});
-  kr__crawl_add_proc(c, &(kr_processor_t){.name = "extract-css",
-                                          .phase = KR_PHASE_EXTRACT,
-                                          .ctype_re = c->re_css,
-                                          .run = css_run,
-                                          .on_headers = css_headers,
-                                          .on_body = css_body,
-                                          .cleanup = css_cleanup});
+/* Links streamed out of a response whose fetch then failed (a timeout, a
+ * reset mid-body) are still scheduled, but html_run/css_run were skipped:
+ * count what the extractors dropped, for finish's note. */
+static int end_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
+  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
+  extract_ctx_t *x = ctx_of(cf, self);
+  if (!f->curi) return KR_PROC_NEXT;
+  if (x->html_active && kr_extract_html_stats(x->html)->capped) f->links_dropped++;
+  if (x->css_active && kr_extract_css_stats(x->css)->capped) f->links_dropped++;
+  return KR_PROC_NEXT;
 }
+
+const kr_processor_t kr_proc_extract_headers = {.name = "extract-headers", .run = headers_run};
+const kr_processor_t kr_proc_extract_html = {.name = "extract-html",
+                                             .run = html_run,
+                                             .on_headers = html_headers,
+                                             .on_body = html_body,
+                                             .cleanup = html_cleanup,
+                                             .ctx = &extract_ctx_def};
+const kr_processor_t kr_proc_extract_css = {.name = "extract-css",
+                                            .run = css_run,
+                                            .on_headers = css_headers,
+                                            .on_body = css_body,
+                                            .cleanup = css_cleanup,
+                                            .ctx = &extract_ctx_def};
+const kr_processor_t kr_proc_extract_end = {.name = "extract-end", .run = end_run,
+                                            .ctx = &extract_ctx_def};

@@ -15,11 +15,13 @@
  * feed-hints    a post processor after finish: the sitemap changefreq of
  *               each item goes to its URI's row (uris.hint), for the
  *               poisson policy's prior (adaptive.hint-changefreq).
- * robots.txt Sitemap lines are queued as L links of the robots.txt fetch
- * (kr__feed_robots_sitemaps, from the robots-update processor).
+ * robots-sitemaps  a post processor after robots-update: the Sitemap lines
+ *               of the rules a robots.txt fetch stored (f->robots) are
+ *               queued as L links of that fetch.
  * What a changed feed schedules now is decided by the revisit processor
  * (proc_wait.c), which knows the content state and the previous visit.
- * Sections: items, the extractor, hints, robots sitemaps.
+ * Sections: the context, items, the extractor, hints, robots sitemaps,
+ * the processors.
  */
 #include <string.h>
 
@@ -27,16 +29,38 @@
 #include "internal.h"
 #include "kria/fp.h"
 #include "log.h"
+#include "procs.h"
+
+/* ---- the context --------------------------------------------------------------- */
+
+typedef struct feed_ctx {
+  kr_fetch_t *f;                /* the fetch being read (set at the headers) */
+  kr_feed_t *feed;              /* the parser, reused */
+  int active;                   /* fed this response */
+  int kind;                     /* kr_feed_kind_t of the document read */
+  int err;                      /* its parse error, 0 none */
+} feed_ctx_t;
+
+static void ctx_reset(void *p, void *owner) {
+  feed_ctx_t *x = p;
+  x->f = NULL;
+  x->active = x->kind = x->err = 0;
+}
+
+static void ctx_free(void *p, void *owner) { kr_feed_free(((feed_ctx_t *)p)->feed); }
+
+static const kr_chain_ctx_def_t feed_ctx_def = {
+    .name = "feed", .size = sizeof(feed_ctx_t), .reset = ctx_reset, .free = ctx_free};
 
 /* ---- items ------------------------------------------------------------------- */
 
 static int on_item(void *ud, const kr_feed_item_t *it) {
-  kr_fetch_t *f = ud;
+  kr_fetch_t *f = ((feed_ctx_t *)ud)->f;
   kr_crawl_t *c = f->crawl;
   if (!it->url.n) return 0;
   c->st.feed_items++;
   size_t idx;
-  int rc = kr__extract_add_link(f, it->url, 'L', &idx);
+  int rc = kr_fetch_add_link(f, NULL, it->url, 'L', &idx, NULL);
   if (rc < 0) return 1; /* over a cap: stop reading */
   if (rc == 0) return 0;
   if (f->nfmeta == f->fmeta_cap) {
@@ -59,59 +83,50 @@ static int on_item(void *ud, const kr_feed_item_t *it) {
 
 static int feed_headers(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
-  (void)self;
-  if (!f->hc->feeds || !kr__extract_wants_links(f)) return 0;
-  if (!f->feed)
-    f->feed = kr_feed_new(NULL, on_item, f);
+  feed_ctx_t *x = kr_chain_ctx(cf, self);
+  if (!f->hc->feeds || !kr_fetch_wants_links(f)) return 0;
+  x->f = f;
+  if (!x->feed)
+    x->feed = kr_feed_new(NULL, on_item, x);
   else
-    kr_feed_reset(f->feed, on_item, f);
-  f->ad.feed_active = 1;
-  f->ad.feed_err = 0;
-  return 1;
+    kr_feed_reset(x->feed, on_item, x);
+  x->active = 1;
+  x->err = 0;
+  return KR_STREAM_BIT(KR_STREAM_CONTENT);
 }
 
-static int feed_body(kr_chain_fetch_t *cf, kr_processor_t *self, const char *p, size_t n) {
-  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
-  (void)self;
-  int rc = kr_feed_parse(f->feed, p, n);
-  if (rc) f->ad.feed_err = rc;
+static int feed_body(kr_chain_fetch_t *cf, kr_processor_t *self, kr_stream_level_t level,
+                     const char *p, size_t n) {
+  feed_ctx_t *x = kr_chain_ctx(cf, self);
+  int rc = kr_feed_parse(x->feed, p, n);
+  if (rc) x->err = rc;
   return rc != 0;
 }
 
 static int feed_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
   kr_crawl_t *c = self->data;
-  if (!f->ad.feed_active) return KR_PROC_NEXT;
-  f->ad.feed_active = 0;
-  int rc = f->ad.feed_err ? f->ad.feed_err : kr_feed_finish(f->feed);
-  kr_feed_kind_t kind = kr_feed_kind(f->feed);
-  f->ad.feed_kind = (int)kind;
+  feed_ctx_t *x = kr_chain_ctx(cf, self);
+  if (!x->active) return KR_PROC_NEXT;
+  x->active = 0;
+  int rc = x->err ? x->err : kr_feed_finish(x->feed);
+  kr_feed_kind_t kind = kr_feed_kind(x->feed);
+  x->kind = (int)kind;
   if (kind == KR_FEED_UNKNOWN) return KR_PROC_NEXT; /* XML, but not a feed */
   c->st.feeds++;
-  if (rc == KR_ECANCELED || kr_feed_stats(f->feed)->capped) f->links_dropped++;
+  if (rc == KR_ECANCELED || kr_feed_stats(x->feed)->capped) f->links_dropped++;
   if (rc && rc != KR_ECANCELED) {
     c->st.feed_errors++;
     kr_fetch_annotate(f, "feedError");
     KR_LOG(KR_LOG_INFO, f->cf.url, "while reading the %s: %s", kr_feed_kind_name(kind),
-           kr_feed_error(f->feed));
+           kr_feed_error(x->feed));
   }
   kr_fetch_annotatef(f, "feed:%s", kr_feed_kind_name(kind));
   return KR_PROC_NEXT;
 }
 
 static void feed_cleanup(kr_chain_fetch_t *cf, kr_processor_t *self) {
-  (void)self;
-  container_of(cf, kr_fetch_t, cf)->ad.feed_active = 0;
-}
-
-void kr__proc_feed_register(kr_crawl_t *c) {
-  kr__crawl_add_proc(c, &(kr_processor_t){.name = "extract-feed",
-                                          .phase = KR_PHASE_EXTRACT,
-                                          .ctype_re = c->re_feed,
-                                          .run = feed_run,
-                                          .on_headers = feed_headers,
-                                          .on_body = feed_body,
-                                          .cleanup = feed_cleanup});
+  ((feed_ctx_t *)kr_chain_ctx(cf, self))->active = 0;
 }
 
 /* ---- hints --------------------------------------------------------------------------- */
@@ -119,8 +134,9 @@ void kr__proc_feed_register(kr_crawl_t *c) {
 static int hints_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
   kr_crawl_t *c = self->data;
+  feed_ctx_t *x = kr_chain_ctx(cf, self);
   if (!f->nfmeta || !f->hc->hint_changefreq || !c->frontier) return KR_PROC_NEXT;
-  if (f->ad.feed_kind != KR_FEED_SITEMAP) return KR_PROC_NEXT;
+  if (x->kind != KR_FEED_SITEMAP) return KR_PROC_NEXT;
   /* Rows the links already had (finish ran: same transaction); new
    * ones were inserted with the hint (kr_link_t.hint_rate). */
   kr_store_t *st = kr_frontier_store(c->frontier);
@@ -133,19 +149,30 @@ static int hints_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   return KR_PROC_NEXT;
 }
 
-void kr__proc_feed_post_register(kr_crawl_t *c) {
-  kr__crawl_add_proc(c, &(kr_processor_t){.name = "feed-hints", .phase = KR_PHASE_POST,
-                                          .run = hints_run});
-}
-
 /* ---- robots sitemaps -------------------------------------------------------------------- */
 
-void kr__feed_robots_sitemaps(kr_fetch_t *f, const kr_robots_t *r) {
-  if (!r || !f->hc->feeds || !f->hc->robots_sitemaps) return;
+static int robots_sitemaps_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
+  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
+  const kr_robots_t *r = f->robots;
+  if (!r || !f->curi || !f->hc->feeds || !f->hc->robots_sitemaps) return KR_PROC_NEXT;
   size_t n = kr_robots_sitemap_count(r);
   for (size_t i = 0; i < n; i++) {
-    int rc = kr__extract_add_link(f, kr_robots_sitemap(r, i), 'L', NULL);
+    int rc = kr_fetch_add_link(f, NULL, kr_robots_sitemap(r, i), 'L', NULL, NULL);
     if (rc < 0) break;
     if (rc == 1) f->crawl->st.sitemaps_from_robots++;
   }
+  return KR_PROC_NEXT;
 }
+
+/* ---- the processors ---------------------------------------------------------------------- */
+
+const kr_processor_t kr_proc_extract_feed = {.name = "extract-feed",
+                                             .run = feed_run,
+                                             .on_headers = feed_headers,
+                                             .on_body = feed_body,
+                                             .cleanup = feed_cleanup,
+                                             .ctx = &feed_ctx_def};
+const kr_processor_t kr_proc_robots_sitemaps = {.name = "robots-sitemaps",
+                                                .run = robots_sitemaps_run};
+const kr_processor_t kr_proc_feed_hints = {.name = "feed-hints", .run = hints_run,
+                                           .ctx = &feed_ctx_def};

@@ -11,9 +11,12 @@
  *         for robots.txt, which RFC 9309 wants followed for at least five
  *         hops: those are fetched here, inline, and the body of the last
  *         one is kept (up to robots.max-size) for the post phase.
- * The payload bytes go to the digest processor's payload SHA-1
- * (proc_digest.c); when the midfetch processor found the validators
- * unchanged at the headers, the client is told to abort.
+ * The client's three streams become the chain's one byte stream, each
+ * level handed to the processors subscribed to it (chain.h): raw (the
+ * WARC capture), payload (the payload digest), content (the change
+ * digest, stripping, the extractors). When the midfetch processor found
+ * the validators unchanged at the headers (f->ad.midfetch_abort), the
+ * client is told to abort.
  * Sections: HTTP callbacks, the http processor.
  */
 #include <stdio.h>
@@ -21,8 +24,8 @@
 
 #include "crawl.h"
 #include "internal.h"
-#include "proc_warc.h"
 #include "log.h"
+#include "procs.h"
 
 #define ROBOTS_MAX_REDIRECTS 5
 
@@ -45,12 +48,14 @@ static int on_headers(kr_http_fetch_t *hf, const kr_http_resp_t *r) {
 }
 
 static int on_payload(kr_http_fetch_t *hf, const char *p, size_t n) {
-  kr__digest_payload(kr_http_fetch_data(hf), p, n);
+  kr_fetch_t *f = kr_http_fetch_data(hf);
+  if (kr_chain_wants(&f->cf, KR_STREAM_PAYLOAD)) kr_chain_body(&f->cf, KR_STREAM_PAYLOAD, p, n);
   return 0;
 }
 
 static int on_raw(kr_http_fetch_t *hf, const char *p, size_t n) {
-  kr__warc_raw(kr_http_fetch_data(hf), p, n); /* the response record's block */
+  kr_fetch_t *f = kr_http_fetch_data(hf);
+  if (kr_chain_wants(&f->cf, KR_STREAM_RAW)) kr_chain_body(&f->cf, KR_STREAM_RAW, p, n);
   return 0;
 }
 
@@ -62,13 +67,13 @@ static int on_content(kr_http_fetch_t *hf, const char *p, size_t n) {
       /* The rest would be ignored: a 100 MB robots.txt is not downloaded
        * to max-body-bytes (or for timeout-total) to parse 500 KiB of it. */
       kr_buf_append(&f->body, p, room);
-      kr_chain_body(&f->cf, p, room);
+      kr_chain_body(&f->cf, KR_STREAM_CONTENT, p, room);
       f->cut = 1;
       return 1;
     }
     kr_buf_append(&f->body, p, n);
   }
-  kr_chain_body(&f->cf, p, n);
+  kr_chain_body(&f->cf, KR_STREAM_CONTENT, p, n);
   return 0;
 }
 
@@ -135,20 +140,27 @@ static const kr_http_cbs_t cbs = {
 
 /* ---- the http processor --------------------------------------------------------- */
 
+/* If-Modified-Since as sent: it must outlive the request's start. */
+typedef struct fetch_ctx {
+  char ims[40];
+} fetch_ctx_t;
+
+static const kr_chain_ctx_def_t fetch_ctx_def = {.name = "http", .size = sizeof(fetch_ctx_t)};
+
 static int http_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
   kr_crawl_t *c = self->data;
+  fetch_ctx_t *x = kr_chain_ctx(cf, self);
   kr_http_req_t req;
   memset(&req, 0, sizeof req);
   req.opts = &f->hc->http; /* the host's [http] settings */
   const kr_curi_t *u = f->curi;
-  /* validator trust decides (proc_midfetch.c); kr__adapt_before_request
-   * is called for every visit so the mode is known at the headers */
-  if (kr__adapt_before_request(f) && f->hc->conditional) {
+  /* validator trust decided (the validators processor, proc_midfetch.c) */
+  if (f->ad.conditional && f->hc->conditional) {
     if (u->etag && u->etag_len) req.if_none_match = u->etag;
     if (u->last_modified > 0) {
-      kr_validators_date_format(u->last_modified, f->ims);
-      req.if_modified_since = f->ims;
+      kr_validators_date_format(u->last_modified, x->ims);
+      req.if_modified_since = x->ims;
     }
     f->ad.conditional_sent = req.if_none_match || req.if_modified_since;
   }
@@ -171,7 +183,4 @@ static int http_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   return KR_PROC_ASYNC;
 }
 
-void kr__proc_fetch_register(kr_crawl_t *c) {
-  kr__crawl_add_proc(c, &(kr_processor_t){.name = "http", .phase = KR_PHASE_FETCH,
-                                          .run = http_run});
-}
+const kr_processor_t kr_proc_http = {.name = "http", .run = http_run, .ctx = &fetch_ctx_def};

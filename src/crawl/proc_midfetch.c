@@ -2,8 +2,10 @@
  * Validators as change predictors (thesis 6.4 and chapter 8): what a visit
  * does with the ETag and Last-Modified an earlier visit left.
  *
- * Before the request (kr__adapt_before_request, from the http processor)
- * the host's validator trust decides the visit's mode (validators.h):
+ * validators (a fetch-phase processor before the request) lets the host's
+ * validator trust decide the visit's mode (validators.h) and leaves it on
+ * the fetch (f->ad.vt_mode; f->ad.conditional when the http processor may
+ * send the stored validators):
  * USE sends If-None-Match / If-Modified-Since and lets the mid-fetch check
  * abort; SAMPLE, PROBATION and DISTRUSTED download in full so the digest
  * can check the prediction.
@@ -30,18 +32,23 @@
 #include "crawl.h"
 #include "internal.h"
 #include "log.h"
+#include "procs.h"
 
 /* ---- before the request ------------------------------------------------------ */
 
-int kr__adapt_before_request(kr_fetch_t *f) {
+static int validators_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
+  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
   const kr_curi_t *u = f->curi;
   f->ad.vt_mode = -1;
-  if (!u || f->is_robots || u->visits == 0 || !u->host) return 0;
-  if (!(u->etag && u->etag_len) && u->last_modified <= 0) return 0; /* nothing to compare */
+  f->ad.conditional = 0;
+  if (!u || f->is_robots || u->visits == 0 || !u->host) return KR_PROC_NEXT;
+  if (!(u->etag && u->etag_len) && u->last_modified <= 0)
+    return KR_PROC_NEXT; /* nothing to compare */
   kr_vtrust_mode_t m = kr_vtrust_mode(kr_frontier_host_vtrust(u->host), &f->hc->vtrust, u->fp,
                                       u->visits, (int64_t)kr_crawl_now(f->crawl));
   f->ad.vt_mode = (int)m;
-  return m == KR_VTRUST_USE;
+  f->ad.conditional = m == KR_VTRUST_USE;
+  return KR_PROC_NEXT;
 }
 
 /* ---- at the headers ------------------------------------------------------------ */
@@ -88,7 +95,5 @@ static int midfetch_headers(kr_chain_fetch_t *cf, kr_processor_t *self) {
   return 0;
 }
 
-void kr__proc_midfetch_register(kr_crawl_t *c) {
-  kr__crawl_add_proc(c, &(kr_processor_t){.name = "midfetch", .phase = KR_PHASE_FETCH,
-                                          .on_headers = midfetch_headers});
-}
+const kr_processor_t kr_proc_validators = {.name = "validators", .run = validators_run};
+const kr_processor_t kr_proc_midfetch = {.name = "midfetch", .on_headers = midfetch_headers};

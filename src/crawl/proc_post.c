@@ -1,11 +1,6 @@
 /*
  * Post-phase processors: what a fetch amounts to.
  *
- * robots-update  after a robots.txt fetch (any outcome but a shutdown):
- *                parse it with RFC 9309's status policy, cache the rules
- *                for the origin, tell the frontier the host's robots state
- *                and Crawl-delay, and release the host from its
- *                prerequisite gate (kr__robots_store, proc_prefetch.c).
  * outcome        build the outcome (unless prefetch decided it already):
  *                a response of any status is a visit (429/503 back the
  *                host off instead; a robots.txt answering 429 or 5xx is
@@ -17,7 +12,9 @@
  *                page or feed pulls forward.
  * finish         one crawl.log line, then the frontier gets the outcome
  *                and the extracted links in one call (one transaction).
- * feed-hints     (proc_feed.c) sitemap changefreq hints of the links.
+ * Their order among the other post processors (robots-update and
+ * robots-sitemaps before, extract-end before finish, feed-hints after) is
+ * the chain table's (procs.c).
  * The via column needs the referrer's URL while the frontier keeps only
  * its fingerprint: a direct-mapped cache of recent pages answers most,
  * the store the rest. Sections: via URLs, the outcome, crawl.log, the
@@ -31,6 +28,7 @@
 #include "crawl.h"
 #include "internal.h"
 #include "log.h"
+#include "procs.h"
 
 #define VIA_SLOTS 4096 /* power of two */
 
@@ -226,15 +224,6 @@ static void write_log(kr_fetch_t *f) {
 
 /* ---- the processors ------------------------------------------------------------------- */
 
-static int robots_update_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
-  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
-  kr_crawl_t *c = self->data;
-  if (!f->is_robots || !f->curi || f->disp != KR_DISP_FINISH) return KR_PROC_NEXT;
-  if (f->http_err == KR_ECANCELED && c->stopping) return KR_PROC_NEXT;
-  kr__robots_store(f);
-  return KR_PROC_NEXT;
-}
-
 static int outcome_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
   (void)self;
@@ -246,7 +235,6 @@ static int finish_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
   kr_crawl_t *c = self->data;
   if (!f->curi) return KR_PROC_NEXT; /* handed back already */
-  kr__extract_note_capped(f);
   if (f->links_dropped) kr_fetch_annotate(f, "links-capped");
   if (f->disp == KR_DISP_FINISH) {
     write_log(f);
@@ -256,13 +244,5 @@ static int finish_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   return KR_PROC_NEXT;
 }
 
-void kr__proc_post_register(kr_crawl_t *c) {
-  kr__crawl_add_proc(c, &(kr_processor_t){.name = "robots-update", .phase = KR_PHASE_POST,
-                                          .run = robots_update_run});
-  kr__crawl_add_proc(c, &(kr_processor_t){.name = "outcome", .phase = KR_PHASE_POST,
-                                          .run = outcome_run});
-  kr__proc_wait_register(c);
-  kr__crawl_add_proc(c, &(kr_processor_t){.name = "finish", .phase = KR_PHASE_POST,
-                                          .run = finish_run});
-  kr__proc_feed_post_register(c);
-}
+const kr_processor_t kr_proc_outcome = {.name = "outcome", .run = outcome_run};
+const kr_processor_t kr_proc_finish = {.name = "finish", .run = finish_run};

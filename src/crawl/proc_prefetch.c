@@ -1,7 +1,7 @@
 /*
- * Prefetch processors: the scope re-check and the robots.txt
- * prerequisite, plus the per-origin robots.txt cache they share with the
- * post phase.
+ * The scope re-check and robots.txt: the prefetch processors, the
+ * per-origin robots.txt cache, and the post processor that stores the
+ * rules a robots.txt fetch brought.
  *
  * scope   the scope may have changed since the URI was queued (new
  *         exclude rules, a [host] section): a URI it now rejects is
@@ -30,12 +30,16 @@
  * outcome (status, 2xx body, expiry) is also kept in the state database
  * (store.h, robots table): an origin the cache does not hold is looked up
  * there before its robots.txt is fetched again, so a restart within the
- * expiry fetches none. kr__robots_store() fills it after a
- * robots.txt fetch (called from the post phase); when the outcome differs
+ * expiry fetches none.
+ * robots-update (post, after a robots.txt fetch, any outcome but a
+ * shutdown) parses it with RFC 9309's status policy, caches the rules for
+ * the origin, tells the frontier the host's robots state and Crawl-delay,
+ * releases the host from its prerequisite gate and leaves the rules on
+ * the fetch (f->robots) for the feed module's sitemaps. When the outcome differs
  * from the one kept (status or body), the URIs the old rules disallowed
  * (-9998) that the new ones allow are queued again (scopestate.h).
- * Sections: the cache,
- * origins, the scope processor, the robots processor, storing rules.
+ * Sections: the cache, origins, the scope processor, the robots
+ * processor, storing rules, the processors.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +49,7 @@
 #include "internal.h"
 #include "kria/fp.h"
 #include "log.h"
+#include "procs.h"
 #include "scopestate.h"
 
 /* ---- the cache ----------------------------------------------------------------- */
@@ -293,7 +298,7 @@ static int robots_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
 
 /* ---- storing rules ------------------------------------------------------------------------ */
 
-void kr__robots_store(kr_fetch_t *f) {
+static void robots_store(kr_fetch_t *f) {
   kr_crawl_t *c = f->crawl;
   char origin[512];
   if (!f->url || !f->curi || kr__origin_key(f->url, origin, sizeof origin)) return;
@@ -317,7 +322,6 @@ void kr__robots_store(kr_fetch_t *f) {
          : kr_robots_policy(r) == KR_ROBOTS_ALLOW_ALL ? "allow all"
                                                       : "disallow all",
          kr_robots_stats(r)->rules_kept, (long long)delay);
-  kr__feed_robots_sitemaps(f, r);
   /* Kept for a restart, in the transaction that finishes this fetch. */
   kr_robots_row_t row = {.expires = expires, .status = status ? status : f->http_err,
                          .final = final};
@@ -342,6 +346,7 @@ void kr__robots_store(kr_fetch_t *f) {
       KR_LOG(KR_LOG_WARN, origin, "robots.txt changed: cannot queue again the URIs it allows now");
   }
   cache_put(c->robots, origin, strlen(origin), r, expires, final, status ? 0 : f->http_err);
+  f->robots = r; /* its sitemaps, for the feed module (the cache keeps r) */
   if (kr_store_robots_put(kr_frontier_store(c->frontier), origin, strlen(origin), &row))
     KR_LOG(KR_LOG_WARN, origin, "robots.txt rules not kept in the state database");
   kr_frontier_host_set_robots(c->frontier, f->curi->host, expires, status ? status : f->http_err,
@@ -349,11 +354,18 @@ void kr__robots_store(kr_fetch_t *f) {
   kr_frontier_prereq_done(c->frontier, f->curi->host, now);
 }
 
-/* ---- registration -------------------------------------------------------------------------- */
+/* ---- the processors ---------------------------------------------------------------------- */
 
-void kr__proc_prefetch_register(kr_crawl_t *c) {
-  kr__crawl_add_proc(c, &(kr_processor_t){.name = "scope", .phase = KR_PHASE_PREFETCH,
-                                          .run = scope_run});
-  kr__crawl_add_proc(c, &(kr_processor_t){.name = "robots", .phase = KR_PHASE_PREFETCH,
-                                          .run = robots_run});
+/* After a robots.txt fetch: its rules stored (a post processor). */
+static int robots_update_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
+  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
+  kr_crawl_t *c = self->data;
+  if (!f->is_robots || !f->curi || f->disp != KR_DISP_FINISH) return KR_PROC_NEXT;
+  if (f->http_err == KR_ECANCELED && c->stopping) return KR_PROC_NEXT;
+  robots_store(f);
+  return KR_PROC_NEXT;
 }
+
+const kr_processor_t kr_proc_scope = {.name = "scope", .run = scope_run};
+const kr_processor_t kr_proc_robots = {.name = "robots", .run = robots_run};
+const kr_processor_t kr_proc_robots_update = {.name = "robots-update", .run = robots_update_run};

@@ -51,32 +51,19 @@
 #include "crawl.h"
 #include "internal.h"
 #include "log.h"
+#include "procs.h"
 
 #define ALLOC_SOLVE_EVERY 64 /* sketch updates between re-solves of x */
 
-/* ---- durations ------------------------------------------------------------------ */
 
-/* Heritrix's crawl.log form (ArchiveUtils.formatMillisecondsToConventional
- * of its 1.x days, as in the thesis' "wt:45s0ms,...,ov:3ms"): days, hours,
- * minutes and seconds while the rest reaches them, then always ms. */
-size_t kr__fmt_duration(char *out, size_t cap, int64_t ms) {
-  static const struct {
-    int64_t unit;
-    const char *name;
-  } u[] = {{86400000, "d"}, {3600000, "h"}, {60000, "m"}, {1000, "s"}};
-  size_t n = 0;
-  if (ms < 0) {
-    n += (size_t)snprintf(out + n, cap - n, "-");
-    ms = ms == INT64_MIN ? INT64_MAX : -ms;
-  }
-  for (size_t i = 0; i < ARRAY_SIZE(u) && n < cap; i++)
-    if (ms >= u[i].unit) {
-      n += (size_t)snprintf(out + n, cap - n, "%" PRId64 "%s", ms / u[i].unit, u[i].name);
-      ms %= u[i].unit;
-    }
-  if (n < cap) n += (size_t)snprintf(out + n, cap - n, "%" PRId64 "ms", ms);
-  return n < cap ? n : cap - 1;
-}
+/* The visit history with this visit: the outcome points into it until
+ * finish has handed it to the frontier. */
+typedef struct wait_ctx {
+  uint8_t hist[KR_VHIST_BYTES];
+  size_t hist_len;
+} wait_ctx_t;
+
+static const kr_chain_ctx_def_t wait_ctx_def = {.name = "wait", .size = sizeof(wait_ctx_t)};
 
 /* ---- per-host allocators ------------------------------------------------------------ */
 
@@ -254,8 +241,8 @@ static void annotate_wait(kr_fetch_t *f, int64_t wait, const kr_cfg_wait_t *ev,
                           const kr_wait_info_t *info) {
   const kr_curi_t *u = f->curi;
   char a[48], b[48];
-  kr__fmt_duration(a, sizeof a, wait);
-  kr__fmt_duration(b, sizeof b, u->overdue_ms > INT64_MAX ? INT64_MAX : (int64_t)u->overdue_ms);
+  kr_crawllog_duration(a, sizeof a, wait);
+  kr_crawllog_duration(b, sizeof b, u->overdue_ms > INT64_MAX ? INT64_MAX : (int64_t)u->overdue_ms);
   kr_fetch_annotatef(f, "wt:%s", a);
   kr_fetch_annotatef(f, "%uvis", f->ad.visits ? f->ad.visits : u->visits + 1);
   kr_fetch_annotatef(f, "%uver", f->ad.versions ? f->ad.versions : (u->versions ? u->versions : 1));
@@ -267,7 +254,7 @@ static void annotate_wait(kr_fetch_t *f, int64_t wait, const kr_cfg_wait_t *ev,
                        info->used_default ? "default" : kr_est_method_name(info->method));
   } else if (info->capped_from_ms) {
     /* the plan raised the thesis' wait: its own value, for the record */
-    kr__fmt_duration(a, sizeof a, info->capped_from_ms);
+    kr_crawllog_duration(a, sizeof a, info->capped_from_ms);
     kr_fetch_annotatef(f, "wait:%s/multiplicative/capacity", ev->name);
     kr_fetch_annotatef(f, "cap:%s", a);
   } else {
@@ -335,15 +322,16 @@ static int revisit_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
                                      : state,
                         .age_s = state == KR_CONTENT_UNKNOWN ? -1 : version_age(f->resp)};
   kr_vhist_t h;
-  f->ad.hist_len = kr_vhist_push_read(u->history, u->history_len, &v, f->ad.hist, NULL, &h);
+  wait_ctx_t *x = kr_chain_ctx(cf, self);
+  x->hist_len = kr_vhist_push_read(u->history, u->history_len, &v, x->hist, NULL, &h);
   const kr_cfg_wait_t *ev;
   kr_wait_info_t info;
   int64_t wait = decide_wait(f, state, &h, &ev, &info);
   if (wait < 1) wait = 1;
   f->outcome.wait_ms = (uint64_t)wait;
   f->outcome.content = state == KR_CONTENT_UNCHANGED ? 0 : state == KR_CONTENT_CHANGED ? 1 : 2;
-  f->outcome.history = f->ad.hist;
-  f->outcome.history_len = f->ad.hist_len;
+  f->outcome.history = x->hist; /* read by finish, before the context is reset */
+  f->outcome.history_len = x->hist_len;
   annotate_wait(f, wait, ev, &info);
 
   if (state == KR_CONTENT_CHANGED && u->visits > 0) {
@@ -353,7 +341,5 @@ static int revisit_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   return KR_PROC_NEXT;
 }
 
-void kr__proc_wait_register(kr_crawl_t *c) {
-  kr__crawl_add_proc(c, &(kr_processor_t){.name = "revisit", .phase = KR_PHASE_POST,
-                                          .run = revisit_run});
-}
+const kr_processor_t kr_proc_revisit = {.name = "revisit", .run = revisit_run,
+                                        .ctx = &wait_ctx_def};

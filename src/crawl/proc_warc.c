@@ -80,6 +80,7 @@
  * full disk, life cycle.
  */
 #include "proc_warc.h"
+#include "procs.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -272,20 +273,21 @@ static int mem_keeps(const struct kr_warc *w, const struct kr_warc_cap *k, size_
   return k->mem.len + n <= CAP_MEM_MAX && w->mem + n <= MEM_BUDGET;
 }
 
-int kr__warc_holds(const kr_fetch_t *f, uint64_t so_far, size_t n) {
+/* The chain's question (kr_chain_held): are raw body bytes [from, to) in
+ * the capture's memory, or will the ones still to come stay there? */
+static int capture_held(kr_chain_fetch_t *cf, kr_processor_t *self, kr_stream_level_t level,
+                        uint64_t from, uint64_t to, kr_slice_t *out) {
+  const kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
   const struct kr_warc_cap *k = f->wcap;
-  return k && k->fd < 0 && !k->failed && !k->over && k->len == so_far && n <= k->max - k->len &&
-         mem_keeps(f->crawl->warc, k, n);
-}
-
-int kr__warc_mem_body(const kr_fetch_t *f, kr_slice_t *body) {
-  const struct kr_warc_cap *k = f->wcap;
-  if (!k || k->fd >= 0 || k->failed) return 0;
-  *body = kr_slice(k->mem.data, k->mem.len);
+  if (level != KR_STREAM_RAW || !k || k->fd >= 0 || k->failed || from > k->len) return 0;
+  if (to > k->len && (k->over || k->len != from || to - from > k->max - k->len ||
+                      !mem_keeps(f->crawl->warc, k, (size_t)(to - from))))
+    return 0;
+  if (out) *out = kr_slice(k->mem.data ? k->mem.data + from : "", (size_t)(k->mem.len - from));
   return 1;
 }
 
-void kr__warc_raw(kr_fetch_t *f, const char *p, size_t n) {
+static void capture_raw(kr_fetch_t *f, const char *p, size_t n) {
   struct kr_warc_cap *k = f->wcap;
   if (!k || k->failed || k->over || !n) return;
   struct kr_warc *w = f->crawl->warc;
@@ -372,9 +374,9 @@ static int index_lookup(struct kr_warc *w, kr_fetch_t *f, const uint8_t *d, stru
 
 /* The payload digest of this response, when known. When the walk jumped
  * over the digest phase (an error after the headers), what arrived is
- * hashed all the same. */
+ * hashed all the same (digest-end, before warc-late). */
 static int payload_digest(kr_fetch_t *f, uint8_t out[KR_SHA1_LEN]) {
-  if (!kr__digest_payload_end(f)) return 0;
+  if (!f->ad.has_payload_digest) return 0;
   memcpy(out, f->ad.payload_digest, KR_SHA1_LEN);
   return 1;
 }
@@ -813,6 +815,13 @@ static int warc_headers(kr_chain_fetch_t *cf, kr_processor_t *self) {
   f->wcap = cap_get(w);
   /* No body is coming for these. */
   if (r->status == 304 || f->ad.midfetch_abort) f->wcap->max = 0;
+  kr_chain_hold(cf, self, KR_STREAM_RAW);
+  return KR_STREAM_BIT(KR_STREAM_RAW); /* the response record's block */
+}
+
+static int warc_body(kr_chain_fetch_t *cf, kr_processor_t *self, kr_stream_level_t level,
+                     const char *p, size_t n) {
+  capture_raw(container_of(cf, kr_fetch_t, cf), p, n);
   return 0;
 }
 
@@ -1166,18 +1175,17 @@ int kr__warc_open(kr_crawl_t *c, char *err, size_t errlen) {
   return 0;
 }
 
-void kr__proc_warc_register(kr_crawl_t *c) {
-  struct kr_warc *w = c->warc;
-  if (!w) return;
-  /* Always there: a reload may turn warc.write-dns on. */
-  kr__crawl_add_proc(c, &(kr_processor_t){.name = "warc-dns", .phase = KR_PHASE_WRITE,
-                                          .run = dns_run, .data = w});
-  kr__crawl_add_proc(c, &(kr_processor_t){.name = "warc", .phase = KR_PHASE_WRITE,
-                                          .run = warc_run, .on_headers = warc_headers,
-                                          .cleanup = warc_cleanup, .data = w});
-  kr__crawl_add_proc(c, &(kr_processor_t){.name = "warc-late", .phase = KR_PHASE_POST,
-                                          .run = warc_late_run, .data = w});
-}
+/* The processors: the chain table (procs.c) sets data to the writer and
+ * leaves them out when WARC writing is off. warc-dns is always there when
+ * it is on: a reload may turn warc.write-dns on. */
+const kr_processor_t kr_proc_warc_dns = {.name = "warc-dns", .run = dns_run};
+const kr_processor_t kr_proc_warc = {.name = "warc",
+                                     .run = warc_run,
+                                     .on_headers = warc_headers,
+                                     .on_body = warc_body,
+                                     .held = capture_held,
+                                     .cleanup = warc_cleanup};
+const kr_processor_t kr_proc_warc_late = {.name = "warc-late", .run = warc_late_run};
 
 /* ---- reload -------------------------------------------------------------------------- */
 

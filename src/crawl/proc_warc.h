@@ -46,20 +46,6 @@ typedef struct kr_warc_stats {
  * warc.enabled = false. 0, or KR_ECONFIG / KR_EIO with a one-line reason
  * in err. */
 int kr__warc_open(kr_crawl_t *c, char *err, size_t errlen);
-/* Register the processors: "warc-dns" and "warc" in the write phase,
- * "warc-late" in the post phase, which must come before the processors
- * of kr__proc_post_register. A no-op when the writer is off. */
-void kr__proc_warc_register(kr_crawl_t *c);
-/* Raw response bytes as received (the HTTP client's on_raw), for the
- * response record's block. Cheap when f is not being recorded. */
-void kr__warc_raw(kr_fetch_t *f, const char *p, size_t n);
-/* For the digest processor, which leaves the payload SHA-1 to the end
- * while the capture holds it: 1 when f's capture holds exactly so_far
- * body bytes in memory and kr__warc_raw will keep n more there. */
-int kr__warc_holds(const kr_fetch_t *f, uint64_t so_far, size_t n);
-/* 1 and *body when f's capture is in memory and whole (not spilled, no
- * failure): a response record's block is then [raw head, *body]. */
-int kr__warc_mem_body(const kr_fetch_t *f, kr_slice_t *body);
 /* At shutdown, every fetch done, before the frontier's last commit: close
  * (sync, rename without ".open") the current file. */
 void kr__warc_close(kr_crawl_t *c);

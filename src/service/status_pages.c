@@ -517,11 +517,7 @@ static void metric_memory(kr_buf_t *b, kr_crawl_t *c) {
   kr_buf_printf(b, "%s{part=\"link_cache\"} %" PRIu64 "\n", name, (uint64_t)ls.bytes);
   kr_buf_printf(b, "%s{part=\"held_back\"} %" PRIu64 "\n", name, fs.held_back_bytes);
   /* fetch objects, pooled or running, with the buffers they keep */
-  uint64_t pool = 0;
-  for (int list = 0; list < 2; list++)
-    for (kr_fetch_t *f = list ? c->inflight : c->free_fetches; f; f = f->next)
-      pool += sizeof *f + f->body.cap + f->strip_buf.cap + f->links_cap * sizeof *f->links +
-              f->arena.block_size;
+  uint64_t pool = kr__fetch_pool_bytes(c);
   kr_buf_printf(b, "%s{part=\"fetch_objects\"} %" PRIu64 "\n", name, pool);
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
   struct mallinfo2 mi = mallinfo2();

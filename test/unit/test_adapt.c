@@ -68,17 +68,17 @@ static void durations(void **state) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     char out[64];
-    size_t n = kr__fmt_duration(out, sizeof out, cases[i].ms);
+    size_t n = kr_crawllog_duration(out, sizeof out, cases[i].ms);
     assert_string_equal(out, cases[i].want);
     assert_int_equal(n, strlen(cases[i].want));
   }
   /* cut to the buffer, NUL-terminated */
   char small[5];
-  size_t n = kr__fmt_duration(small, sizeof small, 86400000 + 1);
+  size_t n = kr_crawllog_duration(small, sizeof small, 86400000 + 1);
   assert_true(n < sizeof small);
   assert_int_equal(strlen(small), n);
   assert_memory_equal(small, "1d1m", 4);
-  (void)kr__fmt_duration(small, sizeof small, INT64_MIN); /* no overflow */
+  (void)kr_crawllog_duration(small, sizeof small, INT64_MIN); /* no overflow */
 }
 
 /* ---- the fixture ------------------------------------------------------------------ */
@@ -95,7 +95,8 @@ typedef struct fx {
   kr_config_t *cfg;
   kr_crawl_t *c;
   kr_hostq_t *hosts[H_N];
-  kr_processor_t *midfetch, *digest, *change, *revisit, *feed, *hints;
+  kr_processor_t *validators, *midfetch, *digest, *change, *revisit, *feed, *hints;
+  unsigned digest_mask;       /* stream levels the digest subscribed to */
   /* the visit */
   int hi;
   char url[256];
@@ -213,6 +214,7 @@ static int fx_setup(void **state) {
     kr_frontier_defer(x->c->frontier, cu, now_ms(x));
   }
   for (int h = 0; h < H_N; h++) assert_non_null(x->hosts[h]);
+  x->validators = proc(x->c, "validators");
   x->midfetch = proc(x->c, "midfetch");
   x->digest = proc(x->c, "digest");
   x->change = proc(x->c, "change");
@@ -229,10 +231,7 @@ static void fetch_clear(fx_t *x) {
   if (!x->f_ready) return;
   x->c->links_bytes -= f->links_bytes;
   kr_url_free(f->url);
-  kr_sha1_free(&f->sha);
-  kr_sha1_free(&f->psha);
-  kr_buf_free(&f->strip_buf);
-  kr_feed_free(f->feed);
+  kr_chain_fetch_teardown(&f->cf);
   free(f->fmeta);
   free(f->links);
   kr_arena_free(&f->arena);
@@ -267,10 +266,7 @@ static kr_fetch_t *visit(fx_t *x, int hi, const char *path) {
   kr_fetch_t *f = &x->f;
   f->crawl = x->c;
   kr_arena_init(&f->arena, 4096, 1 << 20);
-  kr_buf_init(&f->strip_buf, KR_STRIP_BUF_CAP);
-  assert_int_equal(kr_sha1_init(&f->sha), 0);
-  assert_int_equal(kr_sha1_init(&f->psha), 0);
-  f->sha_ready = f->psha_ready = 1;
+  kr_chain_fetch_setup(&x->c->chain, &f->cf); /* the processors' contexts */
   x->f_ready = 1;
   f->curi = &x->u;
   assert_int_equal(kr_url_parse(x->url, (size_t)n, NULL, &f->url), 0);
@@ -340,21 +336,34 @@ static void at_headers(fx_t *x) {
   kr_fetch_t *f = &x->f;
   f->cf.content_type = x->r.content_type;
   assert_int_equal(x->midfetch->on_headers(&f->cf, x->midfetch), 0);
-  (void)x->digest->on_headers(&f->cf, x->digest);
+  x->digest_mask = (unsigned)x->digest->on_headers(&f->cf, x->digest);
   if (x->r.content_type.n &&
       kr_config_regex_match(NULL, x->c->re_feed, x->r.content_type.p, x->r.content_type.n) == 1)
     x->feed_on = x->feed->on_headers(&f->cf, x->feed);
+}
+
+/* The validators processor, before the request: 1 when it lets the
+ * stored validators go out. */
+static int before_request(fx_t *x) {
+  assert_int_equal(x->validators->run(&x->f.cf, x->validators), KR_PROC_NEXT);
+  return x->f.ad.conditional;
 }
 
 /* The body: payload bytes (as received) and content (decoded). A 304 or
  * an abort has none. */
 static void body_in(fx_t *x, const char *payload, size_t pn, const char *content, size_t cn) {
   kr_fetch_t *f = &x->f;
-  kr__digest_payload(f, payload, pn);
+  static const kr_stream_level_t levels[] = {KR_STREAM_PAYLOAD, KR_STREAM_CONTENT};
   x->r.payload_bytes += pn;
   x->r.content_bytes += cn;
-  if (f->digesting || f->ad.strip_on) (void)x->digest->on_body(&f->cf, x->digest, content, cn);
-  if (x->feed_on) (void)x->feed->on_body(&f->cf, x->feed, content, cn);
+  for (size_t i = 0; i < 2; i++) {
+    unsigned bit = KR_STREAM_BIT(levels[i]);
+    const char *p = levels[i] == KR_STREAM_PAYLOAD ? payload : content;
+    size_t n = levels[i] == KR_STREAM_PAYLOAD ? pn : cn;
+    if ((x->digest_mask & bit) && x->digest->on_body(&f->cf, x->digest, levels[i], p, n))
+      x->digest_mask &= ~bit;
+  }
+  if (x->feed_on) (void)x->feed->on_body(&f->cf, x->feed, KR_STREAM_CONTENT, content, cn);
 }
 
 /* digest and change (and extract-feed); returns change's KR_PROC_*. */
@@ -370,7 +379,7 @@ static int after_body(fx_t *x) {
 
 /* A whole visit with an identity-coded body; returns change's KR_PROC_*. */
 static int fetch_body(fx_t *x, const char *body) {
-  kr__adapt_before_request(&x->f);
+  before_request(x);
   at_headers(x);
   if (x->r.status != 304 && !x->f.ad.midfetch_abort) body_in(x, body, strlen(body), body, strlen(body));
   return after_body(x);
@@ -447,7 +456,7 @@ static void change_states(void **state) {
   /* the body broke off: no digest to compare, unknown */
   visit(x, H_PLAIN, "/c");
   stored(x, 3, "<p>two</p>", NULL, 0, 60 * SEC, 20 * SEC);
-  kr__adapt_before_request(&x->f);
+  before_request(x);
   at_headers(x);
   body_in(x, "<p>tw", 5, "<p>tw", 5);
   x->f.http_err = KR_EIDLE_TIMEOUT;
@@ -499,15 +508,15 @@ static void midfetch_modes(void **state) {
   kr_vtrust_init(&vt);
   set_vtrust(x, H_PLAIN, &vt);
   visit(x, H_PLAIN, "/m");
-  assert_int_equal(kr__adapt_before_request(&x->f), 0); /* first visit */
+  assert_int_equal(before_request(x), 0); /* first visit */
   assert_int_equal(x->f.ad.vt_mode, -1);
   visit(x, H_PLAIN, "/m");
   stored(x, 1, "x", NULL, 0, 60 * SEC, 20 * SEC);
-  assert_int_equal(kr__adapt_before_request(&x->f), 0); /* nothing to compare */
+  assert_int_equal(before_request(x), 0); /* nothing to compare */
   assert_int_equal(x->f.ad.vt_mode, -1);
   visit(x, H_PLAIN, "/m");
   stored(x, 1, "x", "\"v1\"", 0, 60 * SEC, 20 * SEC);
-  assert_int_equal(kr__adapt_before_request(&x->f), 0);
+  assert_int_equal(before_request(x), 0);
   assert_int_equal(x->f.ad.vt_mode, KR_VTRUST_PROBATION);
   trusted(x, H_PLAIN);
   /* a URI/visit outside the 5 % sample uses the validators, one inside
@@ -516,7 +525,7 @@ static void midfetch_modes(void **state) {
   for (uint32_t v = 1; v < 400; v++) {
     visit(x, H_PLAIN, "/m");
     stored(x, v, "x", "\"v1\"", 0, 60 * SEC, 20 * SEC);
-    int cond = kr__adapt_before_request(&x->f);
+    int cond = before_request(x);
     assert_int_equal(cond, x->f.ad.vt_mode == KR_VTRUST_USE);
     use += x->f.ad.vt_mode == KR_VTRUST_USE;
     sample += x->f.ad.vt_mode == KR_VTRUST_SAMPLE;
@@ -530,13 +539,13 @@ static void midfetch_modes(void **state) {
   set_vtrust(x, H_PLAIN, &vt);
   visit(x, H_PLAIN, "/m");
   stored(x, 3, "x", "\"v1\"", 0, 60 * SEC, 20 * SEC);
-  assert_int_equal(kr__adapt_before_request(&x->f), 0);
+  assert_int_equal(before_request(x), 0);
   assert_int_equal(x->f.ad.vt_mode, KR_VTRUST_DISTRUSTED);
   /* robots.txt never */
   visit(x, H_PLAIN, "/robots.txt");
   stored(x, 3, "x", "\"v1\"", 0, 60 * SEC, 20 * SEC);
   x->f.is_robots = 1;
-  assert_int_equal(kr__adapt_before_request(&x->f), 0);
+  assert_int_equal(before_request(x), 0);
   assert_int_equal(x->f.ad.vt_mode, -1);
 }
 
@@ -548,7 +557,7 @@ static void midfetch_304(void **state) {
   for (uint32_t v = 1;; v++) { /* a visit outside the sample */
     visit(x, H_PLAIN, "/nm");
     stored(x, v, "body", "\"e\"", 0, 60 * SEC, 20 * SEC);
-    if (kr__adapt_before_request(&x->f)) break;
+    if (before_request(x)) break;
   }
   x->r.status = 304;
   at_headers(x);
@@ -713,7 +722,7 @@ static void trust_recorded(void **state) {
   assert_true(kr_vtrust_is_distrusted(vt, (int64_t)now_ms(x)));
   visit(x, H_PLAIN, "/tr");
   stored(x, 4, "new", "\"a\"", 1700000000, 60 * SEC, 20 * SEC);
-  kr__adapt_before_request(&x->f);
+  before_request(x);
   assert_int_equal(x->f.ad.vt_mode, KR_VTRUST_DISTRUSTED);
   /* a change predicted and found is no miss; a false alarm is counted */
   uint64_t fa = vt->false_alarms;
@@ -736,8 +745,8 @@ static void digest_streams(void **state) {
   /* identity: one SHA-1, payload = change digest */
   visit(x, H_PLAIN, "/d");
   at_headers(x);
-  assert_true(x->f.ad.change_is_payload);
-  assert_false(x->f.digesting);
+  /* payload only: one SHA-1 */
+  assert_int_equal(x->digest_mask, KR_STREAM_BIT(KR_STREAM_PAYLOAD));
   body_in(x, "hello ", 6, "hello ", 6);
   body_in(x, "world", 5, "world", 5);
   after_body(x);
@@ -750,8 +759,9 @@ static void digest_streams(void **state) {
   visit(x, H_PLAIN, "/d");
   header(x, "Content-Encoding", "gzip");
   at_headers(x);
-  assert_false(x->f.ad.change_is_payload);
-  assert_true(x->f.digesting);
+  /* and the content */
+  assert_int_equal(x->digest_mask,
+                   KR_STREAM_BIT(KR_STREAM_PAYLOAD) | KR_STREAM_BIT(KR_STREAM_CONTENT));
   body_in(x, "\x1f\x8bGZ", 4, "hello world", 11);
   after_body(x);
   assert_memory_equal(x->f.digest, want, KR_SHA1_LEN);
@@ -774,7 +784,7 @@ static void digest_strip(void **state) {
   uint8_t c1[KR_SHA1_LEN], p1[KR_SHA1_LEN];
   visit(x, H_STRIP, "/s");
   at_headers(x);
-  assert_true(x->f.ad.strip_on && !x->f.ad.change_is_payload);
+  assert_true(x->digest_mask & KR_STREAM_BIT(KR_STREAM_CONTENT)); /* decoded, kept to strip */
   body_in(x, b1, strlen(b1), b1, strlen(b1));
   after_body(x);
   assert_true(x->f.has_digest);
@@ -844,7 +854,7 @@ static void wait_multiplicative(void **state) {
   visit(x, H_PLAIN, "/w");
   stored(x, 3, "v1", NULL, 0, 150 * SEC, 150 * SEC);
   header(x, "Content-Type", "text/html");
-  kr__adapt_before_request(&x->f);
+  before_request(x);
   at_headers(x);
   x->f.http_err = KR_EIDLE_TIMEOUT;
   after_body(x);
@@ -874,7 +884,7 @@ static void wait_multiplicative(void **state) {
   for (uint32_t v = 5;; v++) {
     visit(x, H_PLAIN, "/w");
     stored(x, v, "v1", "\"e\"", 0, 100 * SEC, 100 * SEC);
-    if (kr__adapt_before_request(&x->f)) break;
+    if (before_request(x)) break;
   }
   x->r.status = 304;
   at_headers(x);

@@ -66,9 +66,11 @@ static int headers_fn(kr_chain_fetch_t *f, kr_processor_t *self) {
   return t->want_body;
 }
 
-static int body_fn(kr_chain_fetch_t *f, kr_processor_t *self, const char *p, size_t n) {
+static int body_fn(kr_chain_fetch_t *f, kr_processor_t *self, kr_stream_level_t level,
+                   const char *p, size_t n) {
   (void)f;
   (void)p;
+  assert_int_equal(level, KR_STREAM_CONTENT);
   tproc_t *t = tp_of(self);
   t->body_calls++;
   t->body_bytes += n;
@@ -420,8 +422,8 @@ static void streaming(void **state) {
   tf.cf.content_type = kr_slice_cstr("text/html");
   kr_chain_headers(&tf.cf);
   kr_chain_headers(&tf.cf); /* twice: each hook sees the headers once */
-  assert_true(kr_chain_wants_body(&tf.cf));
-  for (int i = 0; i < 5; i++) kr_chain_body(&tf.cf, "abcd", 4);
+  assert_true(kr_chain_wants(&tf.cf, KR_STREAM_CONTENT));
+  for (int i = 0; i < 5; i++) kr_chain_body(&tf.cf, KR_STREAM_CONTENT, "abcd", 4);
   assert_int_equal(x.body_calls, 5);
   assert_int_equal(x.body_bytes, 20);
   assert_int_equal(y.body_calls, 2); /* unsubscribed itself */
@@ -440,7 +442,7 @@ static void streaming(void **state) {
   tf_start(&c, &tf, "http://a.test/i.png", "a.test");
   tf.cf.content_type = kr_slice_cstr("image/png");
   kr_chain_headers(&tf.cf);
-  kr_chain_body(&tf.cf, "x", 1);
+  kr_chain_body(&tf.cf, KR_STREAM_CONTENT, "x", 1);
   assert_int_equal(x.body_calls, 0);
   assert_int_equal(y.body_calls, 1);
   kr_chain_resume(&tf.cf, KR_ETRUNCATED);
@@ -448,7 +450,7 @@ static void streaming(void **state) {
   assert_string_equal(tf.trace, "FyzP");
   assert_int_equal(x.cleanups, 0);
   assert_int_equal(y.cleanups + z.cleanups, 2);
-  assert_false(kr_chain_wants_body(&tf.cf));
+  assert_false(kr_chain_wants(&tf.cf, KR_STREAM_CONTENT));
   kr_chain_free(&c);
   pcre2_code_free(html);
 }
@@ -485,6 +487,185 @@ static void finalize_once(void **state) {
     }
 }
 
+/* ---- per-fetch contexts --------------------------------------------------------- */
+
+typedef struct tctx {
+  int inits, resets, frees; /* calls on this context */
+  int walks;                /* fetches that used it since the last reset */
+  char buf[40];
+} tctx_t;
+
+static int ctx_calls[3]; /* init, reset, free over every context */
+
+static void tctx_init(void *p, void *owner) {
+  tctx_t *t = p;
+  assert_int_equal(t->inits + t->resets + t->walks, 0); /* zeroed before */
+  t->inits++;
+  ctx_calls[0]++;
+}
+static void tctx_reset(void *p, void *owner) {
+  tctx_t *t = p;
+  t->resets++;
+  t->walks = 0;
+  ctx_calls[1]++;
+}
+static void tctx_free(void *p, void *owner) { ctx_calls[2]++; }
+
+static const kr_chain_ctx_def_t def_a = {.name = "a", .size = sizeof(tctx_t), .init = tctx_init,
+                                         .reset = tctx_reset, .free = tctx_free};
+static const kr_chain_ctx_def_t def_b = {.name = "b", .size = 3, .init = tctx_init};
+
+static int ctx_run(kr_chain_fetch_t *f, kr_processor_t *self) {
+  tctx_t *t = kr_chain_ctx(f, self);
+  t->walks++;
+  return run_fn(f, self);
+}
+
+/* Processors of one module share one context; each definition gets its
+ * own aligned place in one block per fetch object; init once, reset per
+ * recycle, free at teardown; a fetch's walk keeps its contexts. */
+static void contexts(void **state) {
+  (void)state;
+  kr_chain_t c;
+  tproc_t a1, a2, b, n;
+  kr_chain_init(&c, finalize_fn, NULL);
+  tp_init(&a1, 'a', KR_PHASE_FETCH, KR_PROC_NEXT);
+  tp_init(&b, 'b', KR_PHASE_DIGEST, KR_PROC_NEXT);
+  tp_init(&n, 'n', KR_PHASE_EXTRACT, KR_PROC_NEXT); /* no context */
+  tp_init(&a2, 'A', KR_PHASE_POST, KR_PROC_NEXT);
+  a1.p.ctx = a2.p.ctx = &def_a;
+  b.p.ctx = &def_b;
+  a1.p.run = a2.p.run = ctx_run;
+  b.p.data = NULL;
+  assert_int_equal(kr_chain_add(&c, &a1.p), 0);
+  assert_int_equal(kr_chain_add(&c, &b.p), 0);
+  assert_int_equal(kr_chain_add(&c, &n.p), 0);
+  assert_int_equal(kr_chain_add(&c, &a2.p), 0);
+  assert_int_equal(kr_chain_build(&c), 0);
+  assert_int_equal(c.n_ctx, 2);
+  assert_int_equal(a1.p.ctx_off, a2.p.ctx_off);
+  assert_true(b.p.ctx_off != a1.p.ctx_off);
+  assert_int_equal(b.p.ctx_off % 16, 0);
+  assert_true(c.ctx_size >= sizeof(tctx_t) + 3);
+
+  memset(ctx_calls, 0, sizeof ctx_calls);
+  tfetch_t tf;
+  memset(&tf, 0, sizeof tf);
+  kr_chain_fetch_setup(&c, &tf.cf);
+  assert_int_equal(ctx_calls[0], 2); /* one init per definition */
+  for (int walk = 1; walk <= 3; walk++) {
+    kr_chain_fetch_init(&c, &tf.cf, "http://a.test/", 14, kr_slice_cstr("a.test"));
+    tf.tn = 0;
+    tf.finalized = 0;
+    kr_chain_start(&tf.cf);
+    assert_int_equal(tf.finalized, 1);
+    tctx_t *t = kr_chain_ctx(&tf.cf, &a1.p);
+    assert_ptr_equal(t, kr_chain_ctx(&tf.cf, &a2.p));
+    assert_int_equal(t->walks, 2); /* both processors of the module saw it */
+    assert_int_equal(t->inits, 1);
+    kr_chain_fetch_recycle(&tf.cf);
+    assert_int_equal(t->resets, walk);
+    assert_int_equal(t->walks, 0);
+  }
+  assert_int_equal(ctx_calls[1], 3); /* def_b has no reset */
+  assert_true(kr_chain_fetch_mem(&tf.cf) >= c.ctx_size);
+  kr_chain_fetch_teardown(&tf.cf);
+  assert_int_equal(ctx_calls[2], 1);
+  assert_null(tf.cf.ctx);
+  kr_chain_free(&c);
+}
+
+/* ---- levels of the byte stream, and holding ------------------------------------- */
+
+typedef struct tlev {
+  tproc_t t;
+  unsigned want;            /* on_headers returns this */
+  size_t got[KR_STREAM__COUNT];
+  char held[64];            /* the raw bytes kept (a holder) */
+  size_t nheld;
+  int hold;                 /* 1: say so to the chain */
+} tlev_t;
+
+static int lev_headers(kr_chain_fetch_t *f, kr_processor_t *self) {
+  tlev_t *l = (tlev_t *)tp_of(self);
+  if (l->hold) kr_chain_hold(f, self, KR_STREAM_RAW);
+  return (int)l->want;
+}
+
+static int lev_body(kr_chain_fetch_t *f, kr_processor_t *self, kr_stream_level_t level,
+                    const char *p, size_t n) {
+  tlev_t *l = (tlev_t *)tp_of(self);
+  l->got[level] += n;
+  if (level == KR_STREAM_RAW && l->hold && l->nheld + n <= sizeof l->held) {
+    memcpy(l->held + l->nheld, p, n);
+    l->nheld += n;
+  }
+  return 0;
+}
+
+static int lev_held(kr_chain_fetch_t *f, kr_processor_t *self, kr_stream_level_t level,
+                    uint64_t from, uint64_t to, kr_slice_t *out) {
+  tlev_t *l = (tlev_t *)tp_of(self);
+  if (level != KR_STREAM_RAW || from > l->nheld || to > sizeof l->held) return 0;
+  if (out) *out = kr_slice(l->held + from, l->nheld - (size_t)from);
+  return 1;
+}
+
+/* Each subscriber gets the levels it asked for and only those; a level's
+ * bytes held by one processor are read back through the chain by
+ * another, which never names it. */
+static void stream_levels(void **state) {
+  (void)state;
+  kr_chain_t c;
+  tproc_t f;
+  tlev_t raw, pay, both;
+  kr_chain_init(&c, finalize_fn, NULL);
+  tp_init(&f, 'F', KR_PHASE_FETCH, KR_PROC_ASYNC);
+  tlev_t *ls[] = {&pay, &both, &raw};
+  kr_phase_t ph[] = {KR_PHASE_DIGEST, KR_PHASE_EXTRACT, KR_PHASE_WRITE};
+  for (int i = 0; i < 3; i++) {
+    memset(ls[i], 0, sizeof *ls[i]);
+    tp_init(&ls[i]->t, (char)('X' + i), ph[i], KR_PROC_NEXT);
+    ls[i]->t.p.on_headers = lev_headers;
+    ls[i]->t.p.on_body = lev_body;
+    ls[i]->t.p.held = lev_held;
+  }
+  pay.want = KR_STREAM_BIT(KR_STREAM_PAYLOAD);
+  both.want = KR_STREAM_BIT(KR_STREAM_PAYLOAD) | KR_STREAM_BIT(KR_STREAM_CONTENT);
+  raw.want = KR_STREAM_BIT(KR_STREAM_RAW);
+  raw.hold = 1;
+  kr_chain_add(&c, &f.p);
+  for (int i = 0; i < 3; i++) kr_chain_add(&c, &ls[i]->t.p);
+  assert_int_equal(kr_chain_build(&c), 0);
+  tfetch_t tf;
+  tf_start(&c, &tf, "http://a.test/", "a.test");
+  kr_slice_t m;
+  assert_int_equal(kr_chain_held(&tf.cf, KR_STREAM_RAW, 0, 1, &m), 0); /* nobody yet */
+  kr_chain_headers(&tf.cf);
+  assert_true(kr_chain_wants(&tf.cf, KR_STREAM_RAW));
+  kr_chain_body(&tf.cf, KR_STREAM_PAYLOAD, "hello", 5);
+  kr_chain_body(&tf.cf, KR_STREAM_CONTENT, "hello, world", 12);
+  kr_chain_body(&tf.cf, KR_STREAM_RAW, "5\r\nhello\r\n", 10);
+  assert_int_equal(pay.got[KR_STREAM_PAYLOAD], 5);
+  assert_int_equal(pay.got[KR_STREAM_CONTENT] + pay.got[KR_STREAM_RAW], 0);
+  assert_int_equal(both.got[KR_STREAM_PAYLOAD], 5);
+  assert_int_equal(both.got[KR_STREAM_CONTENT], 12);
+  assert_int_equal(both.got[KR_STREAM_RAW], 0);
+  assert_int_equal(raw.got[KR_STREAM_RAW], 10);
+  assert_int_equal(raw.got[KR_STREAM_PAYLOAD] + raw.got[KR_STREAM_CONTENT], 0);
+  assert_int_equal(kr_chain_held(&tf.cf, KR_STREAM_RAW, 0, 10, &m), 1);
+  assert_int_equal(m.n, 10);
+  assert_memory_equal(m.p, "5\r\nhello\r\n", 10);
+  assert_int_equal(kr_chain_held(&tf.cf, KR_STREAM_RAW, 10, 20, NULL), 1);
+  assert_int_equal(kr_chain_held(&tf.cf, KR_STREAM_RAW, 0, 100, NULL), 0);
+  assert_int_equal(kr_chain_held(&tf.cf, KR_STREAM_PAYLOAD, 0, 1, NULL), 0); /* not held */
+  kr_chain_resume(&tf.cf, 0);
+  assert_int_equal(tf.finalized, 1);
+  /* finalized: nobody holds anything any more */
+  assert_int_equal(kr_chain_held(&tf.cf, KR_STREAM_RAW, 0, 1, NULL), 0);
+  kr_chain_free(&c);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup(phase_order, setup),
@@ -496,6 +677,8 @@ int main(void) {
       cmocka_unit_test_setup(sync_resume_is_flat, setup),
       cmocka_unit_test_setup(streaming, setup),
       cmocka_unit_test_setup(finalize_once, setup),
+      cmocka_unit_test_setup(contexts, setup),
+      cmocka_unit_test_setup(stream_levels, setup),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
