@@ -111,6 +111,11 @@ $(B)/%.o: %.c
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -MMD -MP -c -o $@ $<
 
+# Unit tests may also reach the core's private headers (url_internal.h).
+$(B)/test/unit/%.o: test/unit/%.c
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -Isrc/core -MMD -MP -c -o $@ $<
+
 # `make src/core/url.o` builds into the build directory.
 src/%.o: $(B)/src/%.o ;
 
