@@ -599,6 +599,277 @@ static int64_t next_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t *c, k
   return wait;
 }
 
+/* One answered visit as on_fetch_done plays it, step by step. */
+typedef struct visit {
+  sfetch_t *fx;
+  kr_curi_t *c;
+  const wuri_t *u;
+  suri_t *s;
+  shost_t *sh;
+  const wev_t *ev;             /* the URI's events, NULL none */
+  int64_t now;
+  int64_t ti;                  /* the server answered then */
+  int64_t off;                 /* ti from the start */
+  kr_sim_metrics_t *ms[2];     /* all, and early while in the window */
+  int dead;
+  /* the content: a hub's links are part of it */
+  size_t nlinks;
+  uint64_t ver;
+  int64_t last_change;
+  /* the server's validators for this response */
+  char etag[ETAG_LEN + 1];
+  size_t etag_len;
+  int64_t lm;                  /* epoch s, 0 none */
+  /* the request the crawler makes and its answer */
+  int has_hist, has_val;
+  kr_vtrust_t trust;
+  kr_vtrust_mode_t mode;
+  int status;
+  uint64_t bytes;
+  kr_content_t st;
+  uint64_t digest;
+  int full;                    /* a whole body came (not a 304 or an abort) */
+} visit_t;
+
+/* The long crawl's events: the host refuses connections, or the URI is
+ * busy (sim.h "Events"). 1 when the visit ended so. */
+static int answer_event(run_t *r, visit_t *v) {
+  shost_t *sh = v->sh;
+  const wev_t *ev = v->ev;
+  kr_outcome_t oc;
+  memset(&oc, 0, sizeof oc);
+  if (host_in(r, sh, KR__SIM_H_OUTAGE, v->ti)) {
+    oc.kind = KR_OUTCOME_RETRY; /* as proc_post.c builds a connect failure */
+    oc.status = KR_ECONNREFUSED;
+    oc.host_error = 1;
+    r->res->ev.refused++;
+    slot_done(r, sh, v->c, v->now, 1);
+    v->s->in_flight = 0;
+    finish_plain(r, v->fx, &oc, NULL, 0);
+    return 1;
+  }
+  if (ev && v->off >= ev->busy_from && v->off < ev->busy_until) {
+    oc.kind = KR_OUTCOME_BACKOFF;
+    oc.status = ev->busy_status;
+    oc.bytes = 512;
+    /* Retry-After through the crawler's own parser */
+    char ra[64] = "";
+    if (ev->ra_kind == 1) snprintf(ra, sizeof ra, "%" PRId64, ev->ra_ms / 1000);
+    if (ev->ra_kind == 2) kr_validators_date_format((v->ti + ev->ra_ms) / 1000, ra);
+    uint64_t d;
+    if (ra[0] && kr_frontier_parse_retry_after(ra, strlen(ra), (uint64_t)v->now, &d) == 0)
+      oc.retry_after_ms = d;
+    r->res->ev.busy++;
+    slot_done(r, sh, v->c, v->now, 1);
+    v->s->in_flight = 0;
+    inv_answer(r, v->fx->uri, v->ti, 0, 0);
+    finish_plain(r, v->fx, &oc, NULL, 0);
+    return 1;
+  }
+  return 0;
+}
+
+/* A hub's list is part of its content: its ETag, Last-Modified and
+ * digest move when a page is born or unlinked. */
+static void hub_content(run_t *r, visit_t *v) {
+  const kr_sim_world_t *w = r->w;
+  shost_t *sh = v->sh;
+  v->nlinks = 0;
+  v->ver = v->s->version;
+  v->last_change = v->s->last_change;
+  if (v->dead || sh->hub != v->fx->uri + 1) return;
+  v->nlinks = hub_links(r, sh, v->u, v->ti);
+  v->ver += (uint64_t)v->nlinks << 32;
+  for (size_t k = 0; k < sh->nlinked; k++) {
+    const wev_t *le = &w->ev[sh->linked[k]];
+    if (le->born <= v->off) v->last_change = KR_MAX(v->last_change, r->t0 + le->born);
+    if (le->unlinked_at <= v->off)
+      v->last_change = KR_MAX(v->last_change, r->t0 + le->unlinked_at);
+  }
+}
+
+/* The server's validators for this response. */
+static void server_validators(run_t *r, visit_t *v) {
+  const wuri_t *u = v->u;
+  v->etag[0] = 0;
+  v->lm = 0;
+  switch (v->dead ? KR_SIM_VAL_MISSING : u->validators) {
+  case KR_SIM_VAL_CORRECT:
+    if (u->is_volatile) {
+      make_etag(v->etag,
+                kr__sim_mix64(u->fp ^ kr__sim_mix64((v->ver << 32) ^ v->s->responses)));
+    } else {
+      make_etag(v->etag, kr__sim_mix64(u->fp ^ kr__sim_mix64(v->ver + 1)));
+      v->lm = v->last_change / 1000;
+    }
+    break;
+  case KR_SIM_VAL_LYING:
+    make_etag(v->etag, kr__sim_mix64(u->fp));
+    v->lm = (r->t0 - YEAR_MS) / 1000;
+    break;
+  default:
+    break;
+  }
+  v->etag_len = strlen(v->etag);
+}
+
+/* The request: conditional when the host's validators are trusted. */
+static void request_status(visit_t *v) {
+  const kr_curi_t *c = v->c;
+  v->has_hist = c->visits > 0;
+  v->has_val = !v->dead && v->has_hist && (c->etag_len > 0 || c->last_modified > 0);
+  v->trust = *kr_frontier_host_vtrust(c->host);
+  v->mode = v->has_val ? kr_vtrust_mode(&v->trust, &v->sh->trust, c->fp, c->visits, v->ti)
+                       : KR_VTRUST_PROBATION;
+  int conditional = v->has_val && v->sh->conditional && v->mode == KR_VTRUST_USE;
+  v->status = v->dead ? v->ev->dead_status : 200;
+  if (conditional) {
+    /* RFC 9110 13.2.2: If-None-Match first, If-Modified-Since without it */
+    if (c->etag_len)
+      v->status = v->etag_len && c->etag_len == v->etag_len &&
+                          !memcmp(c->etag, v->etag, v->etag_len)
+                      ? 304
+                      : 200;
+    else
+      v->status = v->lm && v->lm <= c->last_modified ? 304 : 200;
+  }
+}
+
+/* The answer as the crawler's processors take it: a 304, a body the
+ * mid-fetch check aborts, or a whole body and its change digest. */
+static void receive(run_t *r, visit_t *v) {
+  const kr_curi_t *c = v->c;
+  const wuri_t *u = v->u;
+  shost_t *sh = v->sh;
+  const kr_sim_opts_t *o = r->o;
+  v->digest = 0;
+  v->full = 0;
+  if (v->status == 304) {
+    v->bytes = 0;
+    v->st = KR_CONTENT_UNCHANGED;
+    kr_vtrust_record(&v->trust, &sh->trust, 0, KR_CONTENT_UNKNOWN, v->ti);
+    for (int k = 0; k < 2; k++)
+      if (v->ms[k]) v->ms[k]->not_modified++;
+    return;
+  }
+  int predicted = 1;
+  if (v->has_val) {
+    char date[KR_HTTP_DATE_SIZE] = "";
+    if (v->lm) kr_validators_date_format(v->lm, date);
+    kr_val_result_t vr;
+    predicted = kr_validators_check(sh->scheme, sh->etag_mode, kr_slice(c->etag, c->etag_len),
+                                    kr_slice(v->etag, v->etag_len), c->last_modified,
+                                    kr_slice(date, strlen(date)), &vr);
+  }
+  if (v->has_val && sh->midfetch && v->mode == KR_VTRUST_USE && !predicted) {
+    v->bytes = KR_MIN(u->size, o->abort_bytes);
+    v->st = KR_CONTENT_UNCHANGED;
+    kr_vtrust_record(&v->trust, &sh->trust, 0, KR_CONTENT_UNKNOWN, v->ti);
+    for (int k = 0; k < 2; k++)
+      if (v->ms[k]) v->ms[k]->aborted++;
+    return;
+  }
+  v->full = 1;
+  v->bytes = v->dead ? 512 : u->size;
+  uint64_t salt = u->is_volatile && !o->strip ? v->s->responses : 0;
+  v->digest = v->dead ? kr__sim_mix64(u->fp ^ UINT64_C(0xdead) ^ v->ev->dead_status)
+                      : kr__sim_mix64(u->fp ^ kr__sim_mix64((v->ver << 32) + salt + 7));
+  if (!v->has_hist)
+    v->st = KR_CONTENT_CHANGED;
+  else
+    v->st = c->digest_len == 8 && !memcmp(c->digest, &v->digest, 8) ? KR_CONTENT_UNCHANGED
+                                                                   : KR_CONTENT_CHANGED;
+  if (v->has_val) kr_vtrust_record(&v->trust, &sh->trust, predicted, v->st, v->ti);
+}
+
+/* Scoring from the ground truth (a dead page's answer archives no
+ * version). */
+static void score(run_t *r, visit_t *v) {
+  suri_t *s = v->s;
+  int captured = 0;
+  if (v->full && !v->dead && s->cap_version != (int32_t)s->version) {
+    captured = 1;
+    if (s->acc_from == 0) {
+      r->res->uris_visited++;
+      r->res->first_visit_ms += (uint64_t)(v->ti - r->t0);
+    }
+    s->cap_version = (int32_t)s->version;
+    s->stale_at = s->next_change;
+    s->acc_from = v->ti;
+  }
+  int unchanged_visit = !v->dead && s->seen_version == (int32_t)s->version;
+  int lost = !v->dead && !v->full && s->cap_version != (int32_t)s->version;
+  s->seen_version = (int32_t)s->version;
+  for (int k = 0; k < 2; k++) {
+    kr_sim_metrics_t *m = v->ms[k];
+    if (!m) continue;
+    m->fetches++;
+    m->body_bytes += v->bytes;
+    /* the version live at the start is every policy's first download */
+    m->captured += (uint64_t)(captured && s->version > 0);
+    m->lost_by_validators += (uint64_t)lost;
+    if (unchanged_visit) {
+      m->unchanged_visits++;
+      m->unchanged_full_bytes += v->u->size;
+      m->unchanged_body_bytes += v->bytes;
+    }
+  }
+}
+
+/* The wait, the outcome, and the visit handed to the frontier. */
+static void finish_visit(run_t *r, visit_t *v) {
+  kr_curi_t *c = v->c;
+  suri_t *s = v->s;
+  shost_t *sh = v->sh;
+  int64_t now = v->now;
+  int64_t age_s = v->lm && v->ti / 1000 >= v->lm ? v->ti / 1000 - v->lm : -1;
+  uint8_t hist[KR_VHIST_BYTES];
+  size_t hist_len = 0;
+  /* every fetch takes one of the host's slots: the allocator's
+   * realised-rate feedback (estimate.h), as proc_wait.c does */
+  kr_alloc_host_fetched(&sh->alloc, now);
+  int64_t wait = next_wait(r, s, sh, c, v->st, now, age_s, v->lm != 0, hist, &hist_len);
+  s->last_wait = wait;
+  s->visits++;
+
+  inv_answer(r, v->fx->uri, v->ti, 1, wait > 0 ? wait : (int64_t)sh->fo.default_wait_ms);
+  uint64_t fetch_ms = (uint64_t)(now - v->ti);
+  slot_done(r, sh, c, now, 1);
+  s->in_flight = 0;
+
+  kr_outcome_t oc;
+  memset(&oc, 0, sizeof oc);
+  oc.kind = KR_OUTCOME_SUCCESS;
+  oc.status = v->status;
+  oc.fetch_ms = fetch_ms;
+  oc.bytes = v->bytes;
+  oc.wait_ms = wait > 0 ? (uint64_t)wait : 0;
+  oc.content = v->st == KR_CONTENT_CHANGED ? 1 : 0;
+  if (!v->has_hist) {
+    oc.content_type = r->w->types[v->u->ctype];
+    oc.content_type_len = strlen(oc.content_type);
+  }
+  if (v->full) {
+    oc.digest = (const uint8_t *)&v->digest;
+    oc.digest_len = 8;
+  }
+  if (v->etag_len) {
+    oc.etag = v->etag;
+    oc.etag_len = v->etag_len;
+  }
+  oc.last_modified = v->lm;
+  oc.history = hist;
+  oc.history_len = hist_len;
+  fetch_free(r, v->fx);
+  size_t nlinks = v->nlinks;
+  r->res->ev.links += nlinks;
+  int rc = kr_frontier_finished(r->f, c, &oc, nlinks ? r->links : NULL, nlinks, (uint64_t)now);
+  if (rc < 0) kr__sim_fail(r, rc, "recording a visit");
+}
+
+/* A simulated fetch completes: the server answers as of its issue time,
+ * the crawler's processors take the answer, the run scores it, and the
+ * frontier gets the outcome. */
 static void on_fetch_done(kr_wheel_entry_t *e) {
   sfetch_t *fx = container_of(e, sfetch_t, e);
   run_t *r = fx->run;
@@ -610,227 +881,34 @@ static void on_fetch_done(kr_wheel_entry_t *e) {
     decided_done(r, fx);
     return;
   }
-  kr_curi_t *c = fx->c;
-  const kr_sim_world_t *w = r->w;
-  const wuri_t *u = &w->u[fx->uri];
-  suri_t *s = suri(r, fx->uri);
-  shost_t *sh = r->hosts[s->host];
-  const kr_sim_opts_t *o = r->o;
-  int64_t now = (int64_t)kr_clock_now_ms(&r->clock);
-  int64_t ti = (int64_t)c->issued_at; /* the server answered then */
-  int early = ti < r->wend;
-  kr_sim_metrics_t *ms[2] = {&r->res->all, early ? &r->res->early : NULL};
+  visit_t v;
+  v.fx = fx;
+  v.c = fx->c;
+  v.u = &r->w->u[fx->uri];
+  v.s = suri(r, fx->uri);
+  v.sh = r->hosts[v.s->host];
+  v.now = (int64_t)kr_clock_now_ms(&r->clock);
+  v.ti = (int64_t)v.c->issued_at;
+  v.off = v.ti - r->t0;
+  v.ms[0] = &r->res->all;
+  v.ms[1] = v.ti < r->wend ? &r->res->early : NULL;
 
-  kr__sim_advance(w, u, s, r->t0, r->wend, ti);
-  kr__sim_integrate(r, s, ti);
+  kr__sim_advance(r->w, v.u, v.s, r->t0, r->wend, v.ti);
+  kr__sim_integrate(r, v.s, v.ti);
 
-  /* the long crawl's events: the host refuses connections, the URI is
-   * busy, or dead (sim.h "Events") */
-  const wev_t *ev = uri_ev(r, fx->uri);
-  int64_t off = ti - r->t0;
-  if (host_in(r, sh, KR__SIM_H_OUTAGE, ti)) {
-    kr_outcome_t oc;
-    memset(&oc, 0, sizeof oc);
-    oc.kind = KR_OUTCOME_RETRY; /* as proc_post.c builds a connect failure */
-    oc.status = KR_ECONNREFUSED;
-    oc.host_error = 1;
-    r->res->ev.refused++;
-    slot_done(r, sh, c, now, 1);
-    s->in_flight = 0;
-    finish_plain(r, fx, &oc, NULL, 0);
-    return;
-  }
-  if (ev && off >= ev->busy_from && off < ev->busy_until) {
-    kr_outcome_t oc;
-    memset(&oc, 0, sizeof oc);
-    oc.kind = KR_OUTCOME_BACKOFF;
-    oc.status = ev->busy_status;
-    oc.bytes = 512;
-    /* Retry-After through the crawler's own parser */
-    char ra[64] = "";
-    if (ev->ra_kind == 1) snprintf(ra, sizeof ra, "%" PRId64, ev->ra_ms / 1000);
-    if (ev->ra_kind == 2) kr_validators_date_format((ti + ev->ra_ms) / 1000, ra);
-    uint64_t d;
-    if (ra[0] && kr_frontier_parse_retry_after(ra, strlen(ra), (uint64_t)now, &d) == 0)
-      oc.retry_after_ms = d;
-    r->res->ev.busy++;
-    slot_done(r, sh, c, now, 1);
-    s->in_flight = 0;
-    inv_answer(r, fx->uri, ti, 0, 0);
-    finish_plain(r, fx, &oc, NULL, 0);
-    return;
-  }
-  int dead = ev && off >= ev->dead_at;
-  s->responses++;
-  /* a hub's list is part of its content: its ETag, Last-Modified and
-   * digest move when a page is born or unlinked */
-  size_t nlinks = 0;
-  uint64_t ver = s->version;
-  int64_t last_change = s->last_change;
-  if (!dead && sh->hub == fx->uri + 1) {
-    nlinks = hub_links(r, sh, u, ti);
-    ver += (uint64_t)nlinks << 32;
-    for (size_t k = 0; k < sh->nlinked; k++) {
-      const wev_t *le = &w->ev[sh->linked[k]];
-      if (le->born <= off) last_change = KR_MAX(last_change, r->t0 + le->born);
-      if (le->unlinked_at <= off) last_change = KR_MAX(last_change, r->t0 + le->unlinked_at);
-    }
-  }
-
-  /* the server's validators for this response */
-  char etag[ETAG_LEN + 1] = "";
-  int64_t lm = 0; /* epoch s, 0 none */
-  switch (dead ? KR_SIM_VAL_MISSING : u->validators) {
-  case KR_SIM_VAL_CORRECT:
-    if (u->is_volatile) {
-      make_etag(etag, kr__sim_mix64(u->fp ^ kr__sim_mix64((ver << 32) ^ s->responses)));
-    } else {
-      make_etag(etag, kr__sim_mix64(u->fp ^ kr__sim_mix64(ver + 1)));
-      lm = last_change / 1000;
-    }
-    break;
-  case KR_SIM_VAL_LYING:
-    make_etag(etag, kr__sim_mix64(u->fp));
-    lm = (r->t0 - YEAR_MS) / 1000;
-    break;
-  default:
-    break;
-  }
-  size_t etag_len = strlen(etag);
-  int has_hist = c->visits > 0;
-  int has_val = !dead && has_hist && (c->etag_len > 0 || c->last_modified > 0);
-  kr_vtrust_t trust = *kr_frontier_host_vtrust(c->host);
-  kr_vtrust_mode_t mode = has_val ? kr_vtrust_mode(&trust, &sh->trust, c->fp, c->visits, ti)
-                                  : KR_VTRUST_PROBATION;
-  int conditional = has_val && sh->conditional && mode == KR_VTRUST_USE;
-  int status = dead ? ev->dead_status : 200;
-  if (conditional) {
-    /* RFC 9110 13.2.2: If-None-Match first, If-Modified-Since without it */
-    if (c->etag_len)
-      status = etag_len && c->etag_len == etag_len && !memcmp(c->etag, etag, etag_len) ? 304 : 200;
-    else
-      status = lm && lm <= c->last_modified ? 304 : 200;
-  }
-
-  uint64_t bytes;
-  kr_content_t st;
-  uint64_t digest = 0;
-  int full = 0;
-  if (status == 304) {
-    bytes = 0;
-    st = KR_CONTENT_UNCHANGED;
-    kr_vtrust_record(&trust, &sh->trust, 0, KR_CONTENT_UNKNOWN, ti);
-    for (int k = 0; k < 2; k++)
-      if (ms[k]) ms[k]->not_modified++;
-  } else {
-    int predicted = 1;
-    if (has_val) {
-      char date[KR_HTTP_DATE_SIZE] = "";
-      if (lm) kr_validators_date_format(lm, date);
-      kr_val_result_t vr;
-      predicted = kr_validators_check(sh->scheme, sh->etag_mode, kr_slice(c->etag, c->etag_len),
-                                      kr_slice(etag, etag_len), c->last_modified,
-                                      kr_slice(date, strlen(date)), &vr);
-    }
-    if (has_val && sh->midfetch && mode == KR_VTRUST_USE && !predicted) {
-      bytes = KR_MIN(u->size, o->abort_bytes);
-      st = KR_CONTENT_UNCHANGED;
-      kr_vtrust_record(&trust, &sh->trust, 0, KR_CONTENT_UNKNOWN, ti);
-      for (int k = 0; k < 2; k++)
-        if (ms[k]) ms[k]->aborted++;
-    } else {
-      full = 1;
-      bytes = dead ? 512 : u->size;
-      uint64_t salt = u->is_volatile && !o->strip ? s->responses : 0;
-      digest = dead ? kr__sim_mix64(u->fp ^ UINT64_C(0xdead) ^ ev->dead_status)
-                    : kr__sim_mix64(u->fp ^ kr__sim_mix64((ver << 32) + salt + 7));
-      if (!has_hist)
-        st = KR_CONTENT_CHANGED;
-      else
-        st = c->digest_len == 8 && !memcmp(c->digest, &digest, 8) ? KR_CONTENT_UNCHANGED
-                                                                   : KR_CONTENT_CHANGED;
-      if (has_val) kr_vtrust_record(&trust, &sh->trust, predicted, st, ti);
-    }
-  }
-
-  if (dead) r->res->ev.dead++;
-  if (!full) nlinks = 0; /* a 304 or an abort: no body, no links */
-
-  /* scoring (a dead page's answer archives no version) */
-  int captured = 0;
-  if (full && !dead && s->cap_version != (int32_t)s->version) {
-    captured = 1;
-    if (s->acc_from == 0) {
-      r->res->uris_visited++;
-      r->res->first_visit_ms += (uint64_t)(ti - r->t0);
-    }
-    s->cap_version = (int32_t)s->version;
-    s->stale_at = s->next_change;
-    s->acc_from = ti;
-  }
-  int unchanged_visit = !dead && s->seen_version == (int32_t)s->version;
-  int lost = !dead && !full && s->cap_version != (int32_t)s->version;
-  s->seen_version = (int32_t)s->version;
-  for (int k = 0; k < 2; k++) {
-    kr_sim_metrics_t *m = ms[k];
-    if (!m) continue;
-    m->fetches++;
-    m->body_bytes += bytes;
-    /* the version live at the start is every policy's first download */
-    m->captured += (uint64_t)(captured && s->version > 0);
-    m->lost_by_validators += (uint64_t)lost;
-    if (unchanged_visit) {
-      m->unchanged_visits++;
-      m->unchanged_full_bytes += u->size;
-      m->unchanged_body_bytes += bytes;
-    }
-  }
-
-  if (has_val) kr_frontier_host_set_vtrust(r->f, c->host, &trust);
-
-  /* the wait */
-  int64_t age_s = lm && ti / 1000 >= lm ? ti / 1000 - lm : -1;
-  uint8_t hist[KR_VHIST_BYTES];
-  size_t hist_len = 0;
-  /* every fetch takes one of the host's slots: the allocator's
-   * realised-rate feedback (estimate.h), as proc_wait.c does */
-  kr_alloc_host_fetched(&sh->alloc, now);
-  int64_t wait = next_wait(r, s, sh, c, st, now, age_s, lm != 0, hist, &hist_len);
-  s->last_wait = wait;
-  s->visits++;
-
-  inv_answer(r, fx->uri, ti, 1, wait > 0 ? wait : (int64_t)sh->fo.default_wait_ms);
-  uint64_t fetch_ms = (uint64_t)(now - ti);
-  slot_done(r, sh, c, now, 1);
-  s->in_flight = 0;
-
-  kr_outcome_t oc;
-  memset(&oc, 0, sizeof oc);
-  oc.kind = KR_OUTCOME_SUCCESS;
-  oc.status = status;
-  oc.fetch_ms = fetch_ms;
-  oc.bytes = bytes;
-  oc.wait_ms = wait > 0 ? (uint64_t)wait : 0;
-  oc.content = st == KR_CONTENT_CHANGED ? 1 : 0;
-  if (!has_hist) {
-    oc.content_type = w->types[u->ctype];
-    oc.content_type_len = strlen(oc.content_type);
-  }
-  if (full) {
-    oc.digest = (const uint8_t *)&digest;
-    oc.digest_len = 8;
-  }
-  if (etag_len) {
-    oc.etag = etag;
-    oc.etag_len = etag_len;
-  }
-  oc.last_modified = lm;
-  oc.history = hist;
-  oc.history_len = hist_len;
-  fetch_free(r, fx);
-  r->res->ev.links += nlinks;
-  int rc = kr_frontier_finished(r->f, c, &oc, nlinks ? r->links : NULL, nlinks, (uint64_t)now);
-  if (rc < 0) kr__sim_fail(r, rc, "recording a visit");
+  v.ev = uri_ev(r, fx->uri);
+  if (answer_event(r, &v)) return;
+  v.dead = v.ev && v.off >= v.ev->dead_at;
+  v.s->responses++;
+  hub_content(r, &v);
+  server_validators(r, &v);
+  request_status(&v);
+  receive(r, &v);
+  if (v.dead) r->res->ev.dead++;
+  if (!v.full) v.nlinks = 0; /* a 304 or an abort: no body, no links */
+  score(r, &v);
+  if (v.has_val) kr_frontier_host_set_vtrust(r->f, v.c->host, &v.trust);
+  finish_visit(r, &v);
   pull(r);
 }
 
