@@ -93,7 +93,7 @@ static int parse_override(const char *s, size_t n, override_t *ov) {
 
 /* Entries separated by ';' or blanks → overrides; KR_ECONFIG on bad
  * syntax. */
-int kr__http_parse_overrides(const char *spec, override_t **out, size_t *nout) {
+static int parse_overrides(const char *spec, override_t **out, size_t *nout) {
   *out = NULL;
   *nout = 0;
   if (!spec) return 0;
@@ -136,7 +136,7 @@ int kr_http_client_new(uv_loop_t *loop, kr_clock_t *clock, kr_dns_t *dns,
   c->clock = clock;
   c->dns = dns;
   c->opts = *opts;
-  if (kr__http_parse_overrides(opts->resolve, &c->ov, &c->nov)) {
+  if (parse_overrides(opts->resolve, &c->ov, &c->nov)) {
     free(c);
     return KR_ECONFIG;
   }

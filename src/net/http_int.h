@@ -131,7 +131,6 @@ struct kr_http_client {
 
 /* http_client.c: options and address overrides, the client. */
 int kr__http_parse_ip(const char *s, size_t n, struct sockaddr_storage *out);
-int kr__http_parse_overrides(const char *spec, override_t **out, size_t *nout);
 void kr__http_maybe_free_client(kr_http_client_t *c);
 
 /* http_pool.c: the keep-alive pool. */

@@ -4,13 +4,13 @@
  * id), the ready list fed by the timer wheel, the seen filter in front of
  * every insert, the URIs in flight, statistics and limits; the rules of
  * one host queue live in hostq.c. Every change to a host goes through
- * kr__frontier_rearm(), which derives its ready time and puts it on the wheel, on the
- * ready list, or nowhere. Sections here: options, host table, dispatch
- * (wheel, ready list), queue keys, adding, issuing, completing, writes
- * held back during a drain. Opening, recovery and closing are in
- * frontier_open.c; prerequisites, the hosts API, reports and validation
- * in frontier_hosts.c; the Retry-After parser in frontier_retry_after.c;
- * frontier_int.h is what they share.
+ * kr__frontier_rearm(), which derives its ready time and puts it on the
+ * wheel, on the ready list, or nowhere. Sections here: options, host
+ * table, dispatch (wheel, ready list), a host's heads, queue keys, adding,
+ * issuing, completing, writes held back during a drain. Opening, recovery
+ * and closing are in frontier_open.c; prerequisites, the hosts API,
+ * reports and validation in frontier_hosts.c; the Retry-After parser in
+ * frontier_retry_after.c; frontier_int.h is what they share.
  */
 #include "frontier.h"
 
@@ -283,7 +283,7 @@ void kr__frontier_rekey_rearm(kr_frontier_t *f, uint64_t now) {
     if (f->hosts[i]->rekey_url) kr__frontier_rearm(f, f->hosts[i], now);
 }
 
-/* ---- opening and recovery ------------------------------------------------------ */
+/* ---- a host's heads ------------------------------------------------------------ */
 
 /* Refill h's heads from its index. URIs in flight are skipped (their rows
  * keep the key they were issued with until they finish), and so are rows

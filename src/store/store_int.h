@@ -156,11 +156,9 @@ const struct dwrite *kr__store_dw_find(const kr_store_t *st, int stmt, int k, dv
                                        int oldest);
 int kr__store_wal_hook(void *ud, sqlite3 *db, const char *name, int frames);
 void kr__store_wal_leftover(kr_store_t *st);
-void kr__store_wal_hold_update(kr_store_t *st);
 int kr__store_run_quick_check(sqlite3 *db, char *out, size_t outlen);
 void kr__store_ckpt_work(uv_work_t *req);
 void kr__store_ckpt_after(uv_work_t *req, int status);
-void kr__store_ckpt_start(kr_store_t *st);
 
 /* kr_store_uri_get leaves its statement on the row so the caller can read
  * the column memory; every later call resets it first, which also ends

@@ -3,7 +3,9 @@
  * lazily opened transaction that kr_store_maybe_commit()/kr_store_commit()
  * end, the writes kept while a checkpoint drains the WAL, and the
  * checkpoints themselves, run on a second connection as uv_queue_work
- * jobs. Sections: transactions, writes kept during a drain, checkpoints.
+ * jobs (the helpers every write takes inline, write_begin and step_done,
+ * are in store_int.h). Sections: writes kept during a drain and the
+ * commit, checkpoints.
  */
 #include "store.h"
 
@@ -26,7 +28,8 @@
 #include "store_int.h"
 #include "turnprof.h"
 
-/* ---- transactions ---------------------------------------------------------- */
+static void wal_hold_update(kr_store_t *st);
+static void ckpt_start(kr_store_t *st);
 
 /* ---- writes kept during a drain ------------------------------------------- */
 
@@ -271,7 +274,7 @@ int kr__store_wal_hook(void *ud, sqlite3 *db, const char *name, int frames) {
     st->stats.restarts++;
   }
   st->last_frames = (uint64_t)frames;
-  kr__store_wal_hold_update(st);
+  wal_hold_update(st);
   return SQLITE_OK;
 }
 
@@ -279,7 +282,7 @@ int kr__store_wal_hook(void *ud, sqlite3 *db, const char *name, int frames) {
  * It ends once the WAL restarted below wal_checkpoint_bytes or a
  * checkpoint has copied every frame (the next transaction restarts it;
  * with fetches held there may be none for a while). */
-void kr__store_wal_hold_update(kr_store_t *st) {
+static void wal_hold_update(kr_store_t *st) {
   uint64_t ps = (uint64_t)st->page_size;
   uint64_t frames = st->stats.wal_frames;
   if (!st->stats.wal_held) {
@@ -314,7 +317,7 @@ void kr__store_wal_leftover(kr_store_t *st) {
   uint64_t frame = (uint64_t)st->page_size + 24; /* frame header + page */
   if (stat(wal, &sb) == 0 && (uint64_t)sb.st_size > 32 + frame) {
     st->stats.wal_frames = ((uint64_t)sb.st_size - 32) / frame;
-    kr__store_wal_hold_update(st);
+    wal_hold_update(st);
   }
   free(wal);
 }
@@ -384,7 +387,7 @@ static void ckpt_note(kr_store_t *st, int rc, int log, int ckpt) {
    * commits since then only made it larger, which their hook reported). */
   if ((uint64_t)log > st->stats.wal_frames || !st->stats.commits)
     st->stats.wal_frames = (uint64_t)log;
-  kr__store_wal_hold_update(st);
+  wal_hold_update(st);
 }
 
 /* Passes one drain may run (each must copy more than the one before). */
@@ -415,7 +418,7 @@ void kr__store_ckpt_after(uv_work_t *req, int status) {
      * no WAL restart. While passes still copy more, run another. */
     if (st->draining && status == 0 && job->rc == SQLITE_OK && job->ckpt < job->log &&
         st->ckpt_done_frames > done_before && ++st->drain_passes < DRAIN_PASSES_MAX) {
-      kr__store_ckpt_start(st);
+      ckpt_start(st);
       if (st->job) {
         free(job);
         return;
@@ -426,7 +429,7 @@ void kr__store_ckpt_after(uv_work_t *req, int status) {
   free(job);
 }
 
-void kr__store_ckpt_start(kr_store_t *st) {
+static void ckpt_start(kr_store_t *st) {
   if (!st->opts.loop) {
     kr_store_checkpoint(st);
     return;
@@ -489,14 +492,14 @@ static void checkpoint_maybe(kr_store_t *st, uint64_t now) {
       st->drain_passes = 0;
       st->drain_started_us = kr__store_mono_us();
       st->stats.drains++;
-      kr__store_ckpt_start(st); /* inline without a loop: the drain ends at once */
+      ckpt_start(st); /* inline without a loop: the drain ends at once */
       if (!st->job) drain_end(st);
     } else {
-      kr__store_ckpt_start(st);
+      ckpt_start(st);
     }
     return;
   }
-  if (pending && now >= st->last_commit_at + st->opts.idle_checkpoint_ms) kr__store_ckpt_start(st);
+  if (pending && now >= st->last_commit_at + st->opts.idle_checkpoint_ms) ckpt_start(st);
 }
 
 int kr_store_writable(const kr_store_t *st) {
