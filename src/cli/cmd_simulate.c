@@ -614,19 +614,31 @@ static void print_json(const kr_sim_world_t *w, const kr_sim_opts_t *o, const ch
 
 /* ---- the command ----------------------------------------------------------- */
 
-int kr_cmd_simulate(int argc, char **argv) {
+/* What the command line asks for. */
+typedef struct args {
   kr_sim_synth_t syn;
-  kr_sim_synth_default(&syn);
   kr_sim_opts_t o;
-  kr_sim_opts_default(&o);
-  const char *trace = NULL, *cfg_file = NULL, *policies = "fixed,multiplicative,poisson";
+  const char *trace, *cfg_file, *policies;
   const char *overrides[MAX_OVERRIDES];
-  size_t noverrides = 0;
-  int json = 0, verbose = 0, jobs_par = 1, synth_given = 0, check = 0;
-  const char *event_args[MAX_EVENT_ARGS], *events_file = NULL;
-  size_t nevent_args = 0;
-  uint64_t fixed_passes = 2;
-  int64_t fixed_ms = 0;
+  size_t noverrides;
+  int json, verbose, jobs_par, synth_given, check;
+  const char *event_args[MAX_EVENT_ARGS], *events_file;
+  size_t nevent_args;
+  uint64_t fixed_passes;
+  int64_t fixed_ms;
+  int want[KR_SIM_POLICIES]; /* the policies selected */
+} args_t;
+
+/* Read the options into args. -1 to go on, else the exit status (0 after
+ * --help, 64 for a usage error). */
+static int parse_args(args_t *args, int argc, char **argv) {
+  kr_sim_synth_t *syn = &args->syn;
+  kr_sim_opts_t *o = &args->o;
+  kr_sim_synth_default(syn);
+  kr_sim_opts_default(o);
+  args->policies = "fixed,multiplicative,poisson";
+  args->jobs_par = 1;
+  args->fixed_passes = 2;
 
 #define NEED_ARG()                                                       \
   do {                                                                   \
@@ -650,128 +662,128 @@ int kr_cmd_simulate(int argc, char **argv) {
       fputs(usage_text, stdout);
       return 0;
     } else if (!strcmp(a, "--json")) {
-      json = 1;
+      args->json = 1;
     } else if (!strcmp(a, "-v")) {
-      verbose++;
+      args->verbose++;
     } else if (!strcmp(a, "--no-conditional")) {
-      o.conditional = 0;
+      o->conditional = 0;
     } else if (!strcmp(a, "--no-strip")) {
-      o.strip = 0;
+      o->strip = 0;
     } else if (!strcmp(a, "--no-midfetch")) {
-      o.midfetch = 0;
+      o->midfetch = 0;
     } else if (!strcmp(a, "--check")) {
-      check = 1;
+      args->check = 1;
     } else if (!strcmp(a, "--event")) {
       NEED_ARG();
-      if (nevent_args == MAX_EVENT_ARGS) BAD("too many --event (use --events FILE)");
-      event_args[nevent_args++] = v;
+      if (args->nevent_args == MAX_EVENT_ARGS) BAD("too many --event (use --events FILE)");
+      args->event_args[args->nevent_args++] = v;
     } else if (!strcmp(a, "--events")) {
       NEED_ARG();
-      events_file = v;
+      args->events_file = v;
     } else if (!strcmp(a, "--sketch-prior")) {
-      o.sketch_prior = 1;
+      o->sketch_prior = 1;
     } else if (!strcmp(a, "--trace")) {
       NEED_ARG();
-      trace = v;
+      args->trace = v;
     } else if (!strcmp(a, "--urls")) {
       NEED_ARG();
-      if (parse_u64(v, 1, KR_SIM_MAX_URIS, &syn.urls)) BAD("1..10000000");
-      synth_given = 1;
+      if (parse_u64(v, 1, KR_SIM_MAX_URIS, &syn->urls)) BAD("1..10000000");
+      args->synth_given = 1;
     } else if (!strcmp(a, "--hosts")) {
       NEED_ARG();
-      if (parse_u64(v, 1, KR_SIM_MAX_URIS, &syn.hosts)) BAD("1..10000000");
-      synth_given = 1;
+      if (parse_u64(v, 1, KR_SIM_MAX_URIS, &syn->hosts)) BAD("1..10000000");
+      args->synth_given = 1;
     } else if (!strcmp(a, "--mix")) {
       NEED_ARG();
       char e[256];
-      if (kr_sim_mix_parse(v, &syn.mix, e, sizeof e)) {
+      if (kr_sim_mix_parse(v, &syn->mix, e, sizeof e)) {
         kr_cli_error(0, "--mix: %s", e);
         return 64;
       }
-      synth_given = 1;
+      args->synth_given = 1;
     } else if (!strcmp(a, "--volatile")) {
       NEED_ARG();
-      if (parse_double(v, 0, 1, &syn.volatile_share)) BAD("a share within 0..1");
-      synth_given = 1;
+      if (parse_double(v, 0, 1, &syn->volatile_share)) BAD("a share within 0..1");
+      args->synth_given = 1;
     } else if (!strcmp(a, "--validators")) {
       NEED_ARG();
-      if (parse_validators(v, syn.share)) BAD("correct=A,missing=B,lying=C, shares >= 0");
-      synth_given = 1;
+      if (parse_validators(v, syn->share)) BAD("correct=A,missing=B,lying=C, shares >= 0");
+      args->synth_given = 1;
     } else if (!strcmp(a, "--size")) {
       NEED_ARG();
       if (kr_config_parse_size(v, strlen(v), &u) || u == 0 || u > (UINT64_C(1) << 30))
         BAD("a size within 1..1GiB");
-      syn.size = u;
-      synth_given = 1;
+      syn->size = u;
+      args->synth_given = 1;
     } else if (!strcmp(a, "--content-type")) {
       NEED_ARG();
       if (!*v || strlen(v) > 200 || !strchr(v, '/')) BAD("type/subtype");
-      syn.content_type = v;
-      synth_given = 1;
+      syn->content_type = v;
+      args->synth_given = 1;
     } else if (!strcmp(a, "--seed")) {
       NEED_ARG();
       if (parse_u64(v, 0, UINT64_MAX, &u)) BAD("an unsigned integer");
-      syn.seed = o.seed = u;
+      syn->seed = o->seed = u;
     } else if (!strcmp(a, "--days")) {
       NEED_ARG();
-      if (parse_days(v, &o.duration_ms)) BAD("days within (0, 3650]");
+      if (parse_days(v, &o->duration_ms)) BAD("days within (0, 3650]");
     } else if (!strcmp(a, "--window-days")) {
       NEED_ARG();
-      if (parse_days(v, &o.window_ms)) BAD("days within (0, 3650]");
+      if (parse_days(v, &o->window_ms)) BAD("days within (0, 3650]");
     } else if (!strcmp(a, "--policy")) {
       NEED_ARG();
-      policies = v;
+      args->policies = v;
     } else if (!strcmp(a, "--fixed-interval")) {
       NEED_ARG();
-      if (kr_config_parse_duration(v, strlen(v), &fixed_ms) || fixed_ms < 1000)
+      if (kr_config_parse_duration(v, strlen(v), &args->fixed_ms) || args->fixed_ms < 1000)
         BAD("a duration of at least 1s");
     } else if (!strcmp(a, "--fixed-passes")) {
       NEED_ARG();
-      if (parse_u64(v, 1, 10, &fixed_passes)) BAD("1..10");
+      if (parse_u64(v, 1, 10, &args->fixed_passes)) BAD("1..10");
     } else if (!strcmp(a, "-c")) {
       NEED_ARG();
-      cfg_file = v;
+      args->cfg_file = v;
     } else if (!strcmp(a, "-o")) {
       NEED_ARG();
-      if (noverrides == MAX_OVERRIDES) BAD("too many -o");
-      overrides[noverrides++] = v;
+      if (args->noverrides == MAX_OVERRIDES) BAD("too many -o");
+      args->overrides[args->noverrides++] = v;
     } else if (!strcmp(a, "--delay")) {
       NEED_ARG();
-      if (kr_config_parse_duration(v, strlen(v), &o.delay_ms) || o.delay_ms > 86400000)
+      if (kr_config_parse_duration(v, strlen(v), &o->delay_ms) || o->delay_ms > 86400000)
         BAD("a duration within 0..1d");
     } else if (!strcmp(a, "--valence")) {
       NEED_ARG();
       if (parse_u64(v, 1, 64, &u)) BAD("1..64");
-      o.valence = (int)u;
+      o->valence = (int)u;
     } else if (!strcmp(a, "--fetch-time")) {
       NEED_ARG();
-      if (kr_config_parse_duration(v, strlen(v), &o.fetch_ms) || o.fetch_ms < 1 ||
-          o.fetch_ms > 60000)
+      if (kr_config_parse_duration(v, strlen(v), &o->fetch_ms) || o->fetch_ms < 1 ||
+          o->fetch_ms > 60000)
         BAD("a duration within 1ms..60s");
     } else if (!strcmp(a, "--fetch-sigma")) {
       NEED_ARG();
-      if (parse_double(v, 0, 3, &o.fetch_sigma)) BAD("0..3");
+      if (parse_double(v, 0, 3, &o->fetch_sigma)) BAD("0..3");
     } else if (!strcmp(a, "--utilisation")) {
       NEED_ARG();
       if (parse_double(v, 0, 1, &d) || !(d > 0)) BAD("within (0, 1]");
-      o.utilisation = d;
+      o->utilisation = d;
     } else if (!strcmp(a, "--scheme")) {
       NEED_ARG();
-      if (kr_validators_scheme_parse(v, strlen(v), &o.scheme)) BAD("1-4, timestamp, etag, both, either");
+      if (kr_validators_scheme_parse(v, strlen(v), &o->scheme)) BAD("1-4, timestamp, etag, both, either");
     } else if (!strcmp(a, "--sample-rate")) {
       NEED_ARG();
-      if (parse_double(v, 0, 1, &o.sample_rate)) BAD("a share within 0..1");
+      if (parse_double(v, 0, 1, &o->sample_rate)) BAD("a share within 0..1");
     } else if (!strcmp(a, "--abort-bytes")) {
       NEED_ARG();
-      if (kr_config_parse_size(v, strlen(v), &o.abort_bytes) || o.abort_bytes > (UINT64_C(1) << 30))
+      if (kr_config_parse_size(v, strlen(v), &o->abort_bytes) || o->abort_bytes > (UINT64_C(1) << 30))
         BAD("a size within 0..1GiB");
     } else if (!strcmp(a, "--state-dir")) {
       NEED_ARG();
-      o.state_parent = v;
+      o->state_parent = v;
     } else if (!strcmp(a, "--jobs")) {
       NEED_ARG();
       if (parse_u64(v, 1, 16, &u)) BAD("1..16");
-      jobs_par = (int)u;
+      args->jobs_par = (int)u;
     } else {
       kr_cli_error(0, "unknown option '%s' (see 'kria simulate --help')", a);
       return 64;
@@ -779,14 +791,17 @@ int kr_cmd_simulate(int argc, char **argv) {
   }
 #undef NEED_ARG
 #undef BAD
-  if (trace && synth_given) {
+  if (args->trace && args->synth_given) {
     kr_cli_error(0, "--trace excludes the synthetic world's options (--urls, --hosts, --mix, ...)");
     return 64;
   }
+  return -1;
+}
 
-  /* policies */
-  int want[KR_SIM_POLICIES] = {0};
-  for (const char *p = policies; *p;) {
+/* --policy into args->want. 0, or 64 for a usage error. */
+static int parse_policies(args_t *args) {
+  int *want = args->want;
+  for (const char *p = args->policies; *p;) {
     const char *e = strchr(p, ',');
     size_t n = e ? (size_t)(e - p) : strlen(p);
     kr_sim_policy_t pol;
@@ -803,19 +818,21 @@ int kr_cmd_simulate(int argc, char **argv) {
     kr_cli_error(0, "--policy: no policy given");
     return 64;
   }
-  if (want[KR_SIM_FIXED] && !fixed_ms && !want[KR_SIM_MULTIPLICATIVE] && !want[KR_SIM_POISSON] &&
+  if (want[KR_SIM_FIXED] && !args->fixed_ms && !want[KR_SIM_MULTIPLICATIVE] && !want[KR_SIM_POISSON] &&
       !want[KR_SIM_ORACLE]) {
     kr_cli_error(0, "fixed alone needs --fixed-interval (or an adaptive policy to match)");
     return 64;
   }
 
-  kr_log_level = verbose >= 2 ? KR_LOG_INFO : verbose ? KR_LOG_NOTICE : KR_LOG_WARN;
+  return 0;
+}
 
-  /* config */
+/* The configuration of -c and -o. 0, or 2 after reporting what it refused. */
+static int load_config(const args_t *args, kr_config_t **out) {
   kr_config_t *cfg = kr_config_new();
   int rc = 0;
-  if (cfg_file) rc = kr_config_load_file(cfg, cfg_file);
-  for (size_t i = 0; !rc && i < noverrides; i++) rc = kr_config_set(cfg, overrides[i]);
+  if (args->cfg_file) rc = kr_config_load_file(cfg, args->cfg_file);
+  for (size_t i = 0; !rc && i < args->noverrides; i++) rc = kr_config_set(cfg, args->overrides[i]);
   if (!rc) rc = kr_config_finish(cfg);
   if (rc) {
     size_t ne = kr_config_error_count(cfg);
@@ -824,43 +841,88 @@ int kr_cmd_simulate(int argc, char **argv) {
     kr_config_free(cfg);
     return 2;
   }
-  o.cfg = cfg;
+  *out = cfg;
+  return 0;
+}
 
-  /* world */
+/* The world, from the trace or synthetic, and its events. 0, or the exit
+ * status after reporting. */
+static int load_world(const args_t *args, kr_sim_world_t **out) {
   kr_sim_world_t *w = NULL;
   char err[1024] = "";
-  if (trace)
-    rc = kr_sim_world_trace_file(trace, o.seed, &w, err, sizeof err);
+  int rc;
+  if (args->trace)
+    rc = kr_sim_world_trace_file(args->trace, args->o.seed, &w, err, sizeof err);
   else
-    rc = kr_sim_world_synthetic(&syn, &w, err, sizeof err);
+    rc = kr_sim_world_synthetic(&args->syn, &w, err, sizeof err);
   if (rc) {
     kr_cli_error(rc, "%s", err);
-    kr_config_free(cfg);
-    return trace ? 2 : 64;
+    return args->trace ? 2 : 64;
   }
   /* events: a bad one is a usage error, an unreadable file an error */
   int ev_rc = 0;
-  if (events_file) {
-    int e = kr_sim_world_events_file(w, events_file, o.duration_ms, err, sizeof err);
+  if (args->events_file) {
+    int e = kr_sim_world_events_file(w, args->events_file, args->o.duration_ms, err, sizeof err);
     ev_rc = e == KR_EIO ? 2 : e ? 64 : 0;
   }
-  for (size_t i = 0; !ev_rc && i < nevent_args; i++) {
+  for (size_t i = 0; !ev_rc && i < args->nevent_args; i++) {
     char msg[512];
-    if (kr_sim_world_event(w, event_args[i], strlen(event_args[i]), o.duration_ms, msg, sizeof msg)) {
-      snprintf(err, sizeof err, "--event '%.200s': %s", event_args[i], msg);
+    const char *ea = args->event_args[i];
+    if (kr_sim_world_event(w, ea, strlen(ea), args->o.duration_ms, msg, sizeof msg)) {
+      snprintf(err, sizeof err, "--event '%.200s': %s", ea, msg);
       ev_rc = 64;
     }
   }
   if (ev_rc) {
     kr_cli_error(ev_rc == 2 ? KR_EIO : KR_EINVAL, "%s", err);
     kr_sim_world_free(w);
-    kr_config_free(cfg);
     return ev_rc;
   }
-  o.invariants = check;
+  *out = w;
+  return 0;
+}
 
-  /* adaptive policies first, then fixed against the reference */
-  job_t *jobs[KR_SIM_POLICIES * 2];
+/* Fixed with the interval that spends the reference run's fetches, run
+ * again with a corrected interval while its count is more than 1 % off.
+ * 0 or the error of a run. */
+static int run_fixed_matched(const kr_sim_world_t *w, const kr_sim_opts_t *o, const args_t *args,
+                             job_t **adaptive, size_t na, const split_t *sp, job_t **out) {
+  const kr_sim_result_t *ref = NULL;
+  for (size_t i = 0; i < na; i++)
+    if (adaptive[i]->policy == KR_SIM_POISSON) ref = &adaptive[i]->res;
+  if (!ref) ref = &adaptive[0]->res;
+  job_t *fixed = kr_xcalloc(1, sizeof *fixed);
+  *out = fixed;
+  fixed->policy = KR_SIM_FIXED;
+  fixed->fixed_ms = kr_sim_fixed_interval(ref, kr_sim_world_count(w), o->duration_ms);
+  double target = (double)ref->all.fetches, n = (double)kr_sim_world_count(w);
+  int rc = 0;
+  for (uint64_t pass = 0; pass < args->fixed_passes && !rc; pass++) {
+    run_jobs(w, o, &fixed, 1, sp);
+    rc = fixed->rc;
+    if (rc) {
+      kr_cli_error(rc, "fixed run: %s", fixed->err);
+      break;
+    }
+    double got = (double)fixed->res.all.fetches;
+    if (fabs(got - target) <= 0.01 * target || !(got > n) || !(target > n)) break;
+    if (pass + 1 < args->fixed_passes) {
+      /* visits beyond the first go as 1 / interval */
+      double ms = (double)fixed->fixed_ms * (got - n) / (target - n);
+      fixed->fixed_ms = ms < 1000 ? 1000 : (int64_t)ms;
+    }
+  }
+  return rc;
+}
+
+/* Every selected policy over w: the adaptive ones (and fixed with its own
+ * interval) first, then fixed against the reference. jobs gets them in
+ * print order (fixed, multiplicative, poisson, oracle), *nj their number.
+ * 0 or the error of a run. */
+static int run_policies(const kr_sim_world_t *w, const kr_sim_opts_t *o, const args_t *args,
+                        const split_t *sp, job_t **jobs, size_t *nj_out) {
+  const int *want = args->want;
+  int rc = 0;
   size_t nj = 0;
   job_t *adaptive[KR_SIM_POLICIES];
   size_t na = 0;
@@ -871,52 +933,22 @@ int kr_cmd_simulate(int argc, char **argv) {
       adaptive[na++] = j;
     }
   job_t *fixed = NULL;
-  if (want[KR_SIM_FIXED] && fixed_ms) {
+  if (want[KR_SIM_FIXED] && args->fixed_ms) {
     fixed = kr_xcalloc(1, sizeof *fixed);
     fixed->policy = KR_SIM_FIXED;
-    fixed->fixed_ms = fixed_ms;
+    fixed->fixed_ms = args->fixed_ms;
     adaptive[na++] = fixed; /* independent: run with the others */
   }
-  split_t sp = {.par = jobs_par, .nshards = 1, .shard_of = NULL};
-  uint32_t *shard_of = NULL;
-  if (jobs_par > 1) {
-    shard_of = kr_xcalloc(kr_sim_world_count(w) ? kr_sim_world_count(w) : 1, sizeof *shard_of);
-    sp.nshards = kr_sim_shard_plan(w, (uint32_t)jobs_par, shard_of);
-    sp.shard_of = shard_of;
-  }
-  run_jobs(w, &o, adaptive, na, &sp);
+  run_jobs(w, o, adaptive, na, sp);
   for (size_t i = 0; i < na; i++)
     if (adaptive[i]->rc && !rc) {
       kr_cli_error(adaptive[i]->rc, "%s run: %s", kr_sim_policy_name(adaptive[i]->policy),
                    adaptive[i]->err);
       rc = adaptive[i]->rc;
     }
-  if (!rc && want[KR_SIM_FIXED] && !fixed_ms) {
-    const kr_sim_result_t *ref = NULL;
-    for (size_t i = 0; i < na; i++)
-      if (adaptive[i]->policy == KR_SIM_POISSON) ref = &adaptive[i]->res;
-    if (!ref) ref = &adaptive[0]->res;
-    fixed = kr_xcalloc(1, sizeof *fixed);
-    fixed->policy = KR_SIM_FIXED;
-    fixed->fixed_ms = kr_sim_fixed_interval(ref, kr_sim_world_count(w), o.duration_ms);
-    double target = (double)ref->all.fetches, n = (double)kr_sim_world_count(w);
-    for (uint64_t pass = 0; pass < fixed_passes && !rc; pass++) {
-      run_jobs(w, &o, &fixed, 1, &sp);
-      rc = fixed->rc;
-      if (rc) {
-        kr_cli_error(rc, "fixed run: %s", fixed->err);
-        break;
-      }
-      double got = (double)fixed->res.all.fetches;
-      if (fabs(got - target) <= 0.01 * target || !(got > n) || !(target > n)) break;
-      if (pass + 1 < fixed_passes) {
-        /* visits beyond the first go as 1 / interval */
-        double ms = (double)fixed->fixed_ms * (got - n) / (target - n);
-        fixed->fixed_ms = ms < 1000 ? 1000 : (int64_t)ms;
-      }
-    }
-  }
-  if (fixed && !fixed_ms) jobs[nj++] = fixed;
+  if (!rc && want[KR_SIM_FIXED] && !args->fixed_ms)
+    rc = run_fixed_matched(w, o, args, adaptive, na, sp, &fixed);
+  if (fixed && !args->fixed_ms) jobs[nj++] = fixed;
   for (size_t i = 0; i < na; i++) jobs[nj++] = adaptive[i];
   /* print fixed, multiplicative, poisson */
   for (size_t i = 1; i < nj; i++)
@@ -925,15 +957,51 @@ int kr_cmd_simulate(int argc, char **argv) {
       jobs[k] = jobs[k - 1];
       jobs[k - 1] = t;
     }
+  *nj_out = nj;
+  return rc;
+}
+
+int kr_cmd_simulate(int argc, char **argv) {
+  args_t args;
+  memset(&args, 0, sizeof args);
+  int rc = parse_args(&args, argc, argv);
+  if (rc >= 0) return rc;
+  if (parse_policies(&args)) return 64;
+  kr_sim_opts_t o = args.o;
+
+  kr_log_level = args.verbose >= 2 ? KR_LOG_INFO : args.verbose ? KR_LOG_NOTICE : KR_LOG_WARN;
+
+  kr_config_t *cfg;
+  if (load_config(&args, &cfg)) return 2;
+  o.cfg = cfg;
+
+  kr_sim_world_t *w = NULL;
+  rc = load_world(&args, &w);
+  if (rc) {
+    kr_config_free(cfg);
+    return rc;
+  }
+  o.invariants = args.check;
+
+  split_t sp = {.par = args.jobs_par, .nshards = 1, .shard_of = NULL};
+  uint32_t *shard_of = NULL;
+  if (args.jobs_par > 1) {
+    shard_of = kr_xcalloc(kr_sim_world_count(w) ? kr_sim_world_count(w) : 1, sizeof *shard_of);
+    sp.nshards = kr_sim_shard_plan(w, (uint32_t)args.jobs_par, shard_of);
+    sp.shard_of = shard_of;
+  }
+  job_t *jobs[KR_SIM_POLICIES * 2];
+  size_t nj = 0;
+  rc = run_policies(w, &o, &args, &sp, jobs, &nj);
   if (!rc) {
-    const char *source = trace ? "trace" : "synthetic";
-    if (json)
-      print_json(w, &o, source, trace, syn.hosts, jobs, nj);
+    const char *source = args.trace ? "trace" : "synthetic";
+    if (args.json)
+      print_json(w, &o, source, args.trace, args.syn.hosts, jobs, nj);
     else
       print_text(w, &o, source, jobs, nj);
     if (fflush(stdout) != 0) rc = KR_EIO;
   }
-  int failed = !rc && check && invariants_fail(jobs, nj);
+  int failed = !rc && args.check && invariants_fail(jobs, nj);
   for (size_t i = 0; i < nj; i++) free(jobs[i]);
   free(shard_of);
   kr_sim_world_free(w);

@@ -7,7 +7,10 @@
  * argument is a string, and @import followed by a string or url(). Every
  * other token is skipped byte by byte without being stored; only the URL
  * being collected is buffered, up to max_value. The state is kept between
- * feeds so any split of the input gives the same URLs.
+ * feeds so any split of the input gives the same URLs. kr__css_feed is
+ * one switch over the tokenizer states of CSS Syntax Level 3 (4.3
+ * Tokenizer Algorithms), kept whole on purpose: each case reads as its
+ * state in the spec.
  *
  * Sections: the emitter and options; character classes; the scanner
  * (feed, finish); the public CSS extractor wrapping it.

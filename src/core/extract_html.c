@@ -15,7 +15,9 @@
  * and noframes, and plaintext. The little tree construction needed is a
  * counter of open svg/math elements (reset by the "breakout" tags), which
  * decides whether raw-text elements and CDATA apply. Text between tags is
- * skipped with memchr.
+ * skipped with memchr. kr_extract_html_feed is one switch over the
+ * tokenizer states of the WHATWG HTML Standard (13.2.5 Tokenization),
+ * kept whole on purpose: each case reads as its state in the spec.
  *
  * Links are emitted when a start tag ends, in attribute order, because some
  * depend on other attributes (link rel, meta http-equiv, input type). The

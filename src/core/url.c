@@ -7,7 +7,9 @@
  * kr_url_t, recording component offsets; path segments are appended with
  * their '/' and "shortening the path" truncates back to the previous '/'.
  * So a parse costs one malloc (two when percent-encoding grows the href
- * past the first guess) and no per-component copies.
+ * past the first guess) and no per-component copies. run() is one switch
+ * over the states of the standard's basic URL parser (4.4 URL parsing),
+ * kept whole on purpose: each case reads as its state in the spec.
  *
  * Sections: percent-encode sets; the output writer; the host parser (its
  * IPv4, IPv6 and IDNA helpers live in url_host.c); the state machine;

@@ -466,8 +466,8 @@ void kr_conn_close(kr_conn_t *c) {
 void kr_conn_tls_info(const kr_conn_t *c, kr_tls_info_t *info) {
   memset(info, 0, sizeof *info);
   for (const kr_cf_t *cf = c->top; cf; cf = cf->lower)
-    if (cf->ops == &kr__tls_cf_ops) {
-      kr__tls_info(cf, info);
+    if (cf->ops->tls_info) {
+      cf->ops->tls_info(cf, info);
       return;
     }
 }

@@ -73,24 +73,6 @@ typedef struct kr_conn_cbs {
   void (*on_eof)(kr_conn_t *c, int status);
 } kr_conn_cbs_t;
 
-/* A filter. Each op gets its filter; lower is nearer the socket. */
-typedef struct kr_cf_ops {
-  const char *name;
-  void (*start)(kr_cf_t *cf);                         /* lower is ready */
-  int (*send)(kr_cf_t *cf, const char *p, size_t n);  /* from above */
-  void (*recv)(kr_cf_t *cf, const char *p, size_t n); /* from below */
-  void (*eof)(kr_cf_t *cf, int status);               /* from below */
-  void (*destroy)(kr_cf_t *cf);                       /* at final close */
-  void (*idle)(kr_cf_t *cf); /* may be NULL: nothing in flight, give memory back */
-} kr_cf_ops_t;
-
-struct kr_cf {
-  const kr_cf_ops_t *ops;
-  kr_conn_t *conn;
-  kr_cf_t *lower;   /* NULL for the socket */
-  kr_cf_t *upper;   /* NULL for the top: deliver to the owner */
-};
-
 /* TLS details of a connection, for the response. */
 typedef struct kr_tls_info {
   int used;                 /* 1 over TLS */
@@ -102,6 +84,26 @@ typedef struct kr_tls_info {
   char verify_error[96];    /* human text of verify_result */
   int resumed;              /* 1 = session resumption */
 } kr_tls_info_t;
+
+/* A filter. Each op gets its filter; lower is nearer the socket. */
+typedef struct kr_cf_ops {
+  const char *name;
+  void (*start)(kr_cf_t *cf);                         /* lower is ready */
+  int (*send)(kr_cf_t *cf, const char *p, size_t n);  /* from above */
+  void (*recv)(kr_cf_t *cf, const char *p, size_t n); /* from below */
+  void (*eof)(kr_cf_t *cf, int status);               /* from below */
+  void (*destroy)(kr_cf_t *cf);                       /* at final close */
+  void (*idle)(kr_cf_t *cf); /* may be NULL: nothing in flight, give memory back */
+  /* may be NULL: not a TLS filter. Fills info (kr_conn_tls_info). */
+  void (*tls_info)(const kr_cf_t *cf, kr_tls_info_t *info);
+} kr_cf_ops_t;
+
+struct kr_cf {
+  const kr_cf_ops_t *ops;
+  kr_conn_t *conn;
+  kr_cf_t *lower;   /* NULL for the socket */
+  kr_cf_t *upper;   /* NULL for the top: deliver to the owner */
+};
 
 struct kr_conn {
   uv_tcp_t tcp;                /* the socket; data = this conn */
@@ -161,7 +163,8 @@ void kr_conn_close(kr_conn_t *c);
 int kr_conn_is_usable(const kr_conn_t *c);
 /* c waits idle in a pool: its filters give back the buffers they grew. */
 void kr_conn_idle(kr_conn_t *c);
-/* Fill info from the TLS filter, if any (zeroed otherwise). */
+/* Fill info from the first filter that has TLS details (zeroed when
+ * none has). */
 void kr_conn_tls_info(const kr_conn_t *c, kr_tls_info_t *info);
 /* Numeric address of the peer ("127.0.0.1", "::1") and its port. */
 void kr_conn_peer(const kr_conn_t *c, char *ip, size_t ipsize, int *port);
@@ -178,8 +181,5 @@ void kr__cf_deliver(kr_cf_t *cf, const char *p, size_t n);
 void kr__cf_eof(kr_cf_t *cf, int status);
 /* For filters: send bytes to the layer below cf. */
 int kr__cf_send_down(kr_cf_t *cf, const char *p, size_t n);
-/* For the TLS filter's query. */
-extern const kr_cf_ops_t kr__tls_cf_ops;
-void kr__tls_info(const kr_cf_t *cf, kr_tls_info_t *info);
 
 #endif

@@ -1,13 +1,11 @@
 /*
- * HTTP/1.1 client (see http.h). Sections, in order:
- *   client options and address overrides;
- *   the keep-alive pool: a hash of scheme:host:port entries, each a LIFO
- *     list of idle connections, plus one LRU list over all of them for the
- *     global cap and expiry (one uv_timer armed at the oldest);
+ * HTTP/1.1 client (see http.h): the fetches. The client's options, address
+ * overrides and life are in http_client.c, the keep-alive pool in
+ * http_pool.c, what they share in http_int.h. Sections, in order:
  *   fetch objects: recycled with their buffers, arena and timer;
  *   the fetch state machine, one function per step: resolve → connect →
  *     send → wait → head → body (→ drain) → done, with set_state() tracing
- *     every transition and finish() the one finalizer of every fetch;
+ *     every transition and kr__http_finish() the one finalizer of every fetch;
  *   timers: one per fetch, armed at the nearest deadline (total, connect,
  *     first byte, idle), idle checked lazily so reads never touch it;
  *   response parsing: llhttp callbacks record header offsets into the raw
@@ -28,230 +26,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "http_int.h"
 #include "internal.h"
 #include "kria/addrpolicy.h"
 #include "kria/inflate.h"
 #include "log.h"
 #include "turnprof.h"
 
-/* ---- options ------------------------------------------------------------ */
-
-void kr_http_opts_default(kr_http_opts_t *o) {
-  memset(o, 0, sizeof *o);
-  o->user_agent = KR_HTTP_DEFAULT_UA;
-  o->accept = KR_HTTP_DEFAULT_ACCEPT;
-  o->max_header_bytes = 64 * 1024;
-  o->max_body_bytes = 64ull << 20;
-  o->body_limit_is_error = 0;
-  o->max_ratio = 100;
-  o->ratio_after_bytes = 1u << 20;
-  o->connect_timeout_ms = 10000;
-  o->first_byte_timeout_ms = 30000;
-  o->idle_timeout_ms = 30000;
-  o->total_timeout_ms = 300000;
-  o->drain_max_bytes = 16 * 1024;
-  o->pool_max_idle_per_key = 64;
-  o->pool_max_idle = 1024;
-  o->pool_idle_ms = 15000;
-  o->tls_verify = KR_TLS_VERIFY_RECORD;
-}
-
-typedef struct override {
-  char *host;                 /* without brackets */
-  int port;
-  int naddrs;
-  struct sockaddr_storage addrs[KR_DNS_MAX_ADDRS];
-} override_t;
-
-/* Parse an IP literal (IPv6 with or without brackets) into a sockaddr. */
-static int parse_ip(const char *s, size_t n, struct sockaddr_storage *out) {
-  char buf[64];
-  if (n >= 2 && s[0] == '[' && s[n - 1] == ']') s++, n -= 2;
-  if (n == 0 || n >= sizeof buf) return KR_EINVAL;
-  memcpy(buf, s, n);
-  buf[n] = '\0';
-  memset(out, 0, sizeof *out);
-  struct sockaddr_in *s4 = (struct sockaddr_in *)out;
-  struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)out;
-  if (inet_pton(AF_INET, buf, &s4->sin_addr) == 1) {
-    s4->sin_family = AF_INET;
-    return 0;
-  }
-  if (inet_pton(AF_INET6, buf, &s6->sin6_addr) == 1) {
-    s6->sin6_family = AF_INET6;
-    return 0;
-  }
-  return KR_EINVAL;
-}
-
-/* One "host:port:addr[,addr...]" entry of n bytes. */
-static int parse_override(const char *s, size_t n, override_t *ov) {
-  const char *end = s + n;
-  const char *c1 = memchr(s, ':', n);
-  const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(end - c1 - 1)) : NULL;
-  if (!c1 || !c2 || c1 == s || c2 == c1 + 1) return KR_ECONFIG;
-  int port = 0;
-  for (const char *p = c1 + 1; p < c2; p++) {
-    if (*p < '0' || *p > '9' || port > 65535) return KR_ECONFIG;
-    port = port * 10 + (*p - '0');
-  }
-  if (port <= 0 || port > 65535) return KR_ECONFIG;
-  ov->naddrs = 0;
-  for (const char *a = c2 + 1; a <= end;) {
-    const char *comma = memchr(a, ',', (size_t)(end - a));
-    if (!comma) comma = end;
-    if (ov->naddrs == KR_DNS_MAX_ADDRS ||
-        parse_ip(a, (size_t)(comma - a), &ov->addrs[ov->naddrs]))
-      return KR_ECONFIG;
-    ov->naddrs++;
-    a = comma + 1;
-  }
-  ov->host = kr_xstrndup(s, (size_t)(c1 - s));
-  ov->port = port;
-  return 0;
-}
-
-/* Entries separated by ';' or blanks → overrides; KR_ECONFIG on bad
- * syntax. */
-static int parse_overrides(const char *spec, override_t **out, size_t *nout) {
-  *out = NULL;
-  *nout = 0;
-  if (!spec) return 0;
-  size_t cap = 1;
-  for (const char *s = spec; *s; s++) cap += *s == ';' || *s == ' ';
-  override_t *ov = kr_xcalloc(cap, sizeof *ov);
-  size_t n = 0;
-  for (const char *s = spec; *s;) {
-    size_t len = strcspn(s, "; ");
-    if (len && parse_override(s, len, &ov[n])) {
-      for (size_t i = 0; i < n; i++) free(ov[i].host);
-      free(ov);
-      return KR_ECONFIG;
-    }
-    if (len) n++;
-    s += len;
-    if (*s) s++;
-  }
-  *out = ov;
-  *nout = n;
-  return 0;
-}
-
 /* ---- types ------------------------------------------------------------- */
-
-enum fstate {
-  FS_FREE,     /* on the free list */
-  FS_RESOLVE,  /* waiting for DNS */
-  FS_CONNECT,  /* TCP (+TLS) */
-  FS_WAIT,     /* request written, no response byte yet */
-  FS_HEAD,     /* receiving the status line and headers */
-  FS_BODY,     /* receiving the body */
-  FS_DRAIN,    /* aborted; reading the small rest to keep the connection */
-  FS_DONE,     /* finished; on_done queued or delivered */
-};
 
 static const char *const state_names[] = {
     "free", "resolve", "connect", "wait", "head", "body", "drain", "done",
 };
-
-enum phase { PH_NONE, PH_CONNECT, PH_FIRSTBYTE, PH_IDLE };
-
-/* Pending outcome recorded inside llhttp callbacks (> 0) or an error (< 0). */
-enum { P_NONE = 0, P_TRUNCATE = 1, P_ABORT = 2 };
-
-typedef struct hdr_off {
-  uint32_t noff, nlen, voff, vlen; /* offsets in the head buffer */
-} hdr_off_t;
-
-typedef struct pool_entry {
-  struct pool_entry *next;   /* bucket chain */
-  uint64_t hash;
-  char *key;
-  kr_conn_t *head;           /* most recently idle first */
-  uint32_t n;
-} pool_entry_t;
-
-struct kr_http_fetch {
-  kr_http_client_t *client;
-  kr_http_fetch_t *prev, *next;  /* client's in-use list, or free list */
-  kr_http_fetch_t *done_next;    /* completion queue */
-  int state;                     /* enum fstate */
-  int done_called;               /* on_done has begun */
-  const kr_http_cbs_t *cbs;
-  void *data;
-  kr_http_opts_t o;              /* this fetch's options (kr_http_req_t.opts) */
-  /* target */
-  char *href, *host, *key;       /* in the arena; host without brackets */
-  int port, https, head_method;
-  /* transport */
-  kr_conn_t *conn;
-  kr_dns_req_t *dns_req;
-  uv_timer_t timer;
-  int phase;                     /* enum phase */
-  uint64_t t0_ms, phase_due_ms, last_read_ms, armed_ms;
-  uint64_t attempt_due_ms;       /* this address's share of the connect */
-  uint32_t attempt_ms;
-  uint64_t t0_us;
-  /* parsing */
-  llhttp_t parser;
-  kr_arena_t arena;
-  kr_buf_t req;                  /* request bytes */
-  kr_buf_t head;                 /* raw head, while receiving it */
-  size_t msg_start;              /* offset of this (non-1xx) message in head */
-  const char *seg_p;             /* current segment given to llhttp */
-  size_t seg_off;                /* its offset in head */
-  hdr_off_t *hs;
-  size_t nhs, caphs;
-  int hstate;                    /* 0 none, 1 in field, 2 in value */
-  uint32_t reason_off, reason_len;
-  int status, vmaj, vmin;
-  uint16_t pflags;               /* llhttp flags at headers complete */
-  uint64_t cl;                   /* content length at headers complete */
-  const char *trunc_end;         /* raw bytes up to here on truncation */
-  kr_inflate_t *inflate;
-  kr_http_resp_t resp;
-  /* flags */
-  unsigned got_bytes : 1, headers_done : 1, notified : 1, msg_complete : 1,
-      interim : 1, no_body : 1, keep_alive : 1, reusable : 1, draining : 1,
-      reused : 1, retried : 1, cancel_req : 1, in_parser : 1;
-  int in_cb;                     /* depth of user callbacks running */
-  int pending;                   /* P_* or a KR_E* from a parser callback */
-  int err;
-  char errmsg[256];
-};
-
-struct kr_http_client {
-  uv_loop_t *loop;
-  kr_clock_t *clock;
-  kr_dns_t *dns;
-  kr_http_opts_t opts;           /* strings point to the copies below */
-  char *ua, *accept, *ca_file, *resolve;
-  override_t *ov;
-  size_t nov;
-  kr_addrpolicy_t *policy;
-  kr_conn_env_t env;
-  kr_tls_ctx_t *tls;
-  /* fetch objects */
-  kr_http_fetch_t *inuse;        /* started and not yet released */
-  kr_http_fetch_t *free_list;
-  size_t nfree;
-  kr_http_fetch_t *done_head, *done_tail;
-  uv_idle_t idle;                /* delivers on_done */
-  /* pool */
-  pool_entry_t **buckets;
-  size_t nbuckets, nentries;
-  kr_conn_t *lru_head, *lru_tail; /* newest first */
-  size_t nidle;
-  uv_timer_t pool_timer;
-  /* lifecycle */
-  int handles;                   /* open uv handles */
-  int closing;
-  kr_http_stats_t stats;
-};
-
-static void finish(kr_http_fetch_t *f, int err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void maybe_free_client(kr_http_client_t *c);
 
 static uint64_t mono_us(kr_http_client_t *c) { return kr_clock_mono_us(c->clock); }
 
@@ -260,165 +46,9 @@ static void set_state(kr_http_fetch_t *f, int st) {
   f->state = st;
 }
 
-/* ---- keep-alive pool ---------------------------------------------------- */
-
-static uint64_t hash_str(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
-
-static pool_entry_t **pool_slot(kr_http_client_t *c, const char *key, uint64_t h) {
-  pool_entry_t **pp = &c->buckets[h & (c->nbuckets - 1)];
-  while (*pp && ((*pp)->hash != h || strcmp((*pp)->key, key))) pp = &(*pp)->next;
-  return pp;
-}
-
-static void pool_grow(kr_http_client_t *c) {
-  size_t nb = c->nbuckets * 2;
-  pool_entry_t **b = kr_xcalloc(nb, sizeof *b);
-  for (size_t i = 0; i < c->nbuckets; i++)
-    for (pool_entry_t *e = c->buckets[i], *next; e; e = next) {
-      next = e->next;
-      e->next = b[e->hash & (nb - 1)];
-      b[e->hash & (nb - 1)] = e;
-    }
-  free(c->buckets);
-  c->buckets = b;
-  c->nbuckets = nb;
-}
-
-/* Unlink an idle connection from its entry and the LRU list. */
-static void pool_unlink(kr_http_client_t *c, kr_conn_t *conn) {
-  pool_entry_t *e = conn->pool_entry;
-  if (conn->pool_prev)
-    conn->pool_prev->pool_next = conn->pool_next;
-  else
-    e->head = conn->pool_next;
-  if (conn->pool_next) conn->pool_next->pool_prev = conn->pool_prev;
-  if (conn->lru_prev)
-    conn->lru_prev->lru_next = conn->lru_next;
-  else
-    c->lru_head = conn->lru_next;
-  if (conn->lru_next)
-    conn->lru_next->lru_prev = conn->lru_prev;
-  else
-    c->lru_tail = conn->lru_prev;
-  conn->pool_prev = conn->pool_next = conn->lru_prev = conn->lru_next = NULL;
-  conn->pool_entry = NULL;
-  c->nidle--;
-  if (--e->n == 0) {
-    pool_entry_t **pp = pool_slot(c, e->key, e->hash);
-    KR_BUG_ON(*pp != e);
-    *pp = e->next;
-    c->nentries--;
-    free(e->key);
-    free(e);
-  }
-}
-
-static void pool_drop(kr_http_client_t *c, kr_conn_t *conn) {
-  pool_unlink(c, conn);
-  kr_conn_close(conn);
-}
-
-static void pool_conn_read(kr_conn_t *conn, const char *p, size_t n) {
-  /* Bytes on an idle connection: nothing was asked; it cannot be reused. */
-  KR_LOG(KR_LOG_DEBUG, conn->key, "%zu unexpected bytes on an idle connection", n);
-  pool_drop(conn->data, conn);
-}
-
-static void pool_conn_eof(kr_conn_t *conn, int status) { pool_drop(conn->data, conn); }
-
-static void pool_conn_connect(kr_conn_t *conn, int status) {
-  KR_BUG_ON(1); /* pooled connections are connected */
-}
-
-static const kr_conn_cbs_t pool_cbs = {
-    .on_connect = pool_conn_connect,
-    .on_read = pool_conn_read,
-    .on_eof = pool_conn_eof,
-};
-
-static void pool_timer_cb(uv_timer_t *t) {
-  kr_http_client_t *c = container_of(t, kr_http_client_t, pool_timer);
-  uint64_t now = uv_now(c->loop);
-  /* Oldest first; a bounded number per turn keeps the loop responsive. */
-  for (int budget = 256; c->lru_tail && budget > 0; budget--) {
-    kr_conn_t *old = c->lru_tail;
-    if (old->idle_since_ms + c->opts.pool_idle_ms > now) break;
-    pool_drop(c, old);
-  }
-  if (c->lru_tail) {
-    uint64_t due = c->lru_tail->idle_since_ms + c->opts.pool_idle_ms;
-    uv_timer_start(&c->pool_timer, pool_timer_cb, due > now ? due - now : 0, 0);
-  }
-}
-
-/* Keep conn for reuse under key, or close it when the pool is full
- * (per_key: the idle connections this key may keep). */
-static void pool_put(kr_http_client_t *c, kr_conn_t *conn, uint32_t per_key) {
-  if (c->closing || !c->opts.pool_max_idle || !per_key) {
-    kr_conn_close(conn);
-    return;
-  }
-  uint64_t h = hash_str(conn->key);
-  pool_entry_t **pp = pool_slot(c, conn->key, h);
-  pool_entry_t *e = *pp;
-  if (e && e->n >= per_key) {
-    kr_conn_close(conn);
-    return;
-  }
-  if (c->nidle >= c->opts.pool_max_idle) {
-    pool_drop(c, c->lru_tail); /* may free an entry: look e up again */
-    pp = pool_slot(c, conn->key, h);
-    e = *pp;
-  }
-  if (!e) {
-    e = kr_xcalloc(1, sizeof *e);
-    e->hash = h;
-    e->key = kr_xstrdup(conn->key);
-    *pp = e;
-    if (++c->nentries > c->nbuckets) pool_grow(c);
-  }
-  conn->pool_entry = e;
-  conn->pool_prev = NULL;
-  conn->pool_next = e->head;
-  if (e->head) e->head->pool_prev = conn;
-  e->head = conn;
-  e->n++;
-  conn->lru_prev = NULL;
-  conn->lru_next = c->lru_head;
-  if (c->lru_head) c->lru_head->lru_prev = conn;
-  c->lru_head = conn;
-  if (!c->lru_tail) c->lru_tail = conn;
-  c->nidle++;
-  conn->idle_since_ms = uv_now(c->loop);
-  kr_conn_set_owner(conn, &pool_cbs, c);
-  kr_conn_idle(conn);
-  /* Idle connections do not keep the loop running; fetches do. */
-  uv_unref((uv_handle_t *)&conn->tcp);
-  if (!uv_is_active((uv_handle_t *)&c->pool_timer))
-    uv_timer_start(&c->pool_timer, pool_timer_cb, c->opts.pool_idle_ms, 0);
-}
-
-/* The most recently idle usable connection for key, or NULL. */
-static kr_conn_t *pool_take(kr_http_client_t *c, const char *key) {
-  uint64_t h = hash_str(key);
-  for (;;) {
-    pool_entry_t *e = *pool_slot(c, key, h);
-    if (!e) return NULL;
-    kr_conn_t *conn = e->head;
-    pool_unlink(c, conn);
-    uv_ref((uv_handle_t *)&conn->tcp);
-    if (kr_conn_is_usable(conn)) return conn;
-    kr_conn_close(conn);
-  }
-}
-
 /* ---- fetch objects ------------------------------------------------------ */
 
-static void fetch_timer_closed(uv_handle_t *h) {
+void kr__http_fetch_timer_closed(uv_handle_t *h) {
   kr_http_fetch_t *f = h->data;
   kr_http_client_t *c = f->client;
   kr_arena_free(&f->arena);
@@ -428,10 +58,10 @@ static void fetch_timer_closed(uv_handle_t *h) {
   kr_inflate_free(f->inflate);
   free(f);
   c->handles--;
-  maybe_free_client(c);
+  kr__http_maybe_free_client(c);
 }
 
-static void list_unlink(kr_http_fetch_t **head, kr_http_fetch_t *f) {
+void kr__http_list_unlink(kr_http_fetch_t **head, kr_http_fetch_t *f) {
   if (f->prev)
     f->prev->next = f->next;
   else
@@ -450,7 +80,7 @@ static void list_push(kr_http_fetch_t **head, kr_http_fetch_t *f) {
 static kr_http_fetch_t *fetch_get(kr_http_client_t *c) {
   kr_http_fetch_t *f = c->free_list;
   if (f) {
-    list_unlink(&c->free_list, f);
+    kr__http_list_unlink(&c->free_list, f);
     c->nfree--;
   } else {
     f = kr_xcalloc(1, sizeof *f);
@@ -470,9 +100,9 @@ static kr_http_fetch_t *fetch_get(kr_http_client_t *c) {
   return f;
 }
 
-static void fetch_recycle(kr_http_fetch_t *f) {
+void kr__http_fetch_recycle(kr_http_fetch_t *f) {
   kr_http_client_t *c = f->client;
-  list_unlink(&c->inuse, f);
+  kr__http_list_unlink(&c->inuse, f);
   kr_arena_reset(&f->arena);
   kr_buf_reset(&f->req);
   /* Do not keep what one huge response grew. */
@@ -490,7 +120,7 @@ static void fetch_recycle(kr_http_fetch_t *f) {
   }
   f->state = FS_FREE;
   if (c->closing || c->nfree >= 4096) {
-    uv_close((uv_handle_t *)&f->timer, fetch_timer_closed);
+    uv_close((uv_handle_t *)&f->timer, kr__http_fetch_timer_closed);
     return;
   }
   list_push(&c->free_list, f);
@@ -562,10 +192,10 @@ static void timer_cb(uv_timer_t *t) {
   uint64_t now = uv_now(f->client->loop);
   if (now >= total_due(f)) {
     if (f->state == FS_DRAIN) {
-      finish(f, 0, NULL);
+      kr__http_finish(f, 0, NULL);
       return;
     }
-    finish(f, KR_ETOTAL_TIMEOUT, "no complete response within %u ms", o->total_timeout_ms);
+    kr__http_finish(f, KR_ETOTAL_TIMEOUT, "no complete response within %u ms", o->total_timeout_ms);
     return;
   }
   if (now >= phase_due(f)) {
@@ -578,19 +208,19 @@ static void timer_cb(uv_timer_t *t) {
         arm(f, 1);
         return;
       }
-      finish(f, KR_ECONNECT_TIMEOUT, "not connected to %s:%d within %u ms", f->host,
+      kr__http_finish(f, KR_ECONNECT_TIMEOUT, "not connected to %s:%d within %u ms", f->host,
              f->port, o->connect_timeout_ms);
       return;
     case PH_FIRSTBYTE:
-      finish(f, KR_EFIRSTBYTE_TIMEOUT, "no response byte within %u ms",
+      kr__http_finish(f, KR_EFIRSTBYTE_TIMEOUT, "no response byte within %u ms",
              o->first_byte_timeout_ms);
       return;
     case PH_IDLE:
       if (f->state == FS_DRAIN) {
-        finish(f, 0, NULL); /* aborted anyway; the connection is dropped */
+        kr__http_finish(f, 0, NULL); /* aborted anyway; the connection is dropped */
         return;
       }
-      finish(f, KR_EIDLE_TIMEOUT, "nothing received for %u ms after %llu bytes",
+      kr__http_finish(f, KR_EIDLE_TIMEOUT, "nothing received for %u ms after %llu bytes",
              o->idle_timeout_ms, (unsigned long long)f->resp.raw_bytes);
       return;
     default:
@@ -602,7 +232,7 @@ static void timer_cb(uv_timer_t *t) {
 
 /* ---- completion --------------------------------------------------------- */
 
-static void idle_cb(uv_idle_t *h) {
+void kr__http_idle_cb(uv_idle_t *h) {
   kr_http_client_t *c = container_of(h, kr_http_client_t, idle);
   /* Only what is queued now: fetches finished by these callbacks wait for
    * the next turn, so one turn's work is bounded. */
@@ -621,7 +251,7 @@ static void idle_cb(uv_idle_t *h) {
 }
 
 /* The one finalizer: detach everything, then queue on_done. */
-static void finish(kr_http_fetch_t *f, int err, const char *fmt, ...) {
+void kr__http_finish(kr_http_fetch_t *f, int err, const char *fmt, ...) {
   kr_http_client_t *c = f->client;
   assert(f->state != FS_DONE && f->state != FS_FREE);
   uv_timer_stop(&f->timer);
@@ -634,7 +264,7 @@ static void finish(kr_http_fetch_t *f, int err, const char *fmt, ...) {
     f->conn = NULL;
     if (!err && f->reusable && kr_conn_is_usable(conn)) {
       conn->requests++;
-      pool_put(c, conn, f->o.pool_max_idle_per_key);
+      kr__http_pool_put(c, conn, f->o.pool_max_idle_per_key);
     } else {
       kr_conn_close(conn);
     }
@@ -658,7 +288,7 @@ static void finish(kr_http_fetch_t *f, int err, const char *fmt, ...) {
   else
     c->done_head = f;
   c->done_tail = f;
-  if (!uv_is_active((uv_handle_t *)&c->idle)) uv_idle_start(&c->idle, idle_cb);
+  if (!uv_is_active((uv_handle_t *)&c->idle)) uv_idle_start(&c->idle, kr__http_idle_cb);
 }
 
 void kr_http_fetch_cancel(kr_http_fetch_t *f) {
@@ -667,12 +297,12 @@ void kr_http_fetch_cancel(kr_http_fetch_t *f) {
     f->cancel_req = 1; /* acted on when the callback returns */
     return;
   }
-  finish(f, KR_ECANCELED, "canceled");
+  kr__http_finish(f, KR_ECANCELED, "canceled");
 }
 
 void kr_http_fetch_release(kr_http_fetch_t *f) {
   assert(f->state == FS_DONE && f->done_called);
-  fetch_recycle(f);
+  kr__http_fetch_recycle(f);
 }
 
 /* ---- request ------------------------------------------------------------ */
@@ -690,11 +320,11 @@ static size_t fmt_uint(char out[20], unsigned long v) {
 }
 
 /* 1 if s can go into a header line: no CR, LF or NUL. */
-static int header_safe(const char *s) { return !strpbrk(s, "\r\n"); }
+int kr__http_header_safe(const char *s) { return !strpbrk(s, "\r\n"); }
 
 static int header_line_ok(const char *s) {
   const char *colon = strchr(s, ':');
-  if (!colon || colon == s || !header_safe(s)) return 0;
+  if (!colon || colon == s || !kr__http_header_safe(s)) return 0;
   for (const char *p = s; p < colon; p++)
     if (*p <= ' ' || *p >= 127 || strchr("()<>@,;:\\\"/[]?={}", *p)) return 0;
   return 1;
@@ -776,13 +406,13 @@ static void send_request(kr_http_fetch_t *f) {
     resolve(f);
     return;
   }
-  finish(f, err, "sending the request: %s", conn->errmsg[0] ? conn->errmsg : kr_strerror(err));
+  kr__http_finish(f, err, "sending the request: %s", conn->errmsg[0] ? conn->errmsg : kr_strerror(err));
 }
 
 static void fetch_on_connect(kr_conn_t *conn, int status) {
   kr_http_fetch_t *f = conn->data;
   if (status) {
-    finish(f, status, "%s", conn->errmsg[0] ? conn->errmsg : kr_strerror(status));
+    kr__http_finish(f, status, "%s", conn->errmsg[0] ? conn->errmsg : kr_strerror(status));
     return;
   }
   f->resp.timing.connect_us = conn->t_tcp_us - conn->t_start_us;
@@ -826,16 +456,16 @@ static int allowed_addrs(kr_http_fetch_t *f, const struct sockaddr_storage *addr
   const char *more = refused > 1 ? " (and every other address of it)" : "";
   char what[INET6_ADDRSTRLEN + 300];
   struct sockaddr_storage lit;
-  if (parse_ip(f->host, strlen(f->host), &lit))
+  if (kr__http_parse_ip(f->host, strlen(f->host), &lit))
     snprintf(what, sizeof what, "%s resolves to %s%s", f->host, first_ip, more);
   else
     snprintf(what, sizeof what, "%s", first_ip);
   char cidr[64];
   if (first.rule == KR_ADDR_BY_DENY_LIST)
-    finish(f, KR_EADDR_REFUSED, "%s, in [http] deny-addresses %s", what,
+    kr__http_finish(f, KR_EADDR_REFUSED, "%s, in [http] deny-addresses %s", what,
            kr_cidr_format(first.cidr, cidr, sizeof cidr));
   else
-    finish(f, KR_EADDR_REFUSED,
+    kr__http_finish(f, KR_EADDR_REFUSED,
            "%s, a %s address; [http] allow-private-addresses (kria fetch --allow-private) or "
            "allow-addresses would permit it",
            what, kr_addr_class_name(first.cls));
@@ -854,7 +484,7 @@ static void connect_addrs(kr_http_fetch_t *f, const struct sockaddr_storage *add
     kr_tls_opts_t to = {.verify = c->opts.tls_verify, .ca_file = c->ca_file};
     int err = kr_tls_ctx_new(&to, &c->tls);
     if (err) {
-      finish(f, err, "cannot set up TLS%s%s", c->ca_file ? " with CA file " : "",
+      kr__http_finish(f, err, "cannot set up TLS%s%s", c->ca_file ? " with CA file " : "",
              c->ca_file ? c->ca_file : "");
       return;
     }
@@ -868,7 +498,7 @@ static void connect_addrs(kr_http_fetch_t *f, const struct sockaddr_storage *add
   set_phase(f, PH_CONNECT, ms);
   int err = kr_conn_connect(&c->env, addrs, n, f->port, &fetch_conn_cbs, f, &f->conn);
   if (err) {
-    finish(f, err, "no address to connect to for %s", f->host);
+    kr__http_finish(f, err, "no address to connect to for %s", f->host);
     return;
   }
   f->conn->key = kr_xstrdup(f->key);
@@ -880,7 +510,7 @@ static void dns_cb(void *data, int status, const kr_dns_result_t *res) {
   f->dns_req = NULL;
   f->resp.timing.dns_us = mono_us(f->client) - f->t0_us;
   if (status) {
-    finish(f, status, "resolving %s: %s", f->host, kr_strerror(status));
+    kr__http_finish(f, status, "resolving %s: %s", f->host, kr_strerror(status));
     return;
   }
   connect_addrs(f, res->addrs, res->naddrs);
@@ -896,18 +526,18 @@ static void resolve(kr_http_fetch_t *f) {
       return;
     }
   struct sockaddr_storage lit;
-  if (!parse_ip(f->host, strlen(f->host), &lit)) {
+  if (!kr__http_parse_ip(f->host, strlen(f->host), &lit)) {
     connect_addrs(f, &lit, 1);
     return;
   }
   if (!c->dns) {
-    finish(f, KR_EDNS_FAIL, "resolving %s: no resolver configured", f->host);
+    kr__http_finish(f, KR_EDNS_FAIL, "resolving %s: no resolver configured", f->host);
     return;
   }
   int err = kr_dns_resolve(c->dns, f->host, dns_cb, f, &f->dns_req);
   if (err) {
     f->dns_req = NULL;
-    finish(f, err, "resolving %s: %s", f->host, kr_strerror(err));
+    kr__http_finish(f, err, "resolving %s: %s", f->host, kr_strerror(err));
   }
 }
 
@@ -928,8 +558,8 @@ int kr_http_fetch_start(kr_http_client_t *c, const kr_url_t *url,
   if (host.n == 0 || port <= 0 || port > 65535) return KR_EURL;
   if (rq) {
     if (rq->method != KR_HTTP_GET && rq->method != KR_HTTP_HEAD) return KR_EINVAL;
-    if ((rq->if_none_match && !header_safe(rq->if_none_match)) ||
-        (rq->if_modified_since && !header_safe(rq->if_modified_since)))
+    if ((rq->if_none_match && !kr__http_header_safe(rq->if_none_match)) ||
+        (rq->if_modified_since && !kr__http_header_safe(rq->if_modified_since)))
       return KR_EINVAL;
     for (size_t i = 0; i < rq->nheaders; i++)
       if (!header_line_ok(rq->headers[i])) return KR_EINVAL;
@@ -986,7 +616,7 @@ int kr_http_fetch_start(kr_http_client_t *c, const kr_url_t *url,
   if (!f->href || !f->host || !f->key || build_request(f, url, rq)) {
     f->state = FS_DONE;
     f->done_called = 1;
-    fetch_recycle(f);
+    kr__http_fetch_recycle(f);
     return KR_EINVAL;
   }
   f->t0_ms = uv_now(c->loop);
@@ -996,7 +626,7 @@ int kr_http_fetch_start(kr_http_client_t *c, const kr_url_t *url,
   arm(f, 1);
   *out = f;
 
-  kr_conn_t *conn = pool_take(c, f->key);
+  kr_conn_t *conn = kr__http_pool_take(c, f->key);
   if (conn) {
     c->stats.conns_reused++;
     f->reused = 1;
@@ -1250,14 +880,14 @@ static void message_done(kr_http_fetch_t *f, size_t extra) {
   if (!f->draining && !f->resp.aborted) {
     int err = kr_inflate_finish(f->inflate);
     if (err) {
-      finish(f, KR_EDECODE, "%.*s data ended early", (int)f->resp.content_encoding.n,
+      kr__http_finish(f, KR_EDECODE, "%.*s data ended early", (int)f->resp.content_encoding.n,
              f->resp.content_encoding.p);
       return;
     }
   }
   /* Bytes after the response were never asked for: do not reuse. */
   f->reusable = f->keep_alive && extra == 0;
-  finish(f, 0, NULL);
+  kr__http_finish(f, 0, NULL);
 }
 
 /* Stop a fetch the caller aborted: the response stands, the connection
@@ -1265,13 +895,13 @@ static void message_done(kr_http_fetch_t *f, size_t extra) {
 static void abort_close(kr_http_fetch_t *f) {
   f->resp.aborted = 1;
   f->reusable = 0;
-  finish(f, 0, NULL);
+  kr__http_finish(f, 0, NULL);
 }
 
 static void notify_headers(kr_http_fetch_t *f) {
   f->notified = 1;
   if (build_resp(f)) {
-    finish(f, KR_EHEADER_TOO_BIG, "response header larger than %zu bytes",
+    kr__http_finish(f, KR_EHEADER_TOO_BIG, "response header larger than %zu bytes",
            f->o.max_header_bytes);
     return;
   }
@@ -1283,7 +913,7 @@ static void notify_headers(kr_http_fetch_t *f) {
     f->in_cb--;
   }
   if (f->cancel_req) {
-    finish(f, KR_ECANCELED, "canceled");
+    kr__http_finish(f, KR_ECANCELED, "canceled");
     return;
   }
   if (r != KR_HTTP_ABORT) return;
@@ -1333,7 +963,7 @@ static void feed(kr_http_fetch_t *f, const char *p, size_t n) {
        * bytes were cut into reads. */
       if (in_head && f->head.len + (size_t)(llhttp_get_error_pos(&f->parser) - p) >
                          f->o.max_header_bytes) {
-        finish(f, KR_EHEADER_TOO_BIG, "response header larger than %zu bytes",
+        kr__http_finish(f, KR_EHEADER_TOO_BIG, "response header larger than %zu bytes",
                f->o.max_header_bytes);
         return;
       }
@@ -1347,9 +977,9 @@ static void feed(kr_http_fetch_t *f, const char *p, size_t n) {
         const char *stop = f->pending == P_NONE ? epos : f->trunc_end;
         if (!in_head && stop && !f->cancel_req) raw_out(f, p, (size_t)(stop - p));
         if (f->pending < 0)
-          finish(f, f->pending, "%s", f->errmsg[0] ? f->errmsg : kr_strerror(f->pending));
+          kr__http_finish(f, f->pending, "%s", f->errmsg[0] ? f->errmsg : kr_strerror(f->pending));
         else
-          finish(f, KR_EPROTO, "%s (%s) after %llu bytes", llhttp_get_error_reason(&f->parser),
+          kr__http_finish(f, KR_EPROTO, "%s (%s) after %llu bytes", llhttp_get_error_reason(&f->parser),
                  llhttp_errno_name(e), at);
         return;
       }
@@ -1358,7 +988,7 @@ static void feed(kr_http_fetch_t *f, const char *p, size_t n) {
     if (in_head) {
       size_t hb = f->headers_done ? used : n;
       if (f->head.len + hb > f->o.max_header_bytes || kr_buf_append(&f->head, p, hb)) {
-        finish(f, KR_EHEADER_TOO_BIG, "response header larger than %zu bytes",
+        kr__http_finish(f, KR_EHEADER_TOO_BIG, "response header larger than %zu bytes",
                f->o.max_header_bytes);
         return;
       }
@@ -1369,7 +999,7 @@ static void feed(kr_http_fetch_t *f, const char *p, size_t n) {
       f->resp.raw_bytes += used;
     }
     if (f->cancel_req) {
-      finish(f, KR_ECANCELED, "canceled");
+      kr__http_finish(f, KR_ECANCELED, "canceled");
       return;
     }
     if (f->pending == P_ABORT) {
@@ -1379,7 +1009,7 @@ static void feed(kr_http_fetch_t *f, const char *p, size_t n) {
     if (f->pending == P_TRUNCATE) {
       f->resp.truncated = KR_HTTP_TRUNC_LENGTH;
       f->reusable = 0;
-      finish(f, 0, NULL);
+      kr__http_finish(f, 0, NULL);
       return;
     }
     if (f->headers_done && !f->notified && !f->interim) {
@@ -1389,7 +1019,7 @@ static void feed(kr_http_fetch_t *f, const char *p, size_t n) {
     if (used == 0 && !f->msg_complete && !(f->headers_done && !f->notified)) {
       /* A pause that consumed nothing and completed nothing: never loop
        * on it (hostile input must not spin the loop). */
-      finish(f, KR_EPROTO, "parser stopped without progress after %llu bytes",
+      kr__http_finish(f, KR_EPROTO, "parser stopped without progress after %llu bytes",
              (unsigned long long)f->resp.raw_bytes);
       return;
     }
@@ -1442,13 +1072,13 @@ static void fetch_on_eof(kr_conn_t *conn, int status) {
       return;
     }
     if (status)
-      finish(f, status, "%s", detail);
+      kr__http_finish(f, status, "%s", detail);
     else
-      finish(f, KR_EEMPTY_REPLY, "server closed the connection without a response");
+      kr__http_finish(f, KR_EEMPTY_REPLY, "server closed the connection without a response");
     return;
   }
   if (f->draining) {
-    finish(f, 0, NULL);
+    kr__http_finish(f, 0, NULL);
     return;
   }
   if (!status && f->headers_done && !f->interim &&
@@ -1463,147 +1093,13 @@ static void fetch_on_eof(kr_conn_t *conn, int status) {
     }
   }
   if (status) {
-    finish(f, status, "%s after %llu bytes", detail, (unsigned long long)f->resp.raw_bytes);
+    kr__http_finish(f, status, "%s after %llu bytes", detail, (unsigned long long)f->resp.raw_bytes);
   } else if (!f->headers_done || f->interim) {
-    finish(f, KR_ETRUNCATED, "connection closed in the response header after %llu bytes",
+    kr__http_finish(f, KR_ETRUNCATED, "connection closed in the response header after %llu bytes",
            (unsigned long long)f->resp.raw_bytes);
   } else {
-    finish(f, KR_ETRUNCATED, "connection closed after %llu of %lld body bytes",
+    kr__http_finish(f, KR_ETRUNCATED, "connection closed after %llu of %lld body bytes",
            (unsigned long long)f->resp.payload_bytes, (long long)f->resp.content_length);
   }
 }
 
-/* ---- client ------------------------------------------------------------- */
-
-static void conns_gone(kr_conn_env_t *env) {
-  kr_http_client_t *c = env->data;
-  maybe_free_client(c);
-}
-
-int kr_http_client_new(uv_loop_t *loop, kr_clock_t *clock, kr_dns_t *dns,
-                       const kr_http_opts_t *opts, kr_http_client_t **out) {
-  kr_http_opts_t def;
-  if (!opts) {
-    kr_http_opts_default(&def);
-    opts = &def;
-  }
-  kr_http_client_t *c = kr_xcalloc(1, sizeof *c);
-  c->loop = loop;
-  c->clock = clock;
-  c->dns = dns;
-  c->opts = *opts;
-  if (parse_overrides(opts->resolve, &c->ov, &c->nov)) {
-    free(c);
-    return KR_ECONFIG;
-  }
-  c->policy = kr_addrpolicy_new(opts->allow_private_addresses);
-  char perr[160];
-  if (kr_addrpolicy_allow(c->policy, opts->allow_addresses, perr, sizeof perr) ||
-      kr_addrpolicy_deny(c->policy, opts->deny_addresses, perr, sizeof perr)) {
-    KR_LOG(KR_LOG_ERROR, NULL, "address policy: %s", perr);
-    kr_addrpolicy_free(c->policy);
-    for (size_t i = 0; i < c->nov; i++) free(c->ov[i].host);
-    free(c->ov);
-    free(c);
-    return KR_ECONFIG;
-  }
-  if ((opts->user_agent && !header_safe(opts->user_agent)) ||
-      (opts->accept && !header_safe(opts->accept))) {
-    kr_addrpolicy_free(c->policy);
-    for (size_t i = 0; i < c->nov; i++) free(c->ov[i].host);
-    free(c->ov);
-    free(c);
-    return KR_ECONFIG;
-  }
-  /* The TLS context loads the system CA bundle: made at the first https
-   * fetch, but a CA file that cannot be read is a configuration error now. */
-  FILE *ca = opts->ca_file ? fopen(opts->ca_file, "r") : NULL;
-  if (opts->ca_file && !ca) {
-    kr_addrpolicy_free(c->policy);
-    for (size_t i = 0; i < c->nov; i++) free(c->ov[i].host);
-    free(c->ov);
-    free(c);
-    return KR_ECONFIG;
-  }
-  if (ca) fclose(ca);
-  c->ca_file = opts->ca_file ? kr_xstrdup(opts->ca_file) : NULL;
-  c->ua = kr_xstrdup(opts->user_agent ? opts->user_agent : KR_HTTP_DEFAULT_UA);
-  c->accept = kr_xstrdup(opts->accept ? opts->accept : KR_HTTP_DEFAULT_ACCEPT);
-  c->opts.user_agent = c->ua;
-  c->opts.accept = c->accept;
-  c->opts.ca_file = c->ca_file;
-  c->opts.resolve = NULL;
-  c->opts.allow_addresses = c->opts.deny_addresses = NULL; /* in c->policy */
-  if (!c->opts.max_header_bytes) c->opts.max_header_bytes = 64 * 1024;
-  kr_conn_env_init(&c->env, loop, clock);
-  c->env.read_budget = c->opts.read_budget;
-  c->env.on_empty = conns_gone;
-  c->env.data = c;
-  c->nbuckets = 64;
-  c->buckets = kr_xcalloc(c->nbuckets, sizeof *c->buckets);
-  uv_idle_init(loop, &c->idle);
-  uv_timer_init(loop, &c->pool_timer);
-  uv_unref((uv_handle_t *)&c->pool_timer);
-  c->handles = 2;
-  *out = c;
-  return 0;
-}
-
-const kr_http_opts_t *kr_http_client_opts(const kr_http_client_t *c) { return &c->opts; }
-
-void kr_http_client_turn(kr_http_client_t *c) { kr_conn_env_turn(&c->env); }
-
-void kr_http_client_stats(const kr_http_client_t *c, kr_http_stats_t *out) {
-  *out = c->stats;
-  out->conns_opened = c->env.opened;
-  out->pooled_idle = c->nidle;
-  out->conns_live = c->env.live;
-  out->reads_deferred = c->env.reads_deferred;
-}
-
-static void maybe_free_client(kr_http_client_t *c) {
-  if (!c->closing || c->handles > 0 || c->env.live > 0) return;
-  kr_tls_ctx_free(c->tls);
-  free(c->ca_file);
-  kr_conn_env_free(&c->env);
-  for (size_t i = 0; i < c->nov; i++) free(c->ov[i].host);
-  free(c->ov);
-  kr_addrpolicy_free(c->policy);
-  free(c->buckets);
-  free(c->ua);
-  free(c->accept);
-  free(c);
-}
-
-static void client_handle_closed(uv_handle_t *h) {
-  kr_http_client_t *c = h->data;
-  c->handles--;
-  maybe_free_client(c);
-}
-
-void kr_http_client_close(kr_http_client_t *c) {
-  if (c->closing) return;
-  /* From here no fetch starts and no connection is pooled. Running
-   * fetches end now, and their on_done runs here. */
-  c->closing = 1;
-  for (kr_http_fetch_t *f = c->inuse; f; f = f->next)
-    if (f->state != FS_DONE) finish(f, KR_ECANCELED, "client closed");
-  while (c->done_head) idle_cb(&c->idle);
-  /* Fetches the caller did not release are released for it. */
-  while (c->inuse) {
-    kr_http_fetch_t *f = c->inuse;
-    f->done_called = 1;
-    fetch_recycle(f);
-  }
-  while (c->free_list) {
-    kr_http_fetch_t *f = c->free_list;
-    list_unlink(&c->free_list, f);
-    c->nfree--;
-    uv_close((uv_handle_t *)&f->timer, fetch_timer_closed);
-  }
-  while (c->lru_head) pool_drop(c, c->lru_head);
-  c->idle.data = c;
-  c->pool_timer.data = c;
-  uv_close((uv_handle_t *)&c->idle, client_handle_closed);
-  uv_close((uv_handle_t *)&c->pool_timer, client_handle_closed);
-}

@@ -334,7 +334,11 @@ static void tls_idle(kr_cf_t *cf) {
   tc->wbio = w;
 }
 
-const kr_cf_ops_t kr__tls_cf_ops = {
+static void tls_info(const kr_cf_t *cf, kr_tls_info_t *info) {
+  *info = ((const tls_cf_t *)cf)->info;
+}
+
+static const kr_cf_ops_t tls_cf_ops = {
     .name = "tls",
     .start = tls_start,
     .send = tls_send,
@@ -342,11 +346,12 @@ const kr_cf_ops_t kr__tls_cf_ops = {
     .eof = tls_eof,
     .destroy = tls_destroy,
     .idle = tls_idle,
+    .tls_info = tls_info,
 };
 
 void kr_tls_push(kr_conn_t *c, kr_tls_ctx_t *t, const char *host, int port, int verify) {
   tls_cf_t *tc = kr_xcalloc(1, sizeof *tc);
-  tc->cf.ops = &kr__tls_cf_ops;
+  tc->cf.ops = &tls_cf_ops;
   tc->ctx = t;
   tc->verify = verify < 0 ? t->verify : verify;
   tc->key = kr_xasprintf("%s:%d", host, port);
@@ -372,8 +377,4 @@ void kr_tls_push(kr_conn_t *c, kr_tls_ctx_t *t, const char *host, int port, int 
       SSL_set1_host(tc->ssl, host);
   }
   kr__conn_push(c, &tc->cf);
-}
-
-void kr__tls_info(const kr_cf_t *cf, kr_tls_info_t *info) {
-  *info = ((const tls_cf_t *)cf)->info;
 }

@@ -4,11 +4,13 @@
  * id), the ready list fed by the timer wheel, the seen filter in front of
  * every insert, the URIs in flight, statistics and limits; the rules of
  * one host queue live in hostq.c. Every change to a host goes through
- * rearm(), which derives its ready time and puts it on the wheel, on the
- * ready list, or nowhere. Sections: options, host table, dispatch (wheel,
- * ready list), opening and recovery, queue keys, adding, issuing,
- * completing, prerequisites, hosts API, reports and statistics,
- * validation, Retry-After.
+ * kr__frontier_rearm(), which derives its ready time and puts it on the
+ * wheel, on the ready list, or nowhere. Sections here: options, host
+ * table, dispatch (wheel, ready list), a host's heads, queue keys, adding,
+ * issuing, completing, writes held back during a drain. Opening, recovery
+ * and closing are in frontier_open.c; prerequisites, the hosts API,
+ * reports and validation in frontier_hosts.c; the Retry-After parser in
+ * frontier_retry_after.c; frontier_int.h is what they share.
  */
 #include "frontier.h"
 
@@ -20,6 +22,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "frontier_int.h"
 #include "hostq.h"
 #include "internal.h"
 #include "kria/fp.h"
@@ -28,93 +31,10 @@
 #include "log.h"
 #include "turnprof.h"
 
-struct kr_frontier {
-  kr_frontier_opts_t opts;
-  kr_store_t *st;
-  kr_timers_t *timers;
-  kr_clock_t *clock;
-  kr_seen_t *seen;
-  int seen_complete;         /* every row's fp is in seen */
-  int64_t seen_from;         /* next fp to load */
-  /* host table */
-  kr_hostq_t **hosts;        /* in creation order (reports) */
-  size_t nhosts, hosts_cap;
-  kr_hostq_t **by_id;        /* index = hosts.id */
-  size_t by_id_cap;
-  kr_hostq_t **map;          /* open addressing on hash, power of two */
-  size_t map_cap;
-  /* dispatch */
-  kr_hostq_t *ready_head, *ready_tail;
-  size_t nready;
-  kr_frontier_ready_fn on_ready;
-  void *on_ready_ud;
-  kr_hostq_t *dirty;         /* hosts whose row must be written */
-  /* statistics and limits */
-  kr_counts_t total;
-  uint64_t in_flight;
-  uint64_t duplicates, rejected;
-  uint64_t run_bytes, run_documents;
-  uint64_t started_at;
-  const char *limit;
-  /* limits per period (opts.limits_period_ms) */
-  uint64_t period;           /* index of the period run_* count in */
-  uint64_t limit_until;      /* a limit pauses issuing until then */
-  kr_wheel_entry_t period_timer; /* calls on_ready then */
-  /* unlinked retirement: URIs whose last_linked this run wrote in the
-   * current epoch (an eighth of retire_unlinked_ms) */
-  kr_seen_t *linked;
-  uint64_t linked_epoch;
-  kr_store_pick_t *pick;     /* scratch for kr_store_pick */
-  size_t pick_cap;
-  /* writes held back while the store drains (kr_store_writable) */
-  struct pending *pending_head, *pending_tail;
-  uint64_t npending, pending_max, pending_total;
-  size_t pending_bytes;
-  uint64_t drains_cut;
-  struct pending **pmap;     /* fp -> newest pending row (open addressing) */
-  size_t pmap_cap, pmap_n;
-  int wal_held;              /* kr_frontier_next() saw kr_store_wal_held() */
-  int rekey_held;            /* a host's rekey_url waits for writes (host_rekey) */
-  uint64_t stats_flushed_at; /* last commit that wrote every dirty host */
-  int flush_all;             /* the next commit writes every dirty host */
-};
-
-/* Held-back writes: past a quarter of the limit kr_frontier_next() issues
- * nothing (the fetches that would add more wait for the drain); past the
- * limit the drain is cut short and everything is written at once. */
-#define HELD_BACK_LIMIT (UINT64_C(64) << 20)
-static uint64_t held_back_max(const kr_frontier_t *f) {
-  return f->opts.held_back_limit ? f->opts.held_back_limit : HELD_BACK_LIMIT;
-}
-
-/* The writes of a completion, or a batch of links, that arrived while the
- * store drained, with copies of everything they point to; applied in
- * arrival order. A completion's effects in memory (its slot, its new key
- * among the heads, the counters) happen at once; only its row write (and
- * its links) wait here, so a drain does not keep hosts busy. Until then
- * the row's key in the store is stale: pending_row() finds the newer one
- * (issue, fill_heads, raise_known, validation use it). */
-typedef struct pending {
-  struct pending *next;
-  struct pending *host_next; /* the host's pending rows, oldest first */
-  kr_hostq_t *h;             /* with a row: its host */
-  int has_row;
-  kr_uri_row_t row;          /* the completion's uris row (update columns) */
-  kr_link_t *links;
-  size_t nlinks;
-  uint64_t now;
-  size_t bytes;    /* of this allocation */
-} pending_t;
-
-static void rearm(kr_frontier_t *f, kr_hostq_t *h, uint64_t now);
-static int replay(kr_frontier_t *f);
-static int must_queue(kr_frontier_t *f);
 static int finish_now(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
                       const kr_link_t *links, size_t nlinks, uint64_t now);
 static int finish_held(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
                        const kr_link_t *links, size_t nlinks, uint64_t now);
-static pending_t *pending_row(const kr_frontier_t *f, uint64_t fp);
-static void pending_row_done(kr_frontier_t *f, pending_t *p);
 static void queue_op(kr_frontier_t *f, kr_hostq_t *h, const kr_uri_row_t *row,
                      const kr_link_t *links, size_t nlinks, uint64_t now);
 static int add_batch_now(kr_frontier_t *f, const kr_link_t *links, size_t n,
@@ -154,21 +74,7 @@ void kr_frontier_opts_default(kr_frontier_opts_t *o) {
   o->page_size = 4096;
 }
 
-static const kr_frontier_opts_t *hopts(const kr_frontier_t *f, const kr_hostq_t *h) {
-  return kr__hostq_opts(h, &f->opts);
-}
-
 /* ---- host table ------------------------------------------------------------ */
-
-/* A host row must be written with the next commit (its scheduling state,
- * robots, back-off, or the discovered/queued counts changed). */
-static void mark_dirty(kr_frontier_t *f, kr_hostq_t *h) {
-  if (!h->dirty) {
-    h->dirty_next = f->dirty;
-    f->dirty = h;
-  }
-  h->dirty = 2;
-}
 
 /* Only statistics changed (finished, succeeded, bytes...): the row is
  * written with a commit at most every HOST_STATS_FLUSH_MS, so a revisit
@@ -202,23 +108,8 @@ static void map_put(kr_frontier_t *f, kr_hostq_t *h) {
   f->map[j] = h;
 }
 
-static kr_hostq_t *map_get(const kr_frontier_t *f, const char *name, size_t len,
-                           uint64_t hash) {
-  if (!f->map_cap) return NULL;
-  for (size_t j = hash & (f->map_cap - 1); f->map[j]; j = (j + 1) & (f->map_cap - 1)) {
-    kr_hostq_t *x = f->map[j];
-    if (x->hash == hash && x->name_len == len && memcmp(x->name, name, len) == 0)
-      return x;
-  }
-  return NULL;
-}
-
-static kr_hostq_t *host_by_id(const kr_frontier_t *f, int64_t id) {
-  return id > 0 && (size_t)id < f->by_id_cap ? f->by_id[id] : NULL;
-}
-
 /* A new in-memory host queue (the row exists already). */
-static kr_hostq_t *host_new(kr_frontier_t *f, int64_t id, const char *name, size_t len) {
+kr_hostq_t *kr__frontier_host_new(kr_frontier_t *f, int64_t id, const char *name, size_t len) {
   kr_hostq_t *h = kr_xcalloc(1, sizeof(*h));
   h->f = f;
   h->id = id;
@@ -246,7 +137,7 @@ static kr_hostq_t *host_new(kr_frontier_t *f, int64_t id, const char *name, size
   return h;
 }
 
-static void host_free(kr_hostq_t *h) {
+void kr__frontier_host_free(kr_hostq_t *h) {
   kr_timer_stop(&h->timer);
   for (kr_curi_t *c = h->inflight, *n; c; c = n) {
     n = c->next_inflight;
@@ -274,7 +165,7 @@ static void host_row(const kr_hostq_t *h, kr_host_row_t *r) {
 }
 
 /* Pre-commit: write the rows of the hosts changed in this transaction. */
-static int flush_hosts(void *ud) {
+int kr__frontier_flush_hosts(void *ud) {
   kr_frontier_t *f = ud;
   uint64_t now = kr_clock_now_ms(f->clock);
   int all = f->flush_all || now >= f->stats_flushed_at + HOST_STATS_FLUSH_MS;
@@ -354,7 +245,7 @@ static void on_host_timer(kr_wheel_entry_t *e) {
   uint64_t t = kr__hostq_ready_at(h);
   if (t > now) { /* moved later without a rearm: cannot happen, but heal */
     (void)KR_COUNT_IF(1);
-    rearm(f, h, now);
+    kr__frontier_rearm(f, h, now);
     return;
   }
   if (h->on_ready_list) return;
@@ -367,7 +258,7 @@ static void on_host_timer(kr_wheel_entry_t *e) {
  * is busy, empty or held; on the ready list when it is there and still
  * ready; else one wheel entry at the ready time. An entry already due
  * keeps its place in the wheel's FIFO. */
-static void rearm(kr_frontier_t *f, kr_hostq_t *h, uint64_t now) {
+void kr__frontier_rearm(kr_frontier_t *f, kr_hostq_t *h, uint64_t now) {
   uint64_t t = kr__hostq_ready_at(h);
   if (t >= KR_NEVER) {
     kr_timer_stop(&h->timer);
@@ -387,43 +278,19 @@ static void rearm(kr_frontier_t *f, kr_hostq_t *h, uint64_t now) {
 
 /* The hosts kr_frontier_next() left off the ready list while their move
  * to their address' queue waited for held-back writes. */
-static void rekey_rearm(kr_frontier_t *f, uint64_t now) {
+void kr__frontier_rekey_rearm(kr_frontier_t *f, uint64_t now) {
   for (size_t i = 0; i < f->nhosts; i++)
-    if (f->hosts[i]->rekey_url) rearm(f, f->hosts[i], now);
+    if (f->hosts[i]->rekey_url) kr__frontier_rearm(f, f->hosts[i], now);
 }
 
-/* ---- opening and recovery ------------------------------------------------------ */
-
-static int load_host(void *ud, const kr_host_row_t *r) {
-  kr_frontier_t *f = ud;
-  if (r->id <= 0 || r->id > INT32_MAX) return 0; /* not ours to index */
-  kr_hostq_t *h = host_new(f, r->id, r->name, r->name_len);
-  h->robots_expires = r->robots_expires;
-  h->robots_status = r->robots_status;
-  h->crawl_delay_ms = r->crawl_delay_ms;
-  h->backoff_level = r->backoff_level;
-  h->backoff_until = r->backoff_until;
-  h->fail_streak = r->fail_streak;
-  h->c = r->c;
-  h->vt = r->vt;
-  const uint64_t *src = &r->c.discovered;
-  uint64_t *dst = &f->total.discovered;
-  for (size_t i = 0; i < sizeof(kr_counts_t) / sizeof(uint64_t); i++) dst[i] += src[i];
-  return 0;
-}
-
-static int in_flight_on(const kr_hostq_t *h, uint64_t fp) {
-  for (const kr_curi_t *c = h->inflight; c; c = c->next_inflight)
-    if (c->fp == fp) return 1;
-  return 0;
-}
+/* ---- a host's heads ------------------------------------------------------------ */
 
 /* Refill h's heads from its index. URIs in flight are skipped (their rows
  * keep the key they were issued with until they finish), and so are rows
  * whose write waits for a drain: their new keys come from the pending
  * list. Asking for in_flight + pending + KR_HEADS rows leaves KR_HEADS
  * usable ones whenever the store holds that many. */
-static int fill_heads(kr_frontier_t *f, kr_hostq_t *h) {
+int kr__frontier_fill_heads(kr_frontier_t *f, kr_hostq_t *h) {
   size_t want = h->in_flight + h->pending_rows + KR_HEADS;
   if (want > f->pick_cap) {
     f->pick_cap = want * 2;
@@ -436,7 +303,7 @@ static int fill_heads(kr_frontier_t *f, kr_hostq_t *h) {
   for (int i = 0; i < n; i++) {
     uint64_t fp = f->pick[i].fp;
     if (h->in_flight && in_flight_on(h, fp)) continue;
-    if (h->pending_rows && pending_row(f, fp)) continue;
+    if (h->pending_rows && kr__frontier_pending_row(f, fp)) continue;
     usable++;
     if (k < KR_HEADS)
       v[k++] = (kr_head_t){.fp = fp, .next_at = f->pick[i].next_at,
@@ -449,7 +316,7 @@ static int fill_heads(kr_frontier_t *f, kr_hostq_t *h) {
    * holds more, a key is left out: the next refill offers it again. */
   const kr_store_pick_t *last = n > 0 ? &f->pick[n - 1] : NULL;
   for (pending_t *p = h->pend_head; p; p = p->host_next) {
-    if (pending_row(f, p->row.fp) != p || in_flight_on(h, p->row.fp)) continue;
+    if (kr__frontier_pending_row(f, p->row.fp) != p || in_flight_on(h, p->row.fp)) continue;
     if (full && last &&
         !kr__hostq_before(p->row.directive, p->row.next_at, p->row.fp, last->directive,
                           last->next_at, last->fp))
@@ -462,7 +329,7 @@ static int fill_heads(kr_frontier_t *f, kr_hostq_t *h) {
 /* After the heads lost an entry: refill them when they ran out while the
  * store holds more. */
 static int heads_ensure(kr_frontier_t *f, kr_hostq_t *h) {
-  return h->nheads == 0 && h->heads_more ? fill_heads(f, h) : 0;
+  return h->nheads == 0 && h->heads_more ? kr__frontier_fill_heads(f, h) : 0;
 }
 
 /* Offer a queued URI's new key to h (see kr__hostq_offer), refilling the
@@ -471,219 +338,6 @@ static int offer(kr_frontier_t *f, kr_hostq_t *h, uint64_t fp, int dir, uint64_t
   kr__hostq_offer(h, fp, dir, next_at);
   return heads_ensure(f, h);
 }
-
-static void seen_cb(void *ud, uint64_t fp) { kr_seen_add(ud, fp); }
-
-/* Load up to max fingerprints into the seen filter. */
-static int seen_step(kr_frontier_t *f, size_t max) {
-  if (f->seen_complete) return 0;
-  int done = 0;
-  int rc = kr_store_fp_scan(f->st, &f->seen_from, max, seen_cb, f->seen, &done);
-  if (rc < 0) return rc;
-  if (done) f->seen_complete = 1;
-  return 0;
-}
-
-static uint64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static void free_all(kr_frontier_t *f) {
-  for (size_t i = 0; i < f->nhosts; i++) host_free(f->hosts[i]);
-  free(f->hosts);
-  free(f->by_id);
-  free(f->map);
-  free(f->pick);
-  kr_seen_free(f->seen);
-  kr_seen_free(f->linked);
-  kr_timer_stop(&f->period_timer);
-  free(f);
-}
-
-int kr_frontier_open(const char *state_dir, const kr_frontier_opts_t *opts,
-                     kr_timers_t *timers, kr_frontier_t **out, char *err,
-                     size_t errlen) {
-  *out = NULL;
-  if (!timers || !timers->clock) return KR_EINVAL;
-  kr_frontier_t *f = kr_xcalloc(1, sizeof(*f));
-  if (opts)
-    f->opts = *opts;
-  else
-    kr_frontier_opts_default(&f->opts);
-  if (f->opts.max_connections == 0) f->opts.max_connections = 1;
-  f->timers = timers;
-  f->clock = timers->clock;
-  f->seen = kr_seen_new();
-  f->seen_from = INT64_MIN;
-  f->started_at = kr_clock_now_ms(f->clock);
-  kr_wheel_entry_init(&f->period_timer, NULL);
-  if (f->opts.limits_period_ms) f->period = f->started_at / f->opts.limits_period_ms;
-
-  kr_store_opts_t so;
-  kr_store_opts_default(&so);
-  so.loop = timers->loop;
-  so.clock = timers->clock;
-  if (f->opts.commit_ms) so.commit_ms = f->opts.commit_ms;
-  if (f->opts.commit_updates) so.commit_updates = f->opts.commit_updates;
-  if (f->opts.cache_mib) so.cache_mib = f->opts.cache_mib;
-  if (f->opts.wal_checkpoint_mib) so.wal_checkpoint_bytes = (uint64_t)f->opts.wal_checkpoint_mib << 20;
-  if (f->opts.page_size) so.page_size = f->opts.page_size;
-  if (f->opts.wal_max_mib) so.wal_max_bytes = (uint64_t)f->opts.wal_max_mib << 20;
-  so.plain_vfs = f->opts.plain_vfs;
-  so.row_cache = f->opts.row_cache;
-  so.orig_index = f->opts.orig_index;
-  so.quick_check = f->opts.quick_check;
-  int rc = kr_store_open(state_dir, &so, &f->st, err, errlen);
-  if (rc) {
-    free_all(f);
-    return rc;
-  }
-  kr_store_set_precommit(f->st, flush_hosts, f);
-
-  /* The assignment is a property of the crawl: a change keeps the rows in
-   * their old queues, so say so. */
-  static const char *const assign_name[] = {"host", "domain", "ip"};
-  const char *want = assign_name[f->opts.queue_assign <= 2 ? f->opts.queue_assign : 0];
-  char had[32];
-  int got = kr_store_meta_get(f->st, "queue-assign", had, sizeof(had));
-  if (got == 0)
-    rc = kr_store_meta_set(f->st, "queue-assign", want);
-  else if (got > 0 && strcmp(had, want) != 0)
-    KR_LOG(KR_LOG_WARN, kr_store_path(f->st),
-           "queue assignment changed from %s to %s: known URIs stay in their "
-           "%s queues",
-           had, want, had);
-  if (got < 0) rc = got;
-
-  if (!rc && f->opts.revisit_now) {
-    int64_t moved = kr_store_due_all(f->st, kr_clock_now_ms(f->clock));
-    if (moved < 0) rc = (int)moved;
-    else
-      KR_LOG(KR_LOG_INFO, kr_store_path(f->st), "revisit now: %" PRId64 " URIs made due", moved);
-  }
-  if (!rc) rc = kr_store_hosts_each(f->st, load_host, f);
-  if (!rc) { /* the filter loads in fp order: size it first (seen.h) */
-    struct stat sb;
-    uint64_t n = f->total.discovered;
-    uint64_t most = stat(kr_store_path(f->st), &sb) == 0 ? (uint64_t)sb.st_size / 32 : 0;
-    kr_seen_reserve(f->seen, (size_t)KR_MIN(n, most)); /* counters may lie */
-  }
-  for (size_t i = 0; !rc && i < f->nhosts; i++) rc = fill_heads(f, f->hosts[i]);
-  if (!rc) {
-    uint64_t t0 = mono_ms();
-    while (!rc && !f->seen_complete && mono_ms() - t0 < f->opts.seen_open_budget_ms)
-      rc = seen_step(f, 20000);
-  }
-  if (rc) {
-    if (err && errlen && !err[0])
-      snprintf(err, errlen, "%s: cannot load the crawl state", kr_store_path(f->st));
-    kr_store_close(f->st);
-    free_all(f);
-    return rc < 0 ? rc : KR_EDB;
-  }
-  uint64_t now = kr_clock_now_ms(f->clock);
-  for (size_t i = 0; i < f->nhosts; i++) {
-    kr_hostq_t *h = f->hosts[i];
-    if (f->opts.on_host) f->opts.on_host(f->opts.host_ud, f, h);
-    rearm(f, h, now);
-  }
-  KR_LOG(KR_LOG_INFO, kr_store_path(f->st),
-         "frontier open: %zu host queues, %" PRIu64 " URIs (%" PRIu64 " queued), "
-         "seen filter %s",
-         f->nhosts, f->total.discovered, f->total.queued,
-         f->seen_complete ? "loaded" : "loading while crawling");
-  *out = f;
-  return 0;
-}
-
-static void pending_free_all(kr_frontier_t *f) {
-  for (pending_t *p = f->pending_head, *n; p; p = n) {
-    n = p->next;
-    if (p->has_row) pending_row_done(f, p);
-    free(p);
-  }
-  free(f->pmap);
-  f->pmap = NULL;
-  f->pmap_cap = f->pmap_n = 0;
-  f->pending_head = f->pending_tail = NULL;
-  f->npending = 0;
-  f->pending_bytes = 0;
-}
-
-int kr_frontier_close(kr_frontier_t *f) {
-  if (!f) return 0;
-  int rc = 0;
-  /* a commit waiting for its presync step completes (the step inline) */
-  if (kr_store_presync_waiting(f->st)) rc = kr_store_commit(f->st);
-  f->flush_all = 1; /* every counter goes into the last commit */
-  if (f->dirty && kr_store_writable(f->st) && !f->pending_head) rc = flush_hosts(f);
-  if (f->pending_head) { /* finish the drain now and apply what waited */
-    kr_store_wait_checkpoint(f->st);
-    rc = replay(f);
-  }
-  int crc = kr_store_close(f->st);
-  pending_free_all(f);
-  free_all(f);
-  return rc < 0 ? rc : crc;
-}
-
-void kr_frontier_abandon(kr_frontier_t *f) {
-  if (!f) return;
-  kr_store_abandon(f->st);
-  pending_free_all(f);
-  free_all(f);
-}
-
-void kr_frontier_set_on_ready(kr_frontier_t *f, kr_frontier_ready_fn fn, void *ud) {
-  f->on_ready = fn;
-  f->on_ready_ud = ud;
-}
-
-int kr_frontier_turn(kr_frontier_t *f, uint64_t now) {
-  int rc = replay(f);
-  if (rc < 0) return rc;
-  rc = kr_store_maybe_commit(f->st, now);
-  if (rc < 0) return rc;
-  /* A commit that waited for its presync step is done: what was held
-   * back meanwhile goes in now, not a loop turn later. */
-  if (rc > 0 && f->pending_head && (rc = replay(f)) < 0) return rc;
-  /* The WAL hold ended (in a checkpoint's loop callback): the hosts that
-   * waited on the ready list get their fetches now. */
-  if (f->wal_held && !kr_store_wal_held(f->st)) {
-    f->wal_held = 0;
-    if (f->ready_head && f->on_ready) f->on_ready(f, f->on_ready_ud);
-  }
-  /* Hosts whose move to their address' queue waited (kr_frontier_next()
-   * left them off the ready list): rearmed once writes go through. */
-  if (f->rekey_held && !must_queue(f)) {
-    f->rekey_held = 0;
-    rekey_rearm(f, now);
-  }
-  if (!f->seen_complete) {
-    rc = seen_step(f, f->opts.seen_turn_step ? f->opts.seen_turn_step : 50000);
-    if (rc < 0) return rc;
-  }
-  return 0;
-}
-
-int kr_frontier_commit(kr_frontier_t *f) {
-  /* An explicit commit writes every dirty host, statistics included. */
-  f->flush_all = 1;
-  int rc = f->dirty ? flush_hosts(f) : 0;
-  if (rc == 0) rc = kr_store_commit(f->st);
-  f->flush_all = 0;
-  return rc;
-}
-
-int kr_frontier_load_seen(kr_frontier_t *f) {
-  int rc = 0;
-  while (!rc && !f->seen_complete) rc = seen_step(f, 100000);
-  return rc;
-}
-
-kr_store_t *kr_frontier_store(kr_frontier_t *f) { return f->st; }
 
 /* ---- queue keys -------------------------------------------------------------- */
 
@@ -724,7 +378,7 @@ static int put_key(kr_slice_t s, char *out, size_t outlen) {
 }
 
 /* Returns the key length or a negative error. */
-static int queue_key(const kr_frontier_t *f, const char *url, size_t len, char *out,
+int kr__frontier_queue_key(const kr_frontier_t *f, const char *url, size_t len, char *out,
                      size_t outlen) {
   kr_slice_t host, hostport;
   int rc = url_host(url, len, &host, &hostport);
@@ -755,14 +409,14 @@ static int queue_key(const kr_frontier_t *f, const char *url, size_t len, char *
 
 int kr_frontier_queue_key(kr_frontier_t *f, const char *url, size_t len, char *out,
                           size_t outlen) {
-  int n = queue_key(f, url, len, out, outlen);
+  int n = kr__frontier_queue_key(f, url, len, out, outlen);
   return n < 0 ? n : 0;
 }
 
 /* The host queue of url, created (row and struct) when new. */
-static int host_for(kr_frontier_t *f, const char *url, size_t len, kr_hostq_t **out) {
+int kr__frontier_host_for(kr_frontier_t *f, const char *url, size_t len, kr_hostq_t **out) {
   char key[512];
-  int n = queue_key(f, url, len, key, sizeof(key));
+  int n = kr__frontier_queue_key(f, url, len, key, sizeof(key));
   if (n < 0) return n;
   uint64_t hash = kr_fp(key, (size_t)n);
   kr_hostq_t *h = map_get(f, key, (size_t)n, hash);
@@ -771,7 +425,7 @@ static int host_for(kr_frontier_t *f, const char *url, size_t len, kr_hostq_t **
     int rc = kr_store_host_insert(f->st, key, (size_t)n, &id);
     if (rc) return rc;
     if (id <= 0 || id > INT32_MAX) return KR_EDB;
-    h = host_new(f, id, key, (size_t)n);
+    h = kr__frontier_host_new(f, id, key, (size_t)n);
     if (f->opts.on_host) f->opts.on_host(f->opts.host_ud, f, h);
   }
   *out = h;
@@ -797,7 +451,7 @@ static int raise_known(kr_frontier_t *f, uint64_t fp, int dir, uint64_t next_at,
   kr_hostq_t *h = host_by_id(f, r.host_id);
   /* In flight, or finished with its row waiting for a drain: the finish
    * decides (as for a URI in flight). */
-  if (!h || in_flight_on(h, fp) || (h->pending_rows && pending_row(f, fp))) return 0;
+  if (!h || in_flight_on(h, fp) || (h->pending_rows && kr__frontier_pending_row(f, fp))) return 0;
   int revive = r.next_at >= KR_NEVER && (flags & KR_LINK_REVIVE);
   if (r.next_at >= KR_NEVER && !revive) return 0;
   /* A link does not pull a retired URI forward (see Bounds). */
@@ -817,7 +471,7 @@ static int raise_known(kr_frontier_t *f, uint64_t fp, int dir, uint64_t next_at,
     mark_dirty(f, h);
   }
   rc = offer(f, h, fp, ndir, nnext);
-  rearm(f, h, now);
+  kr__frontier_rearm(f, h, now);
   return rc;
 }
 
@@ -840,7 +494,7 @@ static int linkable(const char *hop, size_t hop_len) {
 static int unretire(kr_frontier_t *f, const kr_uri_row_t *r, uint64_t now) {
   kr_hostq_t *h = host_by_id(f, r->host_id);
   /* In flight or waiting for a drain: its finish decides. */
-  if (!h || in_flight_on(h, r->fp) || (h->pending_rows && pending_row(f, r->fp))) return 0;
+  if (!h || in_flight_on(h, r->fp) || (h->pending_rows && kr__frontier_pending_row(f, r->fp))) return 0;
   /* before the write, which ends r's read */
   KR_LOG(KR_LOG_INFO, h->name, "URI linked again, no longer retired: %.*s",
          (int)KR_MIN(r->url_len, 200), r->url ? r->url : "");
@@ -852,7 +506,7 @@ static int unretire(kr_frontier_t *f, const kr_uri_row_t *r, uint64_t now) {
     mark_dirty(f, h);
   }
   rc = offer(f, h, fp, KR_DIRECTIVE_NORMAL, now);
-  rearm(f, h, now);
+  kr__frontier_rearm(f, h, now);
   return rc;
 }
 
@@ -942,7 +596,7 @@ static int add_one(kr_frontier_t *f, const kr_link_t *l, uint64_t fp, uint64_t n
     return rc < 0 ? rc : 0;
   }
   kr_hostq_t *h;
-  int rc = host_for(f, l->url, l->url_len, &h);
+  int rc = kr__frontier_host_for(f, l->url, l->url_len, &h);
   if (rc) {
     kr_seen_remove(f->seen, fp); /* not stored: forget it */
     return rc;
@@ -990,16 +644,15 @@ static int add_one(kr_frontier_t *f, const kr_link_t *l, uint64_t fp, uint64_t n
   COUNT(f, h, queued, 1);
   mark_dirty(f, h);
   if (!in_flight_on(h, fp) && (rc = offer(f, h, fp, dir, next_at)) < 0) return rc;
-  rearm(f, h, now);
+  kr__frontier_rearm(f, h, now);
   return 1;
 }
-
 
 static int replay_all(kr_frontier_t *f, int force);
 
 /* 1 when writes must wait (a drain, or older writes waiting). */
-static int must_queue(kr_frontier_t *f) {
-  if (replay(f) < 0) return 0; /* let the caller's write report it */
+int kr__frontier_must_queue(kr_frontier_t *f) {
+  if (kr__frontier_replay(f) < 0) return 0; /* let the caller's write report it */
   if (f->pending_bytes >= held_back_max(f)) {
     /* A commit waiting for its presync step (the WARC sync) must not take
      * these writes: it completes first, its step inline. */
@@ -1013,7 +666,7 @@ static int must_queue(kr_frontier_t *f) {
 }
 
 int kr_frontier_add(kr_frontier_t *f, const kr_link_t *link, uint64_t now) {
-  if (must_queue(f)) {
+  if (kr__frontier_must_queue(f)) {
     queue_op(f, NULL, NULL, link, 1, now);
     return KR_FRONTIER_HELD;
   }
@@ -1023,7 +676,7 @@ int kr_frontier_add(kr_frontier_t *f, const kr_link_t *link, uint64_t now) {
 int kr_frontier_add_batch(kr_frontier_t *f, const kr_link_t *links, size_t n,
                           uint64_t now, size_t *added) {
   if (added) *added = 0;
-  if (must_queue(f)) {
+  if (kr__frontier_must_queue(f)) {
     queue_op(f, NULL, NULL, links, n, now);
     return 0;
   }
@@ -1070,7 +723,7 @@ static void on_period_timer(kr_wheel_entry_t *e) {
 
 /* 1 when a limit stops issuing: for good, or (limits_period_ms) until
  * limit_until, when the next period starts with its counts at 0. */
-static int check_limits(kr_frontier_t *f, uint64_t now) {
+int kr__frontier_check_limits(kr_frontier_t *f, uint64_t now) {
   const kr_frontier_opts_t *o = &f->opts;
   uint64_t p = o->limits_period_ms;
   if (p && now / p != f->period) {
@@ -1184,15 +837,15 @@ static int issue(kr_frontier_t *f, kr_hostq_t *h, uint64_t now, kr_curi_t **out)
   kr_uri_row_t r;
   int rc = kr_store_uri_get(f->st, head->fp, &r);
   if (rc < 0) return rc;
-  const pending_t *pw = h->pending_rows && rc == 1 ? pending_row(f, head->fp) : NULL;
+  const pending_t *pw = h->pending_rows && rc == 1 ? kr__frontier_pending_row(f, head->fp) : NULL;
   if (pw) pending_overlay(&r, &pw->row); /* its write waits for a drain */
   if (rc == 0 || r.host_id != h->id || r.directive != head->dir || r.next_at != head->next_at) {
     /* Memory and store disagree: trust the store. */
     (void)KR_COUNT_IF(1);
     KR_LOG(KR_LOG_WARN, h->name, "head differs from the store; reloading it");
     kr__hostq_heads_reset(h);
-    rc = fill_heads(f, h);
-    rearm(f, h, now);
+    rc = kr__frontier_fill_heads(f, h);
+    kr__frontier_rearm(f, h, now);
     return rc < 0 ? rc : 0;
   }
   int slot = kr__hostq_free_slot(h, now);
@@ -1209,7 +862,7 @@ static int issue(kr_frontier_t *f, kr_hostq_t *h, uint64_t now, kr_curi_t **out)
   f->in_flight++;
   kr__hostq_take(h, c->fp);
   rc = heads_ensure(f, h);
-  rearm(f, h, now);
+  kr__frontier_rearm(f, h, now);
   if (rc < 0) return rc;
   *out = c;
   return 1;
@@ -1217,8 +870,8 @@ static int issue(kr_frontier_t *f, kr_hostq_t *h, uint64_t now, kr_curi_t **out)
 
 int kr_frontier_next(kr_frontier_t *f, uint64_t now, kr_curi_t **out) {
   *out = NULL;
-  if (check_limits(f, now)) return 0;
-  if (f->pending_bytes >= held_back_max(f) / 4 && replay(f) == 0 &&
+  if (kr__frontier_check_limits(f, now)) return 0;
+  if (f->pending_bytes >= held_back_max(f) / 4 && kr__frontier_replay(f) == 0 &&
       f->pending_bytes >= held_back_max(f) / 4)
     return 0; /* back-pressure while the store drains */
   if (kr_store_wal_held(f->st)) { /* or while its WAL is past the cap */
@@ -1231,13 +884,13 @@ int kr_frontier_next(kr_frontier_t *f, uint64_t now, kr_curi_t **out) {
     kr_hostq_t *h = f->ready_head;
     if (kr__hostq_state(h, now) != KR_HOSTQ_READY) {
       ready_remove(f, h); /* back on the wheel, or nowhere */
-      rearm(f, h, now);
+      kr__frontier_rearm(f, h, now);
       continue;
     }
     ready_remove(f, h);
     if (h->rekey_url) {
       /* A move to the queue of h's address waits: h's URIs go from there. */
-      if (must_queue(f)) {
+      if (kr__frontier_must_queue(f)) {
         f->rekey_held = 1;
         continue; /* kr_frontier_turn() calls on_ready when writable */
       }
@@ -1283,7 +936,7 @@ static int release(kr_frontier_t *f, kr_curi_t *c, uint64_t delay, int dir,
   kr__hostq_trim_slots(h);
   int rc = offer(f, h, c->fp, dir, next_at);
   free(c);
-  rearm(f, h, now);
+  kr__frontier_rearm(f, h, now);
   return rc;
 }
 
@@ -1299,7 +952,7 @@ static void host_backoff(kr_frontier_t *f, kr_hostq_t *h, const kr_frontier_opts
 
 int kr_frontier_finished(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
                          const kr_link_t *links, size_t nlinks, uint64_t now) {
-  if (must_queue(f)) return finish_held(f, c, o, links, nlinks, now);
+  if (kr__frontier_must_queue(f)) return finish_held(f, c, o, links, nlinks, now);
   return finish_now(f, c, o, links, nlinks, now);
 }
 
@@ -1487,7 +1140,7 @@ static int finish_now(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
   int rr = release(f, c, delay, r.directive, r.next_at, now);
   if (rc == 0) rc = rr;
   kr_store_release(f->st);
-  check_limits(f, now);
+  kr__frontier_check_limits(f, now);
   return rc < 0 ? rc : 0;
 }
 
@@ -1502,7 +1155,7 @@ static int finish_held(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o,
   finish_plan(f, c, o, now, &r, hist, &delay);
   queue_op(f, c->host, &r, links, nlinks, now);
   int rc = release(f, c, delay, r.directive, r.next_at, now);
-  check_limits(f, now);
+  kr__frontier_check_limits(f, now);
   return rc < 0 ? rc : 0;
 }
 
@@ -1528,7 +1181,7 @@ static char *keep(char **at, const void *src, size_t n) {
 
 /* pmap: fp -> the newest pending_t holding that URI's row; linear
  * probing over fingerprints (already hashes). */
-static pending_t *pending_row(const kr_frontier_t *f, uint64_t fp) {
+pending_t *kr__frontier_pending_row(const kr_frontier_t *f, uint64_t fp) {
   if (!f->pmap_n) return NULL;
   size_t m = f->pmap_cap - 1;
   for (size_t j = (size_t)fp & m; f->pmap[j]; j = (j + 1) & m)
@@ -1633,7 +1286,7 @@ static void queue_op(kr_frontier_t *f, kr_hostq_t *h, const kr_uri_row_t *row,
 }
 
 /* p's row no longer waits: off its host's list and the map. */
-static void pending_row_done(kr_frontier_t *f, pending_t *p) {
+void kr__frontier_pending_row_done(kr_frontier_t *f, pending_t *p) {
   kr_hostq_t *h = p->h;
   KR_BUG_ON(h->pend_head != p);
   h->pend_head = p->host_next;
@@ -1646,7 +1299,7 @@ static void pending_row_done(kr_frontier_t *f, pending_t *p) {
  * 0 or KR_EDB (the rest stay queued). */
 static int replay_some(kr_frontier_t *f, int force);
 
-static int replay(kr_frontier_t *f) { return replay_all(f, 0); }
+int kr__frontier_replay(kr_frontier_t *f) { return replay_all(f, 0); }
 
 static int replay_all(kr_frontier_t *f, int force) {
   if (!f->pending_head || !(force || kr_store_writable(f->st))) return 0;
@@ -1666,7 +1319,7 @@ static int replay_some(kr_frontier_t *f, int force) {
     kr_store_hold(f->st); /* a completion's row and links: one transaction */
     int rc = p->nlinks ? add_batch_now(f, p->links, p->nlinks, p->now, NULL) : 0;
     if (p->has_row) {
-      pending_row_done(f, p);
+      kr__frontier_pending_row_done(f, p);
       if (rc == 0) {
         int u = kr_store_uri_update(f->st, &p->row);
         if (u < 0) rc = u;
@@ -1679,476 +1332,3 @@ static int replay_some(kr_frontier_t *f, int force) {
   return 0;
 }
 
-/* ---- prerequisites ------------------------------------------------------------------ */
-
-int kr_frontier_prereq_require(kr_frontier_t *f, kr_curi_t *c, const char *url,
-                               size_t len, uint64_t now) {
-  kr_hostq_t *h = c->host;
-  char hop[KR_HOP_PATH_MAX + 1];
-  size_t hl = c->hop_len < KR_HOP_PATH_MAX ? c->hop_len : KR_HOP_PATH_MAX - 1;
-  memcpy(hop, c->hop_path + (c->hop_len - hl), hl);
-  hop[hl++] = 'P';
-  kr_link_t l = {.url = url,
-                 .url_len = len,
-                 .hop_path = hop,
-                 .hop_len = hl,
-                 .via = c->fp,
-                 .directive = KR_DIRECTIVE_HIGHEST,
-                 .next_at = now,
-                 .flags = KR_LINK_RESCHEDULE | KR_LINK_REVIVE};
-  h->gated = 1;
-  kr_frontier_defer(f, c, now);
-  int rc = kr_frontier_add(f, &l, now);
-  rearm(f, h, now);
-  return rc < 0 ? rc : 0;
-}
-
-void kr_frontier_prereq_done(kr_frontier_t *f, kr_hostq_t *h, uint64_t now) {
-  h->gated = 0;
-  rearm(f, h, now);
-}
-
-/* ---- hosts API ---------------------------------------------------------------------- */
-
-int kr_frontier_host_rekey(kr_frontier_t *f, kr_hostq_t *h, const char *url, size_t len,
-                           uint64_t now) {
-  /* Rows of URIs in flight, held back or waiting for a prerequisite stay
-   * where they are; a later call moves them. */
-  if (h->in_flight || h->gated) return 0;
-  char key[512];
-  int n = queue_key(f, url, len, key, sizeof(key));
-  if (n < 0) return n;
-  if ((size_t)n == h->name_len && memcmp(key, h->name, (size_t)n) == 0) return 0;
-  if (must_queue(f)) {
-    /* Held-back writes come first; kr_frontier_next() tries again before
-     * it issues from h, so no URI leaves the old queue meanwhile. */
-    if (!h->rekey_url) h->rekey_url = kr_xstrndup(url, len);
-    f->rekey_held = 1;
-    return 0;
-  }
-  free(h->rekey_url);
-  h->rekey_url = NULL;
-  kr_hostq_t *to;
-  int rc = host_for(f, url, len, &to);
-  if (rc) return rc;
-  if (to == h) return 0;
-  int64_t moved = kr_store_uris_move_host(f->st, h->id, to->id);
-  if (moved < 0) return (int)moved;
-  if (moved == 0) return 0;
-  uint64_t m = (uint64_t)moved;
-  if (m > h->c.queued) m = h->c.queued;
-  h->c.queued -= m;
-  to->c.queued += m; /* totals unchanged */
-  /* the strictest robots.txt Crawl-delay of the hosts sharing the queue */
-  if (h->crawl_delay_ms > to->crawl_delay_ms) to->crawl_delay_ms = h->crawl_delay_ms;
-  kr__hostq_heads_reset(h);
-  kr__hostq_heads_reset(to);
-  if ((rc = fill_heads(f, h)) != 0 || (rc = fill_heads(f, to)) != 0) return rc;
-  mark_dirty(f, h);
-  mark_dirty(f, to);
-  rearm(f, h, now);
-  rearm(f, to, now);
-  return moved > INT32_MAX ? INT32_MAX : (int)moved;
-}
-
-kr_hostq_t *kr_frontier_host_lookup(kr_frontier_t *f, const char *key, size_t len) {
-  return map_get(f, key, len, kr_fp(key, len));
-}
-
-const char *kr_frontier_host_name(const kr_hostq_t *h) { return h->name; }
-
-void kr_frontier_host_set_opts(kr_frontier_t *f, kr_hostq_t *h,
-                               const kr_frontier_opts_t *o, uint64_t now) {
-  h->opts = o;
-  kr__hostq_set_valence(h, hopts(f, h)->host_valence);
-  rearm(f, h, now);
-}
-
-void kr_frontier_host_set_robots(kr_frontier_t *f, kr_hostq_t *h, uint64_t expires,
-                                 int status, int64_t crawl_delay_ms, uint64_t now) {
-  h->robots_expires = expires;
-  h->robots_status = status;
-  h->crawl_delay_ms = crawl_delay_ms;
-  mark_dirty(f, h);
-  rearm(f, h, now);
-}
-
-const kr_vtrust_t *kr_frontier_host_vtrust(const kr_hostq_t *h) { return &h->vt; }
-
-void kr_frontier_host_set_vtrust(kr_frontier_t *f, kr_hostq_t *h, const kr_vtrust_t *vt) {
-  h->vt = *vt;
-  mark_dirty(f, h);
-}
-
-uint64_t kr_frontier_host_delay(kr_frontier_t *f, const kr_hostq_t *h, uint64_t fetch_ms) {
-  return kr__hostq_politeness(h, hopts(f, h), fetch_ms);
-}
-
-/* ---- reports and statistics ------------------------------------------------------------ */
-
-void kr_frontier_host_report(kr_frontier_t *f, const kr_hostq_t *h, uint64_t now,
-                             kr_host_report_t *out) {
-  (void)f;
-  memset(out, 0, sizeof(*out));
-  out->name = h->name;
-  out->state = kr__hostq_state(h, now);
-  out->ready_at = kr__hostq_ready_at(h);
-  out->queued = h->c.queued;
-  out->in_flight = h->in_flight;
-  out->valence = h->valence;
-  const kr_head_t *head = kr__hostq_head(h);
-  out->has_head = head != NULL;
-  out->head_directive = head ? head->dir : 0;
-  out->head_next_at = head ? head->next_at : 0;
-  out->overdue_ms = head && now > head->next_at ? now - head->next_at : 0;
-  out->gated = h->gated;
-  out->backoff_level = h->backoff_level;
-  out->fail_streak = h->fail_streak;
-  out->backoff_until = h->backoff_until;
-  out->robots_expires = h->robots_expires;
-  out->robots_status = h->robots_status;
-  out->crawl_delay_ms = h->crawl_delay_ms;
-  out->c = h->c;
-  out->vt = h->vt;
-}
-
-int kr_frontier_report_next(kr_frontier_t *f, size_t *iter, uint64_t now,
-                            kr_host_report_t *out) {
-  if (*iter >= f->nhosts) return 0;
-  kr_frontier_host_report(f, f->hosts[(*iter)++], now, out);
-  return 1;
-}
-
-static int by_overdue(const void *a, const void *b) {
-  const kr_host_report_t *x = a, *y = b;
-  if (x->overdue_ms != y->overdue_ms) return x->overdue_ms > y->overdue_ms ? -1 : 1;
-  return strcmp(x->name, y->name);
-}
-
-static void fmt_ms(char *buf, size_t n, uint64_t ms) {
-  if (ms >= KR_NEVER)
-    snprintf(buf, n, "never");
-  else if (ms < 10000)
-    snprintf(buf, n, "%" PRIu64 "ms", ms);
-  else if (ms < 3600000)
-    snprintf(buf, n, "%" PRIu64 "s", ms / 1000);
-  else
-    snprintf(buf, n, "%" PRIu64 "h%02" PRIu64 "m", ms / 3600000, ms / 60000 % 60);
-}
-
-int kr_frontier_report_text(kr_frontier_t *f, uint64_t now, size_t max_hosts,
-                            kr_buf_t *out) {
-  kr_frontier_stats_t s;
-  kr_frontier_stats(f, &s);
-  int rc = kr_buf_printf(
-      out,
-      "frontier: %" PRIu64 " hosts (%" PRIu64 " ready), discovered %" PRIu64
-      ", queued %" PRIu64 ", in flight %" PRIu64 ", finished %" PRIu64
-      ", succeeded %" PRIu64 ", retried %" PRIu64 ", failed %" PRIu64
-      ", disregarded %" PRIu64 ", backoffs %" PRIu64 ", bytes %" PRIu64
-      ", duplicates %" PRIu64 "%s%s\n",
-      s.hosts, s.ready_hosts, s.c.discovered, s.c.queued, s.in_flight, s.c.finished,
-      s.c.succeeded, s.c.retried, s.c.failed, s.c.disregarded, s.c.backoffs, s.c.bytes,
-      s.duplicates, s.limit ? ", limit reached: " : "", s.limit ? s.limit : "");
-  if (rc) return rc;
-  size_t n = f->nhosts;
-  kr_host_report_t *r = kr_xcalloc(n ? n : 1, sizeof(*r));
-  for (size_t i = 0; i < n; i++) kr_frontier_host_report(f, f->hosts[i], now, &r[i]);
-  qsort(r, n, sizeof(*r), by_overdue);
-  rc = kr_buf_printf(out, "%-32s %-8s %10s %6s %10s %10s %s\n", "host", "state", "queued",
-                     "flight", "next-ready", "overdue", "notes");
-  for (size_t i = 0; !rc && i < n && i < max_hosts; i++) {
-    char ready[32], over[32], vt[96] = "";
-    fmt_ms(ready, sizeof(ready),
-           r[i].ready_at >= KR_NEVER ? KR_NEVER : r[i].ready_at > now ? r[i].ready_at - now : 0);
-    fmt_ms(over, sizeof(over), r[i].overdue_ms);
-    if (r[i].vt.checks) { /* validators.h: -1 while undefined */
-      double rel = kr_vtrust_reliability(&r[i].vt), use = kr_vtrust_usefulness(&r[i].vt);
-      snprintf(vt, sizeof vt, " validators reliability %s%.2f usefulness %.2f%s",
-               rel < 0 ? "?" : "", rel < 0 ? 0.0 : rel, use < 0 ? 0.0 : use,
-               kr_vtrust_is_distrusted(&r[i].vt, (int64_t)now) ? " distrusted" : "");
-    }
-    rc = kr_buf_printf(out, "%-32s %-8s %10" PRIu64 " %3u/%-2u %10s %10s%s%s%s\n", r[i].name,
-                       kr__hostq_state_name(r[i].state), r[i].queued, r[i].in_flight,
-                       r[i].valence, ready, over, r[i].gated ? " gated" : "",
-                       r[i].backoff_until > now ? " backoff" : "", vt);
-  }
-  if (!rc && n > max_hosts)
-    rc = kr_buf_printf(out, "... %zu more hosts\n", n - max_hosts);
-  free(r);
-  return rc;
-}
-
-kr_frontier_status_t kr_frontier_status(kr_frontier_t *f, uint64_t now) {
-  if (check_limits(f, now) && !f->limit_until) return KR_FRONTIER_LIMIT;
-  /* held-back links may still queue URIs */
-  if (!f->opts.revisit && f->total.queued == 0 && f->in_flight == 0 && !f->pending_head)
-    return KR_FRONTIER_DONE;
-  return KR_FRONTIER_RUNNING;
-}
-
-void kr_frontier_stats(kr_frontier_t *f, kr_frontier_stats_t *out) {
-  memset(out, 0, sizeof(*out));
-  out->c = f->total;
-  out->in_flight = f->in_flight;
-  out->hosts = f->nhosts;
-  out->ready_hosts = f->nready;
-  out->duplicates = f->duplicates;
-  out->rejected = f->rejected;
-  out->run_bytes = f->run_bytes;
-  out->run_documents = f->run_documents;
-  out->seen = kr_seen_count(f->seen);
-  out->seen_bytes = kr_seen_memory(f->seen);
-  out->seen_complete = f->seen_complete;
-  out->limit = f->limit;
-  out->limit_until = f->limit_until;
-  out->held_back = f->npending;
-  out->held_back_max = f->pending_max;
-  out->held_back_total = f->pending_total;
-  out->held_back_bytes = f->pending_bytes;
-  out->drains_cut = f->drains_cut;
-}
-
-/* ---- validation ------------------------------------------------------------------------ */
-
-#define CHECK(cond, ...)                                        \
-  do {                                                          \
-    if (!(cond)) {                                              \
-      KR_LOG(KR_LOG_ERROR, h ? h->name : "frontier", __VA_ARGS__); \
-      return KR_EINVAL;                                         \
-    }                                                           \
-  } while (0)
-
-static int validate_host(kr_frontier_t *f, kr_hostq_t *h, uint64_t now) {
-  CHECK(h->valence >= 1 && h->nslots >= h->valence, "slots %u < valence %u", h->nslots,
-        h->valence);
-  uint32_t used = 0, listed = 0;
-  for (uint32_t i = 0; i < h->nslots; i++)
-    if (h->slots[i].curi) {
-      used++;
-      CHECK(h->slots[i].curi->slot == i && h->slots[i].curi->host == h, "slot %u mislinked", i);
-    }
-  for (kr_curi_t *c = h->inflight; c; c = c->next_inflight) listed++;
-  CHECK(used == h->in_flight && listed == h->in_flight, "in flight %u, slots %u, list %u",
-        h->in_flight, used, listed);
-  CHECK(h->nslots == h->valence || used == h->nslots, "%u slots for valence %u",
-        h->nslots, h->valence);
-  uint64_t q;
-  if (kr_store_count_queued(f->st, h->id, &q) < 0) return KR_EDB;
-  /* Rows waiting for a drain are counted in memory already. */
-  CHECK(q == h->c.queued || h->pending_rows, "queued %" PRIu64 " in memory, %" PRIu64 " in the store",
-        h->c.queued, q);
-  /* The heads are exactly the queue order without the URIs in flight, up
-   * to their number — and all of it when heads_more is 0. The queue is
-   * the store's, with the new keys of rows waiting for a drain. */
-  size_t want = h->in_flight + h->pending_rows + KR_HEADS + 1;
-  kr_store_pick_t *p = kr_xcalloc(want + h->pending_rows, sizeof(*p));
-  int n = kr_store_pick(f->st, h->id, p, (int)want);
-  CHECK(n >= 0, "pick failed");
-  /* Past the last row read, when there may be more, the order is not
-   * known from this read: compare only up to it. */
-  int full = (size_t)n == want;
-  kr_store_pick_t last = n > 0 ? p[n - 1] : (kr_store_pick_t){0};
-  size_t m = 0;
-  for (int i = 0; i < n; i++)
-    if (!in_flight_on(h, p[i].fp) && !pending_row(f, p[i].fp)) p[m++] = p[i];
-  for (pending_t *w = h->pend_head; w; w = w->host_next) {
-    if (pending_row(f, w->row.fp) != w || in_flight_on(h, w->row.fp) ||
-        w->row.next_at >= KR_NEVER)
-      continue;
-    p[m++] = (kr_store_pick_t){.fp = w->row.fp, .directive = w->row.directive,
-                               .next_at = w->row.next_at};
-  }
-  for (size_t i = 1; i < m; i++) /* insertion sort: a few dozen entries */
-    for (size_t j = i; j > 0 && kr__hostq_before(p[j].directive, p[j].next_at, p[j].fp,
-                                                 p[j - 1].directive, p[j - 1].next_at,
-                                                 p[j - 1].fp); j--) {
-      kr_store_pick_t t = p[j];
-      p[j] = p[j - 1];
-      p[j - 1] = t;
-    }
-  size_t known = m;
-  if (full)
-    for (known = 0; known < m && !kr__hostq_before(last.directive, last.next_at, last.fp,
-                                                   p[known].directive, p[known].next_at,
-                                                   p[known].fp);
-         known++) {
-    }
-  int ok = 1;
-  for (size_t k = 0; k < h->nheads; k++)
-    if (k >= known || p[k].fp != h->heads[k].fp || p[k].directive != h->heads[k].dir ||
-        p[k].next_at != h->heads[k].next_at)
-      ok = 0;
-  size_t beyond = known > h->nheads ? known - h->nheads : 0;
-  free(p);
-  CHECK(ok, "heads (%u, first %d, %" PRIu64 ") are not the top of the queue",
-        (unsigned)h->nheads, h->nheads ? h->heads[0].dir : 0, h->nheads ? h->heads[0].next_at : 0);
-  CHECK(h->heads_more || (beyond == 0 && !full), "heads say the queue ends, the store holds more");
-  CHECK(h->nheads || !h->heads_more, "no heads while the store may hold more");
-  kr_hostq_state_t s = kr__hostq_state(h, now);
-  uint64_t t = kr__hostq_ready_at(h);
-  if (t >= KR_NEVER) {
-    CHECK(!kr_timer_is_active(&h->timer) && !h->on_ready_list,
-          "state %s but armed or listed", kr__hostq_state_name(s));
-  } else {
-    CHECK(kr_timer_is_active(&h->timer) != h->on_ready_list,
-          "armed %d and listed %d", kr_timer_is_active(&h->timer), h->on_ready_list);
-    if (h->on_ready_list) CHECK(s == KR_HOSTQ_READY, "listed but %s", kr__hostq_state_name(s));
-    if (kr_timer_is_active(&h->timer))
-      CHECK(h->timer.due == t || (h->timer.due <= now && t <= now),
-            "armed at %" PRIu64 ", ready at %" PRIu64, h->timer.due, t);
-  }
-  return 0;
-}
-
-int kr_frontier_validate(kr_frontier_t *f, uint64_t now) {
-  kr_hostq_t *h = NULL;
-  kr_counts_t sum;
-  memset(&sum, 0, sizeof(sum));
-  uint64_t flight = 0;
-  for (size_t i = 0; i < f->nhosts; i++) {
-    h = f->hosts[i];
-    CHECK(host_by_id(f, h->id) == h, "id map");
-    CHECK(map_get(f, h->name, h->name_len, h->hash) == h, "name map");
-    int rc = validate_host(f, h, now);
-    if (rc) return rc;
-    const uint64_t *src = &h->c.discovered;
-    uint64_t *dst = &sum.discovered;
-    for (size_t k = 0; k < sizeof(kr_counts_t) / sizeof(uint64_t); k++) dst[k] += src[k];
-    flight += h->in_flight;
-  }
-  h = NULL;
-  CHECK(memcmp(&sum, &f->total, sizeof(sum)) == 0, "totals differ from the hosts' sum");
-  CHECK(flight == f->in_flight, "in flight %" PRIu64 " vs %" PRIu64, flight, f->in_flight);
-  size_t listed = 0;
-  for (kr_hostq_t *x = f->ready_head; x; x = x->ready_next) {
-    listed++;
-    CHECK(x->on_ready_list && (x->ready_next ? x->ready_next->ready_prev == x : f->ready_tail == x),
-          "ready list links");
-  }
-  CHECK(listed == f->nready, "ready list count");
-  uint64_t rows;
-  if (kr_store_count_uris(f->st, &rows) < 0) return KR_EDB;
-  CHECK(rows == f->total.discovered, "%" PRIu64 " rows, %" PRIu64 " discovered", rows,
-        f->total.discovered);
-  if (f->seen_complete) CHECK(kr_seen_count(f->seen) == rows, "seen filter holds %zu of %" PRIu64,
-                              kr_seen_count(f->seen), rows);
-  return kr_seen_validate(f->seen);
-}
-
-/* ---- Retry-After ------------------------------------------------------------------------ */
-
-static const char *const months[12] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
-                                       "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-static const char *const wdays[7] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
-static const char *const wdays_long[7] = {"Monday", "Tuesday",  "Wednesday", "Thursday",
-                                          "Friday", "Saturday", "Sunday"};
-
-/* Cursor over the header value. */
-typedef struct {
-  const char *p, *e;
-} cur_t;
-
-static int eat(cur_t *c, const char *lit) {
-  size_t n = strlen(lit);
-  if ((size_t)(c->e - c->p) < n || memcmp(c->p, lit, n) != 0) return 0;
-  c->p += n;
-  return 1;
-}
-
-/* Exactly n digits (n = 0: 1 or 2 digits, for asctime's day). */
-static int digits(cur_t *c, int n, int *out) {
-  int v = 0, k = 0, max = n ? n : 2;
-  while (k < max && c->p < c->e && isdigit((unsigned char)*c->p)) {
-    v = v * 10 + (*c->p++ - '0');
-    k++;
-  }
-  if (n ? k != n : k == 0) return 0;
-  *out = v;
-  return 1;
-}
-
-static int month(cur_t *c, int *m) {
-  for (int i = 0; i < 12; i++)
-    if (eat(c, months[i])) {
-      *m = i;
-      return 1;
-    }
-  return 0;
-}
-
-static int wday(cur_t *c, const char *const *names) {
-  for (int i = 0; i < 7; i++)
-    if (eat(c, names[i])) return 1;
-  return 0;
-}
-
-static int hms(cur_t *c, int *H, int *M, int *S) {
-  return digits(c, 2, H) && eat(c, ":") && digits(c, 2, M) && eat(c, ":") && digits(c, 2, S) &&
-         *H < 24 && *M < 60 && *S < 61;
-}
-
-/* Days since 1970-01-01 of a proleptic Gregorian date (m 0-11). */
-static int64_t days_from_civil(int64_t y, int m, int d) {
-  y -= m < 2;
-  int64_t era = (y >= 0 ? y : y - 399) / 400;
-  int64_t yoe = y - era * 400;
-  int mp = (m + 10) % 12; /* March = 0 */
-  int64_t doy = (153 * mp + 2) / 5 + d - 1;
-  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
-}
-
-int kr_frontier_parse_retry_after(const char *s, size_t len, uint64_t now_ms,
-                                  uint64_t *delay_ms) {
-  if (!s) return KR_EINVAL;
-  while (len && (*s == ' ' || *s == '\t')) s++, len--;
-  while (len && (s[len - 1] == ' ' || s[len - 1] == '\t')) len--;
-  if (!len || len > 64) return KR_EINVAL;
-  if (isdigit((unsigned char)s[0])) { /* delay-seconds = 1*DIGIT */
-    uint64_t v = 0;
-    for (size_t i = 0; i < len; i++) {
-      if (!isdigit((unsigned char)s[i])) return KR_EINVAL;
-      if (v < UINT64_C(100000000000)) v = v * 10 + (uint64_t)(s[i] - '0');
-    }
-    *delay_ms = v * 1000;
-    return 0;
-  }
-  cur_t c = {s, s + len};
-  int d = 0, m = 0, y = 0, H = 0, M = 0, S = 0;
-  cur_t save = c;
-  int ok = 0;
-  if (wday(&c, wdays) && eat(&c, ", ")) { /* IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT */
-    ok = digits(&c, 2, &d) && eat(&c, " ") && month(&c, &m) && eat(&c, " ") &&
-         digits(&c, 4, &y) && eat(&c, " ") && hms(&c, &H, &M, &S) && eat(&c, " GMT");
-  }
-  if (!ok) { /* RFC 850: Sunday, 06-Nov-94 08:49:37 GMT */
-    c = save;
-    if (wday(&c, wdays_long) && eat(&c, ", ")) {
-      ok = digits(&c, 2, &d) && eat(&c, "-") && month(&c, &m) && eat(&c, "-") &&
-           digits(&c, 2, &y) && eat(&c, " ") && hms(&c, &H, &M, &S) && eat(&c, " GMT");
-      /* Two-digit years: RFC 9110 5.6.7, more than 50 years ahead is past. */
-      if (ok) {
-        time_t t = (time_t)(now_ms / 1000);
-        struct tm tm;
-        gmtime_r(&t, &tm);
-        int cur = tm.tm_year + 1900;
-        y += cur / 100 * 100;
-        if (y > cur + 50) y -= 100;
-      }
-    }
-  }
-  if (!ok) { /* asctime: Sun Nov  6 08:49:37 1994 */
-    c = save;
-    if (wday(&c, wdays) && eat(&c, " ") && month(&c, &m) && eat(&c, " ")) {
-      if (c.p < c.e && *c.p == ' ') c.p++;
-      ok = digits(&c, 0, &d) && eat(&c, " ") && hms(&c, &H, &M, &S) && eat(&c, " ") &&
-           digits(&c, 4, &y);
-    }
-  }
-  if (!ok || c.p != c.e || d < 1 || d > 31) return KR_EINVAL;
-  int64_t secs = days_from_civil(y, m, d) * 86400 + H * 3600 + M * 60 + S;
-  int64_t when = secs * 1000;
-  *delay_ms = when > (int64_t)now_ms ? (uint64_t)when - now_ms : 0;
-  return 0;
-}

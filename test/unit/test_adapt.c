@@ -32,7 +32,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +44,7 @@
 #include "kria/seeds.h"
 #include "log.h"
 #include "store.h"
+#include "helpers.h"
 
 static void durations(void **state) {
   (void)state;
@@ -129,13 +129,6 @@ static const char conf_fmt[] =
     "wait.text.policy = poisson\n"
     "adaptive.feed-pull-max = 1\n";
 
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *w) {
-  (void)sb;
-  (void)flag;
-  (void)w;
-  return remove(p);
-}
-
 static uint64_t now_ms(fx_t *x) { return kr_crawl_now(x->c); }
 static void advance(fx_t *x, uint64_t ms) { kr_timers_advance(&x->c->timers, ms); }
 
@@ -148,8 +141,7 @@ static kr_processor_t *proc(kr_crawl_t *c, const char *name) {
 
 static int fx_setup(void **state) {
   fx_t *x = calloc(1, sizeof *x);
-  snprintf(x->dir, sizeof x->dir, "/tmp/kria-test-adapt-XXXXXX");
-  assert_non_null(mkdtemp(x->dir));
+  assert_int_equal(th_tmpdir(x->dir, sizeof x->dir, "test-adapt"), 0);
   char sdir[128];
   snprintf(sdir, sizeof sdir, "%s/state", x->dir);
   kr_log_level = KR_LOG_ERROR;
@@ -244,7 +236,7 @@ static int fx_teardown(void **state) {
   fetch_clear(x);
   kr_crawl_free(x->c);
   kr_config_free(x->cfg);
-  nftw(x->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+  th_rmtree(x->dir);
   free(x);
   return 0;
 }

@@ -17,6 +17,7 @@
 
 #include "kria/addrpolicy.h"
 #include "kria/error.h"
+#include "helpers.h"
 
 /* IPv6 form of a literal (IPv4 as ::ffff:a.b.c.d). */
 static void ip_of(const char *s, uint8_t ip[16]) {
@@ -373,12 +374,7 @@ static void contains_edges(void **state) {
 }
 
 static uint64_t rng = 0x9e3779b97f4a7c15u;
-static uint64_t rnd(void) { /* splitmix64: deterministic */
-  uint64_t z = (rng += 0x9e3779b97f4a7c15u);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-  return z ^ (z >> 31);
-}
+static uint64_t rnd(void) { return th_splitmix64(&rng); } /* deterministic */
 
 /* The lists' precomputed masks decide as kr_cidr_contains does, for
  * every prefix length (0, 64, 96, 128 and around them included) and

@@ -8,13 +8,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
 #include "crawl.h"
+#include "helpers.h"
 #include "internal.h"
 #include "log.h"
 
@@ -24,19 +24,11 @@ typedef struct fx {
   kr_crawl_t *c;
 } fx_t;
 
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *w) {
-  (void)sb;
-  (void)flag;
-  (void)w;
-  return remove(p);
-}
-
 /* A crawl of one seed host, never run. warc: "true" or "false". */
 static fx_t *crawl_up(const char *warc, const char *extra) {
   fx_t *x = calloc(1, sizeof *x);
   assert_non_null(x);
-  snprintf(x->dir, sizeof x->dir, "/tmp/kria-test-crawl-XXXXXX");
-  assert_non_null(mkdtemp(x->dir));
+  assert_int_equal(th_tmpdir(x->dir, sizeof x->dir, "test-crawl"), 0);
   kr_log_level = KR_LOG_ERROR;
   char spath[128];
   snprintf(spath, sizeof spath, "%s/seeds", x->dir);
@@ -62,7 +54,7 @@ static fx_t *crawl_up(const char *warc, const char *extra) {
 static void crawl_down(fx_t *x) {
   kr_crawl_free(x->c);
   kr_config_free(x->cfg);
-  nftw(x->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+  th_rmtree(x->dir);
   free(x);
 }
 

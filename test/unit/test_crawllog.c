@@ -24,6 +24,7 @@
 
 #include "crawllog.h"
 #include "kria/error.h"
+#include "helpers.h"
 
 /* Epoch ms of a UTC time. */
 static uint64_t ms_of(int y, int mo, int d, int h, int mi, int s, int ms) {
@@ -265,15 +266,12 @@ static char dir[64];
 
 static int setup_dir(void **state) {
   (void)state;
-  strcpy(dir, "/tmp/kria-crawllog-XXXXXX");
-  return mkdtemp(dir) ? 0 : -1;
+  return th_tmpdir(dir, sizeof dir, "crawllog");
 }
 
 static int teardown_dir(void **state) {
   (void)state;
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  return system(cmd) == 0 ? 0 : -1;
+  return th_rmtree(dir) == 0 ? 0 : -1;
 }
 
 static long file_size(const char *path) {

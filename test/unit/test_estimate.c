@@ -23,15 +23,11 @@
 
 #include "kria/error.h"
 #include "kria/estimate.h"
+#include "helpers.h"
 
 static uint64_t rng_state;
 static void seed(uint64_t s) { rng_state = s; }
-static uint64_t rnd(void) { /* splitmix64 */
-  uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-  return z ^ (z >> 31);
-}
+static uint64_t rnd(void) { return th_splitmix64(&rng_state); }
 static double unif(void) { return ((double)(rnd() >> 11) + 0.5) * 0x1p-53; } /* (0,1) */
 static double expo(double rate) { return -log(unif()) / rate; }
 

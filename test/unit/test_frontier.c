@@ -14,7 +14,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
-#include <ftw.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +28,7 @@
 #include "log.h"
 #include "store.h"
 #include "timer.h"
+#include "helpers.h"
 #include <uv.h>
 
 #define T0 UINT64_C(1700000000000)
@@ -40,13 +40,6 @@ static kr_clock_t clk;
 static kr_timers_t timers;
 static kr_frontier_t *F;
 static int ready_calls;
-
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *f) {
-  (void)sb;
-  (void)flag;
-  (void)f;
-  return remove(p);
-}
 
 static uint64_t now(void) { return kr_clock_now_ms(&clk); }
 static void adv(uint64_t ms) { kr_timers_advance(&timers, ms); }
@@ -72,8 +65,7 @@ static kr_frontier_opts_t defaults(void) {
 
 static int setup(void **state) {
   (void)state;
-  snprintf(tmpdir, sizeof(tmpdir), "/tmp/kria-test-frontier-XXXXXX");
-  if (!mkdtemp(tmpdir)) return -1;
+  if (th_tmpdir(tmpdir, sizeof tmpdir, "test-frontier")) return -1;
   snprintf(sdir, sizeof(sdir), "%s/state", tmpdir);
   kr_log_level = 2;
   kr_clock_init_virtual(&clk, T0);
@@ -88,7 +80,7 @@ static int teardown(void **state) {
   if (F) kr_frontier_close(F);
   F = NULL;
   kr_timers_close(&timers, NULL);
-  nftw(tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+  th_rmtree(tmpdir);
   return 0;
 }
 

@@ -15,7 +15,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,23 +24,18 @@
 #include "kria/error.h"
 #include "progress.h"
 #include "store.h"
+#include "helpers.h"
 
 static char tmpdir[256];
 
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *f) {
-  (void)sb, (void)flag, (void)f;
-  return remove(p);
-}
-
 static int setup(void **state) {
   (void)state;
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/kria-progress-XXXXXX");
-  return mkdtemp(tmpdir) ? 0 : -1;
+  return th_tmpdir(tmpdir, sizeof tmpdir, "progress");
 }
 
 static int teardown(void **state) {
   (void)state;
-  return nftw(tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+  return th_rmtree(tmpdir);
 }
 
 /* ---- histograms ---------------------------------------------------------- */

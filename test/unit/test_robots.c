@@ -21,6 +21,7 @@
 #include "kria/buf.h"
 #include "kria/error.h"
 #include "kria/robots.h"
+#include "helpers.h"
 
 /* ---- helpers -------------------------------------------------------- */
 
@@ -46,12 +47,6 @@ static int check(const char *txt, const char *tok, const char *path) {
   int a = allowed(r, path);
   kr_robots_free(r);
   return a;
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static char *format(const kr_robots_decision_t *d) {
@@ -1049,9 +1044,9 @@ static void ten_thousand_groups(void **state) {
     kr_buf_printf(&b, "User-agent: bot%c%c%c\nDisallow: /p%d\nAllow: /q%d\n\n",
                   'a' + i % 26, 'a' + i / 26 % 26, 'a' + i / 676 % 26, i, i);
   kr_buf_append_str(&b, "User-agent: kria\nDisallow: /mine\n");
-  double t0 = now_s();
+  double t0 = th_now_s();
   kr_robots_t *r = parse_n(b.data, b.len, "kria", NULL);
-  double t1 = now_s();
+  double t1 = th_now_s();
   const kr_robots_stats_t *st = kr_robots_stats(r);
   printf("# 10,000 groups for others (%zu bytes): parse %.1f ms, %zu bytes kept\n",
          b.len, (t1 - t0) * 1e3, kr_robots_memory(r));
@@ -1069,14 +1064,14 @@ static void ten_thousand_groups(void **state) {
   kr_buf_reset(&b);
   for (int i = 0; i < 10000; i++)
     kr_buf_printf(&b, "User-agent: *\nDisallow: /p%d/\n", i);
-  t0 = now_s();
+  t0 = th_now_s();
   r = parse_n(b.data, b.len, "kria", NULL);
-  t1 = now_s();
+  t1 = th_now_s();
   assert_int_equal(kr_robots_stats(r)->rules_kept, 10000);
   assert_true(kr_robots_memory(r) < 10000 * 32 + 4096);
   int a = 1;
   for (int i = 0; i < 100; i++) a &= allowed(r, "/q/not/matching/anything");
-  double t2 = now_s();
+  double t2 = th_now_s();
   printf("# 10,000 `*` groups: parse %.1f ms, %zu bytes kept, 100 lookups %.2f ms\n",
          (t1 - t0) * 1e3, kr_robots_memory(r), (t2 - t1) * 1e3);
   assert_true(a);
@@ -1103,9 +1098,9 @@ static void huge_file_is_read_only_to_the_limit(void **state) {
     memcpy(data + o, rules, sizeof rules - 1);
     o += sizeof rules - 1;
   }
-  double t0 = now_s();
+  double t0 = th_now_s();
   kr_robots_t *r = parse_n(data, o, "kria", NULL);
-  double t1 = now_s();
+  double t1 = th_now_s();
   const kr_robots_stats_t *st = kr_robots_stats(r);
   printf("# %zu MB file: parse %.1f ms, %zu bytes parsed, %zu bytes kept\n",
          o >> 20, (t1 - t0) * 1e3, st->bytes_parsed, kr_robots_memory(r));
@@ -1160,7 +1155,7 @@ static void nuls_and_binary_garbage(void **state) {
   const size_t size = 1 << 20;
   char *buf = malloc(size);
   uint32_t seed = 42;
-  double t0 = now_s();
+  double t0 = th_now_s();
   for (int round = 0; round < 8; round++) {
     size_t o = 0;
     while (o < size - 16) {
@@ -1194,7 +1189,7 @@ static void nuls_and_binary_garbage(void **state) {
     }
     kr_robots_free(r);
   }
-  printf("# 8 x 1 MiB of garbage: %.1f ms\n", (now_s() - t0) * 1e3);
+  printf("# 8 x 1 MiB of garbage: %.1f ms\n", (th_now_s() - t0) * 1e3);
   free(buf);
 }
 
@@ -1212,9 +1207,9 @@ static void one_megabyte_line(void **state) {
   struct line_rec rec = {0};
   o.on_line = record_line;
   o.ctx = &rec;
-  double t0 = now_s();
+  double t0 = th_now_s();
   kr_robots_t *r = parse_n(b.data, b.len, "kria", &o);
-  double t1 = now_s();
+  double t1 = th_now_s();
   const kr_robots_stats_t *st = kr_robots_stats(r);
   assert_int_equal(st->long_lines, 1);
   assert_int_equal(rec.flags[1] & KR_ROBOTS_LINE_TOO_LONG, KR_ROBOTS_LINE_TOO_LONG);
@@ -1248,9 +1243,9 @@ static void pathological_wildcards_are_linear(void **state) {
   for (int i = 0; i < 1000; i++)
     kr_buf_printf(&b, "Disallow: /*a*a*a*a*a*a*a*a*a*a*a*a*b%d\n", i);
   kr_robots_t *r = parse_n(b.data, b.len, "kria", NULL);
-  double t0 = now_s();
+  double t0 = th_now_s();
   assert_true(kr_robots_allowed(r, kr_slice(path, n + 1), NULL));
-  double t1 = now_s();
+  double t1 = th_now_s();
   printf("# 1,000 rules /*a*a...*b vs 100 KB of 'a': %.1f ms\n", (t1 - t0) * 1e3);
   assert_true(t1 - t0 < 2.0);
   kr_robots_free(r);
@@ -1261,13 +1256,13 @@ static void pathological_wildcards_are_linear(void **state) {
   for (int i = 0; i < 10000; i++) kr_buf_append_str(&b, "a");
   kr_buf_append_str(&b, "b\nDisallow: /*aaaaaaaaaaaab$\n");
   r = parse_n(b.data, b.len, "kria", NULL);
-  t0 = now_s();
+  t0 = th_now_s();
   assert_true(kr_robots_allowed(r, kr_slice(path, n + 1), NULL));
   path[n] = 'b'; /* now "...ab": the long segment is found at the end */
   kr_robots_decision_t d;
   assert_false(kr_robots_allowed(r, kr_slice(path, n + 1), &d));
   assert_int_equal(d.line, 2);
-  t1 = now_s();
+  t1 = th_now_s();
   printf("# /*a{10000}b vs 100 KB: %.1f ms\n", (t1 - t0) * 1e3);
   assert_true(t1 - t0 < 1.0);
   kr_robots_free(r);

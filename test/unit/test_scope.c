@@ -25,6 +25,7 @@
 #include "kria/scope.h"
 #include "kria/seeds.h"
 #include "kria/url.h"
+#include "helpers.h"
 
 /* ---- allocation counter (not under ASan, which owns malloc) ---------- */
 
@@ -104,12 +105,6 @@ static const char *D3(kr_scope_t *s, const char *url, const char *hops, const ch
 
 static const char *D(kr_scope_t *s, const char *url, const char *hops) {
   return D3(s, url, hops, NULL, NULL);
-}
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /* ---- modes ---------------------------------------------------------- */
@@ -586,9 +581,9 @@ static void trap_long_url_bounded(void **state) {
   kr_url_t *u = U(url);
   kr_scope_candidate_t c = {u, kr_slice_cstr("L"), NULL};
   kr_scope_rule_t rule;
-  double t0 = now_s();
+  double t0 = th_now_s();
   for (int i = 0; i < 100; i++) assert_int_equal(kr_scope_decide(s, &c, NULL, &rule), 1);
-  double per = (now_s() - t0) / 100;
+  double per = (th_now_s() - t0) / 100;
   printf("# trap scan of an 8 KiB URL of ~1000 segments: %.1f us\n", per * 1e6);
   assert_true(per < 0.05);
   kr_url_free(u);
@@ -666,7 +661,7 @@ static void include_exclude(void **state) {
   snprintf(mine, sizeof mine, "http://example.org/%sb", as);
   const pcre2_code *li[] = {ri}, *lx[] = {rx};
   kr_scope_limits_t lim = {2048, 20, 2, li, 1, NULL, 0};
-  double t0 = now_s();
+  double t0 = th_now_s();
   assert_string_equal(D3(s, other, "L", NULL, &lim), "reject:out-of-scope");
   snprintf(other, sizeof other, "http://other.net/%s", as);
   assert_string_equal(D3(s, other, "L", NULL, &lim), "accept:include"); /* it does work */
@@ -674,7 +669,7 @@ static void include_exclude(void **state) {
   lim.exclude = lx, lim.n_exclude = 1;
   assert_string_equal(D3(s, mine, "L", NULL, &lim), "reject:exclude");
   assert_string_equal(D3(s, "http://example.org/b", "L", NULL, &lim), "accept:host");
-  assert_true(now_s() - t0 < 2.0);
+  assert_true(th_now_s() - t0 < 2.0);
   pcre2_code_free(ri);
   pcre2_code_free(rx);
   kr_scope_free(s);
@@ -812,14 +807,14 @@ static void timing_10000_seeds(void **state) {
     assert_true(allocs > a0);
     a0 = allocs;
 #endif
-    double t0 = now_s();
+    double t0 = th_now_s();
     for (int r = 0; r < rounds; r++) {
       for (int i = 0; i < 30; i++) {
         kr_scope_candidate_t c = {links[i], kr_slice_cstr(hops[i]), NULL};
         accepted += (unsigned long)kr_scope_decide(s, &c, NULL, NULL);
       }
     }
-    double dt = now_s() - t0;
+    double dt = th_now_s() - t0;
 #if COUNT_ALLOCS
     assert_int_equal(allocs - a0, 0); /* no allocation per decision */
 #endif

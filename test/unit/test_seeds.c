@@ -19,12 +19,7 @@
 
 #include "kria/error.h"
 #include "kria/seeds.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
+#include "helpers.h"
 
 static int parse(kr_seeds_t *s, const char *text) {
   kr_seeds_init(s);
@@ -213,9 +208,9 @@ static void hostile_input(void **state) {
   memcpy(buf + n, "\nhttp://c.example/\n", 19);
   n += 19;
   kr_seeds_init(&s);
-  double t0 = now_s();
+  double t0 = th_now_s();
   assert_int_equal(kr_seeds_parse(&s, "big.txt", buf, n, NULL), 0);
-  assert_true(now_s() - t0 < 1.0);
+  assert_true(th_now_s() - t0 < 1.0);
   assert_int_equal(s.n, 2);
   assert_string_equal(s.messages[0], "big.txt:2: line too long (1048593 bytes, limit 8192), skipped");
   kr_seeds_free(&s);
@@ -230,10 +225,10 @@ static void hostile_input(void **state) {
     bin[i] = (unsigned char)(x >> 16);
   }
   kr_seeds_init(&s);
-  t0 = now_s();
+  t0 = th_now_s();
   assert_int_equal(kr_seeds_parse(&s, "bin", (const char *)bin, bn, NULL), 0);
   printf("# 4 MiB of random bytes: %zu lines, %zu bad, %zu seeds in %.2f s\n", s.lines, s.bad,
-         s.n, now_s() - t0);
+         s.n, th_now_s() - t0);
   assert_int_equal(s.n, 0); /* junk never becomes a seed (58 did, as hosts "qb", "0.0.0.7") */
   assert_true(s.lines > 10000);
   assert_int_equal(s.n_messages, KR_SEEDS_MAX_MESSAGES);
@@ -255,9 +250,9 @@ static void a_million_lines(void **state) {
   for (size_t i = 0; i < lines; i++) n += (size_t)sprintf(buf + n, "http://h%zu.example/p\n", i % 500000);
   kr_seeds_t s;
   kr_seeds_init(&s);
-  double t0 = now_s();
+  double t0 = th_now_s();
   assert_int_equal(kr_seeds_parse(&s, "m.txt", buf, n, NULL), 0);
-  double dt = now_s() - t0;
+  double dt = th_now_s() - t0;
   printf("# 1,000,000 lines (500,000 distinct URLs): %.2f s, %.2f us/line\n", dt, dt);
   assert_int_equal(s.lines, lines);
   assert_int_equal(s.n, 500000);

@@ -13,14 +13,10 @@
 
 #include "kria/fp.h"
 #include "kria/seen.h"
+#include "helpers.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15u;
-static uint64_t rnd(void) { /* splitmix64: deterministic */
-  uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-  return z ^ (z >> 31);
-}
+static uint64_t rnd(void) { return th_splitmix64(&rng_state); } /* deterministic */
 
 static void empty_set(void **state) {
   (void)state;

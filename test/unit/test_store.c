@@ -17,7 +17,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <inttypes.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -32,21 +31,14 @@
 #include "kria/fp.h"
 #include "log.h"
 #include "store.h"
+#include "helpers.h"
 
 static char tmpdir[256];
 static char sdir[300]; /* the state directory inside tmpdir */
 
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *f) {
-  (void)sb;
-  (void)flag;
-  (void)f;
-  return remove(p);
-}
-
 static int setup(void **state) {
   (void)state;
-  snprintf(tmpdir, sizeof(tmpdir), "/tmp/kria-test-store-XXXXXX");
-  if (!mkdtemp(tmpdir)) return -1;
+  if (th_tmpdir(tmpdir, sizeof tmpdir, "test-store")) return -1;
   snprintf(sdir, sizeof(sdir), "%s/state", tmpdir);
   kr_log_level = 2; /* the refusals below log errors on purpose */
   return 0;
@@ -54,7 +46,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  nftw(tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+  th_rmtree(tmpdir);
   return 0;
 }
 
@@ -1533,12 +1525,7 @@ static void warc_originals_compact(void **state) {
 /* ---- row cache (rowcache.h) ---- */
 
 static uint64_t rc_rng = 12345;
-static uint64_t rc_rnd(void) { /* splitmix64 */
-  uint64_t z = (rc_rng += 0x9e3779b97f4a7c15u);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-  return z ^ (z >> 31);
-}
+static uint64_t rc_rnd(void) { return th_splitmix64(&rc_rng); }
 
 static kr_store_t *open_in(const char *dir, uint32_t row_cache) {
   kr_store_opts_t o;

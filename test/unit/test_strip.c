@@ -22,17 +22,13 @@
 #include "kria/digest.h"
 #include "kria/error.h"
 #include "kria/strip.h"
+#include "helpers.h"
 
 #define SL(s) kr_slice((s), strlen(s))
 #define CLOCK "<span id=\"clock\">[^<]*</span>"
 
 static uint64_t rng_state = 5;
-static uint64_t rnd(void) {
-  uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-  return z ^ (z >> 31);
-}
+static uint64_t rnd(void) { return th_splitmix64(&rng_state); }
 
 static kr_sha1_t sha;
 static int setup(void **state) {
@@ -220,12 +216,6 @@ static void size_cap(void **state) {
   kr_strip_free(s);
 }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static void catastrophic(void **state) {
   (void)state;
   size_t n = 100000;
@@ -245,9 +235,9 @@ static void catastrophic(void **state) {
       o.use_jit = jit;
       kr_strip_t *s = kr_strip_new(&o);
       assert_int_equal(kr_strip_add(s, NULL, NULL, pats[k], NULL, 0), 0);
-      double t0 = now_s();
+      double t0 = th_now_s();
       digest(s, "h", "u", body, n, &r);
-      double dt = now_s() - t0;
+      double dt = th_now_s() - t0;
       printf("# catastrophic %s (%s): status %d, PCRE2 error %d, %.1f ms\n", pats[k],
              jit ? "JIT" : "interpreter", r.status, r.pcre2_error, dt * 1e3);
       assert_int_equal(r.status, KR_STRIP_LIMIT);
@@ -382,9 +372,9 @@ static void throughput(void **state) {
     assert_int_equal(kr_strip_add(s, NULL, NULL, CLOCK, NULL, 0), 0);
     assert_int_equal(kr_strip_add(s, NULL, NULL, "<b>[^<]*</b>", NULL, 0), 0);
     kr_strip_result_t r;
-    double t0 = now_s();
+    double t0 = th_now_s();
     for (int i = 0; i < 3; i++) digest(s, "h", "u", body, n, &r);
-    double dt = (now_s() - t0) / 3;
+    double dt = (th_now_s() - t0) / 3;
     printf("# %zu-byte body, %zu sections, %s: %.2f ms per digest (%.0f MB/s)\n", n,
            r.sections, jit ? "JIT" : "interpreter", dt * 1e3, n / dt / 1e6);
     assert_int_equal(r.status, KR_STRIP_DONE);
@@ -408,9 +398,9 @@ static void interpreter_budget(void **state) {
     kr_strip_t *s = kr_strip_new(&o);
     assert_int_equal(kr_strip_add(s, NULL, NULL, "<s>.*?</s>", NULL, 0), 0);
     kr_strip_result_t r;
-    double t0 = now_s();
+    double t0 = th_now_s();
     digest(s, "h", "u", body, n, &r);
-    double dt = now_s() - t0;
+    double dt = th_now_s() - t0;
     printf("# 1 MiB of \"<s>\" against <s>.*?</s>, %s: status %d, %.0f ms\n",
            jit ? "JIT" : "interpreter", r.status, dt * 1e3);
     assert_true(r.status == KR_STRIP_DONE || r.status == KR_STRIP_LIMIT);

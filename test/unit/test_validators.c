@@ -23,16 +23,12 @@
 
 #include "kria/error.h"
 #include "kria/validators.h"
+#include "helpers.h"
 
 #define SL(s) kr_slice((s), strlen(s))
 
 static uint64_t rng_state = 99;
-static uint64_t rnd(void) {
-  uint64_t z = (rng_state += 0x9e3779b97f4a7c15u);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
-  return z ^ (z >> 31);
-}
+static uint64_t rnd(void) { return th_splitmix64(&rng_state); }
 
 static void etag_compare(void **state) {
   (void)state;

@@ -19,7 +19,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +34,7 @@
 #include "kria/warc.h"
 #include "log.h"
 #include "warcfile.h"
+#include "helpers.h"
 
 #define T0 1763785200123ull /* 2025-11-22T04:20:00.123Z */
 
@@ -1040,22 +1040,15 @@ static void gzip_member_layouts(void **state) {
 
 static char tmpdir[256];
 
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *f) {
-  (void)sb, (void)flag, (void)f;
-  return remove(p);
-}
-
 static int setup(void **state) {
   (void)state;
   kr_log_level = KR_LOG_ERROR;
-  snprintf(tmpdir, sizeof tmpdir, "%s/kria-warc.XXXXXX",
-           getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-  return mkdtemp(tmpdir) ? 0 : -1;
+  return th_tmpdir(tmpdir, sizeof tmpdir, "warc");
 }
 
 static int teardown(void **state) {
   (void)state;
-  return nftw(tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+  return th_rmtree(tmpdir);
 }
 
 static void sub(char *out, size_t n, const char *name) {

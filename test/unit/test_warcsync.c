@@ -15,7 +15,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <errno.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -29,21 +28,14 @@
 #include "store.h"
 #include "warcfile.h"
 #include "warcsync.h"
+#include "helpers.h"
 
 static char tmpdir[256];
 static char sdir[300];
 
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *f) {
-  (void)sb;
-  (void)flag;
-  (void)f;
-  return remove(p);
-}
-
 static int setup(void **state) {
   (void)state;
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/kria-test-warcsync-XXXXXX");
-  if (!mkdtemp(tmpdir)) return -1;
+  if (th_tmpdir(tmpdir, sizeof tmpdir, "test-warcsync")) return -1;
   snprintf(sdir, sizeof sdir, "%s/state", tmpdir);
   kr_log_level = KR_LOG_ERROR;
   return 0;
@@ -51,7 +43,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  nftw(tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+  th_rmtree(tmpdir);
   return 0;
 }
 

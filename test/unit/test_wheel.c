@@ -14,6 +14,7 @@
 
 #include "kria/error.h"
 #include "kria/wheel.h"
+#include "helpers.h"
 
 #define DAY_MS (86400ull * 1000)
 
@@ -439,12 +440,6 @@ static void validate_detects_corruption(void **state) {
  * sanity bound so the test cannot flake on a busy machine. */
 static void nop_cb(kr_wheel_entry_t *e) { (void)e; }
 
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void measure_cost(void **state) {
   (void)state;
   enum { N = 1000000 };
@@ -452,20 +447,20 @@ static void measure_cost(void **state) {
   kr_wheel_entry_t *es = malloc(sizeof(*es) * N);
   assert_non_null(es);
   kr_wheel_init(&w, 0);
-  double t0 = now_s();
+  double t0 = th_now_s();
   for (int i = 0; i < N; i++) {
     kr_wheel_entry_init(&es[i], nop_cb);
     kr_wheel_add(&w, &es[i], 1 + rnd() % (10 * DAY_MS));
   }
-  double t1 = now_s();
+  double t1 = th_now_s();
   size_t fired = 0;
   for (uint64_t t = 0; t <= 10 * DAY_MS; t += 1000)
     fired += kr_wheel_run(&w, t, SIZE_MAX);
-  double t2 = now_s();
+  double t2 = th_now_s();
   assert_int_equal(fired, N);
   for (int i = 0; i < N; i++) kr_wheel_add(&w, &es[i], rnd());
   for (int i = 0; i < N; i++) kr_wheel_cancel(&es[i]);
-  double t3 = now_s();
+  double t3 = th_now_s();
   printf("# wheel: add %.0f ns, fire (1 s steps over 10 days) %.0f ns, "
          "add+cancel %.0f ns per entry\n",
          (t1 - t0) * 1e9 / N, (t2 - t1) * 1e9 / N, (t3 - t2) * 1e9 / N);
