@@ -2,7 +2,10 @@
  * table (phases, order, what WARC off leaves out), the pool of fetch
  * objects (the shared part zeroed, the processors' contexts kept and
  * reset, nothing of one fetch seen by the next) and the links a fetch
- * keeps (resolution, scope, caps). */
+ * keeps (resolution, scope, caps); and processors alone, on a fetch
+ * object of the pool and the chain's hooks called by hand: the extractors
+ * (headers, streamed HTML with <base>, the dropped-link note) and the
+ * outcome. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -205,11 +208,146 @@ static void fetch_links(void **state) {
   crawl_down(x);
 }
 
+/* ---- processors alone --------------------------------------------------------------- */
+
+static kr_processor_t *proc(kr_crawl_t *c, const char *name) {
+  for (size_t i = 0; i < c->chain.n; i++)
+    if (!strcmp(c->chain.procs[i]->name, name)) return c->chain.procs[i];
+  fail_msg("no processor %s", name);
+  return NULL;
+}
+
+static int has_link(const kr_fetch_t *f, const char *url, const char *hops) {
+  for (size_t i = 0; i < f->nlinks; i++)
+    if (!strcmp(f->links[i].url, url) && !strcmp(f->links[i].hop_path, hops)) return 1;
+  return 0;
+}
+
+/* extract-headers: Location and Content-Location as R hops, any status. */
+static void proc_extract_headers(void **state) {
+  (void)state;
+  fx_t *x = crawl_up("false", NULL);
+  kr_processor_t *p = proc(x->c, "extract-headers");
+  kr_curi_t u;
+  kr_fetch_t *f = page_fetch(x->c, &u, "http://a.example/dir/page");
+  kr_http_resp_t r;
+  memset(&r, 0, sizeof r);
+  kr_http_header_t h[1] = {{kr_slice_cstr("Content-Location"), kr_slice_cstr(" /cl ")}};
+  r.status = 301;
+  r.location = kr_slice_cstr("/moved");
+  r.headers = h;
+  r.nheaders = 1;
+  f->resp = &r;
+  assert_int_equal(p->run(&f->cf, p), KR_PROC_NEXT);
+  assert_int_equal(f->nlinks, 2);
+  assert_true(has_link(f, "http://a.example/moved", "LR"));
+  assert_true(has_link(f, "http://a.example/cl", "LR"));
+  kr__fetch_put(x->c, f);
+  crawl_down(x);
+}
+
+/* extract-html streamed: links in chunks, a <base> changing the base of
+ * the links after it; a fetch that
+ * failed mid-body skips extract-html, and extract-end still counts a
+ * capped extractor. */
+static void proc_extract_html(void **state) {
+  (void)state;
+  fx_t *x = crawl_up("false", NULL);
+  kr_processor_t *html = proc(x->c, "extract-html"), *end = proc(x->c, "extract-end");
+  kr_curi_t u;
+  kr_fetch_t *f = page_fetch(x->c, &u, "http://a.example/dir/page");
+  kr_chain_fetch_init(&x->c->chain, &f->cf, u.url, u.url_len, kr_slice_cstr("a.example"));
+  kr_http_resp_t r;
+  memset(&r, 0, sizeof r);
+  r.status = 200;
+  r.content_type = kr_slice_cstr("text/html");
+  f->resp = &r;
+  assert_int_equal(html->on_headers(&f->cf, html), KR_STREAM_BIT(KR_STREAM_CONTENT));
+  const char *chunks[] = {"<a href=one>1</a><a hr", "ef=\"two\">2</a><base href=\"/b/\">",
+                          "<img src=three.png><a href=four>4"};
+  for (size_t i = 0; i < 3; i++)
+    assert_int_equal(html->on_body(&f->cf, html, KR_STREAM_CONTENT, chunks[i], strlen(chunks[i])),
+                     0);
+  assert_int_equal(html->run(&f->cf, html), KR_PROC_NEXT);
+  assert_true(has_link(f, "http://a.example/dir/one", "LL"));
+  assert_true(has_link(f, "http://a.example/dir/two", "LL"));
+  assert_true(has_link(f, "http://a.example/b/three.png", "LE"));
+  assert_true(has_link(f, "http://a.example/b/four", "LL"));
+  assert_int_equal(f->nlinks, 4);
+  html->cleanup(&f->cf, html);
+  kr__fetch_put(x->c, f);
+
+  crawl_down(x);
+
+  /* capped, and the walk left before extract-html ran (a fresh crawl: the
+   * extractor takes the cap when it is made) */
+  x = crawl_up("false", NULL);
+  x->c->xopts.max_links = 1;
+  html = proc(x->c, "extract-html");
+  end = proc(x->c, "extract-end");
+  f = page_fetch(x->c, &u, "http://a.example/dir/page");
+  kr_chain_fetch_t *cf = &f->cf;
+  kr_chain_fetch_init(&x->c->chain, cf, u.url, u.url_len, kr_slice_cstr("a.example"));
+  f->resp = &r;
+  assert_true(html->on_headers(cf, html) != 0);
+  const char *many = "<a href=1>1</a><a href=2>2</a><a href=3>3</a>";
+  (void)html->on_body(cf, html, KR_STREAM_CONTENT, many, strlen(many));
+  uint64_t dropped = f->links_dropped;
+  assert_int_equal(end->run(cf, end), KR_PROC_NEXT);
+  assert_int_equal(f->links_dropped, dropped + 1); /* the extractor's cap, noted */
+  html->cleanup(cf, html);
+  assert_int_equal(end->run(cf, end), KR_PROC_NEXT); /* cleaned up: nothing more */
+  assert_int_equal(f->links_dropped, dropped + 1);
+  kr__fetch_put(x->c, f);
+  crawl_down(x);
+}
+
+/* outcome: a response of any status is a visit, 503 backs the URI off
+ * (with Retry-After), no response is a retry, a malformed one a failure. */
+static void proc_outcome(void **state) {
+  (void)state;
+  fx_t *x = crawl_up("false", NULL);
+  kr_processor_t *p = proc(x->c, "outcome");
+  kr_curi_t u;
+  kr_http_resp_t r;
+  static const struct {
+    int status, err;
+    kr_outcome_kind_t kind;
+    int log_status;
+  } cases[] = {
+      {200, 0, KR_OUTCOME_SUCCESS, 200},
+      {404, 0, KR_OUTCOME_SUCCESS, 404},
+      {503, 0, KR_OUTCOME_BACKOFF, 503},
+      {0, KR_ECONNREFUSED, KR_OUTCOME_RETRY, -2},
+      {0, KR_EPROTO, KR_OUTCOME_FAILED, -3},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    kr_fetch_t *f = page_fetch(x->c, &u, "http://a.example/dir/page");
+    memset(&r, 0, sizeof r);
+    kr_http_header_t h[1] = {{kr_slice_cstr("Retry-After"), kr_slice_cstr("120")}};
+    r.status = cases[i].status;
+    r.headers = h;
+    r.nheaders = 1;
+    f->resp = cases[i].status ? &r : NULL;
+    f->http_err = cases[i].err;
+    assert_int_equal(p->run(&f->cf, p), KR_PROC_NEXT);
+    assert_int_equal(f->outcome.kind, cases[i].kind);
+    if (cases[i].status) assert_int_equal(f->log_status, cases[i].log_status);
+    else assert_true(f->log_status < 0);
+    if (cases[i].status == 503) assert_int_equal(f->outcome.retry_after_ms, 120000);
+    kr__fetch_put(x->c, f);
+  }
+  crawl_down(x);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(chain_table),
       cmocka_unit_test(fetch_pool),
       cmocka_unit_test(fetch_links),
+      cmocka_unit_test(proc_extract_headers),
+      cmocka_unit_test(proc_extract_html),
+      cmocka_unit_test(proc_outcome),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
