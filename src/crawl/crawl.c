@@ -31,10 +31,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "archive.h"
 #include "diskguard.h"
 #include "internal.h"
 #include "linkcache.h"
-#include "proc_warc.h"
 #include "scopestate.h"
 #include "kria/fp.h"
 #include "kria/seeds.h"
@@ -756,7 +756,7 @@ static void on_disk_retry(kr_wheel_entry_t *e) {
 static int presync(void *ud, int may_wait) {
   kr_crawl_t *c = ud;
   disk_check(c, 0); /* always: the COMMIT is next */
-  return kr__warc_presync(c, may_wait);
+  return kr_archive_presync(c->warc, may_wait);
 }
 
 /* Once per loop turn: write crawl.log lines, then commit what is due. */
@@ -835,7 +835,7 @@ static void on_idle(uv_idle_t *h) {
 
 /* Cancel every HTTP exchange still running; their on_done follows. */
 static void cancel_inflight(kr_crawl_t *c) {
-  kr__warc_cancel(c);
+  kr_archive_cancel(c->warc);
   for (kr_fetch_t *f = c->inflight; f; f = f->next)
     if (f->http) kr_http_fetch_cancel(f->http);
 }
@@ -977,7 +977,7 @@ static void close_everything(kr_crawl_t *c) {
   if (c->frontier) {
     summary(c);
     if (c->log) kr_crawllog_flush(c->log);
-    kr__warc_close(c); /* records on disk before the last commit */
+    kr_archive_close(c->warc); /* records on disk before the last commit */
     kr_timer_stop(&c->disk_retry);
     int rc = kr_frontier_close(c->frontier);
     c->frontier = NULL;
@@ -1204,10 +1204,34 @@ static void teardown(kr_crawl_t *c) {
     close_handle((uv_handle_t *)&c->grace_timer);
     close_handle((uv_handle_t *)&c->sigint);
     close_handle((uv_handle_t *)&c->sigterm);
-    kr__warc_detach(c);
+    kr_archive_detach(c->warc);
   }
   c->http = NULL;
   c->dns = NULL;
+}
+
+/* The archive's hooks: a failed WARC write holds dispatch until writing
+ * works again. */
+static int archive_pause(void *ud) {
+  kr_crawl_t *c = ud;
+  if (c->paused) return 0;
+  kr_crawl_pause(c, 1);
+  return 1;
+}
+
+static void archive_resume(void *ud) { kr_crawl_pause(ud, 0); }
+
+static int archive_closing(void *ud) { return ((kr_crawl_t *)ud)->closing; }
+
+/* The WARC writer, once the frontier is open (a no-op with warc.enabled =
+ * false). On an error c->warc may be set all the same: it is detached and
+ * freed with the crawl. */
+static int archive_open(kr_crawl_t *c, char *err, size_t errlen) {
+  kr_archive_host_t h = {.loop = &c->loop, .timers = &c->timers, .clock = &c->clock,
+                         .store = kr_frontier_store(c->frontier), .ud = c,
+                         .pause = archive_pause, .resume = archive_resume,
+                         .closing = archive_closing};
+  return kr_archive_open(c->cfg, &h, &c->warc, err, errlen);
 }
 
 int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out, char *err,
@@ -1312,7 +1336,7 @@ int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out
     kr_strip_free(probe.strip);
     if (rc) goto fail;
   }
-  if ((rc = kr__warc_open(c, err, errlen))) goto fail;
+  if ((rc = archive_open(c, err, errlen))) goto fail;
   kr_chain_init(&c->chain, on_finalize, c);
   if ((rc = kr__crawl_chain_build(c))) {
     snprintf(err, errlen, "chain: cannot build the processor chain: %s", kr_err_name(rc));
@@ -1401,7 +1425,8 @@ void kr_crawl_free(kr_crawl_t *c) {
   uv_run(&c->loop, UV_RUN_DEFAULT);
   if (uv_loop_close(&c->loop)) KR_LOG(KR_LOG_WARN, NULL, "crawl: loop still has handles");
   kr__service_free(c);
-  kr__warc_free(c);
+  kr_archive_free(c->warc);
+  c->warc = NULL;
   kr_diskguard_free(c->disk);
   c->disk = NULL;
   if (c->log) kr_crawllog_close(c->log);

@@ -256,7 +256,7 @@ struct kr_crawl {
   struct kr_service *svc;       /* status server, sd_notify, progress, reload */
   int paused;                   /* dispatch held (kr_crawl_pause) */
   uint32_t reloads;             /* configurations applied by SIGHUP */
-  struct kr_warc *warc;         /* WARC writer (proc_warc.c), NULL when off */
+  struct kr_archive *warc;      /* the WARC writer (archive.h), NULL when off */
   /* queue-assignment = ip: host -> address it answered from (crawl.c) */
   int ip_queues;
   struct kr_ipmap_slot *ipmap;

@@ -27,7 +27,7 @@
 #include "internal.h"
 #include "kria/seeds.h"
 #include "log.h"
-#include "proc_warc.h"
+#include "archive.h"
 #include "scopestate.h"
 #include "turnprof.h"
 
@@ -442,7 +442,7 @@ static int key_is_live(kr_cfg_key_t k) {
     default:
       break;
   }
-  if (kr__warc_key_is_live(k)) return 1;
+  if (kr_archive_key_is_live(k)) return 1;
   if (!(kr_config_key_flags(k) & KR_CFG_HOST)) return 0;
   return strcmp(kr_config_key_section(k), "http") != 0;
 }
@@ -532,7 +532,7 @@ static void reload(kr_service_t *s) {
   }
   /* The new scope and seeds, before anything changes. */
   char err[512] = "";
-  if (kr__warc_reload_check(n, err, sizeof err)) {
+  if (kr_archive_reload_check(n, err, sizeof err)) {
     reload_fail(s, "%s", err);
     kr_config_free(n);
     goto out;
@@ -656,7 +656,7 @@ static void reload(kr_service_t *s) {
   s->progress_ms = (uint64_t)kr_config_ms(ng, KR_CFG_CRAWL_PROGRESS_INTERVAL);
   s->next_progress_ms = now + s->progress_ms;
   if (s->status) kr_status_set_token(s->status, kr_config_str(ng, KR_CFG_STATUS_TOKEN));
-  kr__warc_reload(c, old_cfg);
+  kr_archive_reload(c->warc, c->cfg, old_cfg);
   s->hs.at_ms = 0;
   s->reloads_ok++;
   s->last_reload_ms = now;

@@ -32,7 +32,7 @@
 #include "kria/validators.h"
 #include "linkcache.h"
 #include "log.h"
-#include "proc_warc.h"
+#include "archive.h"
 #include "service.h"
 #include "turnprof.h"
 
@@ -347,8 +347,8 @@ static void page_status(kr_service_t *s, kr_buf_t *b) {
   }
   jw_close(&w, '}');
 
-  kr_warc_stats_t ws;
-  kr__warc_stats(c, &ws);
+  kr_archive_stats_t ws;
+  kr_archive_stats(c->warc, &ws);
   if (c->warc) {
     jw_open(&w, "warc", '{');
     jw_u64(&w, "records", ws.records);
@@ -472,8 +472,8 @@ static void page_status_text(kr_service_t *s, kr_buf_t *b) {
                    " misses, %" PRIu64 " hosts distrusted\n",
                 hs->vt_checks, hs->vt_predicted_unchanged, hs->vt_misses, hs->vt_distrusted);
   if (c->warc) {
-    kr_warc_stats_t ws;
-    kr__warc_stats(c, &ws);
+    kr_archive_stats_t ws;
+    kr_archive_stats(c->warc, &ws);
     kr_buf_printf(b, "warc        %" PRIu64 " records, %" PRIu64 " bytes, %" PRIu64 " revisits, %" PRIu64
                      " files; %s%s%s\n",
                   ws.records, ws.bytes, ws.revisits_identical + ws.revisits_not_modified, ws.files,
@@ -716,8 +716,8 @@ static void page_metrics(kr_service_t *s, kr_buf_t *b) {
   metric_u(b, "kria_rare_events_total", "counter", "Rare internal events (KR_COUNT_IF).",
            kr__rare_events);
   if (c->warc) {
-    kr_warc_stats_t ws;
-    kr__warc_stats(c, &ws);
+    kr_archive_stats_t ws;
+    kr_archive_stats(c->warc, &ws);
     metric_u(b, "kria_warc_records_total", "counter", "WARC records written (all types).",
              ws.records);
     metric_u(b, "kria_warc_bytes_total", "counter", "Bytes written to WARC files.", ws.bytes);
