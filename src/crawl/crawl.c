@@ -533,7 +533,7 @@ static void frontier_from_config(kr_crawl_t *c, kr_frontier_opts_t *o) {
   o->commit_ms = (uint32_t)kr_config_ms(g, KR_CFG_STORE_COMMIT_INTERVAL);
   o->commit_updates = (uint32_t)kr_config_int(g, KR_CFG_STORE_COMMIT_UPDATES);
   /* Only dedupe with WARC files looks originals up by digest (proc_change,
-   * proc_warc); both keys take a restart. */
+   * the archive); both keys take a restart. */
   o->orig_index = kr_config_bool(g, KR_CFG_ADAPTIVE_DEDUPE) &&
                           kr_config_bool(g, KR_CFG_WARC_ENABLED)
                       ? 1
