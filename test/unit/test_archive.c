@@ -425,6 +425,78 @@ static void test_sliced(void **state) {
   free(body);
 }
 
+/* Shutdown past its grace: the record being written in slices is cut
+ * away and its visit given back (done with an error, counted). */
+static void test_cancel(void **state) {
+  (void)state;
+  clear_dir();
+  struct env e;
+  env_open(&e, NULL);
+  const char *ua = "http://h/cut";
+  uri(&e, ua);
+  size_t n = 2u << 20;
+  char *body = calloc(1, n);
+  kr_archive_exchange_t x;
+  exchange(&e, &x, ua, body, n);
+  done_calls = 0;
+  done_rc = 0;
+  assert_int_equal(kr_archive_submit(e.a, &x), KR_ARCHIVE_ASYNC);
+  kr_archive_cancel(e.a);
+  while (!done_calls) uv_run(&e.loop, UV_RUN_ONCE);
+  assert_true(done_rc < 0);
+  kr_archive_capture_end(e.a, x.cap);
+  kr_archive_stats_t s;
+  kr_archive_stats(e.a, &s);
+  assert_int_equal(s.responses, 0);
+  assert_int_equal(s.deferred, 1);
+  assert_int_equal(e.pauses, 0); /* not a write error: dispatch not held */
+  env_close(&e);
+  read_all();
+  for (size_t i = 0; i < nrecs; i++) assert_int_not_equal(recs[i].type, KR_WARC_RESPONSE);
+  free(body);
+}
+
+/* A reload applies the record keys from the next record: without
+ * warc.write-request no request record follows. */
+static void test_reload(void **state) {
+  (void)state;
+  clear_dir();
+  struct env e;
+  env_open(&e, NULL);
+  const char *ua = "http://h/r1", *ub = "http://h/r2";
+  uri(&e, ua);
+  uri(&e, ub);
+  assert_true(kr_archive_key_is_live(KR_CFG_WARC_WRITE_REQUEST));
+  assert_false(kr_archive_key_is_live(KR_CFG_WARC_ENABLED));
+  kr_archive_exchange_t x;
+  exchange(&e, &x, ua, "one", 3);
+  assert_int_equal(kr_archive_submit(e.a, &x), 0);
+  kr_archive_capture_end(e.a, x.cap);
+  kr_config_t *n = kr_config_new();
+  char conf[512];
+  snprintf(conf, sizeof conf, "[crawl]\nwarc-dir = %s\n[warc]\nenabled = true\n"
+           "write-request = false\n", wdir);
+  assert_int_equal(kr_config_load_string(n, "reload.conf", conf, strlen(conf)), 0);
+  assert_int_equal(kr_config_finish(n), 0);
+  char err[256];
+  assert_int_equal(kr_archive_reload_check(n, err, sizeof err), 0);
+  kr_archive_reload(e.a, n, e.cfg);
+  kr_config_free(e.cfg);
+  e.cfg = n;
+  exchange(&e, &x, ub, "two", 3);
+  assert_int_equal(kr_archive_submit(e.a, &x), 0);
+  kr_archive_capture_end(e.a, x.cap);
+  kr_archive_stats_t s;
+  kr_archive_stats(e.a, &s);
+  assert_int_equal(s.reloads, 1);
+  assert_int_equal(s.requests, 1);
+  env_close(&e);
+  read_all();
+  get(KR_WARC_REQUEST, ua);
+  assert_null(find(KR_WARC_REQUEST, ub, 0));
+  get(KR_WARC_RESPONSE, ub);
+}
+
 /* ---- the thin WARC processor with a fake fetch -------------------------------------- */
 
 /* A stand-in for the http processor: the walk waits in the fetch phase
@@ -539,6 +611,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_records),
       cmocka_unit_test(test_sliced),
+      cmocka_unit_test(test_cancel),
+      cmocka_unit_test(test_reload),
       cmocka_unit_test(test_processor),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
