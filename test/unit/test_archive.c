@@ -15,7 +15,6 @@
 #include <cmocka.h>
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +24,7 @@
 
 #include "archive.h"
 #include "crawl.h"
+#include "helpers.h"
 #include "kria/digest.h"
 #include "kria/error.h"
 #include "kria/fp.h"
@@ -36,17 +36,9 @@
 static char tmpdir[256];
 static char sdir[300], wdir[300];
 
-static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *f) {
-  (void)sb;
-  (void)flag;
-  (void)f;
-  return remove(p);
-}
-
 static int setup(void **state) {
   (void)state;
-  snprintf(tmpdir, sizeof tmpdir, "/tmp/kria-test-archive-XXXXXX");
-  if (!mkdtemp(tmpdir)) return -1;
+  if (th_tmpdir(tmpdir, sizeof tmpdir, "test-archive")) return -1;
   snprintf(sdir, sizeof sdir, "%s/state", tmpdir);
   snprintf(wdir, sizeof wdir, "%s/warcs", tmpdir);
   if (mkdir(wdir, 0700)) return -1;
@@ -56,7 +48,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  nftw(tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+  th_rmtree(tmpdir);
   return 0;
 }
 
@@ -273,8 +265,8 @@ static void label(const void *p, size_t n, char out[KR_SHA1_LABEL_SIZE]) {
 
 /* A fresh state directory and an empty WARC directory. */
 static void clear_dir(void) {
-  nftw(sdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-  nftw(wdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+  th_rmtree(sdir);
+  th_rmtree(wdir);
   assert_int_equal(mkdir(wdir, 0700), 0);
 }
 
