@@ -39,7 +39,7 @@
 typedef struct kr_archive kr_archive_t;
 /* The raw body of one fetch, for its response record (capture.c). The
  * struct tag is the name kr_fetch_t's field uses. */
-typedef struct kr_warc_cap kr_archive_cap_t;
+typedef struct kr_archive_cap kr_archive_cap_t;
 
 /* What the writer did so far (kr_archive_stats). */
 typedef struct kr_archive_stats {

@@ -15,8 +15,8 @@
 #define DNS_SLOTS 4096           /* power of two: hosts with a dns record */
 
 /* The raw body of one fetch. */
-struct kr_warc_cap {
-  struct kr_warc_cap *next;     /* pool */
+struct kr_archive_cap {
+  struct kr_archive_cap *next;     /* pool */
   kr_buf_t mem;                 /* raw body bytes in memory */
   int fd;                       /* spill file, -1 none */
   kr_sha1_t sha;                /* block digest once spilling */
@@ -62,7 +62,7 @@ struct kr_archive {
   kr_wheel_entry_t retry;
   uint64_t held_since;
   /* captures */
-  struct kr_warc_cap *pool;
+  struct kr_archive_cap *pool;
   size_t npool;
   size_t mem;                   /* raw bytes in memory, all fetches */
   struct dns_slot *dns_slots;

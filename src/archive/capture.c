@@ -23,7 +23,7 @@
 
 kr_archive_cap_t *kr_archive_capture_begin(kr_archive_t *a, kr_slice_t head, const char *url,
                                            int body) {
-  struct kr_warc_cap *k = a->pool;
+  struct kr_archive_cap *k = a->pool;
   if (k) {
     a->pool = k->next;
     a->npool--;
@@ -42,7 +42,7 @@ kr_archive_cap_t *kr_archive_capture_begin(kr_archive_t *a, kr_slice_t head, con
   return k;
 }
 
-static void cap_free(struct kr_warc_cap *k) {
+static void cap_free(struct kr_archive_cap *k) {
   if (k->sha_ready) kr_sha1_free(&k->sha);
   kr_buf_free(&k->mem);
   free(k);
@@ -68,7 +68,7 @@ void kr_archive_capture_end(kr_archive_t *a, kr_archive_cap_t *k) {
 
 void kr__archive_caps_free(kr_archive_t *a) {
   while (a->pool) {
-    struct kr_warc_cap *k = a->pool;
+    struct kr_archive_cap *k = a->pool;
     a->pool = k->next;
     cap_free(k);
   }
@@ -89,7 +89,7 @@ static int spill_open(const char *dir) {
 
 /* Move the capture to a spill file: the block digest starts with the head
  * and the bytes held so far. */
-static int spill_start(kr_archive_t *a, struct kr_warc_cap *k) {
+static int spill_start(kr_archive_t *a, struct kr_archive_cap *k) {
   k->fd = spill_open(a->dir);
   if (k->fd < 0 || !k->sha_ready || kr_sha1_reset(&k->sha) ||
       kr_sha1_update(&k->sha, k->head.p, k->head.n) ||
@@ -106,7 +106,7 @@ static int spill_start(kr_archive_t *a, struct kr_warc_cap *k) {
 }
 
 /* n more bytes stay in memory (else the capture spills). */
-static int mem_keeps(const kr_archive_t *a, const struct kr_warc_cap *k, size_t n) {
+static int mem_keeps(const kr_archive_t *a, const struct kr_archive_cap *k, size_t n) {
   return k->mem.len + n <= CAP_MEM_MAX && a->mem + n <= MEM_BUDGET;
 }
 

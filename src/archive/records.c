@@ -136,7 +136,7 @@ static int index_lookup(kr_archive_t *a, const kr_archive_exchange_t *x, const u
 /* The block digest of x's response record [head, k->mem], when the
  * client made it together with the payload's (kr_sha1_pair). */
 static const uint8_t *block_digest(const kr_archive_exchange_t *x) {
-  const struct kr_warc_cap *k = x->cap;
+  const struct kr_archive_cap *k = x->cap;
   int same = x->has_block_digest && k && k->fd < 0 && k->mem.len == x->block_body;
   return same ? x->block_digest : NULL;
 }
@@ -235,7 +235,7 @@ static int job_begin(kr_archive_t *a, const kr_archive_exchange_t *x, const kr_w
 /* The response record of x (pdl: room for its payload digest's label). */
 static int write_response(kr_archive_t *a, const kr_archive_exchange_t *x, kr_warc_rec_t *rec,
                           char pdl[KR_SHA1_LABEL_SIZE]) {
-  struct kr_warc_cap *k = x->cap;
+  struct kr_archive_cap *k = x->cap;
   rec->type = KR_WARC_RESPONSE;
   rec->truncated = k && k->over ? "length" : x->truncated;
   if (x->has_payload_digest) {
@@ -300,7 +300,7 @@ static int write_visit(kr_archive_t *a, const kr_archive_exchange_t *x) {
  * the header and the raw head. 0 and a->job set, or an error (the record
  * is cut away). */
 static int job_begin(kr_archive_t *a, const kr_archive_exchange_t *x, const kr_warc_rec_t *rec) {
-  struct kr_warc_cap *k = x->cap;
+  struct kr_archive_cap *k = x->cap;
   struct job *j = &a->job;
   kr_slice_t head = x->head;
   j->x = *x;
@@ -342,7 +342,7 @@ static int job_begin(kr_archive_t *a, const kr_archive_exchange_t *x, const kr_w
  * an error (the record was cut away). */
 static int job_step(kr_archive_t *a) {
   struct job *j = &a->job;
-  struct kr_warc_cap *k = j->x.cap;
+  struct kr_archive_cap *k = j->x.cap;
   size_t want = k->len - j->off < SLICE_BYTES ? (size_t)(k->len - j->off) : SLICE_BYTES;
   const char *p = k->mem.data + j->off;
   if (k->fd >= 0) {
@@ -457,7 +457,7 @@ void kr__archive_on_slice(uv_idle_t *h) {
 
 int kr_archive_submit(kr_archive_t *a, const kr_archive_exchange_t *x) {
   if (!a->wf) return 0;
-  struct kr_warc_cap *k = x->cap;
+  struct kr_archive_cap *k = x->cap;
   /* A large body waits for the one being written; the rest go on. */
   if (k && (k->fd >= 0 || k->mem.len >= SLICED_MIN) && (a->job.busy || a->qn)) {
     queue_push(a, x);

@@ -113,7 +113,6 @@ struct kr_fetch {
   int cause;                    /* decided failures: the error behind it (robots.txt's) */
   kr_slice_t annot[KR_FETCH_MAX_ANNOT];
   size_t nannot;
-  struct kr_warc_cap *wcap;     /* raw response bytes for WARC (proc_warc.c) */
   /* Pooled with the object: reset, never zeroed, by kr__fetch_put. */
   unsigned worker;              /* pool index, crawl.log's "#NNN" */
   kr_arena_t arena;             /* link strings, annotations */

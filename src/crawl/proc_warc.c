@@ -30,6 +30,22 @@
 #include "procs.h"
 #include "turnprof.h"
 
+/* ---- the context ---------------------------------------------------------------- */
+
+/* The capture of a fetch's raw response, shared by warc and warc-late. */
+typedef struct warc_ctx {
+  kr_archive_cap_t *cap;
+} warc_ctx_t;
+
+static void ctx_reset(void *p, void *owner) { ((warc_ctx_t *)p)->cap = NULL; }
+
+static const kr_chain_ctx_def_t warc_ctx_def = {
+    .name = "warc", .size = sizeof(warc_ctx_t), .reset = ctx_reset};
+
+static kr_archive_cap_t **cap_of(kr_chain_fetch_t *cf, kr_processor_t *self) {
+  return &((warc_ctx_t *)kr_chain_ctx(cf, self))->cap;
+}
+
 /* ---- the exchange --------------------------------------------------------------- */
 
 /* Is there a visit with a response to record? */
@@ -146,7 +162,7 @@ static void on_written(void *ud, int rc) {
 /* f's visit as the service sees it. When the walk jumped over the digest
  * phase (an error after the headers), what arrived was hashed all the
  * same (digest-end, before warc-late). */
-static void exchange_fill(kr_fetch_t *f, kr_archive_exchange_t *x) {
+static void exchange_fill(kr_fetch_t *f, kr_archive_cap_t *cap, kr_archive_exchange_t *x) {
   const kr_http_resp_t *r = f->resp;
   x->has_payload_digest = f->ad.has_payload_digest;
   if (x->has_payload_digest) memcpy(x->payload_digest, f->ad.payload_digest, KR_SHA1_LEN);
@@ -158,7 +174,7 @@ static void exchange_fill(kr_fetch_t *f, kr_archive_exchange_t *x) {
   x->ip = r->peer_ip[0] ? r->peer_ip : NULL;
   x->date_ms = f->fetch_start_ms ? f->fetch_start_ms : kr_crawl_now(f->crawl);
   x->head = r->raw_head;
-  x->cap = f->wcap;
+  x->cap = cap;
   x->not_modified = r->status == 304 || f->ad.midfetch_abort;
   x->complete = r->payload_bytes && !r->truncated && !f->http_err;
   x->visited = f->ad.visits != 0;
@@ -175,19 +191,20 @@ static void exchange_fill(kr_fetch_t *f, kr_archive_exchange_t *x) {
 
 static int warc_headers(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
+  kr_archive_cap_t **cap = cap_of(cf, self);
   const kr_http_resp_t *r = f->resp;
-  if (!r || f->wcap) return 0;
+  if (!r || *cap) return 0;
   /* No body is coming for a 304 or a mid-fetch abort. */
   int body = !(r->status == 304 || f->ad.midfetch_abort);
-  f->wcap = kr_archive_capture_begin(self->data, r->raw_head, f->cf.url, body);
+  *cap = kr_archive_capture_begin(self->data, r->raw_head, f->cf.url, body);
   kr_chain_hold(cf, self, KR_STREAM_RAW);
   return KR_STREAM_BIT(KR_STREAM_RAW); /* the response record's block */
 }
 
 static int warc_body(kr_chain_fetch_t *cf, kr_processor_t *self, kr_stream_level_t level,
                      const char *p, size_t n) {
-  kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
-  if (f->wcap) kr_archive_capture_feed(self->data, f->wcap, p, n);
+  kr_archive_cap_t *cap = *cap_of(cf, self);
+  if (cap) kr_archive_capture_feed(self->data, cap, p, n);
   return 0;
 }
 
@@ -195,24 +212,25 @@ static int warc_body(kr_chain_fetch_t *cf, kr_processor_t *self, kr_stream_level
  * the capture's memory, or will the ones still to come stay there? */
 static int warc_held(kr_chain_fetch_t *cf, kr_processor_t *self, kr_stream_level_t level,
                      uint64_t from, uint64_t to, kr_slice_t *out) {
-  const kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
-  return level == KR_STREAM_RAW && kr_archive_capture_held(self->data, f->wcap, from, to, out);
+  return level == KR_STREAM_RAW &&
+         kr_archive_capture_held(self->data, *cap_of(cf, self), from, to, out);
 }
 
 static void warc_cleanup(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
   kr_archive_t *a = self->data;
+  kr_archive_cap_t **cap = cap_of(cf, self);
   kr_archive_forget(a, f);
-  if (f->wcap) kr_archive_capture_end(a, f->wcap);
-  f->wcap = NULL;
+  if (*cap) kr_archive_capture_end(a, *cap);
+  *cap = NULL;
 }
 
-static int run_visit(kr_archive_t *a, kr_fetch_t *f) {
-  if (f->wcap && !kr_archive_capture_claim(f->wcap)) return KR_PROC_NEXT;
+static int run_visit(kr_archive_t *a, kr_fetch_t *f, kr_archive_cap_t *cap) {
+  if (cap && !kr_archive_capture_claim(cap)) return KR_PROC_NEXT;
   if (!has_visit(f) || !kr_archive_writing(a)) return KR_PROC_NEXT;
   KR_TP_ENTER(KR_TP_WARC);
   kr_archive_exchange_t x;
-  exchange_fill(f, &x);
+  exchange_fill(f, cap, &x);
   int rc = kr_archive_submit(a, &x);
   KR_TP_LEAVE();
   if (rc == KR_ARCHIVE_ASYNC) return KR_PROC_ASYNC;
@@ -221,7 +239,7 @@ static int run_visit(kr_archive_t *a, kr_fetch_t *f) {
 }
 
 static int warc_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
-  return run_visit(self->data, container_of(cf, kr_fetch_t, cf));
+  return run_visit(self->data, container_of(cf, kr_fetch_t, cf), *cap_of(cf, self));
 }
 
 /* First in the post phase: a fetch whose walk skipped the write phase
@@ -229,7 +247,8 @@ static int warc_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
  * recorded here, still before "finish" hands the visit on. */
 static int warc_late_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
-  if (f->wcap && !kr_archive_capture_claimed(f->wcap)) return run_visit(self->data, f);
+  kr_archive_cap_t *cap = *cap_of(cf, self);
+  if (cap && !kr_archive_capture_claimed(cap)) return run_visit(self->data, f, cap);
   return KR_PROC_NEXT;
 }
 
@@ -287,5 +306,7 @@ const kr_processor_t kr_proc_warc = {.name = "warc",
                                      .on_headers = warc_headers,
                                      .on_body = warc_body,
                                      .held = warc_held,
-                                     .cleanup = warc_cleanup};
-const kr_processor_t kr_proc_warc_late = {.name = "warc-late", .run = warc_late_run};
+                                     .cleanup = warc_cleanup,
+                                     .ctx = &warc_ctx_def};
+const kr_processor_t kr_proc_warc_late = {.name = "warc-late", .run = warc_late_run,
+                                          .ctx = &warc_ctx_def};

@@ -508,9 +508,12 @@ static void on_final(kr_chain_fetch_t *cf, void *ud) {
 
 static void fake_visit(kr_crawl_t *c, kr_chain_t *ch, kr_fetch_t *f, kr_curi_t *u,
                        kr_http_resp_t *r, const char *url, const char *body) {
+  void *ctx = f->cf.ctx; /* the processors' contexts (kr_chain_fetch_setup) */
   memset(f, 0, sizeof *f);
   memset(u, 0, sizeof *u);
   memset(r, 0, sizeof *r);
+  f->cf.ctx = ctx;
+  f->cf.chain = ch;
   kr_chain_fetch_init(ch, &f->cf, url, strlen(url), kr_slice_cstr("h"));
   f->crawl = c;
   u->url = url;
@@ -555,6 +558,9 @@ static void test_processor(void **state) {
   assert_int_equal(kr_chain_build(&ch), 0);
 
   kr_fetch_t *f = calloc(1, sizeof *f);
+  kr_chain_fetch_setup(&ch, &f->cf);
+  kr_archive_cap_t **cap = kr_chain_ctx(&f->cf, &w); /* the warc context's capture */
+  assert_ptr_equal(cap, kr_chain_ctx(&f->cf, &late)); /* shared with warc-late */
   kr_curi_t u;
   kr_http_resp_t r;
   const char *urls[] = {"http://h/p", "http://h/q"};
@@ -564,7 +570,7 @@ static void test_processor(void **state) {
     kr_chain_start(&f->cf); /* waits in "http" */
     f->resp = &r;
     kr_chain_headers(&f->cf);
-    assert_non_null(f->wcap);
+    assert_non_null(*cap);
     assert_true(kr_chain_wants(&f->cf, KR_STREAM_RAW));
     assert_true(kr_chain_held(&f->cf, KR_STREAM_RAW, 0, 3, NULL));
     kr_chain_body(&f->cf, KR_STREAM_RAW, "hel", 3);
@@ -579,13 +585,15 @@ static void test_processor(void **state) {
     kr_chain_resume(&f->cf, 0); /* write, post, finalize */
     assert_int_equal(finalized, i + 1);
     assert_int_equal(f->disp, KR_DISP_FINISH);
-    assert_null(f->wcap); /* its cleanup ran */
+    assert_null(*cap); /* its cleanup ran */
+    kr_chain_fetch_recycle(&f->cf);
   }
   kr_archive_stats_t s;
   kr_archive_stats(c->warc, &s);
   assert_int_equal(s.responses, 1);
   assert_int_equal(s.revisits_identical, 1);
   assert_int_equal(s.metadata, 2);
+  kr_chain_fetch_teardown(&f->cf);
   free(f);
   kr_chain_free(&ch);
   free(c);
