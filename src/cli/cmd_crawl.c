@@ -19,6 +19,7 @@
 #include "internal.h"
 #include "kria/config.h"
 #include "log.h"
+#include "service.h"
 
 static const char usage_text[] =
     "usage: kria crawl -c FILE [-o section.key=value]... [--revisit-now]\n"
@@ -107,7 +108,8 @@ int kr_cmd_crawl(int argc, char **argv) {
   char err[1024];
   kr_crawl_opts_t copts = {.config_path = file, .overrides = over, .n_overrides = nover,
                            .revisit_now = revisit_now,
-                           .allow_scope_change = allow_scope_change};
+                           .allow_scope_change = allow_scope_change,
+                           .hooks = &kr_service_hooks};
   rc = kr_crawl_new(cfg, &copts, &crawl, err, sizeof err);
   if (rc) {
     kr_cli_error(rc, "%s", err);

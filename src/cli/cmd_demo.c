@@ -39,6 +39,7 @@
 #include "internal.h"
 #include "kria/config.h"
 #include "kria/warc.h"
+#include "service.h"
 
 /* ---- the built-in configuration ------------------------------------------------------ */
 
@@ -588,7 +589,8 @@ int kr_cmd_demo(int argc, char **argv) {
   }
 
   kr_crawl_t *crawl;
-  rc = kr_crawl_new(cfg, NULL, &crawl, err, sizeof err);
+  kr_crawl_opts_t copts = {.hooks = &kr_service_hooks}; /* status, progress */
+  rc = kr_crawl_new(cfg, &copts, &crawl, err, sizeof err);
   if (rc) {
     kr_cli_error(rc, "%s", err);
     close(fd);

@@ -39,7 +39,6 @@
 #include "kria/fp.h"
 #include "kria/seeds.h"
 #include "log.h"
-#include "service.h"
 #include "turnprof.h"
 
 #define DISPATCH_BUDGET 512       /* URIs started per dispatch call */
@@ -76,6 +75,12 @@ uv_loop_t *kr_crawl_loop(kr_crawl_t *c) { return &c->loop; }
 int kr_crawl_is_closing(const kr_crawl_t *c) { return c->closing; }
 
 void kr_crawl_get_stats(const kr_crawl_t *c, kr_crawl_stats_t *out) { *out = c->st; }
+
+/* Call the observer's hook `name` (kr_crawl_hooks_t) once it has a state. */
+#define HOOK(c, name)                                                       \
+  do {                                                                      \
+    if ((c)->hooks_state && (c)->opts.hooks->name) (c)->opts.hooks->name((c)->hooks_state); \
+  } while (0)
 
 /* ---- host addresses (queue-assignment = ip) ------------------------------------ */
 
@@ -554,7 +559,7 @@ static void start_fetch(kr_crawl_t *c, kr_curi_t *curi) {
   f->ad.content = KR_CONTENT_UNKNOWN;
   f->ad.vt_mode = -1;
   c->st.issued++;
-  kr__service_issued(c, curi);
+  if (c->hooks_state && c->opts.hooks->issued) c->opts.hooks->issued(c->hooks_state, curi);
   kr_slice_t host = {"", 0};
   if (kr_url_parse(curi->url, curi->url_len, NULL, &f->url) == 0) {
     host = kr_url_hostname(f->url);
@@ -852,7 +857,7 @@ void kr_crawl_stop(kr_crawl_t *c) {
   if (c->closing) return;
   if (!c->stopping) {
     c->stopping = 1;
-    kr__service_stopping(c);
+    HOOK(c, stopping);
     if (c->in_flight && c->opts.shutdown_grace_ms)
       uv_timer_start(&c->grace_timer, on_grace, c->opts.shutdown_grace_ms, 0);
     else if (c->in_flight)
@@ -910,20 +915,16 @@ static void on_max_time(kr_wheel_entry_t *e) {
 
 /* Adaptive revisiting in numbers, and validator trust per host. */
 static void summary_adaptive(kr_crawl_t *c) {
-  const kr_crawl_stats_t *s = &c->st;
-  KR_LOG(KR_LOG_NOTICE, NULL,
-         "revisits: %" PRIu64 " changed, %" PRIu64 " unchanged (%" PRIu64 " not modified, %" PRIu64
-         " aborted mid-fetch, %" PRIu64 " by digest), %" PRIu64 " unknown; %" PRIu64
-         " body bytes received on unchanged visits, %" PRIu64 " not received after aborts; %" PRIu64
-         " stripped digests, %" PRIu64 " duplicate payloads, %" PRIu64 " embeds refreshed; "
-         "%" PRIu64 " feeds (%" PRIu64 " items, %" PRIu64 " pulled forward, %" PRIu64
-         " errors), %" PRIu64 " sitemaps from robots.txt; waits: %" PRIu64
-         " multiplicative (%" PRIu64 " raised to the host's capacity), %" PRIu64
-         " poisson; %" PRIu64 " validator misses",
-         s->changed, s->unchanged, s->not_modified, s->midfetch_aborts, s->unchanged_full,
-         s->unknown, s->unchanged_body_bytes, s->aborted_bytes_saved, s->stripped, s->duplicates,
-         s->embeds_refreshed, s->feeds, s->feed_items, s->feed_pulled, s->feed_errors,
-         s->sitemaps_from_robots, s->waits[0], s->waits_capped, s->waits[1], s->vtrust_misses);
+  /* The counters, from their table (counters.h): "crawl: ..." and
+   * "revisits: ...". */
+  kr_buf_t b;
+  kr_buf_init(&b, 4096);
+  for (int line = KR_COUNTER_LINES - 1; line >= 0; line--) {
+    kr_buf_reset(&b);
+    kr_counters_summary(&c->st, line, &b);
+    if (b.len) KR_LOG(KR_LOG_NOTICE, NULL, "%.*s", (int)b.len, b.data);
+  }
+  kr_buf_free(&b);
   uint64_t now = kr_crawl_now(c);
   size_t it = 0, shown = 0;
   kr_host_report_t r;
@@ -973,7 +974,7 @@ static void close_handle(uv_handle_t *h) {
 /* Every fetch is done: commit, close the modules and the handles. */
 static void close_everything(kr_crawl_t *c) {
   c->closing = 1;
-  kr__service_close(c);
+  HOOK(c, close);
   if (c->frontier) {
     summary(c);
     if (c->log) kr_crawllog_flush(c->log);
@@ -1188,7 +1189,7 @@ static void fresh_undo(fresh_t *f) {
 static void teardown(kr_crawl_t *c) {
   if (!c->closing) {
     c->closing = c->stopping = 1;
-    kr__service_close(c);
+    HOOK(c, close);
     /* Fetches still running are cancelled and given back first. */
     if (c->http) kr_http_client_close(c->http);
     c->http = NULL;
@@ -1360,7 +1361,9 @@ int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out
     uv_signal_start(&c->sigint, on_signal, SIGINT);
     uv_signal_start(&c->sigterm, on_signal, SIGTERM);
   }
-  if ((rc = kr__service_open(c, err, errlen))) goto fail;
+  if (c->opts.hooks && c->opts.hooks->open &&
+      (rc = c->opts.hooks->open(c, &c->hooks_state, err, errlen)))
+    goto fail;
   fresh_free(&fresh);
   *out = c;
   return 0;
@@ -1408,7 +1411,7 @@ int kr_crawl_run(kr_crawl_t *c) {
   uint64_t max_time = (uint64_t)kr_config_ms(kr_config_global(c->cfg), KR_CFG_LIMITS_MAX_TIME);
   if (max_time) kr_timer_start(&c->timers, &c->max_time_entry, kr_crawl_now(c) + max_time, on_max_time);
   dispatch(c);
-  kr__service_ready(c);
+  HOOK(c, ready);
   uv_run(&c->loop, UV_RUN_DEFAULT);
   if (!c->fatal && c->seeds.none) {
     no_seed_fetched(c);
@@ -1424,7 +1427,8 @@ void kr_crawl_free(kr_crawl_t *c) {
   /* Only close callbacks and cancellations are left: bounded. */
   uv_run(&c->loop, UV_RUN_DEFAULT);
   if (uv_loop_close(&c->loop)) KR_LOG(KR_LOG_WARN, NULL, "crawl: loop still has handles");
-  kr__service_free(c);
+  HOOK(c, free);
+  c->hooks_state = NULL;
   kr_archive_free(c->warc);
   c->warc = NULL;
   kr_diskguard_free(c->disk);

@@ -34,6 +34,7 @@
 
 #include "chain.h"
 #include "clock.h"
+#include "counters.h"
 #include "crawllog.h"
 #include "dns.h"
 #include "fetch.h"
@@ -58,6 +59,26 @@
 typedef struct kr_crawl kr_crawl_t;
 typedef struct kr_fetch kr_fetch_t;
 
+typedef struct kr_curi kr_curi_t;
+
+/* Observers of the crawl's life, called at fixed points; each may be
+ * NULL. The service (src/service/service.h: status server, sd_notify,
+ * progress, reload) is one, installed by the front end that builds the
+ * crawl: the crawl knows nothing of it. */
+typedef struct kr_crawl_hooks {
+  /* The end of kr_crawl_new, everything else open: *state is the
+   * observer's own, passed to the others (which are called only once it
+   * is set). A negative KR_E* with a reason in err fails the start (e.g.
+   * the status port is taken): the crawl then calls close and free, and
+   * removes what the start created. */
+  int (*open)(kr_crawl_t *c, void **state, char *err, size_t errlen);
+  void (*ready)(void *state);    /* kr_crawl_run, before the loop runs */
+  void (*issued)(void *state, const kr_curi_t *curi); /* a URI was issued */
+  void (*stopping)(void *state); /* the crawl begins to stop */
+  void (*close)(void *state);    /* the crawl closes its handles */
+  void (*free)(void *state);     /* kr_crawl_free, once the loop ran dry */
+} kr_crawl_hooks_t;
+
 /* Test hooks and overrides; zero = defaults. */
 typedef struct kr_crawl_opts {
   uint32_t shutdown_grace_ms;   /* in-flight fetches may finish (4000: with
@@ -75,43 +96,20 @@ typedef struct kr_crawl_opts {
                                    out of scope (kria crawl
                                    --allow-scope-change; scope.allow-change
                                    is the key for every start and reload) */
+  const kr_crawl_hooks_t *hooks; /* NULL: no observer */
 } kr_crawl_opts_t;
 
+/* The crawl's counters: one field per row of KR_CRAWL_COUNTERS
+ * (counters.h, where each is defined), also reachable by index in v[]. */
 typedef struct kr_crawl_stats {
-  uint64_t issued;              /* URIs taken from the frontier */
-  uint64_t fetched;             /* HTTP responses (any status) */
-  uint64_t fetch_errors;        /* fetches without a response */
-  uint64_t disregarded;         /* robots */
-  uint64_t out_of_scope;        /* scope re-check rejected */
-  uint64_t address_refused;     /* fetches and URIs refused by the address policy (-5005) */
-  uint64_t prerequisites;       /* URIs sent back for robots.txt */
-  uint64_t robots_fetched;      /* robots.txt fetches completed */
-  uint64_t robots_reused;       /* rules read back from the state database */
-  uint64_t links_found;         /* raw links from the extractors */
-  uint64_t links_scheduled;     /* handed to the frontier */
-  uint64_t links_rejected;      /* bad URL or out of scope */
-  uint64_t bytes;               /* raw response bytes */
-  uint64_t deferred;            /* given back untouched (shutdown) */
-  /* adaptive revisiting */
-  uint64_t changed;             /* content state of visits (first ones count changed) */
-  uint64_t unchanged;
-  uint64_t unknown;
-  uint64_t not_modified;        /* unchanged by a 304 */
-  uint64_t midfetch_aborts;     /* unchanged by validators at the headers */
-  uint64_t unchanged_full;      /* unchanged by the digest: body downloaded */
-  uint64_t unchanged_body_bytes;/* body bytes received on unchanged visits */
-  uint64_t aborted_bytes_saved; /* Content-Length not received after aborts */
-  uint64_t stripped;            /* change digests with volatile sections stripped */
-  uint64_t duplicates;          /* payloads already stored under another URL */
-  uint64_t embeds_refreshed;    /* embeds pulled forward with a changed page */
-  uint64_t feeds;               /* feeds and sitemaps read */
-  uint64_t feed_items;          /* items with a URL in them */
-  uint64_t feed_pulled;         /* items scheduled now (new or updated) */
-  uint64_t feed_errors;         /* unreadable feeds (XML errors, DTDs, limits) */
-  uint64_t sitemaps_from_robots;
-  uint64_t vtrust_misses;       /* validators said unchanged, digest disagreed */
-  uint64_t waits[2];            /* waits decided: multiplicative, poisson */
-  uint64_t waits_capped;        /* multiplicative waits raised by the capacity plan */
+  union {
+    struct {
+#define KR_CTR_FIELD_(name, metric, unit, help, line, summary) uint64_t name;
+      KR_CRAWL_COUNTERS(KR_CTR_FIELD_)
+#undef KR_CTR_FIELD_
+    };
+    uint64_t v[KR_CTR__N];
+  };
 } kr_crawl_stats_t;
 
 /* Build a crawl from cfg (finished; must outlive the crawl). 0 and *out,
@@ -253,7 +251,7 @@ struct kr_crawl {
   uint64_t started_ms;
   uint64_t run_started_us;
   kr_crawl_stats_t st;
-  struct kr_service *svc;       /* status server, sd_notify, progress, reload */
+  void *hooks_state;            /* the observer's (kr_crawl_hooks_t.open) */
   int paused;                   /* dispatch held (kr_crawl_pause) */
   uint32_t reloads;             /* configurations applied by SIGHUP */
   struct kr_archive *warc;      /* the WARC writer (archive.h), NULL when off */

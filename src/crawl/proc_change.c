@@ -125,6 +125,7 @@ static int change_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   switch (state) {
   case KR_CONTENT_CHANGED:
     c->st.changed++;
+    c->st.changes_found += u->visits > 0; /* a first visit is no change (counters.h) */
     check_duplicate(f);
     return KR_PROC_NEXT;
   case KR_CONTENT_UNKNOWN:

@@ -189,7 +189,7 @@ static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *
   kr_wait_params_t p;
   kr_wait_params_from_config(&p, ev);
   if (p.policy != KR_WAIT_POISSON) {
-    c->st.waits[0]++;
+    c->st.waits_multiplicative++;
     int64_t prev = u->visits ? (int64_t)(u->wait_ms > INT64_MAX ? INT64_MAX : u->wait_ms) : 0;
     int64_t ov = u->overdue_ms > INT64_MAX ? INT64_MAX : (int64_t)u->overdue_ms;
     int64_t w = kr_wait_multiplicative(&p, prev, state, ov);
@@ -205,7 +205,7 @@ static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *
     kr_capplan_update(cap, prev, planned);
     return planned;
   }
-  c->st.waits[1]++;
+  c->st.waits_poisson++;
   kr_est_hints_t hints = kr_est_hints_none();
   if (hc->hint_lm) {
     int has_lm = r && r->status != 304 ? r->last_modified.n > 0 : u->last_modified > 0;

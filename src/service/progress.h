@@ -21,11 +21,9 @@
  *                the table grows.
  *   the line     kr_progress_line() formats one progress-statistics line.
  *
- * Figures the adaptive processors own (versions stored, 304s, bytes
- * saved by validators) come through the hook kr_crawl_adapt_counters()
- * below. "Changes found" are changes seen on revisits: the census' sum of
- * versions beyond each URI's first (the adaptive counters count a first
- * version as a change), the adaptive count before the first census.
+ * Figures the processors count (changes found, versions stored, bytes
+ * saved by validators) are the crawl's counters, defined once in
+ * src/crawl/counters.h; the service fills them in (kr__service_figures).
  */
 #ifndef KRIA_PROGRESS_H
 #define KRIA_PROGRESS_H
@@ -79,27 +77,6 @@ void kr_lag_add(kr_lag_hist_t *h, uint64_t ms);
  * or the largest lag seen when that is smaller or the bucket is the last;
  * 0 for an empty histogram. */
 uint64_t kr_lag_quantile(const kr_lag_hist_t *h, double p);
-
-/* ---- the adaptive counters (hook) -------------------------------------------- */
-
-typedef struct kr_crawl kr_crawl_t;
-
-typedef struct kr_adapt_counters {
-  uint64_t changed;          /* visits whose content changed (a URI's first version counts) */
-  uint64_t unchanged;        /* visits found unchanged (digest, 304 or abort) */
-  uint64_t not_modified;     /* 304 answers to conditional requests */
-  uint64_t aborted;          /* mid-fetch aborts on validators */
-  uint64_t bytes_saved;      /* body bytes validators spared: Content-Length of the
-                                aborted (a lower bound: a 304's body size is unknown) */
-  uint64_t versions;         /* versions stored (changed visits) */
-  uint64_t revisits;         /* unchanged visits recorded as revisits */
-} kr_adapt_counters_t;
-
-/* The hook between the adaptive processors and the statistics: fills
- * *out, returns 1 when the crawl keeps these counters (0: the figures
- * are shown as "n/a"). src/service/service.c defines it from kr_crawl_stats_t,
- * where the processors count. */
-int kr_crawl_adapt_counters(const kr_crawl_t *c, kr_adapt_counters_t *out);
 
 /* ---- census ------------------------------------------------------------------ */
 

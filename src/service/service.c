@@ -51,9 +51,9 @@ const char *kr__service_state(const kr_service_t *s) {
 
 /* ---- opening and closing ---------------------------------------------------- */
 
-int kr__service_open(kr_crawl_t *c, char *err, size_t errlen) {
+static int svc_open(kr_crawl_t *c, void **state, char *err, size_t errlen) {
   kr_service_t *s = kr_xcalloc(1, sizeof *s);
-  c->svc = s;
+  *state = s; /* a failed start still closes and frees us */
   s->c = c;
   s->started_ms = kr_crawl_now(c);
   const kr_config_view_t *g = kr_config_global(c->cfg);
@@ -115,9 +115,9 @@ int kr__service_open(kr_crawl_t *c, char *err, size_t errlen) {
   return 0;
 }
 
-void kr__service_ready(kr_crawl_t *c) {
-  kr_service_t *s = c->svc;
-  if (!s) return;
+static void svc_ready(void *state) {
+  kr_service_t *s = state;
+  kr_crawl_t *c = s->c;
   uint64_t now = kr_crawl_now(c);
   s->next_progress_ms = now + s->progress_ms;
   s->next_sd_status_ms = now + SD_STATUS_MS;
@@ -138,13 +138,13 @@ void kr__service_ready(kr_crawl_t *c) {
                      s->status ? kr_status_address(s->status) : "");
 }
 
-void kr__service_issued(kr_crawl_t *c, const kr_curi_t *curi) {
-  if (c->svc && curi->visits > 0) kr_progress_issued(c->svc->prog, curi->overdue_ms);
+static void svc_issued(void *state, const kr_curi_t *curi) {
+  kr_service_t *s = state;
+  if (curi->visits > 0) kr_progress_issued(s->prog, curi->overdue_ms);
 }
 
-void kr__service_stopping(kr_crawl_t *c) {
-  kr_service_t *s = c->svc;
-  if (!s) return;
+static void svc_stopping(void *state) {
+  kr_service_t *s = state;
   kr_sdnotify_send(&s->sd, "STOPPING=1");
 }
 
@@ -152,9 +152,9 @@ static void close_if(uv_handle_t *h, int init) {
   if (init && !uv_is_closing(h)) uv_close(h, NULL);
 }
 
-void kr__service_close(kr_crawl_t *c) {
-  kr_service_t *s = c->svc;
-  if (!s || s->closed) return;
+static void svc_close(void *state) {
+  kr_service_t *s = state;
+  if (s->closed) return;
   s->closed = 1;
   kr_status_close(s->status);
   s->status = NULL;
@@ -168,10 +168,8 @@ void kr__service_close(kr_crawl_t *c) {
   s->prog = NULL;
 }
 
-void kr__service_free(kr_crawl_t *c) {
-  kr_service_t *s = c->svc;
-  if (!s) return;
-  c->svc = NULL;
+static void svc_free(void *state) {
+  kr_service_t *s = state;
   kr_progress_free(s->prog);
   kr_sdnotify_close(&s->sd);
   for (size_t i = 0; i < s->nretired; i++) kr__crawl_hostcfg_free(s->retired[i]);
@@ -189,30 +187,18 @@ void kr__service_free(kr_crawl_t *c) {
   free(s);
 }
 
+const kr_crawl_hooks_t kr_service_hooks = {.open = svc_open, .ready = svc_ready,
+                                           .issued = svc_issued, .stopping = svc_stopping,
+                                           .close = svc_close, .free = svc_free};
+
 /* ---- the tick ---------------------------------------------------------------------- */
 
-/* The hook of progress.h, from the counters the adaptive processors keep
- * in the crawl's stats. */
-int kr_crawl_adapt_counters(const kr_crawl_t *c, kr_adapt_counters_t *out) {
-  const kr_crawl_stats_t *st = &c->st;
-  out->changed = st->changed;
-  out->unchanged = st->unchanged;
-  out->not_modified = st->not_modified;
-  out->aborted = st->midfetch_aborts;
-  out->bytes_saved = st->aborted_bytes_saved;
-  out->versions = st->changed;
-  out->revisits = st->unchanged;
-  return 1;
-}
-
-int kr__service_changes(kr_service_t *s, uint64_t *out) {
-  const kr_census_t *cs = s->prog ? kr_progress_census(s->prog) : NULL;
-  if (cs && cs->taken_ms && cs->complete) {
-    *out = cs->versions > cs->visited ? cs->versions - cs->visited : 0;
-    return 1;
-  }
-  *out = 0;
-  return 0;
+/* Changes found so far: the crawl's counter (counters.h), the one figure
+ * every surface shows. */
+uint64_t kr__service_changes(const kr_service_t *s) {
+  kr_crawl_stats_t st;
+  kr_crawl_get_stats(s->c, &st);
+  return st.changes_found;
 }
 
 void kr__service_figures(kr_service_t *s, kr_progress_figures_t *f) {
@@ -230,7 +216,9 @@ void kr__service_figures(kr_service_t *s, kr_progress_figures_t *f) {
   f->busy = hs->busy;
   f->snoozed = hs->snoozed;
   f->paused = c->paused;
-  f->visits = c->st.fetched;
+  kr_crawl_stats_t st;
+  kr_crawl_get_stats(c, &st);
+  f->visits = st.fetched;
   uint64_t window = s->progress_ms ? s->progress_ms : 60000;
   f->visits_per_s = kr_progress_rate(s->prog, offsetof(kr_progress_sample_t, visits), window);
   const kr_census_t *cs = kr_progress_census(s->prog);
@@ -250,22 +238,12 @@ void kr__service_figures(kr_service_t *s, kr_progress_figures_t *f) {
     f->overdue_p50_ms = kr_lhist_quantile(ow, 0.5);
     f->overdue_p95_ms = kr_lhist_quantile(ow, 0.95);
   }
-  f->changes_known = kr__service_changes(s, &f->changes);
-  /* Versions over the crawl's life (the census reads the store); the
-   * adaptive counters only cover this process. */
-  kr_adapt_counters_t a;
-  int have_a = kr_crawl_adapt_counters(c, &a);
-  if (cs->taken_ms && cs->complete) {
-    f->versions_known = 1;
-    f->versions = cs->versions;
-  } else if (have_a) {
-    f->versions_known = 1;
-    f->versions = a.versions;
-  }
-  if (have_a) {
-    f->saved_known = 1;
-    f->bytes_saved = a.bytes_saved;
-  }
+  f->changes_known = 1;
+  f->changes = st.changes_found;
+  f->versions_known = 1; /* this process's, as everywhere (counters.h) */
+  f->versions = st.changed;
+  f->saved_known = 1;
+  f->bytes_saved = st.aborted_bytes_saved;
 }
 
 static void progress_line(kr_service_t *s) {
@@ -309,9 +287,10 @@ static void on_tick(uv_timer_t *t) {
   s->tick_due_mono = mono + TICK_MS;
 
   uint64_t now = kr_crawl_now(c);
-  kr_progress_sample_t smp = {.visits = c->st.fetched, .errors = c->st.fetch_errors,
-                              .bytes = c->st.bytes};
-  kr__service_changes(s, &smp.changes);
+  kr_crawl_stats_t st;
+  kr_crawl_get_stats(c, &st);
+  kr_progress_sample_t smp = {.visits = st.fetched, .errors = st.fetch_errors,
+                              .bytes = st.bytes, .changes = st.changes_found};
   kr_progress_sample(s->prog, now, &smp);
   kr_progress_census_maybe(s->prog, now);
   scope_revive_step(s, now);

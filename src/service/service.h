@@ -5,15 +5,17 @@
  * (src/service/sdnotify.c), the progress statistics and their log line
  * (src/service/progress.c), and SIGHUP reload of the configuration and seeds.
  *
- * crawl.c calls the hooks below at fixed points; each is cheap and none
- * calls back into the crawl while the crawl is mid-change:
- *   kr__service_open      end of kr_crawl_new (KR_E* + err: the crawl
- *                         fails to start, e.g. the status port is taken)
- *   kr__service_ready     kr_crawl_run, before the loop runs (READY=1)
- *   kr__service_issued    a URI was issued (overdue statistics)
- *   kr__service_stopping  the crawl starts stopping (STOPPING=1)
- *   kr__service_close     the crawl closes its handles (ours too)
- *   kr__service_free      kr_crawl_free, after the loop ran dry
+ * The front end that builds the crawl installs kr_service_hooks in its
+ * kr_crawl_opts_t; the crawl calls them at fixed points (crawl.h,
+ * kr_crawl_hooks_t) and none calls back into the crawl while the crawl is
+ * mid-change:
+ *   open      end of kr_crawl_new (KR_E* + err: the crawl fails to
+ *             start, e.g. the status port is taken)
+ *   ready     kr_crawl_run, before the loop runs (READY=1)
+ *   issued    a URI was issued (overdue statistics)
+ *   stopping  the crawl starts stopping (STOPPING=1)
+ *   close     the crawl closes its handles (ours too)
+ *   free      kr_crawl_free, after the loop ran dry
  *
  * Reload (SIGHUP): the file and -o assignments are read again into a new
  * configuration. It is refused, with every error logged and the running
@@ -44,23 +46,15 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "crawl.h"
 #include "progress.h"
 #include "sdnotify.h"
 #include "status.h"
 
-typedef struct kr_crawl kr_crawl_t;
-typedef struct kr_curi kr_curi_t;
 typedef struct kr_service kr_service_t;
-typedef struct kr_hostcfg kr_hostcfg_t;
-typedef struct kr_scope kr_scope_t;
-typedef struct kr_config kr_config_t;
 
-int kr__service_open(kr_crawl_t *c, char *err, size_t errlen);
-void kr__service_ready(kr_crawl_t *c);
-void kr__service_issued(kr_crawl_t *c, const kr_curi_t *curi);
-void kr__service_stopping(kr_crawl_t *c);
-void kr__service_close(kr_crawl_t *c);
-void kr__service_free(kr_crawl_t *c);
+/* The service as the crawl's observer (kr_crawl_opts_t.hooks). */
+extern const kr_crawl_hooks_t kr_service_hooks;
 
 /* ---- for src/service/status_pages.c ------------------------------------------------ */
 
@@ -126,9 +120,8 @@ struct kr_service {
 void kr__status_pages_handle(void *ud, const kr_status_req_t *req, kr_status_resp_t *resp);
 /* Host summary, recomputed when older than a second. */
 const kr_hosts_summary_t *kr__service_hosts(kr_service_t *s, uint64_t now_ms);
-/* Changes found so far and whether the figure is known (adaptive
- * counters, else the census' versions beyond each URI's first). */
-int kr__service_changes(kr_service_t *s, uint64_t *out);
+/* Changes found so far (the crawl's changes_found, counters.h). */
+uint64_t kr__service_changes(const kr_service_t *s);
 /* Fill the progress figures from the crawl as it is now. */
 void kr__service_figures(kr_service_t *s, kr_progress_figures_t *f);
 /* One URI's row as JSON or text (status_pages.c; `kria report uri`

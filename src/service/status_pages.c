@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "kria/version.h"
+#include "counterviews.h"
 #include "crawl.h"
 #include "diskguard.h"
 #include "internal.h"
@@ -170,6 +171,107 @@ static void vtrust_json(jw_t *w, const char *k, const kr_vtrust_t *vt, uint64_t 
   jw_close(w, '}');
 }
 
+/* /status "store" and "warc": the modules' statistics through their
+ * functions. */
+static void store_warc_json(jw_t *w, kr_service_t *s) {
+  kr_crawl_t *c = s->c;
+  const kr_store_stats_t *ss = kr_store_stats(kr_frontier_store(c->frontier));
+  jw_open(w, "store", '{');
+  jw_u64(w, "commits", ss->commits);
+  jw_u64(w, "writes", ss->writes);
+  jw_u64(w, "checkpoints", ss->checkpoints);
+  jw_u64(w, "checkpoint_failures", ss->checkpoint_failures);
+  jw_u64(w, "wal_frames", ss->wal_frames);
+  jw_bool(w, "wal_held", ss->wal_held);
+  jw_u64(w, "wal_holds", ss->wal_holds);
+  jw_u64(w, "commit_us_max", ss->commit_us_max);
+  if (c->disk) { /* the state directory's free space (diskguard.h) */
+    kr_diskguard_stats_t ds;
+    kr_diskguard_stats(c->disk, &ds);
+    jw_bool(w, "disk_held", c->disk_held);
+    jw_u64(w, "disk_free", ds.avail);
+    jw_u64(w, "disk_reserve", ds.reserve);
+    jw_u64(w, "disk_lows", ds.lows);
+  }
+  jw_close(w, '}');
+
+  kr_archive_stats_t ws;
+  kr_archive_stats(c->warc, &ws);
+  if (c->warc) {
+    jw_open(w, "warc", '{');
+    jw_u64(w, "records", ws.records);
+    jw_u64(w, "bytes", ws.bytes);
+    jw_u64(w, "files", ws.files);
+    jw_str(w, "current_file", ws.current);
+    jw_u64(w, "current_file_bytes", ws.current_size);
+    jw_u64(w, "responses", ws.responses);
+    jw_u64(w, "revisits", ws.revisits_identical + ws.revisits_not_modified);
+    jw_u64(w, "revisits_identical", ws.revisits_identical);
+    jw_u64(w, "revisits_not_modified", ws.revisits_not_modified);
+    jw_u64(w, "requests", ws.requests);
+    jw_u64(w, "metadata", ws.metadata);
+    jw_u64(w, "dns", ws.dns);
+    jw_u64(w, "truncated", ws.truncated);
+    jw_u64(w, "volatile_full", ws.volatile_full);
+    jw_u64(w, "volatile_skipped", ws.volatile_skipped);
+    jw_u64(w, "write_errors", ws.write_errors);
+    jw_u64(w, "deferred", ws.deferred);
+    jw_bool(w, "held", ws.held);
+    jw_u64(w, "holds", ws.holds);
+    jw_u64(w, "syncs", ws.syncs);
+    jw_u64(w, "repaired_files", ws.repaired_files);
+    jw_u64(w, "reloads", ws.reloads);
+    jw_close(w, '}');
+  } else {
+    jw_null(w, "warc");
+  }
+}
+
+/* /status: the service's own parts (loop, status server, reload, systemd). */
+static void service_json(jw_t *w, kr_service_t *s) {
+  jw_open(w, "loop", '{');
+  jw_u64(w, "lag_ms", s->lag_ms);
+  jw_u64(w, "lag_ms_max_1m", s->lag_ms_max);
+  const kr_lag_hist_t *lag = kr_progress_lag_total(s->prog);
+  jw_u64(w, "probe_lag_p50_ms", kr_lag_quantile(lag, 0.5));
+  jw_u64(w, "probe_lag_p99_ms", kr_lag_quantile(lag, 0.99));
+  jw_u64(w, "probe_lag_max_ms", lag->max_ms);
+  jw_u64(w, "probes", lag->count);
+  jw_close(w, '}');
+
+  jw_open(w, "status_server", '{');
+  if (s->status) {
+    const kr_status_stats_t *sv = kr_status_stats(s->status);
+    jw_str(w, "address", kr_status_address(s->status));
+    jw_u64(w, "requests", sv->requests);
+    jw_u64(w, "connections", sv->connections);
+    jw_u64(w, "refused", sv->refused);
+    jw_u64(w, "evicted", sv->evicted);
+    jw_u64(w, "silent_closed", sv->silent_closed);
+    jw_u64(w, "bad_requests", sv->bad_requests);
+    jw_u64(w, "timeouts", sv->timeouts);
+    jw_u64(w, "unauthorized", sv->unauthorized);
+    jw_u64(w, "clients", sv->clients);
+    jw_u64(w, "busy_us", sv->busy_us);
+  }
+  jw_close(w, '}');
+
+  jw_open(w, "reload", '{');
+  jw_u64(w, "ok", s->reloads_ok);
+  jw_u64(w, "failed", s->reloads_failed);
+  if (s->last_reload_ms) jw_u64(w, "last", s->last_reload_ms);
+  else jw_null(w, "last");
+  jw_str(w, "last_error", s->last_reload_error);
+  jw_close(w, '}');
+
+  jw_open(w, "systemd", '{');
+  jw_bool(w, "notify", kr_sdnotify_is_enabled(&s->sd));
+  jw_u64(w, "watchdog_usec", s->sd.watchdog_usec);
+  jw_u64(w, "watchdog_pings", s->watchdog_pings);
+  jw_u64(w, "errors", s->sd.errors);
+  jw_close(w, '}');
+}
+
 static void page_status(kr_service_t *s, kr_buf_t *b) {
   kr_crawl_t *c = s->c;
   uint64_t now = kr_crawl_now(c);
@@ -209,21 +311,14 @@ static void page_status(kr_service_t *s, kr_buf_t *b) {
   jw_close(&w, ']');
   jw_close(&w, '}');
 
-  jw_open(&w, "crawl", '{');
-  jw_u64(&w, "issued", c->st.issued);
-  jw_u64(&w, "fetched", c->st.fetched);
-  jw_u64(&w, "fetch_errors", c->st.fetch_errors);
-  jw_u64(&w, "disregarded", c->st.disregarded);
-  jw_u64(&w, "out_of_scope", c->st.out_of_scope);
-  jw_u64(&w, "address_refused", c->st.address_refused);
-  jw_u64(&w, "prerequisites", c->st.prerequisites);
-  jw_u64(&w, "robots_fetched", c->st.robots_fetched);
-  jw_u64(&w, "links_found", c->st.links_found);
-  jw_u64(&w, "links_scheduled", c->st.links_scheduled);
-  jw_u64(&w, "links_rejected", c->st.links_rejected);
-  jw_u64(&w, "bytes", c->st.bytes);
-  jw_u64(&w, "deferred", c->st.deferred);
-  jw_close(&w, '}');
+  /* The crawl's counters from their table; "adaptive", older, names
+   * some of them again. */
+  kr_crawl_stats_t st;
+  kr_crawl_get_stats(c, &st);
+  jw_key(&w, "crawl");
+  kr_counters_json(&st, b);
+  jw_key(&w, "adaptive");
+  kr_counters_json_adaptive(&st, b);
 
   jw_open(&w, "frontier", '{');
   jw_u64(&w, "discovered", fs.c.discovered);
@@ -272,33 +367,17 @@ static void page_status(kr_service_t *s, kr_buf_t *b) {
 
   census_json(&w, "census", cs, now);
 
-  uint64_t total = 0, hours[24];
-  int known = kr__service_changes(s, &total);
+  uint64_t hours[24];
   size_t hh = kr_progress_hourly(s->prog, offsetof(kr_progress_sample_t, changes), now, hours, 24);
   jw_open(&w, "changes", '{');
-  jw_bool(&w, "known", known);
-  jw_str(&w, "source", known ? "census" : "none");
-  jw_u64(&w, "total", total);
+  jw_bool(&w, "known", 1);
+  jw_str(&w, "source", "crawl"); /* counters.h: changes_found */
+  jw_u64(&w, "total", st.changes_found);
   jw_open(&w, "per_hour", '[');
   for (size_t i = 0; i < 24; i++) jw_u64(&w, NULL, hours[i]);
   jw_close(&w, ']');
   jw_u64(&w, "hours_with_data", hh);
   jw_close(&w, '}');
-
-  kr_adapt_counters_t a;
-  if (kr_crawl_adapt_counters(c, &a)) {
-    jw_open(&w, "adaptive", '{');
-    jw_u64(&w, "changed", a.changed);
-    jw_u64(&w, "unchanged", a.unchanged);
-    jw_u64(&w, "not_modified", a.not_modified);
-    jw_u64(&w, "aborted", a.aborted);
-    jw_u64(&w, "bytes_saved", a.bytes_saved);
-    jw_u64(&w, "versions", a.versions);
-    jw_u64(&w, "revisits", a.revisits);
-    jw_close(&w, '}');
-  } else {
-    jw_null(&w, "adaptive");
-  }
 
   jw_open(&w, "validators", '{');
   jw_u64(&w, "checks", hs->vt_checks);
@@ -327,98 +406,8 @@ static void page_status(kr_service_t *s, kr_buf_t *b) {
   jw_close(&w, ']');
   jw_close(&w, '}');
 
-  const kr_store_stats_t *ss = kr_store_stats(kr_frontier_store(c->frontier));
-  jw_open(&w, "store", '{');
-  jw_u64(&w, "commits", ss->commits);
-  jw_u64(&w, "writes", ss->writes);
-  jw_u64(&w, "checkpoints", ss->checkpoints);
-  jw_u64(&w, "checkpoint_failures", ss->checkpoint_failures);
-  jw_u64(&w, "wal_frames", ss->wal_frames);
-  jw_bool(&w, "wal_held", ss->wal_held);
-  jw_u64(&w, "wal_holds", ss->wal_holds);
-  jw_u64(&w, "commit_us_max", ss->commit_us_max);
-  if (c->disk) { /* the state directory's free space (diskguard.h) */
-    kr_diskguard_stats_t ds;
-    kr_diskguard_stats(c->disk, &ds);
-    jw_bool(&w, "disk_held", c->disk_held);
-    jw_u64(&w, "disk_free", ds.avail);
-    jw_u64(&w, "disk_reserve", ds.reserve);
-    jw_u64(&w, "disk_lows", ds.lows);
-  }
-  jw_close(&w, '}');
-
-  kr_archive_stats_t ws;
-  kr_archive_stats(c->warc, &ws);
-  if (c->warc) {
-    jw_open(&w, "warc", '{');
-    jw_u64(&w, "records", ws.records);
-    jw_u64(&w, "bytes", ws.bytes);
-    jw_u64(&w, "files", ws.files);
-    jw_str(&w, "current_file", ws.current);
-    jw_u64(&w, "current_file_bytes", ws.current_size);
-    jw_u64(&w, "responses", ws.responses);
-    jw_u64(&w, "revisits", ws.revisits_identical + ws.revisits_not_modified);
-    jw_u64(&w, "revisits_identical", ws.revisits_identical);
-    jw_u64(&w, "revisits_not_modified", ws.revisits_not_modified);
-    jw_u64(&w, "requests", ws.requests);
-    jw_u64(&w, "metadata", ws.metadata);
-    jw_u64(&w, "dns", ws.dns);
-    jw_u64(&w, "truncated", ws.truncated);
-    jw_u64(&w, "volatile_full", ws.volatile_full);
-    jw_u64(&w, "volatile_skipped", ws.volatile_skipped);
-    jw_u64(&w, "write_errors", ws.write_errors);
-    jw_u64(&w, "deferred", ws.deferred);
-    jw_bool(&w, "held", ws.held);
-    jw_u64(&w, "holds", ws.holds);
-    jw_u64(&w, "syncs", ws.syncs);
-    jw_u64(&w, "repaired_files", ws.repaired_files);
-    jw_u64(&w, "reloads", ws.reloads);
-    jw_close(&w, '}');
-  } else {
-    jw_null(&w, "warc");
-  }
-
-  jw_open(&w, "loop", '{');
-  jw_u64(&w, "lag_ms", s->lag_ms);
-  jw_u64(&w, "lag_ms_max_1m", s->lag_ms_max);
-  const kr_lag_hist_t *lag = kr_progress_lag_total(s->prog);
-  jw_u64(&w, "probe_lag_p50_ms", kr_lag_quantile(lag, 0.5));
-  jw_u64(&w, "probe_lag_p99_ms", kr_lag_quantile(lag, 0.99));
-  jw_u64(&w, "probe_lag_max_ms", lag->max_ms);
-  jw_u64(&w, "probes", lag->count);
-  jw_close(&w, '}');
-
-  jw_open(&w, "status_server", '{');
-  if (s->status) {
-    const kr_status_stats_t *st = kr_status_stats(s->status);
-    jw_str(&w, "address", kr_status_address(s->status));
-    jw_u64(&w, "requests", st->requests);
-    jw_u64(&w, "connections", st->connections);
-    jw_u64(&w, "refused", st->refused);
-    jw_u64(&w, "evicted", st->evicted);
-    jw_u64(&w, "silent_closed", st->silent_closed);
-    jw_u64(&w, "bad_requests", st->bad_requests);
-    jw_u64(&w, "timeouts", st->timeouts);
-    jw_u64(&w, "unauthorized", st->unauthorized);
-    jw_u64(&w, "clients", st->clients);
-    jw_u64(&w, "busy_us", st->busy_us);
-  }
-  jw_close(&w, '}');
-
-  jw_open(&w, "reload", '{');
-  jw_u64(&w, "ok", s->reloads_ok);
-  jw_u64(&w, "failed", s->reloads_failed);
-  if (s->last_reload_ms) jw_u64(&w, "last", s->last_reload_ms);
-  else jw_null(&w, "last");
-  jw_str(&w, "last_error", s->last_reload_error);
-  jw_close(&w, '}');
-
-  jw_open(&w, "systemd", '{');
-  jw_bool(&w, "notify", kr_sdnotify_is_enabled(&s->sd));
-  jw_u64(&w, "watchdog_usec", s->sd.watchdog_usec);
-  jw_u64(&w, "watchdog_pings", s->watchdog_pings);
-  jw_u64(&w, "errors", s->sd.errors);
-  jw_close(&w, '}');
+  store_warc_json(&w, s);
+  service_json(&w, s);
 
   jw_u64(&w, "rare_events", kr__rare_events);
   jw_close(&w, '}');
@@ -435,6 +424,8 @@ static void page_status_text(kr_service_t *s, kr_buf_t *b) {
   const kr_census_t *cs = kr_progress_census(s->prog);
   const kr_lhist_t *oi = kr_progress_overdue_total(s->prog);
   size_t fv = offsetof(kr_progress_sample_t, visits);
+  kr_crawl_stats_t st;
+  kr_crawl_get_stats(c, &st);
   char t1[32], t2[32], t3[32];
   kr_progress_fmt_ms(now > s->started_ms ? now - s->started_ms : 0, t1, sizeof t1);
   kr_buf_printf(b, "kria %s, crawl %s, pid %d: %s, up %s\n", KRIA_VERSION,
@@ -444,7 +435,7 @@ static void page_status_text(kr_service_t *s, kr_buf_t *b) {
                 "visits      %.1f/s over 10 s, %.1f/s over 1 min; %" PRIu64 " responses, %" PRIu64
                 " errors, %" PRIu64 " in flight\n",
                 kr_progress_rate(s->prog, fv, 10000), kr_progress_rate(s->prog, fv, 60000),
-                c->st.fetched, c->st.fetch_errors, c->in_flight);
+                st.fetched, st.fetch_errors, c->in_flight);
   kr_buf_printf(b, "frontier    %" PRIu64 " URIs, %" PRIu64 " queued, %" PRIu64 " succeeded, %" PRIu64
                    " failed, %" PRIu64 " disregarded\n",
                 fs.c.discovered, fs.c.queued, fs.c.succeeded, fs.c.failed, fs.c.disregarded);
@@ -465,9 +456,12 @@ static void page_status_text(kr_service_t *s, kr_buf_t *b) {
   kr_buf_printf(b, "hosts       %" PRIu64 ": %" PRIu64 " ready, %" PRIu64 " busy, %" PRIu64
                    " snoozed, %" PRIu64 " empty; %" PRIu64 " in back-off\n",
                 hs->n, hs->ready, hs->busy, hs->snoozed, hs->empty, hs->backoff);
-  uint64_t changes;
-  if (kr__service_changes(s, &changes))
-    kr_buf_printf(b, "changes     %" PRIu64 " found\n", changes);
+  /* The counters as the end-of-run summary words them (counters.h). */
+  for (int line = KR_COUNTER_LINES - 1; line >= 0; line--) {
+    kr_buf_append_str(b, "counters    ");
+    kr_counters_summary(&st, line, b);
+    kr_buf_append_str(b, "\n");
+  }
   kr_buf_printf(b, "validators  %" PRIu64 " checks, %" PRIu64 " said unchanged, %" PRIu64
                    " misses, %" PRIu64 " hosts distrusted\n",
                 hs->vt_checks, hs->vt_predicted_unchanged, hs->vt_misses, hs->vt_distrusted);
@@ -612,21 +606,9 @@ static void page_metrics(kr_service_t *s, kr_buf_t *b) {
   metric_u(b, "kria_paused", "gauge", "1 while dispatch is paused.", (uint64_t)c->paused);
   metric_u(b, "kria_stopping", "gauge", "1 once the crawl is stopping.", (uint64_t)c->stopping);
   metric_u(b, "kria_in_flight", "gauge", "Fetches running now.", c->in_flight);
-  metric_u(b, "kria_uris_issued_total", "counter", "URIs taken from the frontier.", c->st.issued);
-  metric_u(b, "kria_fetches_total", "counter", "HTTP responses received (any status).", c->st.fetched);
-  metric_u(b, "kria_fetch_errors_total", "counter", "Fetches that got no response.", c->st.fetch_errors);
-  metric_u(b, "kria_disregarded_total", "counter", "URIs disregarded by robots.txt.", c->st.disregarded);
-  metric_u(b, "kria_out_of_scope_total", "counter", "URIs refused by the scope re-check.",
-           c->st.out_of_scope);
-  metric_u(b, "kria_address_refused_total", "counter",
-           "Fetches and URIs refused by the address policy (crawl.log -5005).",
-           c->st.address_refused);
-  metric_u(b, "kria_robots_fetched_total", "counter", "robots.txt fetches completed.",
-           c->st.robots_fetched);
-  metric_u(b, "kria_links_found_total", "counter", "Links found by the extractors.", c->st.links_found);
-  metric_u(b, "kria_links_scheduled_total", "counter", "Links handed to the frontier.",
-           c->st.links_scheduled);
-  metric_u(b, "kria_response_bytes_total", "counter", "Raw response bytes received.", c->st.bytes);
+  kr_crawl_stats_t st; /* the crawl's counters, from their table */
+  kr_crawl_get_stats(c, &st);
+  kr_counters_metrics(&st, b);
   metric_u(b, "kria_frontier_uris", "gauge", "URIs known to the frontier.", fs.c.discovered);
   metric_u(b, "kria_frontier_queued", "gauge", "URIs queued (to visit or revisit).", fs.c.queued);
   metric_u(b, "kria_frontier_finished_total", "counter", "Completions of any outcome.", fs.c.finished);
@@ -655,17 +637,6 @@ static void page_metrics(kr_service_t *s, kr_buf_t *b) {
            (double)cs->scan_us / 1e6);
     metric_hist(b, "kria_census_wait_seconds", "Wait intervals of the URIs queued to revisit.",
                 &cs->wait);
-  }
-  kr_adapt_counters_t a;
-  if (kr_crawl_adapt_counters(c, &a)) {
-    metric_u(b, "kria_changes_total", "counter", "Visits that found changed content.", a.changed);
-    metric_u(b, "kria_unchanged_total", "counter", "Visits that found unchanged content.", a.unchanged);
-    metric_u(b, "kria_not_modified_total", "counter", "304 answers to conditional requests.",
-             a.not_modified);
-    metric_u(b, "kria_midfetch_aborts_total", "counter", "Fetches aborted on validators.", a.aborted);
-    metric_u(b, "kria_validator_bytes_saved_total", "counter",
-             "Body bytes validators spared downloading.", a.bytes_saved);
-    metric_u(b, "kria_versions_total", "counter", "Full responses written.", a.versions);
   }
   metric_u(b, "kria_validator_checks_total", "counter", "Validator predictions made (all hosts).",
            hs->vt_checks);
@@ -746,20 +717,20 @@ static void page_metrics(kr_service_t *s, kr_buf_t *b) {
     kr_buf_printf(b, "\"} %d\n", ws.current ? 1 : 0);
   }
   if (s->status) {
-    const kr_status_stats_t *st = kr_status_stats(s->status);
-    metric_u(b, "kria_status_requests_total", "counter", "Status requests served.", st->requests);
+    const kr_status_stats_t *sv = kr_status_stats(s->status);
+    metric_u(b, "kria_status_requests_total", "counter", "Status requests served.", sv->requests);
     metric_u(b, "kria_status_refused_total", "counter", "Status connections over the cap.",
-             st->refused);
+             sv->refused);
     metric_u(b, "kria_status_idle_closed_total", "counter",
              "Status connections closed having sent nothing (silent too long, or "
              "making room for a newcomer).",
-             st->evicted + st->silent_closed);
+             sv->evicted + sv->silent_closed);
     metric(b, "kria_status_busy_seconds_total", "counter",
            "Loop time spent building status pages (the server's cost to the crawl).",
-           (double)st->busy_us / 1e6);
+           (double)sv->busy_us / 1e6);
     metric_u(b, "kria_status_rejected_total", "counter",
              "Status requests rejected (malformed, too big, too slow, unauthorized).",
-             st->bad_requests + st->timeouts + st->unauthorized);
+             sv->bad_requests + sv->timeouts + sv->unauthorized);
   }
 }
 

@@ -932,7 +932,7 @@ static void wait_poisson(void **state) {
   kr_vhist_t h;
   assert_int_equal(kr_vhist_decode(&h, x->f.outcome.history, x->f.outcome.history_len), 0);
   assert_int_equal(h.n, 1);
-  assert_int_equal(x->c->st.waits[1] > 0, 1);
+  assert_int_equal(x->c->st.waits_poisson > 0, 1);
   /* a page seen unchanged on 10 visits a day apart changes rarely: a
    * long wait; one changed on every visit an hour apart: a short one */
   uint8_t hist[KR_VHIST_BYTES];

@@ -1,0 +1,148 @@
+/*
+ * The crawl's counters, defined once. Every figure the processors count
+ * in kr_crawl_stats_t (crawl.h) is one row of KR_CRAWL_COUNTERS: the
+ * struct's fields, the "crawl" members of the status JSON, the Prometheus
+ * lines of /metrics and the end-of-run summary are all generated from it
+ * (here and src/service/counterviews.h), so a row added here shows everywhere
+ * and every surface shows the same number under the same definition.
+ *
+ *   X(name, metric, unit, help, line, summary)
+ *     name     the field of kr_crawl_stats_t and the key in /status "crawl"
+ *     metric   the Prometheus name (a counter: ends in _total)
+ *     unit     KR_UNIT_COUNT or KR_UNIT_BYTES (how the summary reads)
+ *     help     what exactly is counted (HELP of /metrics)
+ *     line     which summary line shows it: 0 "crawl: ...", 1 "revisits: ..."
+ *     summary  its words in that line: the value replaces the first %s;
+ *              the text carries its own separator from the one before
+ *
+ * Figures shown under one name everywhere:
+ *   changes       changes_found: revisits that found the content changed
+ *                 since the URI's previous version (a URI's first visit
+ *                 is not a change). /status "changes.total",
+ *                 kria_changes_total, the progress line's "changes", the
+ *                 console and the summary's "revisits: N changed".
+ *   versions      changed: visits that stored a new version, a URI's
+ *                 first visit included (kria_versions_total).
+ *   bytes saved   aborted_bytes_saved: body bytes validators spared, the
+ *                 Content-Length less the bytes received of visits aborted
+ *                 at the headers (a lower bound: a 304's body size is
+ *                 unknown). kria_validator_bytes_saved_total, the progress
+ *                 line's "saved by validators", /status "bytes_saved".
+ *
+ * Only this process's visits are counted; a restart begins at zero (the
+ * census of the state database covers the crawl's whole life).
+ */
+#ifndef KRIA_COUNTERS_H
+#define KRIA_COUNTERS_H
+
+#include <stdint.h>
+
+#include "kria/buf.h"
+
+enum { KR_UNIT_COUNT = 0, KR_UNIT_BYTES = 1 };
+
+#define KR_CRAWL_COUNTERS(X)                                                                      \
+  X(issued, "kria_uris_issued_total", KR_UNIT_COUNT, "URIs taken from the frontier.", 0,          \
+    "crawl: %s URIs issued")                                                                      \
+  X(fetched, "kria_fetches_total", KR_UNIT_COUNT, "HTTP responses received (any status).", 0,     \
+    ", %s responses")                                                                             \
+  X(fetch_errors, "kria_fetch_errors_total", KR_UNIT_COUNT, "Fetches that got no response.", 0,   \
+    ", %s fetch errors")                                                                          \
+  X(disregarded, "kria_disregarded_total", KR_UNIT_COUNT, "URIs disregarded by robots.txt.", 0,   \
+    ", %s disregarded by robots.txt")                                                             \
+  X(out_of_scope, "kria_out_of_scope_total", KR_UNIT_COUNT,                                       \
+    "URIs refused by the scope re-check.", 0, ", %s out of scope")                                \
+  X(address_refused, "kria_address_refused_total", KR_UNIT_COUNT,                                 \
+    "Fetches and URIs refused by the address policy (crawl.log -5005).", 0,                       \
+    ", %s refused by the address policy")                                                         \
+  X(prerequisites, "kria_prerequisites_total", KR_UNIT_COUNT,                                     \
+    "URIs sent back to wait for their robots.txt.", 0, ", %s sent back for robots.txt")           \
+  X(robots_fetched, "kria_robots_fetched_total", KR_UNIT_COUNT,                                   \
+    "robots.txt fetches completed.", 0, ", %s robots.txt fetched")                                \
+  X(robots_reused, "kria_robots_reused_total", KR_UNIT_COUNT,                                     \
+    "robots.txt rules read back from the state database.", 0, ", %s robots.txt reused")           \
+  X(links_found, "kria_links_found_total", KR_UNIT_COUNT, "Links found by the extractors.", 0,    \
+    "; links: %s found")                                                                          \
+  X(links_scheduled, "kria_links_scheduled_total", KR_UNIT_COUNT,                                 \
+    "Links handed to the frontier.", 0, ", %s scheduled")                                         \
+  X(links_rejected, "kria_links_rejected_total", KR_UNIT_COUNT,                                   \
+    "Links rejected: not a URL, or out of scope.", 0, ", %s rejected")                            \
+  X(bytes, "kria_response_bytes_total", KR_UNIT_BYTES, "Raw response bytes received.", 0,         \
+    "; %s response bytes")                                                                        \
+  X(deferred, "kria_deferred_total", KR_UNIT_COUNT,                                               \
+    "URIs given back untouched at shutdown.", 0, ", %s given back at shutdown")                   \
+  X(changes_found, "kria_changes_total", KR_UNIT_COUNT,                                           \
+    "Revisits that found the content changed since the URI's previous version (a first visit "   \
+    "is not a change).", 1, "revisits: %s changed")                                               \
+  X(unchanged, "kria_unchanged_total", KR_UNIT_COUNT,                                             \
+    "Visits that found unchanged content (304, aborted at the headers, or the same digest).", 1,  \
+    ", %s unchanged")                                                                             \
+  X(not_modified, "kria_not_modified_total", KR_UNIT_COUNT,                                       \
+    "Unchanged visits answered 304 to a conditional request.", 1, " (%s not modified")            \
+  X(midfetch_aborts, "kria_midfetch_aborts_total", KR_UNIT_COUNT,                                 \
+    "Unchanged visits aborted at the headers on validators.", 1, ", %s aborted mid-fetch")        \
+  X(unchanged_full, "kria_unchanged_by_digest_total", KR_UNIT_COUNT,                              \
+    "Unchanged visits found by the digest of the whole body.", 1, ", %s by digest)")              \
+  X(unknown, "kria_content_unknown_total", KR_UNIT_COUNT,                                         \
+    "Visits whose content state could not be told (no digest).", 1, ", %s unknown")               \
+  X(changed, "kria_versions_total", KR_UNIT_COUNT,                                                \
+    "Visits that stored a new version: a URI's first visit, or a change found.", 1,               \
+    "; %s versions stored")                                                                       \
+  X(unchanged_body_bytes, "kria_unchanged_body_bytes_total", KR_UNIT_BYTES,                       \
+    "Body bytes received on unchanged visits.", 1, "; %s body bytes received on unchanged visits") \
+  X(aborted_bytes_saved, "kria_validator_bytes_saved_total", KR_UNIT_BYTES,                       \
+    "Body bytes validators spared downloading: Content-Length less the bytes received of "        \
+    "visits aborted at the headers (a lower bound: a 304's body size is unknown).", 1,            \
+    ", %s saved by validators (not received after aborts)")                                       \
+  X(stripped, "kria_digests_stripped_total", KR_UNIT_COUNT,                                       \
+    "Change digests with volatile sections stripped.", 1, "; %s stripped digests")                \
+  X(duplicates, "kria_duplicate_payloads_total", KR_UNIT_COUNT,                                   \
+    "Payloads already stored under another URL.", 1, ", %s duplicate payloads")                   \
+  X(embeds_refreshed, "kria_embeds_refreshed_total", KR_UNIT_COUNT,                               \
+    "Embeds pulled forward with a changed page.", 1, ", %s embeds refreshed")                     \
+  X(feeds, "kria_feeds_total", KR_UNIT_COUNT, "Feeds and sitemaps read.", 1, "; %s feeds")        \
+  X(feed_items, "kria_feed_items_total", KR_UNIT_COUNT, "Feed items with a URL in them.", 1,      \
+    " (%s items")                                                                                 \
+  X(feed_pulled, "kria_feed_pulled_total", KR_UNIT_COUNT,                                         \
+    "Feed items scheduled now (new or updated).", 1, ", %s pulled forward")                       \
+  X(feed_errors, "kria_feed_errors_total", KR_UNIT_COUNT,                                         \
+    "Unreadable feeds (XML errors, DTDs, limits).", 1, ", %s errors)")                            \
+  X(sitemaps_from_robots, "kria_sitemaps_from_robots_total", KR_UNIT_COUNT,                       \
+    "Sitemaps found in robots.txt.", 1, ", %s sitemaps from robots.txt")                          \
+  X(waits_multiplicative, "kria_waits_multiplicative_total", KR_UNIT_COUNT,                       \
+    "Revisit waits decided by the multiplicative policy.", 1, "; waits: %s multiplicative")      \
+  X(waits_capped, "kria_waits_capped_total", KR_UNIT_COUNT,                                       \
+    "Multiplicative waits raised to the host's capacity (adaptive.capacity-plan).", 1,            \
+    " (%s raised to the host's capacity)")                                                        \
+  X(waits_poisson, "kria_waits_poisson_total", KR_UNIT_COUNT,                                     \
+    "Revisit waits decided by the poisson estimator.", 1, ", %s poisson")                         \
+  X(vtrust_misses, "kria_visit_validator_misses_total", KR_UNIT_COUNT,                            \
+    "Visits where validators said unchanged and the digest disagreed.", 1,                        \
+    "; %s validator misses")
+
+/* Each counter's index: KR_CTR_issued, ... KR_CTR__N. */
+enum kr_crawl_counter {
+#define KR_CTR_ENUM_(name, metric, unit, help, line, summary) KR_CTR_##name,
+  KR_CRAWL_COUNTERS(KR_CTR_ENUM_)
+#undef KR_CTR_ENUM_
+  KR_CTR__N
+};
+
+/* One row of the table, for the renderers. */
+typedef struct kr_counter_def {
+  const char *name, *metric, *help, *summary;
+  int unit, line;
+} kr_counter_def_t;
+
+/* The table's rows, in its order (counters.c). */
+extern const kr_counter_def_t kr_counter_defs[KR_CTR__N];
+
+/* Summary lines (the `line` column). */
+#define KR_COUNTER_LINES 2
+
+struct kr_crawl_stats;
+/* Summary line `line` (< KR_COUNTER_LINES) of st, no newline: every row
+ * of that line, its words in table order. */
+void kr_counters_summary(const struct kr_crawl_stats *st, int line, kr_buf_t *out);
+
+#endif
