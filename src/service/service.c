@@ -403,7 +403,7 @@ const kr_hosts_summary_t *kr__service_hosts(kr_service_t *s, uint64_t now) {
 
 /* Keys applied on reload (see service.h); every other key must be
  * unchanged for a reload to be accepted. */
-static int key_is_live(kr_cfg_key_t k) {
+int kr__service_key_is_live(kr_cfg_key_t k) {
   switch (k) {
     case KR_CFG_CRAWL_SEEDS:
     case KR_CFG_CRAWL_LOG_LEVEL:
@@ -489,7 +489,7 @@ static void reload(kr_service_t *s) {
   size_t fixed = 0;
   char first[256] = "";
   for (int k = 0; k < KR_CFG__COUNT; k++) {
-    if (key_is_live((kr_cfg_key_t)k)) continue;
+    if (kr__service_key_is_live((kr_cfg_key_t)k)) continue;
     kr_buf_reset(&a);
     kr_buf_reset(&b);
     kr_config_format(og, (kr_cfg_key_t)k, &a);

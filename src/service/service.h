@@ -128,6 +128,9 @@ void kr__service_figures(kr_service_t *s, kr_progress_figures_t *f);
  * offline uses it too). */
 struct kr_uri_row;
 void kr__status_uri_format(const struct kr_uri_row *r, uint64_t now_ms, int text, kr_buf_t *out);
+/* 1 when a reload may change key k, 0 when a change of it refuses the
+ * reload (it takes a restart). */
+int kr__service_key_is_live(kr_cfg_key_t k);
 /* "running", "paused", "held" (the state disk is low: no new fetches), "stopping" */
 const char *kr__service_state(const kr_service_t *s);
 
