@@ -76,6 +76,40 @@ int kr_crawl_is_closing(const kr_crawl_t *c) { return c->closing; }
 
 void kr_crawl_get_stats(const kr_crawl_t *c, kr_crawl_stats_t *out) { *out = c->st; }
 
+void kr_crawl_get_state(const kr_crawl_t *c, kr_crawl_state_t *out) {
+  memset(out, 0, sizeof *out);
+  out->in_flight = c->in_flight;
+  out->fetch_objs = c->nfetch_objs;
+  out->paused = c->paused;
+  out->stopping = c->stopping || c->closing;
+  out->disk_held = c->disk_held;
+  out->fatal = c->fatal != 0;
+  if (c->disk) {
+    kr_diskguard_stats_t ds;
+    kr_diskguard_stats(c->disk, &ds);
+    out->disk_watched = 1;
+    out->disk_free = ds.avail;
+    out->disk_reserve = ds.reserve;
+    out->disk_lows = ds.lows;
+  }
+}
+
+const kr_config_t *kr_crawl_config(const kr_crawl_t *c) { return c->cfg; }
+
+kr_url_canon_opts_t *kr_crawl_canon(const kr_crawl_t *c) { return c->canon; }
+
+int kr_crawl_http_stats(const kr_crawl_t *c, kr_http_stats_t *out) {
+  memset(out, 0, sizeof *out);
+  if (!c->http) return 0;
+  kr_http_client_stats(c->http, out);
+  return 1;
+}
+
+void kr_crawl_linkcache_stats(const kr_crawl_t *c, kr_linkcache_stats_t *out) {
+  memset(out, 0, sizeof *out);
+  if (c->links_cache) kr_linkcache_stats(c->links_cache, out);
+}
+
 /* Call the observer's hook `name` (kr_crawl_hooks_t) once it has a state. */
 #define HOOK(c, name)                                                       \
   do {                                                                      \

@@ -133,6 +133,26 @@ void kr_crawl_stop(kr_crawl_t *c);
 void kr_crawl_pause(kr_crawl_t *c, int paused);
 void kr_crawl_free(kr_crawl_t *c);
 void kr_crawl_get_stats(const kr_crawl_t *c, kr_crawl_stats_t *out);
+/* What the crawl is doing now, for reports (src/service). */
+typedef struct kr_crawl_state {
+  uint64_t in_flight;           /* fetches running */
+  uint64_t fetch_objs;          /* fetch objects allocated, pooled or running */
+  int paused;                   /* dispatch held (kr_crawl_pause) */
+  int stopping;                 /* issuing nothing more (stopping or closing) */
+  int disk_held;                /* dispatch held: the state disk is low */
+  int fatal;                    /* the store failed: the crawl is stopping */
+  int disk_watched;             /* disk_* below are known (a disk guard runs) */
+  uint64_t disk_free, disk_reserve, disk_lows; /* diskguard.h */
+} kr_crawl_state_t;
+void kr_crawl_get_state(const kr_crawl_t *c, kr_crawl_state_t *out);
+/* The configuration in force (a SIGHUP reload replaces it). */
+const kr_config_t *kr_crawl_config(const kr_crawl_t *c);
+/* The canonicalization URLs get (seeds, links, `/uri?url=`). */
+kr_url_canon_opts_t *kr_crawl_canon(const kr_crawl_t *c);
+/* The HTTP client's statistics; 0 when it is closed (out zeroed). */
+int kr_crawl_http_stats(const kr_crawl_t *c, kr_http_stats_t *out);
+/* The link cache's statistics (zero when there is none). */
+void kr_crawl_linkcache_stats(const kr_crawl_t *c, kr_linkcache_stats_t *out);
 kr_frontier_t *kr_crawl_frontier(kr_crawl_t *c);
 /* The crawl's loop: front ends (kria demo) put their own handles on it
  * before kr_crawl_run(); they must close them once kr_crawl_is_closing(). */

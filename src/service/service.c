@@ -43,10 +43,12 @@ static void on_lag_probe(uv_timer_t *t);
 static void on_sighup(uv_signal_t *h, int signum);
 
 const char *kr__service_state(const kr_service_t *s) {
-  if (s->c->stopping || s->c->closing) return "stopping";
-  if (s->c->paused) return "paused";
+  kr_crawl_state_t cs;
+  kr_crawl_get_state(s->c, &cs);
+  if (cs.stopping) return "stopping";
+  if (cs.paused) return "paused";
   /* running, but issuing nothing until the state disk has room again */
-  return s->c->disk_held ? "held" : "running";
+  return cs.disk_held ? "held" : "running";
 }
 
 /* ---- opening and closing ---------------------------------------------------- */
@@ -209,13 +211,15 @@ void kr__service_figures(kr_service_t *s, kr_progress_figures_t *f) {
   kr_frontier_stats(c->frontier, &fs);
   f->uris = fs.c.discovered;
   f->queued = fs.c.queued;
-  f->in_flight = c->in_flight;
+  kr_crawl_state_t cst;
+  kr_crawl_get_state(c, &cst);
+  f->in_flight = cst.in_flight;
   const kr_hosts_summary_t *hs = kr__service_hosts(s, now);
   f->hosts = hs->n;
   f->ready = hs->ready;
   f->busy = hs->busy;
   f->snoozed = hs->snoozed;
-  f->paused = c->paused;
+  f->paused = cst.paused;
   kr_crawl_stats_t st;
   kr_crawl_get_stats(c, &st);
   f->visits = st.fetched;
@@ -294,8 +298,10 @@ static void on_tick(uv_timer_t *t) {
   kr_progress_sample(s->prog, now, &smp);
   kr_progress_census_maybe(s->prog, now);
   scope_revive_step(s, now);
-  if (c->paused && !s->paused_at_ms) s->paused_at_ms = now;
-  if (!c->paused) s->paused_at_ms = 0;
+  kr_crawl_state_t cst;
+  kr_crawl_get_state(c, &cst);
+  if (cst.paused && !s->paused_at_ms) s->paused_at_ms = now;
+  if (!cst.paused) s->paused_at_ms = 0;
   if (s->progress_ms && now >= s->next_progress_ms) {
     s->next_progress_ms = now + s->progress_ms;
     progress_line(s);
@@ -307,7 +313,7 @@ static void on_tick(uv_timer_t *t) {
     double vps = kr_progress_rate(s->prog, offsetof(kr_progress_sample_t, visits), 60000);
     kr_sdnotify_status(&s->sd, "%s: %.1f visits/s, %" PRIu64 " URIs, %" PRIu64 " queued, %" PRIu64
                                " in flight",
-                       kr__service_state(s), vps, fs.c.discovered, fs.c.queued, c->in_flight);
+                       kr__service_state(s), vps, fs.c.discovered, fs.c.queued, cst.in_flight);
   }
 }
 
@@ -336,7 +342,9 @@ static void on_lag_probe(uv_timer_t *t) {
  * crawl stuck on its way out is killed rather than waited for. */
 static void on_watchdog(uv_timer_t *t) {
   kr_service_t *s = t->data;
-  if (s->closed || s->c->fatal) return;
+  kr_crawl_state_t cst;
+  kr_crawl_get_state(s->c, &cst);
+  if (s->closed || cst.fatal) return;
   if (kr_sdnotify_send(&s->sd, "WATCHDOG=1") == 0) s->watchdog_pings++;
 }
 

@@ -185,13 +185,13 @@ static void store_warc_json(jw_t *w, kr_service_t *s) {
   jw_bool(w, "wal_held", ss->wal_held);
   jw_u64(w, "wal_holds", ss->wal_holds);
   jw_u64(w, "commit_us_max", ss->commit_us_max);
-  if (c->disk) { /* the state directory's free space (diskguard.h) */
-    kr_diskguard_stats_t ds;
-    kr_diskguard_stats(c->disk, &ds);
-    jw_bool(w, "disk_held", c->disk_held);
-    jw_u64(w, "disk_free", ds.avail);
-    jw_u64(w, "disk_reserve", ds.reserve);
-    jw_u64(w, "disk_lows", ds.lows);
+  kr_crawl_state_t cs;
+  kr_crawl_get_state(c, &cs);
+  if (cs.disk_watched) { /* the state directory's free space (diskguard.h) */
+    jw_bool(w, "disk_held", cs.disk_held);
+    jw_u64(w, "disk_free", cs.disk_free);
+    jw_u64(w, "disk_reserve", cs.disk_reserve);
+    jw_u64(w, "disk_lows", cs.disk_lows);
   }
   jw_close(w, '}');
 
@@ -282,15 +282,17 @@ static void page_status(kr_service_t *s, kr_buf_t *b) {
   const kr_census_t *cs = kr_progress_census(s->prog);
   jw_open(&w, NULL, '{');
   jw_str(&w, "kria", KRIA_VERSION);
-  jw_str(&w, "crawl_name", kr_config_str(kr_config_global(c->cfg), KR_CFG_CRAWL_NAME));
+  jw_str(&w, "crawl_name", kr_config_str(kr_config_global(kr_crawl_config(c)), KR_CFG_CRAWL_NAME));
   jw_i64(&w, "pid", (int64_t)getpid());
   jw_str(&w, "state", kr__service_state(s));
-  jw_bool(&w, "paused", c->paused);
+  kr_crawl_state_t cst;
+  kr_crawl_get_state(c, &cst);
+  jw_bool(&w, "paused", cst.paused);
   jw_u64(&w, "paused_for_ms", s->paused_at_ms && now > s->paused_at_ms ? now - s->paused_at_ms : 0);
   jw_u64(&w, "now", now);
   jw_u64(&w, "started", s->started_ms);
   jw_u64(&w, "uptime_ms", now > s->started_ms ? now - s->started_ms : 0);
-  jw_u64(&w, "in_flight", c->in_flight);
+  jw_u64(&w, "in_flight", cst.in_flight);
 
   size_t fv = offsetof(kr_progress_sample_t, visits);
   jw_open(&w, "rates", '{');
@@ -426,16 +428,18 @@ static void page_status_text(kr_service_t *s, kr_buf_t *b) {
   size_t fv = offsetof(kr_progress_sample_t, visits);
   kr_crawl_stats_t st;
   kr_crawl_get_stats(c, &st);
+  kr_crawl_state_t cst;
+  kr_crawl_get_state(c, &cst);
   char t1[32], t2[32], t3[32];
   kr_progress_fmt_ms(now > s->started_ms ? now - s->started_ms : 0, t1, sizeof t1);
   kr_buf_printf(b, "kria %s, crawl %s, pid %d: %s, up %s\n", KRIA_VERSION,
-                kr_config_str(kr_config_global(c->cfg), KR_CFG_CRAWL_NAME), (int)getpid(),
+                kr_config_str(kr_config_global(kr_crawl_config(c)), KR_CFG_CRAWL_NAME), (int)getpid(),
                 kr__service_state(s), t1);
   kr_buf_printf(b,
                 "visits      %.1f/s over 10 s, %.1f/s over 1 min; %" PRIu64 " responses, %" PRIu64
                 " errors, %" PRIu64 " in flight\n",
                 kr_progress_rate(s->prog, fv, 10000), kr_progress_rate(s->prog, fv, 60000),
-                st.fetched, st.fetch_errors, c->in_flight);
+                st.fetched, st.fetch_errors, cst.in_flight);
   kr_buf_printf(b, "frontier    %" PRIu64 " URIs, %" PRIu64 " queued, %" PRIu64 " succeeded, %" PRIu64
                    " failed, %" PRIu64 " disregarded\n",
                 fs.c.discovered, fs.c.queued, fs.c.succeeded, fs.c.failed, fs.c.disregarded);
@@ -474,7 +478,7 @@ static void page_status_text(kr_service_t *s, kr_buf_t *b) {
                   ws.held ? "HELD (write errors), " : "", ws.current ? "writing " : "no file open",
                   ws.current ? ws.current : "");
   }
-  if (c->disk_held) kr_buf_append_str(b, "state disk  HELD: too little free space, no new fetches\n");
+  if (cst.disk_held) kr_buf_append_str(b, "state disk  HELD: too little free space, no new fetches\n");
   if (kr_store_wal_held(kr_frontier_store(c->frontier)))
     kr_buf_append_str(b, "state WAL   HELD: past its cap, no new fetches until a checkpoint\n");
   if (s->status) kr_buf_printf(b, "console     http://%s/\n", kr_status_address(s->status));
@@ -500,8 +504,8 @@ static void metric_memory(kr_buf_t *b, kr_crawl_t *c) {
   kr_store_memory(kr_frontier_store(c->frontier), &cache, &heap);
   kr_frontier_stats_t fs;
   kr_frontier_stats(c->frontier, &fs);
-  kr_linkcache_stats_t ls = {0};
-  if (c->links_cache) kr_linkcache_stats(c->links_cache, &ls);
+  kr_linkcache_stats_t ls;
+  kr_crawl_linkcache_stats(c, &ls);
   const char *name = "kria_memory_bytes";
   kr_buf_printf(b, "# HELP %s Memory by holder (malloc: glibc's view of the heap).\n# TYPE %s gauge\n",
                 name, name);
@@ -599,13 +603,15 @@ static void page_metrics(kr_service_t *s, kr_buf_t *b) {
   kr_buf_append_str(b, "# HELP kria_info The crawler's version and crawl name.\n# TYPE kria_info gauge\n");
   kr_buf_append_str(b, "kria_info{version=\"" KRIA_VERSION "\",crawl=\"");
   /* crawl.name is letters, digits, . _ - (the config checks): no escaping needed */
-  kr_buf_append_str(b, kr_config_str(kr_config_global(c->cfg), KR_CFG_CRAWL_NAME));
+  kr_buf_append_str(b, kr_config_str(kr_config_global(kr_crawl_config(c)), KR_CFG_CRAWL_NAME));
   kr_buf_append_str(b, "\"} 1\n");
   metric(b, "kria_start_time_seconds", "gauge", "When the crawl process started (epoch).",
          (double)s->started_ms / 1000.0);
-  metric_u(b, "kria_paused", "gauge", "1 while dispatch is paused.", (uint64_t)c->paused);
-  metric_u(b, "kria_stopping", "gauge", "1 once the crawl is stopping.", (uint64_t)c->stopping);
-  metric_u(b, "kria_in_flight", "gauge", "Fetches running now.", c->in_flight);
+  kr_crawl_state_t cst;
+  kr_crawl_get_state(c, &cst);
+  metric_u(b, "kria_paused", "gauge", "1 while dispatch is paused.", (uint64_t)cst.paused);
+  metric_u(b, "kria_stopping", "gauge", "1 once the crawl is stopping.", (uint64_t)cst.stopping);
+  metric_u(b, "kria_in_flight", "gauge", "Fetches running now.", cst.in_flight);
   kr_crawl_stats_t st; /* the crawl's counters, from their table */
   kr_crawl_get_stats(c, &st);
   kr_counters_metrics(&st, b);
@@ -669,10 +675,9 @@ static void page_metrics(kr_service_t *s, kr_buf_t *b) {
   metric_turnprof(b, &kr_turnprof);
   metric_memory(b, c);
   metric_u(b, "kria_fetch_objects", "gauge", "Fetch objects allocated (pooled or running).",
-           c->nfetch_objs);
-  if (c->http) {
-    kr_http_stats_t hs2;
-    kr_http_client_stats(c->http, &hs2);
+           cst.fetch_objs);
+  kr_http_stats_t hs2;
+  if (kr_crawl_http_stats(c, &hs2)) {
     metric_u(b, "kria_http_connections_opened_total", "counter", "TCP connections established.",
              hs2.conns_opened);
     metric_u(b, "kria_http_connections_reused_total", "counter",
@@ -1118,7 +1123,7 @@ static int page_uri(kr_service_t *s, const kr_status_req_t *req, kr_status_resp_
     error_json(resp, 400, rc == 0 || !in.len ? "give the URL as /uri?url=URL" : "bad url= value");
     goto out;
   }
-  if (kr_url_canon_str(in.data, in.len, NULL, c->canon, &canon) || !canon.len) {
+  if (kr_url_canon_str(in.data, in.len, NULL, kr_crawl_canon(c), &canon) || !canon.len) {
     error_json(resp, 400, "not a URL kria can canonicalize");
     goto out;
   }
@@ -1161,8 +1166,10 @@ static void control_reply(kr_service_t *s, kr_status_resp_t *resp, const char *d
   jw_open(&w, NULL, '{');
   jw_str(&w, "done", did);
   jw_str(&w, "state", kr__service_state(s));
-  jw_bool(&w, "paused", s->c->paused);
-  jw_u64(&w, "in_flight", s->c->in_flight);
+  kr_crawl_state_t cs;
+  kr_crawl_get_state(s->c, &cs);
+  jw_bool(&w, "paused", cs.paused);
+  jw_u64(&w, "in_flight", cs.in_flight);
   jw_close(&w, '}');
   kr_buf_append(resp->body, "\n", 1);
 }
@@ -1330,13 +1337,15 @@ static void handle(void *ud, const kr_status_req_t *req, kr_status_resp_t *resp)
       return;
     }
     int pause = path_is(req->path, "/pause");
-    if (!c->stopping) {
+    kr_crawl_state_t cs;
+    kr_crawl_get_state(c, &cs);
+    if (!cs.stopping) {
       kr_crawl_pause(c, pause);
       if (pause && !s->paused_at_ms) s->paused_at_ms = kr_crawl_now(c);
       if (!pause) s->paused_at_ms = 0;
     }
     control_reply(s, resp, pause ? "pause" : "resume");
-    if (c->stopping) resp->status = 409;
+    if (cs.stopping) resp->status = 409;
     return;
   }
   if (!get) {
