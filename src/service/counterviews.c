@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "status.h"
 
 void kr_counters_json(const kr_crawl_stats_t *st, kr_buf_t *out) {
   kr_buf_append(out, "{", 1);
@@ -41,4 +42,25 @@ void kr_counters_metrics(const kr_crawl_stats_t *st, kr_buf_t *out) {
     kr_buf_printf(out, "# HELP %s %s\n# TYPE %s counter\n%s %" PRIu64 "\n", d->metric, d->help,
                   d->metric, d->metric, st->v[i]);
   }
+}
+
+void kr_frontier_figures_json(const kr_frontier_stats_t *fs, kr_buf_t *out) {
+  kr_buf_append(out, "{", 1);
+#define JSON_(key, member, metric, type, help) \
+  kr_buf_printf(out, "\"" #key "\":%" PRIu64 ",", (uint64_t)fs->member);
+  KR_FRONTIER_FIGURES(JSON_)
+#undef JSON_
+  kr_buf_append_str(out, "\"limit\":");
+  if (fs->limit) kr_status_json_str(out, fs->limit, strlen(fs->limit));
+  else kr_buf_append_str(out, "null");
+  if (fs->limit_until) kr_buf_printf(out, ",\"limit_until\":%" PRIu64, fs->limit_until);
+  kr_buf_append(out, "}", 1);
+}
+
+void kr_frontier_figures_metrics(const kr_frontier_stats_t *fs, kr_buf_t *out) {
+#define METRIC_(key, member, metric, type, help)                                           \
+  kr_buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n%s %" PRIu64 "\n", metric, help, metric, \
+                type, metric, (uint64_t)fs->member);
+  KR_FRONTIER_FIGURES(METRIC_)
+#undef METRIC_
 }

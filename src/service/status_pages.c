@@ -322,27 +322,8 @@ static void page_status(kr_service_t *s, kr_buf_t *b) {
   jw_key(&w, "adaptive");
   kr_counters_json_adaptive(&st, b);
 
-  jw_open(&w, "frontier", '{');
-  jw_u64(&w, "discovered", fs.c.discovered);
-  jw_u64(&w, "queued", fs.c.queued);
-  jw_u64(&w, "finished", fs.c.finished);
-  jw_u64(&w, "succeeded", fs.c.succeeded);
-  jw_u64(&w, "retried", fs.c.retried);
-  jw_u64(&w, "failed", fs.c.failed);
-  jw_u64(&w, "disregarded", fs.c.disregarded);
-  jw_u64(&w, "backoffs", fs.c.backoffs);
-  jw_u64(&w, "bytes", fs.c.bytes);
-  jw_u64(&w, "refused", fs.c.refused);
-  jw_u64(&w, "retired", fs.c.retired);
-  jw_u64(&w, "hosts", fs.hosts);
-  jw_u64(&w, "ready_hosts", fs.ready_hosts);
-  jw_u64(&w, "duplicates", fs.duplicates);
-  jw_u64(&w, "rejected", fs.rejected);
-  jw_u64(&w, "seen", fs.seen);
-  if (fs.limit) jw_str(&w, "limit", fs.limit);
-  else jw_null(&w, "limit");
-  if (fs.limit_until) jw_u64(&w, "limit_until", fs.limit_until);
-  jw_close(&w, '}');
+  jw_key(&w, "frontier");
+  kr_frontier_figures_json(&fs, b);
 
   jw_open(&w, "hosts", '{');
   jw_u64(&w, "total", hs->n);
@@ -615,17 +596,7 @@ static void page_metrics(kr_service_t *s, kr_buf_t *b) {
   kr_crawl_stats_t st; /* the crawl's counters, from their table */
   kr_crawl_get_stats(c, &st);
   kr_counters_metrics(&st, b);
-  metric_u(b, "kria_frontier_uris", "gauge", "URIs known to the frontier.", fs.c.discovered);
-  metric_u(b, "kria_frontier_queued", "gauge", "URIs queued (to visit or revisit).", fs.c.queued);
-  metric_u(b, "kria_frontier_finished_total", "counter", "Completions of any outcome.", fs.c.finished);
-  metric_u(b, "kria_frontier_succeeded_total", "counter", "Successful visits.", fs.c.succeeded);
-  metric_u(b, "kria_frontier_retried_total", "counter", "Retryable outcomes.", fs.c.retried);
-  metric_u(b, "kria_frontier_failed_total", "counter", "Failed outcomes.", fs.c.failed);
-  metric_u(b, "kria_frontier_backoffs_total", "counter", "Host back-offs on 429/503.", fs.c.backoffs);
-  metric_u(b, "kria_frontier_refused_total", "counter",
-           "New links refused at their host's URI cap (limits.max-uris-per-host).", fs.c.refused);
-  metric_u(b, "kria_frontier_retired_total", "counter",
-           "URIs retired: gone (404/410) or no longer linked.", fs.c.retired);
+  kr_frontier_figures_metrics(&fs, b);
   kr_buf_append_str(b, "# HELP kria_hosts Host queues by state.\n# TYPE kria_hosts gauge\n");
   kr_buf_printf(b, "kria_hosts{state=\"ready\"} %" PRIu64 "\nkria_hosts{state=\"busy\"} %" PRIu64
                    "\nkria_hosts{state=\"snoozed\"} %" PRIu64 "\nkria_hosts{state=\"empty\"} %" PRIu64 "\n",

@@ -6,7 +6,8 @@
  * in the end-of-run summary (which the text status repeats), so a surface
  * written by hand again fails here; the table's own rules (unique names,
  * counters end in _total, one value per summary fragment); the fields
- * by index; the legacy /status "adaptive" names; and the reload's
+ * by index; the legacy /status "adaptive" names; the frontier's
+ * figures table (counterviews.h) in /status and /metrics; and the reload's
  * refusal rule (which keys a SIGHUP may change).
  */
 #include <setjmp.h>
@@ -156,6 +157,48 @@ static void adaptive_names(void **state) {
   kr_buf_free(&b);
 }
 
+/* The frontier's table: every figure under its key in /status "frontier"
+ * (then limit) and with its HELP, TYPE and sample in /metrics. */
+static void frontier_figures(void **state) {
+  (void)state;
+  kr_frontier_stats_t fs;
+  memset(&fs, 0, sizeof fs);
+  uint64_t v = 9000001;
+#define SET_(key, member, metric, type, help) fs.member = v, v += 1000;
+  KR_FRONTIER_FIGURES(SET_)
+#undef SET_
+  fs.limit = "max-uris \"x\"";
+  kr_buf_t j, m;
+  kr_buf_init(&j, 1 << 16);
+  kr_buf_init(&m, 1 << 16);
+  kr_frontier_figures_json(&fs, &j);
+  kr_buf_append(&j, "", 1);
+  kr_frontier_figures_metrics(&fs, &m);
+  kr_buf_append(&m, "", 1);
+  json_object *o = json_tokener_parse(j.data), *x;
+  assert_non_null(o);
+  size_t n = 0;
+#define CHECK_(key, member, metric, type, help)                                      \
+  do {                                                                               \
+    n++;                                                                             \
+    assert_true(json_object_object_get_ex(o, #key, &x));                             \
+    assert_int_equal((uint64_t)json_object_get_int64(x), (uint64_t)fs.member);       \
+    char want[512];                                                                  \
+    snprintf(want, sizeof want, "# HELP %s %s\n# TYPE %s %s\n%s %" PRIu64 "\n", metric, \
+             help, metric, type, metric, (uint64_t)fs.member);                       \
+    if (!strstr(m.data, want)) fail_msg("/metrics lacks %s", metric);               \
+  } while (0);
+  KR_FRONTIER_FIGURES(CHECK_)
+#undef CHECK_
+  assert_true(json_object_object_get_ex(o, "limit", &x));
+  assert_string_equal(json_object_get_string(x), "max-uris \"x\"");
+  assert_false(json_object_object_get_ex(o, "limit_until", &x)); /* 0: absent */
+  assert_int_equal(json_object_object_length(o), n + 1);
+  json_object_put(o);
+  kr_buf_free(&j);
+  kr_buf_free(&m);
+}
+
 static void reload_rules(void **state) {
   (void)state;
   /* live: seeds, scope, per-host politeness and robots, the token */
@@ -177,8 +220,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(table_rules),          cmocka_unit_test(every_row_in_json),
       cmocka_unit_test(every_row_in_metrics), cmocka_unit_test(every_row_in_summary),
-      cmocka_unit_test(by_index),        cmocka_unit_test(adaptive_names),
-      cmocka_unit_test(reload_rules),
+      cmocka_unit_test(by_index),             cmocka_unit_test(adaptive_names),
+      cmocka_unit_test(frontier_figures),     cmocka_unit_test(reload_rules),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
