@@ -145,4 +145,9 @@ struct kr_crawl_stats;
  * of that line, its words in table order. */
 void kr_counters_summary(const struct kr_crawl_stats *st, int line, kr_buf_t *out);
 
+struct kr_crawl;
+/* Log the end-of-run summary of c (counters.c): the counter lines, the
+ * validators of each host, fetches and the frontier. */
+void kr__crawl_summary(struct kr_crawl *c);
+
 #endif
