@@ -175,7 +175,7 @@ static void vtrust_json(jw_t *w, const char *k, const kr_vtrust_t *vt, uint64_t 
  * functions. */
 static void store_warc_json(jw_t *w, kr_service_t *s) {
   kr_crawl_t *c = s->c;
-  const kr_store_stats_t *ss = kr_store_stats(kr_frontier_store(c->frontier));
+  const kr_store_stats_t *ss = kr_store_stats(kr_frontier_store(kr_crawl_frontier(c)));
   jw_open(w, "store", '{');
   jw_u64(w, "commits", ss->commits);
   jw_u64(w, "writes", ss->writes);
@@ -277,7 +277,7 @@ static void page_status(kr_service_t *s, kr_buf_t *b) {
   uint64_t now = kr_crawl_now(c);
   jw_t w = {.b = b};
   kr_frontier_stats_t fs;
-  kr_frontier_stats(c->frontier, &fs);
+  kr_frontier_stats(kr_crawl_frontier(c), &fs);
   const kr_hosts_summary_t *hs = kr__service_hosts(s, now);
   const kr_census_t *cs = kr_progress_census(s->prog);
   jw_open(&w, NULL, '{');
@@ -402,7 +402,7 @@ static void page_status_text(kr_service_t *s, kr_buf_t *b) {
   kr_crawl_t *c = s->c;
   uint64_t now = kr_crawl_now(c);
   kr_frontier_stats_t fs;
-  kr_frontier_stats(c->frontier, &fs);
+  kr_frontier_stats(kr_crawl_frontier(c), &fs);
   const kr_hosts_summary_t *hs = kr__service_hosts(s, now);
   const kr_census_t *cs = kr_progress_census(s->prog);
   const kr_lhist_t *oi = kr_progress_overdue_total(s->prog);
@@ -460,7 +460,7 @@ static void page_status_text(kr_service_t *s, kr_buf_t *b) {
                   ws.current ? ws.current : "");
   }
   if (cst.disk_held) kr_buf_append_str(b, "state disk  HELD: too little free space, no new fetches\n");
-  if (kr_store_wal_held(kr_frontier_store(c->frontier)))
+  if (kr_store_wal_held(kr_frontier_store(kr_crawl_frontier(c))))
     kr_buf_append_str(b, "state WAL   HELD: past its cap, no new fetches until a checkpoint\n");
   if (s->status) kr_buf_printf(b, "console     http://%s/\n", kr_status_address(s->status));
   if (s->reloads_ok || s->reloads_failed)
@@ -482,9 +482,9 @@ static void metric_u(kr_buf_t *b, const char *name, const char *type, const char
 /* What holds the process's memory, as far as kria knows it. */
 static void metric_memory(kr_buf_t *b, kr_crawl_t *c) {
   uint64_t cache = 0, heap = 0;
-  kr_store_memory(kr_frontier_store(c->frontier), &cache, &heap);
+  kr_store_memory(kr_frontier_store(kr_crawl_frontier(c)), &cache, &heap);
   kr_frontier_stats_t fs;
-  kr_frontier_stats(c->frontier, &fs);
+  kr_frontier_stats(kr_crawl_frontier(c), &fs);
   kr_linkcache_stats_t ls;
   kr_crawl_linkcache_stats(c, &ls);
   const char *name = "kria_memory_bytes";
@@ -578,7 +578,7 @@ static void page_metrics(kr_service_t *s, kr_buf_t *b) {
   kr_crawl_t *c = s->c;
   uint64_t now = kr_crawl_now(c);
   kr_frontier_stats_t fs;
-  kr_frontier_stats(c->frontier, &fs);
+  kr_frontier_stats(kr_crawl_frontier(c), &fs);
   const kr_hosts_summary_t *hs = kr__service_hosts(s, now);
   const kr_census_t *cs = kr_progress_census(s->prog);
   kr_buf_append_str(b, "# HELP kria_info The crawler's version and crawl name.\n# TYPE kria_info gauge\n");
@@ -621,7 +621,7 @@ static void page_metrics(kr_service_t *s, kr_buf_t *b) {
            "Validators said unchanged and the digest disagreed.", hs->vt_misses);
   metric_u(b, "kria_validator_distrusted_hosts", "gauge", "Hosts whose validators are distrusted.",
            hs->vt_distrusted);
-  const kr_store_stats_t *ss = kr_store_stats(kr_frontier_store(c->frontier));
+  const kr_store_stats_t *ss = kr_store_stats(kr_frontier_store(kr_crawl_frontier(c)));
   metric_u(b, "kria_store_commits_total", "counter", "State database commits.", ss->commits);
   metric_u(b, "kria_store_wal_frames", "gauge", "WAL frames after the last commit.", ss->wal_frames);
   metric_u(b, "kria_store_wal_restarts_total", "counter", "Times the WAL started over.",
@@ -808,7 +808,7 @@ static void capacity_text(char *out, size_t cap, const kr_crawl_t *c, const kr_h
 }
 
 static void host_json(jw_t *w, kr_crawl_t *c, const kr_host_report_t *r, uint64_t now) {
-  kr_frontier_t *f = c->frontier;
+  kr_frontier_t *f = kr_crawl_frontier(c);
   jw_open(w, NULL, '{');
   jw_str(w, "host", r->name);
   jw_str(w, "state", r->state < ARRAY_SIZE(host_states) ? host_states[r->state] : "?");
@@ -883,7 +883,7 @@ static int page_hosts(kr_service_t *s, const kr_status_req_t *req, kr_status_res
   if (sort < 0 || state == -2) return 400;
   pick_t *picks = limit ? kr_xcalloc(limit, sizeof *picks) : NULL;
   uint64_t total;
-  size_t n = pick_hosts(c->frontier, now, sort, state, picks, limit, &total);
+  size_t n = pick_hosts(kr_crawl_frontier(c), now, sort, state, picks, limit, &total);
   if (want_text(req)) {
     resp->content_type = "text/plain; charset=utf-8";
     kr_buf_printf(resp->body, "%-40s %-8s %8s %10s %10s %9s %9s %8s %8s %s\n", "host", "state",
@@ -892,7 +892,7 @@ static int page_hosts(kr_service_t *s, const kr_status_req_t *req, kr_status_res
     for (size_t i = 0; i < n; i++) {
       const kr_host_report_t *r = &picks[i].r;
       char o[32], ri[32], pl[48];
-      capacity_text(pl, sizeof pl, c, kr_frontier_host_lookup(c->frontier, r->name, strlen(r->name)));
+      capacity_text(pl, sizeof pl, c, kr_frontier_host_lookup(kr_crawl_frontier(c), r->name, strlen(r->name)));
       kr_progress_fmt_ms(r->overdue_ms, o, sizeof o);
       kr_progress_fmt_ms(r->ready_at >= KR_NEVER ? KR_NEVER : r->ready_at > now ? r->ready_at - now : 0,
                          ri, sizeof ri);
@@ -926,11 +926,11 @@ static int page_frontier(kr_service_t *s, const kr_status_req_t *req, kr_status_
   uint64_t now = kr_crawl_now(c);
   if (want_text(req)) {
     resp->content_type = "text/plain; charset=utf-8";
-    kr_frontier_report_text(c->frontier, now, 50, resp->body);
+    kr_frontier_report_text(kr_crawl_frontier(c), now, 50, resp->body);
     return 200;
   }
   kr_frontier_stats_t fs;
-  kr_frontier_stats(c->frontier, &fs);
+  kr_frontier_stats(kr_crawl_frontier(c), &fs);
   const kr_hosts_summary_t *hs = kr__service_hosts(s, now);
   jw_t w = {.b = resp->body};
   jw_open(&w, NULL, '{');
@@ -949,7 +949,7 @@ static int page_frontier(kr_service_t *s, const kr_status_req_t *req, kr_status_
   census_json(&w, "census", kr_progress_census(s->prog), now);
   pick_t picks[20];
   uint64_t total;
-  size_t n = pick_hosts(c->frontier, now, SORT_OVERDUE, -1, picks, ARRAY_SIZE(picks), &total);
+  size_t n = pick_hosts(kr_crawl_frontier(c), now, SORT_OVERDUE, -1, picks, ARRAY_SIZE(picks), &total);
   jw_open(&w, "most_overdue", '[');
   for (size_t i = 0; i < n; i++) {
     const kr_host_report_t *r = &picks[i].r;
@@ -1100,7 +1100,7 @@ static int page_uri(kr_service_t *s, const kr_status_req_t *req, kr_status_resp_
   }
   uint64_t fp = kr_fp(canon.data, canon.len);
   kr_uri_row_t r;
-  rc = kr_store_uri_get(kr_frontier_store(c->frontier), fp, &r);
+  rc = kr_store_uri_get(kr_frontier_store(kr_crawl_frontier(c)), fp, &r);
   if (rc < 0) {
     error_json(resp, 500, "the state database failed to answer");
     goto out;
@@ -1290,7 +1290,7 @@ static void handle(void *ud, const kr_status_req_t *req, kr_status_resp_t *resp)
   kr_service_t *s = ud;
   kr_crawl_t *c = s->c;
   int get = req->method != KR_STATUS_POST;
-  if (!c->frontier) {
+  if (!kr_crawl_frontier(c)) {
     error_json(resp, 503, "the crawl is closing");
     return;
   }
