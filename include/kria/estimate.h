@@ -1,7 +1,8 @@
 /*
- * Change-rate estimation and revisit allocation for the poisson wait
- * policy, and the per-URI visit history they read. Pure: no loop, no
- * database, no globals.
+ * Change-rate estimation and revisit planning (kr_plan_*: how a host's
+ * crawl rate is shared among its URIs) for the poisson wait policy, and
+ * the per-URI visit history they read. Pure: no loop, no database, no
+ * globals.
  *
  * ---- Model -------------------------------------------------------------
  * The changes of a URI form a Poisson process of rate lambda (changes per
@@ -98,7 +99,7 @@
  * bind, mu stays at its floor h(x_min): a fetch must have a marginal
  * value of at least h(ln 2) = 0.153 versions (without a floor every URI
  * would sit at min-wait).
- * Objective KR_ALLOC_FRESHNESS maximises sum_i F_i instead (Cho &
+ * Objective KR_PLAN_FRESHNESS maximises sum_i F_i instead (Cho &
  * Garcia-Molina, "Synchronizing a database to improve freshness", 2000):
  * dF/df = h(lambda/f)/lambda = mu gives x_i = h^-1(mu lambda_i), which
  * grows with lambda_i and has no solution when mu lambda_i >= 1: very
@@ -110,7 +111,7 @@
  * in 80 log-spaced buckets, 8 per decade from 1e-9 to 10 changes/s, per
  * (min-wait, max-wait) class, at most 4 classes) updated as estimates
  * move, and re-solves mu from it every N completions or when its budget
- * moves (kr_alloc_host_maybe_solve, ~100 us). A URI's wait is then O(1):
+ * moves (kr_plan_host_maybe_solve, ~100 us). A URI's wait is then O(1):
  * clamp(x / lambda_i).
  * Feed the sketch only estimates that rest on an observation
  * (kr_wait_info_t.observations > 0). A URI at its prior counts at the
@@ -281,74 +282,74 @@ const char *kr_est_method_name(kr_est_method_t m);
 
 /* ---- Allocation ---------------------------------------------------------- */
 
-typedef enum kr_alloc_objective {
-  KR_ALLOC_VERSIONS = 0,  /* expected versions captured per second */
-  KR_ALLOC_FRESHNESS = 1, /* Cho's average freshness */
-} kr_alloc_objective_t;
+typedef enum kr_plan_objective {
+  KR_PLAN_VERSIONS = 0,  /* expected versions captured per second */
+  KR_PLAN_FRESHNESS = 1, /* Cho's average freshness */
+} kr_plan_objective_t;
 
 /* h(x) = 1 - (1 + x) e^-x, accurate for small x too; h(x <= 0) = 0. */
-double kr_alloc_h(double x);
+double kr_plan_h(double x);
 /* x >= 0 with h(x) = y; 0 for y <= 0, +inf for y >= 1 (or so close to 1
  * that no double x reaches it). */
-double kr_alloc_h_inv(double y);
+double kr_plan_h_inv(double y);
 /* V(lambda, f) = f (1 - e^-(lambda/f)); 0 when f <= 0. */
-double kr_alloc_versions(double lambda, double f);
+double kr_plan_versions(double lambda, double f);
 /* F(lambda, f) = V / lambda; 1 for lambda <= 0. */
-double kr_alloc_freshness(double lambda, double f);
+double kr_plan_freshness(double lambda, double f);
 /* A URI's optimal frequency for multiplier mu, clamped to [fmin, fmax]. */
-double kr_alloc_freq(kr_alloc_objective_t obj, double mu, double lambda, double fmin,
+double kr_plan_freq(kr_plan_objective_t obj, double mu, double lambda, double fmin,
                      double fmax);
 
-typedef struct kr_alloc_item {
+typedef struct kr_plan_item {
   double lambda;  /* changes/s, > 0 */
   double fmin;    /* 1 / max-wait (fetches/s) */
   double fmax;    /* 1 / min-wait */
   double weight;  /* how many URIs it stands for (1; sketch buckets: counts) */
-} kr_alloc_item_t;
+} kr_plan_item_t;
 
 enum {
-  KR_ALLOC_SLACK = 0, /* the budget does not bind: mu at its floor */
-  KR_ALLOC_BINDS = 1, /* sum f = budget */
-  KR_ALLOC_OVER = 2,  /* even every URI at max-wait exceeds the budget */
+  KR_PLAN_SLACK = 0, /* the budget does not bind: mu at its floor */
+  KR_PLAN_BINDS = 1, /* sum f = budget */
+  KR_PLAN_OVER = 2,  /* even every URI at max-wait exceeds the budget */
 };
 
 /* Solve for mu: sum weight_i f_i(mu) <= budget with the objective's
  * optimum. mu_floor: the versions floor h(x_min) (ignored for
  * freshness). f (may be NULL) receives each item's frequency. Returns
- * KR_ALLOC_SLACK/BINDS/OVER, or KR_EINVAL for bad arguments (n = 0 is
+ * KR_PLAN_SLACK/BINDS/OVER, or KR_EINVAL for bad arguments (n = 0 is
  * SLACK). O(n) per bisection step, 200 steps at most. */
-int kr_alloc_solve(kr_alloc_objective_t obj, const kr_alloc_item_t *items, size_t n,
+int kr_plan_solve(kr_plan_objective_t obj, const kr_plan_item_t *items, size_t n,
                    double budget, double mu_floor, double *mu, double *f);
 
 /* Fetches per second a host allows: valence / cycle (a fetch and the
  * politeness delay after it), times utilisation. 0 for a non-positive
  * cycle or valence. */
-double kr_alloc_budget(int valence, int64_t politeness_delay_ms, double utilisation);
+double kr_plan_budget(int valence, int64_t politeness_delay_ms, double utilisation);
 
-#define KR_ALLOC_BUCKETS 80
-#define KR_ALLOC_CLASSES 4
+#define KR_PLAN_BUCKETS 80
+#define KR_PLAN_CLASSES 4
 
 /* One host's allocator: a sketch of its URIs' lambdas and the solved
  * changes-per-visit target x (versions objective). About 1.3 KiB. */
-typedef struct kr_alloc_host {
+typedef struct kr_plan_host {
   struct {
     int64_t min_ms, max_ms;           /* the class's wait clamps */
-    uint32_t count[KR_ALLOC_BUCKETS]; /* URIs per lambda bucket */
+    uint32_t count[KR_PLAN_BUCKETS]; /* URIs per lambda bucket */
     uint32_t total;
-  } cls[KR_ALLOC_CLASSES];
+  } cls[KR_PLAN_CLASSES];
   unsigned ncls;
   double x_min;       /* floor of x */
   double x;           /* changes per visit aimed at, >= x_min */
   double budget;      /* fetches/s of the last solve */
   int solved;         /* 0 until the first solve */
   uint32_t updates;   /* sketch changes since the last solve */
-  int state;          /* KR_ALLOC_SLACK/BINDS/OVER of the last solve */
-  /* feedback from the realised fetch rate (kr_alloc_host_fetched) */
+  int state;          /* KR_PLAN_SLACK/BINDS/OVER of the last solve */
+  /* feedback from the realised fetch rate (kr_plan_host_fetched) */
   double gain;        /* the plan is budget x gain (1) */
   int64_t win_t0;     /* first fetch of the window, ms */
   uint32_t win_n;     /* fetches in the window so far */
   int resolve;        /* gain moved: solve again */
-} kr_alloc_host_t;
+} kr_plan_host_t;
 
 /* Realised-rate feedback. A plan of B fetches/s is not B fetches/s
  * served: a URI comes back at its wait plus however late its turn comes
@@ -356,39 +357,39 @@ typedef struct kr_alloc_host {
  * planned at its whole capacity is served ~96-98 % of it (kria simulate,
  * 2 s politeness, 150 ms fetches) and one planned at 90 % leaves ~13 %
  * idle. So the host counts every fetch that takes one of its slots, and
- * every KR_ALLOC_WINDOW fetches compares the realised rate with the
+ * every KR_PLAN_WINDOW fetches compares the realised rate with the
  * budget: while the budget binds, gain *= sqrt(budget / realised)
- * (damped), within [KR_ALLOC_GAIN_MIN, KR_ALLOC_GAIN_MAX]; while it does
+ * (damped), within [KR_PLAN_GAIN_MIN, KR_PLAN_GAIN_MAX]; while it does
  * not, gain halves its distance to 1. Other fetches of the host (new
  * URIs, robots.txt, retries) count as realised, so they push the plan
  * down instead of a fixed margin guessing them. */
-#define KR_ALLOC_WINDOW 256
-#define KR_ALLOC_GAIN_MIN 0.5
-#define KR_ALLOC_GAIN_MAX 1.25
+#define KR_PLAN_WINDOW 256
+#define KR_PLAN_GAIN_MIN 0.5
+#define KR_PLAN_GAIN_MAX 1.25
 
-void kr_alloc_host_init(kr_alloc_host_t *h, double x_min);
+void kr_plan_host_init(kr_plan_host_t *h, double x_min);
 /* The class of URIs with these clamps: an index for update. A fifth
  * distinct pair shares the last class (only the host's x is affected,
  * never a URI's own clamps). */
-int kr_alloc_host_class(kr_alloc_host_t *h, int64_t min_ms, int64_t max_ms);
+int kr_plan_host_class(kr_plan_host_t *h, int64_t min_ms, int64_t max_ms);
 /* A URI of class cls moved from old_lambda to new_lambda (old <= 0: new
  * URI; new <= 0: URI gone). Counts never go below 0. */
-void kr_alloc_host_update(kr_alloc_host_t *h, int cls, double old_lambda, double new_lambda);
+void kr_plan_host_update(kr_plan_host_t *h, int cls, double old_lambda, double new_lambda);
 /* Bucket of a lambda, and the lambda a bucket stands for. */
-unsigned kr_alloc_bucket(double lambda);
-double kr_alloc_bucket_lambda(unsigned b);
+unsigned kr_plan_bucket(double lambda);
+double kr_plan_bucket_lambda(unsigned b);
 /* Solve x from the sketch for budget x gain (budget: fetches/s the
  * host's fetches should realise; <= 0: no budget known, x = x_min).
- * Returns KR_ALLOC_SLACK/BINDS/OVER. */
-int kr_alloc_host_solve(kr_alloc_host_t *h, double budget);
+ * Returns KR_PLAN_SLACK/BINDS/OVER. */
+int kr_plan_host_solve(kr_plan_host_t *h, double budget);
 /* Solve when never solved, after `every` updates, when the budget moved
  * by more than 10 % or when the gain moved. 1 when it solved, 0 when not. */
-int kr_alloc_host_maybe_solve(kr_alloc_host_t *h, double budget, uint32_t every);
+int kr_plan_host_maybe_solve(kr_plan_host_t *h, double budget, uint32_t every);
 /* One fetch of the host (any that takes a politeness slot) at now_ms:
  * the realised-rate feedback above. */
-void kr_alloc_host_fetched(kr_alloc_host_t *h, int64_t now_ms);
+void kr_plan_host_fetched(kr_plan_host_t *h, int64_t now_ms);
 /* The x to give kr_wait_poisson. */
-static inline double kr_alloc_host_x(const kr_alloc_host_t *h) { return h->x; }
+static inline double kr_plan_host_x(const kr_plan_host_t *h) { return h->x; }
 
 /* ---- Capacity plan (the multiplicative policy within politeness) ----------
  * The thesis' multiplicative waits know nothing of a host's capacity: a
@@ -405,8 +406,8 @@ static inline double kr_alloc_host_x(const kr_alloc_host_t *h) { return h->x; }
  * is served as often as it can be, not overdue for ever. The sketch, like
  * the allocator's, fills as URIs are revisited (in memory only). */
 typedef struct kr_capplan {
-  uint32_t count[KR_ALLOC_BUCKETS]; /* visited URIs per planned-rate bucket */
-  double rate[KR_ALLOC_BUCKETS];    /* their planned rates' sum, 1/s: exact,
+  uint32_t count[KR_PLAN_BUCKETS]; /* visited URIs per planned-rate bucket */
+  double rate[KR_PLAN_BUCKETS];    /* their planned rates' sum, 1/s: exact,
                                        where the floor is (all its URIs in
                                        one bucket), not off by half a bucket */
   uint32_t total;

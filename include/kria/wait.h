@@ -34,7 +34,7 @@
  * shrunk toward a prior built from initial-wait and the hints), and the
  * wait is x / lambda where x, the expected number of changes between two
  * visits, is the same for every URI of a host: the host's allocator
- * (kr_alloc_host_t) raises it above its floor (ln 2 by default: a change
+ * (kr_plan_host_t) raises it above its floor (ln 2 by default: a change
  * between visits with probability 1/2, the equilibrium of the
  * multiplicative policy with equal factors) only as far as needed to keep
  * the host's revisits within its politeness budget. Clamped to
@@ -105,7 +105,7 @@ typedef struct kr_wait_info {
 /* The poisson policy. h is the URI's history with this visit already
  * appended (kr_vhist_append); state is this visit's content state; hints
  * may be NULL; host_x is the host's changes-per-visit target from
- * kr_alloc_host_x() (values below ep->x_min, including 0 when the host
+ * kr_plan_host_x() (values below ep->x_min, including 0 when the host
  * has no allocator, mean ep->x_min). info may be NULL. Returns the wait
  * in ms within [min_ms, max_ms]. */
 int64_t kr_wait_poisson(const kr_wait_params_t *p, const kr_est_params_t *ep,

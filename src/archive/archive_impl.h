@@ -52,7 +52,7 @@ struct kr_archive {
   const kr_config_t *cfg;
   kr_warcfile_t *wf;
   char *dir;
-  int durability;               /* enum kr_warc_durability */
+  int durability;               /* enum kr_warcfile_durability */
   int req, meta, dns, volatile_skip, dedupe;
   uint64_t retry_ms;
   uint64_t raw_max;

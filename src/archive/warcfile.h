@@ -43,7 +43,7 @@
  * best of 32 KiB to 1 MiB (bench/RESULTS.md). */
 #define KR_WARCFILE_BUFFER (64u << 10)
 
-enum kr_warc_durability {
+enum kr_warcfile_durability {
   KR_WARC_SYNC_NONE = 0,
   KR_WARC_SYNC_BATCH,
   KR_WARC_SYNC_RECORD,
@@ -55,7 +55,7 @@ typedef struct kr_warcfile_opts {
   const char *host;              /* in file names; NULL = gethostname() */
   kr_warc_writer_opts_t writer;  /* gzip, level, engine */
   uint64_t max_size;             /* rotate at this size (1 GiB); 0 never */
-  int durability;                /* enum kr_warc_durability */
+  int durability;                /* enum kr_warcfile_durability */
   uint32_t batch_ms;             /* batch: sync due after this long (1000) */
   uint32_t batch_records;        /* ... or this many records (1000) */
   kr_warc_info_t info;           /* warcinfo fields (borrowed during

@@ -461,7 +461,7 @@ double kr_est_changefreq_rate(const char *s, size_t n) {
 
 /* ---- allocation ------------------------------------------------------------------- */
 
-double kr_alloc_h(double x) {
+double kr_plan_h(double x) {
   if (!(x > 0)) return 0.0;
   if (x >= 1.0) return -expm1(-x) - x * exp(-x);
   /* below 1 the two terms cancel: sum the series
@@ -476,11 +476,11 @@ double kr_alloc_h(double x) {
   return sum;
 }
 
-double kr_alloc_h_inv(double y) {
+double kr_plan_h_inv(double y) {
   if (!(y > 0)) return 0.0;
   if (y >= 1.0) return INFINITY;
   double lo = 0, hi = 1;
-  while (kr_alloc_h(hi) < y) {
+  while (kr_plan_h(hi) < y) {
     lo = hi;
     hi *= 2;
     if (hi > 2048) return INFINITY; /* h(x) rounds to 1 well before */
@@ -488,7 +488,7 @@ double kr_alloc_h_inv(double y) {
   double x = y < 0.5 ? sqrt(2 * y) : 0.5 * (lo + hi);
   if (!(x > lo && x < hi)) x = 0.5 * (lo + hi);
   for (int it = 0; it < 100; it++) {
-    double g = kr_alloc_h(x) - y;
+    double g = kr_plan_h(x) - y;
     if (g == 0) break;
     if (g < 0) lo = x;
     else hi = x;
@@ -504,15 +504,15 @@ double kr_alloc_h_inv(double y) {
   return x;
 }
 
-double kr_alloc_versions(double lambda, double f) {
+double kr_plan_versions(double lambda, double f) {
   if (!(f > 0) || !(lambda > 0)) return 0.0;
   if (isinf(f)) return lambda;
   return -f * expm1(-lambda / f);
 }
 
-double kr_alloc_freshness(double lambda, double f) {
+double kr_plan_freshness(double lambda, double f) {
   if (!(lambda > 0)) return 1.0;
-  return kr_alloc_versions(lambda, f) / lambda;
+  return kr_plan_versions(lambda, f) / lambda;
 }
 
 static double clamp_f(double f, double fmin, double fmax) {
@@ -521,17 +521,17 @@ static double clamp_f(double f, double fmin, double fmax) {
   return f;
 }
 
-double kr_alloc_freq(kr_alloc_objective_t obj, double mu, double lambda, double fmin,
+double kr_plan_freq(kr_plan_objective_t obj, double mu, double lambda, double fmin,
                      double fmax) {
-  double y = obj == KR_ALLOC_FRESHNESS ? mu * lambda : mu;
-  double x = kr_alloc_h_inv(y);
+  double y = obj == KR_PLAN_FRESHNESS ? mu * lambda : mu;
+  double x = kr_plan_h_inv(y);
   double f = isinf(x) ? fmin : x > 0 ? lambda / x : fmax;
   return clamp_f(f, fmin, fmax);
 }
 
-static int items_ok(const kr_alloc_item_t *it, size_t n) {
+static int items_ok(const kr_plan_item_t *it, size_t n) {
   for (size_t i = 0; i < n; i++) {
-    const kr_alloc_item_t *e = &it[i];
+    const kr_plan_item_t *e = &it[i];
     if (!(e->lambda > 0) || !isfinite(e->lambda) || !(e->fmin > 0) || !(e->fmax >= e->fmin) ||
         !isfinite(e->fmax) || !(e->weight >= 0) || !isfinite(e->weight))
       return 0;
@@ -540,23 +540,23 @@ static int items_ok(const kr_alloc_item_t *it, size_t n) {
 }
 
 /* Versions objective: total frequency when every URI aims at x. */
-static double total_at_x(const kr_alloc_item_t *it, size_t n, double x) {
+static double total_at_x(const kr_plan_item_t *it, size_t n, double x) {
   double s = 0;
   for (size_t i = 0; i < n; i++)
     s += it[i].weight * clamp_f(it[i].lambda / x, it[i].fmin, it[i].fmax);
   return s;
 }
 
-static double total_at_mu(kr_alloc_objective_t obj, const kr_alloc_item_t *it, size_t n,
+static double total_at_mu(kr_plan_objective_t obj, const kr_plan_item_t *it, size_t n,
                           double mu) {
   double s = 0;
   for (size_t i = 0; i < n; i++)
-    s += it[i].weight * kr_alloc_freq(obj, mu, it[i].lambda, it[i].fmin, it[i].fmax);
+    s += it[i].weight * kr_plan_freq(obj, mu, it[i].lambda, it[i].fmin, it[i].fmax);
   return s;
 }
 
 /* Versions objective solved in x (no h^-1 per URI). *x_out >= x_floor. */
-static int solve_versions(const kr_alloc_item_t *it, size_t n, double budget, double x_floor,
+static int solve_versions(const kr_plan_item_t *it, size_t n, double budget, double x_floor,
                           double *x_out) {
   double fmin_total = 0, x_all_min = 0, x_all_max = INFINITY;
   for (size_t i = 0; i < n; i++) {
@@ -569,16 +569,16 @@ static int solve_versions(const kr_alloc_item_t *it, size_t n, double budget, do
   }
   if (fmin_total == 0) { /* nothing to schedule */
     *x_out = x_floor;
-    return KR_ALLOC_SLACK;
+    return KR_PLAN_SLACK;
   }
   double xlo = x_floor > 0 ? x_floor : x_all_max;
   if (total_at_x(it, n, xlo) <= budget) {
     *x_out = xlo;
-    return KR_ALLOC_SLACK;
+    return KR_PLAN_SLACK;
   }
   if (fmin_total > budget) {
     *x_out = x_all_min > xlo ? x_all_min : xlo;
-    return KR_ALLOC_OVER;
+    return KR_PLAN_OVER;
   }
   double xhi = x_all_min > xlo ? x_all_min : xlo; /* total(xhi) = fmin_total <= budget */
   for (int i = 0; i < 200 && xhi / xlo - 1 > 1e-12; i++) {
@@ -587,21 +587,21 @@ static int solve_versions(const kr_alloc_item_t *it, size_t n, double budget, do
     else xhi = mid;
   }
   *x_out = xhi; /* the feasible side */
-  return KR_ALLOC_BINDS;
+  return KR_PLAN_BINDS;
 }
 
-int kr_alloc_solve(kr_alloc_objective_t obj, const kr_alloc_item_t *items, size_t n,
+int kr_plan_solve(kr_plan_objective_t obj, const kr_plan_item_t *items, size_t n,
                    double budget, double mu_floor, double *mu, double *f) {
   if ((n && !items) || !mu || !items_ok(items, n) || !(budget >= 0) || isnan(budget))
     return KR_EINVAL;
-  if (obj != KR_ALLOC_VERSIONS && obj != KR_ALLOC_FRESHNESS) return KR_EINVAL;
+  if (obj != KR_PLAN_VERSIONS && obj != KR_PLAN_FRESHNESS) return KR_EINVAL;
   int rc;
-  if (obj == KR_ALLOC_VERSIONS) {
+  if (obj == KR_PLAN_VERSIONS) {
     double fl = clampd(mu_floor, 0.0, 1.0);
     double x;
-    rc = solve_versions(items, n, budget, fl > 0 ? kr_alloc_h_inv(fl) : 0.0, &x);
+    rc = solve_versions(items, n, budget, fl > 0 ? kr_plan_h_inv(fl) : 0.0, &x);
     if (isinf(x)) x = 1e300;
-    *mu = kr_alloc_h(x);
+    *mu = kr_plan_h(x);
     if (f)
       for (size_t i = 0; i < n; i++)
         f[i] = clamp_f(items[i].lambda / x, items[i].fmin, items[i].fmax);
@@ -612,22 +612,22 @@ int kr_alloc_solve(kr_alloc_objective_t obj, const kr_alloc_item_t *items, size_
   for (size_t i = 0; i < n; i++) {
     if (items[i].weight == 0) continue;
     fmin_total += items[i].weight * items[i].fmin;
-    double lo = kr_alloc_h(items[i].lambda / items[i].fmax) / items[i].lambda;
+    double lo = kr_plan_h(items[i].lambda / items[i].fmax) / items[i].lambda;
     double hi = 1.0 / items[i].lambda;
     if (lo < mu_lo) mu_lo = lo;
     if (hi > mu_hi) mu_hi = hi;
   }
   if (fmin_total == 0) {
     *mu = 0;
-    rc = KR_ALLOC_SLACK;
+    rc = KR_PLAN_SLACK;
   } else {
     if (!(mu_lo > 1e-300)) mu_lo = 1e-300;
     if (total_at_mu(obj, items, n, mu_lo) <= budget) {
       *mu = mu_lo;
-      rc = KR_ALLOC_SLACK;
+      rc = KR_PLAN_SLACK;
     } else if (fmin_total > budget) {
       *mu = mu_hi;
-      rc = KR_ALLOC_OVER;
+      rc = KR_PLAN_OVER;
     } else {
       for (int i = 0; i < 200 && mu_hi / mu_lo - 1 > 1e-12; i++) {
         double mid = sqrt(mu_lo * mu_hi);
@@ -635,16 +635,16 @@ int kr_alloc_solve(kr_alloc_objective_t obj, const kr_alloc_item_t *items, size_
         else mu_hi = mid;
       }
       *mu = mu_hi;
-      rc = KR_ALLOC_BINDS;
+      rc = KR_PLAN_BINDS;
     }
   }
   if (f)
     for (size_t i = 0; i < n; i++)
-      f[i] = kr_alloc_freq(obj, *mu, items[i].lambda, items[i].fmin, items[i].fmax);
+      f[i] = kr_plan_freq(obj, *mu, items[i].lambda, items[i].fmin, items[i].fmax);
   return rc;
 }
 
-double kr_alloc_budget(int valence, int64_t politeness_delay_ms, double utilisation) {
+double kr_plan_budget(int valence, int64_t politeness_delay_ms, double utilisation) {
   if (valence <= 0 || politeness_delay_ms <= 0) return 0.0;
   double u = utilisation > 0 && utilisation <= 1 ? utilisation : 1.0;
   return (double)valence * 1000.0 / (double)politeness_delay_ms * u;
@@ -655,44 +655,44 @@ double kr_alloc_budget(int valence, int64_t politeness_delay_ms, double utilisat
 #define BUCKETS_PER_DECADE 8
 #define LOG10_LAMBDA_LO (-9)
 
-unsigned kr_alloc_bucket(double lambda) {
+unsigned kr_plan_bucket(double lambda) {
   if (!(lambda > 0)) return 0;
   double b = floor((log10(lambda) - LOG10_LAMBDA_LO) * BUCKETS_PER_DECADE);
   if (!(b >= 0)) return 0;
-  if (b >= KR_ALLOC_BUCKETS) return KR_ALLOC_BUCKETS - 1;
+  if (b >= KR_PLAN_BUCKETS) return KR_PLAN_BUCKETS - 1;
   return (unsigned)b;
 }
 
-double kr_alloc_bucket_lambda(unsigned b) {
-  if (b >= KR_ALLOC_BUCKETS) b = KR_ALLOC_BUCKETS - 1;
+double kr_plan_bucket_lambda(unsigned b) {
+  if (b >= KR_PLAN_BUCKETS) b = KR_PLAN_BUCKETS - 1;
   return pow(10.0, ((double)b + 0.5) / BUCKETS_PER_DECADE + LOG10_LAMBDA_LO);
 }
 
-void kr_alloc_host_init(kr_alloc_host_t *h, double x_min) {
+void kr_plan_host_init(kr_plan_host_t *h, double x_min) {
   memset(h, 0, sizeof *h);
   h->x_min = x_min > 0 && isfinite(x_min) ? x_min : log(2.0);
   h->x = h->x_min;
-  h->state = KR_ALLOC_SLACK;
+  h->state = KR_PLAN_SLACK;
   h->gain = 1.0;
 }
 
-int kr_alloc_host_class(kr_alloc_host_t *h, int64_t min_ms, int64_t max_ms) {
+int kr_plan_host_class(kr_plan_host_t *h, int64_t min_ms, int64_t max_ms) {
   for (unsigned i = 0; i < h->ncls; i++)
     if (h->cls[i].min_ms == min_ms && h->cls[i].max_ms == max_ms) return (int)i;
-  if (h->ncls < KR_ALLOC_CLASSES) {
+  if (h->ncls < KR_PLAN_CLASSES) {
     unsigned i = h->ncls++;
     h->cls[i].min_ms = min_ms;
     h->cls[i].max_ms = max_ms;
     return (int)i;
   }
-  return KR_ALLOC_CLASSES - 1;
+  return KR_PLAN_CLASSES - 1;
 }
 
-void kr_alloc_host_update(kr_alloc_host_t *h, int cls, double old_lambda, double new_lambda) {
+void kr_plan_host_update(kr_plan_host_t *h, int cls, double old_lambda, double new_lambda) {
   if (cls < 0 || (unsigned)cls >= h->ncls) return;
   int changed = 0;
   if (old_lambda > 0) {
-    uint32_t *c = &h->cls[cls].count[kr_alloc_bucket(old_lambda)];
+    uint32_t *c = &h->cls[cls].count[kr_plan_bucket(old_lambda)];
     if (*c > 0) {
       (*c)--;
       h->cls[cls].total--;
@@ -700,7 +700,7 @@ void kr_alloc_host_update(kr_alloc_host_t *h, int cls, double old_lambda, double
     }
   }
   if (new_lambda > 0) {
-    uint32_t *c = &h->cls[cls].count[kr_alloc_bucket(new_lambda)];
+    uint32_t *c = &h->cls[cls].count[kr_plan_bucket(new_lambda)];
     if (*c < UINT32_MAX && h->cls[cls].total < UINT32_MAX) {
       (*c)++;
       h->cls[cls].total++;
@@ -710,26 +710,26 @@ void kr_alloc_host_update(kr_alloc_host_t *h, int cls, double old_lambda, double
   if (changed && h->updates < UINT32_MAX) h->updates++;
 }
 
-int kr_alloc_host_solve(kr_alloc_host_t *h, double budget) {
-  kr_alloc_item_t items[KR_ALLOC_CLASSES * KR_ALLOC_BUCKETS];
+int kr_plan_host_solve(kr_plan_host_t *h, double budget) {
+  kr_plan_item_t items[KR_PLAN_CLASSES * KR_PLAN_BUCKETS];
   size_t n = 0;
   h->solved = 1;
   h->updates = 0;
   h->resolve = 0;
   h->budget = budget;
-  double g = h->gain >= KR_ALLOC_GAIN_MIN && h->gain <= KR_ALLOC_GAIN_MAX ? h->gain : 1.0;
+  double g = h->gain >= KR_PLAN_GAIN_MIN && h->gain <= KR_PLAN_GAIN_MAX ? h->gain : 1.0;
   budget *= g;
   if (!(budget > 0) || !isfinite(budget)) {
     h->x = h->x_min;
-    return h->state = KR_ALLOC_SLACK;
+    return h->state = KR_PLAN_SLACK;
   }
   for (unsigned c = 0; c < h->ncls; c++) {
     double fmin = h->cls[c].max_ms > 0 ? 1000.0 / (double)h->cls[c].max_ms : 1e-12;
     double fmax = h->cls[c].min_ms > 0 ? 1000.0 / (double)h->cls[c].min_ms : 1e3;
     if (fmax < fmin) fmax = fmin;
-    for (unsigned b = 0; b < KR_ALLOC_BUCKETS; b++) {
+    for (unsigned b = 0; b < KR_PLAN_BUCKETS; b++) {
       if (!h->cls[c].count[b]) continue;
-      items[n++] = (kr_alloc_item_t){kr_alloc_bucket_lambda(b), fmin, fmax,
+      items[n++] = (kr_plan_item_t){kr_plan_bucket_lambda(b), fmin, fmax,
                                      (double)h->cls[c].count[b]};
     }
   }
@@ -739,21 +739,21 @@ int kr_alloc_host_solve(kr_alloc_host_t *h, double budget) {
   return h->state;
 }
 
-int kr_alloc_host_maybe_solve(kr_alloc_host_t *h, double budget, uint32_t every) {
+int kr_plan_host_maybe_solve(kr_plan_host_t *h, double budget, uint32_t every) {
   int moved = !h->solved || (budget > 0) != (h->budget > 0) ||
               (budget > 0 && fabs(budget - h->budget) > 0.1 * h->budget);
   if (!moved && !h->resolve && h->updates < (every ? every : 1)) return 0;
-  kr_alloc_host_solve(h, budget);
+  kr_plan_host_solve(h, budget);
   return 1;
 }
 
-void kr_alloc_host_fetched(kr_alloc_host_t *h, int64_t now_ms) {
+void kr_plan_host_fetched(kr_plan_host_t *h, int64_t now_ms) {
   if (!h->win_n || now_ms < h->win_t0) { /* the window opens (or time went back) */
     h->win_t0 = now_ms;
     h->win_n = 1;
     return;
   }
-  if (++h->win_n <= KR_ALLOC_WINDOW) return;
+  if (++h->win_n <= KR_PLAN_WINDOW) return;
   int64_t dt = now_ms - h->win_t0;
   double served = (double)(h->win_n - 1); /* in dt: the first opened it */
   h->win_t0 = now_ms;
@@ -761,12 +761,12 @@ void kr_alloc_host_fetched(kr_alloc_host_t *h, int64_t now_ms) {
   if (dt <= 0 || !h->solved || !(h->budget > 0) || !isfinite(h->budget)) return;
   double realised = served * 1000.0 / (double)dt;
   double g = h->gain;
-  if (h->state == KR_ALLOC_SLACK)
+  if (h->state == KR_PLAN_SLACK)
     g = 1.0 + (g - 1.0) * 0.5; /* the budget does not bind: it says nothing */
   else
     g *= sqrt(h->budget / realised);
-  if (!(g >= KR_ALLOC_GAIN_MIN)) g = KR_ALLOC_GAIN_MIN; /* NaN too */
-  if (g > KR_ALLOC_GAIN_MAX) g = KR_ALLOC_GAIN_MAX;
+  if (!(g >= KR_PLAN_GAIN_MIN)) g = KR_PLAN_GAIN_MIN; /* NaN too */
+  if (g > KR_PLAN_GAIN_MAX) g = KR_PLAN_GAIN_MAX;
   if (fabs(g - h->gain) > 0.005 * h->gain) h->resolve = 1;
   h->gain = g;
 }
@@ -777,7 +777,7 @@ void kr_capplan_update(kr_capplan_t *p, int64_t old_ms, int64_t new_ms) {
   int changed = 0;
   if (old_ms > 0) {
     double r = 1000.0 / (double)old_ms;
-    unsigned b = kr_alloc_bucket(r);
+    unsigned b = kr_plan_bucket(r);
     if (p->count[b] > 0) {
       p->total--;
       /* an emptied bucket drops what rounding left in its sum */
@@ -787,7 +787,7 @@ void kr_capplan_update(kr_capplan_t *p, int64_t old_ms, int64_t new_ms) {
   }
   if (new_ms > 0) {
     double r = 1000.0 / (double)new_ms;
-    unsigned b = kr_alloc_bucket(r);
+    unsigned b = kr_plan_bucket(r);
     if (p->count[b] < UINT32_MAX && p->total < UINT32_MAX) {
       p->count[b]++;
       p->rate[b] += r;
@@ -800,7 +800,7 @@ void kr_capplan_update(kr_capplan_t *p, int64_t old_ms, int64_t new_ms) {
 
 double kr_capplan_demand(const kr_capplan_t *p, int64_t floor_ms) {
   double cap = floor_ms > 0 ? 1000.0 / (double)floor_ms : INFINITY, d = 0;
-  for (unsigned b = 0; b < KR_ALLOC_BUCKETS; b++)
+  for (unsigned b = 0; b < KR_PLAN_BUCKETS; b++)
     if (p->count[b]) d += fmin(p->rate[b], (double)p->count[b] * cap);
   return d;
 }

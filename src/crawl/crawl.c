@@ -970,7 +970,7 @@ static int add_seeds(kr_crawl_t *c, char *err, size_t errlen) {
   kr_seeds_init(&kept);
   kr_seeds_init(&seeds);
   kr_scope_t *old = NULL;
-  int rc = kr__scope_seeds_load(st, &kept);
+  int rc = kr__scopestate_seeds_load(st, &kept);
   if (rc) {
     snprintf(err, errlen, "%s: cannot read the seeds kept there", kr_store_path(st));
     goto out;
@@ -1004,9 +1004,9 @@ static int add_seeds(kr_crawl_t *c, char *err, size_t errlen) {
   const kr_seeds_t *in_force = path[0] ? &seeds : &kept;
   rc = kr_scope_add_seeds(c->scope, in_force);
   if (rc) KR_LOG(KR_LOG_WARN, path, "a seed could not be put in scope: %s", kr_strerror(rc));
-  if ((rc = kr__scope_kept_new(c, g, &kept, &old, err, errlen))) goto out;
+  if ((rc = kr__scopestate_kept_new(c, g, &kept, &old, err, errlen))) goto out;
   char names[512];
-  size_t nexiled = kr__scope_exiled(c, old, &kept, c->scope, names, sizeof names);
+  size_t nexiled = kr__scopestate_exiled(c, old, &kept, c->scope, names, sizeof names);
   if (nexiled) {
     if (!c->opts.allow_scope_change && !kr_config_bool(g, KR_CFG_SCOPE_ALLOW_CHANGE)) {
       snprintf(err, errlen,
@@ -1022,7 +1022,7 @@ static int add_seeds(kr_crawl_t *c, char *err, size_t errlen) {
            "of scope: %s", nexiled, nexiled > 1 ? "s" : "", nexiled > 1 ? "" : "es", names);
   }
   uint64_t now = kr_crawl_now(c);
-  if ((rc = kr__scope_save(st, path[0] ? &seeds : NULL, g, now))) {
+  if ((rc = kr__scopestate_save(st, path[0] ? &seeds : NULL, g, now))) {
     snprintf(err, errlen, "%s: cannot keep the seeds", kr_store_path(st));
     goto out;
   }
@@ -1038,7 +1038,7 @@ static int add_seeds(kr_crawl_t *c, char *err, size_t errlen) {
     if (rc == 1) added++;
   }
   if (path[0]) KR_LOG(KR_LOG_INFO, path, "%zu seeds, %zu new", seeds.n, added);
-  int64_t revived = kr__scope_revive(c, now);
+  int64_t revived = kr__scopestate_revive(c, now);
   if (revived < 0) {
     rc = (int)revived;
     snprintf(err, errlen, "%s: cannot queue again the URIs back in scope", kr_store_path(st));
@@ -1215,7 +1215,7 @@ int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out
   c->robots_agent = kr_config_str(g, KR_CFG_ROBOTS_AGENT);
   c->robots_max_size = (size_t)kr_config_size(g, KR_CFG_ROBOTS_MAX_SIZE);
   c->links_budget = LINKS_BUDGET;
-  c->robots = kr__robots_cache_new(ROBOTS_CACHE_ENTRIES);
+  c->robots = kr__rulecache_new(ROBOTS_CACHE_ENTRIES);
   kr_buf_init(&c->canon_buf, 4 * KR_URL_MAX);
   kr_buf_init(&c->hop_buf, 256);
   c->links_cache = kr_linkcache_new(LINKS_CACHE_SLOTS, LINKS_CACHE_BYTES);
@@ -1386,9 +1386,9 @@ void kr_crawl_free(kr_crawl_t *c) {
   if (c->nprocs) kr_chain_free(&c->chain);
   kr_scope_free(c->scope);
   kr_seeds_free(&c->scope_seeds);
-  kr__scope_revive_free(c);
+  kr__scopestate_revive_free(c);
   kr_url_canon_opts_free(c->canon);
-  kr__robots_cache_free(c->robots);
+  kr__rulecache_free(c->robots);
   for (size_t i = 0; i < c->hcs_cap; i++) hostcfg_free(c->hcs[i]);
   free(c->hcs);
   hostcfg_free((kr_hostcfg_t *)c->global_hc);

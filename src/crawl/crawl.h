@@ -197,7 +197,7 @@ typedef struct kr_hostcfg {
 } kr_hostcfg_t;
 
 /* Per-origin robots.txt rules kept in memory. */
-typedef struct kr_robots_cache kr_robots_cache_t;
+typedef struct kr_rulecache kr_rulecache_t;
 
 struct kr_crawl {
   kr_config_t *cfg;
@@ -218,7 +218,7 @@ struct kr_crawl {
   kr_hostcfg_t **hcs;
   size_t hcs_cap, hcs_n;
   /* robots */
-  kr_robots_cache_t *robots;
+  kr_rulecache_t *robots;
   const char *robots_agent;
   size_t robots_max_size;
   kr_buf_t canon_buf, hop_buf;  /* scratch for links */
@@ -284,7 +284,7 @@ struct kr_crawl {
   kr_wheel_entry_t disk_retry;
   kr_seeds_t scope_seeds;       /* the seeds in force, as kept in the state
                                    database (scopestate.h) */
-  struct kr_scope_walk *scope_walk; /* a revival after a reload, in steps */
+  struct kr_scopestate_walk *scope_walk; /* a revival after a reload, in steps */
 };
 
 /* Settings for host (ASCII, any case). Never NULL. */
@@ -308,7 +308,7 @@ typedef struct kr_host_capacity {
   double wanted;        /* fetches/s the thesis' waits ask for */
   double planned;       /* fetches/s with the floor applied */
   int64_t floor_ms;     /* 0: the waits fit as they are */
-  /* poisson: alloc_state >= 0 (KR_ALLOC_SLACK/BINDS/OVER), x */
+  /* poisson: alloc_state >= 0 (KR_PLAN_SLACK/BINDS/OVER), x */
   int alloc_state;
   double x;
 } kr_host_capacity_t;
@@ -320,8 +320,8 @@ kr_hostcfg_t *kr__crawl_hostcfg_new(kr_crawl_t *c, const kr_config_view_t *v);
 void kr__crawl_hostcfg_free(kr_hostcfg_t *hc);
 
 /* robots cache (proc_prefetch.c) */
-kr_robots_cache_t *kr__robots_cache_new(size_t max_entries);
-void kr__robots_cache_free(kr_robots_cache_t *rc);
+kr_rulecache_t *kr__rulecache_new(size_t max_entries);
+void kr__rulecache_free(kr_rulecache_t *rc);
 /* Origin key "scheme://host[:port]" of url into out (NUL-terminated). */
 int kr__origin_key(const kr_url_t *url, char *out, size_t outlen);
 

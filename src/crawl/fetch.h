@@ -44,11 +44,11 @@ typedef enum kr_fetch_disp {
 #define KR_FETCH_MAX_ANNOT 16
 
 /* A feed or sitemap item among a fetch's links. */
-typedef struct kr_feed_meta {
+typedef struct kr_fetch_item {
   size_t link;                  /* index in f->links */
   int64_t updated;              /* the item's latest date, epoch s; 0 unknown */
   double rate;                  /* sitemap changefreq, changes/s; 0 none */
-} kr_feed_meta_t;
+} kr_fetch_item_t;
 
 /* The adaptive processors' results, for the processors after them. */
 typedef struct kr_fetch_adapt {
@@ -119,7 +119,7 @@ struct kr_fetch {
   kr_buf_t body;                /* robots.txt body, up to robots.max-size */
   kr_link_t *links;             /* accepted links; strings in arena */
   size_t links_cap;
-  kr_feed_meta_t *fmeta;        /* feed items among the links */
+  kr_fetch_item_t *fmeta;        /* feed items among the links */
   size_t fmeta_cap;
 };
 

@@ -7,7 +7,7 @@
  *               the expat push parser (feed.h) chunk by chunk; each item's
  *               URL becomes an L link of the fetch, remembered with the
  *               item's latest date and sitemap changefreq
- *               (kr_feed_meta_t). An XML body that is no feed is simply
+ *               (kr_fetch_item_t). An XML body that is no feed is simply
  *               not one (no annotation); a feed that breaks off is
  *               annotated "feedError" and keeps the items before the
  *               break. When the document turns out unchanged the change
@@ -68,7 +68,7 @@ static int on_item(void *ud, const kr_feed_item_t *it) {
     f->fmeta = kr_xrealloc(f->fmeta, ncap * sizeof *f->fmeta);
     f->fmeta_cap = ncap;
   }
-  f->fmeta[f->nfmeta++] = (kr_feed_meta_t){
+  f->fmeta[f->nfmeta++] = (kr_fetch_item_t){
       .link = idx,
       .updated = it->updated,
       .rate = it->changefreq.n ? kr_est_changefreq_rate(it->changefreq.p, it->changefreq.n) : 0};
@@ -141,7 +141,7 @@ static int hints_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
    * ones were inserted with the hint (kr_link_t.hint_rate). */
   kr_store_t *st = kr_frontier_store(c->frontier);
   for (size_t i = 0; i < f->nfmeta; i++) {
-    const kr_feed_meta_t *m = &f->fmeta[i];
+    const kr_fetch_item_t *m = &f->fmeta[i];
     if (m->rate <= 0 || m->link >= f->nlinks) continue;
     const kr_link_t *l = &f->links[m->link];
     if (kr_store_uri_set_hint(st, kr_fp(l->url, l->url_len), m->rate) < 0) break;

@@ -65,15 +65,15 @@ typedef struct robots_entry {
   struct robots_entry *lru_prev, *lru_next; /* most recent first */
 } robots_entry_t;
 
-struct kr_robots_cache {
+struct kr_rulecache {
   robots_entry_t **buckets;
   size_t nbuckets;                       /* power of two */
   size_t n, max;
   robots_entry_t *lru_head, *lru_tail;
 };
 
-kr_robots_cache_t *kr__robots_cache_new(size_t max_entries) {
-  kr_robots_cache_t *rc = kr_xcalloc(1, sizeof *rc);
+kr_rulecache_t *kr__rulecache_new(size_t max_entries) {
+  kr_rulecache_t *rc = kr_xcalloc(1, sizeof *rc);
   rc->max = max_entries ? max_entries : 1;
   rc->nbuckets = 64;
   while (rc->nbuckets < rc->max) rc->nbuckets *= 2;
@@ -87,7 +87,7 @@ static void entry_free(robots_entry_t *e) {
   free(e);
 }
 
-void kr__robots_cache_free(kr_robots_cache_t *rc) {
+void kr__rulecache_free(kr_rulecache_t *rc) {
   if (!rc) return;
   for (robots_entry_t *e = rc->lru_head, *n; e; e = n) {
     n = e->lru_next;
@@ -97,7 +97,7 @@ void kr__robots_cache_free(kr_robots_cache_t *rc) {
   free(rc);
 }
 
-static void lru_unlink(kr_robots_cache_t *rc, robots_entry_t *e) {
+static void lru_unlink(kr_rulecache_t *rc, robots_entry_t *e) {
   if (e->lru_prev)
     e->lru_prev->lru_next = e->lru_next;
   else
@@ -109,7 +109,7 @@ static void lru_unlink(kr_robots_cache_t *rc, robots_entry_t *e) {
   e->lru_prev = e->lru_next = NULL;
 }
 
-static void lru_front(kr_robots_cache_t *rc, robots_entry_t *e) {
+static void lru_front(kr_rulecache_t *rc, robots_entry_t *e) {
   e->lru_prev = NULL;
   e->lru_next = rc->lru_head;
   if (rc->lru_head) rc->lru_head->lru_prev = e;
@@ -117,7 +117,7 @@ static void lru_front(kr_robots_cache_t *rc, robots_entry_t *e) {
   if (!rc->lru_tail) rc->lru_tail = e;
 }
 
-static robots_entry_t *cache_get(kr_robots_cache_t *rc, const char *origin, size_t n) {
+static robots_entry_t *cache_get(kr_rulecache_t *rc, const char *origin, size_t n) {
   uint64_t h = kr_fp(origin, n);
   for (robots_entry_t *e = rc->buckets[h & (rc->nbuckets - 1)]; e; e = e->chain)
     if (e->hash == h && strcmp(e->origin, origin) == 0) {
@@ -130,7 +130,7 @@ static robots_entry_t *cache_get(kr_robots_cache_t *rc, const char *origin, size
   return NULL;
 }
 
-static void cache_remove(kr_robots_cache_t *rc, robots_entry_t *e) {
+static void cache_remove(kr_rulecache_t *rc, robots_entry_t *e) {
   robots_entry_t **pp = &rc->buckets[e->hash & (rc->nbuckets - 1)];
   while (*pp != e) pp = &(*pp)->chain;
   *pp = e->chain;
@@ -140,7 +140,7 @@ static void cache_remove(kr_robots_cache_t *rc, robots_entry_t *e) {
 }
 
 /* Put rules for origin (owned by the cache from now on). */
-static robots_entry_t *cache_put(kr_robots_cache_t *rc, const char *origin, size_t n,
+static robots_entry_t *cache_put(kr_rulecache_t *rc, const char *origin, size_t n,
                                  kr_robots_t *r, uint64_t expires, int final, int err) {
   robots_entry_t *e = cache_get(rc, origin, n);
   if (e) {
@@ -170,7 +170,7 @@ static robots_entry_t *cache_put(kr_robots_cache_t *rc, const char *origin, size
 /* The rules of origin as the state database kept them (a robots.txt
  * fetched before a restart), when they have not expired; NULL otherwise. */
 static robots_entry_t *cache_load(kr_crawl_t *c, const char *origin, size_t n, uint64_t now) {
-  kr_robots_row_t row;
+  kr_store_robots_t row;
   int rc = kr_store_robots_get(kr_frontier_store(c->frontier), origin, n, &row);
   if (rc <= 0 || row.expires <= now) return NULL;
   kr_robots_options_t ro = {.max_bytes = c->robots_max_size};
@@ -323,7 +323,7 @@ static void robots_store(kr_fetch_t *f) {
                                                       : "disallow all",
          kr_robots_stats(r)->rules_kept, (long long)delay);
   /* Kept for a restart, in the transaction that finishes this fetch. */
-  kr_robots_row_t row = {.expires = expires, .status = status ? status : f->http_err,
+  kr_store_robots_t row = {.expires = expires, .status = status ? status : f->http_err,
                          .final = final};
   if (status >= 200 && status < 300) {
     row.body = f->body.data;
@@ -333,12 +333,12 @@ static void robots_store(kr_fetch_t *f) {
    * lines): the URIs its old rules disallowed are checked against the new
    * ones. Comments do not count: a file stamped with the time it was made
    * would send every URI it disallows through that check at each fetch. */
-  kr_robots_row_t was;
+  kr_store_robots_t was;
   int known = kr_store_robots_get(kr_frontier_store(c->frontier), origin, strlen(origin), &was);
   if (known > 0 &&
       (kr_robots_policy_for_status(was.status) != kr_robots_policy_for_status(row.status) ||
        !kr_robots_same_text(was.body, was.body_len, row.body, row.body_len))) {
-    int64_t n = kr__robots_revive(c, f->url, r, now);
+    int64_t n = kr__scopestate_robots_revive(c, f->url, r, now);
     if (n > 0)
       KR_LOG(KR_LOG_NOTICE, origin, "robots.txt changed: %lld URIs it disallowed are allowed now: "
              "queued", (long long)n);

@@ -69,7 +69,7 @@ static const kr_chain_ctx_def_t wait_ctx_def = {.name = "wait", .size = sizeof(w
 
 struct kr_adapt_host {
   const kr_hostq_t *h;
-  kr_alloc_host_t alloc; /* poisson */
+  kr_plan_host_t alloc; /* poisson */
   kr_capplan_t cap;      /* multiplicative */
 };
 
@@ -106,7 +106,7 @@ static struct kr_adapt_host *adapt_host(kr_crawl_t *c, const kr_hostq_t *h, doub
   }
   struct kr_adapt_host *a = kr_xcalloc(1, sizeof *a);
   a->h = h;
-  kr_alloc_host_init(&a->alloc, x_min);
+  kr_plan_host_init(&a->alloc, x_min);
   size_t j = ptr_slot(h, c->ahosts_cap - 1);
   while (c->ahosts[j]) j = (j + 1) & (c->ahosts_cap - 1);
   c->ahosts[j] = a;
@@ -164,13 +164,13 @@ static int64_t version_age(const kr_http_resp_t *r) {
 /* Hops from the seed (links and everything else alike). */
 static int depth_of(const kr_curi_t *u) { return (int)(u->hop_len > 1000 ? 1000 : u->hop_len); }
 
-/* Fetches/s f's host allows (estimate.h kr_alloc_budget): valence over a
+/* Fetches/s f's host allows (estimate.h kr_plan_budget): valence over a
  * slot's cycle — this fetch and the politeness delay after it. */
 static double host_budget(const kr_fetch_t *f) {
   const kr_hostcfg_t *hc = f->hc;
   uint64_t cycle = f->fetch_duration_ms + kr_frontier_host_delay(f->crawl->frontier, f->curi->host,
                                                                  f->fetch_duration_ms);
-  return kr_alloc_budget((int)hc->fopts.host_valence, (int64_t)cycle, hc->utilisation);
+  return kr_plan_budget((int)hc->fopts.host_valence, (int64_t)cycle, hc->utilisation);
 }
 
 static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *h,
@@ -215,8 +215,8 @@ static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *
   if (hc->est.depth_halving > 0) hints.depth = depth_of(u);
   /* The host's changes-per-visit target within its politeness budget. */
   struct kr_adapt_host *ah = adapt_host(c, u->host, hc->est.x_min);
-  int cls = kr_alloc_host_class(&ah->alloc, p.min_ms, p.max_ms);
-  kr_alloc_host_maybe_solve(&ah->alloc, host_budget(f), ALLOC_SOLVE_EVERY);
+  int cls = kr_plan_host_class(&ah->alloc, p.min_ms, p.max_ms);
+  kr_plan_host_maybe_solve(&ah->alloc, host_budget(f), ALLOC_SOLVE_EVERY);
   /* The sketch holds only estimates resting on an observation
    * (estimate.h): a URI at its prior would inflate x while the first
    * crawl is still learning and send everything learned meanwhile away. */
@@ -230,10 +230,10 @@ static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *
       if (r0.observations > 0) old_lambda = r0.lambda;
     }
   }
-  int64_t w = kr_wait_poisson(&p, &hc->est, h, state, &hints, kr_alloc_host_x(&ah->alloc), info);
+  int64_t w = kr_wait_poisson(&p, &hc->est, h, state, &hints, kr_plan_host_x(&ah->alloc), info);
   double new_lambda = info->observations > 0 ? info->lambda : 0;
   if (old_lambda > 0 || new_lambda > 0)
-    kr_alloc_host_update(&ah->alloc, cls, old_lambda, new_lambda);
+    kr_plan_host_update(&ah->alloc, cls, old_lambda, new_lambda);
   return w;
 }
 
@@ -280,7 +280,7 @@ static void pull_feed_items(kr_fetch_t *f, uint64_t now) {
   int64_t since = (int64_t)(u->last_visit / 1000); /* the feed's previous visit */
   uint32_t undated = 0;
   for (size_t i = 0; i < f->nfmeta; i++) {
-    const kr_feed_meta_t *m = &f->fmeta[i];
+    const kr_fetch_item_t *m = &f->fmeta[i];
     if (m->link >= f->nlinks) continue;
     kr_link_t *l = &f->links[m->link];
     if (m->updated > 0) {
@@ -306,7 +306,7 @@ static int revisit_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
    * first visits too) feeds its allocator's realised rate. */
   if (u && u->host && f->disp == KR_DISP_FINISH && !f->decided && f->fetch_start_ms) {
     struct kr_adapt_host *ah = adapt_host_find(c, u->host);
-    if (ah) kr_alloc_host_fetched(&ah->alloc, (int64_t)now);
+    if (ah) kr_plan_host_fetched(&ah->alloc, (int64_t)now);
   }
   if (!u || f->disp != KR_DISP_FINISH || f->outcome.kind != KR_OUTCOME_SUCCESS || f->is_robots)
     return KR_PROC_NEXT;

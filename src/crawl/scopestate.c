@@ -37,11 +37,11 @@ static int push_seed(void *ud, const char *url, size_t len, unsigned flags) {
   return 0;
 }
 
-int kr__scope_seeds_load(kr_store_t *st, kr_seeds_t *out) {
+int kr__scopestate_seeds_load(kr_store_t *st, kr_seeds_t *out) {
   return kr_store_seeds_each(st, push_seed, out);
 }
 
-int kr__scope_save(kr_store_t *st, const kr_seeds_t *seeds, const kr_config_view_t *g,
+int kr__scopestate_save(kr_store_t *st, const kr_seeds_t *seeds, const kr_config_view_t *g,
                    uint64_t now) {
   int rc = 0;
   if (seeds) {
@@ -69,7 +69,7 @@ int kr__scope_save(kr_store_t *st, const kr_seeds_t *seeds, const kr_config_view
   return rc;
 }
 
-int kr__scope_kept_new(kr_crawl_t *c, const kr_config_view_t *g, const kr_seeds_t *kept,
+int kr__scopestate_kept_new(kr_crawl_t *c, const kr_config_view_t *g, const kr_seeds_t *kept,
                        kr_scope_t **out, char *err, size_t errlen) {
   kr_store_t *st = kr_frontier_store(c->frontier);
   kr_scope_opts_t so;
@@ -148,7 +148,7 @@ static int exiled(kr_scope_t *old, kr_scope_t *next, const kr_url_t *u) {
   return in_scope(old, u) && !in_scope(next, u);
 }
 
-size_t kr__scope_exiled(kr_crawl_t *c, kr_scope_t *old, const kr_seeds_t *old_seeds,
+size_t kr__scopestate_exiled(kr_crawl_t *c, kr_scope_t *old, const kr_seeds_t *old_seeds,
                         kr_scope_t *next, char *msg, size_t msglen) {
   names_t nm = {0};
   for (size_t i = 0; old_seeds && i < old_seeds->n; i++) {
@@ -299,7 +299,7 @@ static const int scope_statuses[] = {KR_S_OUT_OF_SCOPE, KR_S_DEEMED_CHAFF,
                                      KR_S_TOO_MANY_LINK_HOPS, KR_S_TOO_MANY_EMBED_HOPS};
 
 /* A scope revival in steps: where it stands. */
-struct kr_scope_walk {
+struct kr_scopestate_walk {
   size_t status_i;   /* in scope_statuses */
   char *after;       /* the last URL walked of that status, NULL: none */
   size_t after_len;
@@ -313,13 +313,13 @@ static void walk_free(kr_crawl_t *c) {
   c->scope_walk = NULL;
 }
 
-void kr__scope_revive_begin(kr_crawl_t *c) {
+void kr__scopestate_revive_begin(kr_crawl_t *c) {
   walk_free(c); /* a walk under an older scope starts over */
   c->scope_walk = kr_xcalloc(1, sizeof *c->scope_walk);
 }
 
-int kr__scope_revive_step(kr_crawl_t *c, uint64_t now, uint64_t budget_ns, int64_t *revived) {
-  struct kr_scope_walk *w = c->scope_walk;
+int kr__scopestate_revive_step(kr_crawl_t *c, uint64_t now, uint64_t budget_ns, int64_t *revived) {
+  struct kr_scopestate_walk *w = c->scope_walk;
   if (!w) return 0;
   uint64_t until = uv_hrtime() + budget_ns;
   int more = 1;
@@ -345,12 +345,12 @@ int kr__scope_revive_step(kr_crawl_t *c, uint64_t now, uint64_t budget_ns, int64
   return 0;
 }
 
-void kr__scope_revive_free(kr_crawl_t *c) { walk_free(c); }
+void kr__scopestate_revive_free(kr_crawl_t *c) { walk_free(c); }
 
-int64_t kr__scope_revive(kr_crawl_t *c, uint64_t now) {
+int64_t kr__scopestate_revive(kr_crawl_t *c, uint64_t now) {
   int64_t n = 0;
-  kr__scope_revive_begin(c);
-  int rc = kr__scope_revive_step(c, now, 0, &n);
+  kr__scopestate_revive_begin(c);
+  int rc = kr__scopestate_revive_step(c, now, 0, &n);
   return rc < 0 ? rc : n;
 }
 
@@ -369,7 +369,7 @@ static int robots_allow(kr_crawl_t *c, const kr_url_t *url, kr_slice_t hops, con
   return kr_robots_allowed(rc->r, kr_url_request_target(url), NULL);
 }
 
-int64_t kr__robots_revive(kr_crawl_t *c, const kr_url_t *robots_url, const kr_robots_t *r,
+int64_t kr__scopestate_robots_revive(kr_crawl_t *c, const kr_url_t *robots_url, const kr_robots_t *r,
                           uint64_t now) {
   /* The origin's URLs start with the href up to the path ("http://h:8/"):
    * they lie after "http://h:8" and before it with '/' raised to '0'. */

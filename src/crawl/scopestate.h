@@ -30,42 +30,42 @@
 #include "kria/seeds.h"
 
 /* Append the seeds kept in st to out (kr_seeds_init'ed). 0 or KR_EDB. */
-int kr__scope_seeds_load(kr_store_t *st, kr_seeds_t *out);
+int kr__scopestate_seeds_load(kr_store_t *st, kr_seeds_t *out);
 
 /* Keep seeds as the seeds in force (when not NULL) and g's scope rules,
  * in the open transaction. 0 or KR_EDB. */
-int kr__scope_save(kr_store_t *st, const kr_seeds_t *seeds, const kr_config_view_t *g,
+int kr__scopestate_save(kr_store_t *st, const kr_seeds_t *seeds, const kr_config_view_t *g,
                    uint64_t now);
 
 /* The scope the state database says was in force: g's [scope] options
  * with the kept mode and SURT prefixes (g's own where none are kept), and
  * kept's seeds. 0 and *out, or KR_ECONFIG / KR_EDB with err. */
-int kr__scope_kept_new(kr_crawl_t *c, const kr_config_view_t *g, const kr_seeds_t *kept,
+int kr__scopestate_kept_new(kr_crawl_t *c, const kr_config_view_t *g, const kr_seeds_t *kept,
                        kr_scope_t **out, char *err, size_t errlen);
 
 /* Hosts with URIs that scope old (with its seeds old_seeds) had in scope
  * and scope next has not. Returns their number; msg gets up to five names
  * and "and N more". */
-size_t kr__scope_exiled(kr_crawl_t *c, kr_scope_t *old, const kr_seeds_t *old_seeds,
+size_t kr__scopestate_exiled(kr_crawl_t *c, kr_scope_t *old, const kr_seeds_t *old_seeds,
                         kr_scope_t *next, char *msg, size_t msglen);
 
 /* Decide every URI the scope disregarded again with c's scope and each
  * host's limits; queue again (due at now) those it accepts. The number
  * queued, or KR_EDB. All at once (a start, before the loop runs). */
-int64_t kr__scope_revive(kr_crawl_t *c, uint64_t now);
+int64_t kr__scopestate_revive(kr_crawl_t *c, uint64_t now);
 /* The same in steps (a reload, on the loop): begin (a walk running
  * starts over under the new scope), then steps of about budget_ns each
  * (0: to the end) until one returns 0 (done) or KR_EDB; *revived (may be
- * NULL) gets the number queued so far. kr__scope_revive_free drops a
+ * NULL) gets the number queued so far. kr__scopestate_revive_free drops a
  * walk not done (the crawl's end). */
-void kr__scope_revive_begin(kr_crawl_t *c);
-int kr__scope_revive_step(kr_crawl_t *c, uint64_t now, uint64_t budget_ns, int64_t *revived);
-void kr__scope_revive_free(kr_crawl_t *c);
+void kr__scopestate_revive_begin(kr_crawl_t *c);
+int kr__scopestate_revive_step(kr_crawl_t *c, uint64_t now, uint64_t budget_ns, int64_t *revived);
+void kr__scopestate_revive_free(kr_crawl_t *c);
 
 /* robots.txt of the origin of robots_url changed to r: queue again (due
  * at now) the origin's URIs it had disallowed (-9998) that r allows. The
  * number queued, or KR_EDB. */
-int64_t kr__robots_revive(kr_crawl_t *c, const kr_url_t *robots_url, const kr_robots_t *r,
+int64_t kr__scopestate_robots_revive(kr_crawl_t *c, const kr_url_t *robots_url, const kr_robots_t *r,
                           uint64_t now);
 
 #endif

@@ -267,7 +267,7 @@ static void scope_revive_step(kr_service_t *s, uint64_t now) {
   kr_crawl_t *c = s->c;
   if (!c->scope_walk) return;
   int64_t revived = 0;
-  int rc = kr__scope_revive_step(c, now, SCOPE_REVIVE_STEP_NS, &revived);
+  int rc = kr__scopestate_revive_step(c, now, SCOPE_REVIVE_STEP_NS, &revived);
   if (rc < 0)
     KR_LOG(KR_LOG_ERROR, kr_store_path(kr_frontier_store(c->frontier)),
            "reload: cannot queue again the URIs back in scope");
@@ -572,7 +572,7 @@ static void reload(kr_service_t *s) {
   }
   /* Hosts with URIs the new seeds or rules would put out of scope. */
   char names[512];
-  size_t nexiled = kr__scope_exiled(c, c->scope, &c->scope_seeds, scope, names, sizeof names);
+  size_t nexiled = kr__scopestate_exiled(c, c->scope, &c->scope_seeds, scope, names, sizeof names);
   if (nexiled && !kr_config_bool(ng, KR_CFG_SCOPE_ALLOW_CHANGE)) {
     reload_fail(s, "scope: %zu host%s with URIs would go out of scope: %s (put %s seeds back, or "
                    "set scope.allow-change = true to let %s go)",
@@ -628,14 +628,14 @@ static void reload(kr_service_t *s) {
   /* The seeds and rules in force, kept; then the URIs the old scope
    * disregarded and the new one takes in are queued again. */
   kr_store_t *st = kr_frontier_store(c->frontier);
-  if (kr__scope_save(st, seeds_path[0] ? &seeds : NULL, ng, now))
+  if (kr__scopestate_save(st, seeds_path[0] ? &seeds : NULL, ng, now))
     KR_LOG(KR_LOG_ERROR, kr_store_path(st), "reload: cannot keep the seeds in force");
   if (seeds_path[0]) {
     kr_seeds_free(&c->scope_seeds);
     c->scope_seeds = seeds;
   }
   /* In steps: the first now, the rest from the tick (scope_revive_step). */
-  kr__scope_revive_begin(c);
+  kr__scopestate_revive_begin(c);
   scope_revive_step(s, now);
 
   int lvl = kr_log_level_parse(kr_config_str(ng, KR_CFG_CRAWL_LOG_LEVEL));

@@ -122,7 +122,7 @@ static void on_host(void *ud, kr_frontier_t *f, kr_hostq_t *h) {
       o->utilisation > 0 ? o->utilisation : kr_config_float(v, KR_CFG_ADAPTIVE_BUDGET_UTILISATION);
   sh->hint_lm = kr_config_bool(v, KR_CFG_ADAPTIVE_HINT_LAST_MODIFIED);
   sh->cap_on = kr_config_bool(v, KR_CFG_ADAPTIVE_CAPACITY_PLAN);
-  kr_alloc_host_init(&sh->alloc, r->ep.x_min);
+  kr_plan_host_init(&sh->alloc, r->ep.x_min);
   double fm = (double)r->o->fetch_ms;
   double d = sh->fo.delay_factor * fm;
   if (d < (double)sh->fo.min_delay_ms) d = (double)sh->fo.min_delay_ms;
@@ -162,17 +162,17 @@ static void report_day(run_t *r) {
     double sum = 0;
     uint32_t n = 0;
     for (unsigned c = 0; c < sh->alloc.ncls; c++)
-      for (unsigned b = 0; b < KR_ALLOC_BUCKETS; b++) {
-        sum += sh->alloc.cls[c].count[b] * kr_alloc_bucket_lambda(b);
+      for (unsigned b = 0; b < KR_PLAN_BUCKETS; b++) {
+        sum += sh->alloc.cls[c].count[b] * kr_plan_bucket_lambda(b);
         n += sh->alloc.cls[c].count[b];
       }
     KR_LOG(KR_LOG_INFO, sh->name,
            "%s day %" PRId64 ": fetches %" PRIu64 ", budget %.4f/s, x %.3f (%s), sketch %u URIs, "
            "sum lambda %.4g/s",
            kr_sim_policy_name(r->policy), day, r->res->all.fetches,
-           kr_alloc_budget((int)sh->valence, (int64_t)sh->cycle_ms, sh->utilisation),
+           kr_plan_budget((int)sh->valence, (int64_t)sh->cycle_ms, sh->utilisation),
            sh->alloc.x,
-           sh->alloc.state == KR_ALLOC_SLACK ? "slack" : sh->alloc.state == KR_ALLOC_BINDS ? "binds" : "over",
+           sh->alloc.state == KR_PLAN_SLACK ? "slack" : sh->alloc.state == KR_PLAN_BINDS ? "binds" : "over",
            n, sum);
   }
 }
@@ -290,10 +290,10 @@ static int add_all(run_t *r) {
     if (s->wait && (r->policy == KR_SIM_POISSON || r->policy == KR_SIM_ORACLE)) {
       kr_wait_params_t p;
       kr_wait_params_from_config(&p, s->wait);
-      s->cls = (int8_t)kr_alloc_host_class(&sh->alloc, p.min_ms, p.max_ms);
+      s->cls = (int8_t)kr_plan_host_class(&sh->alloc, p.min_ms, p.max_ms);
       if (r->policy == KR_SIM_ORACLE) {
         s->lambda = KR_MAX(kr__sim_true_rate(u, r->end - r->t0), 1e-12);
-        kr_alloc_host_update(&sh->alloc, s->cls, 0, s->lambda);
+        kr_plan_host_update(&sh->alloc, s->cls, 0, s->lambda);
       }
     }
   }

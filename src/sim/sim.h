@@ -95,16 +95,16 @@
  * multiplicative  kr_wait_multiplicative with the URI's [wait] evaluator
  * poisson         kr_wait_poisson, the history kept per URI (kr_vhist: the
  *                 frontier's own uris.history has no Last-Modified ages),
- *                 one kr_alloc_host_t per host queue with a budget of
+ *                 one kr_plan_host_t per host queue with a budget of
  *                 valence / (mean fetch time + its politeness delay) x
  *                 utilisation, corrected by the host's realised fetch rate
- *                 (kr_alloc_host_fetched on every fetch)
+ *                 (kr_plan_host_fetched on every fetch)
  * oracle          a diagnostic, not a kria policy: the same allocator and
  *                 clamps, but fed every URI's true change rate from the
  *                 start (wait = clamp(x / lambda)): what poisson would reach
  *                 with perfect estimates
  * The policy key of the evaluators is ignored: the run's policy decides.
- * A URI joins its host's allocator sketch (kr_alloc_host_update) only once
+ * A URI joins its host's allocator sketch (kr_plan_host_update) only once
  * its estimate rests on an observation: URIs still at the prior would
  * count at the initial-wait's rate (the thesis' 20 s for text/html: one
  * change every 29 s), inflating the host's x so that the first URIs

@@ -573,7 +573,7 @@ static int64_t next_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t *c, k
     int64_t w = kr_wait_multiplicative(&p, prev, st, (int64_t)c->overdue_ms);
     if (!sh->cap_on) return w;
     /* as proc_wait.c: raised to the host's capacity floor */
-    double budget = kr_alloc_budget((int)sh->valence, (int64_t)sh->cycle_ms, sh->utilisation);
+    double budget = kr_plan_budget((int)sh->valence, (int64_t)sh->cycle_ms, sh->utilisation);
     kr_capplan_maybe_solve(&sh->cap, budget, r->o->solve_every);
     int64_t planned = kr_capplan_apply(&sh->cap, w);
     if (planned > w) r->res->waits_capped++;
@@ -581,19 +581,19 @@ static int64_t next_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t *c, k
     return planned;
   }
   if (r->policy == KR_SIM_ORACLE) {
-    double budget = kr_alloc_budget((int)sh->valence, (int64_t)sh->cycle_ms, sh->utilisation);
-    kr_alloc_host_maybe_solve(&sh->alloc, budget, r->o->solve_every);
+    double budget = kr_plan_budget((int)sh->valence, (int64_t)sh->cycle_ms, sh->utilisation);
+    kr_plan_host_maybe_solve(&sh->alloc, budget, r->o->solve_every);
     double lambda = s->lambda > 0 ? s->lambda : 1e-12;
-    return kr_wait_clamp(&p, (int64_t)KR_MIN(kr_alloc_host_x(&sh->alloc) / lambda * 1000.0, 9e18));
+    return kr_wait_clamp(&p, (int64_t)KR_MIN(kr_plan_host_x(&sh->alloc) / lambda * 1000.0, 9e18));
   }
   kr_est_hints_t hints = kr_est_hints_none();
   if (sh->hint_lm) hints.last_modified = has_lm;
-  double budget = kr_alloc_budget((int)sh->valence, (int64_t)sh->cycle_ms, sh->utilisation);
-  kr_alloc_host_maybe_solve(&sh->alloc, budget, r->o->solve_every);
+  double budget = kr_plan_budget((int)sh->valence, (int64_t)sh->cycle_ms, sh->utilisation);
+  kr_plan_host_maybe_solve(&sh->alloc, budget, r->o->solve_every);
   kr_wait_info_t info;
-  int64_t wait = kr_wait_poisson(&p, &r->ep, &h, st, &hints, kr_alloc_host_x(&sh->alloc), &info);
+  int64_t wait = kr_wait_poisson(&p, &r->ep, &h, st, &hints, kr_plan_host_x(&sh->alloc), &info);
   if (s->cls >= 0 && (info.observations > 0 || r->o->sketch_prior)) {
-    kr_alloc_host_update(&sh->alloc, s->cls, s->lambda, info.lambda);
+    kr_plan_host_update(&sh->alloc, s->cls, s->lambda, info.lambda);
     s->lambda = info.lambda;
   }
   return wait;
@@ -827,7 +827,7 @@ static void finish_visit(run_t *r, visit_t *v) {
   size_t hist_len = 0;
   /* every fetch takes one of the host's slots: the allocator's
    * realised-rate feedback (estimate.h), as proc_wait.c does */
-  kr_alloc_host_fetched(&sh->alloc, now);
+  kr_plan_host_fetched(&sh->alloc, now);
   int64_t wait = next_wait(r, s, sh, c, v->st, now, age_s, v->lm != 0, hist, &hist_len);
   s->last_wait = wait;
   s->visits++;

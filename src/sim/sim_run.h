@@ -74,7 +74,7 @@ typedef struct shost {
   double utilisation;        /* of the politeness budget (poisson) */
   int hint_lm;               /* poisson: Last-Modified hint */
   uint32_t valence;
-  kr_alloc_host_t alloc;
+  kr_plan_host_t alloc;
   kr_capplan_t cap;          /* multiplicative: adaptive.capacity-plan */
   int cap_on;
   double cycle_ms;           /* mean fetch time + politeness delay */

@@ -466,18 +466,18 @@ int kr_store_original_find(kr_store_t *st, const uint8_t *d, size_t n, kr_origin
 int kr_store_original_put(kr_store_t *st, uint64_t fp, const uint8_t *d, size_t n, uint64_t ofp,
                           uint64_t date, const char *rid);
 /* The last robots.txt fetch of an origin. */
-typedef struct kr_robots_row {
+typedef struct kr_store_robots {
   uint64_t expires;       /* epoch ms: fetch it again from then on */
   int status;             /* HTTP status after redirects, <= 0 no response */
   int final;              /* unavailable and its retries are used up */
   const char *body;       /* the body for a 2xx (robots.max-size at most) */
   size_t body_len;
-} kr_robots_row_t;
+} kr_store_robots_t;
 /* origin's row. 1 and *out (body valid until the next call into the
  * store), 0 when none, KR_EDB. */
-int kr_store_robots_get(kr_store_t *st, const char *origin, size_t n, kr_robots_row_t *out);
+int kr_store_robots_get(kr_store_t *st, const char *origin, size_t n, kr_store_robots_t *out);
 /* Replace origin's row. 0 or KR_EDB. */
-int kr_store_robots_put(kr_store_t *st, const char *origin, size_t n, const kr_robots_row_t *r);
+int kr_store_robots_put(kr_store_t *st, const char *origin, size_t n, const kr_store_robots_t *r);
 /* Set (rate > 0) or clear (rate <= 0) fp's changefreq hint. 1, 0 when fp
  * is absent, KR_EDB. */
 int kr_store_uri_set_hint(kr_store_t *st, uint64_t fp, double rate);

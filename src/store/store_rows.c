@@ -604,7 +604,7 @@ int kr_store_original_put(kr_store_t *st, uint64_t fp, const uint8_t *d, size_t 
 
 /* ---- robots.txt ---------------------------------------------------------------- */
 
-int kr_store_robots_get(kr_store_t *st, const char *origin, size_t n, kr_robots_row_t *out) {
+int kr_store_robots_get(kr_store_t *st, const char *origin, size_t n, kr_store_robots_t *out) {
   kr__store_settle(st);
   const struct dwrite *w = kr__store_dw_find(st, S_ROBOTS_PUT, 0, dv_text(origin, n), 0);
   if (w) {
@@ -638,7 +638,7 @@ int kr_store_robots_get(kr_store_t *st, const char *origin, size_t n, kr_robots_
   return 1;
 }
 
-int kr_store_robots_put(kr_store_t *st, const char *origin, size_t n, const kr_robots_row_t *r) {
+int kr_store_robots_put(kr_store_t *st, const char *origin, size_t n, const kr_store_robots_t *r) {
   kr__store_settle(st);
   dval_t v[5] = {dv_text(origin, n),
                  dv_int(r->expires > INT64_MAX ? INT64_MAX : (int64_t)r->expires),

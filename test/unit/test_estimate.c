@@ -659,10 +659,10 @@ static void prior_fades(void **state) {
 
 static void h_function(void **state) {
   (void)state;
-  assert_true(kr_alloc_h(0) == 0 && kr_alloc_h(-1) == 0 && kr_alloc_h(NAN) == 0);
-  assert_true(kr_alloc_h_inv(0) == 0 && kr_alloc_h_inv(-3) == 0);
-  assert_true(isinf(kr_alloc_h_inv(1)) && isinf(kr_alloc_h_inv(2)));
-  assert_true(rel(kr_alloc_h(log(2.0)), 1 - (1 + log(2.0)) / 2) < 1e-14);
+  assert_true(kr_plan_h(0) == 0 && kr_plan_h(-1) == 0 && kr_plan_h(NAN) == 0);
+  assert_true(kr_plan_h_inv(0) == 0 && kr_plan_h_inv(-3) == 0);
+  assert_true(isinf(kr_plan_h_inv(1)) && isinf(kr_plan_h_inv(2)));
+  assert_true(rel(kr_plan_h(log(2.0)), 1 - (1 + log(2.0)) / 2) < 1e-14);
   /* small x: against a long-double series-free evaluation */
   for (double x = 1e-7; x < 50; x *= 1.37) {
     long double lx = x;
@@ -677,36 +677,36 @@ static void h_function(void **state) {
         want += (k & 1) ? -(k - 1) * p : (k - 1) * p;
       }
     }
-    double got = kr_alloc_h(x);
+    double got = kr_plan_h(x);
     if (fabsl(got - want) > 1e-14L * want) fail_msg("h(%g) = %.17g want %.17Lg", x, got, want);
     double y = got;
     if (y < 1.0) {
-      double back = kr_alloc_h_inv(y);
+      double back = kr_plan_h_inv(y);
       if (x < 20 && rel(back, x) > 1e-9) fail_msg("h_inv(h(%g)) = %.17g", x, back);
     }
   }
-  assert_true(rel(kr_alloc_versions(1.0, 1.0), 1 - exp(-1.0)) < 1e-15);
-  assert_true(kr_alloc_versions(1.0, 0) == 0 && kr_alloc_versions(0, 1) == 0);
-  assert_true(kr_alloc_versions(2.0, INFINITY) == 2.0);
-  assert_true(rel(kr_alloc_freshness(2.0, 1.0), (1 - exp(-2.0)) / 2) < 1e-15);
-  assert_true(kr_alloc_freshness(0, 1) == 1.0);
-  assert_true(rel(kr_alloc_budget(1, 2000, 1.0), 0.5) < 1e-15);
-  assert_true(rel(kr_alloc_budget(3, 5000, 0.9), 0.54) < 1e-12);
-  assert_true(kr_alloc_budget(0, 2000, 1) == 0 && kr_alloc_budget(1, 0, 1) == 0);
-  assert_true(kr_alloc_budget(2, 1000, 7) == 2.0); /* utilisation > 1: 1 */
+  assert_true(rel(kr_plan_versions(1.0, 1.0), 1 - exp(-1.0)) < 1e-15);
+  assert_true(kr_plan_versions(1.0, 0) == 0 && kr_plan_versions(0, 1) == 0);
+  assert_true(kr_plan_versions(2.0, INFINITY) == 2.0);
+  assert_true(rel(kr_plan_freshness(2.0, 1.0), (1 - exp(-2.0)) / 2) < 1e-15);
+  assert_true(kr_plan_freshness(0, 1) == 1.0);
+  assert_true(rel(kr_plan_budget(1, 2000, 1.0), 0.5) < 1e-15);
+  assert_true(rel(kr_plan_budget(3, 5000, 0.9), 0.54) < 1e-12);
+  assert_true(kr_plan_budget(0, 2000, 1) == 0 && kr_plan_budget(1, 0, 1) == 0);
+  assert_true(kr_plan_budget(2, 1000, 7) == 2.0); /* utilisation > 1: 1 */
 }
 
 /* A synthetic host: n URIs, lambda log-uniform from 1/hour to 1/month. */
-static kr_alloc_item_t *mix(size_t n, double fmin, double fmax) {
-  kr_alloc_item_t *it = malloc(n * sizeof *it);
+static kr_plan_item_t *mix(size_t n, double fmin, double fmax) {
+  kr_plan_item_t *it = malloc(n * sizeof *it);
   for (size_t i = 0; i < n; i++) {
     double lo = log(1.0 / (30 * 86400.0)), hi = log(1.0 / 3600);
-    it[i] = (kr_alloc_item_t){exp(lo + unif() * (hi - lo)), fmin, fmax, 1.0};
+    it[i] = (kr_plan_item_t){exp(lo + unif() * (hi - lo)), fmin, fmax, 1.0};
   }
   return it;
 }
 
-static double sum_f(const double *f, const kr_alloc_item_t *it, size_t n) {
+static double sum_f(const double *f, const kr_plan_item_t *it, size_t n) {
   double s = 0;
   for (size_t i = 0; i < n; i++) s += it[i].weight * f[i];
   return s;
@@ -717,16 +717,16 @@ static void versions_optimum(void **state) {
   seed(21);
   const size_t n = 10000;
   const double fmin = 1.0 / (28 * 86400.0), fmax = 1.0 / 60;
-  kr_alloc_item_t *it = mix(n, fmin, fmax);
+  kr_plan_item_t *it = mix(n, fmin, fmax);
   double *f = malloc(n * sizeof *f), *g = malloc(n * sizeof *g);
   const double B = 0.45; /* 2 s politeness at 90 %: ~3.9 fetches per URI a day */
-  double mu, floor_mu = kr_alloc_h(log(2.0));
-  assert_int_equal(kr_alloc_solve(KR_ALLOC_VERSIONS, it, n, B, floor_mu, &mu, f), KR_ALLOC_BINDS);
+  double mu, floor_mu = kr_plan_h(log(2.0));
+  assert_int_equal(kr_plan_solve(KR_PLAN_VERSIONS, it, n, B, floor_mu, &mu, f), KR_PLAN_BINDS);
   double tot = sum_f(f, it, n);
   assert_true(tot <= B * (1 + 1e-12));
   assert_true(tot >= B * (1 - 1e-6));
   /* proportional to lambda where not clamped */
-  double x = kr_alloc_h_inv(mu);
+  double x = kr_plan_h_inv(mu);
   assert_true(x > log(2.0));
   for (size_t i = 0; i < n; i++) {
     if (f[i] > fmin * 1.0000001 && f[i] < fmax * 0.9999999 && rel(it[i].lambda / f[i], x) > 1e-6)
@@ -735,8 +735,8 @@ static void versions_optimum(void **state) {
   /* against uniform at the same budget */
   double v_opt = 0, v_uni = 0, v_lam = 0, fr_opt = 0, fr_uni = 0;
   for (size_t i = 0; i < n; i++) {
-    v_opt += kr_alloc_versions(it[i].lambda, f[i]);
-    v_uni += kr_alloc_versions(it[i].lambda, B / n);
+    v_opt += kr_plan_versions(it[i].lambda, f[i]);
+    v_uni += kr_plan_versions(it[i].lambda, B / n);
     v_lam += it[i].lambda;
   }
   /* no other allocation within the budget does better: perturb pairs */
@@ -744,19 +744,19 @@ static void versions_optimum(void **state) {
     size_t a = (size_t)(rnd() % n), b = (size_t)(rnd() % n);
     double d = 0.1 * (f[a] < f[b] ? f[a] : f[b]);
     if (f[a] - d < fmin || f[b] + d > fmax) continue;
-    double before = kr_alloc_versions(it[a].lambda, f[a]) + kr_alloc_versions(it[b].lambda, f[b]);
+    double before = kr_plan_versions(it[a].lambda, f[a]) + kr_plan_versions(it[b].lambda, f[b]);
     double after =
-        kr_alloc_versions(it[a].lambda, f[a] - d) + kr_alloc_versions(it[b].lambda, f[b] + d);
+        kr_plan_versions(it[a].lambda, f[a] - d) + kr_plan_versions(it[b].lambda, f[b] + d);
     assert_true(after <= before * (1 + 1e-12));
   }
   /* freshness objective on the same mix */
-  assert_int_equal(kr_alloc_solve(KR_ALLOC_FRESHNESS, it, n, B, 0, &mu, g), KR_ALLOC_BINDS);
+  assert_int_equal(kr_plan_solve(KR_PLAN_FRESHNESS, it, n, B, 0, &mu, g), KR_PLAN_BINDS);
   assert_true(sum_f(g, it, n) <= B * (1 + 1e-12));
   double v_fresh = 0;
   for (size_t i = 0; i < n; i++) {
-    fr_opt += kr_alloc_freshness(it[i].lambda, g[i]);
-    fr_uni += kr_alloc_freshness(it[i].lambda, B / n);
-    v_fresh += kr_alloc_versions(it[i].lambda, g[i]);
+    fr_opt += kr_plan_freshness(it[i].lambda, g[i]);
+    fr_uni += kr_plan_freshness(it[i].lambda, B / n);
+    v_fresh += kr_plan_versions(it[i].lambda, g[i]);
   }
   printf("# 10000 URIs, lambda 1/h..1/month log-uniform, budget %.2f/s (%.1f fetches/URI/day)\n",
          B, B * 86400 / n);
@@ -780,12 +780,12 @@ static void versions_optimum(void **state) {
 static void freshness_shape(void **state) {
   (void)state;
   const size_t n = 60;
-  kr_alloc_item_t it[60];
+  kr_plan_item_t it[60];
   double f[60], g[60];
   for (size_t i = 0; i < n; i++)
-    it[i] = (kr_alloc_item_t){1e-6 * pow(10, (double)i / 10), 1e-9, 1e3, 1.0}; /* 1e-6..1e0 */
+    it[i] = (kr_plan_item_t){1e-6 * pow(10, (double)i / 10), 1e-9, 1e3, 1.0}; /* 1e-6..1e0 */
   double B = 0.02, mu;
-  assert_int_equal(kr_alloc_solve(KR_ALLOC_FRESHNESS, it, n, B, 0, &mu, f), KR_ALLOC_BINDS);
+  assert_int_equal(kr_plan_solve(KR_PLAN_FRESHNESS, it, n, B, 0, &mu, f), KR_PLAN_BINDS);
   assert_true(sum_f(f, it, n) <= B * (1 + 1e-12));
   size_t peak = 0;
   for (size_t i = 1; i < n; i++)
@@ -799,77 +799,77 @@ static void freshness_shape(void **state) {
     assert_true(f[i] / it[i].lambda <= f[i - 1] / it[i - 1].lambda * (1 + 1e-12));
   printf("# freshness optimum: peak frequency at lambda %.2g/s, pages above %.2g/s starved\n",
          it[peak].lambda, 1 / mu);
-  assert_int_equal(kr_alloc_solve(KR_ALLOC_VERSIONS, it, n, B, 0, &mu, g), KR_ALLOC_BINDS);
+  assert_int_equal(kr_plan_solve(KR_PLAN_VERSIONS, it, n, B, 0, &mu, g), KR_PLAN_BINDS);
   for (size_t i = 1; i < n; i++) assert_true(g[i] >= g[i - 1]);
 }
 
 static void solve_edges(void **state) {
   (void)state;
-  kr_alloc_item_t it[3] = {{1e-3, 1e-4, 1e-1, 1}, {1e-4, 1e-4, 1e-1, 1}, {1e-5, 1e-4, 1e-1, 1}};
-  double f[3], mu, fl = kr_alloc_h(log(2.0));
+  kr_plan_item_t it[3] = {{1e-3, 1e-4, 1e-1, 1}, {1e-4, 1e-4, 1e-1, 1}, {1e-5, 1e-4, 1e-1, 1}};
+  double f[3], mu, fl = kr_plan_h(log(2.0));
   /* slack: mu at the floor, x = ln 2 */
-  assert_int_equal(kr_alloc_solve(KR_ALLOC_VERSIONS, it, 3, 100, fl, &mu, f), KR_ALLOC_SLACK);
+  assert_int_equal(kr_plan_solve(KR_PLAN_VERSIONS, it, 3, 100, fl, &mu, f), KR_PLAN_SLACK);
   assert_true(rel(mu, fl) < 1e-12);
   assert_true(rel(f[0], 1e-3 / log(2.0)) < 1e-9);
   assert_true(f[2] == 1e-4); /* clamped at fmin */
   /* over: even all at fmin exceeds the budget */
-  assert_int_equal(kr_alloc_solve(KR_ALLOC_VERSIONS, it, 3, 1e-4, fl, &mu, f), KR_ALLOC_OVER);
+  assert_int_equal(kr_plan_solve(KR_PLAN_VERSIONS, it, 3, 1e-4, fl, &mu, f), KR_PLAN_OVER);
   for (int i = 0; i < 3; i++) assert_true(f[i] == 1e-4);
-  assert_int_equal(kr_alloc_solve(KR_ALLOC_FRESHNESS, it, 3, 1e-4, 0, &mu, f), KR_ALLOC_OVER);
-  assert_int_equal(kr_alloc_solve(KR_ALLOC_FRESHNESS, it, 3, 100, 0, &mu, f), KR_ALLOC_SLACK);
+  assert_int_equal(kr_plan_solve(KR_PLAN_FRESHNESS, it, 3, 1e-4, 0, &mu, f), KR_PLAN_OVER);
+  assert_int_equal(kr_plan_solve(KR_PLAN_FRESHNESS, it, 3, 100, 0, &mu, f), KR_PLAN_SLACK);
   for (int i = 0; i < 3; i++) assert_true(rel(f[i], 1e-1) < 1e-9);
   /* no floor: slack means everything at fmax */
-  assert_int_equal(kr_alloc_solve(KR_ALLOC_VERSIONS, it, 3, 100, 0, &mu, f), KR_ALLOC_SLACK);
+  assert_int_equal(kr_plan_solve(KR_PLAN_VERSIONS, it, 3, 100, 0, &mu, f), KR_PLAN_SLACK);
   for (int i = 0; i < 3; i++) assert_true(rel(f[i], 1e-1) < 1e-9);
   /* empty, zero weights, bad input */
-  assert_int_equal(kr_alloc_solve(KR_ALLOC_VERSIONS, NULL, 0, 1, fl, &mu, NULL), KR_ALLOC_SLACK);
-  kr_alloc_item_t z[1] = {{1e-3, 1e-4, 1e-1, 0}};
-  assert_int_equal(kr_alloc_solve(KR_ALLOC_FRESHNESS, z, 1, 1, 0, &mu, f), KR_ALLOC_SLACK);
-  kr_alloc_item_t bad[1] = {{-1, 1e-4, 1e-1, 1}};
-  assert_int_equal(kr_alloc_solve(KR_ALLOC_VERSIONS, bad, 1, 1, fl, &mu, f), KR_EINVAL);
-  bad[0] = (kr_alloc_item_t){1, 1e-1, 1e-4, 1}; /* fmin > fmax */
-  assert_int_equal(kr_alloc_solve(KR_ALLOC_VERSIONS, bad, 1, 1, fl, &mu, f), KR_EINVAL);
-  bad[0] = (kr_alloc_item_t){1, 1e-4, 1e-1, NAN};
-  assert_int_equal(kr_alloc_solve(KR_ALLOC_VERSIONS, bad, 1, 1, fl, &mu, f), KR_EINVAL);
-  assert_int_equal(kr_alloc_solve(KR_ALLOC_VERSIONS, it, 3, NAN, fl, &mu, f), KR_EINVAL);
-  assert_int_equal(kr_alloc_solve(KR_ALLOC_VERSIONS, it, 3, -1, fl, &mu, f), KR_EINVAL);
-  assert_int_equal(kr_alloc_solve((kr_alloc_objective_t)5, it, 3, 1, fl, &mu, f), KR_EINVAL);
+  assert_int_equal(kr_plan_solve(KR_PLAN_VERSIONS, NULL, 0, 1, fl, &mu, NULL), KR_PLAN_SLACK);
+  kr_plan_item_t z[1] = {{1e-3, 1e-4, 1e-1, 0}};
+  assert_int_equal(kr_plan_solve(KR_PLAN_FRESHNESS, z, 1, 1, 0, &mu, f), KR_PLAN_SLACK);
+  kr_plan_item_t bad[1] = {{-1, 1e-4, 1e-1, 1}};
+  assert_int_equal(kr_plan_solve(KR_PLAN_VERSIONS, bad, 1, 1, fl, &mu, f), KR_EINVAL);
+  bad[0] = (kr_plan_item_t){1, 1e-1, 1e-4, 1}; /* fmin > fmax */
+  assert_int_equal(kr_plan_solve(KR_PLAN_VERSIONS, bad, 1, 1, fl, &mu, f), KR_EINVAL);
+  bad[0] = (kr_plan_item_t){1, 1e-4, 1e-1, NAN};
+  assert_int_equal(kr_plan_solve(KR_PLAN_VERSIONS, bad, 1, 1, fl, &mu, f), KR_EINVAL);
+  assert_int_equal(kr_plan_solve(KR_PLAN_VERSIONS, it, 3, NAN, fl, &mu, f), KR_EINVAL);
+  assert_int_equal(kr_plan_solve(KR_PLAN_VERSIONS, it, 3, -1, fl, &mu, f), KR_EINVAL);
+  assert_int_equal(kr_plan_solve((kr_plan_objective_t)5, it, 3, 1, fl, &mu, f), KR_EINVAL);
   /* per-URI frequency */
-  assert_true(kr_alloc_freq(KR_ALLOC_VERSIONS, 0.999999999, 1e-3, 1e-4, 1e-1) >= 1e-4);
-  assert_true(kr_alloc_freq(KR_ALLOC_VERSIONS, 1.5, 1e-3, 1e-4, 1e-1) == 1e-4);
-  assert_true(kr_alloc_freq(KR_ALLOC_VERSIONS, 0, 1e-3, 1e-4, 1e-1) == 1e-1);
-  assert_true(kr_alloc_freq(KR_ALLOC_FRESHNESS, 2000, 1e-3, 1e-4, 1e-1) == 1e-4);
+  assert_true(kr_plan_freq(KR_PLAN_VERSIONS, 0.999999999, 1e-3, 1e-4, 1e-1) >= 1e-4);
+  assert_true(kr_plan_freq(KR_PLAN_VERSIONS, 1.5, 1e-3, 1e-4, 1e-1) == 1e-4);
+  assert_true(kr_plan_freq(KR_PLAN_VERSIONS, 0, 1e-3, 1e-4, 1e-1) == 1e-1);
+  assert_true(kr_plan_freq(KR_PLAN_FRESHNESS, 2000, 1e-3, 1e-4, 1e-1) == 1e-4);
 }
 
 static void host_sketch(void **state) {
   (void)state;
   seed(31);
   /* buckets */
-  assert_int_equal(kr_alloc_bucket(0), 0);
-  assert_int_equal(kr_alloc_bucket(NAN), 0);
-  assert_int_equal(kr_alloc_bucket(1e-20), 0);
-  assert_int_equal(kr_alloc_bucket(1e9), KR_ALLOC_BUCKETS - 1);
-  for (unsigned b = 0; b < KR_ALLOC_BUCKETS; b++)
-    assert_int_equal(kr_alloc_bucket(kr_alloc_bucket_lambda(b)), b);
+  assert_int_equal(kr_plan_bucket(0), 0);
+  assert_int_equal(kr_plan_bucket(NAN), 0);
+  assert_int_equal(kr_plan_bucket(1e-20), 0);
+  assert_int_equal(kr_plan_bucket(1e9), KR_PLAN_BUCKETS - 1);
+  for (unsigned b = 0; b < KR_PLAN_BUCKETS; b++)
+    assert_int_equal(kr_plan_bucket(kr_plan_bucket_lambda(b)), b);
 
   const size_t n = 10000;
   const int64_t min_ms = 60000, max_ms = 28LL * 86400000;
-  kr_alloc_item_t *it = mix(n, 1000.0 / max_ms, 1000.0 / min_ms);
-  kr_alloc_host_t h;
-  kr_alloc_host_init(&h, log(2.0));
-  assert_true(kr_alloc_host_x(&h) == log(2.0));
-  int cls = kr_alloc_host_class(&h, min_ms, max_ms);
+  kr_plan_item_t *it = mix(n, 1000.0 / max_ms, 1000.0 / min_ms);
+  kr_plan_host_t h;
+  kr_plan_host_init(&h, log(2.0));
+  assert_true(kr_plan_host_x(&h) == log(2.0));
+  int cls = kr_plan_host_class(&h, min_ms, max_ms);
   assert_int_equal(cls, 0);
-  assert_int_equal(kr_alloc_host_class(&h, min_ms, max_ms), 0);
-  for (size_t i = 0; i < n; i++) kr_alloc_host_update(&h, cls, 0, it[i].lambda);
+  assert_int_equal(kr_plan_host_class(&h, min_ms, max_ms), 0);
+  for (size_t i = 0; i < n; i++) kr_plan_host_update(&h, cls, 0, it[i].lambda);
   assert_int_equal(h.cls[0].total, n);
   const double B = 0.45;
-  assert_int_equal(kr_alloc_host_maybe_solve(&h, B, 1000), 1); /* never solved */
-  assert_int_equal(h.state, KR_ALLOC_BINDS);
-  double xs = kr_alloc_host_x(&h);
+  assert_int_equal(kr_plan_host_maybe_solve(&h, B, 1000), 1); /* never solved */
+  assert_int_equal(h.state, KR_PLAN_BINDS);
+  double xs = kr_plan_host_x(&h);
   double mu, x;
-  kr_alloc_solve(KR_ALLOC_VERSIONS, it, n, B, kr_alloc_h(log(2.0)), &mu, NULL);
-  x = kr_alloc_h_inv(mu);
+  kr_plan_solve(KR_PLAN_VERSIONS, it, n, B, kr_plan_h(log(2.0)), &mu, NULL);
+  x = kr_plan_h_inv(mu);
   /* the sketch's x is close, and the URIs' own x/lambda with it use the
    * budget and capture nearly the exact optimum */
   double used = 0, v_sk = 0, v_ex = 0;
@@ -878,8 +878,8 @@ static void host_sketch(void **state) {
     fs = fs < it[i].fmin ? it[i].fmin : fs > it[i].fmax ? it[i].fmax : fs;
     fe = fe < it[i].fmin ? it[i].fmin : fe > it[i].fmax ? it[i].fmax : fe;
     used += fs;
-    v_sk += kr_alloc_versions(it[i].lambda, fs);
-    v_ex += kr_alloc_versions(it[i].lambda, fe);
+    v_sk += kr_plan_versions(it[i].lambda, fs);
+    v_ex += kr_plan_versions(it[i].lambda, fe);
   }
   printf("# sketch x %.4f vs exact %.4f; budget used %.3f of %.2f; versions %.4f of optimum\n",
          xs, x, used, B, v_sk / v_ex);
@@ -889,60 +889,60 @@ static void host_sketch(void **state) {
 
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  for (int i = 0; i < 100; i++) kr_alloc_host_solve(&h, B * (1 + i % 2 * 0.01));
+  for (int i = 0; i < 100; i++) kr_plan_host_solve(&h, B * (1 + i % 2 * 0.01));
   clock_gettime(CLOCK_MONOTONIC, &t1);
   printf("# host re-solve from the sketch: %.1f us\n",
          ((t1.tv_sec - t0.tv_sec) * 1e9 + (t1.tv_nsec - t0.tv_nsec)) / 100 / 1e3);
-  kr_alloc_host_solve(&h, B);
+  kr_plan_host_solve(&h, B);
 
   /* not re-solved before `every` updates, unless the budget moves > 10 % */
-  assert_int_equal(kr_alloc_host_maybe_solve(&h, B, 1000), 0);
-  assert_int_equal(kr_alloc_host_maybe_solve(&h, B * 1.05, 1000), 0);
-  for (int i = 0; i < 999; i++) kr_alloc_host_update(&h, cls, it[i].lambda, it[i].lambda * 2);
-  assert_int_equal(kr_alloc_host_maybe_solve(&h, B, 1000), 0);
-  kr_alloc_host_update(&h, cls, it[999].lambda, it[999].lambda * 2);
-  assert_int_equal(kr_alloc_host_maybe_solve(&h, B, 1000), 1);
-  assert_true(kr_alloc_host_x(&h) > xs); /* faster pages, same budget */
-  assert_int_equal(kr_alloc_host_maybe_solve(&h, B * 1.2, 1000), 1);
-  assert_int_equal(kr_alloc_host_maybe_solve(&h, 0, 1000), 1);
-  assert_true(kr_alloc_host_x(&h) == log(2.0)); /* no budget known: the floor */
-  assert_int_equal(kr_alloc_host_maybe_solve(&h, 0, 1000), 0);
+  assert_int_equal(kr_plan_host_maybe_solve(&h, B, 1000), 0);
+  assert_int_equal(kr_plan_host_maybe_solve(&h, B * 1.05, 1000), 0);
+  for (int i = 0; i < 999; i++) kr_plan_host_update(&h, cls, it[i].lambda, it[i].lambda * 2);
+  assert_int_equal(kr_plan_host_maybe_solve(&h, B, 1000), 0);
+  kr_plan_host_update(&h, cls, it[999].lambda, it[999].lambda * 2);
+  assert_int_equal(kr_plan_host_maybe_solve(&h, B, 1000), 1);
+  assert_true(kr_plan_host_x(&h) > xs); /* faster pages, same budget */
+  assert_int_equal(kr_plan_host_maybe_solve(&h, B * 1.2, 1000), 1);
+  assert_int_equal(kr_plan_host_maybe_solve(&h, 0, 1000), 1);
+  assert_true(kr_plan_host_x(&h) == log(2.0)); /* no budget known: the floor */
+  assert_int_equal(kr_plan_host_maybe_solve(&h, 0, 1000), 0);
   /* a huge budget: slack, the floor */
-  kr_alloc_host_solve(&h, 1e9);
-  assert_int_equal(h.state, KR_ALLOC_SLACK);
-  assert_true(kr_alloc_host_x(&h) == log(2.0));
+  kr_plan_host_solve(&h, 1e9);
+  assert_int_equal(h.state, KR_PLAN_SLACK);
+  assert_true(kr_plan_host_x(&h) == log(2.0));
   /* a tiny one: over, every URI at max-wait */
-  kr_alloc_host_solve(&h, 1e-9);
-  assert_int_equal(h.state, KR_ALLOC_OVER);
-  assert_true(kr_alloc_host_x(&h) >= kr_alloc_bucket_lambda(KR_ALLOC_BUCKETS - 1) * max_ms / 1000 * 0.99 ||
-              kr_alloc_host_x(&h) * 1000.0 / kr_alloc_bucket_lambda(0) >= (double)max_ms);
+  kr_plan_host_solve(&h, 1e-9);
+  assert_int_equal(h.state, KR_PLAN_OVER);
+  assert_true(kr_plan_host_x(&h) >= kr_plan_bucket_lambda(KR_PLAN_BUCKETS - 1) * max_ms / 1000 * 0.99 ||
+              kr_plan_host_x(&h) * 1000.0 / kr_plan_bucket_lambda(0) >= (double)max_ms);
 
   /* counts never go negative; removals of unknown buckets are ignored */
-  kr_alloc_host_t e;
-  kr_alloc_host_init(&e, 0); /* invalid floor: ln 2 */
+  kr_plan_host_t e;
+  kr_plan_host_init(&e, 0); /* invalid floor: ln 2 */
   assert_true(e.x_min == log(2.0));
-  int c2 = kr_alloc_host_class(&e, 1000, 2000);
-  kr_alloc_host_update(&e, c2, 1e-3, 0);
+  int c2 = kr_plan_host_class(&e, 1000, 2000);
+  kr_plan_host_update(&e, c2, 1e-3, 0);
   assert_int_equal(e.cls[c2].total, 0);
-  kr_alloc_host_update(&e, 7, 0, 1e-3);  /* no such class */
-  kr_alloc_host_update(&e, -1, 0, 1e-3);
+  kr_plan_host_update(&e, 7, 0, 1e-3);  /* no such class */
+  kr_plan_host_update(&e, -1, 0, 1e-3);
   assert_int_equal(e.cls[c2].total, 0);
   /* class overflow shares the last class */
-  assert_int_equal(kr_alloc_host_class(&e, 1, 2), 1);
-  assert_int_equal(kr_alloc_host_class(&e, 3, 4), 2);
-  assert_int_equal(kr_alloc_host_class(&e, 5, 6), 3);
-  assert_int_equal(kr_alloc_host_class(&e, 7, 8), 3);
-  assert_int_equal(e.ncls, KR_ALLOC_CLASSES);
+  assert_int_equal(kr_plan_host_class(&e, 1, 2), 1);
+  assert_int_equal(kr_plan_host_class(&e, 3, 4), 2);
+  assert_int_equal(kr_plan_host_class(&e, 5, 6), 3);
+  assert_int_equal(kr_plan_host_class(&e, 7, 8), 3);
+  assert_int_equal(e.ncls, KR_PLAN_CLASSES);
   /* an empty host solves to the floor */
-  assert_int_equal(kr_alloc_host_solve(&e, 1.0), KR_ALLOC_SLACK);
-  assert_true(kr_alloc_host_x(&e) == log(2.0));
+  assert_int_equal(kr_plan_host_solve(&e, 1.0), KR_PLAN_SLACK);
+  assert_true(kr_plan_host_x(&e) == log(2.0));
   free(it);
 }
 
 /* Feed `n` fetches to h, one every `gap_ms` from *t. */
-static void fetches(kr_alloc_host_t *h, int64_t *t, int n, int64_t gap_ms) {
+static void fetches(kr_plan_host_t *h, int64_t *t, int n, int64_t gap_ms) {
   for (int i = 0; i < n; i++) {
-    kr_alloc_host_fetched(h, *t);
+    kr_plan_host_fetched(h, *t);
     *t += gap_ms;
   }
 }
@@ -955,68 +955,68 @@ static void host_feedback(void **state) {
   (void)state;
   seed(37);
   const size_t n = 10000;
-  kr_alloc_item_t *it = mix(n, 1000.0 / (28LL * 86400000), 1000.0 / 60000);
-  kr_alloc_host_t h;
-  kr_alloc_host_init(&h, log(2.0));
-  int cls = kr_alloc_host_class(&h, 60000, 28LL * 86400000);
-  for (size_t i = 0; i < n; i++) kr_alloc_host_update(&h, cls, 0, it[i].lambda);
+  kr_plan_item_t *it = mix(n, 1000.0 / (28LL * 86400000), 1000.0 / 60000);
+  kr_plan_host_t h;
+  kr_plan_host_init(&h, log(2.0));
+  int cls = kr_plan_host_class(&h, 60000, 28LL * 86400000);
+  for (size_t i = 0; i < n; i++) kr_plan_host_update(&h, cls, 0, it[i].lambda);
   const double B = 0.45; /* fetches/s */
-  assert_int_equal(kr_alloc_host_maybe_solve(&h, B, 1000), 1);
-  assert_int_equal(h.state, KR_ALLOC_BINDS);
+  assert_int_equal(kr_plan_host_maybe_solve(&h, B, 1000), 1);
+  assert_int_equal(h.state, KR_PLAN_BINDS);
   assert_true(h.gain == 1.0);
-  double x1 = kr_alloc_host_x(&h);
+  double x1 = kr_plan_host_x(&h);
   int64_t t = 1000000;
-  /* a window is KR_ALLOC_WINDOW fetches after the one that opens it;
+  /* a window is KR_PLAN_WINDOW fetches after the one that opens it;
    * served at 0.9 B: the gain grows by sqrt(1/0.9) */
   int64_t slow = (int64_t)(1000.0 / (0.9 * B));
-  fetches(&h, &t, KR_ALLOC_WINDOW, slow);
+  fetches(&h, &t, KR_PLAN_WINDOW, slow);
   assert_true(h.gain == 1.0 && !h.resolve);
   fetches(&h, &t, 1, slow);
   assert_true(rel(h.gain, sqrt(1 / 0.9)) < 0.01);
   assert_true(h.resolve);
-  assert_int_equal(kr_alloc_host_maybe_solve(&h, B, 1000), 1); /* the gain moved */
+  assert_int_equal(kr_plan_host_maybe_solve(&h, B, 1000), 1); /* the gain moved */
   assert_false(h.resolve);
   assert_true(h.budget == B); /* the target stays B, the plan is B x gain */
-  double x2 = kr_alloc_host_x(&h);
+  double x2 = kr_plan_host_x(&h);
   assert_true(x2 < x1); /* more fetches planned: fewer changes per visit */
-  assert_int_equal(kr_alloc_host_maybe_solve(&h, B, 1000), 0);
+  assert_int_equal(kr_plan_host_maybe_solve(&h, B, 1000), 0);
   /* never served faster than planned: the gain stops at its maximum */
-  for (int w = 0; w < 40; w++) fetches(&h, &t, KR_ALLOC_WINDOW, slow);
-  assert_true(h.gain == KR_ALLOC_GAIN_MAX);
+  for (int w = 0; w < 40; w++) fetches(&h, &t, KR_PLAN_WINDOW, slow);
+  assert_true(h.gain == KR_PLAN_GAIN_MAX);
   /* served at 2 B (other fetches of the host): the gain falls to its
    * minimum and the plan with it */
   int64_t fast = (int64_t)(1000.0 / (2 * B));
-  for (int w = 0; w < 40; w++) fetches(&h, &t, KR_ALLOC_WINDOW, fast);
-  kr_alloc_host_maybe_solve(&h, B, 1000);
-  assert_true(h.gain == KR_ALLOC_GAIN_MIN);
-  assert_true(kr_alloc_host_x(&h) > x1);
+  for (int w = 0; w < 40; w++) fetches(&h, &t, KR_PLAN_WINDOW, fast);
+  kr_plan_host_maybe_solve(&h, B, 1000);
+  assert_true(h.gain == KR_PLAN_GAIN_MIN);
+  assert_true(kr_plan_host_x(&h) > x1);
   /* served at B: nothing moves */
-  kr_alloc_host_t g = h;
+  kr_plan_host_t g = h;
   g.gain = 1.1;
   int64_t exact = (int64_t)(1000.0 / B);
-  for (int w = 0; w < 3; w++) fetches(&g, &t, KR_ALLOC_WINDOW, exact);
+  for (int w = 0; w < 3; w++) fetches(&g, &t, KR_PLAN_WINDOW, exact);
   assert_true(rel(g.gain, 1.1) < 0.01);
   /* a slack budget says nothing about the plan: back towards 1 */
-  kr_alloc_host_solve(&h, 1e9);
-  assert_int_equal(h.state, KR_ALLOC_SLACK);
+  kr_plan_host_solve(&h, 1e9);
+  assert_int_equal(h.state, KR_PLAN_SLACK);
   h.gain = 1.2;
-  for (int w = 0; w < 12; w++) fetches(&h, &t, KR_ALLOC_WINDOW + 1, slow);
+  for (int w = 0; w < 12; w++) fetches(&h, &t, KR_PLAN_WINDOW + 1, slow);
   assert_true(fabs(h.gain - 1.0) < 0.001);
   /* time going back reopens the window; no budget: no change */
-  kr_alloc_host_t b;
-  kr_alloc_host_init(&b, log(2.0));
+  kr_plan_host_t b;
+  kr_plan_host_init(&b, log(2.0));
   fetches(&b, &t, 10, 1000);
   t -= 100000;
-  kr_alloc_host_fetched(&b, t);
+  kr_plan_host_fetched(&b, t);
   assert_int_equal(b.win_n, 1);
-  fetches(&b, &t, 3 * KR_ALLOC_WINDOW, 1);
+  fetches(&b, &t, 3 * KR_PLAN_WINDOW, 1);
   assert_true(b.gain == 1.0); /* never solved */
-  kr_alloc_host_solve(&b, 0);
-  fetches(&b, &t, 3 * KR_ALLOC_WINDOW, 1);
+  kr_plan_host_solve(&b, 0);
+  fetches(&b, &t, 3 * KR_PLAN_WINDOW, 1);
   assert_true(b.gain == 1.0);
   /* all in the same ms: no rate, no change */
-  kr_alloc_host_solve(&b, B);
-  fetches(&b, &t, 3 * KR_ALLOC_WINDOW, 0);
+  kr_plan_host_solve(&b, B);
+  fetches(&b, &t, 3 * KR_PLAN_WINDOW, 0);
   assert_true(b.gain == 1.0);
   free(it);
 }

@@ -1745,7 +1745,7 @@ static void store_writes_kept_during_drain(void **state) {
   const char *rid = "<urn:uuid:11111111-2222-4333-8444-555555555555>";
   assert_int_equal(kr_store_original_put(st, fp, d, 20, fp, 7000, rid), 0);
   assert_int_equal(kr_store_digest_put(st, d, 20, fp, 7000), 1);
-  kr_robots_row_t rr = {.expires = 99000, .status = 200, .body = "User-agent: *", .body_len = 13};
+  kr_store_robots_t rr = {.expires = 99000, .status = 200, .body = "User-agent: *", .body_len = 13};
   assert_int_equal(kr_store_robots_put(st, "http://kept.test", 16, &rr), 0);
   assert_int_equal(kr_store_meta_set(st, "kept.key", "v1"), 0);
   assert_int_equal(kr_store_meta_set(st, "kept.key", "v2"), 0);
@@ -1767,7 +1767,7 @@ static void store_writes_kept_during_drain(void **state) {
   kr_digest_ref_t ref;
   assert_int_equal(kr_store_digest_get(st, d, 20, &ref), 1);
   assert_true(ref.fp == fp && ref.date == 7000);
-  kr_robots_row_t rb;
+  kr_store_robots_t rb;
   assert_int_equal(kr_store_robots_get(st, "http://kept.test", 16, &rb), 1);
   assert_int_equal(rb.status, 200);
   assert_int_equal(rb.body_len, 13);

@@ -1355,13 +1355,13 @@ static void orig_index_by_option(void **state) {
 static void robots_rows(void **state) {
   (void)state;
   kr_store_t *st = open_ok(NULL);
-  kr_robots_row_t r;
+  kr_store_robots_t r;
   assert_int_equal(kr_store_robots_get(st, "http://a.example", 16, &r), 0);
   static const char body[] = "User-agent: *\nDisallow: /x\n";
-  kr_robots_row_t w = {.expires = 123456789, .status = 200, .body = body,
+  kr_store_robots_t w = {.expires = 123456789, .status = 200, .body = body,
                        .body_len = sizeof body - 1};
   assert_int_equal(kr_store_robots_put(st, "http://a.example", 16, &w), 0);
-  kr_robots_row_t down = {.expires = 5000, .status = 503, .final = 1};
+  kr_store_robots_t down = {.expires = 5000, .status = 503, .final = 1};
   assert_int_equal(kr_store_robots_put(st, "http://b.example:81", 19, &down), 0);
   kr_store_close(st);
   st = open_ok(NULL);

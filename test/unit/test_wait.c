@@ -402,9 +402,9 @@ static void simulate(int policy, int n, double budget, double fixed_wait_s, sim_
   if (policy == SIM_MULT_OVERDUE) p.use_overdue = 1;
   kr_est_params_t ep;
   kr_est_params_default(&ep);
-  kr_alloc_host_t ah;
-  kr_alloc_host_init(&ah, ep.x_min);
-  int cls = kr_alloc_host_class(&ah, p.min_ms, p.max_ms);
+  kr_plan_host_t ah;
+  kr_plan_host_init(&ah, ep.x_min);
+  int cls = kr_plan_host_class(&ah, p.min_ms, p.max_ms);
   double prior = kr_est_prior(&ep, p.initial_ms, NULL);
   for (int i = 0; i < n; i++) {
     double lo = log(1.0 / (30 * 86400.0)), hi = log(1.0 / 3600);
@@ -414,7 +414,7 @@ static void simulate(int policy, int n, double budget, double fixed_wait_s, sim_
     u[i].last_visit = -1;
     u[i].est = prior;
     kr_vhist_init(&u[i].h);
-    kr_alloc_host_update(&ah, cls, 0, prior);
+    kr_plan_host_update(&ah, cls, 0, prior);
     hp.a[hp.n++] = i;
     heap_up(&hp, hp.n - 1);
   }
@@ -452,9 +452,9 @@ static void simulate(int policy, int n, double budget, double fixed_wait_s, sim_
     default: {
       kr_vhist_append(&x->h, &v);
       kr_wait_info_t info;
-      kr_alloc_host_maybe_solve(&ah, budget, 200);
-      x->wait_ms = kr_wait_poisson(&p, &ep, &x->h, st, NULL, kr_alloc_host_x(&ah), &info);
-      kr_alloc_host_update(&ah, cls, x->est, info.lambda);
+      kr_plan_host_maybe_solve(&ah, budget, 200);
+      x->wait_ms = kr_wait_poisson(&p, &ep, &x->h, st, NULL, kr_plan_host_x(&ah), &info);
+      kr_plan_host_update(&ah, cls, x->est, info.lambda);
       x->est = info.lambda;
       wait_s = (double)x->wait_ms / 1000;
     }
