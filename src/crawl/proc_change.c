@@ -57,7 +57,7 @@ static void record_trust(kr_fetch_t *f, kr_content_t digest_state) {
 /* ---- duplicates ----------------------------------------------------------------- */
 
 /* f's payload was stored under ref's URI before. */
-static void note_duplicate(kr_fetch_t *f, const kr_digest_ref_t *ref) {
+static void note_duplicate(kr_fetch_t *f, const kr_store_digest_t *ref) {
   const char *d = ref->url ? kr_arena_strndup(&f->arena, ref->url, ref->url_len) : NULL;
   f->ad.dup_url = d ? d : "";
   f->ad.dup_date = ref->date;
@@ -75,12 +75,12 @@ static void check_duplicate(kr_fetch_t *f) {
   if (!f->ad.has_payload_digest || r->status < 200 || r->status >= 300 || !r->payload_bytes)
     return;
   kr_store_t *st = kr_frontier_store(c->frontier);
-  kr_digest_ref_t ref;
+  kr_store_digest_t ref;
   int rc;
   if (c->warc) {
     kr_original_t o = {0};
     rc = kr_store_original_find(st, f->ad.payload_digest, KR_SHA1_LEN, &o);
-    ref = (kr_digest_ref_t){.fp = o.ofp, .date = o.date, .url = o.url, .url_len = o.url_len};
+    ref = (kr_store_digest_t){.fp = o.ofp, .date = o.date, .url = o.url, .url_len = o.url_len};
   } else {
     rc = kr_store_digest_get(st, f->ad.payload_digest, KR_SHA1_LEN, &ref);
   }

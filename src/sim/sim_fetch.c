@@ -167,7 +167,7 @@ static void on_fetch_done(kr_wheel_entry_t *e);
 /* ---- runs: events and invariants -------------------------------------------------
  * The outcomes below are the crawler's processors replayed: proc_post.c's
  * build_outcome (a refused connection, a 503/429, a robots.txt answering
- * 5xx) and proc_prefetch.c's robots_run and kr__robots_store (the
+ * 5xx) and proc_prefetch.c's robots_run and robots-update (the
  * prerequisite, -61, -9998, the rules' expiry). A change there must be
  * made here too, or the simulation goes on proving the old behaviour. */
 
@@ -375,7 +375,7 @@ static void finish_plain(run_t *r, sfetch_t *fx, kr_outcome_t *oc, const kr_link
   pull(r);
 }
 
-/* robots.txt answered (or not): the crawl's kr__robots_store
+/* robots.txt answered (or not): the crawl's robots-update
  * (proc_prefetch.c) on the simulated host. */
 static int in_shard(const run_t *r, size_t i);
 

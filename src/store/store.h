@@ -424,16 +424,16 @@ const char *kr_store_vfs(void);
 /* ---- adaptive ------------------------------------------------------------ */
 
 /* Where a payload digest was first stored. */
-typedef struct kr_digest_ref {
+typedef struct kr_store_digest {
   uint64_t fp;          /* the URI */
   uint64_t date;        /* epoch ms of that fetch */
   const char *url;      /* its URL, NULL when the row is gone */
   size_t url_len;
-} kr_digest_ref_t;
+} kr_store_digest_t;
 
 /* Look payload digest d (n bytes) up. 1 and *out (pointers valid until
  * the next call into the store), 0 when unknown, KR_EDB. */
-int kr_store_digest_get(kr_store_t *st, const uint8_t *d, size_t n, kr_digest_ref_t *out);
+int kr_store_digest_get(kr_store_t *st, const uint8_t *d, size_t n, kr_store_digest_t *out);
 /* Remember d as stored under fp at date unless it is known already. 1
  * inserted, 0 known, KR_EDB. */
 int kr_store_digest_put(kr_store_t *st, const uint8_t *d, size_t n, uint64_t fp,

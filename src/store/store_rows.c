@@ -437,7 +437,7 @@ static const char *url_of(kr_store_t *st, uint64_t fp, size_t *len) {
   return col_text(s, 0, len);
 }
 
-int kr_store_digest_get(kr_store_t *st, const uint8_t *d, size_t n, kr_digest_ref_t *out) {
+int kr_store_digest_get(kr_store_t *st, const uint8_t *d, size_t n, kr_store_digest_t *out) {
   kr__store_settle(st);
   if (!d || !n) return 0;
   sqlite3_stmt *s = st->stmt[S_DIGEST_GET];

@@ -70,6 +70,21 @@ for d in src/*/; do
 done
 [ "$layers_seen" -ge 9 ] && t ok "nine layers" || t fail "only $layers_seen layers under src/"
 
+# No loop-bound module borrows a pure module's prefix: a name kr_M_* or
+# kr__M_* outside src/core, where M is a header of include/kria, must be
+# declared in include/kria (kr_warc_* is the WARC format's, the writer is
+# kr_archive_*).
+shadow=()
+for h in include/kria/*.h; do
+  m=$(basename "$h" .h)
+  while IFS= read -r name; do
+    grep -qw -- "$name" include/kria/*.h || shadow+=("$name ($m)")
+  done < <(grep -rhoE "\bkr_{1,2}${m}_[a-z0-9_]+" src/base src/net src/store src/archive \
+             src/crawl src/service src/sim src/cli | sort -u)
+done
+if [ ${#shadow[@]} -eq 0 ]; then t ok "no module shadows a pure module's prefix"
+else t fail "names that shadow a pure module's prefix: ${shadow[*]}"; fi
+
 # Nothing is left at the top of src/ but README.md.
 stray=$(find src -maxdepth 1 -type f ! -name README.md | head -5)
 [ -z "$stray" ] && t ok "src/ holds folders only" || t fail "files at the top of src/: $stray"

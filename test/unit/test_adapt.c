@@ -474,7 +474,7 @@ static void change_duplicates(void **state) {
   assert_null(x->f.ad.dup_url);
   assert_false(has_annot(x, "duplicate:digest"));
   kr_store_t *st = kr_frontier_store(x->c->frontier);
-  kr_digest_ref_t ref;
+  kr_store_digest_t ref;
   assert_int_equal(kr_store_digest_get(st, x->f.ad.payload_digest, KR_SHA1_LEN, &ref), 1);
   assert_true(ref.fp == x->u.fp);
   advance(x, 5 * SEC);

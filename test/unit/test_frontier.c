@@ -1764,7 +1764,7 @@ static void store_writes_kept_during_drain(void **state) {
   assert_string_equal(orig.url, u);
   assert_int_equal(kr_store_original_find(st, d, 20, &orig), 1);
   assert_true(orig.ofp == fp);
-  kr_digest_ref_t ref;
+  kr_store_digest_t ref;
   assert_int_equal(kr_store_digest_get(st, d, 20, &ref), 1);
   assert_true(ref.fp == fp && ref.date == 7000);
   kr_store_robots_t rb;

@@ -1397,7 +1397,7 @@ static void digest_index(void **state) {
   uint8_t d1[20], d2[20];
   memset(d1, 1, sizeof d1);
   memset(d2, 2, sizeof d2);
-  kr_digest_ref_t ref;
+  kr_store_digest_t ref;
   assert_int_equal(kr_store_digest_get(st, d1, 20, &ref), 0);
   assert_int_equal(kr_store_digest_put(st, d1, 20, a.fp, 5000), 1);
   assert_int_equal(kr_store_digest_put(st, d1, 20, 999, 6000), 0); /* first wins */
