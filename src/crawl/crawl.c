@@ -50,7 +50,6 @@
  * loopback the handshake runs inside connect(), ~20 µs), so a dispatch
  * burst of thousands would otherwise connect them all in one turn. */
 #define DNS_BUDGET_NS (2u * 1000 * 1000)
-#define ROBOTS_CACHE_ENTRIES 65536
 #define LINKS_BUDGET (256u << 20)    /* links held by all fetches at once */
 /* The link cache: a site's navigation and most of its inner links (a
  * 20,000-page site has ~20,000 distinct link targets; an entry is ~250
@@ -1215,7 +1214,6 @@ int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out
   c->robots_agent = kr_config_str(g, KR_CFG_ROBOTS_AGENT);
   c->robots_max_size = (size_t)kr_config_size(g, KR_CFG_ROBOTS_MAX_SIZE);
   c->links_budget = LINKS_BUDGET;
-  c->robots = kr__rulecache_new(ROBOTS_CACHE_ENTRIES);
   kr_buf_init(&c->canon_buf, 4 * KR_URL_MAX);
   kr_buf_init(&c->hop_buf, 256);
   c->links_cache = kr_linkcache_new(LINKS_CACHE_SLOTS, LINKS_CACHE_BYTES);
@@ -1384,15 +1382,14 @@ void kr_crawl_free(kr_crawl_t *c) {
     kr__fetch_destroy(f);
   }
   if (c->nprocs) kr_chain_free(&c->chain);
+  kr__crawl_chain_close(c); /* what the processor modules keep for the crawl */
   kr_scope_free(c->scope);
   kr_seeds_free(&c->scope_seeds);
   kr__scopestate_revive_free(c);
   kr_url_canon_opts_free(c->canon);
-  kr__rulecache_free(c->robots);
   for (size_t i = 0; i < c->hcs_cap; i++) hostcfg_free(c->hcs[i]);
   free(c->hcs);
   hostcfg_free((kr_hostcfg_t *)c->global_hc);
-  kr__via_free(c);
   ipmap_free(c);
   kr_buf_free(&c->canon_buf);
   kr_buf_free(&c->hop_buf);
@@ -1401,6 +1398,5 @@ void kr_crawl_free(kr_crawl_t *c) {
   if (c->re_css) pcre2_code_free(c->re_css);
   if (c->re_feed) pcre2_code_free(c->re_feed);
   kr_config_matcher_free(c->matcher);
-  kr__adapt_hosts_free(c);
   free(c);
 }

@@ -294,6 +294,8 @@ uint64_t kr_crawl_now(const kr_crawl_t *c);
 /* The chain (procs.c): every processor of the crawl, in one table of
  * phases and order; kr_crawl_new puts it together. 0 or KR_E*. */
 int kr__crawl_chain_build(kr_crawl_t *c);
+/* ... and what its modules keep for the whole crawl released (kr_crawl_free). */
+void kr__crawl_chain_close(kr_crawl_t *c);
 
 /* What the processor modules keep for the whole crawl (created and freed
  * by crawl.c, read by the status pages). */
@@ -320,8 +322,8 @@ kr_hostcfg_t *kr__crawl_hostcfg_new(kr_crawl_t *c, const kr_config_view_t *v);
 void kr__crawl_hostcfg_free(kr_hostcfg_t *hc);
 
 /* robots cache (proc_prefetch.c) */
-kr_rulecache_t *kr__rulecache_new(size_t max_entries);
-void kr__rulecache_free(kr_rulecache_t *rc);
+void kr__rulecache_open(kr_crawl_t *c);
+void kr__rulecache_close(kr_crawl_t *c);
 /* Origin key "scheme://host[:port]" of url into out (NUL-terminated). */
 int kr__origin_key(const kr_url_t *url, char *out, size_t outlen);
 

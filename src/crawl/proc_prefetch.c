@@ -72,7 +72,9 @@ struct kr_rulecache {
   robots_entry_t *lru_head, *lru_tail;
 };
 
-kr_rulecache_t *kr__rulecache_new(size_t max_entries) {
+#define RULECACHE_ENTRIES 65536 /* origins */
+
+static kr_rulecache_t *rulecache_new(size_t max_entries) {
   kr_rulecache_t *rc = kr_xcalloc(1, sizeof *rc);
   rc->max = max_entries ? max_entries : 1;
   rc->nbuckets = 64;
@@ -87,7 +89,7 @@ static void entry_free(robots_entry_t *e) {
   free(e);
 }
 
-void kr__rulecache_free(kr_rulecache_t *rc) {
+static void rulecache_free(kr_rulecache_t *rc) {
   if (!rc) return;
   for (robots_entry_t *e = rc->lru_head, *n; e; e = n) {
     n = e->lru_next;
@@ -95,6 +97,15 @@ void kr__rulecache_free(kr_rulecache_t *rc) {
   }
   free(rc->buckets);
   free(rc);
+}
+
+void kr__rulecache_open(kr_crawl_t *c) {
+  if (!c->robots) c->robots = rulecache_new(RULECACHE_ENTRIES);
+}
+
+void kr__rulecache_close(kr_crawl_t *c) {
+  rulecache_free(c->robots);
+  c->robots = NULL;
 }
 
 static void lru_unlink(kr_rulecache_t *rc, robots_entry_t *e) {
