@@ -68,6 +68,7 @@ static void on_commit_timer(uv_timer_t *t);
 uint64_t kr_crawl_now(const kr_crawl_t *c) { return kr_clock_now_ms(&c->clock); }
 
 kr_frontier_t *kr_crawl_frontier(kr_crawl_t *c) { return c->frontier; }
+struct kr_archive *kr_crawl_archive(kr_crawl_t *c) { return c->warc; }
 
 uv_loop_t *kr_crawl_loop(kr_crawl_t *c) { return &c->loop; }
 

@@ -154,6 +154,8 @@ int kr_crawl_http_stats(const kr_crawl_t *c, kr_http_stats_t *out);
 /* The link cache's statistics (zero when there is none). */
 void kr_crawl_linkcache_stats(const kr_crawl_t *c, kr_linkcache_stats_t *out);
 kr_frontier_t *kr_crawl_frontier(kr_crawl_t *c);
+/* The WARC writer (archive.h), NULL when WARC writing is off. */
+struct kr_archive *kr_crawl_archive(kr_crawl_t *c);
 /* The crawl's loop: front ends (kria demo) put their own handles on it
  * before kr_crawl_run(); they must close them once kr_crawl_is_closing(). */
 uv_loop_t *kr_crawl_loop(kr_crawl_t *c);

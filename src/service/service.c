@@ -643,7 +643,7 @@ static void reload(kr_service_t *s) {
   s->progress_ms = (uint64_t)kr_config_ms(ng, KR_CFG_CRAWL_PROGRESS_INTERVAL);
   s->next_progress_ms = now + s->progress_ms;
   if (s->status) kr_status_set_token(s->status, kr_config_str(ng, KR_CFG_STATUS_TOKEN));
-  kr_archive_reload(c->warc, c->cfg, old_cfg);
+  kr_archive_reload(kr_crawl_archive(c), c->cfg, old_cfg);
   s->hs.at_ms = 0;
   s->reloads_ok++;
   s->last_reload_ms = now;
