@@ -93,6 +93,8 @@ static void jw_bool(jw_t *w, const char *k, int v) {
   jw_key(w, k);
   kr_buf_append_str(w->b, v ? "true" : "false");
 }
+/* n members a figures table (counterviews.h) wrote into the open object. */
+static void jw_figures(jw_t *w, size_t n) { w->n[w->d] += (int)n; }
 /* [[lower_ms, count], ...] of the buckets holding something. */
 static void jw_hist(jw_t *w, const char *k, const kr_lhist_t *h) {
   jw_open(w, k, '[');
@@ -177,14 +179,7 @@ static void store_warc_json(jw_t *w, kr_service_t *s) {
   kr_crawl_t *c = s->c;
   const kr_store_stats_t *ss = kr_store_stats(kr_frontier_store(kr_crawl_frontier(c)));
   jw_open(w, "store", '{');
-  jw_u64(w, "commits", ss->commits);
-  jw_u64(w, "writes", ss->writes);
-  jw_u64(w, "checkpoints", ss->checkpoints);
-  jw_u64(w, "checkpoint_failures", ss->checkpoint_failures);
-  jw_u64(w, "wal_frames", ss->wal_frames);
-  jw_bool(w, "wal_held", ss->wal_held);
-  jw_u64(w, "wal_holds", ss->wal_holds);
-  jw_u64(w, "commit_us_max", ss->commit_us_max);
+  jw_figures(w, kr_store_figures_json(ss, w->b));
   kr_crawl_state_t cs;
   kr_crawl_get_state(c, &cs);
   if (cs.disk_watched) { /* the state directory's free space (diskguard.h) */
@@ -195,32 +190,13 @@ static void store_warc_json(jw_t *w, kr_service_t *s) {
   }
   jw_close(w, '}');
 
-  kr_archive_stats_t ws;
-  kr_archive_stats(c->warc, &ws);
-  if (c->warc) {
+  kr_archive_t *warc = kr_crawl_archive(c); /* NULL: WARC writing is off */
+  if (warc) {
+    kr_archive_stats_t ws;
+    kr_archive_stats(warc, &ws);
     jw_open(w, "warc", '{');
-    jw_u64(w, "records", ws.records);
-    jw_u64(w, "bytes", ws.bytes);
-    jw_u64(w, "files", ws.files);
+    jw_figures(w, kr_archive_figures_json(&ws, w->b));
     jw_str(w, "current_file", ws.current);
-    jw_u64(w, "current_file_bytes", ws.current_size);
-    jw_u64(w, "responses", ws.responses);
-    jw_u64(w, "revisits", ws.revisits_identical + ws.revisits_not_modified);
-    jw_u64(w, "revisits_identical", ws.revisits_identical);
-    jw_u64(w, "revisits_not_modified", ws.revisits_not_modified);
-    jw_u64(w, "requests", ws.requests);
-    jw_u64(w, "metadata", ws.metadata);
-    jw_u64(w, "dns", ws.dns);
-    jw_u64(w, "truncated", ws.truncated);
-    jw_u64(w, "volatile_full", ws.volatile_full);
-    jw_u64(w, "volatile_skipped", ws.volatile_skipped);
-    jw_u64(w, "write_errors", ws.write_errors);
-    jw_u64(w, "deferred", ws.deferred);
-    jw_bool(w, "held", ws.held);
-    jw_u64(w, "holds", ws.holds);
-    jw_u64(w, "syncs", ws.syncs);
-    jw_u64(w, "repaired_files", ws.repaired_files);
-    jw_u64(w, "reloads", ws.reloads);
     jw_close(w, '}');
   } else {
     jw_null(w, "warc");
@@ -450,9 +426,9 @@ static void page_status_text(kr_service_t *s, kr_buf_t *b) {
   kr_buf_printf(b, "validators  %" PRIu64 " checks, %" PRIu64 " said unchanged, %" PRIu64
                    " misses, %" PRIu64 " hosts distrusted\n",
                 hs->vt_checks, hs->vt_predicted_unchanged, hs->vt_misses, hs->vt_distrusted);
-  if (c->warc) {
+  if (kr_crawl_archive(c)) {
     kr_archive_stats_t ws;
-    kr_archive_stats(c->warc, &ws);
+    kr_archive_stats(kr_crawl_archive(c), &ws);
     kr_buf_printf(b, "warc        %" PRIu64 " records, %" PRIu64 " bytes, %" PRIu64 " revisits, %" PRIu64
                      " files; %s%s%s\n",
                   ws.records, ws.bytes, ws.revisits_identical + ws.revisits_not_modified, ws.files,
@@ -621,23 +597,7 @@ static void page_metrics(kr_service_t *s, kr_buf_t *b) {
            "Validators said unchanged and the digest disagreed.", hs->vt_misses);
   metric_u(b, "kria_validator_distrusted_hosts", "gauge", "Hosts whose validators are distrusted.",
            hs->vt_distrusted);
-  const kr_store_stats_t *ss = kr_store_stats(kr_frontier_store(kr_crawl_frontier(c)));
-  metric_u(b, "kria_store_commits_total", "counter", "State database commits.", ss->commits);
-  metric_u(b, "kria_store_wal_frames", "gauge", "WAL frames after the last commit.", ss->wal_frames);
-  metric_u(b, "kria_store_wal_restarts_total", "counter", "Times the WAL started over.",
-           ss->restarts);
-  metric_u(b, "kria_store_checkpoint_failures_total", "counter",
-           "Checkpoint passes that failed (retried 1 s doubling to 60 s apart).",
-           ss->checkpoint_failures);
-  metric_u(b, "kria_store_drains_total", "counter",
-           "Drains (no transaction begins until a checkpoint has copied the WAL).", ss->drains);
-  metric_u(b, "kria_store_drains_broken_total", "counter",
-           "Transactions begun during a drain (each costs that drain its WAL restart).",
-           ss->drains_broken);
-  metric_u(b, "kria_store_wal_held", "gauge",
-           "1 while the WAL is past its cap and no new fetch starts.", (uint64_t)ss->wal_held);
-  metric(b, "kria_store_commit_seconds_max", "gauge", "Slowest commit so far.",
-         (double)ss->commit_us_max / 1e6);
+  kr_store_figures_metrics(kr_store_stats(kr_frontier_store(kr_crawl_frontier(c))), b);
   metric(b, "kria_loop_lag_seconds", "gauge", "Lateness of the last one-second tick.",
          (double)s->lag_ms / 1000.0);
   metric(b, "kria_loop_lag_seconds_max", "gauge", "Largest tick lateness this minute.",
@@ -648,49 +608,16 @@ static void page_metrics(kr_service_t *s, kr_buf_t *b) {
   metric_u(b, "kria_fetch_objects", "gauge", "Fetch objects allocated (pooled or running).",
            cst.fetch_objs);
   kr_http_stats_t hs2;
-  if (kr_crawl_http_stats(c, &hs2)) {
-    metric_u(b, "kria_http_connections_opened_total", "counter", "TCP connections established.",
-             hs2.conns_opened);
-    metric_u(b, "kria_http_connections_reused_total", "counter",
-             "Fetches served by a pooled connection.", hs2.conns_reused);
-    metric_u(b, "kria_http_connections_idle", "gauge",
-             "Idle keep-alive connections in the pool (http.idle-connections).", hs2.pooled_idle);
-    metric_u(b, "kria_http_reads_deferred_total", "counter",
-             "Socket reads refused by a loop turn's read budget.", hs2.reads_deferred);
-  }
+  if (kr_crawl_http_stats(c, &hs2)) kr_http_figures_metrics(&hs2, b);
   metric_u(b, "kria_reloads_total", "counter", "Configurations applied by SIGHUP.", s->reloads_ok);
   metric_u(b, "kria_reload_failures_total", "counter", "Reloads refused.", s->reloads_failed);
   metric_u(b, "kria_rare_events_total", "counter", "Rare internal events (KR_COUNT_IF).",
            kr__rare_events);
-  if (c->warc) {
+  kr_archive_t *warc = kr_crawl_archive(c); /* NULL: WARC writing is off */
+  if (warc) {
     kr_archive_stats_t ws;
-    kr_archive_stats(c->warc, &ws);
-    metric_u(b, "kria_warc_records_total", "counter", "WARC records written (all types).",
-             ws.records);
-    metric_u(b, "kria_warc_bytes_total", "counter", "Bytes written to WARC files.", ws.bytes);
-    metric_u(b, "kria_warc_files_total", "counter", "WARC files begun by this process.", ws.files);
-    metric_u(b, "kria_warc_responses_total", "counter", "WARC response records (content stored).",
-             ws.responses);
-    kr_buf_append_str(b, "# HELP kria_warc_revisits_total WARC revisit records by profile.\n"
-                         "# TYPE kria_warc_revisits_total counter\n");
-    kr_buf_printf(b, "kria_warc_revisits_total{profile=\"identical-payload-digest\"} %" PRIu64
-                     "\nkria_warc_revisits_total{profile=\"server-not-modified\"} %" PRIu64 "\n",
-                  ws.revisits_identical, ws.revisits_not_modified);
-    metric_u(b, "kria_warc_write_errors_total", "counter",
-             "Failed WARC writes and syncs (full disk, I/O errors).", ws.write_errors);
-    metric_u(b, "kria_warc_held", "gauge", "1 while WARC writing holds dispatch (full disk).",
-             (uint64_t)ws.held);
-    metric_u(b, "kria_warc_current_file_bytes", "gauge", "Size of the WARC file being written.",
-             ws.current_size);
-    /* The name as an info-style label; escaped (it holds the host name). */
-    kr_buf_append_str(b, "# HELP kria_warc_current_file The WARC file being written.\n"
-                         "# TYPE kria_warc_current_file gauge\nkria_warc_current_file{file=\"");
-    for (const char *p = ws.current ? ws.current : ""; *p; p++) {
-      if (*p == '"' || *p == '\\') kr_buf_append(b, "\\", 1);
-      if (*p == '\n') kr_buf_append(b, "\\n", 2);
-      else kr_buf_append(b, p, 1);
-    }
-    kr_buf_printf(b, "\"} %d\n", ws.current ? 1 : 0);
+    kr_archive_stats(warc, &ws);
+    kr_archive_figures_metrics(&ws, b);
   }
   if (s->status) {
     const kr_status_stats_t *sv = kr_status_stats(s->status);

@@ -6,9 +6,10 @@
  * in the end-of-run summary (which the text status repeats), so a surface
  * written by hand again fails here; the table's own rules (unique names,
  * counters end in _total, one value per summary fragment); the fields
- * by index; the legacy /status "adaptive" names; the frontier's
- * figures table (counterviews.h) in /status and /metrics; and the reload's
- * refusal rule (which keys a SIGHUP may change).
+ * by index; the legacy /status "adaptive" names; the figures tables of
+ * the frontier, the store, the WARC writer and the HTTP client
+ * (counterviews.h) in /status and /metrics; and the reload's refusal rule
+ * (which keys a SIGHUP may change).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -199,6 +200,140 @@ static void frontier_figures(void **state) {
   kr_buf_free(&m);
 }
 
+/* ---- the KR_FIG_* tables (store, WARC writer, HTTP client) ---- */
+
+/* Every byte of a statistics struct set so that each 64-bit field holds a
+ * value of its own (below 2^56: JSON reads it back exactly). */
+static void fill_bytes(void *p, size_t n) {
+  uint8_t *b = p;
+  for (size_t i = 0; i < n; i++) b[i] = i % 8 == 7 ? 0 : (uint8_t)(i * 37 + 11);
+}
+
+#define FIG_EXPECT_(kind, value) \
+  ((kind) == KR_FIG_BOOL ? (uint64_t)!!(value) : (uint64_t)(value))
+
+/* One row: under its key in o (when it has one), with its HELP, TYPE and
+ * sample in metrics (when it has a metric). Returns 1 when keyed. */
+static size_t check_fig(json_object *o, const char *metrics, const char *key, int kind,
+                        uint64_t v, const char *metric, const char *type, const char *help) {
+  json_object *x;
+  if (!key && !metric) fail_msg("a row shown nowhere (help \"%s\")", help);
+  if (key) {
+    if (!json_object_object_get_ex(o, key, &x)) fail_msg("JSON lacks \"%s\"", key);
+    if (kind == KR_FIG_BOOL) {
+      assert_true(json_object_is_type(x, json_type_boolean));
+      assert_int_equal(json_object_get_boolean(x), v);
+    } else {
+      assert_int_equal((uint64_t)json_object_get_int64(x), v);
+    }
+  }
+  if (metric) {
+    char want[512], sample[64];
+    if (kind == KR_FIG_USEC) snprintf(sample, sizeof sample, "%.17g", (double)v / 1e6);
+    else snprintf(sample, sizeof sample, "%" PRIu64, v);
+    snprintf(want, sizeof want, "# HELP %s %s\n# TYPE %s %s\n%s %s\n", metric, help, metric,
+             type, metric, sample);
+    if (!strstr(metrics, want)) fail_msg("/metrics lacks %s", metric);
+  }
+  return key ? 1 : 0;
+}
+
+static size_t count_of(const char *hay, const char *needle) {
+  size_t n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)); p++) n++;
+  return n;
+}
+
+#define FIG_CHECK_(key, value, kind, metric, type, help) \
+  keyed += check_fig(o, m.data, key, kind, FIG_EXPECT_(kind, value), metric, type, help);
+
+/* Renders a table's JSON members as an object, and its metrics. */
+static json_object *members_object(kr_buf_t *j) {
+  kr_buf_t o;
+  kr_buf_init(&o, 1 << 16);
+  kr_buf_append(&o, "{", 1);
+  kr_buf_append(&o, j->data, j->len);
+  kr_buf_append(&o, "}", 2); /* and the NUL */
+  json_object *r = json_tokener_parse(o.data);
+  kr_buf_free(&o);
+  assert_non_null(r);
+  return r;
+}
+
+static void store_figures(void **state) {
+  (void)state;
+  kr_store_stats_t st;
+  fill_bytes(&st, sizeof st);
+  const kr_store_stats_t *s = &st;
+  kr_buf_t j, m;
+  kr_buf_init(&j, 1 << 16);
+  kr_buf_init(&m, 1 << 16);
+  size_t n = kr_store_figures_json(s, &j);
+  kr_store_figures_metrics(s, &m);
+  kr_buf_append(&m, "", 1);
+  json_object *o = members_object(&j);
+  size_t keyed = 0, metrics = 0;
+  KR_STORE_FIGURES(FIG_CHECK_)
+#define M_(key, value, kind, metric, type, help) metrics += (metric) ? 1 : 0;
+  KR_STORE_FIGURES(M_)
+  assert_int_equal(n, keyed);
+  assert_int_equal(json_object_object_length(o), keyed);
+  assert_int_equal(count_of(m.data, "# HELP "), metrics); /* nothing but the rows */
+  json_object_put(o);
+  kr_buf_free(&j);
+  kr_buf_free(&m);
+}
+
+static void archive_figures(void **state) {
+  (void)state;
+  kr_archive_stats_t st;
+  fill_bytes(&st, sizeof st);
+  st.current = "kria-\"x\".warc.gz.open";
+  const kr_archive_stats_t *s = &st;
+  kr_buf_t j, m;
+  kr_buf_init(&j, 1 << 16);
+  kr_buf_init(&m, 1 << 16);
+  size_t n = kr_archive_figures_json(s, &j);
+  kr_archive_figures_metrics(s, &m);
+  kr_buf_append(&m, "", 1);
+  json_object *o = members_object(&j);
+  size_t keyed = 0, metrics = 0;
+  KR_ARCHIVE_FIGURES(FIG_CHECK_)
+  KR_ARCHIVE_FIGURES(M_)
+  assert_int_equal(n, keyed);
+  assert_int_equal(json_object_object_length(o), keyed);
+  /* the rows, then the two with labels */
+  assert_int_equal(count_of(m.data, "# HELP "), metrics + 2);
+  char want[256];
+  snprintf(want, sizeof want,
+           "kria_warc_revisits_total{profile=\"identical-payload-digest\"} %" PRIu64 "\n",
+           st.revisits_identical);
+  assert_non_null(strstr(m.data, want));
+  assert_non_null(strstr(m.data, "kria_warc_current_file{file=\"kria-\\\"x\\\".warc.gz.open\"} 1\n"));
+  json_object_put(o);
+  kr_buf_free(&j);
+  kr_buf_free(&m);
+}
+
+static void http_figures(void **state) {
+  (void)state;
+  kr_http_stats_t st;
+  fill_bytes(&st, sizeof st);
+  const kr_http_stats_t *s = &st;
+  kr_buf_t m;
+  kr_buf_init(&m, 1 << 16);
+  kr_http_figures_metrics(s, &m);
+  kr_buf_append(&m, "", 1);
+  json_object *o = NULL; /* no /status member */
+  size_t keyed = 0, metrics = 0;
+  KR_HTTP_FIGURES(FIG_CHECK_)
+  KR_HTTP_FIGURES(M_)
+#undef M_
+  assert_int_equal(keyed, 0);
+  assert_int_equal(count_of(m.data, "# HELP "), metrics);
+  kr_buf_free(&m);
+}
+
 static void reload_rules(void **state) {
   (void)state;
   /* live: seeds, scope, per-host politeness and robots, the token */
@@ -221,7 +356,9 @@ int main(void) {
       cmocka_unit_test(table_rules),          cmocka_unit_test(every_row_in_json),
       cmocka_unit_test(every_row_in_metrics), cmocka_unit_test(every_row_in_summary),
       cmocka_unit_test(by_index),             cmocka_unit_test(adaptive_names),
-      cmocka_unit_test(frontier_figures),     cmocka_unit_test(reload_rules),
+      cmocka_unit_test(frontier_figures),     cmocka_unit_test(store_figures),
+      cmocka_unit_test(archive_figures),      cmocka_unit_test(http_figures),
+      cmocka_unit_test(reload_rules),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
