@@ -117,8 +117,9 @@ enum { KR_UNIT_COUNT = 0, KR_UNIT_BYTES = 1 };
   X(waits_poisson, "kria_waits_poisson_total", KR_UNIT_COUNT,                                     \
     "Revisit waits decided by the poisson estimator.", 1, ", %s poisson")                         \
   X(vtrust_misses, "kria_visit_validator_misses_total", KR_UNIT_COUNT,                            \
-    "Visits where validators said unchanged and the digest disagreed.", 1,                        \
-    "; %s validator misses")
+    "Visits of this process where validators said unchanged and the digest disagreed (the "      \
+    "per-host totals kept across restarts: kria_validator_misses_total).", 1,                     \
+    "; %s validator misses this run")
 
 /* Each counter's index: KR_CTR_issued, ... KR_CTR__N. */
 enum kr_crawl_counter {

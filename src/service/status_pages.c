@@ -594,7 +594,9 @@ static void page_metrics(kr_service_t *s, kr_buf_t *b) {
   metric_u(b, "kria_validator_checks_total", "counter", "Validator predictions made (all hosts).",
            hs->vt_checks);
   metric_u(b, "kria_validator_misses_total", "counter",
-           "Validators said unchanged and the digest disagreed.", hs->vt_misses);
+           "Validators said unchanged and the digest disagreed: the hosts' totals, kept "
+           "across restarts (this process's visits: kria_visit_validator_misses_total).",
+           hs->vt_misses);
   metric_u(b, "kria_validator_distrusted_hosts", "gauge", "Hosts whose validators are distrusted.",
            hs->vt_distrusted);
   kr_store_figures_metrics(kr_store_stats(kr_frontier_store(kr_crawl_frontier(c))), b);
