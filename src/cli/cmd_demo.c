@@ -629,10 +629,12 @@ int kr_cmd_demo(int argc, char **argv) {
   printf("kria demo: %.1f s, %" PRIu64 " fetches (%" PRIu64 " errors; the site answered %" PRIu64
          " requests)\n",
          (double)run.elapsed_ms / 1000.0, st.fetched, st.fetch_errors, run.site_st.requests);
-  printf("  %" PRIu64 " visits found a change, %" PRIu64 " found none: %" PRIu64 " answered 304,\n"
+  /* changes_found counts revisits only; changed (versions) includes first visits. */
+  printf("  %" PRIu64 " changes found by revisits (%" PRIu64 " versions stored, first visits\n"
+         "  included), %" PRIu64 " visits found none: %" PRIu64 " answered 304,\n"
          "  %" PRIu64 " stopped at the headers (%" PRIu64 " body bytes not downloaded), %" PRIu64
          " had the\n  same digest (%" PRIu64 " digests with the clock section stripped)\n",
-         st.changed, st.unchanged, st.not_modified, st.midfetch_aborts, st.aborted_bytes_saved,
+         st.changes_found, st.changed, st.unchanged, st.not_modified, st.midfetch_aborts, st.aborted_bytes_saved,
          st.unchanged_full, st.stripped);
   if (st.vtrust_misses)
     printf("  validators said unchanged %" PRIu64 " time(s) when the content had changed:\n"

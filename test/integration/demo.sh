@@ -41,6 +41,15 @@ else
   diag "news '$news' visits on '$news_pages' pages, archive '$arch' on '$arch_pages'"
 fi
 
+# The closing text counts changes as revisits that found changed content;
+# versions stored include every first visit, so they outnumber the changes.
+chg=$(sed -n 's/^ *\([0-9][0-9]*\) changes found by revisits (\([0-9][0-9]*\) versions stored.*/\1 \2/p' "$T/out")
+if [ -n "$chg" ] && [ "${chg% *}" -lt "${chg#* }" ]; then
+  ok "closing text: ${chg% *} changes found by revisits, ${chg#* } versions stored"
+else
+  not_ok "closing text counts changes (revisits) apart from versions stored"; diag "'$chg'"
+fi
+
 nw=$(secs_of "$(col news 6)") aw=$(secs_of "$(col archive 6)")
 if awk -v a="$nw" -v b="$aw" 'BEGIN { exit !(a > 0 && b > 0 && a < b) }'; then
   ok "news pages end with shorter waits than archive pages (${nw}s < ${aw}s)"
