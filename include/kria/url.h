@@ -101,6 +101,9 @@ kr_slice_t kr_url_request_target(const kr_url_t *url);
 kr_slice_t kr_url_href_nofrag(const kr_url_t *url);
 /* 1 for https. */
 int kr_url_is_https(const kr_url_t *url);
+/* 1 for http or https: what a crawler fetches (the parsed scheme, no
+ * string compare). */
+int kr_url_is_http(const kr_url_t *url);
 /* 1 for http, https, ws, wss, ftp, file. */
 int kr_url_is_special(const kr_url_t *url);
 /* 1 when the path is opaque (mailto:, data:, javascript:). */

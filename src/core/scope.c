@@ -323,12 +323,6 @@ static void w_port(writer_t *w, int port) {
   w_put(w, num, 1 + kr_u64_dec(num + 1, (unsigned)port));
 }
 
-static int is_http(const kr_url_t *u) {
-  kr_slice_t sc = kr_url_scheme(u);
-  return (sc.n == 4 && memcmp(sc.p, "http", 4) == 0) ||
-         (sc.n == 5 && memcmp(sc.p, "https", 5) == 0);
-}
-
 /* The candidate form of an http(s) u into w; 0 or KR_EURL (no host). */
 static int w_surt(writer_t *w, const kr_url_t *u) {
   kr_slice_t h = kr_url_hostname(u);
@@ -347,7 +341,7 @@ int kr_scope_surt(const kr_url_t *url, kr_buf_t *out) {
   int rc = kr_buf_reserve(out, need);
   if (rc) return rc;
   writer_t w = {out->data + out->len, 0, need};
-  rc = is_http(url) ? w_surt(&w, url) : KR_EURL;
+  rc = kr_url_is_http(url) ? w_surt(&w, url) : KR_EURL;
   if (rc) return rc;
   if (w.n > need) return KR_ETOOBIG; /* cannot happen: the SURT is shorter */
   out->len += w.n;
@@ -387,7 +381,7 @@ static void add_host_prefix(kr_scope_t *s, kr_slice_t h, int is_domain, int port
 }
 
 int kr_scope_add_seed(kr_scope_t *s, const kr_url_t *seed, unsigned flags) {
-  if (!is_http(seed)) return KR_ESCHEME;
+  if (!kr_url_is_http(seed)) return KR_ESCHEME;
   kr_slice_t h = kr_url_hostname(seed);
   if (h.n == 0) return KR_EURL;
   int is_domain = kr_url_host_type(seed) == KR_URL_HOST_DOMAIN;
@@ -658,7 +652,7 @@ static int decide(kr_scope_t *s, const kr_scope_candidate_t *c, const kr_scope_l
   const kr_url_t *u = c->url;
   kr_slice_t href = kr_url_href_nofrag(u);
   if (L->max_url_len && href.n > L->max_url_len) return *rule = KR_SCOPE_R_LENGTH, 0;
-  if (!is_http(u)) return *rule = KR_SCOPE_R_SCHEME, 0;
+  if (!kr_url_is_http(u)) return *rule = KR_SCOPE_R_SCHEME, 0;
   kr_scope_memo_t scratch = {0};
   if (!m) {
     m = &scratch;
@@ -677,7 +671,7 @@ static int decide(kr_scope_t *s, const kr_scope_candidate_t *c, const kr_scope_l
   if (!(m->known & MK_PFX)) m->known |= MK_PFX | (in_prefixes(s, u) ? MV_PFX : 0);
   if (m->known & MV_PFX) {
     st = ST_IN;
-  } else if (s->also_check_via && c->via && is_http(c->via) && in_prefixes(s, c->via)) {
+  } else if (s->also_check_via && c->via && kr_url_is_http(c->via) && in_prefixes(s, c->via)) {
     st = ST_VIA;
   } else {
     unsigned t = kr_scope_trans_hops(c->hops);

@@ -245,8 +245,7 @@ static enum line_result one_line(kr_seeds_t *s, const char *name, uint32_t linen
     message(s, "%s:%u: invalid URL, skipped: %s", name, lineno, quote(p, ul, q));
     return LINE_SKIP;
   }
-  if (!kr_slice_eq(kr_url_scheme(url), KR_SLICE_LIT("http")) &&
-      !kr_slice_eq(kr_url_scheme(url), KR_SLICE_LIT("https"))) {
+  if (!kr_url_is_http(url)) {
     kr_slice_t sc = kr_url_scheme(url);
     s->bad++;
     message(s, "%s:%u: unsupported scheme \"%.*s\" (only http and https), skipped: %s", name,

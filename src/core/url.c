@@ -1082,6 +1082,9 @@ kr_slice_t kr_url_href_nofrag(const kr_url_t *url) {
 }
 
 int kr_url_is_https(const kr_url_t *url) { return url->scheme_type == SCHEME_HTTPS; }
+int kr_url_is_http(const kr_url_t *url) {
+  return url->scheme_type == SCHEME_HTTP || url->scheme_type == SCHEME_HTTPS;
+}
 int kr_url_is_special(const kr_url_t *url) { return url->scheme_type != SCHEME_OTHER; }
 int kr_url_has_opaque_path(const kr_url_t *url) { return url->opaque_path; }
 

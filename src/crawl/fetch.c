@@ -62,18 +62,13 @@ void kr_fetch_decide(kr_fetch_t *f, kr_outcome_kind_t kind, int log_status) {
 
 /* ---- links ------------------------------------------------------------------------ */
 
-static int is_http(const kr_url_t *u) {
-  kr_slice_t s = kr_url_scheme(u);
-  return kr_slice_eq(s, KR_SLICE_LIT("http")) || kr_slice_eq(s, KR_SLICE_LIT("https"));
-}
-
 /* raw resolved against base and canonicalised: 0, the canonical string
  * in c->canon_buf and its parse in *out; or -1 (not a followable link). */
 static int resolve(kr_crawl_t *c, kr_slice_t raw, const kr_url_t *base, kr_url_t **out) {
   kr_url_t *abs = NULL, *cu = NULL;
   *out = NULL;
   if (kr_url_parse(raw.p, raw.n, base, &abs)) goto fail;
-  if (!is_http(abs)) goto fail;
+  if (!kr_url_is_http(abs)) goto fail;
   kr_buf_reset(&c->canon_buf);
   if (kr_url_canon(abs, c->canon, &c->canon_buf)) goto fail;
   /* Most links are canonical already: then the resolved URL is the

@@ -75,11 +75,6 @@ static extract_ctx_t *ctx_of(kr_chain_fetch_t *cf, kr_processor_t *self) {
   return kr_chain_ctx(cf, self);
 }
 
-static int is_http(const kr_url_t *u) {
-  kr_slice_t s = kr_url_scheme(u);
-  return kr_slice_eq(s, KR_SLICE_LIT("http")) || kr_slice_eq(s, KR_SLICE_LIT("https"));
-}
-
 /* 0, or KR_ETOOBIG once the fetch holds as many links as it may. */
 static int add_link(kr_fetch_t *f, const kr_url_t *base, kr_slice_t raw, char hop) {
   int rc = kr_fetch_add_link(f, base, raw, hop, NULL, NULL);
@@ -132,7 +127,7 @@ static int on_link(void *ud, const kr_extract_link_t *l) {
     int rc = add_deferred(x, 0);
     if (rc < 0) return rc;
     kr_url_t *b = NULL;
-    if (kr_url_parse(l->url.p, l->url.n, f->url, &b) == 0 && is_http(b)) {
+    if (kr_url_parse(l->url.p, l->url.n, f->url, &b) == 0 && kr_url_is_http(b)) {
       kr_url_free(x->base);
       x->base = b;
     } else {

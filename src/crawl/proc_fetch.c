@@ -88,8 +88,7 @@ static int robots_next_hop(kr_fetch_t *f, kr_http_fetch_t *hf, const kr_http_res
   int rc = kr_url_parse(r->location.p, r->location.n, base, &next);
   kr_url_free(base);
   if (rc) return -1;
-  kr_slice_t scheme = kr_url_scheme(next);
-  if (!kr_slice_eq(scheme, KR_SLICE_LIT("http")) && !kr_slice_eq(scheme, KR_SLICE_LIT("https"))) {
+  if (!kr_url_is_http(next)) {
     kr_url_free(next);
     return -1;
   }
