@@ -71,6 +71,7 @@ int kr_chain_build(kr_chain_t *c) {
   /* One offset per context definition, shared by its processors. */
   for (size_t i = 0; i < c->n; i++) {
     kr_processor_t *p = c->procs[i];
+    p->index = (uint32_t)i;
     if (!p->ctx) continue;
     size_t d = 0;
     while (d < c->n_ctx && c->ctx_defs[d] != p->ctx) d++;
@@ -317,14 +318,8 @@ void kr_chain_body(kr_chain_fetch_t *f, kr_stream_level_t level, const char *p, 
 }
 
 void kr_chain_hold(kr_chain_fetch_t *f, kr_processor_t *self, kr_stream_level_t level) {
-  kr_chain_t *c = f->chain;
-  for (size_t i = 0; i < c->n; i++)
-    if (c->procs[i] == self) {
-      KR_BUG_ON(!self->held);
-      f->holder[level] = (uint8_t)(i + 1);
-      return;
-    }
-  KR_BUG_ON(1); /* not a processor of this chain */
+  KR_BUG_ON(!self->held || self->index >= f->chain->n || f->chain->procs[self->index] != self);
+  f->holder[level] = (uint8_t)(self->index + 1);
 }
 
 int kr_chain_held(kr_chain_fetch_t *f, kr_stream_level_t level, uint64_t from, uint64_t to,

@@ -159,6 +159,7 @@ struct kr_processor {
   void *data;                /* the processor's own */
   const kr_chain_ctx_def_t *ctx; /* its module's per-fetch context, or NULL */
   uint32_t ctx_off;          /* set by kr_chain_build */
+  uint32_t index;            /* its place in the chain (kr_chain_build) */
   /* statistics, kept by the chain */
   uint64_t runs;             /* run called */
   uint64_t filtered;         /* passed over by a filter */
