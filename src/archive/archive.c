@@ -364,10 +364,11 @@ static void log_summary(const kr_archive_t *a) {
   const kr_archive_stats_t *s = &a->st_;
   KR_LOG(KR_LOG_NOTICE, a->dir,
          "WARC: %" PRIu64 " records, %" PRIu64 " bytes: %" PRIu64 " responses, %" PRIu64
-         " identical-payload and %" PRIu64 " not-modified revisits, %" PRIu64 " volatile stored, %"
+         " identical-payload, %" PRIu64 " not-modified and %" PRIu64 " mid-fetch revisits, %" PRIu64
+         " volatile stored, %"
          PRIu64 " skipped; %" PRIu64 " fetches given back after write errors",
          s->records, s->bytes, s->responses, s->revisits_identical, s->revisits_not_modified,
-         s->volatile_full, s->volatile_skipped, s->deferred);
+         s->revisits_midfetch, s->volatile_full, s->volatile_skipped, s->deferred);
 }
 
 void kr_archive_cancel(kr_archive_t *a) {

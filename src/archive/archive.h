@@ -47,7 +47,8 @@ typedef struct kr_archive_stats {
   uint64_t bytes;               /* bytes written to WARC files */
   uint64_t responses;           /* response records (content stored) */
   uint64_t revisits_identical;  /* identical-payload-digest revisits */
-  uint64_t revisits_not_modified; /* server-not-modified revisits */
+  uint64_t revisits_not_modified; /* server-not-modified revisits of 304s */
+  uint64_t revisits_midfetch;   /* ... of mid-fetch aborts */
   uint64_t requests, metadata, dns;
   uint64_t volatile_full;       /* unchanged by the change digest, payload
                                    differs: stored in full */
@@ -94,9 +95,15 @@ typedef struct kr_archive_exchange {
   uint64_t date_ms;             /* WARC-Date of every record of the visit */
   kr_slice_t head;              /* the response head as received */
   kr_archive_cap_t *cap;        /* the body (kr_archive_capture_begin), NULL */
-  int not_modified;             /* a 304, or a mid-fetch abort (unchanged):
-                                   revisit server-not-modified when the URI
-                                   has an original, else a response */
+  int not_modified;             /* a 304: revisit server-not-modified when
+                                   the URI has an original, else a response */
+  int midfetch;                 /* a 200 whose body was not read (its
+                                   validators said unchanged): revisit
+                                   server-not-modified when the URI has an
+                                   original, else a response */
+  kr_slice_t etag, last_modified; /* the response's validators, for such a
+                                   revisit's WARC-Etag / WARC-Last-Modified;
+                                   n 0: none */
   int complete;                 /* the payload arrived whole (bytes, not
                                    truncated, no error): may be an
                                    identical-payload revisit */

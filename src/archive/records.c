@@ -8,16 +8,20 @@
  *    received (the raw head, then the body bytes with their transfer
  *    coding, from the capture), WARC-Payload-Digest over the entity,
  *    WARC-Truncated when the body was cut (length, time, disconnect); or
- *    a `revisit` with the response head only:
+ *    a `revisit`:
  *      identical-payload-digest  the payload digest equals that of the
  *        stored original of this URI, or, with adaptive.dedupe, of
  *        another URI's (store: the originals in the uris rows, which
  *        only ever name records that were written, by URI, date and
- *        record id);
- *      server-not-modified  a 304, or a mid-fetch abort (the validators
- *        said unchanged): the stored original's payload digest is carried
- *        forward; without a stored original the 304 is kept as a plain
- *        response;
+ *        record id); the block is the response head;
+ *      server-not-modified  the server said unchanged: a 304, with an
+ *        empty block (as Heritrix 3 writes it: a 304 head in the block
+ *        is what pywb and ReplayWeb.page would serve), or a mid-fetch
+ *        abort (a 200 whose ETag / Last-Modified matched), with the 200's
+ *        head as block; both carry the stored original's payload digest
+ *        forward and the validators the server sent in WARC-Etag /
+ *        WARC-Last-Modified; without a stored original the response is
+ *        kept as a plain `response`;
  *    a visit the change digest (volatile sections stripped) found
  *    unchanged whose payload nevertheless differs is stored in full
  *    (warc.write-volatile = full) or not at all (skip);
@@ -71,7 +75,8 @@ enum rec_kind {
   K_NONE = 0,     /* nothing to store */
   K_RESPONSE,     /* the content */
   K_IDENTICAL,    /* revisit, identical-payload-digest */
-  K_NOT_MODIFIED, /* revisit, server-not-modified */
+  K_NOT_MODIFIED, /* revisit, server-not-modified: a 304, no block */
+  K_MIDFETCH,     /* revisit, server-not-modified: a 200's head */
 };
 
 /* The stored original a revisit points at. */
@@ -146,11 +151,12 @@ static const uint8_t *block_digest(const kr_archive_exchange_t *x) {
 static enum rec_kind decide(kr_archive_t *a, const kr_archive_exchange_t *x, struct orig *o) {
   memset(o, 0, sizeof *o);
   int rc;
-  if (x->not_modified) {
+  if (x->not_modified || x->midfetch) {
     rc = orig_lookup(a, x, o);
     if (rc < 0) KR_LOG(KR_LOG_WARN, x->url.p, "while reading the stored original: %s",
                        kr_strerror(rc));
-    return rc == 1 ? K_NOT_MODIFIED : K_RESPONSE;
+    if (rc != 1) return K_RESPONSE;
+    return x->not_modified ? K_NOT_MODIFIED : K_MIDFETCH;
   }
   const uint8_t *pd = x->payload_digest;
   if (x->has_payload_digest && x->complete) {
@@ -260,6 +266,24 @@ static int write_response(kr_archive_t *a, const kr_archive_exchange_t *x, kr_wa
   return response_done(a, x, rec);
 }
 
+/* A WARC header value: no control bytes, and short (a hostile server's
+ * validator must not cost the record). */
+static int field_ok(kr_slice_t v) {
+  if (!v.n || v.n > 512) return 0;
+  for (size_t i = 0; i < v.n; i++)
+    if ((unsigned char)v.p[i] < 0x20 || v.p[i] == 0x7f) return 0;
+  return 1;
+}
+
+/* The validators the server answered with, in Heritrix 3's fields for a
+ * server-not-modified revisit (WARC-Etag, WARC-Last-Modified); the count. */
+static size_t validators(const kr_archive_exchange_t *x, kr_warc_field_t v[2]) {
+  size_t n = 0;
+  if (field_ok(x->etag)) v[n++] = (kr_warc_field_t){"WARC-Etag", x->etag};
+  if (field_ok(x->last_modified)) v[n++] = (kr_warc_field_t){"WARC-Last-Modified", x->last_modified};
+  return n;
+}
+
 /* Every record of x. 0, KR_ARCHIVE_SKIPPED, KR_ARCHIVE_ASYNC when its
  * response record is being written in slices (a->job: the rest follows
  * once it is done); or KR_ENOSPC / KR_EIO: the visit must be given back. */
@@ -278,7 +302,13 @@ static int write_visit(kr_archive_t *a, const kr_archive_exchange_t *x) {
   rec.refers_to = o.rid;
   rec.refers_to_uri = kr_slice(o.url, o.url_len);
   rec.refers_to_date_ms = o.date;
-  kr_slice_t v = x->head;
+  kr_warc_field_t val[2];
+  if (kind != K_IDENTICAL) {
+    rec.extra = val;
+    rec.nextra = validators(x, val);
+  }
+  /* A 304's head is not the block: replay would serve it (README). */
+  kr_slice_t v = kind == K_NOT_MODIFIED ? kr_slice("", 0) : x->head;
   int rc = put(a, x->url, &rec, &v, 1);
   if (rc == KR_EINVAL) return 0;
   if (rc) return rc;
@@ -286,8 +316,10 @@ static int write_visit(kr_archive_t *a, const kr_archive_exchange_t *x) {
     a->st_.revisits_identical++;
     /* a payload found under another URI becomes this URI's original */
     if (o.ofp != x->fp || !x->visited) original_put(a, x, x->fp, o.digest, o.ofp, o.date, o.rid);
-  } else {
+  } else if (kind == K_NOT_MODIFIED) {
     a->st_.revisits_not_modified++;
+  } else {
+    a->st_.revisits_midfetch++;
   }
   return visit_rest(a, x, rec.id);
 }

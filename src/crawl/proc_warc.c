@@ -175,7 +175,10 @@ static void exchange_fill(kr_fetch_t *f, kr_archive_cap_t *cap, kr_archive_excha
   x->date_ms = f->fetch_start_ms ? f->fetch_start_ms : kr_crawl_now(f->crawl);
   x->head = r->raw_head;
   x->cap = cap;
-  x->not_modified = r->status == 304 || f->ad.midfetch_abort;
+  x->not_modified = r->status == 304;
+  x->midfetch = f->ad.midfetch_abort && !x->not_modified;
+  x->etag = r->etag;
+  x->last_modified = r->last_modified;
   x->complete = r->payload_bytes && !r->truncated && !f->http_err;
   x->visited = f->ad.visits != 0;
   x->unchanged = f->ad.content == KR_CONTENT_UNCHANGED;

@@ -117,7 +117,7 @@ void kr_archive_figures_metrics(const kr_archive_stats_t *s, kr_buf_t *out) {
                          "# TYPE kria_warc_revisits_total counter\n");
   kr_buf_printf(out, "kria_warc_revisits_total{profile=\"identical-payload-digest\"} %" PRIu64
                      "\nkria_warc_revisits_total{profile=\"server-not-modified\"} %" PRIu64 "\n",
-                s->revisits_identical, s->revisits_not_modified);
+                s->revisits_identical, s->revisits_not_modified + s->revisits_midfetch);
   kr_buf_append_str(out, "# HELP kria_warc_current_file The WARC file being written.\n"
                          "# TYPE kria_warc_current_file gauge\nkria_warc_current_file{file=\"");
   for (const char *p = s->current ? s->current : ""; *p; p++) {

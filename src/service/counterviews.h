@@ -111,12 +111,14 @@ enum {
     "Size of the WARC file being written.")                                                     \
   X("responses", s->responses, KR_FIG_NUM, "kria_warc_responses_total", "counter",              \
     "WARC response records (content stored).")                                                  \
-  X("revisits", s->revisits_identical + s->revisits_not_modified, KR_FIG_NUM, NULL, NULL,       \
-    "Revisit records of both profiles.")                                                        \
+  X("revisits", s->revisits_identical + s->revisits_not_modified + s->revisits_midfetch,       \
+    KR_FIG_NUM, NULL, NULL, "Revisit records of both profiles.")                                \
   X("revisits_identical", s->revisits_identical, KR_FIG_NUM, NULL, NULL,                        \
     "Revisit records, profile identical-payload-digest.")                                       \
   X("revisits_not_modified", s->revisits_not_modified, KR_FIG_NUM, NULL, NULL,                  \
-    "Revisit records, profile server-not-modified.")                                            \
+    "Revisit records, profile server-not-modified, of 304 answers.")                            \
+  X("revisits_midfetch", s->revisits_midfetch, KR_FIG_NUM, NULL, NULL,                          \
+    "Revisit records, profile server-not-modified, of mid-fetch aborts.")                       \
   X("requests", s->requests, KR_FIG_NUM, NULL, NULL, "Request records.")                        \
   X("metadata", s->metadata, KR_FIG_NUM, NULL, NULL, "Metadata records.")                       \
   X("dns", s->dns, KR_FIG_NUM, NULL, NULL, "DNS response records.")                             \

@@ -431,7 +431,7 @@ static void page_status_text(kr_service_t *s, kr_buf_t *b) {
     kr_archive_stats(kr_crawl_archive(c), &ws);
     kr_buf_printf(b, "warc        %" PRIu64 " records, %" PRIu64 " bytes, %" PRIu64 " revisits, %" PRIu64
                      " files; %s%s%s\n",
-                  ws.records, ws.bytes, ws.revisits_identical + ws.revisits_not_modified, ws.files,
+                  ws.records, ws.bytes, ws.revisits_identical + ws.revisits_not_modified + ws.revisits_midfetch, ws.files,
                   ws.held ? "HELD (write errors), " : "", ws.current ? "writing " : "no file open",
                   ws.current ? ws.current : "");
   }

@@ -188,6 +188,11 @@ check "some mid-fetch aborts" grep -q midFetchAbort "$CL"
 cnt() { grep -cE "$1" "$T/a.list"; }
 is "$(cnt '^response [0-9]+ http')" "$resp" "a response record per new or changed visit (volatile ones too, write-volatile = full)"
 is "$(cnt '^revisit not-modified ')" "$nm" "a server-not-modified revisit per 304 or mid-fetch abort"
+is "$(cnt '^revisit not-modified .* head=none$')" "$(grep -c notModified "$CL")" \
+  "... a 304's with an empty block (its head would replay as an empty 304)"
+is "$(cnt '^revisit not-modified .* head=200$')" "$(grep -c midFetchAbort "$CL")" \
+  "... a mid-fetch abort's with the 200's head as received"
+is "$(cnt '^revisit identical .* head=200$')" "$ident" "an identical-payload revisit keeps its 200 head"
 is "$(cnt '^revisit identical ')" "$ident" "an identical-payload revisit per unchanged download"
 is "$(cnt '^request ')" "$visits" "a request record per visit"
 is "$(cnt '^metadata ')" "$visits" "a metadata record per visit"

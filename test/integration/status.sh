@@ -191,7 +191,7 @@ is "$(wst write_errors)" 0 "/status warc: no write errors"
 cur=$(wst current_file | tr -d '"')
 like "$cur" '^kria-[0-9]{17}-[0-9]{5}-.+\.warc\.gz\.open$' "/status warc: the current file ($cur)"
 check "... which is in the WARC directory" test -f "$STATE/warcs/$cur"
-check "/status warc: revisits and responses add up" bash -c "[ $(wst revisits) = \$(( $(wst revisits_identical) + $(wst revisits_not_modified) )) ] && [ $(wst responses) -gt 0 ]"
+check "/status warc: revisits and responses add up" bash -c "[ $(wst revisits) = \$(( $(wst revisits_identical) + $(wst revisits_not_modified) + $(wst revisits_midfetch) )) ] && [ $(wst responses) -gt 0 ]"
 api /metrics >"$T/metrics.txt"
 check "/metrics: kria_warc_records_total" grep -qE '^kria_warc_records_total [1-9][0-9]*$' "$T/metrics.txt"
 check "/metrics: kria_warc_bytes_total" grep -qE '^kria_warc_bytes_total [1-9][0-9]*$' "$T/metrics.txt"

@@ -6,6 +6,8 @@
 // prints "TYPE PROFILE URI [TRUNCATED]" where PROFILE is "identical",
 // "not-modified" (revisits), the HTTP status for responses with HTTP
 // headers, "-" otherwise; TRUNCATED is WARC-Truncated when present.
+// A revisit's line ends in "head=STATUS", the HTTP status of its block,
+// or "head=none" when the block is empty.
 import { createReadStream } from "node:fs";
 import { WARCParser } from "warcio";
 
@@ -28,7 +30,9 @@ for (const file of files) {
       p = String(record.httpHeaders.statusCode);
     }
     const tr = record.warcHeader("WARC-Truncated");
-    process.stdout.write(`${t} ${p} ${record.warcTargetURI || "-"}${tr ? " " + tr : ""}\n`);
+    const head = t === "revisit"
+      ? " head=" + (record.httpHeaders ? String(record.httpHeaders.statusCode) : "none") : "";
+    process.stdout.write(`${t} ${p} ${record.warcTargetURI || "-"}${tr ? " " + tr : ""}${head}\n`);
     await record.skipFully();
   }
 }

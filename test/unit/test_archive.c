@@ -167,7 +167,7 @@ static void exchange(struct env *e, kr_archive_exchange_t *x, const char *url, c
 struct rec {
   int type;
   char target[128], id[64], refers_to[64], refers_uri[128], profile[128];
-  char pd[64], bd[64], concurrent[64], truncated[32];
+  char pd[64], bd[64], concurrent[64], truncated[32], etag[64], lm[64];
   char block[8192];
   size_t block_len;
 };
@@ -201,6 +201,8 @@ static void read_file(const char *path) {
     field(h, "WARC-Block-Digest", x->bd, sizeof x->bd);
     field(h, "WARC-Concurrent-To", x->concurrent, sizeof x->concurrent);
     field(h, "WARC-Truncated", x->truncated, sizeof x->truncated);
+    field(h, "WARC-Etag", x->etag, sizeof x->etag);
+    field(h, "WARC-Last-Modified", x->lm, sizeof x->lm);
     long got;
     char tmp[65536];
     while ((got = kr_warc_reader_read(r, tmp, sizeof tmp)) > 0) {
@@ -305,6 +307,19 @@ static void test_records(void **state) {
   x.date_ms = kr_clock_now_ms(&e.clock);
   x.head = kr_slice_cstr(HEAD304);
   x.not_modified = 1;
+  x.etag = kr_slice_cstr("\"v1\"");
+  x.last_modified = kr_slice_cstr("bad\r\nvalue"); /* not a field value: left out */
+  assert_int_equal(kr_archive_submit(e.a, &x), 0);
+
+  /* a mid-fetch abort of the first (a 200, its validators unchanged):
+   * server-not-modified too, its head the block */
+  memset(&x, 0, sizeof x);
+  x.url = kr_slice_cstr(ua);
+  x.fp = fa;
+  x.date_ms = kr_clock_now_ms(&e.clock);
+  x.head = kr_slice_cstr(HEAD);
+  x.midfetch = 1;
+  x.last_modified = kr_slice_cstr("Sun, 29 Nov 2026 05:00:00 GMT");
   assert_int_equal(kr_archive_submit(e.a, &x), 0);
 
   /* unchanged by the change digest, another payload: skipped */
@@ -325,12 +340,13 @@ static void test_records(void **state) {
   assert_int_equal(s.responses, 1);
   assert_int_equal(s.revisits_identical, 1);
   assert_int_equal(s.revisits_not_modified, 1);
+  assert_int_equal(s.revisits_midfetch, 1);
   assert_int_equal(s.volatile_skipped, 1);
   assert_int_equal(s.requests, 2);
   assert_int_equal(s.metadata, 2);
   assert_int_equal(s.dns, 1);
   assert_int_equal(s.deferred, 0);
-  assert_int_equal(s.records, 3 + 3 + 1 + 1); /* the warcinfo is the file's own */
+  assert_int_equal(s.records, 3 + 3 + 1 + 1 + 1); /* the warcinfo is the file's own */
 
   /* the originals: b's is a's record */
   kr_original_t o;
@@ -369,10 +385,29 @@ static void test_records(void **state) {
   assert_int_equal(rb->block_len, strlen(HEAD));
   assert_null(find(KR_WARC_RESPONSE, ub, 0));
 
+  /* the 304: no block (its head would replay as an empty 304), the
+   * original named, the validators in Heritrix's fields */
   const struct rec *rc = get(KR_WARC_REVISIT, ua);
   assert_non_null(strstr(rc->profile, "server-not-modified"));
   assert_string_equal(rc->refers_to, ra->id);
+  assert_string_equal(rc->refers_uri, ua);
   assert_string_equal(rc->pd, pd);
+  assert_int_equal(rc->block_len, 0);
+  assert_string_equal(rc->etag, "\"v1\"");
+  assert_string_equal(rc->lm, "");
+  /* the mid-fetch abort: the 200's head as received */
+  const struct rec *rm = find(KR_WARC_REVISIT, ua, 1);
+  if (!rm) {
+    fail_msg("no mid-fetch revisit");
+    return;
+  }
+  assert_non_null(strstr(rm->profile, "server-not-modified"));
+  assert_string_equal(rm->refers_to, ra->id);
+  assert_string_equal(rm->pd, pd);
+  assert_int_equal(rm->block_len, strlen(HEAD));
+  assert_memory_equal(rm->block, HEAD, rm->block_len);
+  assert_string_equal(rm->lm, "Sun, 29 Nov 2026 05:00:00 GMT");
+  assert_string_equal(rm->etag, "");
   assert_null(find(KR_WARC_REQUEST, ua, 1)); /* the 304 had no request here */
 
   assert_null(find(KR_WARC_RESPONSE, uc, 0)); /* skipped */
