@@ -31,6 +31,10 @@
  *    hopsFromSeed, fetchTimeMs, outlinks, and the adaptive-revisit notes);
  *  - with warc.write-dns, before them a `response` record dns:HOST
  *    (text/dns) once per host and DNS TTL (kr_archive_dns).
+ * All of a visit's records are in one file: a full file rotates before
+ * a visit's first record, never between its records (kr_warcfile_hold),
+ * so WARC-Concurrent-To always names a record of the same file, and a
+ * file may pass warc.max-size by a request and a metadata record.
  * Every record of a visit has the visit's date as WARC-Date, which is
  * also the date the store keeps for an original, so a revisit's
  * WARC-Refers-To-Date names its original exactly; WARC-Refers-To names
@@ -43,7 +47,7 @@
  * second WARC file of its own, opened at the first such record, named
  * and rotated like the first. Its visit waits (kr_archive_submit answers
  * ASYNC) until the record and then its request and metadata records are
- * in that file, so the store still commits no visit before its records;
+ * in that file (the same one: one fetch, one file), so the store still commits no visit before its records;
  * the other visits' records go on into the first file meanwhile. One
  * such record at a time: a later large one waits in a FIFO. A shutdown
  * lets the record be finished while running fetches may finish (the
@@ -208,7 +212,7 @@ static int put_metadata(kr_archive_t *a, const kr_archive_exchange_t *x, const c
 }
 
 /* The request and metadata records after the first record (id) of x. */
-static int visit_rest(kr_archive_t *a, const kr_archive_exchange_t *x, const char *id) {
+static int rest_records(kr_archive_t *a, const kr_archive_exchange_t *x, const char *id) {
   int rc;
   if (a->req && x->request.n) {
     kr_slice_t q = x->request;
@@ -223,6 +227,16 @@ static int visit_rest(kr_archive_t *a, const kr_archive_exchange_t *x, const cha
     if (rc) return rc;
   }
   return 0;
+}
+
+/* ... in the file that holds the first: a full file rotates before a
+ * visit, never inside one, so WARC-Concurrent-To stays within a file. */
+static int visit_rest(kr_archive_t *a, const kr_archive_exchange_t *x, const char *id) {
+  kr_warcfile_t *wf = a->tail ? a->wf2 : a->wf;
+  kr_warcfile_hold(wf, 1);
+  int rc = rest_records(a, x, id);
+  kr_warcfile_hold(wf, 0);
+  return rc;
 }
 
 /* The response record rec of x is written: account for it, then the rest. */

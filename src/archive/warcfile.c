@@ -58,6 +58,7 @@ struct kr_warcfile {
   uint64_t files;                /* files opened so far */
   int streaming;
   uint64_t stream_start;
+  int hold;                      /* no rotation: the rest of a visit */
   int sink_err;
   char err[512];
 };
@@ -418,13 +419,15 @@ static int open_file(kr_warcfile_t *wf) {
 }
 
 static int ensure_file(kr_warcfile_t *wf) {
-  if (wf->fd >= 0 && wf->o.max_size && wf->size >= wf->o.max_size) {
+  if (wf->fd >= 0 && !wf->hold && wf->o.max_size && wf->size >= wf->o.max_size) {
     int err = close_file(wf);
     if (err) return err;
   }
   if (wf->fd < 0) return open_file(wf);
   return 0;
 }
+
+void kr_warcfile_hold(kr_warcfile_t *wf, int on) { wf->hold = on; }
 
 int kr_warcfile_rotate(kr_warcfile_t *wf) {
   if (wf->streaming) {

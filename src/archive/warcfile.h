@@ -6,8 +6,9 @@
  * uncompressed) in one directory, with ".open" appended while written;
  * each starts with a warcinfo record that every later record names in
  * WARC-Warcinfo-ID. A file is closed (synced unless durability is none,
- * renamed without ".open") when it reaches max_size or at
- * kr_warcfile_rotate/close. Records are gathered in a write buffer
+ * renamed without ".open") when it reaches max_size (before the next
+ * record, unless the caller holds it for the rest of a visit:
+ * kr_warcfile_hold) or at kr_warcfile_rotate/close. Records are gathered in a write buffer
  * (o.buffer bytes, 64 KiB) and reach the kernel in one pwritev when it
  * is full, at kr_warcfile_flush, before every sync and at the file's
  * close: a record in the buffer is lost if kria dies, one in the kernel
@@ -152,6 +153,13 @@ int kr_warcfile_sync_end(kr_warcfile_t *wf, kr_warcfile_syncjob_t *j);
 /* Batch durability: 1 when unsynced records reached batch_records or the
  * oldest is batch_ms old at now_ms. Always 0 for none and record. */
 int kr_warcfile_sync_due(const kr_warcfile_t *wf, uint64_t now_ms);
+/* The records of one visit stay in one file (their WARC-Concurrent-To
+ * then never points into another): after kr_warcfile_hold(wf, 1) a full
+ * file is not rotated before a record, until kr_warcfile_hold(wf, 0).
+ * The caller holds after the visit's first record, which rotated as
+ * ever, for the few records after it; kr_warcfile_rotate still closes
+ * the file at once. */
+void kr_warcfile_hold(kr_warcfile_t *wf, int on);
 /* Close the current file now (next record opens a new one). 0 or KR_EIO. */
 int kr_warcfile_rotate(kr_warcfile_t *wf);
 /* Rotate and free. Returns kr_warcfile_rotate's result. */

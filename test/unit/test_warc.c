@@ -1250,6 +1250,53 @@ static void names_rotation_and_locations(void **state) {
   assert_int_equal(kr_warcfile_close(wf), 0);
 }
 
+/* A held file is not rotated: the rest of a visit stays with its first
+ * record (kr_warcfile_hold), whole or streamed; the next visit rotates. */
+static void hold_keeps_a_visit_in_one_file(void **state) {
+  (void)state;
+  char dir[300];
+  sub(dir, sizeof dir, "hold");
+  kr_warcfile_opts_t o;
+  kr_warcfile_opts_default(&o);
+  o.dir = dir;
+  o.writer.gzip = 0;
+  o.max_size = 1000;
+  kr_warcfile_t *wf;
+  assert_int_equal(kr_warcfile_open(&o, &wf, NULL, 0), 0);
+  char blk[2000];
+  memset(blk, 'x', sizeof blk);
+  kr_slice_t b = {blk, sizeof blk};
+  kr_warcfile_loc_t l1, l2, l3, l4;
+  kr_warc_rec_t r = {.type = KR_WARC_RESOURCE, .target_uri = KR_SLICE_LIT("urn:x"),
+                     .payload = KR_WARC_PAYLOAD_FROM};
+  assert_int_equal(kr_warcfile_write(wf, &r, &b, 1, &l1), 0); /* the file is full */
+  kr_warcfile_hold(wf, 1);
+  kr_warc_rec_t m = {.type = KR_WARC_METADATA, .target_uri = KR_SLICE_LIT("urn:x"),
+                     .payload = KR_WARC_PAYLOAD_FROM};
+  assert_int_equal(kr_warcfile_write(wf, &m, &b, 1, &l2), 0);
+  uint8_t d[KR_SHA1_LEN];
+  assert_int_equal(kr_sha1("0123456789", 10, d), 0);
+  kr_warc_rec_t s = {.type = KR_WARC_RESOURCE, .target_uri = KR_SLICE_LIT("urn:y"),
+                     .block_sha1 = d};
+  assert_int_equal(kr_warcfile_begin(wf, &s, 10), 0);
+  assert_int_equal(kr_warcfile_append(wf, "0123456789", 10), 0);
+  assert_int_equal(kr_warcfile_end(wf, &l3), 0);
+  assert_string_equal(l2.file, l1.file);
+  assert_string_equal(l3.file, l1.file);
+  kr_warcfile_hold(wf, 0);
+  kr_warc_rec_t n = {.type = KR_WARC_RESOURCE, .target_uri = KR_SLICE_LIT("urn:z"),
+                     .payload = KR_WARC_PAYLOAD_FROM};
+  assert_int_equal(kr_warcfile_write(wf, &n, &b, 1, &l4), 0);
+  assert_string_not_equal(l4.file, l1.file);
+  /* kr_warcfile_rotate closes a held file all the same */
+  kr_warcfile_hold(wf, 1);
+  assert_int_equal(kr_warcfile_rotate(wf), 0);
+  assert_null(kr_warcfile_current(wf));
+  assert_int_equal(kr_warcfile_close(wf), 0);
+  char names[4][256];
+  assert_int_equal(list_dir(dir, names, 4), 2);
+}
+
 static void streaming_to_file(void **state) {
   (void)state;
   make_samples();
@@ -2176,6 +2223,7 @@ int main(void) {
       cmocka_unit_test(gzip_member_layouts),
       cmocka_unit_test(prefix_rules),
       cmocka_unit_test(names_rotation_and_locations),
+      cmocka_unit_test(hold_keeps_a_visit_in_one_file),
       cmocka_unit_test(streaming_to_file),
       cmocka_unit_test(full_disk_cuts_back),
       cmocka_unit_test(write_buffer_gathers_records),
