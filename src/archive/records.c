@@ -28,7 +28,8 @@
  *  - a `request` record (the request as sent), WARC-Concurrent-To the
  *    first record;
  *  - a `metadata` record (its block made by the client: Heritrix style
- *    hopsFromSeed, fetchTimeMs, outlinks, and the adaptive-revisit notes);
+ *    via (the page the URI was found on; a seed has none), hopsFromSeed,
+ *    fetchTimeMs, outlinks, and the adaptive-revisit notes);
  *  - with warc.write-dns, before them a `response` record dns:HOST
  *    (text/dns) once per host and DNS TTL (kr_archive_dns).
  * All of a visit's records are in one file: a full file rotates before

@@ -332,5 +332,8 @@ int kr__origin_key(const kr_url_t *url, char *out, size_t outlen);
 /* post (proc_post.c): remember url as fp's URL for later via columns. */
 void kr__via_remember(kr_crawl_t *c, uint64_t fp, const char *url, size_t len);
 void kr__via_free(kr_crawl_t *c);
+/* post: the URL of fp (a URI's via), "" for 0 or an unknown fp; valid
+ * until the next kr__via_* call. */
+kr_slice_t kr__via_url(kr_crawl_t *c, uint64_t fp);
 
 #endif

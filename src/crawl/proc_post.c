@@ -60,7 +60,7 @@ void kr__via_free(kr_crawl_t *c) {
   c->via_cap = 0;
 }
 
-static kr_slice_t via_url(kr_crawl_t *c, uint64_t fp) {
+kr_slice_t kr__via_url(kr_crawl_t *c, uint64_t fp) {
   if (!fp) return kr_slice("", 0);
   if (c->via) {
     struct kr_via_slot *s = &c->via[fp & (c->via_cap - 1)];
@@ -202,7 +202,7 @@ static void write_log(kr_fetch_t *f) {
   e.size = r && r->status ? (int64_t)r->content_bytes : -1;
   e.uri = kr_slice(u->url, u->url_len);
   e.hops = kr_slice(u->hop_path, u->hop_len);
-  e.via = via_url(c, u->via);
+  e.via = kr__via_url(c, u->via);
   e.mime = r && r->status ? (r->content_type.p ? r->content_type : kr_slice("", 0))
                           : kr_slice(NULL, 0);
   e.worker = f->worker;

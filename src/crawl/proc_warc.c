@@ -84,7 +84,7 @@ static const char *content_state_name(kr_fetch_t *f) {
   }
 }
 
-/* The metadata record's block (Heritrix style: hopsFromSeed, fetchTimeMs,
+/* The metadata record's block (Heritrix style: via, hopsFromSeed, fetchTimeMs,
  * outlinks, and the adaptive-revisit notes: content state, visits,
  * versions, change digest, crawl.log annotations), into b. */
 static int metadata(void *ud, kr_buf_t *b) {
@@ -129,7 +129,7 @@ static int metadata(void *ud, kr_buf_t *b) {
   char *annots = b->len ? kr_arena_strndup(&f->arena, b->data, b->len) : NULL;
   if (annots) an[nan++] = (kr_warc_field_t){"annotations", kr_slice_cstr(annots)};
   kr_warc_meta_t m = {
-      .via = kr_slice("", 0),
+      .via = kr__via_url(f->crawl, u->via), /* a seed has none */
       .hops_from_seed = kr_slice(u->hop_path ? u->hop_path : "", u->hop_len),
       .fetch_time_ms = (int64_t)f->fetch_duration_ms,
       .outlinks = ol,
