@@ -278,6 +278,8 @@ enum kr_cfg_type {
     "A dns: record of each host's addresses, once per DNS TTL.")                        \
   X(WARC_WRITE_VOLATILE, "warc", "write-volatile", ENUM, 0, "full", "full|skip", NONE,   \
     "Unchanged by the stripped change digest but a different payload: full stores a response, skip stores nothing.") \
+  X(WARC_CHUNKED, "warc", "chunked", ENUM, 0, "keep", "keep|dechunk", NONE,              \
+    "Chunked responses: keep stores the bytes as received, dechunk the body without its chunk framing (Transfer-Encoding renamed X-Orig-Transfer-Encoding). WARC-Payload-Digest is always the SHA-1 of the de-chunked body (WARC 1.1 section 5.9); only with dechunk do readers that hash the raw bytes (Python warcio) agree. README: chunked responses.") \
   X(WARC_RETRY_INTERVAL, "warc", "retry-interval", DURATION, 0, "10s", "100ms..1h", NONE, \
     "After a full disk (or a write error) the crawl holds new fetches and tries again this often.") \
   X(WARC_OPERATOR, "warc", "operator", STRING, 0, "", "", NONE,                          \
@@ -382,6 +384,7 @@ enum { KR_CFG_ETAG_EXACT, KR_CFG_ETAG_STRONG, KR_CFG_ETAG_WEAK };
 enum { KR_CFG_WARC_GZIP, KR_CFG_WARC_NONE };
 enum { KR_CFG_DURABILITY_NONE, KR_CFG_DURABILITY_BATCH, KR_CFG_DURABILITY_RECORD };
 enum { KR_CFG_VOLATILE_FULL, KR_CFG_VOLATILE_SKIP };
+enum { KR_CFG_CHUNKED_KEEP, KR_CFG_CHUNKED_DECHUNK };
 /* log-level: use kr_config_str() and kr_log_level_parse(). */
 
 /* Bounds on hostile configuration. */

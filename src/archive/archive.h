@@ -179,7 +179,20 @@ int kr_archive_writing(const kr_archive_t *a);
  * is recorded. */
 kr_archive_cap_t *kr_archive_capture_begin(kr_archive_t *a, kr_slice_t head, const char *url,
                                            int body);
-/* Raw body bytes as received (with their transfer coding). */
+/* k is a chunked response's (Transfer-Encoding: chunked and nothing
+ * else): with warc.chunked = dechunk its record is to hold the body
+ * without the chunk framing. Then 1: k's head is rewritten (the
+ * Transfer-Encoding and Content-Length fields renamed X-Orig-..., so that
+ * the head and the body make a valid, close-delimited HTTP message; see
+ * kr_archive_capture_head) and k must be fed the body with the transfer
+ * coding removed instead of the raw body. 0: feed it the raw body. Call
+ * before the first byte is fed. */
+int kr_archive_capture_dechunk(kr_archive_t *a, kr_archive_cap_t *k);
+/* The head k's record holds (the exchange's head): the head as received,
+ * or as rewritten by kr_archive_capture_dechunk; valid while k is. */
+kr_slice_t kr_archive_capture_head(const kr_archive_cap_t *k);
+/* Raw body bytes as received (with their transfer coding), or, after
+ * kr_archive_capture_dechunk answered 1, the de-chunked body's. */
 void kr_archive_capture_feed(kr_archive_t *a, kr_archive_cap_t *k, const char *p, size_t n);
 /* Are body bytes [from, to) in k's memory, or will the ones still to
  * come (from the end of what it holds) stay there? 1 and, with out, the

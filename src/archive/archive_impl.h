@@ -27,6 +27,8 @@ struct kr_archive_cap {
   int failed;                   /* the spill file failed */
   int done;                     /* the visit's records were dealt with */
   kr_slice_t head;              /* the response head (the block's start) */
+  int dechunked;                /* fed the de-chunked body; head rewritten */
+  kr_buf_t headbuf;             /* ... into this */
   const char *url;              /* for log lines */
 };
 
@@ -54,6 +56,7 @@ struct kr_archive {
   char *dir;
   int durability;               /* enum kr_warcfile_durability */
   int req, meta, dns, volatile_skip, dedupe;
+  int dechunk;                  /* warc.chunked = dechunk */
   uint64_t retry_ms;
   uint64_t raw_max;
   kr_store_t *st;
@@ -89,7 +92,7 @@ struct kr_archive {
 struct kr__archive_wopts {
   kr_warcfile_opts_t o;
   char level[16], size[32];
-  kr_warc_field_t extra[5];
+  kr_warc_field_t extra[7];
 };
 
 /* archive.c */

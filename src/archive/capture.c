@@ -5,13 +5,17 @@
  * temporary file in the WARC directory (the block digest is then made as
  * the bytes arrive) and streamed from there into the record; recording
  * stops (WARC-Truncated: length) past twice http.max-body-bytes, the most
- * chunk framing could add. Captures are pooled.
+ * chunk framing could add. With warc.chunked = dechunk, a chunked
+ * response's capture holds the body without its chunk framing instead,
+ * under a rewritten head (kr_archive_capture_dechunk). Captures are
+ * pooled.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "archive_impl.h"
@@ -20,6 +24,7 @@
 
 #define POOL_KEEP (64u << 10)    /* pooled captures keep smaller buffers */
 #define POOL_MAX 1024            /* captures kept for reuse */
+#define HEAD_MAX (17u << 20)     /* a rewritten head: http.max-header-bytes is 16 MiB at most */
 
 kr_archive_cap_t *kr_archive_capture_begin(kr_archive_t *a, kr_slice_t head, const char *url,
                                            int body) {
@@ -30,6 +35,7 @@ kr_archive_cap_t *kr_archive_capture_begin(kr_archive_t *a, kr_slice_t head, con
   } else {
     k = kr_xcalloc(1, sizeof *k);
     kr_buf_init(&k->mem, CAP_MEM_MAX);
+    kr_buf_init(&k->headbuf, HEAD_MAX);
     k->sha_ready = kr_sha1_init(&k->sha) == 0;
   }
   k->next = NULL;
@@ -38,13 +44,58 @@ kr_archive_cap_t *kr_archive_capture_begin(kr_archive_t *a, kr_slice_t head, con
   k->max = body ? a->raw_max : 0;
   k->over = k->failed = k->done = 0;
   k->head = head;
+  k->dechunked = 0;
   k->url = url;
   return k;
 }
 
+/* 1 when the field line l (no line end) is named name. */
+static int field_is(kr_slice_t l, const char *name) {
+  size_t n = strlen(name);
+  return l.n > n && l.p[n] == ':' && strncasecmp(l.p, name, n) == 0;
+}
+
+/* 1 when a Transfer-Encoding value v is "chunked" alone. */
+static int chunked_alone(kr_slice_t v) {
+  while (v.n && (*v.p == ' ' || *v.p == '\t')) v.p++, v.n--;
+  while (v.n && (v.p[v.n - 1] == ' ' || v.p[v.n - 1] == '\t' || v.p[v.n - 1] == '\r')) v.n--;
+  return v.n == 7 && strncasecmp(v.p, "chunked", 7) == 0;
+}
+
+/* head as a close-delimited message into out: its Transfer-Encoding and
+ * Content-Length fields renamed X-Orig-..., as Browsertrix names the
+ * fields it leaves out. 0, or -1 when head is not "chunked" alone (some
+ * other transfer coding is there too) or out is full. */
+static int dechunked_head(kr_slice_t head, kr_buf_t *out) {
+  kr_buf_reset(out);
+  int te = 0;
+  for (size_t i = 0, start = 0; i < head.n; i++) {
+    if (head.p[i] != '\n') continue;
+    kr_slice_t l = kr_slice(head.p + start, i - start);
+    int is_te = start && field_is(l, "Transfer-Encoding");
+    if (is_te && !chunked_alone(kr_slice(l.p + 18, l.n - 18))) return -1;
+    te |= is_te;
+    if ((is_te || (start && field_is(l, "Content-Length"))) && kr_buf_append(out, "X-Orig-", 7))
+      return -1;
+    if (kr_buf_append(out, l.p, i + 1 - start)) return -1;
+    start = i + 1;
+  }
+  return te ? 0 : -1;
+}
+
+int kr_archive_capture_dechunk(kr_archive_t *a, kr_archive_cap_t *k) {
+  if (!k || !a->dechunk || k->len || dechunked_head(k->head, &k->headbuf)) return 0;
+  k->head = kr_slice(k->headbuf.data, k->headbuf.len);
+  k->dechunked = 1;
+  return 1;
+}
+
+kr_slice_t kr_archive_capture_head(const kr_archive_cap_t *k) { return k->head; }
+
 static void cap_free(struct kr_archive_cap *k) {
   if (k->sha_ready) kr_sha1_free(&k->sha);
   kr_buf_free(&k->mem);
+  kr_buf_free(&k->headbuf);
   free(k);
 }
 
@@ -61,6 +112,11 @@ void kr_archive_capture_end(kr_archive_t *a, kr_archive_cap_t *k) {
     kr_buf_init(&k->mem, CAP_MEM_MAX);
   }
   kr_buf_reset(&k->mem);
+  if (k->headbuf.cap > POOL_KEEP) {
+    kr_buf_free(&k->headbuf);
+    kr_buf_init(&k->headbuf, HEAD_MAX);
+  }
+  kr_buf_reset(&k->headbuf);
   k->next = a->pool;
   a->pool = k;
   a->npool++;

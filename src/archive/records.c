@@ -6,8 +6,12 @@
  * Per visit with a response, in this order:
  *  - the content: a `response` record whose block is the HTTP response as
  *    received (the raw head, then the body bytes with their transfer
- *    coding, from the capture), WARC-Payload-Digest over the entity,
- *    WARC-Truncated when the body was cut (length, time, disconnect); or
+ *    coding, from the capture), WARC-Payload-Digest over the entity (the
+ *    body with its transfer coding removed: WARC 1.1 section 5.9,
+ *    iipc/warc-specifications#22), WARC-Truncated when the body was cut
+ *    (length, time, disconnect); with warc.chunked = dechunk a chunked
+ *    response's block is its rewritten head and the de-chunked body
+ *    (capture.c), on which every reader finds that digest; or
  *    a `revisit`:
  *      identical-payload-digest  the payload digest equals that of the
  *        stored original of this URI, or, with adaptive.dedupe, of

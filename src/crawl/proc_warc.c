@@ -7,7 +7,10 @@
  * done, one kr_archive_exchange_t with its response head, digests,
  * request, the revisit hints and a callback for the metadata record.
  * The capture is the holder of the chain's raw level (kr_chain_hold): the
- * digest asks it, through the chain, for the body it keeps in memory.
+ * digest asks it, through the chain, for the body it keeps in memory;
+ * with warc.chunked = dechunk, a chunked response's capture is fed the
+ * payload level instead (the body with its chunk framing removed) and
+ * holds nothing for the chain.
  *
  * Where: the "warc" processor of the write phase; a fetch whose walk
  * jumped to the post phase after an error that still left a response
@@ -173,7 +176,7 @@ static void exchange_fill(kr_fetch_t *f, kr_archive_cap_t *cap, kr_archive_excha
   x->fp = f->curi->fp;
   x->ip = r->peer_ip[0] ? r->peer_ip : NULL;
   x->date_ms = f->fetch_start_ms ? f->fetch_start_ms : kr_crawl_now(f->crawl);
-  x->head = r->raw_head;
+  x->head = cap ? kr_archive_capture_head(cap) : r->raw_head;
   x->cap = cap;
   x->not_modified = r->status == 304;
   x->midfetch = f->ad.midfetch_abort && !x->not_modified;
@@ -182,7 +185,7 @@ static void exchange_fill(kr_fetch_t *f, kr_archive_cap_t *cap, kr_archive_excha
   x->complete = r->payload_bytes && !r->truncated && !f->http_err;
   x->visited = f->ad.visits != 0;
   x->unchanged = f->ad.content == KR_CONTENT_UNCHANGED;
-  x->chunked = r->chunked;
+  x->chunked = r->chunked && x->head.p == r->raw_head.p; /* as stored */
   x->truncated = truncated_why(f);
   x->request = f->http ? kr_http_fetch_request(f->http) : kr_slice("", 0);
   x->metadata = metadata;
@@ -200,6 +203,9 @@ static int warc_headers(kr_chain_fetch_t *cf, kr_processor_t *self) {
   /* No body is coming for a 304 or a mid-fetch abort. */
   int body = !(r->status == 304 || f->ad.midfetch_abort);
   *cap = kr_archive_capture_begin(self->data, r->raw_head, f->cf.url, body);
+  /* warc.chunked = dechunk: the body without its chunk framing */
+  if (r->chunked && kr_archive_capture_dechunk(self->data, *cap))
+    return KR_STREAM_BIT(KR_STREAM_PAYLOAD);
   kr_chain_hold(cf, self, KR_STREAM_RAW);
   return KR_STREAM_BIT(KR_STREAM_RAW); /* the response record's block */
 }

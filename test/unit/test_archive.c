@@ -452,6 +452,96 @@ static void test_sliced(void **state) {
   free(body);
 }
 
+/* warc.chunked = dechunk: a chunked response's capture takes the
+ * de-chunked body under a head whose Transfer-Encoding (and a stray
+ * Content-Length) is renamed X-Orig-..., so the payload digest is that of
+ * the bytes after the head; other transfer codings, other responses and
+ * warc.chunked = keep leave the head alone. The warcinfo record says which
+ * and states the digest rule. Also a large one, spilled and written in
+ * slices: the block digest covers the rewritten head. */
+static void test_dechunk(void **state) {
+  (void)state;
+  static const char CH[] = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+                           "content-length: 9\r\nContent-Type: text/plain\r\n\r\n";
+  static const char WANT[] = "HTTP/1.1 200 OK\r\nX-Orig-Transfer-Encoding: chunked\r\n"
+                             "X-Orig-content-length: 9\r\nContent-Type: text/plain\r\n\r\n";
+  static const char GZ[] = "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n";
+  for (int mode = 0; mode < 2; mode++) {
+    clear_dir();
+    struct env e;
+    env_open(&e, mode ? "chunked = dechunk\n" : NULL);
+    kr_archive_cap_t *k = kr_archive_capture_begin(e.a, kr_slice_cstr(CH), "u", 1);
+    assert_int_equal(kr_archive_capture_dechunk(e.a, k), mode);
+    kr_slice_t h = kr_archive_capture_head(k);
+    const char *want = mode ? WANT : CH;
+    assert_int_equal(h.n, strlen(want));
+    assert_memory_equal(h.p, want, h.n);
+    kr_archive_capture_end(e.a, k);
+    /* gzip and chunked: kept; not chunked: kept */
+    k = kr_archive_capture_begin(e.a, kr_slice_cstr(GZ), "u", 1);
+    assert_int_equal(kr_archive_capture_dechunk(e.a, k), 0);
+    assert_ptr_equal(kr_archive_capture_head(k).p, GZ);
+    kr_archive_capture_end(e.a, k);
+    k = kr_archive_capture_begin(e.a, kr_slice_cstr(HEAD), "u", 1);
+    assert_int_equal(kr_archive_capture_dechunk(e.a, k), 0);
+    kr_archive_capture_end(e.a, k);
+    if (!mode) {
+      env_close(&e);
+      continue;
+    }
+    /* a visit: small, then large (spilled past 4 MiB, written in slices) */
+    const char *url[2] = {"http://h/ch", "http://h/chbig"};
+    size_t len[2] = {5, 5u << 20};
+    char *body = malloc(len[1]);
+    for (size_t i = 0; i < len[1]; i++) body[i] = (char)('a' + i % 26);
+    for (int i = 0; i < 2; i++) {
+      uri(&e, url[i]);
+      kr_archive_exchange_t x;
+      memset(&x, 0, sizeof x);
+      x.url = kr_slice_cstr(url[i]);
+      x.fp = kr_fp(url[i], strlen(url[i]));
+      x.date_ms = kr_clock_now_ms(&e.clock);
+      x.cap = kr_archive_capture_begin(e.a, kr_slice_cstr(CH), url[i], 1);
+      assert_int_equal(kr_archive_capture_dechunk(e.a, x.cap), 1);
+      x.head = kr_archive_capture_head(x.cap);
+      for (size_t off = 0; off < len[i]; off += 65536)
+        kr_archive_capture_feed(e.a, x.cap, body + off, len[i] - off < 65536 ? len[i] - off : 65536);
+      x.complete = x.has_payload_digest = 1;
+      kr_sha1(body, len[i], x.payload_digest);
+      x.done = done_cb;
+      done_calls = 0;
+      int rc = kr_archive_submit(e.a, &x);
+      if (rc == KR_ARCHIVE_ASYNC) {
+        while (!done_calls) uv_run(&e.loop, UV_RUN_ONCE);
+        rc = done_rc;
+      }
+      assert_int_equal(rc, 0);
+      kr_archive_capture_end(e.a, x.cap);
+    }
+    env_close(&e);
+    read_all();
+    assert_int_equal(recs[0].type, KR_WARC_WARCINFO);
+    assert_non_null(memmem(recs[0].block, recs[0].block_len, "kria-warc-chunked: dechunk\r\n", 28));
+    assert_non_null(memmem(recs[0].block, recs[0].block_len, "kria-payload-digest: SHA-1 of", 29));
+    for (int i = 0; i < 2; i++) {
+      const struct rec *r = get(KR_WARC_RESPONSE, url[i]);
+      char pd[KR_SHA1_LABEL_SIZE], bd[KR_SHA1_LABEL_SIZE];
+      label(body, len[i], pd);
+      assert_string_equal(r->pd, pd); /* the bytes after the head */
+      assert_memory_equal(r->block, WANT, strlen(WANT));
+      if (i == 0) {
+        assert_int_equal(r->block_len, strlen(WANT) + len[0]);
+        char blk[256];
+        memcpy(blk, WANT, strlen(WANT));
+        memcpy(blk + strlen(WANT), body, len[0]);
+        label(blk, r->block_len, bd);
+        assert_string_equal(r->bd, bd);
+      }
+    }
+    free(body);
+  }
+}
+
 /* Shutdown past its grace: the record being written in slices is cut
  * away and its visit given back (done with an error, counted). */
 static void test_cancel(void **state) {
@@ -646,6 +736,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_records),
       cmocka_unit_test(test_sliced),
+      cmocka_unit_test(test_dechunk),
       cmocka_unit_test(test_cancel),
       cmocka_unit_test(test_reload),
       cmocka_unit_test(test_processor),

@@ -535,6 +535,8 @@ static void enums_getters_and_schema(void **state) {
       {KR_CFG_WARC_DURABILITY, KR_CFG_DURABILITY_RECORD, "record"},
       {KR_CFG_WARC_WRITE_VOLATILE, KR_CFG_VOLATILE_FULL, "full"},
       {KR_CFG_WARC_WRITE_VOLATILE, KR_CFG_VOLATILE_SKIP, "skip"},
+      {KR_CFG_WARC_CHUNKED, KR_CFG_CHUNKED_KEEP, "keep"},
+      {KR_CFG_WARC_CHUNKED, KR_CFG_CHUNKED_DECHUNK, "dechunk"},
   };
   for (size_t i = 0; i < sizeof e / sizeof *e; i++) {
     kr_slice_t c = kr_config_enum_choice(e[i].key, e[i].idx);
