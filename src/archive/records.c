@@ -52,14 +52,14 @@
  * second WARC file of its own, opened at the first such record, named
  * and rotated like the first. Its visit waits (kr_archive_submit answers
  * ASYNC) until the record and then its request and metadata records are
- * in that file (the same one: one fetch, one file), so the store still commits no visit before its records;
- * the other visits' records go on into the first file meanwhile. One
- * such record at a time: a later large one waits in a FIFO. A shutdown
- * lets the record be finished while running fetches may finish (the
- * crawl's grace); when they are cancelled (kr_archive_cancel), the record
- * is cut away and its visit given back; a crash leaves it to the start-up
- * repair as ever. Records of a dns lookup, revisits and small responses
- * are written at once.
+ * in that file (the same one: one fetch, one file), so the store still
+ * commits no visit before its records; the other visits' records go on
+ * into the first file meanwhile. One such record at a time: a later
+ * large one waits in a FIFO. A shutdown lets the record be finished
+ * while running fetches may finish (the crawl's grace); when they are
+ * cancelled (kr_archive_cancel), the record is cut away and its visit
+ * given back; a crash leaves it to the start-up repair as ever. Records
+ * of a dns lookup, revisits and small responses are written at once.
  *
  * Sections: the decision, records, slices and the queue, dns records.
  */

@@ -176,6 +176,7 @@ static void exchange_fill(kr_fetch_t *f, kr_archive_cap_t *cap, kr_archive_excha
   x->fp = f->curi->fp;
   x->ip = r->peer_ip[0] ? r->peer_ip : NULL;
   x->date_ms = f->fetch_start_ms ? f->fetch_start_ms : kr_crawl_now(f->crawl);
+  /* the head as stored: rewritten when the body is stored de-chunked */
   x->head = cap ? kr_archive_capture_head(cap) : r->raw_head;
   x->cap = cap;
   x->not_modified = r->status == 304;
@@ -185,7 +186,7 @@ static void exchange_fill(kr_fetch_t *f, kr_archive_cap_t *cap, kr_archive_excha
   x->complete = r->payload_bytes && !r->truncated && !f->http_err;
   x->visited = f->ad.visits != 0;
   x->unchanged = f->ad.content == KR_CONTENT_UNCHANGED;
-  x->chunked = r->chunked && x->head.p == r->raw_head.p; /* as stored */
+  x->chunked = r->chunked && x->head.p == r->raw_head.p; /* stored chunked */
   x->truncated = truncated_why(f);
   x->request = f->http ? kr_http_fetch_request(f->http) : kr_slice("", 0);
   x->metadata = metadata;

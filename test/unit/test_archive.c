@@ -504,8 +504,10 @@ static void test_dechunk(void **state) {
       x.cap = kr_archive_capture_begin(e.a, kr_slice_cstr(CH), url[i], 1);
       assert_int_equal(kr_archive_capture_dechunk(e.a, x.cap), 1);
       x.head = kr_archive_capture_head(x.cap);
-      for (size_t off = 0; off < len[i]; off += 65536)
-        kr_archive_capture_feed(e.a, x.cap, body + off, len[i] - off < 65536 ? len[i] - off : 65536);
+      for (size_t off = 0, step; off < len[i]; off += step) {
+        step = len[i] - off < 65536 ? len[i] - off : 65536;
+        kr_archive_capture_feed(e.a, x.cap, body + off, step);
+      }
       x.complete = x.has_payload_digest = 1;
       kr_sha1(body, len[i], x.payload_digest);
       x.done = done_cb;
