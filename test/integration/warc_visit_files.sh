@@ -72,7 +72,7 @@ is "$(awk '$2 == 200' "$T/s/logs/crawl.log" | wc -l)" 11 "every page fetched: 20
 
 (cd "$HERE" && node warcrecs.mjs "$T"/s/warcs/*.warc) >"$T/recs" 2>"$T/recs.err" ||
   not_ok "warcrecs.mjs reads the files: $(cat "$T/recs.err")"
-diag "$(ls "$T"/s/warcs | wc -l) files, $(wc -l <"$T/recs") records"
+diag "$(ls "$T"/s/warcs | wc -l) files, $(wc -l <"$T/recs") records; sizes: $(stat -c %s "$T"/s/warcs/* | tr '\n' ' ')"
 check "the files rotated (more than two)" test "$(ls "$T"/s/warcs | wc -l)" -gt 2
 # FILE TYPE ID CONCURRENT URI VIA: every WARC-Concurrent-To names a record
 # of the same file
