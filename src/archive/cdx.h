@@ -26,6 +26,9 @@ typedef struct kr_cdx_rec {
   char ts[15];                  /* its 14-digit timestamp */
   kr_slice_t mime;              /* as in the line; p NULL when none */
   kr_slice_t status;            /* HTTP status; p NULL when none */
+  uint64_t offset, length;      /* its bytes in the file, as in its line */
+  size_t line;                  /* its line, out->v[line]: fn may put a
+                                   kr_xmalloc'd line in its place */
 } kr_cdx_rec_t;
 typedef void (*kr_cdx_rec_fn)(void *ud, const kr_cdx_rec_t *r);
 

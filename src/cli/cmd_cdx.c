@@ -268,7 +268,8 @@ int kr__cdx_index_file(const char *path, const char *name, kr_cdx_lines_t *out,
     out->bytes += line.len;
     if (fn) {
       kr_cdx_rec_t cr = {.type = t, .url = url, .date = date, .mime = mime,
-                         .status = hp ? hp->status : (kr_slice_t){NULL, 0}};
+                         .status = hp ? hp->status : (kr_slice_t){NULL, 0},
+                         .offset = ext.offset, .length = ext.length, .line = out->n - 1};
       memcpy(cr.ts, ts, sizeof cr.ts);
       fn(ud, &cr);
     }
