@@ -44,7 +44,9 @@ int kr__wacz_range_sha256(int fd, uint64_t off, uint64_t len, char out[KR_WACZ_S
  * a WARC stores it (head, then the body with its transfer coding
  * "chunked" and content coding gzip or deflate, possibly cut short).
  * Looks at the first KR_WACZ_TITLE_SCAN decoded bytes for the first
- * <title> outside comments; its text, entities decoded, white space
+ * <title> outside comments, closed there; its text, character
+ * references decoded (numeric ones and amp lt gt quot apos nbsp; others
+ * are kept as written), white space
  * collapsed as document.title does, at most KR_WACZ_TITLE_MAX bytes,
  * goes to out (reset first). 1 when found and not empty, else 0. */
 #define KR_WACZ_TITLE_SCAN (64u << 10)

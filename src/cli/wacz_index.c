@@ -245,10 +245,12 @@ static int find_title(const char *h, size_t n, kr_buf_t *out) {
       const char *gt = memchr(h + i + 6, '>', n - i - 6);
       if (!gt) return 0;
       a = (size_t)(gt - h) + 1;
-      /* the text runs to </title (RCDATA: no other tag ends it), or to
-       * what was read */
+      /* the text runs to </title (RCDATA: no other tag ends it); one
+       * cut off by the end of what is looked at is none, rather than a
+       * part of it */
       for (b = a; b < n; b++)
         if (h[b] == '<' && n - b >= 7 && !strncasecmp(h + b, "</title", 7)) break;
+      if (b == n) return 0;
       found = 1;
     } else {
       i++;

@@ -27,8 +27,8 @@
 #  - `kria cdx` over the crawl's files agrees with warcio.js's indexer;
 #  - `kria wacz`: unzip -t passes, the expected entries, WARCs stored,
 #    datapackage.json sizes and SHA-256 match the entries, the digest file
-#    matches datapackage.json, the index is kria cdx's; refusals (.open
-#    files, garbage, usage);
+#    matches datapackage.json, waczcheck.mjs passes it, the index is kria
+#    cdx's with recordDigest; refusals (.open files, garbage, usage);
 #  - kill -9 mid-crawl: the .open file is repaired at restart, validates,
 #    and every URI the store says was visited has a record (a crash
 #    repeats fetches, never loses one); with durability batch the store
@@ -358,9 +358,15 @@ if unzip -t "$W" >"$T/unzip.out" 2>&1; then ok "unzip -t accepts the package"; e
   not_ok "unzip -t accepts the package"; diag "$(tail -5 "$T/unzip.out")"
 fi
 names=$(unzip -Z1 "$W" | sort)
+# the index is index.cdx, or from 50,000 bytes on index.cdx.gz + index.idx
+IX=(indexes/index.cdx)
+unzip -Z1 "$W" | grep -q '^indexes/index.idx$' && IX=(indexes/index.cdx.gz indexes/index.idx)
 want=$( { for f in "${A[@]}" "${B[@]}"; do echo "archive/${f##*/}"; done
-  printf '%s\n' indexes/index.cdx pages/pages.jsonl datapackage.json datapackage-digest.json; } | sort)
+  printf '%s\n' "${IX[@]}" pages/pages.jsonl datapackage.json datapackage-digest.json; } | sort)
 is "$names" "$want" "entries: the WARCs, index, pages, datapackage and its digest"
+if out=$(node "$HERE/waczcheck.mjs" "$W" 2>&1); then ok "waczcheck.mjs passes the package ($(tail -1 <<<"$out"))"; else
+  not_ok "waczcheck.mjs passes the package"; diag "$(head -20 <<<"$out")"
+fi
 is "$(zipinfo "$W" 'archive/*' | awk '{print $6}' | sort -u)" stor "WARCs are stored, not deflated"
 mkdir -p "$T/x" && (cd "$T/x" && unzip -q "$W")
 bad=0 n=0
@@ -370,11 +376,12 @@ while IFS=$'\t' read -r path hash bytes; do
   [ "sha256:$got" = "$hash" ] || { bad=$((bad + 1)); diag "$path: hash $hash, file sha256:$got"; }
   [ "$(stat -c %s "$T/x/$path")" = "$bytes" ] || { bad=$((bad + 1)); diag "$path: bytes $bytes"; }
 done < <(node -e 'const d=require(process.argv[1]); if (d.profile!=="data-package"||d.wacz_version!=="1.1.1") process.exit(3); for (const r of d.resources) console.log([r.path,r.hash,r.bytes].join("\t"))' "$T/x/datapackage.json")
-is "$n" $((${#A[@]} + ${#B[@]} + 2)) "datapackage.json lists every file (profile data-package, wacz_version 1.1.1)"
+is "$n" $((${#A[@]} + ${#B[@]} + ${#IX[@]} + 1)) "datapackage.json lists every file (profile data-package, wacz_version 1.1.1)"
 is "$bad" 0 "datapackage.json sizes and SHA-256 match the entries"
 dg=$(node -p 'require(process.argv[1]).hash' "$T/x/datapackage-digest.json")
 is "$dg" "sha256:$(sha256sum "$T/x/datapackage.json" | cut -d' ' -f1)" "datapackage-digest.json matches datapackage.json"
-is "$(cat "$T/x/indexes/index.cdx")" "$(cat "$T/idx.cdxj")" "the index is kria cdx's"
+if [ -f "$T/x/indexes/index.cdx" ]; then cat "$T/x/indexes/index.cdx"; else gzip -dc "$T/x/indexes/index.cdx.gz"; fi >"$T/x.cdxj"
+is "$(sed 's/, "recordDigest": "sha256:[0-9a-f]*"}$/}/' "$T/x.cdxj")" "$(cat "$T/idx.cdxj")" "the index is kria cdx's, with recordDigest"
 like "$(head -1 "$T/x/pages/pages.jsonl")" '"format": "json-pages-1.0"' "pages.jsonl starts with its header"
 like "$(cat "$T/x/pages/pages.jsonl")" "\"url\": \"$U/p/0\", \"ts\": \"[0-9-]+T[0-9:.]+Z\"" "pages.jsonl lists the HTML pages with their first capture"
 cp "${A[0]}" "$T/left.warc.gz.open"
