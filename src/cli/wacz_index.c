@@ -280,6 +280,7 @@ static int find_title(const char *h, size_t n, kr_buf_t *out) {
     size_t want = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
     if (e - (s - 1) < want) out->len = s - 1;
   }
+  while (out->len && out->data[out->len - 1] == ' ') out->len--;
   if (out->data) out->data[out->len] = '\0';
   return out->len > 0;
 }

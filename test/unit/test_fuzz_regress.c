@@ -47,6 +47,9 @@ static const char *fuzz_current = "(none)";
 #define FUZZ_ENTRY fuzz_seeds_entry
 #include "../fuzz/fuzz_seeds.c"
 #undef FUZZ_ENTRY
+#define FUZZ_ENTRY fuzz_wacz_entry
+#include "../fuzz/fuzz_wacz.c"
+#undef FUZZ_ENTRY
 
 typedef int fuzz_entry_fn(const uint8_t *data, size_t size);
 
@@ -143,6 +146,8 @@ static void test_seeds(void **state) {
   memset(seedsfz_opts, 0, sizeof seedsfz_opts);
 }
 
+static void test_wacz(void **state) { replay("wacz", fuzz_wacz_entry, 5); }
+
 static void test_http(void **state) {
   replay("http", fuzz_http_entry, 10);
   fuzz_http_cleanup();
@@ -154,6 +159,7 @@ int main(void) {
       cmocka_unit_test(test_extract), cmocka_unit_test(test_inflate),
       cmocka_unit_test(test_config),  cmocka_unit_test(test_http),
       cmocka_unit_test(test_warc),    cmocka_unit_test(test_seeds),
+      cmocka_unit_test(test_wacz),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
