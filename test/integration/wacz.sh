@@ -13,7 +13,8 @@
 #    the record's stored bytes;
 #  - pages.jsonl: titles of plain, gzip, chunked and chunked gzip pages,
 #    character references decoded; a page without <title> has no title;
-#  - datapackage.json: mainPageURL / mainPageDate of the first page by
+#  - datapackage.json: resource names in lower case (frictionless), paths
+#    as they are; mainPageURL / mainPageDate of the first page by
 #    default, --url (with py-wacz's "/" for an empty path), --ts, --date;
 #    an uncaptured --url is an error, --ts without --url a usage error;
 #  - 50,000 captures: the block index is used, 196 blocks, all valid;
@@ -86,6 +87,13 @@ is "$?" 64 "--ts without --url: usage error"
 "$KRIA" wacz --gz-index-lines 0 "$T/n.wacz" "${G[@]}" 2>/dev/null
 is "$?" 64 "--gz-index-lines 0: usage error"
 check "no package left by the failures" test ! -e "$T/n.wacz"
+
+# ---- resource names ------------------------------------------------------------------
+cp "${G[1]}" "$T/GEN-Up.warc.gz"
+"$KRIA" wacz "$T/c.wacz" "${G[0]}" "$T/GEN-Up.warc.gz" 2>/dev/null
+wcheck "a WARC named in capitals: the package passes the checks" "$T/c.wacz"
+like "$(unzip -p "$T/c.wacz" datapackage.json)" '"name": "gen-up.warc.gz", "path": "archive/GEN-Up.warc.gz"' \
+  "... its resource name in lower case (frictionless), its path as it is"
 
 # ---- the block index -----------------------------------------------------------------
 "$KRIA" wacz --gz-index-min 0 --gz-index-lines 4 "$T/b.wacz" "${G[@]}" 2>/dev/null
