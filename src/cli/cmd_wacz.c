@@ -112,8 +112,7 @@ struct scan {
   kr_buf_t title;
   int err;                      /* the first error; the rest is skipped */
   const struct opts *o;
-  char main_date[32];           /* --url's capture: its WARC-Date */
-  int main_found;
+  int main_found;               /* --url (and --ts) was captured */
 };
 
 static uint64_t hash_bytes(const char *p, size_t n) {
@@ -224,14 +223,8 @@ static void on_rec(void *ud, const kr_cdx_rec_t *r) {
    * revisits (WACZIndexer.check_pages_and_text) */
   if (o->url && !S->err && (r->type == KR_WARC_RESPONSE || r->type == KR_WARC_RESOURCE ||
                             r->type == KR_WARC_REVISIT) &&
-      kr_slice_eq(r->url, kr_slice_cstr(o->url)) && (!o->ts || !strcmp(o->ts, r->ts)) &&
-      r->date.n < sizeof S->main_date) {
-    char d[32];
-    memcpy(d, r->date.p, r->date.n);
-    d[r->date.n] = '\0';
-    if (!S->main_found || strcmp(d, S->main_date) < 0) memcpy(S->main_date, d, sizeof d);
+      kr_slice_eq(r->url, kr_slice_cstr(o->url)) && (!o->ts || !strcmp(o->ts, r->ts)))
     S->main_found = 1;
-  }
   if (!S->err) add_page(S, r);
 }
 
