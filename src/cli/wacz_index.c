@@ -272,15 +272,22 @@ static int find_title(const char *h, size_t n, kr_buf_t *out) {
     if (out->len + un > KR_WACZ_TITLE_MAX || kr_buf_append(out, u, un)) break;
     if (used) k += used - 1;
   }
-  /* A cut in the middle of a UTF-8 sequence loses the sequence. */
-  size_t e = out->len, s = e;
-  while (s > 0 && ((unsigned char)out->data[s - 1] & 0xc0) == 0x80) s--;
-  if (s > 0 && (unsigned char)out->data[s - 1] >= 0xc0) {
-    unsigned char c = (unsigned char)out->data[s - 1];
-    size_t want = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
-    if (e - (s - 1) < want) out->len = s - 1;
+  /* A UTF-8 sequence cut by the cap (or never complete) goes, and any
+   * blank before it. Bounded: every round shortens the title or ends. */
+  for (;;) {
+    size_t e = out->len, s = e;
+    while (s > 0 && ((unsigned char)out->data[s - 1] & 0xc0) == 0x80) s--;
+    if (s > 0 && (unsigned char)out->data[s - 1] >= 0xc0) {
+      unsigned char c = (unsigned char)out->data[s - 1];
+      size_t want = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+      if (e - (s - 1) < want) {
+        out->len = s - 1;
+        continue;
+      }
+    }
+    if (!out->len || out->data[out->len - 1] != ' ') break;
+    out->len--;
   }
-  while (out->len && out->data[out->len - 1] == ' ') out->len--;
   if (out->data) out->data[out->len] = '\0';
   return out->len > 0;
 }
