@@ -158,6 +158,7 @@ static void dechunk(const char *p, size_t n, kr_buf_t *out) {
     if (!nl || size == 0) return;
     i = (size_t)(nl - p) + 1;
     size_t take = size < n - i ? (size_t)size : n - i;
+    if (take > KR_WACZ_TITLE_SCAN - out->len) take = KR_WACZ_TITLE_SCAN - out->len;
     if (kr_buf_append(out, p + i, take)) return;
     i += take;
     if (i < n && p[i] == '\r') i++;

@@ -1,6 +1,7 @@
 /*
  * wacz_index: page titles from responses as WARCs store them (plain,
- * gzip, deflate, chunked, chunked gzip, cut short, past the scan limit,
+ * gzip, deflate, chunked (one chunk larger than the scan too), chunked
+ * gzip, cut short, past the scan limit,
  * comments, entities, white space, the length cap at a UTF-8 boundary,
  * codings not read); the compressed index (blocks of N lines, each one
  * gzip member whose SHA-256 and first key its index.idx line gives);
@@ -46,6 +47,13 @@ static char *title_of(const char *head, const void *body, size_t bn) {
   return rc == 1 ? got : NULL;
 }
 
+#define TITLE_IS(got, want)       \
+  do {                            \
+    const char *g_ = (got);       \
+    assert_non_null(g_);          \
+    assert_string_equal(g_, want); \
+  } while (0)
+
 static const char *plain(const char *html) {
   return title_of("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n", html, strlen(html));
 }
@@ -67,21 +75,21 @@ static size_t squeeze(const char *s, size_t n, int wbits, unsigned char *out, si
 
 static void titles_plain(void **state) {
   (void)state;
-  assert_string_equal(plain("<html><head><title>Example Domain</title></head>"), "Example Domain");
+  TITLE_IS(plain("<html><head><title>Example Domain</title></head>"), "Example Domain");
   /* as document.title: white space collapsed and trimmed, any case */
-  assert_string_equal(plain("<TITLE lang=en>\n  Two\t\r\n words  </TiTlE>"), "Two words");
+  TITLE_IS(plain("<TITLE lang=en>\n  Two\t\r\n words  </TiTlE>"), "Two words");
   /* entities: the XML five, nbsp, decimal and hex; unknown ones kept */
-  assert_string_equal(plain("<title>a &amp; b &lt;c&gt; &quot;d&quot; &#39;e&apos; "
+  TITLE_IS(plain("<title>a &amp; b &lt;c&gt; &quot;d&quot; &#39;e&apos; "
                             "caf&#233; caf&#xE9; &copy; &#0; &amp</title>"),
                       "a & b <c> \"d\" 'e' caf\xc3\xa9 caf\xc3\xa9 &copy; \xef\xbf\xbd &amp");
-  assert_string_equal(plain("<title>x&nbsp;y &#x1F600;</title>"), "x\xc2\xa0y \xf0\x9f\x98\x80");
+  TITLE_IS(plain("<title>x&nbsp;y &#x1F600;</title>"), "x\xc2\xa0y \xf0\x9f\x98\x80");
   /* UTF-8 bytes pass as they are (JSON escaping comes later) */
-  assert_string_equal(plain("<title>Gr\xc3\xbc\xc3\x9f""e</title>"), "Gr\xc3\xbc\xc3\x9f""e");
+  TITLE_IS(plain("<title>Gr\xc3\xbc\xc3\x9f""e</title>"), "Gr\xc3\xbc\xc3\x9f""e");
   /* a title in a comment is none; <titles> is not <title> */
-  assert_string_equal(plain("<!-- <title>old</title> --><titles>no</titles><title>new</title>"),
+  TITLE_IS(plain("<!-- <title>old</title> --><titles>no</titles><title>new</title>"),
                       "new");
   /* RCDATA: markup inside is text, only </title ends it */
-  assert_string_equal(plain("<title>a <b>bold</b> move</title>"), "a <b>bold</b> move");
+  TITLE_IS(plain("<title>a <b>bold</b> move</title>"), "a <b>bold</b> move");
   /* cut short: no part of a title */
   assert_null(plain("<title>Cut sho"));
   assert_null(plain("<html><head></head><body>no title</body>"));
@@ -92,7 +100,7 @@ static void titles_plain(void **state) {
   assert_null(title_of("<title>x</title>", "", 0));
   assert_null(title_of("HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n<title>x</title>", "", 0));
   /* a bare-LF head */
-  assert_string_equal(title_of("HTTP/1.0 200 OK\nServer: x\n\n", "<title>lf</title>", 17), "lf");
+  TITLE_IS(title_of("HTTP/1.0 200 OK\nServer: x\n\n", "<title>lf</title>", 17), "lf");
 }
 
 static void titles_long(void **state) {
@@ -106,7 +114,7 @@ static void titles_long(void **state) {
   html[n] = '\0';
   assert_null(plain(html));
   memcpy(html + KR_WACZ_TITLE_SCAN - 40, "<title>late</title>", 19);
-  assert_string_equal(plain(html), "late");
+  TITLE_IS(plain(html), "late");
   /* a long title is cut at the cap, never inside a UTF-8 sequence */
   memset(html, 0, n);
   strcpy(html, "<title>a");
@@ -124,16 +132,16 @@ static void titles_coded(void **state) {
   const char *html = "<html><head><title>Coded page</title></head><body>hello</body></html>";
   unsigned char z[4096];
   size_t zn = squeeze(html, strlen(html), 31, z, sizeof z);
-  assert_string_equal(title_of("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n\r\n", z, zn),
+  TITLE_IS(title_of("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n\r\n", z, zn),
                       "Coded page");
   /* cut short inside the gzip stream, after the title */
-  assert_string_equal(title_of("HTTP/1.1 200 OK\r\ncontent-encoding: GZIP\r\n\r\n", z, zn - 30),
+  TITLE_IS(title_of("HTTP/1.1 200 OK\r\ncontent-encoding: GZIP\r\n\r\n", z, zn - 30),
                       "Coded page");
   zn = squeeze(html, strlen(html), 15, z, sizeof z);
-  assert_string_equal(title_of("HTTP/1.1 200 OK\r\nContent-Encoding: deflate\r\n\r\n", z, zn),
+  TITLE_IS(title_of("HTTP/1.1 200 OK\r\nContent-Encoding: deflate\r\n\r\n", z, zn),
                       "Coded page");
   zn = squeeze(html, strlen(html), -15, z, sizeof z);
-  assert_string_equal(title_of("HTTP/1.1 200 OK\r\nContent-Encoding: deflate\r\n\r\n", z, zn),
+  TITLE_IS(title_of("HTTP/1.1 200 OK\r\nContent-Encoding: deflate\r\n\r\n", z, zn),
                       "Coded page");
   /* without decoding, the bytes are no title */
   assert_null(title_of("HTTP/1.1 200 OK\r\n\r\n", z, zn));
@@ -141,8 +149,18 @@ static void titles_coded(void **state) {
   assert_null(title_of("HTTP/1.1 200 OK\r\nContent-Encoding: br\r\n\r\n", html, strlen(html)));
   /* chunked: framing and extensions gone, a title split over chunks */
   const char *ch = "8\r\n<title>S\r\n9;name=v\r\nplit one<\r\n7\r\n/title>\r\n0\r\n\r\n";
-  assert_string_equal(title_of("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", ch,
+  TITLE_IS(title_of("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", ch,
                                strlen(ch)), "Split one");
+  /* one chunk larger than what is scanned: its start is read */
+  size_t big = KR_WACZ_TITLE_SCAN + 1000;
+  char *bc = malloc(big + 32);
+  assert_non_null(bc);
+  int bl = snprintf(bc, 32, "%zx\r\n", big);
+  memset(bc + bl, ' ', big);
+  memcpy(bc + bl, "<title>Big chunk</title>", 24);
+  TITLE_IS(title_of("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", bc,
+                               (size_t)bl + big), "Big chunk");
+  free(bc);
   /* chunked and gzip: chunks of the gzip stream */
   zn = squeeze(html, strlen(html), 31, z, sizeof z);
   char body[8192];
@@ -154,7 +172,7 @@ static void titles_coded(void **state) {
   memcpy(body + k, z + half, zn - half);
   k += (int)(zn - half);
   k += snprintf(body + k, sizeof body - (size_t)k, "\r\n0\r\n\r\n");
-  assert_string_equal(title_of("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
+  TITLE_IS(title_of("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"
                                "Content-Encoding: gzip\r\n\r\n", body, (size_t)k), "Coded page");
   /* garbage that claims gzip: no title, no crash */
   assert_null(title_of("HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\n\r\n", html, strlen(html)));
