@@ -268,10 +268,16 @@ static int find_title(const char *h, size_t n, kr_buf_t *out) {
     char u[4];
     size_t un = 1, used = h[k] == '&' ? entity(h + k, b - k, u, &un) : 0;
     if (!used) u[0] = h[k];
+    if (used) k += used - 1;
+    /* white space written as a reference (&#9;) collapses too, as the
+     * text is decoded before document.title collapses it */
+    if (un == 1 && is_space(u[0])) {
+      space = 1;
+      continue;
+    }
     if (space && out->len && kr_buf_append(out, " ", 1)) break;
     space = 0;
     if (out->len + un > KR_WACZ_TITLE_MAX || kr_buf_append(out, u, un)) break;
-    if (used) k += used - 1;
   }
   /* A UTF-8 sequence cut by the cap (or never complete) goes, and any
    * blank before it. Bounded: every round shortens the title or ends. */

@@ -83,6 +83,8 @@ static void titles_plain(void **state) {
                             "caf&#233; caf&#xE9; &copy; &#0; &amp</title>"),
                       "a & b <c> \"d\" 'e' caf\xc3\xa9 caf\xc3\xa9 &copy; \xef\xbf\xbd &amp");
   TITLE_IS(plain("<title>x&nbsp;y &#x1F600;</title>"), "x\xc2\xa0y \xf0\x9f\x98\x80");
+  /* white space as references collapses like the rest */
+  TITLE_IS(plain("<title>&#32;a&#9;&#10; b&#x20;</title>"), "a b");
   /* UTF-8 bytes pass as they are (JSON escaping comes later) */
   TITLE_IS(plain("<title>Gr\xc3\xbc\xc3\x9f""e</title>"), "Gr\xc3\xbc\xc3\x9f""e");
   /* a title in a comment is none; <titles> is not <title> */
