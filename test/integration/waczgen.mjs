@@ -11,8 +11,9 @@
 // "Page N" (every eighth page's is "Café N & café", from character
 // references, white space and UTF-8; every
 // third is gzip-coded, every fifth chunked, page 3 has no title), linking
-// the next pages and the image and style sheet captured with it; the
-// others are /img/N.png and /css/N.css. Prints one JSON line: the files,
+// the next pages and embedding the image and style sheet captured right
+// after it; the others are /img/C.png and /css/C.css (C the capture's
+// number: page N is capture 4N, its image 4N+1, its style sheet 4N+2). Prints one JSON line: the files,
 // captures, pages, and the first page's URL. Deterministic: the same
 // arguments give the same bytes.
 import { createHash } from "node:crypto";
@@ -71,9 +72,9 @@ function page(n) {
   const links = [1, 2, 3].map((k) => `<a href="/p/${n + 4 * k}">next ${k}</a>`).join(" ");
   return Buffer.from(
     `<!doctype html><html><head><meta charset="utf-8">${title}` +
-      `<link rel="stylesheet" href="/css/${n + 2}.css"></head><body><h1>Page ${n}</h1>` +
+      `<link rel="stylesheet" href="/css/${4 * n + 2}.css"></head><body><h1>Page ${n}</h1>` +
       `<p>Synthetic page ${n} of kria's WACZ tests. ${"Lorem ipsum dolor sit amet. ".repeat(8)}</p>` +
-      `<img src="/img/${n + 1}.png"> ${links}</body></html>\n`,
+      `<img src="/img/${4 * n + 1}.png"> ${links}</body></html>\n`,
   );
 }
 
