@@ -4,7 +4,8 @@
 #
 # Synthesises one WARC file of N captures (test/integration/waczgen.mjs:
 # a request and a response record per capture, a quarter of them HTML
-# pages with titles, plain / gzip / chunked; reused while N is the same),
+# pages with titles, plain / gzip / chunked; reused while N and the
+# generator are the same),
 # runs `kria wacz` on it R times under bench/lib/measure (wall, CPU, peak
 # RSS), checks the package once with test/integration/waczcheck.mjs
 # (py-wacz's validate checks, the index.idx / index.cdx.gz blocks, every
@@ -54,7 +55,7 @@ OUT=$KB_OUT/wacz
 mkdir -p "$OUT"
 [ -n "$OUTW" ] || OUTW=$OUT/captures-$CAPTURES.wacz
 WARCS=$OUT/warc-$CAPTURES
-if [ ! -s "$WARCS/gen-0.warc.gz" ]; then
+if [ ! -s "$WARCS/gen-0.warc.gz" ] || [ "$KB_ROOT/test/integration/waczgen.mjs" -nt "$WARCS/gen-0.warc.gz" ]; then
 	kb_log "synthesising $CAPTURES captures in $WARCS"
 	rm -rf "$WARCS"
 	node "$KB_ROOT/test/integration/waczgen.mjs" "$WARCS" "$CAPTURES" >/dev/null || kb_die "waczgen.mjs failed"
