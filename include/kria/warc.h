@@ -266,10 +266,25 @@ typedef struct kr_warc_reader_opts {
                                     byte, when it starts inside a file
                                     (0): offsets and messages count
                                     from the file's start */
+  int lenient;                   /* 1: read as warcio's ArchiveIterator
+                                    does, for indexing real collections:
+                                    ARC v1 files (kria/arc.h; each
+                                    record a response, the filedesc a
+                                    warcinfo, version "ARC/1.0"), blank
+                                    lines before a record skipped, any
+                                    blank lines (or none) after a block,
+                                    a stray first line there skipped with
+                                    a warning, header lines ending in
+                                    any blanks (CR CR LF), lines without
+                                    ':' ignored, a bad Content-Length
+                                    read as 0. A file is WARC or ARC by
+                                    its first record. Extents of plain
+                                    input end with the block. 0: the
+                                    strict WARC/1.1 reader. */
 } kr_warc_reader_opts_t;
 
 typedef struct kr_warc_header {
-  kr_slice_t version;            /* "WARC/1.1" */
+  kr_slice_t version;            /* "WARC/1.1"; "ARC/1.0" (lenient) */
   int type;                      /* enum kr_warc_type */
   kr_slice_t type_name;
   const kr_warc_field_t *fields; /* in order; names NUL-terminated */
@@ -282,7 +297,8 @@ typedef struct kr_warc_header {
 /* Where a finished record lies in the input. offset and length follow
  * the CDX convention of warcio and cdxj-indexer: for gzip the whole
  * member(s), for plain WARC the record without the CRLF CRLF after its
- * block. end is where the next record starts. */
+ * block (lenient: without whatever follows its block). end is where the
+ * next record starts. */
 typedef struct kr_warc_extent {
   uint64_t offset, length;       /* length 0 when not aligned */
   uint64_t end;                  /* first byte after the record (0 when
@@ -313,6 +329,10 @@ int kr_warc_reader_finish(kr_warc_reader_t *r, kr_warc_extent_t *ext);
 int kr_warc_reader_is_gzip(const kr_warc_reader_t *r);
 /* What the last error was about ("" when none). */
 const char *kr_warc_reader_errmsg(const kr_warc_reader_t *r);
+/* Lenient reading: what was tolerated when the last record was finished
+ * (a stray line after its block), "" when nothing; cleared by
+ * kr_warc_reader_next. */
+const char *kr_warc_reader_warning(const kr_warc_reader_t *r);
 
 /* The first field named name (case-insensitive): its value, or a slice
  * with p == NULL. */

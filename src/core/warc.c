@@ -31,6 +31,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "kria/arc.h"
 #include "kria/error.h"
 #include "kria/mem.h"
 
@@ -829,7 +830,14 @@ struct kr_warc_reader {
   kr_warc_field_t *fields;
   size_t fields_cap;
   char err[200];
+  /* lenient */
+  int format;                    /* FORMAT_*: fixed by the first record */
+  char warn[200];
+  kr_warc_field_t arc_fields[6]; /* an ARC record's header as WARC fields */
+  char arc_date[KR_ARC_DATE_SIZE], arc_len[24];
 };
+
+enum { FORMAT_UNKNOWN = 0, FORMAT_WARC, FORMAT_ARC };
 
 long kr_warc_fd_source(void *ctx, void *buf, size_t n) {
   int fd = *(int *)ctx;
@@ -849,6 +857,7 @@ kr_warc_reader_t *kr_warc_reader_new(const kr_warc_reader_opts_t *opts,
   r->ctx = ctx;
   r->gz = -1;
   r->in_base = opts ? opts->base : 0;
+  r->o.lenient = opts && opts->lenient;
   r->in = kr_xmalloc(RD_IN_SIZE);
   kr_buf_init(&r->hb, r->o.max_header);
   return r;
@@ -866,6 +875,7 @@ void kr_warc_reader_free(kr_warc_reader_t *r) {
 
 int kr_warc_reader_is_gzip(const kr_warc_reader_t *r) { return r->gz == 1; }
 const char *kr_warc_reader_errmsg(const kr_warc_reader_t *r) { return r->err; }
+const char *kr_warc_reader_warning(const kr_warc_reader_t *r) { return r->warn; }
 
 __attribute__((format(printf, 3, 4))) static int fail(kr_warc_reader_t *r, int err,
                                                       const char *fmt, ...) {
@@ -976,6 +986,12 @@ static void eat(kr_warc_reader_t *r, size_t n) {
 
 static uint64_t plain_pos(const kr_warc_reader_t *r) { return r->in_base + r->in_pos; }
 
+/* Python's bytes.isspace(), which warcio's rstrip() and blank-line tests
+ * amount to for header bytes. */
+static int is_space(unsigned char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
 static int tchar(unsigned char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
          (c && strchr("!#$%&'*+-.^_`|~", c));
@@ -993,7 +1009,12 @@ static int parse_header(kr_warc_reader_t *r) {
   while (rd < len) {
     char *nl = memchr(b + rd, '\n', len - rd);
     size_t ll = (size_t)(nl - (b + rd)), next = rd + ll + 1;
-    if (ll && b[rd + ll - 1] == '\r') ll--;
+    if (r->o.lenient) {
+      /* warcio strips every trailing blank: CR CR LF ends a line too. */
+      while (ll && is_space((unsigned char)b[rd + ll - 1])) ll--;
+    } else if (ll && b[rd + ll - 1] == '\r') {
+      ll--;
+    }
     if (ll == 0) break; /* the empty line ending the header */
     const char *line = b + rd;
     if (first) {
@@ -1018,11 +1039,25 @@ static int parse_header(kr_warc_reader_t *r) {
         f->value.n = (size_t)(b + wr - f->value.p);
       }
     } else {
-      size_t nl2 = 0;
-      while (nl2 < ll && tchar((unsigned char)line[nl2])) nl2++;
-      if (nl2 == 0 || nl2 == ll || line[nl2] != ':')
-        return fail(r, KR_EWARC, "record at offset %" PRIu64 ": malformed field line",
-                    r->rec_offset);
+      size_t nl2 = 0, vat;
+      if (r->o.lenient) {
+        /* warcio: the name is what comes before the first ':' (blanks
+         * before the colon dropped); a line without one is ignored. */
+        const char *colon = memchr(line, ':', ll);
+        if (!colon) {
+          rd = next;
+          continue;
+        }
+        vat = (size_t)(colon - line) + 1;
+        nl2 = vat - 1;
+        while (nl2 && (line[nl2 - 1] == ' ' || line[nl2 - 1] == '\t')) nl2--;
+      } else {
+        while (nl2 < ll && tchar((unsigned char)line[nl2])) nl2++;
+        if (nl2 == 0 || nl2 == ll || line[nl2] != ':')
+          return fail(r, KR_EWARC, "record at offset %" PRIu64 ": malformed field line",
+                      r->rec_offset);
+        vat = nl2 + 1;
+      }
       if (nf == r->o.max_fields)
         return fail(r, KR_ETOOBIG, "record at offset %" PRIu64 ": more than %zu fields",
                     r->rec_offset, r->o.max_fields);
@@ -1031,7 +1066,7 @@ static int parse_header(kr_warc_reader_t *r) {
         if (r->fields_cap > r->o.max_fields) r->fields_cap = r->o.max_fields;
         r->fields = kr_xrealloc(r->fields, r->fields_cap * sizeof *r->fields);
       }
-      kr_slice_t v = kr_slice_trim(kr_slice(line + nl2 + 1, ll - nl2 - 1));
+      kr_slice_t v = kr_slice_trim(kr_slice(line + vat, ll - vat));
       memmove(b + wr, line, nl2);
       r->fields[nf].name = b + wr;
       wr += nl2;
@@ -1060,6 +1095,12 @@ static int parse_header(kr_warc_reader_t *r) {
       if (v.p[k] < '0' || v.p[k] > '9') okv = 0;
       n = n * 10 + (uint64_t)(v.p[k] - '0');
     }
+    if (r->o.lenient) {
+      /* warcio reads the first one; a bad value is an empty block. */
+      h->content_length = okv ? n : 0;
+      have_len = 1;
+      break;
+    }
     if (!okv || (have_len && n != h->content_length))
       return fail(r, KR_EWARC, "record at offset %" PRIu64 ": bad Content-Length",
                   r->rec_offset);
@@ -1072,14 +1113,169 @@ static int parse_header(kr_warc_reader_t *r) {
   return 0;
 }
 
+/* ---- lenient reading (opts.lenient) ---- */
+
+/* Skip blanks before a record. 1 when a byte follows, 0 at the end. */
+static int skip_blanks(kr_warc_reader_t *r) {
+  const unsigned char *p;
+  size_t n;
+  for (;;) {
+    int rc = window(r, &p, &n, 0);
+    if (rc <= 0) return rc;
+    size_t k = 0;
+    while (k < n && is_space(p[k])) k++;
+    eat(r, k);
+    if (k < n) return 1;
+  }
+}
+
+/* Append one line (through its LF, or to the end of the input) to r->hb:
+ * 1, 0 when the input had ended, KR_ETOOBIG past max_header, or the
+ * input's error (not recorded as the reader's failure). */
+static int append_line(kr_warc_reader_t *r) {
+  size_t mark = r->hb.len;
+  for (;;) {
+    const unsigned char *p;
+    size_t n;
+    int rc = window(r, &p, &n, 0);
+    if (rc < 0) return rc;
+    if (rc == 0) return r->hb.len > mark;
+    const unsigned char *nl = memchr(p, '\n', n);
+    size_t take = nl ? (size_t)(nl - p) + 1 : n;
+    if (kr_buf_append(&r->hb, p, take)) return KR_ETOOBIG;
+    eat(r, take);
+    if (nl) return 1;
+  }
+}
+
+static int is_blank_line(const char *p, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (!is_space((unsigned char)p[i])) return 0;
+  return 1;
+}
+
+static int header_over(kr_warc_reader_t *r, int rc) {
+  if (rc == KR_ETOOBIG)
+    return fail(r, KR_ETOOBIG, "record at offset %" PRIu64 ": header over %zu bytes",
+                r->rec_offset, r->o.max_header);
+  return r->failed ? rc : fail(r, rc, "record at offset %" PRIu64 ": %s", r->rec_offset,
+                               kr_strerror(rc));
+}
+
+/* An ARC v1 record as a WARC header (what warcio's arc2warc makes of it):
+ * the first line is in r->hb; a filedesc's two more lines are read here
+ * and count as header. */
+static int arc_header(kr_warc_reader_t *r) {
+  size_t first = r->hb.len;
+  int filedesc = first >= 11 && !memcmp(r->hb.data, "filedesc://", 11);
+  for (int i = 0; filedesc && i < 2; i++) {
+    int rc = append_line(r);
+    if (rc < 0) return header_over(r, rc);
+  }
+  kr_arc_header_t a;
+  if (kr_arc_parse_line(r->hb.data, first, &a))
+    return fail(r, KR_EWARC, "no WARC or ARC record at offset %" PRIu64, r->rec_offset);
+  uint64_t more = r->hb.len - first;
+  uint64_t len = a.length >= more ? a.length - more : 0;
+  char ts[15];
+  kr_arc_timestamp14(a.date, ts);
+  kr_arc_iso_date(ts, r->arc_date);
+  snprintf(r->arc_len, sizeof r->arc_len, "%" PRIu64, len);
+  kr_warc_field_t *f = r->arc_fields;
+  size_t nf = 0;
+  if (a.filedesc) {
+    f[nf++] = (kr_warc_field_t){"WARC-Type", KR_SLICE_LIT("warcinfo")};
+    f[nf++] = (kr_warc_field_t){"WARC-Filename", kr_slice(a.url.p + 11, a.url.n - 11)};
+  } else {
+    f[nf++] = (kr_warc_field_t){"WARC-Type", KR_SLICE_LIT("response")};
+    f[nf++] = (kr_warc_field_t){"WARC-Target-URI", a.url};
+  }
+  f[nf++] = (kr_warc_field_t){"WARC-IP-Address", a.ip};
+  f[nf++] = (kr_warc_field_t){"WARC-Date", kr_slice_cstr(r->arc_date)};
+  f[nf++] = (kr_warc_field_t){"Content-Type", a.filedesc ? a.mime :
+                              KR_SLICE_LIT("application/http;msgtype=response")};
+  f[nf++] = (kr_warc_field_t){"Content-Length", kr_slice_cstr(r->arc_len)};
+  kr_warc_header_t *h = &r->h;
+  memset(h, 0, sizeof *h);
+  h->version = KR_SLICE_LIT("ARC/1.0");
+  h->type = a.filedesc ? KR_WARC_WARCINFO : KR_WARC_RESPONSE;
+  h->type_name = f[0].value;
+  h->fields = f;
+  h->nfields = nf;
+  h->content_length = len;
+  h->offset = r->rec_offset;
+  return 0;
+}
+
+/* The header of a record whose first byte is at hand: WARC up to its
+ * first blank line, or an ARC line. */
+static int read_header_lenient(kr_warc_reader_t *r) {
+  kr_buf_reset(&r->hb);
+  int rc = append_line(r);
+  if (rc == KR_ETOOBIG)
+    return fail(r, KR_EWARC, "no WARC or ARC record at offset %" PRIu64, r->rec_offset);
+  if (rc < 0) return header_over(r, rc);
+  int warc = r->hb.len >= 5 && !memcmp(r->hb.data, "WARC/", 5);
+  if (r->format == FORMAT_WARC && !warc)
+    return fail(r, KR_EWARC, "no WARC record at offset %" PRIu64, r->rec_offset);
+  if (r->format == FORMAT_ARC && warc)
+    return fail(r, KR_EWARC, "a WARC record at offset %" PRIu64 " in an ARC file",
+                r->rec_offset);
+  if (!warc) {
+    if ((rc = arc_header(r)) < 0) return rc;
+    r->format = FORMAT_ARC;
+    return 0;
+  }
+  /* Bounded by max_header: every line grows hb. */
+  for (;;) {
+    size_t mark = r->hb.len;
+    rc = append_line(r);
+    if (rc < 0) return header_over(r, rc);
+    if (rc == 0)
+      return fail(r, KR_EWARC, "record at offset %" PRIu64 ": header cut short",
+                  r->rec_offset);
+    if (is_blank_line(r->hb.data + mark, r->hb.len - mark)) break;
+  }
+  if ((rc = parse_header(r)) < 0) return rc;
+  r->format = FORMAT_WARC;
+  return 0;
+}
+
+/* After a block: blank lines (any number, CR or not), and a first line
+ * that is not blank skipped with a warning, as warcio does; for gzip
+ * within the member only. */
+static int skip_after_block(kr_warc_reader_t *r) {
+  int first_line = 1, junk = 0;
+  const unsigned char *p;
+  size_t n;
+  /* Bounded: every turn consumes a byte or returns. */
+  for (;;) {
+    int rc = window(r, &p, &n, r->gz == 1);
+    if (rc < 0) return rc;
+    if (rc == 0) break;
+    unsigned char c = p[0];
+    if (junk || is_space(c)) {
+      eat(r, 1);
+      if (c == '\n') first_line = junk = 0;
+      continue;
+    }
+    if (!first_line) break; /* the next record */
+    junk = 1;
+    snprintf(r->warn, sizeof r->warn, "record at offset %" PRIu64 ": block not followed by "
+             "a blank line (wrong Content-Length?): a line skipped", r->rec_offset);
+  }
+  return 0;
+}
+
 int kr_warc_reader_next(kr_warc_reader_t *r, const kr_warc_header_t **hp) {
   if (r->failed) return r->failed;
   int rc;
   if (r->in_record && (rc = kr_warc_reader_finish(r, NULL)) < 0) return rc;
   if (r->gz < 0 && (rc = detect(r)) < 0) return rc;
+  r->warn[0] = '\0';
   const unsigned char *p;
   size_t n;
-  rc = window(r, &p, &n, 0);
+  rc = r->o.lenient ? skip_blanks(r) : window(r, &p, &n, 0);
   if (rc <= 0) return rc;
   if (r->gz) {
     r->rec_offset = r->member_start;
@@ -1087,6 +1283,13 @@ int kr_warc_reader_next(kr_warc_reader_t *r, const kr_warc_header_t **hp) {
   } else {
     r->rec_offset = plain_pos(r);
     r->rec_aligned = 1;
+  }
+  if (r->o.lenient) {
+    if ((rc = read_header_lenient(r)) < 0) return rc;
+    r->in_record = 1;
+    r->block_left = r->h.content_length;
+    *hp = &r->h;
+    return 1;
   }
   kr_buf_reset(&r->hb);
   int ended = 0;
@@ -1122,6 +1325,19 @@ int kr_warc_reader_next(kr_warc_reader_t *r, const kr_warc_header_t **hp) {
   return 1;
 }
 
+/* The input ended inside a block. Lenient reading of plain input ends the
+ * block there, as warcio does (0), with a warning; otherwise an error. */
+static int cut_short(kr_warc_reader_t *r) {
+  if (!r->o.lenient || r->gz)
+    return fail(r, KR_EWARC, "record at offset %" PRIu64 ": block cut short (%" PRIu64
+                " bytes missing)", r->rec_offset, r->block_left);
+  snprintf(r->warn, sizeof r->warn, "record at offset %" PRIu64 ": block cut short by the "
+           "end of the file (%" PRIu64 " bytes missing): indexed as it is", r->rec_offset,
+           r->block_left);
+  r->block_left = 0;
+  return 0;
+}
+
 long kr_warc_reader_read(kr_warc_reader_t *r, void *buf, size_t n) {
   if (r->failed) return r->failed;
   if (!r->in_record || r->block_left == 0 || n == 0) return 0;
@@ -1129,9 +1345,7 @@ long kr_warc_reader_read(kr_warc_reader_t *r, void *buf, size_t n) {
   size_t avail;
   int rc = window(r, &p, &avail, 0);
   if (rc < 0) return rc;
-  if (rc == 0)
-    return fail(r, KR_EWARC, "record at offset %" PRIu64 ": block cut short (%" PRIu64
-                " bytes missing)", r->rec_offset, r->block_left);
+  if (rc == 0) return cut_short(r);
   size_t k = avail < n ? avail : n;
   if (k > r->block_left) k = (size_t)r->block_left;
   memcpy(buf, p, k);
@@ -1149,20 +1363,27 @@ int kr_warc_reader_finish(kr_warc_reader_t *r, kr_warc_extent_t *ext) {
   while (r->block_left) {
     rc = window(r, &p, &n, 0);
     if (rc < 0) return rc;
-    if (rc == 0)
-      return fail(r, KR_EWARC, "record at offset %" PRIu64 ": block cut short (%" PRIu64
-                  " bytes missing)", r->rec_offset, r->block_left);
+    if (rc == 0) {
+      if ((rc = cut_short(r)) < 0) return rc;
+      break;
+    }
     size_t k = n < r->block_left ? n : (size_t)r->block_left;
     eat(r, k);
     r->block_left -= k;
   }
-  for (int i = 0; i < 4; i++) {
-    rc = window(r, &p, &n, 0);
-    if (rc < 0) return rc;
-    if (rc == 0 || p[0] != trailer[i])
-      return fail(r, KR_EWARC, "record at offset %" PRIu64 ": block not followed by "
-                  "CRLF CRLF (wrong Content-Length or cut short)", r->rec_offset);
-    eat(r, 1);
+  uint64_t block_end = r->gz ? 0 : plain_pos(r);
+  if (r->o.lenient) {
+    if ((rc = skip_after_block(r)) < 0) return rc;
+  } else {
+    for (int i = 0; i < 4; i++) {
+      rc = window(r, &p, &n, 0);
+      if (rc < 0) return rc;
+      if (rc == 0 || p[0] != trailer[i])
+        return fail(r, KR_EWARC, "record at offset %" PRIu64 ": block not followed by "
+                    "CRLF CRLF (wrong Content-Length or cut short)", r->rec_offset);
+      eat(r, 1);
+    }
+    if (!r->gz) block_end = plain_pos(r) - 4;
   }
   r->in_record = 0;
   kr_warc_extent_t e = {.offset = r->rec_offset, .aligned = 1};
@@ -1176,7 +1397,7 @@ int kr_warc_reader_finish(kr_warc_reader_t *r, kr_warc_extent_t *ext) {
     }
   } else {
     e.end = plain_pos(r);
-    e.length = e.end - 4 - r->rec_offset;
+    e.length = block_end - r->rec_offset;
   }
   if (ext) *ext = e;
   return 0;
