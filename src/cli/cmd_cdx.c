@@ -41,6 +41,7 @@
 #include "cdx.h"
 #include "cli.h"
 #include "internal.h"
+#include "kria/digest.h"
 #include "kria/url.h"
 #include "kria/warc.h"
 
@@ -110,51 +111,130 @@ int kr__cdx_json_str(kr_buf_t *b, const char *s, size_t n) {
   return err;
 }
 
-struct http_info {
-  kr_slice_t status, mime;
-  char head[HTTP_HEAD_MAX];
+/* Python's str.isspace() for the bytes warcio's rstrip() and blank-line
+ * tests meet in HTTP heads. */
+static int is_space(unsigned char c) {
+  return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
+}
+
+/* What the indexer learns from the block of one record. */
+struct block_info {
+  int http;                     /* the HTTP head was parsed */
+  kr_slice_t status, mime;      /* p NULL when none; into head */
+  char digest[KR_SHA1_LABEL_SIZE]; /* computed payload digest, "" if not */
+  size_t n;                     /* bytes of the head kept */
+  char head[HTTP_HEAD_MAX];     /* its first HTTP_HEAD_MAX bytes */
 };
 
-/* From the start of a response/revisit block: status code and the
- * Content-Type up to ';' or blank. */
-static int read_http(kr_warc_reader_t *r, uint64_t block_len, struct http_info *hi) {
-  size_t n = 0, want = block_len < HTTP_HEAD_MAX ? (size_t)block_len : HTTP_HEAD_MAX;
-  hi->status = hi->mime = (kr_slice_t){NULL, 0};
-  /* Bounded: each read returns bytes, 0 (end of block) or an error. */
-  while (n < want) {
-    long got = kr_warc_reader_read(r, hi->head + n, want - n);
-    if (got < 0) return (int)got;
-    if (got == 0) break;
-    n += (size_t)got;
-    if (memmem(hi->head, n, "\r\n\r\n", 4) || memmem(hi->head, n, "\n\n", 2)) break;
-  }
-  const char *h = hi->head;
-  if (n < 12 || memcmp(h, "HTTP/", 5)) return 0;
-  const char *eol = memchr(h, '\n', n);
-  if (!eol) return 0;
-  const char *sp = memchr(h, ' ', (size_t)(eol - h));
+/* One indexer over one file. */
+struct indexer {
+  const char *path, *base;
+  int lenient;
+  kr_warc_reader_t *r;
+  kr_sha1_t sha;
+  int sha_ready;
+  kr_buf_t line, key, url;
+  struct block_info bi;
+  char buf[65536];
+};
+
+/* Status and Content-Type from an HTTP head, as warcio parses it without
+ * verification: the status is the word after the status line's first
+ * space; a header is the text before its first ':' (blanks dropped), the
+ * first Content-Type wins and the mime is its value up to ';' or a blank
+ * (empty when the value is). A head with neither status text nor a
+ * header is no head (warcio's StatusAndHeaders is false): no status. */
+static void parse_http(struct block_info *bi) {
+  const char *h = bi->head, *end = h + bi->n;
+  const char *eol = memchr(h, '\n', bi->n);
+  if (!eol) eol = end;
+  size_t ll = (size_t)(eol - h);
+  while (ll && is_space((unsigned char)h[ll - 1])) ll--;
+  const char *sp = memchr(h, ' ', ll);
+  kr_slice_t status = kr_slice(h, 0), mime = {NULL, 0};
+  int fields = 0;
   if (sp) {
-    const char *p = sp + 1;
-    while (p < eol && *p == ' ') p++;
-    const char *q = p;
-    while (q < eol && *q >= '0' && *q <= '9') q++;
-    if (q > p && q - p <= 3) hi->status = kr_slice(p, (size_t)(q - p));
+    kr_slice_t rest = kr_slice(sp + 1, (size_t)(h + ll - sp - 1));
+    while (rest.n && is_space((unsigned char)rest.p[0])) rest.p++, rest.n--;
+    size_t k = 0;
+    while (k < rest.n && rest.p[k] != ' ') k++;
+    status = kr_slice(rest.p, k);
+    fields = rest.n > 0;
   }
-  const char *end = hi->head + n;
   for (const char *line = eol + 1; line < end;) {
     const char *nl = memchr(line, '\n', (size_t)(end - line));
-    if (!nl) break;
-    size_t ll = (size_t)(nl - line);
-    if (ll && line[ll - 1] == '\r') ll--;
+    const char *le = nl ? nl : end;
+    ll = (size_t)(le - line);
+    while (ll && is_space((unsigned char)line[ll - 1])) ll--;
     if (ll == 0) break;
-    if (ll > 13 && !strncasecmp(line, "content-type:", 13)) {
-      kr_slice_t v = kr_slice_trim(kr_slice(line + 13, ll - 13));
-      size_t k = 0;
-      while (k < v.n && v.p[k] != ';' && v.p[k] != ' ' && v.p[k] != '\t') k++;
-      hi->mime = kr_slice(v.p, k);
-      break;
+    const char *colon = line[0] == ' ' || line[0] == '\t' ? NULL : memchr(line, ':', ll);
+    if (colon) {
+      fields++;
+      size_t nn = (size_t)(colon - line);
+      while (nn && (line[nn - 1] == ' ' || line[nn - 1] == '\t')) nn--;
+      if (nn == 12 && !strncasecmp(line, "content-type", 12)) {
+        const char *v = colon + 1, *ve = line + ll;
+        while (v < ve && is_space((unsigned char)*v)) v++;
+        size_t k = 0;
+        while (v + k < ve && v[k] != ';' && !is_space((unsigned char)v[k])) k++;
+        if (!mime.p) mime = kr_slice(v, k);
+      }
     }
+    if (!nl) break;
     line = nl + 1;
+  }
+  if (fields) {
+    bi->status = status;
+    bi->mime = mime;
+  }
+}
+
+/* Read the block of the current record: the HTTP head up to its first
+ * blank line when http (its first HTTP_HEAD_MAX bytes kept), and, when
+ * hash, the SHA-1 of the payload after it (of the whole block without
+ * http), which is what cdxj-indexer computes for a record without
+ * WARC-Payload-Digest. The rest is left for kr_warc_reader_finish. */
+static int read_block(struct indexer *ix, int http, int hash) {
+  struct block_info *bi = &ix->bi;
+  bi->http = http;
+  bi->status = bi->mime = (kr_slice_t){NULL, 0};
+  bi->digest[0] = '\0';
+  bi->n = 0;
+  int in_head = http, blank = 1;
+  if (hash) {
+    if (!ix->sha_ready && kr_sha1_init(&ix->sha)) return KR_EIO;
+    ix->sha_ready = 1;
+    if (kr_sha1_reset(&ix->sha)) return KR_EIO;
+  }
+  /* Bounded: each read returns bytes, 0 (end of block) or an error. */
+  while (in_head || hash) {
+    long got = kr_warc_reader_read(ix->r, ix->buf, sizeof ix->buf);
+    if (got < 0) return (int)got;
+    if (got == 0) break;
+    size_t i = 0, n = (size_t)got;
+    if (in_head) {
+      for (; i < n && in_head; i++) {
+        unsigned char c = (unsigned char)ix->buf[i];
+        if (c == '\n') {
+          if (blank) in_head = 0;
+          blank = 1;
+        } else if (!is_space(c)) {
+          blank = 0;
+        }
+      }
+      size_t keep = i < HTTP_HEAD_MAX - bi->n ? i : HTTP_HEAD_MAX - bi->n;
+      memcpy(bi->head + bi->n, ix->buf, keep);
+      bi->n += keep;
+    }
+    /* A head without a blank line leaves no payload, as in warcio. */
+    if (hash && !in_head && i < n && kr_sha1_update(&ix->sha, ix->buf + i, n - i))
+      return KR_EIO;
+  }
+  if (http) parse_http(bi);
+  if (hash) {
+    uint8_t d[KR_SHA1_LEN];
+    if (kr_sha1_final(&ix->sha, d)) return KR_EIO;
+    kr_sha1_label(d, bi->digest);
   }
   return 0;
 }
@@ -166,125 +246,174 @@ static int add_field(kr_buf_t *b, int *first, const char *name, kr_slice_t v) {
   return err ? err : kr__cdx_json_str(b, v.p, v.n);
 }
 
-int kr__cdx_index_file(const char *path, const char *name, kr_cdx_lines_t *out,
-                       kr_cdx_rec_fn fn, void *ud) {
+/* What one index line says (slices p NULL when the field is left out). */
+struct cdx_entry {
+  kr_slice_t url, mime, status, digest;
+  char ts[15];
+  uint64_t length, offset;
+  const char *filename;
+};
+
+/* The line of one record: SURT key (the URL itself when it has none, "-"
+ * without URL), timestamp, JSON fields in cdxj-indexer's order. */
+static int format_line(kr_buf_t *line, kr_buf_t *key, const struct cdx_entry *e) {
+  kr_buf_reset(key);
+  int err = 0;
+  if (!e->url.p || kr_surt(e->url.p, e->url.n, NULL, key)) {
+    kr_buf_reset(key);
+    err = e->url.p && e->url.n ? kr_buf_append_slice(key, e->url) : kr_buf_append_str(key, "-");
+  }
+  /* The key is the line's first field: no blanks or controls in it. */
+  for (size_t i = 0; i < key->len; i++)
+    if ((unsigned char)key->data[i] <= ' ' || key->data[i] == 0x7f) key->data[i] = '_';
+  char lenbuf[24], offbuf[24];
+  snprintf(lenbuf, sizeof lenbuf, "%" PRIu64, e->length);
+  snprintf(offbuf, sizeof offbuf, "%" PRIu64, e->offset);
+  kr_buf_reset(line);
+  int first = 1;
+  if (!err) err = kr_buf_printf(line, "%s %s {", key->data, e->ts);
+  if (!err) err = add_field(line, &first, "url", e->url);
+  if (!err) err = add_field(line, &first, "mime", e->mime);
+  if (!err) err = add_field(line, &first, "status", e->status);
+  if (!err) err = add_field(line, &first, "digest", e->digest);
+  if (!err) err = add_field(line, &first, "length", kr_slice_cstr(lenbuf));
+  if (!err) err = add_field(line, &first, "offset", kr_slice_cstr(offbuf));
+  if (!err) err = add_field(line, &first, "filename", kr_slice_cstr(e->filename));
+  if (!err) err = kr_buf_append(line, "}", 1);
+  return err;
+}
+
+/* WARC-Target-URI as warcio reads it: angle brackets (WARC/1.0 writers
+ * such as wget) removed, spaces as %20. p NULL when there is none. */
+static kr_slice_t target_uri(kr_buf_t *b, const kr_warc_header_t *h) {
+  kr_slice_t url = kr_warc_header_get(h, "WARC-Target-URI");
+  if (!url.p) return url;
+  if (url.n >= 2 && url.p[0] == '<' && url.p[url.n - 1] == '>') url = kr_slice(url.p + 1, url.n - 2);
+  if (!memchr(url.p, ' ', url.n)) return url;
+  kr_buf_reset(b);
+  for (size_t i = 0; i < url.n; i++)
+    if (url.p[i] == ' ' ? kr_buf_append_str(b, "%20") : kr_buf_append(b, &url.p[i], 1))
+      return url; /* over the buffer's limit: left as it is */
+  return kr_slice(b->data, b->len);
+}
+
+static int starts_with(kr_slice_t s, const char *prefix) {
+  size_t n = strlen(prefix);
+  return s.n >= n && !memcmp(s.p, prefix, n);
+}
+
+/* Index the record whose header h was just read: 0 (indexed or left
+ * out), or an error already reported. */
+static int index_record(struct indexer *ix, const kr_warc_header_t *h, kr_cdx_lines_t *out,
+                        kr_cdx_rec_fn fn, void *ud) {
+  int t = h->type;
+  kr_slice_t ct = kr_warc_header_get(h, "Content-Type");
+  int take = t == KR_WARC_RESPONSE || t == KR_WARC_REVISIT ||
+             ((t == KR_WARC_RESOURCE || t == KR_WARC_METADATA) &&
+              !(ct.p && kr_slice_eq(kr_slice_trim(ct), KR_SLICE_LIT("application/warc-fields"))));
+  if (!take) return 0;
+  uint64_t off = h->offset;
+  struct cdx_entry e = {.url = target_uri(&ix->url, h), .filename = ix->base};
+  kr_slice_t date = kr_warc_header_get(h, "WARC-Date");
+  if (!date.p || kr_warc_timestamp14(date, e.ts)) {
+    kr_cli_error(KR_EWARC, "%s: record at offset %" PRIu64 ": bad or no WARC-Date", ix->path, off);
+    return KR_EWARC;
+  }
+  /* warcio parses an HTTP head in responses and revisits of http(s) URIs
+   * with a block; cdxj-indexer hashes the payload of every record but a
+   * revisit when it has no WARC-Payload-Digest. */
+  e.digest = kr_warc_header_get(h, "WARC-Payload-Digest");
+  if (e.digest.p && !e.digest.n) e.digest.p = NULL;
+  int http = (t == KR_WARC_RESPONSE || t == KR_WARC_REVISIT) && h->content_length > 0 &&
+             e.url.p && (starts_with(e.url, "http:") || starts_with(e.url, "https:"));
+  int err = read_block(ix, http, !e.digest.p && t != KR_WARC_REVISIT);
+  if (err) return err;
+  struct block_info *bi = &ix->bi;
+  if (bi->digest[0]) e.digest = kr_slice_cstr(bi->digest);
+  if (t == KR_WARC_REVISIT) {
+    e.mime = KR_SLICE_LIT("warc/revisit");
+  } else if (t == KR_WARC_RESPONSE) {
+    if (http) e.mime = bi->mime;
+  } else if (ct.p) {
+    e.mime = kr_slice_trim(ct);
+    size_t k = 0;
+    while (k < e.mime.n && e.mime.p[k] != ';' && !is_space((unsigned char)e.mime.p[k])) k++;
+    e.mime.n = k;
+  }
+  if (http) e.status = bi->status;
+  kr_warc_extent_t ext;
+  if ((err = kr_warc_reader_finish(ix->r, &ext))) return err;
+  if (kr_warc_reader_warning(ix->r)[0])
+    fprintf(stderr, "kria: warning: %s: %s\n", ix->path, kr_warc_reader_warning(ix->r));
+  if (!ext.aligned) {
+    kr_cli_error(KR_EWARC, "%s: record at offset %" PRIu64 " shares its gzip member with "
+                 "another record: no offset/length to index", ix->path, off);
+    return KR_EWARC;
+  }
+  e.length = ext.length;
+  e.offset = ext.offset;
+  if ((err = format_line(&ix->line, &ix->key, &e))) {
+    kr_cli_error(err, "%s: record at offset %" PRIu64 ": index line too long", ix->path, off);
+    return err;
+  }
+  if (out->bytes + ix->line.len > LINES_MAX_BYTES) {
+    kr_cli_error(KR_ETOOBIG, "index larger than %llu bytes", (unsigned long long)LINES_MAX_BYTES);
+    return KR_ETOOBIG;
+  }
+  if (out->n == out->cap)
+    out->v = kr_xrealloc(out->v, (out->cap = out->cap ? out->cap * 2 : 256) * sizeof *out->v);
+  out->v[out->n++] = kr_xstrndup(ix->line.data, ix->line.len);
+  out->bytes += ix->line.len;
+  if (fn) {
+    kr_cdx_rec_t cr = {.type = t, .url = e.url, .date = date, .mime = e.mime, .status = e.status,
+                       .offset = ext.offset, .length = ext.length, .line = out->n - 1};
+    memcpy(cr.ts, e.ts, sizeof cr.ts);
+    fn(ud, &cr);
+  }
+  return 0;
+}
+
+static int index_file(const char *path, const char *name, int lenient, kr_cdx_lines_t *out,
+                      kr_cdx_rec_fn fn, void *ud) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     kr_cli_error(KR_EIO, "%s: %s", path, strerror(errno));
     return KR_EIO;
   }
-  const char *base = name;
-  if (!base) {
-    base = strrchr(path, '/');
-    base = base ? base + 1 : path;
+  struct indexer *ix = kr_xcalloc(1, sizeof *ix);
+  ix->path = path;
+  ix->base = name;
+  if (!ix->base) {
+    ix->base = strrchr(path, '/');
+    ix->base = ix->base ? ix->base + 1 : path;
   }
-  struct http_info *hi = kr_xmalloc(sizeof *hi);
-  kr_warc_reader_t *r = kr_warc_reader_new(NULL, kr_warc_fd_source, &fd);
-  kr_buf_t line, key;
-  kr_buf_init(&line, 1u << 20);
-  kr_buf_init(&key, 1u << 20);
+  kr_warc_reader_opts_t o = {.lenient = lenient};
+  ix->r = kr_warc_reader_new(&o, kr_warc_fd_source, &fd);
+  kr_buf_init(&ix->line, 1u << 20);
+  kr_buf_init(&ix->key, 1u << 20);
+  kr_buf_init(&ix->url, 1u << 20);
   const kr_warc_header_t *h;
   int rc, err = 0;
-  while (!err && (rc = kr_warc_reader_next(r, &h)) == 1) {
-    int t = h->type;
-    kr_slice_t ct = kr_warc_header_get(h, "Content-Type");
-    int take = t == KR_WARC_RESPONSE || t == KR_WARC_REVISIT ||
-               ((t == KR_WARC_RESOURCE || t == KR_WARC_METADATA) &&
-                !(ct.p && kr_slice_eq(kr_slice_trim(ct), KR_SLICE_LIT("application/warc-fields"))));
-    if (!take) continue;
-    kr_slice_t url = kr_warc_header_get(h, "WARC-Target-URI");
-    /* WARC/1.0 writers (wget) put the URI in angle brackets. */
-    if (url.p && url.n >= 2 && url.p[0] == '<' && url.p[url.n - 1] == '>')
-      url = kr_slice(url.p + 1, url.n - 2);
-    kr_slice_t date = kr_warc_header_get(h, "WARC-Date");
-    kr_slice_t digest = kr_warc_header_get(h, "WARC-Payload-Digest");
-    char ts[15];
-    uint64_t off = h->offset;
-    if (!date.p || kr_warc_timestamp14(date, ts)) {
-      kr_cli_error(KR_EWARC, "%s: record at offset %" PRIu64 ": bad or no WARC-Date", path, off);
-      err = KR_EWARC;
-      break;
-    }
-    struct http_info *hp = NULL;
-    if ((t == KR_WARC_RESPONSE || t == KR_WARC_REVISIT) && h->content_length > 0) {
-      if ((err = read_http(r, h->content_length, hi))) break;
-      hp = hi;
-    }
-    kr_slice_t mime = {NULL, 0};
-    if (t == KR_WARC_REVISIT) {
-      mime = KR_SLICE_LIT("warc/revisit");
-    } else if (t == KR_WARC_RESPONSE) {
-      if (hp) mime = hp->mime;
-    } else if (ct.p) {
-      mime = kr_slice_trim(ct);
-      size_t k = 0;
-      while (k < mime.n && mime.p[k] != ';' && mime.p[k] != ' ' && mime.p[k] != '\t') k++;
-      mime.n = k;
-    }
-    kr_warc_extent_t ext;
-    if ((err = kr_warc_reader_finish(r, &ext))) break;
-    if (!ext.aligned) {
-      kr_cli_error(KR_EWARC, "%s: record at offset %" PRIu64 " shares its gzip member with "
-                   "another record: no offset/length to index", path, off);
-      err = KR_EWARC;
-      break;
-    }
-    kr_buf_reset(&key);
-    if (!url.p || kr_surt(url.p, url.n, NULL, &key)) {
-      kr_buf_reset(&key);
-      if (url.p && url.n) err = kr_buf_append_slice(&key, url);
-      else err = kr_buf_append_str(&key, "-");
-    }
-    /* The key is the line's first field: no blanks or controls in it. */
-    for (size_t i = 0; i < key.len; i++)
-      if ((unsigned char)key.data[i] <= ' ' || key.data[i] == 0x7f) key.data[i] = '_';
-    char lenbuf[24], offbuf[24];
-    snprintf(lenbuf, sizeof lenbuf, "%" PRIu64, ext.length);
-    snprintf(offbuf, sizeof offbuf, "%" PRIu64, ext.offset);
-    kr_slice_t dg = digest;
-    kr_buf_reset(&line);
-    int first = 1;
-    if (!err) err = kr_buf_printf(&line, "%s %s {", key.data, ts);
-    if (!err) err = add_field(&line, &first, "url", url);
-    if (!err) err = add_field(&line, &first, "mime", mime);
-    if (!err && hp) err = add_field(&line, &first, "status", hp->status);
-    if (!err) err = add_field(&line, &first, "digest", dg);
-    if (!err) err = add_field(&line, &first, "length", kr_slice_cstr(lenbuf));
-    if (!err) err = add_field(&line, &first, "offset", kr_slice_cstr(offbuf));
-    if (!err) err = add_field(&line, &first, "filename", kr_slice_cstr(base));
-    if (!err) err = kr_buf_append(&line, "}", 1);
-    if (err) {
-      kr_cli_error(err, "%s: record at offset %" PRIu64 ": index line too long", path, off);
-      break;
-    }
-    if (out->bytes + line.len > LINES_MAX_BYTES) {
-      kr_cli_error(KR_ETOOBIG, "index larger than %llu bytes", (unsigned long long)LINES_MAX_BYTES);
-      err = KR_ETOOBIG;
-      break;
-    }
-    if (out->n == out->cap)
-      out->v = kr_xrealloc(out->v, (out->cap = out->cap ? out->cap * 2 : 256) * sizeof *out->v);
-    out->v[out->n++] = kr_xstrndup(line.data, line.len);
-    out->bytes += line.len;
-    if (fn) {
-      kr_cdx_rec_t cr = {.type = t, .url = url, .date = date, .mime = mime,
-                         .status = hp ? hp->status : (kr_slice_t){NULL, 0},
-                         .offset = ext.offset, .length = ext.length, .line = out->n - 1};
-      memcpy(cr.ts, ts, sizeof cr.ts);
-      fn(ud, &cr);
-    }
-  }
+  while (!err && (rc = kr_warc_reader_next(ix->r, &h)) == 1) err = index_record(ix, h, out, fn, ud);
   if (!err && rc < 0) err = rc;
-  if (err && r && kr_warc_reader_errmsg(r)[0])
-    kr_cli_error(err, "%s: %s", path, kr_warc_reader_errmsg(r));
+  /* Errors of the reader are reported here, the indexer's where found. */
+  if (err && kr_warc_reader_errmsg(ix->r)[0])
+    kr_cli_error(err, "%s: %s", path, kr_warc_reader_errmsg(ix->r));
   else if (err && err != KR_EWARC && err != KR_ETOOBIG)
     kr_cli_error(err, "%s: %s", path, kr_strerror(err));
-  kr_buf_free(&line);
-  kr_buf_free(&key);
-  kr_warc_reader_free(r);
-  free(hi);
+  kr_buf_free(&ix->line);
+  kr_buf_free(&ix->key);
+  kr_buf_free(&ix->url);
+  kr_warc_reader_free(ix->r);
+  if (ix->sha_ready) kr_sha1_free(&ix->sha);
+  free(ix);
   close(fd);
   return err;
+}
+
+int kr__cdx_index_file(const char *path, const char *name, kr_cdx_lines_t *out,
+                       kr_cdx_rec_fn fn, void *ud) {
+  return index_file(path, name, 0, out, fn, ud);
 }
 
 static int cmp_lines(const void *a, const void *b) {
@@ -317,10 +446,16 @@ int kr_cmd_cdx(int argc, char **argv) {
       kr_cli_error(0, "unknown option '%s' (see 'kria cdx --help')", argv[i]);
       return 64;
     }
+  /* A file that fails is reported and its lines up to the failure kept;
+   * the others are indexed all the same. Only an index too big to hold
+   * stops the run. */
   kr_cdx_lines_t L = {0};
-  int err = 0;
-  for (int i = first; i < argc && !err; i++) err = kr__cdx_index_file(argv[i], NULL, &L, NULL, NULL);
-  if (!err) {
+  int failed = 0, err = 0;
+  for (int i = first; i < argc && err != KR_ETOOBIG; i++) {
+    err = index_file(argv[i], NULL, 1, &L, NULL, NULL);
+    failed += err != 0;
+  }
+  if (err != KR_ETOOBIG) {
     kr__cdx_sort(&L);
     for (size_t i = 0; i < L.n; i++) {
       fputs(L.v[i], stdout);
@@ -328,9 +463,11 @@ int kr_cmd_cdx(int argc, char **argv) {
     }
     if (fflush(stdout) || ferror(stdout)) {
       kr_cli_error(KR_EIO, "writing the index: %s", strerror(errno));
-      err = KR_EIO;
+      failed++;
     }
   }
+  if (failed && err != KR_ETOOBIG)
+    fprintf(stderr, "kria: %d of %d files not indexed to their end\n", failed, argc - first);
   kr__cdx_lines_free(&L);
-  return err ? 2 : 0;
+  return failed ? 2 : 0;
 }

@@ -28,7 +28,11 @@
 // With --cdx, kria's CDXJ lines must match warcio.js's own CDX index of
 // the same files field by field (timestamp, url, mime, status, digest,
 // offset, length, filename; the SURT keys are left out: warcio.js uses a
-// simplified SURT, kria python surt's).
+// simplified SURT, kria python surt's). One deliberate difference: a
+// record other than a revisit without WARC-Payload-Digest has no digest
+// in warcio.js's index; kria gives it the one cdxj-indexer computes, the
+// SHA-1 of the block after the HTTP head (whole block without one),
+// which is what is expected of kria here.
 //
 // Prints "ok FILE: N records" per good file and "error: ..." lines;
 // exits 0 when everything passed, 1 otherwise, 2 on usage errors.
@@ -116,6 +120,7 @@ function httpPayload(block, truncated, where) {
   return body;
 }
 
+const unbracket = (u) => (u && u.startsWith("<") && u.endsWith(">") ? u.slice(1, -1) : u);
 const needsTarget = new Set(["response", "resource", "request", "revisit", "conversion", "continuation"]);
 
 async function readRecords(file, parseHttp) {
@@ -146,6 +151,7 @@ if (!args.length || args.some((a) => a.startsWith("-"))) {
   process.exit(2);
 }
 
+const computedDigests = new Map(); // "filename offset" -> cdxj-indexer's digest
 const ids = new Set();
 const responses = new Map(); // "uri date" -> { id, payloadDigest }
 const refs = []; // [where, field, id]
@@ -206,6 +212,16 @@ for (const file of args) {
     else if (!sameDigest(bd, bcomp)) fail(`${where}: WARC-Block-Digest ${bd}, computed ${bcomp}`);
     const pd = h("WARC-Payload-Digest");
     const isHttp = /^application\/http/i.test(record.warcContentType || "");
+    if (!pd && t !== "revisit") {
+      // cdxj-indexer: the bytes after the first blank line of an http(s)
+      // response's block (chunk framing and all), else the whole block.
+      let raw = block;
+      if (t === "response" && /^https?:/.test(unbracket(record.warcTargetURI) || "")) {
+        const m = /\n[ \t\r]*\n/.exec(block.toString("latin1"));
+        raw = m ? block.subarray(m.index + m[0].length) : Buffer.alloc(0);
+      }
+      computedDigests.set(`${basename(file)} ${offset}`, sha1(raw));
+    }
     if (t === "revisit") {
       revisits.push({ where, record, pd });
       if (!pd) fail(`${where}: revisit without WARC-Payload-Digest`);
@@ -251,7 +267,6 @@ for (const file of args) {
   if (errors.length === before) print(`ok ${file}: ${recs.length} records`);
 }
 
-const unbracket = (u) => (u && u.startsWith("<") && u.endsWith(">") ? u.slice(1, -1) : u);
 for (const { where, record, pd } of revisits) {
   const uri = unbracket(record.warcHeader("WARC-Refers-To-Target-URI"));
   const date = record.warcHeader("WARC-Refers-To-Date");
@@ -306,7 +321,8 @@ if (cdxFile) {
     const want = {
       ts: r.timestamp, url: r.url, mime: r.mime,
       status: r.status === undefined || r.status === null ? undefined : String(r.status),
-      digest: r.digest, length: String(r.length),
+      digest: r.digest ?? computedDigests.get(key)?.replace(/^sha1:/, ""),
+      length: String(r.length),
     };
     const got = { ts: o.ts, url: o.url, mime: o.mime, status: o.status,
                   digest: o.digest ? o.digest.replace(/^sha1:/i, "") : undefined, length: o.length };
