@@ -832,6 +832,8 @@ struct kr_warc_reader {
   char err[200];
   /* lenient */
   int format;                    /* FORMAT_*: fixed by the first record */
+  int has_magic;                 /* the next record's "WARC/" was read */
+  uint64_t magic_at;             /* ... at this offset of plain input */
   char warn[200];
   kr_warc_field_t arc_fields[6]; /* an ARC record's header as WARC fields */
   char arc_date[KR_ARC_DATE_SIZE], arc_len[24];
@@ -1211,6 +1213,10 @@ static int arc_header(kr_warc_reader_t *r) {
  * first blank line, or an ARC line. */
 static int read_header_lenient(kr_warc_reader_t *r) {
   kr_buf_reset(&r->hb);
+  if (r->has_magic) {
+    r->has_magic = 0;
+    if (kr_buf_append(&r->hb, "WARC/", 5)) return header_over(r, KR_ETOOBIG);
+  }
   int rc = append_line(r);
   if (rc == KR_ETOOBIG)
     return fail(r, KR_EWARC, "no WARC or ARC record at offset %" PRIu64, r->rec_offset);
@@ -1231,7 +1237,7 @@ static int read_header_lenient(kr_warc_reader_t *r) {
     size_t mark = r->hb.len;
     rc = append_line(r);
     if (rc < 0) return header_over(r, rc);
-    if (rc == 0)
+    if (rc == 0 || r->hb.data[r->hb.len - 1] != '\n')
       return fail(r, KR_EWARC, "record at offset %" PRIu64 ": header cut short",
                   r->rec_offset);
     if (is_blank_line(r->hb.data + mark, r->hb.len - mark)) break;
@@ -1243,9 +1249,13 @@ static int read_header_lenient(kr_warc_reader_t *r) {
 
 /* After a block: blank lines (any number, CR or not), and a first line
  * that is not blank skipped with a warning, as warcio does; for gzip
- * within the member only. */
+ * within the member only. A block followed at once by "WARC/" is
+ * followed by the next record (warcio would skip that line and fail on
+ * the next): the magic is consumed and r->magic_at says where it was. */
 static int skip_after_block(kr_warc_reader_t *r) {
   int first_line = 1, junk = 0;
+  size_t pos = 0, matched = 0; /* bytes of the first line consumed, of them "WARC/" */
+  uint64_t block_end = plain_pos(r);
   const unsigned char *p;
   size_t n;
   /* Bounded: every turn consumes a byte or returns. */
@@ -1254,15 +1264,30 @@ static int skip_after_block(kr_warc_reader_t *r) {
     if (rc < 0) return rc;
     if (rc == 0) break;
     unsigned char c = p[0];
+    if (first_line && !junk && pos == matched && c == (unsigned char)"WARC/"[matched]) {
+      eat(r, 1);
+      pos++;
+      if (++matched == 5) {
+        r->magic_at = block_end;
+        r->has_magic = 1;
+        snprintf(r->warn, sizeof r->warn, "record at offset %" PRIu64 ": no blank line "
+                 "between its block and the next record", r->rec_offset);
+        break;
+      }
+      continue;
+    }
+    if (first_line && !junk && (matched > 0 || !is_space(c))) {
+      junk = 1;
+      snprintf(r->warn, sizeof r->warn, "record at offset %" PRIu64 ": block not followed "
+               "by a blank line (wrong Content-Length?): a line skipped", r->rec_offset);
+    }
     if (junk || is_space(c)) {
       eat(r, 1);
+      pos++;
       if (c == '\n') first_line = junk = 0;
       continue;
     }
-    if (!first_line) break; /* the next record */
-    junk = 1;
-    snprintf(r->warn, sizeof r->warn, "record at offset %" PRIu64 ": block not followed by "
-             "a blank line (wrong Content-Length?): a line skipped", r->rec_offset);
+    break; /* the next record */
   }
   return 0;
 }
@@ -1275,13 +1300,13 @@ int kr_warc_reader_next(kr_warc_reader_t *r, const kr_warc_header_t **hp) {
   r->warn[0] = '\0';
   const unsigned char *p;
   size_t n;
-  rc = r->o.lenient ? skip_blanks(r) : window(r, &p, &n, 0);
+  rc = r->has_magic ? 1 : r->o.lenient ? skip_blanks(r) : window(r, &p, &n, 0);
   if (rc <= 0) return rc;
   if (r->gz) {
     r->rec_offset = r->member_start;
-    r->rec_aligned = r->member_used == 0;
+    r->rec_aligned = r->member_used == 0 && !r->has_magic;
   } else {
-    r->rec_offset = plain_pos(r);
+    r->rec_offset = r->has_magic ? r->magic_at : plain_pos(r);
     r->rec_aligned = 1;
   }
   if (r->o.lenient) {
@@ -1396,7 +1421,7 @@ int kr_warc_reader_finish(kr_warc_reader_t *r, kr_warc_extent_t *ext) {
       e.length = e.end - r->rec_offset;
     }
   } else {
-    e.end = plain_pos(r);
+    e.end = r->has_magic ? r->magic_at : plain_pos(r);
     e.length = block_end - r->rec_offset;
   }
   if (ext) *ext = e;
