@@ -32,11 +32,12 @@ typedef struct kr_cdx_rec {
 } kr_cdx_rec_t;
 typedef void (*kr_cdx_rec_fn)(void *ud, const kr_cdx_rec_t *r);
 
-/* Index the WARC file at path into out, naming it `name` in the lines'
- * "filename" (NULL: its base name); fn (may be NULL) sees every record
- * indexed. 0, or KR_EIO / KR_EWARC / KR_ETOOBIG after printing the
- * reason with kr_cli_error (nothing from this file is left in out only
- * when the first record failed: callers stop at the first error). */
+/* Index the WARC file at path into out, read strictly (kria/warc.h; `kria
+ * cdx` reads leniently), naming it `name` in the lines' "filename" (NULL:
+ * its base name); fn (may be NULL) sees every record indexed. 0, or
+ * KR_EIO / KR_EWARC / KR_ETOOBIG after printing the reason with
+ * kr_cli_error; the lines of the records before the failure are left in
+ * out. */
 int kr__cdx_index_file(const char *path, const char *name, kr_cdx_lines_t *out,
                        kr_cdx_rec_fn fn, void *ud);
 /* Sort bytewise (LC_ALL=C sort). */

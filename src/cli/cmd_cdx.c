@@ -1,7 +1,7 @@
 /*
- * `kria cdx FILE...`: a CDXJ index of WARC files on standard output,
- * sorted as `LC_ALL=C sort` sorts (bytewise), in the format of webrecorder's
- * cdxj-indexer that pywb and replayweb.page read:
+ * `kria cdx FILE...`: a CDXJ index of WARC and ARC files on standard
+ * output, sorted as `LC_ALL=C sort` sorts (bytewise), in the format of
+ * webrecorder's cdxj-indexer that pywb and replayweb.page read:
  *
  *   SURT TIMESTAMP14 {"url": "...", "mime": "...", "status": "200",
  *                     "digest": "sha1:...", "length": "N", "offset": "N",
@@ -9,25 +9,35 @@
  *
  * one line per response, revisit, resource and metadata record (resource
  * and metadata records of type application/warc-fields left out, as
- * cdxj-indexer does). mime is the HTTP Content-Type of a response (up to
- * ';' or a space), "warc/revisit" for a revisit, the record's Content-Type
- * otherwise; status is the HTTP status of responses and revisits that
- * carry HTTP headers; digest is WARC-Payload-Digest as written; fields
- * without a value are left out; a WARC-Target-URI in angle brackets
- * (WARC/1.0 writers such as wget) loses them. offset and length are the
- * record's bytes in the file: its gzip member, or for plain WARC the
- * record without the CRLF CRLF after it (as warcio and cdxj-indexer).
- * The key is python surt's (kr_surt), or the URL itself when it has no
- * SURT, as cdxj-indexer falls back. The digest keeps its "sha1:" prefix
- * as cdxj-indexer writes it (warcio.js's indexer drops it; pywb reads
- * both).
+ * cdxj-indexer does); an ARC record is a response. Fields as
+ * cdxj-indexer (through python warcio) gives them:
+ *  - url: WARC-Target-URI without the angle brackets WARC/1.0 writers
+ *    such as wget put around it, a space as %20; the key is python
+ *    surt's of it (kr_surt), or the URL itself when it has no SURT;
+ *  - mime: the HTTP Content-Type of a response up to ';' or a blank,
+ *    "warc/revisit" for a revisit, the record's Content-Type otherwise;
+ *  - status: of responses and revisits of http(s) URIs with an HTTP head;
+ *  - digest: WARC-Payload-Digest as written ("sha1:" kept; warcio.js's
+ *    indexer drops it, pywb reads both), else, but for a revisit, the
+ *    SHA-1 of the payload (the block after the HTTP head, the whole block
+ *    without one) as cdxj-indexer computes it;
+ *  - offset and length: the record's gzip member, or for plain files the
+ *    record up to the end of its block.
+ * Fields without a value are left out.
  *
- * Every file is read whole before anything is printed; a malformed file
- * is an error (exit 2) naming the file and offset, and nothing is
- * printed. Exit 0, 2 error, 64 usage.
+ * Files are read leniently (kria/warc.h opts.lenient), as warcio's
+ * ArchiveIterator reads real collections: ARC v1 (.arc, .arc.gz), blank
+ * lines or none between records, CR CR LF line ends, a Content-Length a
+ * little short (the stray line is skipped with a warning), a plain file
+ * cut inside a block. A file that fails (garbage, a cut gzip member,
+ * records sharing a gzip member) is reported on stderr with its name and
+ * the offset; its lines up to there are kept and the other files indexed.
+ * Everything is read before anything is printed. Exit 0, 2 when a file
+ * failed (or the output could not be written), 64 usage.
  *
- * The indexer is shared (cdx.h): `kria wacz` builds its index with it and
- * learns the pages of a collection from the same pass.
+ * The indexer is shared (cdx.h): `kria wacz` builds its index with it,
+ * reading strictly (a package of a damaged WARC fails), and learns the
+ * pages of a collection from the same pass. format_line makes one line.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -47,9 +57,12 @@
 
 static const char usage_text[] =
     "usage: kria cdx FILE...\n"
-    "  Print a sorted CDXJ index (pywb / cdxj-indexer format) of the WARC\n"
-    "  files (.warc or .warc.gz) on standard output.\n"
-    "exit status: 0 success, 2 error, 64 usage\n";
+    "  Print a sorted CDXJ index (pywb / cdxj-indexer format) of the WARC and\n"
+    "  ARC files (.warc, .warc.gz, .arc, .arc.gz) on standard output. Slips\n"
+    "  that warcio reads past are warnings; a file that cannot be read on is\n"
+    "  an error naming it and the offset, and its lines up to there and the\n"
+    "  other files' lines are printed all the same.\n"
+    "exit status: 0 success, 2 a file failed, 64 usage\n";
 
 #define HTTP_HEAD_MAX 65536
 #define LINES_MAX_BYTES (4ull << 30)
@@ -450,7 +463,7 @@ int kr_cmd_cdx(int argc, char **argv) {
    * the others are indexed all the same. Only an index too big to hold
    * stops the run. */
   kr_cdx_lines_t L = {0};
-  int failed = 0, err = 0;
+  int failed = 0, werr = 0, err = 0;
   for (int i = first; i < argc && err != KR_ETOOBIG; i++) {
     err = index_file(argv[i], NULL, 1, &L, NULL, NULL);
     failed += err != 0;
@@ -463,11 +476,11 @@ int kr_cmd_cdx(int argc, char **argv) {
     }
     if (fflush(stdout) || ferror(stdout)) {
       kr_cli_error(KR_EIO, "writing the index: %s", strerror(errno));
-      failed++;
+      werr = 1;
     }
   }
   if (failed && err != KR_ETOOBIG)
     fprintf(stderr, "kria: %d of %d files not indexed to their end\n", failed, argc - first);
   kr__cdx_lines_free(&L);
-  return failed ? 2 : 0;
+  return failed || werr ? 2 : 0;
 }
