@@ -124,8 +124,8 @@ int kr__cdx_json_str(kr_buf_t *b, const char *s, size_t n) {
   return err;
 }
 
-/* Python's str.isspace() for the bytes warcio's rstrip() and blank-line
- * tests meet in HTTP heads. */
+/* Python's str.isspace() on ASCII, which is what warcio's rstrip() and
+ * blank-line tests do to the (decoded) lines of HTTP heads. */
 static int is_space(unsigned char c) {
   return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
 }
@@ -142,7 +142,6 @@ struct block_info {
 /* One indexer over one file. */
 struct indexer {
   const char *path, *base;
-  int lenient;
   kr_warc_reader_t *r;
   kr_sha1_t sha;
   int sha_ready;

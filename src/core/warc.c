@@ -988,10 +988,10 @@ static void eat(kr_warc_reader_t *r, size_t n) {
 
 static uint64_t plain_pos(const kr_warc_reader_t *r) { return r->in_base + r->in_pos; }
 
-/* Python's bytes.isspace(), which warcio's rstrip() and blank-line tests
- * amount to for header bytes. */
+/* Python's str.isspace() on ASCII, which is what warcio's rstrip() and
+ * blank-line tests do to the (decoded) lines of a header. */
 static int is_space(unsigned char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+  return c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f);
 }
 
 static int tchar(unsigned char c) {

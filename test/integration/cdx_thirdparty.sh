@@ -26,7 +26,12 @@
 # indexed and the run goes on with the next file (cdxj-indexer stops the
 # run); a gzip file that is not one member per record is an error with no
 # lines (cdxj-indexer indexes its first record with a length that points
-# into the compressed stream, then stops).
+# into the compressed stream, then stops); a file is WARC or ARC by its
+# first record (warcio takes every record as either, so a stray line
+# that splits into five fields becomes an ARC record); a record without
+# Content-Length is an error (warcio reads it to the end of the file or
+# gzip member); a block followed at once by the next record's "WARC/" is
+# read on (warcio skips that line and fails on the next).
 # TAP; run by test/run.sh (KRIA, KRIA_TOP set).
 . "$(dirname "$0")/lib.sh"
 
@@ -199,6 +204,11 @@ like "$(cat "$T/mixed.err")" 'kria: error: bad-warc: .*example-bad-non-chunked\.
   "... an error naming the file and the offset"
 like "$(cat "$T/mixed.err")" 'kria: 1 of 2 files not indexed to their end' "... and a summary"
 is "$(cat "$T/mixed.cdxj")" "$(cat "$CI/expected/example.arc.cdxj")" "... the good file's lines all the same"
+
+"$KRIA" cdx "$T/no-such.arc" "$CI/example.arc" >"$T/missing.cdxj" 2>"$T/missing.err"
+is "$?" 2 "a missing file among good files: exit 2"
+like "$(cat "$T/missing.err")" 'kria: error: io: .*no-such\.arc: No such file' "... naming it"
+is "$(cat "$T/missing.cdxj")" "$(cat "$CI/expected/example.arc.cdxj")" "... the good file's lines all the same"
 
 # A damaged plain WARC: garbage where its revisit record starts. The
 # response before it stays indexed, the revisit is lost, the next file is read.
