@@ -39,6 +39,14 @@ void kr_fetch_annotate(kr_fetch_t *f, const char *s) {
   if (f->nannot < KR_FETCH_MAX_ANNOT) f->annot[f->nannot++] = kr_slice_cstr(s);
 }
 
+void kr_fetch_annotate_first(kr_fetch_t *f, const char *s) {
+  /* full: the last one gives way */
+  size_t n = f->nannot < KR_FETCH_MAX_ANNOT ? f->nannot : KR_FETCH_MAX_ANNOT - 1;
+  memmove(f->annot + 1, f->annot, n * sizeof *f->annot);
+  f->annot[0] = kr_slice_cstr(s);
+  f->nannot = n + 1;
+}
+
 void kr_fetch_annotatef(kr_fetch_t *f, const char *fmt, ...) {
   if (f->nannot >= KR_FETCH_MAX_ANNOT) return;
   char buf[256];

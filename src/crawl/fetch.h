@@ -69,6 +69,8 @@ typedef struct kr_fetch_adapt {
   int content;                  /* kr_content_t; KR_CONTENT_UNKNOWN until decided */
   int content_set;              /* decided before the body: 304 or abort */
   uint32_t visits, versions;    /* after this visit */
+  int has_prior_digest;         /* a 304 or an abort: the payload digest */
+  uint8_t prior_digest[KR_SHA1_LEN]; /* of the URI's stored original */
   const char *dup_url;          /* identical payload stored under this URL (arena) */
   uint64_t dup_date;            /* ... at this time (epoch ms) */
 } kr_fetch_adapt_t;
@@ -93,6 +95,9 @@ struct kr_fetch {
   uint64_t fetch_start_ms;      /* first request started (epoch ms) */
   uint64_t fetch_duration_ms;
   uint64_t raw_bytes;           /* over every exchange (robots redirects) */
+  uint64_t raw_seen;            /* this exchange's raw bytes (head, body)
+                                   handed on before any abort: crawl.log's
+                                   size is the body's share */
   int redirects;                /* robots.txt: Location hops followed */
   int cut;                      /* download stopped at a size limit of ours */
   /* results */
@@ -125,6 +130,9 @@ struct kr_fetch {
 
 /* Add a static annotation (crawl.log column 12) to f. */
 void kr_fetch_annotate(kr_fetch_t *f, const char *s);
+/* Put a static annotation before the others (crawl.log's Heritrix
+ * revisit annotation, "duplicate:..."). */
+void kr_fetch_annotate_first(kr_fetch_t *f, const char *s);
 /* Add a formatted annotation (copied into f's arena). */
 void kr_fetch_annotatef(kr_fetch_t *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Decide f's outcome before or instead of fetching (prefetch). */

@@ -14,7 +14,9 @@
  * phase still records the visit, as a revisit) and the links its body
  * already gave the streaming extractors are dropped: they are the ones
  * its last version had. crawl.log says "unchanged" when the digest (not a
- * 304 or an abort, which say so themselves) decided it.
+ * 304 or an abort, which say so themselves) decided it, after Heritrix's
+ * "duplicate:server-not-modified" or "duplicate:digest" (see
+ * annotate_revisit).
  *
  * Validator trust: when stored and current validators were compared
  * (midfetch), the prediction and what the digest says go into the host's
@@ -23,9 +25,11 @@
  *
  * URL-agnostic duplicates: a changed 2xx payload whose payload digest the
  * store's index already holds under another URI is an identical-payload
- * revisit of that URI ("duplicate:digest"; refers-to URI and date are
- * kept on the fetch for the WARC writer); an unknown one is added to the
- * index. Sections: the state, trust, duplicates, the processor.
+ * revisit of that URI ("duplicate:digest", as Heritrix's
+ * ContentDigestHistoryLoader says it, first of the line's; refers-to URI
+ * and date are kept on the fetch for the WARC writer); an unknown one is
+ * added to the index. Sections: trust, duplicates, revisits in crawl.log, the
+ * processor.
  */
 #include <string.h>
 
@@ -62,7 +66,7 @@ static void note_duplicate(kr_fetch_t *f, const kr_store_digest_t *ref) {
   f->ad.dup_url = d ? d : "";
   f->ad.dup_date = ref->date;
   f->crawl->st.duplicates++;
-  kr_fetch_annotate(f, "duplicate:digest");
+  kr_fetch_annotate_first(f, "duplicate:digest");
 }
 
 /* With WARC files, their originals name every archived payload by digest
@@ -91,6 +95,47 @@ static void check_duplicate(kr_fetch_t *f) {
                              f->fetch_start_ms);
   if (rc < 0)
     KR_LOG(KR_LOG_WARN, f->cf.url, "while looking up earlier payloads: %s", kr_strerror(rc));
+}
+
+/* ---- revisits in crawl.log ---------------------------------------------------------- */
+
+/* The payload digest of the URI's stored original (the record holding its
+ * current version) into out: 1, or 0 when there is none. */
+static int original_digest(kr_fetch_t *f, uint8_t out[KR_SHA1_LEN]) {
+  kr_original_t o;
+  int rc = kr_store_original_get(kr_frontier_store(f->crawl->frontier), f->curi->fp, &o);
+  if (rc < 0) KR_LOG(KR_LOG_WARN, f->cf.url, "while reading the stored original: %s", kr_strerror(rc));
+  if (rc != 1 || o.digest_len != KR_SHA1_LEN) return 0;
+  memcpy(out, o.digest, KR_SHA1_LEN);
+  return 1;
+}
+
+/* Heritrix's revisit annotation (FetchHistoryProcessor), put first on an
+ * unchanged visit's line when the capture it repeats is known (with WARC
+ * files the URI's stored original, the one its revisit record refers to;
+ * without, the previous visit):
+ *  - "duplicate:server-not-modified": a 304, and a mid-fetch abort, which
+ *    the WARC writer records as the same revisit; the original's payload
+ *    digest is carried forward into crawl.log's digest column;
+ *  - "duplicate:digest": a whole payload identical to the original's
+ *    (without WARC files: the change digest said unchanged and is the
+ *    payload digest itself, no content coding and nothing stripped). A
+ *    visit the stripped digest alone found unchanged is no duplicate.
+ * kria's own "notModified", "midFetchAbort", "unchanged" follow it. */
+static void annotate_revisit(kr_fetch_t *f) {
+  const kr_http_resp_t *r = f->resp;
+  int warc = f->crawl->warc != NULL;
+  uint8_t d[KR_SHA1_LEN];
+  if (f->ad.content_set) {
+    f->ad.has_prior_digest = warc && original_digest(f, f->ad.prior_digest);
+    if (f->ad.has_prior_digest || !warc)
+      kr_fetch_annotate_first(f, "duplicate:server-not-modified");
+    return;
+  }
+  if (!f->ad.has_payload_digest || !r->payload_bytes || r->truncated || f->http_err) return;
+  int same = warc ? original_digest(f, d) && !memcmp(d, f->ad.payload_digest, KR_SHA1_LEN)
+                  : f->has_digest && !memcmp(f->digest, f->ad.payload_digest, KR_SHA1_LEN);
+  if (same) kr_fetch_annotate_first(f, "duplicate:digest");
 }
 
 /* ---- the processor ---------------------------------------------------------------- */
@@ -137,6 +182,7 @@ static int change_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   }
   c->st.unchanged++;
   c->st.unchanged_body_bytes += r->payload_bytes;
+  annotate_revisit(f);
   if (f->ad.midfetch_abort) {
     c->st.midfetch_aborts++;
     if (r->content_length > 0 && (uint64_t)r->content_length > r->payload_bytes)

@@ -55,6 +55,7 @@ static int on_payload(kr_http_fetch_t *hf, const char *p, size_t n) {
 
 static int on_raw(kr_http_fetch_t *hf, const char *p, size_t n) {
   kr_fetch_t *f = kr_http_fetch_data(hf);
+  f->raw_seen += n;
   if (kr_chain_wants(&f->cf, KR_STREAM_RAW)) kr_chain_body(&f->cf, KR_STREAM_RAW, p, n);
   return 0;
 }
@@ -97,6 +98,7 @@ static int robots_next_hop(kr_fetch_t *f, kr_http_fetch_t *hf, const kr_http_res
   kr_http_fetch_release(hf);
   f->http = NULL;
   f->resp = NULL;
+  f->raw_seen = 0;
   kr_buf_reset(&f->body);
   kr_http_req_t req = {.opts = &f->hc->http};
   rc = kr_http_fetch_start(c->http, next, &req, &cbs, f, &f->http);

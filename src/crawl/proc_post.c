@@ -190,6 +190,32 @@ static void build_outcome(kr_fetch_t *f) {
 
 /* ---- crawl.log ---------------------------------------------------------------------- */
 
+/* Column 3 as Heritrix's curi.getContentLength() for HTTP: the response
+ * body as it came over the wire after the head (transfer and content
+ * codings kept: the bytes after the head in the WARC response record); 0
+ * for a 304 and for a mid-fetch abort (Heritrix chops an aborted body at
+ * its start); "-" without a response. */
+static int64_t log_size(const kr_fetch_t *f) {
+  const kr_http_resp_t *r = f->resp;
+  if (!r || !r->status) return -1;
+  if (f->ad.midfetch_abort || f->raw_seen < r->raw_head.n) return 0;
+  return (int64_t)(f->raw_seen - r->raw_head.n);
+}
+
+/* Column 10: the payload digest (WARC-Payload-Digest); for a 304 or a
+ * mid-fetch abort, which have no body, the one carried forward from the
+ * stored original (as the revisit record does; Heritrix writes the SHA-1
+ * of the empty body there); else "-". */
+static kr_slice_t log_digest(const kr_fetch_t *f, char label[KR_SHA1_LABEL_SIZE]) {
+  const uint8_t *d = f->ad.content_set && f->ad.has_prior_digest ? f->ad.prior_digest
+                     : f->ad.has_payload_digest                  ? f->ad.payload_digest
+                     : f->has_digest                             ? f->digest
+                                                                 : NULL;
+  if (!d) return kr_slice("", 0);
+  kr_sha1_label(d, label);
+  return kr_slice_cstr(label);
+}
+
 static void write_log(kr_fetch_t *f) {
   kr_crawl_t *c = f->crawl;
   const kr_http_resp_t *r = f->resp;
@@ -199,23 +225,18 @@ static void write_log(kr_fetch_t *f) {
   memset(&e, 0, sizeof e);
   e.log_ms = kr_crawl_now(c);
   e.status = f->log_status;
-  e.size = r && r->status ? (int64_t)r->content_bytes : -1;
+  e.size = log_size(f);
   e.uri = kr_slice(u->url, u->url_len);
   e.hops = kr_slice(u->hop_path, u->hop_len);
   e.via = kr__via_url(c, u->via);
-  e.mime = r && r->status ? (r->content_type.p ? r->content_type : kr_slice("", 0))
-                          : kr_slice(NULL, 0);
+  /* no response or no Content-Type header: "unknown" (Heritrix's default
+   * and its setContentType(null)); an empty one: "no-type" */
+  e.mime = r && r->status && kr_http_resp_header(r, "Content-Type").p ? r->content_type
+                                                                      : kr_slice(NULL, 0);
   e.worker = f->worker;
   e.fetch_ms = f->fetch_start_ms;
   e.duration_ms = f->fetch_duration_ms;
-  /* the payload digest, as WARC-Payload-Digest (no body: none) */
-  if (f->ad.has_payload_digest) {
-    kr_sha1_label(f->ad.payload_digest, digest);
-    e.digest = kr_slice_cstr(digest);
-  } else if (f->has_digest) {
-    kr_sha1_label(f->digest, digest);
-    e.digest = kr_slice_cstr(digest);
-  }
+  e.digest = log_digest(f, digest);
   e.annotations = f->annot;
   e.n_annotations = f->nannot;
   int rc = kr_crawllog_write(c->log, &e);

@@ -392,6 +392,11 @@ static int has_annot(const fx_t *x, const char *a) {
   return 0;
 }
 
+/* a is the first annotation: crawl.log's Heritrix revisit one */
+static int first_annot(const fx_t *x, const char *a) {
+  return x->f.nannot && x->f.annot[0].n == strlen(a) && !memcmp(x->f.annot[0].p, a, strlen(a));
+}
+
 static int has_annot_prefix(const fx_t *x, const char *a) {
   for (size_t i = 0; i < x->f.nannot; i++)
     if (x->f.annot[i].n >= strlen(a) && !memcmp(x->f.annot[i].p, a, strlen(a))) return 1;
@@ -434,6 +439,9 @@ static void change_states(void **state) {
   assert_int_equal(x->f.ad.visits, 2);
   assert_int_equal(x->f.ad.versions, 1);
   assert_true(has_annot(x, "unchanged"));
+  /* the payload is the stored one (no coding, nothing stripped: the
+   * change digest is the payload's): Heritrix's "duplicate:digest" first */
+  assert_true(first_annot(x, "duplicate:digest"));
   assert_int_equal(x->f.nlinks, 0);
   assert_int_equal(x->c->links_bytes, lb - 30);
   assert_int_equal(x->c->st.unchanged_full, s0.unchanged_full + 1);
@@ -445,6 +453,7 @@ static void change_states(void **state) {
   assert_int_equal(x->f.ad.content, KR_CONTENT_CHANGED);
   assert_int_equal(x->f.ad.versions, 3);
   assert_false(has_annot(x, "unchanged"));
+  assert_false(has_annot_prefix(x, "duplicate:"));
   /* the body broke off: no digest to compare, unknown */
   visit(x, H_PLAIN, "/c");
   stored(x, 3, "<p>two</p>", NULL, 0, 60 * SEC, 20 * SEC);
@@ -479,8 +488,10 @@ static void change_duplicates(void **state) {
   assert_true(ref.fp == x->u.fp);
   advance(x, 5 * SEC);
   visit(x, H_PLAIN, "/dup2");
+  kr_fetch_annotate(&x->f, "bad-validator");
   fetch_body(x, "the same bytes");
-  assert_true(has_annot(x, "duplicate:digest"));
+  assert_true(first_annot(x, "duplicate:digest"));
+  assert_true(has_annot(x, "bad-validator"));
   assert_int_equal(x->c->st.duplicates, d0 + 1);
   assert_non_null(x->f.ad.dup_url);
   assert_true(x->f.ad.dup_date == first_at);
@@ -556,6 +567,11 @@ static void midfetch_304(void **state) {
   assert_true(has_annot(x, "notModified"));
   assert_true(x->f.ad.content_set && x->f.ad.val_checked && !x->f.ad.val_change);
   assert_int_equal(after_body(x), KR_PROC_SKIP_TO_WRITE);
+  /* Heritrix's annotation first, kria's after it; without WARC files
+   * there is no stored original to carry a digest forward from */
+  assert_true(first_annot(x, "duplicate:server-not-modified"));
+  assert_true(x->f.nannot >= 2 && kr_slice_eq(x->f.annot[1], kr_slice_cstr("notModified")));
+  assert_false(x->f.ad.has_prior_digest);
   assert_false(x->f.has_digest); /* nothing digested */
   assert_false(x->f.ad.has_payload_digest);
   assert_int_equal(x->f.ad.content, KR_CONTENT_UNCHANGED);
@@ -617,6 +633,9 @@ static void midfetch_schemes(void **state) {
             assert_int_equal(after_body(x), KR_PROC_SKIP_TO_WRITE);
             assert_int_equal(x->f.ad.content, KR_CONTENT_UNCHANGED);
             assert_int_equal(x->c->st.aborted_bytes_saved, saved + 3540);
+            /* recorded as a server-not-modified revisit: said so first */
+            assert_true(first_annot(x, "duplicate:server-not-modified"));
+            assert_true(has_annot(x, "midFetchAbort"));
           }
         }
   /* midfetch off: the prediction is made, nothing aborted */
@@ -795,6 +814,9 @@ static void digest_strip(void **state) {
   assert_int_equal(fetch_body(x, b2), KR_PROC_SKIP_TO_WRITE);
   assert_memory_equal(x->f.digest, c1, KR_SHA1_LEN);
   assert_memory_not_equal(x->f.ad.payload_digest, p1, KR_SHA1_LEN);
+  /* unchanged once stripped, but the payload differs: no duplicate */
+  assert_true(has_annot(x, "unchanged"));
+  assert_false(has_annot_prefix(x, "duplicate:"));
   /* the plain host: the clock is a change */
   visit(x, H_PLAIN, "/s");
   stored(x, 1, b1, NULL, 0, 60 * SEC, 20 * SEC);
