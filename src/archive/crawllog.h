@@ -5,17 +5,43 @@
  *
  *   2011-06-23T17:12:09.591Z   200      15829 http://x.org/a.html L http://x.org/ text/html #025 20110623171208546+922 sha1:7AJU... - -
  *
+ * Checked against Heritrix 3's source (UriProcessingFormatter, CrawlURI,
+ * FetchHTTP, FetchHistoryProcessor, ContentDigestHistoryLoader) and the
+ * expectations of third-party parsers (test/unit/test_crawllog.c).
+ *
  *   1 log time, ISO 8601 UTC with milliseconds
+ *     ("yyyy-MM-dd'T'HH:mm:ss.SSS'Z'", ArchiveUtils.getLog17Date)
  *   2 fetch status, right-aligned in 5: HTTP status or a negative
  *     Heritrix code (KR_S_* below)
- *   3 content size in bytes, right-aligned in 10, "-" when none
- *   4 URI   5 hop path ("-" for a seed)   6 via URI ("-" for none)
+ *   3 size in bytes, right-aligned in 10, "-" when none. For HTTP Heritrix
+ *     writes curi.getContentLength(): the bytes after the response head as
+ *     recorded off the wire (transfer and content codings kept; 0 for a
+ *     304, and for an aborted body, which it chops at its start); the
+ *     crawl fills it so (proc_post.c), "-" without a response
+ *   4 URI   5 hop path, letters L E R X P, "N+" and the last 50 beyond 50
+ *     hops ("-" for a seed)   6 via URI ("-" for none)
  *   7 MIME type: the Content-Type cut at the first space ';' or ','
- *     ("no-type" when that leaves nothing; "unknown" without a response)
- *   8 worker "#NNN" (at least 3 digits)
- *   9 fetch start (17 digits, UTC) "+" duration in ms, "-" without fetch
- *  10 content digest ("sha1:BASE32") or "-"   11 source tag or "-"
- *  12 annotations joined by ',' or "-"
+ *     ("no-type" when that leaves nothing; "unknown" without a response
+ *     or without the header, .p NULL: Heritrix's default)
+ *   8 "#NNN" (at least 3 digits): Heritrix's ToeThread number; kria's is
+ *     the fetch slot that ran the fetch (the pooled fetch object, numbered
+ *     from 0 as the pool grows and reused, so at most the most fetches
+ *     ever in flight at once: below http.max-connections)
+ *   9 fetch start (17 digits yyyyMMddHHmmssSSS, UTC) "+" duration in ms,
+ *     "-" without fetch
+ *  10 content digest ("sha1:" and 32 base-32 letters, the payload's) or
+ *     "-"; for a 304 or an abort the crawl carries forward the digest of
+ *     the URI's stored original, as the revisit record does (Heritrix
+ *     writes the SHA-1 of the empty 304 body there)   11 source tag or "-"
+ *  12 annotations joined by ',' or "-". The crawl puts Heritrix 3's
+ *     revisit annotation first when there is one: "duplicate:digest"
+ *     (FetchHistoryProcessor: the same payload as the URI's last capture;
+ *     ContentDigestHistoryLoader: as another URI's) or
+ *     "duplicate:server-not-modified" (a 304; kria's mid-fetch abort too),
+ *     then kria's own ("notModified", "midFetchAbort", "unchanged",
+ *     "wt:...", ...)
+ * No 13th column: Heritrix's JSON "extra info" is written only with its
+ * logExtraInfo option (off by default); parsers take it as optional.
  * Fields are separated by one space (padding only in 2 and 3, as
  * Heritrix pads). Bytes outside printable ASCII (0x21-0x7e) in any text
  * field are written %XX (and ',' inside an annotation), so no URL can
@@ -89,13 +115,13 @@ int kr_crawllog_status_of_scope(kr_scope_rule_t rule, int accepted);
 typedef struct kr_crawllog_entry {
   uint64_t log_ms;        /* time of logging, epoch ms */
   int status;             /* HTTP status or KR_S_* */
-  int64_t size;           /* content bytes; < 0 = "-" */
+  int64_t size;           /* body bytes as received; < 0 = "-" */
   kr_slice_t uri;
   kr_slice_t hops;        /* "" = "-" (a seed) */
   kr_slice_t via;         /* "" = "-" */
   kr_slice_t mime;        /* Content-Type as received; .p NULL = no
-                             response ("unknown") */
-  unsigned worker;        /* "#%03u": a fetch slot number */
+                             response or no header ("unknown") */
+  unsigned worker;        /* "#%03u": the fetch slot that ran it */
   uint64_t fetch_ms;      /* fetch start, epoch ms; 0 = not fetched ("-") */
   uint64_t duration_ms;   /* fetch duration */
   kr_slice_t digest;      /* "sha1:..." or "" = "-" */

@@ -4,6 +4,8 @@
 # pages, fetched 50 ms apart per host, the four hosts at once. kts logs
 # the connection each request came on.
 #  - idle-connections = 8: one connection per host for all its fetches;
+#    crawl.log's #NNN names the fetch slot: several at once, reused,
+#    below max-connections;
 #  - idle-connections = 1: the pool keeps only the last connection put
 #    back, so the other hosts' fetches evict each host's connection before
 #    its next fetch (what a pool smaller than the hosts in rotation did at
@@ -69,6 +71,15 @@ crawl 8
 is "$?" 0 "idle-connections = 8: the crawl ends (exit 0)"
 is "$(requests)" 20 "20 requests (robots.txt and four pages on each of four hosts)"
 is "$(conns)" 4 "one connection per host: every fetch after the first reused it"
+# crawl.log's "#NNN" (Heritrix's ToeThread number) is the fetch slot that
+# ran the fetch: the four robots.txt fetches start in one dispatch, so
+# they run on four slots; a slot is reused, never one per fetch, and
+# never more than max-connections
+slots=$(awk '{print $8}' "$T/state/logs/crawl.log" | sort -u)
+check "four hosts at once ran on several fetch slots ($(echo $slots))" test "$(wc -l <<<"$slots")" -ge 4
+check "... slots are reused: fewer than the 20 fetches" test "$(wc -l <<<"$slots")" -lt 20
+check "... all below max-connections (16)" awk '$8 !~ /^#0[01][0-9]$/ || substr($8, 2) + 0 >= 16 {exit 1}' \
+  "$T/state/logs/crawl.log"
 
 crawl 1
 is "$?" 0 "idle-connections = 1: the crawl ends (exit 0)"

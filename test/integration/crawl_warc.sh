@@ -13,7 +13,10 @@
 #    write-volatile = full), server-not-modified revisits for notModified
 #    and midFetchAbort, identical-payload revisits for "unchanged" — one
 #    request and one metadata record per visit, warcinfo first, no file
-#    left .open, file names PREFIX-TIMESTAMP-SERIAL-HOST.warc.gz;
+#    left .open, file names PREFIX-TIMESTAMP-SERIAL-HOST.warc.gz; crawl.log
+#    says it as Heritrix 3 does: duplicate:server-not-modified or
+#    duplicate:digest first on exactly the lines of revisit records, a 304
+#    or an abort with size 0 and the last capture's digest;
 #  - write-volatile = skip: the volatile page's unchanged visits store
 #    nothing (crawl.log says warcSkippedVolatile);
 #  - a WARC directory that cannot be made: exit 2 naming it;
@@ -23,7 +26,8 @@
 #  - payload and block digests made in one pass (kr_sha1_pair) for bodies
 #    whole in memory, of padding-edge sizes and 1.5 MiB, beside chunked,
 #    gzip and close-delimited ones: warcio.js recomputes them, crawl.log's
-#    digests are the records';
+#    digests are the records', its sizes the records' bodies past the
+#    HTTP head (chunked and gzip as sent, as Heritrix counts);
 #  - `kria cdx` over the crawl's files agrees with warcio.js's indexer;
 #  - `kria wacz`: unzip -t passes, the expected entries, WARCs stored,
 #    datapackage.json sizes and SHA-256 match the entries, the digest file
@@ -200,6 +204,27 @@ is "$(cnt "^response 200 $U/chg\$")" "$(grep -c " $U/chg " "$CL")" "the changing
 is "$(cnt "^response - dns:site.test\$")" 1 "one dns: record for the host"
 is "$(cnt '^revisit ')" "$(grep -cE 'notModified|midFetchAbort|unchanged' "$CL" | awk -v v="$vol_unch" '{print $1 - v}')" \
   "revisits == unchanged visits (volatile ones aside)"
+# crawl.log as Heritrix 3 annotates revisits (FetchHistoryProcessor,
+# ContentDigestHistoryLoader), first in the column so a reader splitting
+# on ',' meets it first; kria's own notModified / midFetchAbort / unchanged
+# after it
+is "$(grep -c ' duplicate:server-not-modified,' "$CL")" "$(cnt '^revisit not-modified ')" \
+  "crawl.log: duplicate:server-not-modified first on the line of each server-not-modified revisit"
+is "$(grep -cE ' duplicate:server-not-modified,(notModified|midFetchAbort),' "$CL")" "$nm" \
+  "... followed by kria's notModified or midFetchAbort"
+is "$(grep -c ' duplicate:digest,' "$CL")" "$(cnt '^revisit identical ')" \
+  "crawl.log: duplicate:digest first on the line of each identical-payload revisit"
+is "$(grep -E " $U/vol " "$CL" | grep -c 'duplicate:')" 0 "a page unchanged only once stripped is no duplicate"
+# a 304 or an abort: size 0 (no body: Heritrix's content length after the
+# head; an aborted body is chopped), the digest carried forward from the
+# last capture of the URI (the revisit record's WARC-Payload-Digest)
+read -r nrev badrev <<<"$(awk '$12 ~ /(^|,)(notModified|midFetchAbort)(,|$)/ {
+  n++; if ($3 != "0" || $10 != last[$4]) { bad++; print > "/dev/stderr" } }
+  $10 != "-" {last[$4] = $10} END {print n + 0, bad + 0}' "$CL" 2>"$T/badrev")"
+is "$nrev $badrev" "$nm 0" "304 and abort lines: size 0, the previous capture's digest"
+[ -s "$T/badrev" ] && diag "$(head -3 "$T/badrev")"
+is "$(awk '$2 == 304 {print $7}' "$CL" | sort -u)" unknown \
+  "a 304 without Content-Type: MIME unknown (Heritrix's type until a response sets one)"
 like "$(grep -c "^response 200 $U/big\$" "$T/a.list")" '^1$' "the 5 MB body is stored once (spilled, streamed)"
 like "$(cat "$T/a.err")" "WARC: [0-9]+ records" "a summary of what was written"
 is "$(find "$T/a/warcs" -name '*.open' | wc -l)" 0 "no file left .open at shutdown"
@@ -337,6 +362,29 @@ is "$(wc -l <"$T/p.cd")" 12 "crawl.log has a payload digest per fetch (robots.tx
 is "$(cat "$T/p.cd")" "$(cat "$T/p.wd")" "... each the one of its record"
 is "$(grep " $KTS_URL/e0 " "$T/p/logs/crawl.log" | awk '{print $10}')" \
   "sha1:3I42H3S6NNFQ2MSVX7XZKYAYSCX5QBYJ" "the empty body's digest is SHA-1 of nothing"
+# crawl.log's size column is Heritrix's curi.getContentLength(): the bytes
+# after the HTTP head as they came (RecordingOutputStream's size minus its
+# message-body mark), so chunked framing and gzip bytes count: per
+# response record, its block's length past the head
+python3 - "${P[@]}" >"$T/p.ws" <<'PY'
+import sys
+for path in sys.argv[1:]:
+    data = open(path, "rb").read()
+    i = 0
+    while i < len(data):
+        end = data.index(b"\r\n\r\n", i)
+        head = data[i:end].decode("utf-8", "replace").split("\r\n")
+        f = {l.split(":", 1)[0].lower(): l.split(":", 1)[1].strip() for l in head[1:] if ":" in l}
+        n = int(f["content-length"])
+        block = data[end + 4:end + 4 + n]
+        if f.get("warc-type") == "response" and f["warc-target-uri"].startswith("http"):
+            print(f["warc-target-uri"], n - block.index(b"\r\n\r\n") - 4)
+        i = end + 4 + n + 4
+PY
+sort -o "$T/p.ws" "$T/p.ws"
+awk '$4 ~ /^http/ {print $4, $3}' "$T/p/logs/crawl.log" | sort >"$T/p.cs"
+is "$(wc -l <"$T/p.cs")" 12 "a size per fetch"
+is "$(cat "$T/p.cs")" "$(cat "$T/p.ws")" "... each its record's body as received (chunked and gzip as sent)"
 kts_stop
 
 # ---- kria cdx ---------------------------------------------------------------------------

@@ -89,7 +89,7 @@ expect() {
   local a
   a=$(revisit "$3")
   if [ "$4" = abort ]; then
-    like "$a" "^midFetchAbort," "$1 $2: $3 stopped at the headers"
+    like "$a" "^duplicate:server-not-modified,midFetchAbort," "$1 $2: $3 stopped at the headers"
   else
     unlike "${a:-none}" "midFetchAbort|^none$" "$1 $2: $3 downloaded"
   fi
@@ -109,7 +109,8 @@ for scheme in timestamp etag both either; do
   *) expect plain "$scheme" size.html download ;;
   esac
   expect plain "$scheme" touch.html download
-  like "$(revisit touch.html)" "^unchanged," "plain $scheme: touch.html is unchanged by its digest"
+  like "$(revisit touch.html)" "^duplicate:digest,unchanged," \
+    "plain $scheme: touch.html is unchanged by its digest, the same payload"
   [ "$scheme" = etag ] && like "$(revisit size.html)" "^wt:[0-9a-z]+,2vis,2ver" \
     "plain etag: the new size.html is a new version"
   kill -TERM "$NGINX_PID"

@@ -1,7 +1,10 @@
 /*
  * Unit tests for crawl.log: lines byte-exact against Heritrix's own
  * examples (the heritrix3 wiki "Logs" page) and hand-written lines for
- * failures, seeds, MIME truncation and wide values; escaping so no URL
+ * failures, seeds, MIME truncation and wide values; revisit lines as
+ * Heritrix 3 writes them, read the way third-party parsers read them
+ * (the British Library's CrawlLogLine, the DeDuplicator's
+ * CrawlLogIterator); escaping so no URL
  * can add a column or a line; the status-code maps; and the writer with a
  * temp state dir: nothing written before a flush is due, flush by line
  * count, by age (tick) and by buffer size, far fewer write(2) calls than
@@ -181,6 +184,126 @@ static void escaping_keeps_columns(void **state) {
                          "text/html #000 - - s%20p a%2Cb%20c,ok\n");
   assert_int_equal(count_fields(l), 12);
   assert_int_equal(strchr(l, '\n') - l, (long)strlen(l) - 1);
+}
+
+/* line split as Python's re.split(" +", line.strip(), maxsplit=11): at
+ * most 12 fields, the last one the rest of the line. */
+static int split12(const char *line, char f[12][512]) {
+  int n = 0;
+  const char *p = line;
+  while (*p == ' ') p++;
+  while (*p && *p != '\n' && n < 12) {
+    const char *q = p;
+    if (n < 11)
+      while (*q && *q != ' ' && *q != '\n') q++;
+    else
+      while (*q && *q != '\n') q++;
+    size_t len = (size_t)(q - p) < 511 ? (size_t)(q - p) : 511;
+    memcpy(f[n], p, len);
+    f[n++][len] = '\0';
+    p = q;
+    while (*p == ' ') p++;
+  }
+  return n;
+}
+
+/* Revisit lines as Heritrix 3 writes them and as third-party crawl.log
+ * readers take them apart. Where each expectation comes from:
+ *  [H] Heritrix 3, engine/.../crawler/io/UriProcessingFormatter.java (the
+ *      columns, their padding, ',' between annotations) with
+ *      modules/.../recrawl/FetchHistoryProcessor.java (a 304 after a
+ *      capture with a digest: "duplicate:server-not-modified"; the same
+ *      digest as the last fetch: "duplicate:digest") and CrawlURI.java
+ *      (content type "unknown" until a response sets one; a response
+ *      without Content-Type sets null, which is "unknown" again);
+ *  [U] the British Library's Python CrawlLogLine (ukwa, "Parsers Heritrix3
+ *      format log files"): re.split(" +", line, maxsplit=11) into
+ *      timestamp, status_code, content_length, url, hop_path, via, mime,
+ *      thread, start_time_plus_duration, hash, source, annotations; the
+ *      annotations split on ','; "-" as content length is None; the hop
+ *      is the path's last letter; "Nt" annotations are tries;
+ *  [D] the DeDuplicator's CrawlLogIterator (Landsbokasafn/deduplicator,
+ *      which indexes a crawl.log for Heritrix's deduplication): a line
+ *      longer than 42 characters split on whitespace into at most 13
+ *      parts, at least 10; status Integer.parseInt(parts[1]), lines with
+ *      status <= 0 skipped; parts[8] up to '+' parsed as a 17-digit date;
+ *      parts[9] the digest; parts[11] matched against a revisit marker
+ *      regex; parts[12], when present, JSON extra info. */
+static void revisit_lines_as_parsers_read_them(void **state) {
+  (void)state;
+  /* a 304 to a conditional request: no body, no Content-Type */
+  kr_crawllog_entry_t e = {0};
+  e.log_ms = ms_of(2026, 11, 22, 10, 11, 12, 345);
+  e.status = 304;
+  e.size = 0;                       /* [H] getContentLength(): no body */
+  e.uri = S("http://example.org/a");
+  e.hops = S("LL");
+  e.via = S("http://example.org/");
+  e.mime = kr_slice(NULL, 0);       /* [H] no Content-Type: "unknown" */
+  e.worker = 7;
+  e.fetch_ms = ms_of(2026, 11, 22, 10, 11, 12, 293);
+  e.duration_ms = 52;
+  e.digest = S("sha1:7AJUMSDTOMT4FN7MBFGGNJU3Z56MLCMW");
+  kr_slice_t ann[] = {S("duplicate:server-not-modified"), S("notModified"), S("3t"),
+                      S("wt:20s0ms")};
+  e.annotations = ann;
+  e.n_annotations = 4;
+  const char *l = fmt(&e);
+  assert_string_equal(l, "2026-11-22T10:11:12.345Z   304          0 http://example.org/a LL "
+                         "http://example.org/ unknown #007 20261122101112293+52 "
+                         "sha1:7AJUMSDTOMT4FN7MBFGGNJU3Z56MLCMW - "
+                         "duplicate:server-not-modified,notModified,3t,wt:20s0ms\n");
+  char f[12][512];
+  /* [U] twelve fields, each the column it names */
+  assert_int_equal(split12(l, f), 12);
+  assert_string_equal(f[0], "2026-11-22T10:11:12.345Z");
+  assert_string_equal(f[1], "304");
+  assert_string_equal(f[2], "0");   /* a number, not None */
+  assert_string_equal(f[3], "http://example.org/a");
+  assert_int_equal(f[4][strlen(f[4]) - 1], 'L'); /* the hop: the last letter */
+  assert_string_equal(f[5], "http://example.org/");
+  assert_string_equal(f[6], "unknown");
+  assert_string_equal(f[7], "#007");
+  assert_string_equal(f[8], "20261122101112293+52");
+  assert_string_equal(f[9], "sha1:7AJUMSDTOMT4FN7MBFGGNJU3Z56MLCMW");
+  assert_string_equal(f[10], "-");
+  /* [U] annotations split on ',': the revisit first, the tries counted */
+  assert_memory_equal(f[11], "duplicate:server-not-modified,", 30);
+  assert_non_null(strstr(f[11], ",3t,"));
+  /* [D] over 42 characters; status > 0 so indexed; the fetch began at
+   * the 17 digits before '+'; the digest with its "sha1:" scheme; no
+   * 13th part (no JSON extra info) */
+  assert_true(strlen(l) > 42);
+  assert_true(atoi(f[1]) > 0);
+  assert_int_equal(strchr(f[8], '+') - f[8], 17);
+  assert_int_equal(count_fields(l), 12);
+
+  /* the same payload as the last capture: [H] "duplicate:digest" */
+  e.status = 200;
+  e.size = 4096;
+  e.mime = S("text/html; charset=utf-8");
+  kr_slice_t dig[] = {S("duplicate:digest"), S("unchanged")};
+  e.annotations = dig;
+  e.n_annotations = 2;
+  l = fmt(&e);
+  assert_int_equal(split12(l, f), 12);
+  assert_string_equal(f[2], "4096");
+  assert_string_equal(f[6], "text/html");
+  assert_string_equal(f[11], "duplicate:digest,unchanged");
+
+  /* no response: [U] "-" as the size is None; [D] status <= 0 skipped */
+  kr_crawllog_entry_t g = {0};
+  g.log_ms = e.log_ms;
+  g.status = KR_S_CONNECT_FAILED;
+  g.size = -1;
+  g.uri = S("http://down.example/");
+  l = fmt(&g);
+  assert_int_equal(split12(l, f), 12);
+  assert_string_equal(f[1], "-2");
+  assert_string_equal(f[2], "-");
+  assert_string_equal(f[6], "unknown");
+  assert_string_equal(f[8], "-");
+  assert_true(atoi(f[1]) <= 0);
 }
 
 /* The numeric columns are written without printf: over edge and random
@@ -516,6 +639,7 @@ int main(void) {
       cmocka_unit_test(heritrix_wiki_examples),
       cmocka_unit_test(seeds_failures_and_wide_values),
       cmocka_unit_test(escaping_keeps_columns),
+      cmocka_unit_test(revisit_lines_as_parsers_read_them),
       cmocka_unit_test(numbers_as_printf_writes_them),
       cmocka_unit_test(status_maps),
       cmocka_unit_test(flush_by_lines_and_age),
