@@ -100,42 +100,82 @@ static void check_duplicate(kr_fetch_t *f) {
 /* ---- revisits in crawl.log ---------------------------------------------------------- */
 
 /* The payload digest of the URI's stored original (the record holding its
- * current version) into out: 1, or 0 when there is none. */
+ * current version) into out: 1, or 0 when there is none or, as the WARC
+ * writer finds, none a revisit could refer to (its URI gone, no record
+ * id). */
 static int original_digest(kr_fetch_t *f, uint8_t out[KR_SHA1_LEN]) {
   kr_original_t o;
   int rc = kr_store_original_get(kr_frontier_store(f->crawl->frontier), f->curi->fp, &o);
   if (rc < 0) KR_LOG(KR_LOG_WARN, f->cf.url, "while reading the stored original: %s", kr_strerror(rc));
-  if (rc != 1 || o.digest_len != KR_SHA1_LEN) return 0;
+  if (rc != 1 || o.digest_len != KR_SHA1_LEN || !o.url || !o.rid || !o.rid_len) return 0;
   memcpy(out, o.digest, KR_SHA1_LEN);
   return 1;
 }
 
-/* Heritrix's revisit annotation (FetchHistoryProcessor), put first on an
- * unchanged visit's line when the capture it repeats is known (with WARC
- * files the URI's stored original, the one its revisit record refers to;
- * without, the previous visit):
- *  - "duplicate:server-not-modified": a 304, and a mid-fetch abort, which
- *    the WARC writer records as the same revisit; the original's payload
- *    digest is carried forward into crawl.log's digest column;
- *  - "duplicate:digest": a whole payload identical to the original's
- *    (without WARC files: the change digest said unchanged and is the
- *    payload digest itself, no content coding and nothing stripped). A
- *    visit the stripped digest alone found unchanged is no duplicate.
- * kria's own "notModified", "midFetchAbort", "unchanged" follow it. */
-static void annotate_revisit(kr_fetch_t *f) {
+/* The payload arrived whole: one the WARC writer may call a duplicate. */
+static int whole_payload(const kr_fetch_t *f) {
+  const kr_http_resp_t *r = f->resp;
+  return f->ad.has_payload_digest && r->payload_bytes && !r->truncated && !f->http_err;
+}
+
+/* The payload is the one the URI's last capture holds: with WARC files
+ * its stored original's; without, the previous visit's change digest
+ * when that is the payload digest itself (no content coding, nothing
+ * stripped). */
+static int same_payload(kr_fetch_t *f) {
+  const kr_curi_t *u = f->curi;
+  uint8_t d[KR_SHA1_LEN];
+  if (f->crawl->warc)
+    return original_digest(f, d) && !memcmp(d, f->ad.payload_digest, KR_SHA1_LEN);
+  return f->has_digest && u->digest_len == KR_SHA1_LEN &&
+         !memcmp(u->digest, f->digest, KR_SHA1_LEN) &&
+         !memcmp(f->digest, f->ad.payload_digest, KR_SHA1_LEN);
+}
+
+/* With WARC files and adaptive.dedupe: another URI's stored original has
+ * this payload (the WARC writer's URL-agnostic revisit, which it makes
+ * for any status, robots.txt too). */
+static int other_payload(kr_fetch_t *f) {
+  kr_crawl_t *c = f->crawl;
+  if (!c->warc || !kr_config_bool(kr_config_global(c->cfg), KR_CFG_ADAPTIVE_DEDUPE)) return 0;
+  kr_original_t o;
+  int rc = kr_store_original_find(kr_frontier_store(c->frontier), f->ad.payload_digest,
+                                  KR_SHA1_LEN, &o);
+  if (rc < 0) KR_LOG(KR_LOG_WARN, f->cf.url, "while looking up earlier payloads: %s", kr_strerror(rc));
+  return rc == 1 && o.ofp != f->curi->fp && o.url && o.rid && o.rid_len;
+}
+
+/* Heritrix's revisit annotation, put first on the line, given exactly
+ * when the WARC writer writes the matching revisit record:
+ *  - "duplicate:server-not-modified" (FetchHistoryProcessor: a 304 after
+ *    a capture with a digest): a 304, and a mid-fetch abort, which the
+ *    WARC writer records as the same revisit, when the URI has a stored
+ *    original; its payload digest is carried forward into crawl.log's
+ *    digest column. Without WARC files: always (the previous visit is
+ *    the capture), with no digest to carry;
+ *  - "duplicate:digest" (FetchHistoryProcessor for the same URI,
+ *    ContentDigestHistoryLoader for another): a whole payload that is
+ *    the last capture's (same_payload: checked when unchanged, and for
+ *    robots.txt, which has no content state), or another URI's
+ *    (other_payload, where check_duplicate did not look: not a changed
+ *    2xx page). A page the stripped digest alone found unchanged is no
+ *    duplicate of itself.
+ * state: the content state, or KR_CONTENT_UNKNOWN for robots.txt. kria's
+ * own "notModified", "midFetchAbort", "unchanged" follow it. */
+static void annotate_revisit(kr_fetch_t *f, kr_content_t state) {
   const kr_http_resp_t *r = f->resp;
   int warc = f->crawl->warc != NULL;
-  uint8_t d[KR_SHA1_LEN];
   if (f->ad.content_set) {
     f->ad.has_prior_digest = warc && original_digest(f, f->ad.prior_digest);
     if (f->ad.has_prior_digest || !warc)
       kr_fetch_annotate_first(f, "duplicate:server-not-modified");
     return;
   }
-  if (!f->ad.has_payload_digest || !r->payload_bytes || r->truncated || f->http_err) return;
-  int same = warc ? original_digest(f, d) && !memcmp(d, f->ad.payload_digest, KR_SHA1_LEN)
-                  : f->has_digest && !memcmp(f->digest, f->ad.payload_digest, KR_SHA1_LEN);
-  if (same) kr_fetch_annotate_first(f, "duplicate:digest");
+  if (f->ad.dup_url || !whole_payload(f)) return; /* said already, or no */
+  int dup = (state == KR_CONTENT_UNCHANGED || f->is_robots) && same_payload(f);
+  int looked = state == KR_CONTENT_CHANGED && !f->is_robots && r->status >= 200 && r->status < 300;
+  if (!dup && !looked) dup = other_payload(f);
+  if (dup) kr_fetch_annotate_first(f, "duplicate:digest");
 }
 
 /* ---- the processor ---------------------------------------------------------------- */
@@ -145,7 +185,11 @@ static int change_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_crawl_t *c = self->data;
   const kr_curi_t *u = f->curi;
   const kr_http_resp_t *r = f->resp;
-  if (!u || f->is_robots || f->decided || !r || !r->status) return KR_PROC_NEXT;
+  if (!u || f->decided || !r || !r->status) return KR_PROC_NEXT;
+  if (f->is_robots) { /* not a page: only the revisit annotation */
+    annotate_revisit(f, KR_CONTENT_UNKNOWN);
+    return KR_PROC_NEXT;
+  }
   kr_content_t state;
   int full = 0; /* the body was downloaded and digested whole */
   if (f->ad.content_set) {
@@ -172,6 +216,7 @@ static int change_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
     c->st.changed++;
     c->st.changes_found += u->visits > 0; /* a first visit is no change (counters.h) */
     check_duplicate(f);
+    annotate_revisit(f, state);
     return KR_PROC_NEXT;
   case KR_CONTENT_UNKNOWN:
     c->st.unknown++;
@@ -182,7 +227,7 @@ static int change_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   }
   c->st.unchanged++;
   c->st.unchanged_body_bytes += r->payload_bytes;
-  annotate_revisit(f);
+  annotate_revisit(f, state);
   if (f->ad.midfetch_abort) {
     c->st.midfetch_aborts++;
     if (r->content_length > 0 && (uint64_t)r->content_length > r->payload_bytes)

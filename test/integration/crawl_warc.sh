@@ -28,6 +28,8 @@
 #    gzip and close-delimited ones: warcio.js recomputes them, crawl.log's
 #    digests are the records', its sizes the records' bodies past the
 #    HTTP head (chunked and gzip as sent, as Heritrix counts);
+#  - crawl.log's duplicate:digest lines are the identical-payload revisits
+#    for robots.txt and 404s too, of the same URI or of another;
 #  - `kria cdx` over the crawl's files agrees with warcio.js's indexer;
 #  - `kria wacz`: unzip -t passes, the expected entries, WARCs stored,
 #    datapackage.json sizes and SHA-256 match the entries, the digest file
@@ -385,6 +387,51 @@ sort -o "$T/p.ws" "$T/p.ws"
 awk '$4 ~ /^http/ {print $4, $3}' "$T/p/logs/crawl.log" | sort >"$T/p.cs"
 is "$(wc -l <"$T/p.cs")" 12 "a size per fetch"
 is "$(cat "$T/p.cs")" "$(cat "$T/p.ws")" "... each its record's body as received (chunked and gzip as sent)"
+kts_stop
+
+# ---- crawl.log's duplicates are the WARC files' revisits --------------------------------
+# Two host names for one kts serve the same bytes: robots.txt (a 404 with
+# a body), a 404 page and a 200 page. A first pass stores a.test's and
+# makes b.test's URL-agnostic revisits of them (adaptive.dedupe), a second
+# (--revisit-now) makes every one an identical-payload revisit of its own
+# URI. crawl.log says duplicate:digest on each of those lines, robots.txt
+# and 404s included (Heritrix's FetchHistoryProcessor and
+# ContentDigestHistoryLoader look at any status).
+
+cat >"$T/dup.ini" <<'EOF2'
+[route "/robots.txt"]
+status = 404
+body = no robots.txt here
+
+[route "/"]
+body = <a href="/gone">gone</a> <a href="/same">same</a>
+
+[route "/gone"]
+status = 404
+body = not found
+
+[route "/same"]
+body = the same bytes on every host
+EOF2
+kts_start "$T/dup.ini" || bail "kts did not start"
+echo "127.0.0.1 a.test b.test" >"$T/dup.hosts"
+printf 'http://%s.test:%s/\n' a "$KTS_PORT" b "$KTS_PORT" >"$T/dup.seeds"
+crawl_conf "$T/d.conf" "$T/d" "$T/dup.seeds" "[dns]" "hosts-file = $T/dup.hosts"
+timeout 60 "$KRIA" crawl -c "$T/d.conf" 2>"$T/d.err"
+is "$?" 0 "a crawl of two names for the same bytes exits 0"
+timeout 60 "$KRIA" crawl -c "$T/d.conf" --revisit-now 2>"$T/d2.err"
+is "$?" 0 "... and a second pass over it"
+mapfile -t D < <(find "$T/d/warcs" -type f | sort)
+warclist "${D[@]}" >"$T/d.list"
+DCL="$T/d/logs/crawl.log"
+is "$(wc -l <"$DCL")" 16 "8 URIs logged twice"
+is "$(grep -c ' duplicate:digest' "$DCL")" "$(grep -c '^revisit identical ' "$T/d.list")" \
+  "duplicate:digest on as many lines as there are identical-payload revisits"
+is "$(grep -c ' duplicate:digest' "$DCL")" 12 "... b.test's four in the first pass, all eight in the second"
+like "$(grep "b.test:$KTS_PORT/robots.txt " "$DCL" | head -1)" " 404 .* - duplicate:digest\$" \
+  "b.test's robots.txt, a 404 with a.test's bytes: duplicate:digest"
+like "$(grep "a.test:$KTS_PORT/gone " "$DCL" | tail -1)" " 404 .* - duplicate:digest,unchanged," \
+  "a 404 page fetched again with the same bytes: duplicate:digest"
 kts_stop
 
 # ---- kria cdx ---------------------------------------------------------------------------
