@@ -28,8 +28,8 @@
  * revisit of that URI ("duplicate:digest", as Heritrix's
  * ContentDigestHistoryLoader says it, first of the line's; refers-to URI
  * and date are kept on the fetch for the WARC writer); an unknown one is
- * added to the index. Sections: trust, duplicates, revisits in crawl.log, the
- * processor.
+ * added to the index. Sections: trust, duplicates, revisits in crawl.log,
+ * the processor.
  */
 #include <string.h>
 
@@ -106,7 +106,8 @@ static void check_duplicate(kr_fetch_t *f) {
 static int original_digest(kr_fetch_t *f, uint8_t out[KR_SHA1_LEN]) {
   kr_original_t o;
   int rc = kr_store_original_get(kr_frontier_store(f->crawl->frontier), f->curi->fp, &o);
-  if (rc < 0) KR_LOG(KR_LOG_WARN, f->cf.url, "while reading the stored original: %s", kr_strerror(rc));
+  if (rc < 0)
+    KR_LOG(KR_LOG_WARN, f->cf.url, "while reading the stored original: %s", kr_strerror(rc));
   if (rc != 1 || o.digest_len != KR_SHA1_LEN || !o.url || !o.rid || !o.rid_len) return 0;
   memcpy(out, o.digest, KR_SHA1_LEN);
   return 1;
@@ -141,7 +142,8 @@ static int other_payload(kr_fetch_t *f) {
   kr_original_t o;
   int rc = kr_store_original_find(kr_frontier_store(c->frontier), f->ad.payload_digest,
                                   KR_SHA1_LEN, &o);
-  if (rc < 0) KR_LOG(KR_LOG_WARN, f->cf.url, "while looking up earlier payloads: %s", kr_strerror(rc));
+  if (rc < 0)
+    KR_LOG(KR_LOG_WARN, f->cf.url, "while looking up earlier payloads: %s", kr_strerror(rc));
   return rc == 1 && o.ofp != f->curi->fp && o.url && o.rid && o.rid_len;
 }
 
