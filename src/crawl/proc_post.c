@@ -192,7 +192,8 @@ static void build_outcome(kr_fetch_t *f) {
 
 /* Column 3 as Heritrix's curi.getContentLength() for HTTP: the response
  * body as it came over the wire after the head (transfer and content
- * codings kept: the bytes after the head in the WARC response record); 0
+ * codings kept: with warc.chunked = keep the bytes after the head in the
+ * WARC response record); 0
  * for a 304 and for a mid-fetch abort (Heritrix chops an aborted body at
  * its start); "-" without a response. */
 static int64_t log_size(const kr_fetch_t *f) {
