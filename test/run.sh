@@ -23,7 +23,8 @@ run_one() { # name timeout cmd...
   local rc=$?
   local p f
   p=$(grep -cE '^ok [0-9]+' "$log")
-  f=$(grep -cE '^not ok [0-9]+' "$log")
+  # "not ok ... # TODO": a known failure (TAP), not counted
+  f=$(grep -E '^not ok [0-9]+' "$log" | grep -cvE '# TODO( |$)')
   if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
     f=1 # crashed, timed out or failed outside a test case
     echo "  $name: exit status $rc" >>"$log"

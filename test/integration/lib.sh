@@ -6,6 +6,8 @@
 #   TAP:      ok DESC | not_ok DESC | check DESC CMD... | is GOT WANT DESC |
 #             isnt GOT WANT DESC | like GOT ERE DESC | unlike GOT ERE DESC |
 #             skip WHY DESC | diag MSG | bail MSG | done_testing
+#             TAP_TODO=WHY (set around checks): their lines end "# TODO WHY"
+#             and a "not ok" among them is an expected failure, not a fail
 #   temp:     $T, a directory removed at exit
 #   servers:  kts_start ROUTES [kts args]  -> KTS_PID KTS_PORT KTS_URL
 #             kts_stop [PID]               -> kts's exit status
@@ -54,10 +56,14 @@ trap 'exit 130' INT TERM
 
 # ---- TAP ----------------------------------------------------------------
 
-ok() { _tap_n=$((_tap_n + 1)); echo "ok $_tap_n - $*"; }
+# with TAP_TODO set, a line carries the TAP directive "# TODO $TAP_TODO": a
+# known failure, reported but not counted (a TODO test that passes says so)
+_tap_todo() { [ -n "${TAP_TODO:-}" ] && printf ' # TODO %s' "$TAP_TODO"; }
+ok() { _tap_n=$((_tap_n + 1)); echo "ok $_tap_n - $*$(_tap_todo)"; }
 not_ok() {
-  _tap_n=$((_tap_n + 1)); _tap_fail=$((_tap_fail + 1))
-  echo "not ok $_tap_n - $*"
+  _tap_n=$((_tap_n + 1))
+  [ -n "${TAP_TODO:-}" ] || _tap_fail=$((_tap_fail + 1))
+  echo "not ok $_tap_n - $*$(_tap_todo)"
 }
 diag() { local l; while IFS= read -r l; do echo "# $l"; done <<<"$*"; }
 # check DESC CMD...: ok when CMD exits 0
