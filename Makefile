@@ -147,9 +147,10 @@ demo: deps
 	$(KRIA) demo --seconds $(DEMO_SECONDS) --state-dir $(B)/demo
 
 # Every Debian package the build, tests and benchmarks need; OPTIONAL_PKGS
-# are wanted by one test each, which skips without them (chromium: the
-# console screenshot; systemd: systemd-analyze verify of the unit, installed
-# without systemd-sysv so it never becomes PID 1). KRIA_SKIP_OPTIONAL=1
+# are wanted by a test or two, which skip without them (chromium: the
+# console screenshot and the replay in ReplayWeb.page; systemd:
+# systemd-analyze verify of the unit, installed without systemd-sysv so it
+# never becomes PID 1). KRIA_SKIP_OPTIONAL=1
 # skips those. nodejs + npm only when there is no node at all (a node from
 # elsewhere bundles its own npm). Package scripts may not start services
 # (nginx would take port 80): policy-rc.d says no while apt-get runs.

@@ -46,11 +46,14 @@ for t in "$B"/test/test_*; do
   run_one "$name" 300 "$t"
 done
 
-# warcio.js (pinned in test/integration/package-lock.json) before the
-# integration tests, so no test that only checks for it skips on a first
-# run; a test that needs it reports an install failure itself.
-if command -v node >/dev/null && [ ! -d test/integration/node_modules/warcio ] &&
-  [ -z "$FILTER" ]; then
+# warcio.js, puppeteer-core and replaywebpage (pinned in
+# test/integration/package-lock.json) before the integration tests, so no
+# test that only checks for them skips on a first run; a test that needs
+# them reports an install failure itself.
+if command -v node >/dev/null && [ -z "$FILTER" ] &&
+  { [ ! -d test/integration/node_modules/warcio ] ||
+    [ ! -d test/integration/node_modules/puppeteer-core ] ||
+    [ ! -d test/integration/node_modules/replaywebpage ]; }; then
   (cd test/integration && timeout 300 npm ci --no-audit --no-fund --loglevel=error) \
     >"$logdir/npm-ci.log" 2>&1 || echo "npm ci failed (log: ${logdir#"$top"/}/npm-ci.log)"
 fi
