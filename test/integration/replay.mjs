@@ -24,8 +24,9 @@
 // Output, one tab-separated line per capture checked (in --cdx order):
 //   RESULT  ok|fail  KIND  URL  TS  DETAIL
 // KIND: original, changed (a new payload for a URL seen before),
-// not-modified (revisit of a 304), midfetch (revisit of a 200 whose body
-// was not read: same validators), identical-same-url, identical-cross-url.
+// not-modified (server-not-modified revisit of a 304: no HTTP head, or a
+// 304 one), midfetch (server-not-modified revisit with a 200 head: same
+// validators, body not read), identical-same-url, identical-cross-url.
 // On a failure DETAIL says what the frame showed (HTTP status and type of
 // the service worker's answer, the text) and which WACZ byte ranges the
 // service worker fetched for it. Lines starting "#" are diagnostics.
@@ -158,7 +159,9 @@ const byCapture = new Map(captures.map((c) => [`${c.url} ${c.ts}`, c]));
 for (const c of captures) {
   const r = c.rec;
   if (r.type === "response") c.kind = seen.has(c.url) && seen.get(c.url) !== r.digest ? "changed" : "original";
-  else if (/server-not-modified/.test(r.profile)) c.kind = r.status === 304 ? "not-modified" : "midfetch";
+  // server-not-modified: a 304 (an empty block, or a 304 head) or a
+  // mid-fetch abort (the 200 head as received)
+  else if (/server-not-modified/.test(r.profile)) c.kind = r.status === 0 || r.status === 304 ? "not-modified" : "midfetch";
   else c.kind = r.refersToUri === c.url ? "identical-same-url" : "identical-cross-url";
   seen.set(c.url, r.digest);
   c.orig = original(r);
