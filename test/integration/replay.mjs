@@ -21,7 +21,8 @@
 //              of .probe; each <img> decoded to the size of the captured PNG
 //   text/css   the text shown is the captured stylesheet
 //   image/png  the image decodes to the captured PNG's width and height
-// Output, one tab-separated line per capture checked (in --cdx order):
+// Output, one tab-separated line per capture checked (by timestamp, --cdx
+// order within a second):
 //   RESULT  ok|fail  KIND  URL  TS  DETAIL
 // KIND: original, changed (a new payload for a URL seen before),
 // not-modified (server-not-modified revisit of a 304: no HTTP head, or a
@@ -119,8 +120,8 @@ function expectation(orig) {
     case "text/html": {
       const m = text.match(/<p id="marker"[^>]*>([^<]*)</);
       const e = { kind: "html", marker: m ? m[1] : null };
-      if (/<link rel="stylesheet"/.test(text)) e.color = cssColor;
-      if (/<img /.test(text)) e.img = imgSize;
+      if (/<link rel="stylesheet"/.test(text)) e.color = cssColor || "(no stylesheet captured)";
+      if (/<img /.test(text)) e.img = imgSize || "(no PNG captured)";
       return e;
     }
     case "text/css":
@@ -132,7 +133,7 @@ function expectation(orig) {
   }
 }
 
-// the captures, in --cdx order; cssColor/imgSize from the first stylesheet
+// the captures, by timestamp; cssColor/imgSize from the first stylesheet
 // and PNG captured (every page embeds those)
 const captures = [];
 let cssColor = null;
@@ -147,7 +148,7 @@ for (const line of readFileSync(opt.cdx, "utf8").split("\n")) {
   const type = j.mime === "warc/revisit" ? "revisit" : "response";
   const rec = byKey.get(`${j.url} ${m[1]} ${type}`);
   if (!rec) throw new Error(`no ${type} record for ${j.url} at ${m[1]}`);
-  captures.push({ url: j.url, ts: m[1], cdxStatus: j.status, rec });
+  captures.push({ url: j.url, ts: m[1], index: `${j.mime} ${j.status ?? "(no status)"}`, rec });
 }
 for (const c of captures) {
   const o = original(c.rec);
@@ -268,6 +269,7 @@ function compare(exp, got) {
   if (!exp) return "no expectation: the capture's original record was not found";
   const bad = [];
   if (exp.kind === "html") {
+    if (exp.marker === null) return "the captured page has no #marker to look for";
     if (got.marker !== exp.marker) bad.push(`#marker ${JSON.stringify(got.marker)}, want ${JSON.stringify(exp.marker)}`);
     if (exp.color && got.color !== exp.color) bad.push(`.probe colour ${got.color}, want ${exp.color} (stylesheet)`);
     if (exp.img && (!got.imgs.length || got.imgs.some((s) => s !== exp.img))) bad.push(`images ${got.imgs.join(",") || "none"}, want ${exp.img}`);
@@ -357,7 +359,7 @@ async function check(c) {
     detail = `${e.name}: ${e.message.split("\n")[0]}; frames: ${frames.join(" ") || "none"}`;
   }
   await page.close().catch(() => {});
-  if (!ok) detail += `; WACZ reads for it: ${reqLog.length ? reqLog.join(" ") : "none"}`;
+  if (!ok) detail += `; index line: ${c.index}; WACZ reads for it: ${reqLog.length ? reqLog.join(" ") : "none"}`;
   return { ok, detail: shownAs + detail };
 }
 
