@@ -35,19 +35,8 @@ nginx_start "$W" || bail "nginx did not start"
 ACC="$NGINX_PREFIX/logs/access.log"
 
 echo "$NGINX_URL/" >"$T/seeds.txt"
-cat >"$T/c.conf" <<EOF
-[http]
-allow-private-addresses = true
-[crawl]
-seeds = $T/seeds.txt
-state-dir = $T/state
-revisit = false
-[politeness]
-min-delay = 0
-max-delay = 0
-delay-factor = 0
-[store]
-commit-interval = 10ms
+loopback_conf "$T/seeds.txt" "$T/state" >"$T/c.conf"
+cat >>"$T/c.conf" <<EOF
 # validators used from the first revisit on, no sampled full downloads
 [adaptive]
 trust-sample = 0

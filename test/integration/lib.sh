@@ -97,6 +97,30 @@ done_testing() {
   exit 1
 }
 
+# ---- crawl configuration -------------------------------------------------
+
+# loopback_conf SEEDS STATE: on stdout, the sections a snapshot crawl of
+# this test's servers on loopback needs (private addresses allowed, no
+# politeness delay, a commit every 10 ms); the test appends its own, a
+# section named again adding to it.
+loopback_conf() {
+  cat <<EOF
+[http]
+allow-private-addresses = true
+[crawl]
+seeds = $1
+state-dir = $2
+revisit = false
+progress-interval = 0
+[politeness]
+min-delay = 0
+max-delay = 0
+delay-factor = 0
+[store]
+commit-interval = 10ms
+EOF
+}
+
 # ---- kts ----------------------------------------------------------------
 
 # kts_start ROUTES [ARGS...]: start kts, wait (≤ 10 s) for its

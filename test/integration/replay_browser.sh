@@ -130,19 +130,8 @@ EOF
 kts_start "$T/routes.ini" || bail "kts did not start"
 
 echo "$KTS_URL/" >"$T/seeds.txt"
-cat >"$T/c.conf" <<EOF
-[http]
-allow-private-addresses = true
-[crawl]
-seeds = $T/seeds.txt
-state-dir = $T/state
-revisit = false
-[politeness]
-min-delay = 0
-max-delay = 0
-delay-factor = 0
-[store]
-commit-interval = 10ms
+loopback_conf "$T/seeds.txt" "$T/state" >"$T/c.conf"
+cat >>"$T/c.conf" <<EOF
 # validators used from the first revisit on: conditional GETs (304s) and
 # mid-fetch aborts, no sampled full downloads
 [adaptive]

@@ -53,20 +53,8 @@ kts_start "$T/site.ini" || bail "kts did not start"
 echo "$KTS_URL/" >"$T/seeds"
 
 crawl() { # NAME MODE
-  cat >"$T/$1.conf" <<EOF2
-[crawl]
-seeds = $T/seeds
-state-dir = $T/$1
-revisit = false
-progress-interval = 0
-[http]
-allow-private-addresses = true
-[politeness]
-min-delay = 0
-max-delay = 0
-delay-factor = 0
-[store]
-commit-interval = 10ms
+  loopback_conf "$T/seeds" "$T/$1" >"$T/$1.conf"
+  cat >>"$T/$1.conf" <<EOF2
 [warc]
 chunked = $2
 EOF2

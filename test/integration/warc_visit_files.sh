@@ -45,20 +45,8 @@ EOF2
 kts_start "$T/site.ini" || bail "kts did not start"
 
 echo "$KTS_URL/" >"$T/seeds"
-cat >"$T/c.conf" <<EOF2
-[crawl]
-seeds = $T/seeds
-state-dir = $T/s
-revisit = false
-progress-interval = 0
-[http]
-allow-private-addresses = true
-[politeness]
-min-delay = 0
-max-delay = 0
-delay-factor = 0
-[store]
-commit-interval = 10ms
+loopback_conf "$T/seeds" "$T/s" >"$T/c.conf"
+cat >>"$T/c.conf" <<EOF2
 [warc]
 compress = none
 max-size = 1MiB
