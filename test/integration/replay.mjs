@@ -1,6 +1,6 @@
 // replay.mjs — kria's captures replayed by ReplayWeb.page (npm replaywebpage,
 // pinned in package.json) in headless Chromium driven by puppeteer-core
-// (pinned too), for replay_browser.sh:
+// (pinned too), for replay_browser.sh and replay_large.sh:
 //
 //   node replay.mjs --chromium PATH --wacz FILE --cdx FILE --log FILE
 //                   [--skip URL-ERE] WARC...
@@ -13,12 +13,14 @@
 // ReplayWeb.page's index.html, ui.js and sw.js (the service worker from
 // the app's own path, so its scope covers the app) and the WACZ with
 // Range support (wabac.js reads a WACZ by range requests); every request
-// it answers goes to --log. Each capture is opened in a new tab as
+// it answers goes to --log (for the WACZ with the byte range served,
+// START-END). Each capture is opened in a new tab as
 //   /?source=<WACZ URL>#view=pages&url=<URL>&ts=<TS>
 // and, once the replay frame (<coll>/<TS>mp_/<URL>) has loaded, its
 // document is held against the expectation:
 //   text/html  the text of #marker; with a stylesheet, the computed colour
-//              of .probe; each <img> decoded to the size of the captured PNG
+//              of .probe and content of .probe::after its own stylesheet
+//              sets; each <img> decoded to the size of its captured PNG
 //   text/css   the text shown is the captured stylesheet
 //   image/png  the image decodes to the captured PNG's width and height
 // Output, one tab-separated line per capture checked (by timestamp, --cdx
@@ -30,7 +32,10 @@
 // validators, body not read), identical-same-url, identical-cross-url.
 // On a failure DETAIL says what the frame showed (HTTP status and type of
 // the service worker's answer, the text) and which WACZ byte ranges the
-// service worker fetched for it. Lines starting "#" are diagnostics.
+// service worker fetched for it. Lines starting "#" are diagnostics: per
+// capture shown, the milliseconds from opening its tab to observing its
+// document and the WACZ requests meanwhile; at the end the WACZ GET
+// requests and bytes served in all.
 // Every wait is bounded; Chromium (--no-sandbox, a temporary profile) is
 // closed at the end and its PID written to <log>.chromium-pid first.
 import { createServer } from "node:http";
@@ -113,15 +118,38 @@ function pngSize(buf) {
   return `${buf.readUInt32BE(16)}x${buf.readUInt32BE(20)}`;
 }
 
-// expectation ORIG: what the replay of ORIG's payload must show
+// embedded ORIG RE: the original record of the first capture of the URL
+// that RE finds in ORIG's payload (<link rel="stylesheet" href> or <img
+// src; the same bytes for every capture of it in kria's tests), or null
+const firstCapture = new Map(); // url -> its earliest record
+for (const r of byId.values()) {
+  const f = firstCapture.get(r.url);
+  if (!f || r.date < f.date) firstCapture.set(r.url, r);
+}
+function embedded(orig, re) {
+  const m = orig.payload.toString("utf8").match(re);
+  return m ? original(firstCapture.get(new URL(m[1], orig.url).href)) : null;
+}
+
+// expectation ORIG: what the replay of ORIG's payload must show; a page's
+// colour of .probe and content of .probe::after are the ones its own
+// stylesheet sets (each when it sets one), its images the size of its own
+// PNG
 function expectation(orig) {
   const text = orig.payload.toString("utf8");
   switch (orig.ctype) {
     case "text/html": {
       const m = text.match(/<p id="marker"[^>]*>([^<]*)</);
       const e = { kind: "html", marker: m ? m[1] : null };
-      if (/<link rel="stylesheet"/.test(text)) e.color = cssColor || "(no stylesheet captured)";
-      if (/<img /.test(text)) e.img = imgSize || "(no PNG captured)";
+      if (/<link rel="stylesheet"/.test(text)) {
+        const css = embedded(orig, /<link rel="stylesheet" href="([^"]*)"/)?.payload.toString() ?? null;
+        e.color = css === null ? "(no stylesheet captured)" : (css.match(/color: *(rgb\([^)]*\))/) || [])[1];
+        e.after = css && (css.match(/::after *\{ *content: *("[^"]*")/) || [])[1];
+      }
+      if (/<img /.test(text)) {
+        const png = embedded(orig, /<img [^>]*src="([^"]*)"/);
+        e.img = png ? pngSize(png.payload) : "(no PNG captured)";
+      }
       return e;
     }
     case "text/css":
@@ -133,11 +161,8 @@ function expectation(orig) {
   }
 }
 
-// the captures, by timestamp; cssColor/imgSize from the first stylesheet
-// and PNG captured (every page embeds those)
+// the captures, by timestamp
 const captures = [];
-let cssColor = null;
-let imgSize = null;
 const seen = new Map(); // url -> digest of its previous capture
 const skip = opt.skip ? new RegExp(opt.skip) : null;
 for (const line of readFileSync(opt.cdx, "utf8").split("\n")) {
@@ -150,11 +175,6 @@ for (const line of readFileSync(opt.cdx, "utf8").split("\n")) {
   if (!rec) throw new Error(`no ${type} record for ${j.url} at ${m[1]}`);
   captures.push({ url: j.url, ts: m[1], index: `${j.mime} ${j.status ?? "(no status)"}`, rec });
 }
-for (const c of captures) {
-  const o = original(c.rec);
-  if (o?.ctype === "text/css" && !cssColor) cssColor = (o.payload.toString().match(/color: *(rgb\([^)]*\))/) || [])[1];
-  if (o?.ctype === "image/png" && !imgSize) imgSize = pngSize(o.payload);
-}
 captures.sort((a, b) => (a.ts < b.ts ? -1 : a.ts > b.ts ? 1 : 0)); // stable: cdx order within a second
 const byCapture = new Map(captures.map((c) => [`${c.url} ${c.ts}`, c]));
 for (const c of captures) {
@@ -166,7 +186,7 @@ for (const c of captures) {
   else c.kind = r.refersToUri === c.url ? "identical-same-url" : "identical-cross-url";
   seen.set(c.url, r.digest);
   c.orig = original(r);
-  c.expect = c.orig ? expectation(c.orig) : null;
+  c.expect = c.orig && (!skip || !skip.test(c.url)) ? expectation(c.orig) : null;
 }
 
 // ---- the server: ReplayWeb.page and the WACZ -----------------------------------
@@ -174,6 +194,7 @@ for (const c of captures) {
 const waczSize = statSync(opt.wacz).size;
 writeFileSync(opt.log, "");
 let reqLog = []; // WACZ ranges fetched since the last capture began
+const waczReads = []; // bytes of each WACZ GET answered
 const TYPES = { ".html": "text/html; charset=utf-8", ".js": "application/javascript", ".json": "application/json", ".wasm": "application/wasm" };
 
 const server = createServer((req, res) => {
@@ -205,7 +226,8 @@ const server = createServer((req, res) => {
     head["Content-Length"] = String(end - start + 1);
     res.writeHead(status, head);
     reqLog.push(`${req.method} ${start}-${end}`);
-    done(status);
+    if (req.method !== "HEAD") waczReads.push(end - start + 1);
+    done(status, ` ${start}-${end}`);
     if (req.method === "HEAD") return res.end();
     createReadStream(opt.wacz, { start, end }).pipe(res);
     return;
@@ -259,6 +281,7 @@ function observe(frame) {
       contentType: document.contentType,
       marker: marker ? marker.textContent : null,
       color: probe ? getComputedStyle(probe).color : null,
+      after: probe ? getComputedStyle(probe, "::after").content : null,
       imgs,
       text: (document.body ? document.body.innerText : "").trim(),
     };
@@ -272,6 +295,7 @@ function compare(exp, got) {
     if (exp.marker === null) return "the captured page has no #marker to look for";
     if (got.marker !== exp.marker) bad.push(`#marker ${JSON.stringify(got.marker)}, want ${JSON.stringify(exp.marker)}`);
     if (exp.color && got.color !== exp.color) bad.push(`.probe colour ${got.color}, want ${exp.color} (stylesheet)`);
+    if (exp.after && got.after !== exp.after) bad.push(`.probe::after ${got.after}, want ${exp.after} (stylesheet)`);
     if (exp.img && (!got.imgs.length || got.imgs.some((s) => s !== exp.img))) bad.push(`images ${got.imgs.join(",") || "none"}, want ${exp.img}`);
   } else if (exp.kind === "css") {
     if (got.text !== exp.text) bad.push(`text ${JSON.stringify(got.text.slice(0, 80))}, want the stylesheet ${JSON.stringify(exp.text.slice(0, 80))}`);
@@ -293,6 +317,7 @@ function swAnswer(page, url) {
 
 async function check(c) {
   reqLog = [];
+  const t0 = Date.now();
   const page = await browser.newPage();
   // the replay document: <prefix>/<coll>/[:<wacz hash>/]<TS>mp_/<URL>. A
   // revisit wabac.js has resolved before may be redirected to another
@@ -347,6 +372,7 @@ async function check(c) {
         (o ? `a capture of another original (${o.url} ${ts14(o.date)})` : "not a capture in the index");
     } else {
       const got = await observe(frame);
+      c.shownMs = Date.now() - t0;
       const why = compare(c.expect, got);
       ok = !why;
       const d = at(frame.url());
@@ -370,8 +396,11 @@ try {
     const { ok, detail } = await check(c);
     if (!ok) failed++;
     const orig = c.orig && c.orig !== c.rec ? ` of ${c.orig.url === c.url ? "" : c.orig.url + " "}${ts14(c.orig.date)}` : "";
+    if (c.shownMs !== undefined) diag(`shown in ${c.shownMs} ms (a new tab to the document observed), ${reqLog.length} WACZ requests: ${c.url} ${c.ts}`);
     say(["RESULT", ok ? "ok" : "fail", c.kind, c.url, c.ts, `${c.expect?.kind ?? "?"}${orig}${detail.startsWith(" (") ? "" : detail ? ": " : ""}${detail}`].join("\t"));
   }
+  const bytes = waczReads.reduce((a, b) => a + b, 0);
+  diag(`WACZ reads: ${waczReads.length} GET requests, ${bytes} of its ${waczSize} bytes`);
 } finally {
   await browser.close().catch(() => {});
   server.close();
