@@ -27,8 +27,7 @@
 # per capture, naming its kind, URL and timestamp (replay.mjs says what
 # each must show). Then: every kind of capture was there to check.
 . "$(dirname "$0")/lib.sh"
-
-HERE=$KRIA_TOP/test/integration
+. "$(dirname "$0")/replay_lib.bash"
 
 # Known failures, by kind (space-separated; their lines are TAP TODO):
 # none. Until 304 revisits had an empty block they were indexed with
@@ -37,45 +36,12 @@ HERE=$KRIA_TOP/test/integration
 TODO_KINDS=""
 TODO_WHY="known replay failure"
 
-CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
-if [ -z "$CHROMIUM" ]; then
-  skip "chromium not installed (make deps installs it as optional)" "replay in ReplayWeb.page"
-  done_testing
-fi
-if ! command -v node >/dev/null; then
-  skip "node not installed (make deps installs nodejs)" "replay in ReplayWeb.page"
-  done_testing
-fi
+replay_prereqs
 [ -x "$KRIA" ] && "$KRIA" crawl --help >/dev/null 2>&1 || bail "kria crawl is not built ($KRIA)"
-if [ ! -f "$HERE/node_modules/puppeteer-core/package.json" ] ||
-  [ ! -f "$HERE/node_modules/replaywebpage/sw.js" ]; then
-  diag "installing puppeteer-core and replaywebpage from package-lock.json (npm ci)"
-  if ! (cd "$HERE" && timeout 300 npm ci --no-audit --no-fund --loglevel=error) >"$T/npm.log" 2>&1; then
-    not_ok "npm ci installs puppeteer-core and replaywebpage"
-    diag "$(tail -20 "$T/npm.log")"
-    done_testing
-  fi
-fi
-for p in puppeteer-core replaywebpage; do
-  want=$(node -p "require('$HERE/package.json').dependencies['$p']")
-  have=$(node -p "require('$HERE/node_modules/$p/package.json').version")
-  is "$have" "$want" "$p $want installed (pinned)"
-done
 
 # ---- the site ---------------------------------------------------------------------
 
-# a 37x23 RGB PNG, made here (zlib from node)
-node -e '
-const z = require("zlib"), fs = require("fs");
-const crcT = Array.from({ length: 256 }, (_, n) => { let c = n; for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1; return c >>> 0; });
-const crc = (b) => { let c = 0xffffffff; for (const x of b) c = crcT[(c ^ x) & 255] ^ (c >>> 8); return (c ^ 0xffffffff) >>> 0; };
-const chunk = (t, d) => { const l = Buffer.alloc(4), c = Buffer.alloc(4), td = Buffer.concat([Buffer.from(t), d]); l.writeUInt32BE(d.length); c.writeUInt32BE(crc(td)); return Buffer.concat([l, td, c]); };
-const w = 37, h = 23, ihdr = Buffer.alloc(13);
-ihdr.writeUInt32BE(w, 0); ihdr.writeUInt32BE(h, 4); ihdr[8] = 8; ihdr[9] = 2;
-const row = Buffer.concat([Buffer.from([0]), Buffer.alloc(w * 3, Buffer.from([200, 30, 30]))]);
-fs.writeFileSync(process.argv[1], Buffer.concat([Buffer.from([137, 80, 78, 71, 13, 10, 26, 10]),
-  chunk("IHDR", ihdr), chunk("IDAT", z.deflateSync(Buffer.concat(Array(h).fill(row)))), chunk("IEND", Buffer.alloc(0))]));
-' "$T/pic.png" || bail "could not write the test PNG"
+replay_png "$T/pic.png" || bail "could not write the test PNG"
 
 cat >"$T/routes.ini" <<'EOF'
 [route "/robots.txt"]
@@ -129,31 +95,10 @@ body = <!DOCTYPE html><html><body><p id="marker">kria-replay changing, version {
 EOF
 kts_start "$T/routes.ini" || bail "kts did not start"
 
-echo "$KTS_URL/" >"$T/seeds.txt"
-loopback_conf "$T/seeds.txt" "$T/state" >"$T/c.conf"
-cat >>"$T/c.conf" <<EOF
-# validators used from the first revisit on: conditional GETs (304s) and
-# mid-fetch aborts, no sampled full downloads
-[adaptive]
-trust-sample = 0
-trust-probation = 0
-dedupe = true
-EOF
-
-# pass N ARGS...: one crawl pass, begun in a later second than the last
-# one ended (a bounded wait on the clock: at most one second)
-last_sec=0
-later_second() { [ "$(date +%s)" -gt "$last_sec" ]; }
-pass() {
-  local n=$1; shift
-  wait_until 3 later_second || bail "the clock did not move on"
-  timeout 60 "$KRIA" crawl -c "$T/c.conf" "$@" >"$T/crawl$n.out" 2>"$T/crawl$n.err"
-  is "$?" 0 "crawl pass $n exits 0"
-  last_sec=$(date +%s)
-}
-pass 1
-pass 2 --revisit-now
-pass 3 --revisit-now
+replay_crawl "$KTS_URL/"
+replay_pass 60 1
+replay_pass 60 2 --revisit-now
+replay_pass 60 3 --revisit-now
 kts_stop
 is "$?" 0 "kts stopped cleanly (the replay below never reaches it)"
 
@@ -166,28 +111,11 @@ is "$(cut -d' ' -f1,2 "$T/all.cdxj" | sort | uniq -d)" "" "no URL captured twice
 
 # ---- the replay ---------------------------------------------------------------------
 
-timeout 180 node "$HERE/replay.mjs" --chromium "$CHROMIUM" --wacz "$T/test.wacz" --cdx "$T/all.cdxj" \
-  --log "$T/http.log" --skip 'robots\.txt$' "${warcs[@]}" >"$T/replay.out" 2>"$T/replay.err"
+replay_run 180 replay --wacz "$T/test.wacz" --cdx "$T/all.cdxj" --skip 'robots\.txt$' "${warcs[@]}"
 rc=$?
-# Chromium is closed by replay.mjs; should it have been cut short, stop it
-# (and its process group: puppeteer starts it detached) by its PID
-cpid=$(cat "$T/http.log.chromium-pid" 2>/dev/null)
-if [ -n "$cpid" ] && kill -0 "$cpid" 2>/dev/null; then
-  kill -KILL -- "-$cpid" 2>/dev/null || kill -KILL "$cpid" 2>/dev/null
-  not_ok "Chromium closed by replay.mjs"
-fi
 is "$rc" 0 "replay.mjs ran to the end"
 [ "$rc" = 0 ] || diag "$(tail -20 "$T/replay.err")"
-grep '^#' "$T/replay.out" | sed 's/^# //' | while IFS= read -r l; do diag "$l"; done
-
-declare -A kinds=()
-while IFS=$'\t' read -r tag res kind url ts detail; do
-  [ "$tag" = RESULT ] || continue
-  kinds[$kind]=$((${kinds[$kind]:-0} + 1))
-  [ -n "$TODO_KINDS" ] && [[ " $TODO_KINDS " == *" $kind "* ]] && TAP_TODO=$TODO_WHY
-  if [ "$res" = ok ]; then ok "$kind $url $ts: $detail"; else not_ok "$kind $url $ts: $detail"; fi
-  TAP_TODO=
-done < <(grep -P '^RESULT\t' "$T/replay.out")
+replay_results "$T/replay.out"
 
 # ---- the check can fail ----------------------------------------------------------
 
@@ -196,11 +124,8 @@ done < <(grep -P '^RESULT\t' "$T/replay.out")
 # another one (the first version), which replay.mjs must refuse.
 "$KRIA" wacz "$T/first.wacz" "${warcs[0]}" >"$T/wacz1.out" 2>"$T/wacz1.err"
 is "$?" 0 "kria wacz packs the first pass alone"
-timeout 120 node "$HERE/replay.mjs" --chromium "$CHROMIUM" --wacz "$T/first.wacz" --cdx "$T/all.cdxj" \
-  --log "$T/http1.log" --skip '^(?!.*/changing$)' "${warcs[@]}" >"$T/replay1.out" 2>"$T/replay1.err"
+replay_run 120 replay1 --wacz "$T/first.wacz" --cdx "$T/all.cdxj" --skip '^(?!.*/changing$)' "${warcs[@]}"
 rc=$?
-cpid=$(cat "$T/http1.log.chromium-pid" 2>/dev/null)
-[ -n "$cpid" ] && kill -0 "$cpid" 2>/dev/null && { kill -KILL -- "-$cpid" 2>/dev/null || kill -KILL "$cpid" 2>/dev/null; }
 is "$rc" 0 "replay.mjs ran to the end on the first pass's WACZ"
 is "$(grep -cP '^RESULT\tok\toriginal\t.*/changing\t' "$T/replay1.out")" 1 \
   "... the changing page's first capture replays"
@@ -210,7 +135,7 @@ diag "$(grep -P '^RESULT\tfail' "$T/replay1.out" | head -1 | cut -f6 | cut -c1-3
 
 # every kind of capture the test is about was made and checked
 for k in original changed not-modified midfetch identical-same-url identical-cross-url; do
-  check "captures of kind $k checked (${kinds[$k]:-0})" test "${kinds[$k]:-0}" -ge 1
+  check "captures of kind $k checked (${REPLAY_KINDS[$k]:-0})" test "${REPLAY_KINDS[$k]:-0}" -ge 1
 done
-is "${kinds[changed]:-0}" 2 "the changing page: two new versions after the first"
+is "${REPLAY_KINDS[changed]:-0}" 2 "the changing page: two new versions after the first"
 done_testing
