@@ -177,6 +177,11 @@ for (const line of readFileSync(opt.cdx, "utf8").split("\n")) {
 }
 captures.sort((a, b) => (a.ts < b.ts ? -1 : a.ts > b.ts ? 1 : 0)); // stable: cdx order within a second
 const byCapture = new Map(captures.map((c) => [`${c.url} ${c.ts}`, c]));
+const byTs = new Map(); // ts -> its captures
+for (const c of captures) {
+  if (!byTs.has(c.ts)) byTs.set(c.ts, []);
+  byTs.get(c.ts).push(c);
+}
 for (const c of captures) {
   const r = c.rec;
   if (r.type === "response") c.kind = seen.has(c.url) && seen.get(c.url) !== r.digest ? "changed" : "original";
@@ -322,7 +327,10 @@ async function check(c) {
   // the replay document: <prefix>/<coll>/[:<wacz hash>/]<TS>mp_/<URL>. A
   // revisit wabac.js has resolved before may be redirected to another
   // capture standing for the same original record (the original itself or
-  // an earlier revisit of it): the same content, said in the result line.
+  // an earlier revisit of it), or to its own URL at the timestamp of any
+  // capture standing for it (wabac.js finds a payload by its digest; seen
+  // for revisits whose original is another URL's): the same content, said
+  // in the result line.
   const at = (u) => {
     const m = u.match(/\/(\d{14})mp_\/(.*)$/);
     return m ? { ts: m[1], url: m[2] } : null;
@@ -331,8 +339,8 @@ async function check(c) {
     const d = at(u);
     if (!d) return false;
     if (d.ts === c.ts && d.url === c.url) return true;
-    const o = byCapture.get(`${d.url} ${d.ts}`)?.orig;
-    return !!o && o === c.orig;
+    if (!c.orig) return false;
+    return (byTs.get(d.ts) || []).some((x) => x.orig === c.orig && (x.url === d.url || d.url === c.url));
   };
   let docResp = null;
   let navFail = null;
