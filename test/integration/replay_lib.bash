@@ -117,3 +117,16 @@ replay_results() {
     TAP_TODO=
   done < <(grep -P '^RESULT\t' "$1")
 }
+
+# replay_pack WACZ: the crawl's WARC files (warcs, by name) indexed by
+# `kria cdx` into $T/all.cdxj and packed by `kria wacz` into WACZ; no URL
+# may have two captures in one second, which the index could not tell
+# apart
+replay_pack() {
+  mapfile -t warcs < <(find "$T/state/warcs" -name '*.warc.gz' | sort)
+  "$KRIA" cdx "${warcs[@]}" >"$T/all.cdxj" 2>"$T/cdx.err"
+  is "$?" 0 "kria cdx indexes the crawl's ${#warcs[@]} WARC files"
+  "$KRIA" wacz "$1" "${warcs[@]}" >"$T/wacz.out" 2>"$T/wacz.err"
+  is "$?" 0 "kria wacz packs them"
+  is "$(cut -d' ' -f1,2 "$T/all.cdxj" | sort | uniq -d)" "" "no URL captured twice in one second"
+}
