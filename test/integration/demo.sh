@@ -86,6 +86,10 @@ if [ -n "$warc" ]; then
   is "$resp" "$(grep -vc '"mime": "warc/revisit"' "$T/cdxj")" "the record summary counts the responses (and others) kria cdx indexes"
   is "$rev" "$(grep -c '"mime": "warc/revisit"' "$T/cdxj")" "... and the revisits"
   like "$rev" '^[1-9][0-9]*$' "the demo wrote revisit records"
+  n304=$(sed -n 's/.*revisits (pointing at a stored response: \([0-9]*\) after a 304.*/\1/p' "$T/out")
+  is "$n304" "$(grep '"mime": "warc/revisit"' "$T/cdxj" | grep -vc '"status"')" \
+    "... of which those after a 304, the revisits with no HTTP head"
+  like "$n304" '^[1-9][0-9]*$' "the demo's site answered some conditional requests with 304"
 else
   like "$out" "WARC files +(off|none)" "no WARC file: the output says so"
 fi
