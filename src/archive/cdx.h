@@ -40,7 +40,8 @@ typedef void (*kr_cdx_rec_fn)(void *ud, const kr_cdx_rec_t *r);
  * out. */
 int kr__cdx_index_file(const char *path, const char *name, kr_cdx_lines_t *out,
                        kr_cdx_rec_fn fn, void *ud);
-/* Sort bytewise (LC_ALL=C sort). */
+/* Sort bytewise (LC_ALL=C sort) and drop repeated lines (LC_ALL=C sort
+ * -u), as cdxj-indexer's sorted output does. */
 void kr__cdx_sort(kr_cdx_lines_t *lines);
 void kr__cdx_lines_free(kr_cdx_lines_t *lines);
 /* Python json.dumps (ensure_ascii) of n bytes; bad UTF-8 as Latin-1. */

@@ -1,6 +1,7 @@
 /*
  * `kria cdx FILE...`: a CDXJ index of WARC and ARC files on standard
- * output, sorted as `LC_ALL=C sort` sorts (bytewise), in the format of
+ * output, sorted as `LC_ALL=C sort -u` sorts (bytewise, a repeated line
+ * once, as cdxj-indexer's sorted output), in the format of
  * webrecorder's cdxj-indexer that pywb and replayweb.page read:
  *
  *   SURT TIMESTAMP14 {"url": "...", "mime": "...", "status": "200",
@@ -433,7 +434,20 @@ static int cmp_lines(const void *a, const void *b) {
 }
 
 void kr__cdx_sort(kr_cdx_lines_t *L) {
-  if (L->n) qsort(L->v, L->n, sizeof *L->v, cmp_lines);
+  if (!L->n) return;
+  qsort(L->v, L->n, sizeof *L->v, cmp_lines);
+  /* A line equal to the one before is dropped, as cdxj-indexer's sorted
+   * output drops it (a file named twice). */
+  size_t k = 1;
+  for (size_t i = 1; i < L->n; i++) {
+    if (strcmp(L->v[i], L->v[k - 1]) == 0) {
+      L->bytes -= strlen(L->v[i]);
+      free(L->v[i]);
+    } else {
+      L->v[k++] = L->v[i];
+    }
+  }
+  L->n = k;
 }
 
 void kr__cdx_lines_free(kr_cdx_lines_t *L) {

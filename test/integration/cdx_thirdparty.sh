@@ -55,6 +55,11 @@ done
 "$KRIA" cdx "$CI/example.warc.gz" "$CI/cc.warc.gz" "$CI/example.arc" "$CI/post-test.warc.gz" >"$T/all.cdxj"
 is "$(cat "$T/all.cdxj")" "$(cd "$CI/expected" && cat example.warc.gz.cdxj cc.warc.gz.cdxj example.arc.cdxj \
   post-test.warc.gz.cdxj | LC_ALL=C sort)" "four files at once: their lines, sorted bytewise"
+# A file named twice gives its lines once: cdxj-indexer's sorted output
+# drops a line equal to the one before.
+"$KRIA" cdx "$CI/cc.warc.gz" "$CI/example.arc" "$CI/cc.warc.gz" >"$T/twice.cdxj"
+is "$(cat "$T/twice.cdxj")" "$(cd "$CI/expected" && cat cc.warc.gz.cdxj example.arc.cdxj | LC_ALL=C sort)" \
+  "a file named twice: its lines once, as cdxj-indexer writes them"
 
 # Field by field (python json): every field but the key and the
 # post-append extras (method, requestBody).
