@@ -84,6 +84,16 @@ typedef struct kr_archive_host {
   int (*closing)(void *ud);
 } kr_archive_host_t;
 
+/* The revisit record kr_archive_submit wrote for a visit, if any: its
+ * profile, and the original's payload digest it carries (crawl.log
+ * annotates and logs the visit from this, as Heritrix does). */
+typedef struct kr_archive_wrote {
+  int revisit;                  /* 0: none (a response, or nothing) */
+  uint8_t digest[KR_SHA1_LEN];  /* with revisit */
+} kr_archive_wrote_t;
+#define KR_ARCHIVE_IDENTICAL 1    /* identical-payload-digest */
+#define KR_ARCHIVE_NOT_MODIFIED 2 /* server-not-modified: a 304 or a mid-fetch abort */
+
 /* One visit's records, filled by the client. Slices and strings must stay
  * valid until the records are written: until kr_archive_submit returns,
  * or with KR_ARCHIVE_ASYNC until done is called (or kr_archive_forget).
@@ -127,6 +137,9 @@ typedef struct kr_archive_exchange {
    * must be given back, fetched again). */
   void (*done)(void *ud, int rc);
   void *ud;
+  kr_archive_wrote_t *wrote;    /* out (NULL: not wanted), set by
+                                   kr_archive_submit once its revisit is
+                                   written */
 } kr_archive_exchange_t;
 
 #define KR_ARCHIVE_ASYNC 1      /* kr_archive_submit: done follows */

@@ -331,6 +331,10 @@ static int write_visit(kr_archive_t *a, const kr_archive_exchange_t *x) {
   int rc = put(a, x->url, &rec, &v, 1);
   if (rc == KR_EINVAL) return 0;
   if (rc) return rc;
+  if (x->wrote) {
+    x->wrote->revisit = kind == K_IDENTICAL ? KR_ARCHIVE_IDENTICAL : KR_ARCHIVE_NOT_MODIFIED;
+    memcpy(x->wrote->digest, o.digest, KR_SHA1_LEN);
+  }
   if (kind == K_IDENTICAL) {
     a->st_.revisits_identical++;
     /* a payload found under another URI becomes this URI's original */

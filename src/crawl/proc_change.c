@@ -99,85 +99,31 @@ static void check_duplicate(kr_fetch_t *f) {
 
 /* ---- revisits in crawl.log ---------------------------------------------------------- */
 
-/* The payload digest of the URI's stored original (the record holding its
- * current version) into out: 1, or 0 when there is none or, as the WARC
- * writer finds, none a revisit could refer to (its URI gone, no record
- * id). */
-static int original_digest(kr_fetch_t *f, uint8_t out[KR_SHA1_LEN]) {
-  kr_original_t o;
-  int rc = kr_store_original_get(kr_frontier_store(f->crawl->frontier), f->curi->fp, &o);
-  if (rc < 0)
-    KR_LOG(KR_LOG_WARN, f->cf.url, "while reading the stored original: %s", kr_strerror(rc));
-  if (rc != 1 || o.digest_len != KR_SHA1_LEN || !o.url || !o.rid || !o.rid_len) return 0;
-  memcpy(out, o.digest, KR_SHA1_LEN);
-  return 1;
-}
-
-/* The payload arrived whole: one the WARC writer may call a duplicate. */
-static int whole_payload(const kr_fetch_t *f) {
-  const kr_http_resp_t *r = f->resp;
-  return f->ad.has_payload_digest && r->payload_bytes && !r->truncated && !f->http_err;
-}
-
-/* The payload is the one the URI's last capture holds: with WARC files
- * its stored original's; without, the previous visit's change digest
- * when that is the payload digest itself (no content coding, nothing
- * stripped). */
-static int same_payload(kr_fetch_t *f) {
-  const kr_curi_t *u = f->curi;
-  uint8_t d[KR_SHA1_LEN];
-  if (f->crawl->warc)
-    return original_digest(f, d) && !memcmp(d, f->ad.payload_digest, KR_SHA1_LEN);
-  return f->has_digest && u->digest_len == KR_SHA1_LEN &&
-         !memcmp(u->digest, f->digest, KR_SHA1_LEN) &&
-         !memcmp(f->digest, f->ad.payload_digest, KR_SHA1_LEN);
-}
-
-/* With WARC files and adaptive.dedupe: another URI's stored original has
- * this payload (the WARC writer's URL-agnostic revisit, which it makes
- * for any status, robots.txt too). */
-static int other_payload(kr_fetch_t *f) {
-  kr_crawl_t *c = f->crawl;
-  if (!c->warc || !kr_config_bool(kr_config_global(c->cfg), KR_CFG_ADAPTIVE_DEDUPE)) return 0;
-  kr_original_t o;
-  int rc = kr_store_original_find(kr_frontier_store(c->frontier), f->ad.payload_digest,
-                                  KR_SHA1_LEN, &o);
-  if (rc < 0)
-    KR_LOG(KR_LOG_WARN, f->cf.url, "while looking up earlier payloads: %s", kr_strerror(rc));
-  return rc == 1 && o.ofp != f->curi->fp && o.url && o.rid && o.rid_len;
-}
-
-/* Heritrix's revisit annotation, put first on the line, given exactly
- * when the WARC writer writes the matching revisit record:
+/* Without WARC files, Heritrix's revisit annotation, put first on the
+ * line (with WARC files the writer says what it wrote: proc_warc.c):
  *  - "duplicate:server-not-modified" (FetchHistoryProcessor: a 304 after
- *    a capture with a digest): a 304, and a mid-fetch abort, which the
- *    WARC writer records as the same revisit, when the URI has a stored
- *    original; its payload digest is carried forward into crawl.log's
- *    digest column. Without WARC files: always (the previous visit is
- *    the capture), with no digest to carry;
- *  - "duplicate:digest" (FetchHistoryProcessor for the same URI,
- *    ContentDigestHistoryLoader for another): a whole payload that is
- *    the last capture's (same_payload: checked when unchanged, and for
- *    robots.txt, which has no content state), or another URI's
- *    (other_payload, where check_duplicate did not look: not a changed
- *    2xx page). A page the stripped digest alone found unchanged is no
- *    duplicate of itself.
+ *    a capture) for a 304 or a mid-fetch abort, the previous visit being
+ *    the capture; no digest to carry forward;
+ *  - "duplicate:digest" (FetchHistoryProcessor) for a whole payload that
+ *    is the previous visit's: its change digest when that is the payload
+ *    digest itself (no content coding, nothing stripped); checked when
+ *    unchanged, and for robots.txt, which has no content state. A page
+ *    the stripped digest alone found unchanged is no duplicate of itself.
  * state: the content state, or KR_CONTENT_UNKNOWN for robots.txt. kria's
  * own "notModified", "midFetchAbort", "unchanged" follow it. */
 static void annotate_revisit(kr_fetch_t *f, kr_content_t state) {
   const kr_http_resp_t *r = f->resp;
-  int warc = f->crawl->warc != NULL;
+  const kr_curi_t *u = f->curi;
+  if (f->crawl->warc) return;
   if (f->ad.content_set) {
-    f->ad.has_prior_digest = warc && original_digest(f, f->ad.prior_digest);
-    if (f->ad.has_prior_digest || !warc)
-      kr_fetch_annotate_first(f, "duplicate:server-not-modified");
+    kr_fetch_annotate_first(f, "duplicate:server-not-modified");
     return;
   }
-  if (f->ad.dup_url || !whole_payload(f)) return; /* said already, or no */
-  int dup = (state == KR_CONTENT_UNCHANGED || f->is_robots) && same_payload(f);
-  int looked = state == KR_CONTENT_CHANGED && !f->is_robots && r->status >= 200 && r->status < 300;
-  if (!dup && !looked) dup = other_payload(f);
-  if (dup) kr_fetch_annotate_first(f, "duplicate:digest");
+  int whole = f->ad.has_payload_digest && r->payload_bytes && !r->truncated && !f->http_err;
+  if (f->ad.dup_url || !whole || !(state == KR_CONTENT_UNCHANGED || f->is_robots)) return;
+  if (f->has_digest && u->digest_len == KR_SHA1_LEN && !memcmp(u->digest, f->digest, KR_SHA1_LEN) &&
+      !memcmp(f->digest, f->ad.payload_digest, KR_SHA1_LEN))
+    kr_fetch_annotate_first(f, "duplicate:digest");
 }
 
 /* ---- the processor ---------------------------------------------------------------- */

@@ -235,15 +235,34 @@ static void warc_cleanup(kr_chain_fetch_t *cf, kr_processor_t *self) {
   *cap = NULL;
 }
 
+/* crawl.log says what was written, as Heritrix 3 does, first on the
+ * line: "duplicate:server-not-modified" (its FetchHistoryProcessor, for a
+ * 304; here a mid-fetch abort too), the original's payload digest carried
+ * into the digest column; or "duplicate:digest" (FetchHistoryProcessor
+ * for the same URI, ContentDigestHistoryLoader for another), unless the
+ * crawl found that duplicate itself and said so (proc_change.c). */
+static void annotate_revisit(kr_fetch_t *f, const kr_archive_wrote_t *w) {
+  if (w->revisit == KR_ARCHIVE_NOT_MODIFIED) {
+    f->ad.has_prior_digest = 1;
+    memcpy(f->ad.prior_digest, w->digest, KR_SHA1_LEN);
+    kr_fetch_annotate_first(f, "duplicate:server-not-modified");
+  } else if (w->revisit == KR_ARCHIVE_IDENTICAL && !f->ad.dup_url) {
+    kr_fetch_annotate_first(f, "duplicate:digest");
+  }
+}
+
 static int run_visit(kr_archive_t *a, kr_fetch_t *f, kr_archive_cap_t *cap) {
   if (cap && !kr_archive_capture_claim(cap)) return KR_PROC_NEXT;
   if (!has_visit(f) || !kr_archive_writing(a)) return KR_PROC_NEXT;
   KR_TP_ENTER(KR_TP_WARC);
   kr_archive_exchange_t x;
+  kr_archive_wrote_t w = {0};
   exchange_fill(f, cap, &x);
+  x.wrote = &w;
   int rc = kr_archive_submit(a, &x);
   KR_TP_LEAVE();
-  if (rc == KR_ARCHIVE_ASYNC) return KR_PROC_ASYNC;
+  if (rc == KR_ARCHIVE_ASYNC) return KR_PROC_ASYNC; /* a response: no revisit */
+  annotate_revisit(f, &w);
   written(f, rc);
   return KR_PROC_NEXT;
 }
