@@ -20,6 +20,7 @@ import { createHash } from "node:crypto";
 import { mkdirSync, openSync, writeSync, closeSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
+import { sha1Label } from "./sha1label.mjs";
 
 const [outDir, capArg, filesArg] = process.argv.slice(2);
 const captures = Number(capArg);
@@ -30,20 +31,6 @@ if (!outDir || !Number.isInteger(captures) || captures < 1 || !Number.isInteger(
 }
 mkdirSync(outDir, { recursive: true });
 
-const B32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-function sha1b32(buf) {
-  const d = createHash("sha1").update(buf).digest();
-  let bits = 0, v = 0, out = "";
-  for (const byte of d) {
-    v = (v << 8) | byte;
-    bits += 8;
-    while (bits >= 5) {
-      out += B32[(v >>> (bits - 5)) & 31];
-      bits -= 5;
-    }
-  }
-  return "sha1:" + out;
-}
 
 let idn = 0;
 function uuid() {
@@ -149,7 +136,7 @@ for (let f = 0; f < nfiles && c < captures; f++) {
     const head = Buffer.from(`HTTP/1.1 200 OK\r\nContent-Type: ${ctype}\r\n${headers.join("\r\n")}\r\n\r\n`);
     const block = Buffer.concat([head, body]);
     push(record("response", url, date, "application/http;msgtype=response", block,
-      { "WARC-Payload-Digest": sha1b32(payload || body) }, respId));
+      { "WARC-Payload-Digest": sha1Label(payload || body) }, respId));
   }
   flush();
   closeSync(fd);

@@ -36,10 +36,10 @@
 //
 // Prints "ok FILE: N records" per good file and "error: ..." lines;
 // exits 0 when everything passed, 1 otherwise, 2 on usage errors.
-import { createHash } from "node:crypto";
 import { closeSync, createReadStream, openSync, readFileSync, readSync, statSync } from "node:fs";
 import { basename } from "node:path";
 import { CDXIndexer, WARCParser } from "warcio";
+import { base32, sha1Label } from "./sha1label.mjs";
 
 const errors = [];
 const fail = (msg) => errors.push(msg);
@@ -51,21 +51,7 @@ for (const k of ["warn", "error", "log", "info"]) {
 }
 const print = (s) => process.stdout.write(s + "\n");
 
-const B32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-function base32(buf) {
-  let bits = 0, value = 0, out = "";
-  for (const b of buf) {
-    value = (value << 8) | b;
-    bits += 8;
-    while (bits >= 5) {
-      out += B32[(value >>> (bits - 5)) & 31];
-      bits -= 5;
-    }
-  }
-  if (bits > 0) out += B32[(value << (5 - bits)) & 31];
-  return out;
-}
-const sha1 = (bytes) => "sha1:" + base32(createHash("sha1").update(bytes).digest());
+const sha1 = sha1Label;
 
 function sameDigest(label, computed) {
   if (!label) return true;

@@ -11,24 +11,10 @@
 // joined) is warccheck.mjs's. TE and X-ORIG-TE are the head's
 // Transfer-Encoding and X-Orig-Transfer-Encoding values, "-" when absent.
 // Exit 1 when a file cannot be read.
-import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { WARCParser } from "warcio";
+import { sha1Label } from "./sha1label.mjs";
 
-const B32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
-function base32(buf) {
-  let bits = 0, value = 0, out = "";
-  for (const b of buf) {
-    value = (value << 8) | b;
-    bits += 8;
-    while (bits >= 5) {
-      out += B32[(value >>> (bits - 5)) & 31];
-      bits -= 5;
-    }
-  }
-  if (bits > 0) out += B32[(value << (5 - bits)) & 31];
-  return out;
-}
 
 const files = process.argv.slice(2);
 if (!files.length) {
@@ -49,7 +35,7 @@ try {
       const end = block.indexOf("\r\n\r\n");
       if (end < 0) continue;
       const head = block.subarray(0, end).toString("latin1");
-      const raw = "sha1:" + base32(createHash("sha1").update(block.subarray(end + 4)).digest());
+      const raw = sha1Label(block.subarray(end + 4));
       const line = [record.warcTargetURI, record.warcHeader("WARC-Payload-Digest") || "-", raw,
                     field(head, "Transfer-Encoding"), field(head, "X-Orig-Transfer-Encoding")];
       process.stdout.write(line.join("\t") + "\n");
