@@ -197,4 +197,10 @@ void kr__sim_inv_check(run_t *r, size_t i, int64_t t, int final);
 void kr__sim_sample_hosts(run_t *r, int64_t now);
 void kr__sim_on_ready(kr_frontier_t *f, void *ud);
 
+/* sim_policy.c: the next wait of a visit by the run's policy; the visit
+ * history gets this visit appended into hist/hist_len. */
+int64_t kr__sim_next_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t *c, kr_content_t st,
+                          int64_t now, int64_t age_s, int has_lm, uint8_t *hist,
+                          size_t *hist_len);
+
 #endif

@@ -1,0 +1,66 @@
+/*
+ * A simulated run's revisit policies: the wait each policy gives a URI
+ * after a visit (kr__sim_next_wait, called by sim_fetch.c's finish_visit).
+ * fixed, the thesis' multiplicative (with the capacity plan, as
+ * src/crawl/proc_wait.c), poisson (the estimators and the host's
+ * allocator) and the oracle (the allocator fed the true rates).
+ */
+#include "sim.h"
+
+#include <stdint.h>
+
+#include "internal.h"
+#include "kria/estimate.h"
+#include "kria/wait.h"
+#include "sim_int.h"
+#include "sim_run.h"
+
+/* The next wait of a visit, by the run's policy. The visit history (the
+ * URI's row, kr_vhist) gets this visit appended into hist/hist_len, which
+ * the outcome hands back to the frontier to persist. */
+int64_t kr__sim_next_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t *c, kr_content_t st,
+                          int64_t now, int64_t age_s, int has_lm, uint8_t *hist,
+                          size_t *hist_len) {
+  kr_vhist_visit_t v;
+  v.interval_s = 0;
+  if (c->visits && c->last_visit && (uint64_t)now > c->last_visit)
+    v.interval_s = (int64_t)(((uint64_t)now - c->last_visit + 999) / 1000);
+  if (c->visits && v.interval_s < 1) v.interval_s = 1;
+  v.state = st;
+  v.age_s = age_s;
+  kr_vhist_t h;
+  *hist_len = kr_vhist_push_read(c->history, c->history_len, &v, hist, NULL, &h);
+  if (r->policy == KR_SIM_FIXED) return r->o->fixed_interval_ms;
+  if (!s->wait) return 0; /* no evaluator: the frontier's default wait */
+  kr_wait_params_t p;
+  kr_wait_params_from_config(&p, s->wait);
+  if (r->policy == KR_SIM_MULTIPLICATIVE) {
+    int64_t prev = c->visits ? (int64_t)c->wait_ms : 0;
+    int64_t w = kr_wait_multiplicative(&p, prev, st, (int64_t)c->overdue_ms);
+    if (!sh->cap_on) return w;
+    /* as proc_wait.c: raised to the host's capacity floor */
+    double budget = kr_plan_budget((int)sh->valence, (int64_t)sh->cycle_ms, sh->utilisation);
+    kr_capplan_maybe_solve(&sh->cap, budget, r->o->solve_every);
+    int64_t planned = kr_capplan_apply(&sh->cap, w);
+    if (planned > w) r->res->waits_capped++;
+    kr_capplan_update(&sh->cap, prev, planned);
+    return planned;
+  }
+  if (r->policy == KR_SIM_ORACLE) {
+    double budget = kr_plan_budget((int)sh->valence, (int64_t)sh->cycle_ms, sh->utilisation);
+    kr_plan_host_maybe_solve(&sh->alloc, budget, r->o->solve_every);
+    double lambda = s->lambda > 0 ? s->lambda : 1e-12;
+    return kr_wait_clamp(&p, (int64_t)KR_MIN(kr_plan_host_x(&sh->alloc) / lambda * 1000.0, 9e18));
+  }
+  kr_est_hints_t hints = kr_est_hints_none();
+  if (sh->hint_lm) hints.last_modified = has_lm;
+  double budget = kr_plan_budget((int)sh->valence, (int64_t)sh->cycle_ms, sh->utilisation);
+  kr_plan_host_maybe_solve(&sh->alloc, budget, r->o->solve_every);
+  kr_wait_info_t info;
+  int64_t wait = kr_wait_poisson(&p, &r->ep, &h, st, &hints, kr_plan_host_x(&sh->alloc), &info);
+  if (s->cls >= 0 && (info.observations > 0 || r->o->sketch_prior)) {
+    kr_plan_host_update(&sh->alloc, s->cls, s->lambda, info.lambda);
+    s->lambda = info.lambda;
+  }
+  return wait;
+}
