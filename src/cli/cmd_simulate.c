@@ -41,6 +41,10 @@ static const char usage_text[] =
     "  --validators SPEC     host shares: correct=0.7,missing=0.2,lying=0.1\n"
     "  --size BYTES          typical body size (10KiB)\n"
     "  --content-type TYPE   of the synthetic URIs (text/html)\n"
+    "  --importance DIST     page importance: 1 (all equal), pareto:ALPHA (> 1)\n"
+    "                        or lognormal:SIGMA, scaled to mean 1 (trace: the\n"
+    "                        importance=W field); weighs the weighted metrics\n"
+    "                        and the harmonic penalty\n"
     "  --seed N              changes and durations (1)\n"
     "run:\n"
     "  --days D              simulated days (30)\n"
@@ -351,6 +355,16 @@ static void print_text(const kr_sim_world_t *w, const kr_sim_opts_t *o, const ch
   print_table(title, jobs, n, 0);
   snprintf(title, sizeof title, "first %s", wd);
   print_table(title, jobs, n, 1);
+  printf("\n%-22s %9s %9s %9s %9s %9s %9s\n", "importance-weighted", "w.ratio", "w.fresh",
+         "harmonic", "w.ratio", "w.fresh", "harmonic");
+  printf("%-22s %29s %29s\n", "", "(whole run)", "(first window)");
+  for (size_t i = 0; i < n; i++) {
+    const kr_sim_result_t *r = &jobs[i]->res;
+    printf("%-22s %9.3f %9.3f %9.4f %9.3f %9.3f %9.4f\n", kr_sim_policy_name(r->policy),
+           kr_sim_wcapture_ratio(&r->all), kr_sim_wfreshness(&r->all), kr_sim_harmonic(&r->all),
+           kr_sim_wcapture_ratio(&r->early), kr_sim_wfreshness(&r->early),
+           kr_sim_harmonic(&r->early));
+  }
   printf("\n%-22s %9s %9s %9s %9s %9s %8s %8s %7s\n", "validators", "unch.vis", "saved",
          "304s", "aborts", "lost", "distrust", "polite", "wall s");
   for (size_t i = 0; i < n; i++) {
@@ -477,11 +491,16 @@ static void json_metrics(FILE *f, const kr_sim_metrics_t *m) {
           ", \"fetches_per_captured_version\": %.6f, \"not_modified\": %" PRIu64
           ", \"mid_fetch_aborts\": %" PRIu64 ", \"unchanged_visits\": %" PRIu64
           ", \"unchanged_full_body_bytes\": %" PRIu64 ", \"unchanged_body_bytes\": %" PRIu64
-          ", \"unchanged_bytes_saved\": %.6f, \"lost_by_validators\": %" PRIu64 "}",
+          ", \"unchanged_bytes_saved\": %.6f, \"lost_by_validators\": %" PRIu64
+          ", \"weighted_versions_existed\": %.6f, \"weighted_versions_captured\": %.6f"
+          ", \"weighted_capture_ratio\": %.6f, \"weighted_freshness\": %.6f"
+          ", \"harmonic_penalty\": %.6f}",
           m->versions, m->captured, kr_sim_capture_ratio(m), kr_sim_freshness(m),
           kr_sim_age_s(m), m->fetches, m->body_bytes, kr_sim_fetches_per_version(m),
           m->not_modified, m->aborted, m->unchanged_visits, m->unchanged_full_bytes,
-          m->unchanged_body_bytes, kr_sim_unchanged_saving(m), m->lost_by_validators);
+          m->unchanged_body_bytes, kr_sim_unchanged_saving(m), m->lost_by_validators,
+          (double)m->wversions / KR_SIM_IMP_ONE_Q, (double)m->wcaptured / KR_SIM_IMP_ONE_Q,
+          kr_sim_wcapture_ratio(m), kr_sim_wfreshness(m), kr_sim_harmonic(m));
 }
 
 static void json_verdict(FILE *f, int v) {
@@ -698,6 +717,14 @@ static int parse_args(args_t *args, int argc, char **argv) {
       char e[256];
       if (kr_sim_mix_parse(v, &syn->mix, e, sizeof e)) {
         kr_cli_error(0, "--mix: %s", e);
+        return 64;
+      }
+      args->synth_given = 1;
+    } else if (!strcmp(a, "--importance")) {
+      NEED_ARG();
+      char e[256];
+      if (kr_sim_importance_parse(v, &syn->importance, e, sizeof e)) {
+        kr_cli_error(0, "%s", e);
         return 64;
       }
       args->synth_given = 1;

@@ -521,10 +521,12 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
       if (!in_shard(r, i)) continue;
       suri_t *s = suri(r, i);
       if (lambda) lambda[i] = s->lambda;
-      kr__sim_advance(w, &w->u[i], s, r->t0, r->wend, r->end);
-      kr__sim_integrate(r, s, r->end);
+      kr__sim_advance(r, &w->u[i], s, r->end);
+      kr__sim_integrate(r, &w->u[i], s, r->end);
       out->all.versions += s->version;
       out->early.versions += s->version_w;
+      out->all.wversions += (uint64_t)s->version * w->u[i].imp_q;
+      out->early.wversions += (uint64_t)s->version_w * w->u[i].imp_q;
       if (s->visits && s->wait) {
         kr_wait_params_t p;
         kr_wait_params_from_config(&p, s->wait);
@@ -606,6 +608,17 @@ double kr_sim_unchanged_saving(const kr_sim_metrics_t *m) {
   return m->unchanged_full_bytes
              ? 1.0 - (double)m->unchanged_body_bytes / (double)m->unchanged_full_bytes
              : 0;
+}
+
+double kr_sim_wcapture_ratio(const kr_sim_metrics_t *m) {
+  return m->wversions ? (double)m->wcaptured / (double)m->wversions : 0;
+}
+double kr_sim_wfreshness(const kr_sim_metrics_t *m) {
+  return m->wobserved_ms ? (double)m->wfresh_ms / (double)m->wobserved_ms : 0;
+}
+double kr_sim_harmonic(const kr_sim_metrics_t *m) {
+  /* importance x 2^16, H x 2^32 */
+  return m->observed_ms ? (double)m->harmonic / 0x1p48 / (double)m->observed_ms : 0;
 }
 
 int64_t kr_sim_fixed_interval(const kr_sim_result_t *ref, uint64_t uris, int64_t duration_ms) {

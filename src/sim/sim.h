@@ -33,7 +33,7 @@
  * UTF-8 text, one URI per line; blank lines and lines starting with '#'
  * are ignored. Fields are separated by blanks (spaces or tabs):
  *
- *   URI  CONTENT-TYPE  CHANGES  VALIDATORS  VOLATILE  [size=BYTES]
+ *   URI  CONTENT-TYPE  CHANGES  VALIDATORS  VOLATILE  [size=BYTES] [importance=W]
  *
  *   URI           absolute http:// or https:// URL; canonicalised as the
  *                 crawler does (kr_url_canon); a URI given twice is an error
@@ -52,6 +52,9 @@
  *   VOLATILE      yes | no
  *   size=BYTES    body size (config size syntax: 12KiB, 20kB, 900);
  *                 default 10 KiB, at most 1 GiB
+ *   importance=W  the page's weight in the weighted metrics (a number
+ *                 within 0..1e6, default 1), kept as a multiple of 2^-16
+ *                 (rounded) so that the weighted sums stay exact integers
  *
  * Example:
  *   # URI                          type       changes      validators volatile
@@ -72,6 +75,11 @@
  * volatile; validator behaviour is per host, the hosts split among
  * correct / missing / lying by largest remainder of the shares; body
  * sizes are log-normal around size (sigma 0.5, within [256 B, 16 x size]).
+ * Importance (kr_sim_importance_parse, --importance): 1 (every page
+ * weighs 1, the default) | pareto:ALPHA (ALPHA > 1) | lognormal:SIGMA
+ * (0 < SIGMA <= 4), drawn from a stream of its own per URI (the rest of
+ * the world does not move) and divided by the world's mean, so the mean
+ * importance is 1 (to within the 2^-16 rounding).
  *
  * ---- Metrics (per policy; whole run and first window) --------------------
  * versions      versions that appeared within the period: one per change
@@ -85,6 +93,16 @@
  *               the live page, age: Cho's A, time since the live page first
  *               differed from that copy (0 while fresh); both averaged over
  *               URIs and time from each URI's first download on
+ * harmonic      the harmonic staleness penalty of Kolobov et al. (NeurIPS
+ *               2019): at each moment a URI costs importance x H(N), N the
+ *               changes since the archive's newest copy, H(n) = 1 + 1/2 +
+ *               ... + 1/n, H(0) = 0; averaged over URIs and time as
+ *               freshness is (lower is better). Kept exact: H(n) x 2^32 as
+ *               the integer sum of floor(2^32 / k), k = 1..n (within
+ *               n x 2^-32 of H(n)), importance x 2^16, times ms
+ * weighted      versions and captured versions summed with each URI's
+ *               importance, and freshness weighted by it (importance x
+ *               time fresh over importance x time observed)
  * fetches, body bytes (304: 0, abort: min(size, abort_bytes), else size),
  * and for visits where the content had not changed: the body bytes a
  * plain GET would have cost and the bytes actually spent.
@@ -259,6 +277,26 @@ typedef struct kr_sim_mix {
 /* Parse a mix (see above). 0, or KR_EINVAL with a message in err. */
 int kr_sim_mix_parse(const char *s, kr_sim_mix_t *out, char *err, size_t errlen);
 
+/* Page importance of a synthetic world (see "Synthetic worlds"). */
+typedef enum kr_sim_imp_kind {
+  KR_SIM_IMP_ONE = 0,
+  KR_SIM_IMP_PARETO = 1,    /* param: ALPHA */
+  KR_SIM_IMP_LOGNORMAL = 2, /* param: SIGMA */
+} kr_sim_imp_kind_t;
+
+typedef struct kr_sim_importance {
+  kr_sim_imp_kind_t kind;
+  double param;
+} kr_sim_importance_t;
+
+/* Parse an importance (1, pareto:ALPHA, lognormal:SIGMA). 0, or KR_EINVAL
+ * with a message naming --importance in err. */
+int kr_sim_importance_parse(const char *s, kr_sim_importance_t *out, char *err, size_t errlen);
+
+/* Importance is kept as a multiple of this (see the trace's importance=). */
+#define KR_SIM_IMP_ONE_Q 65536u
+#define KR_SIM_IMP_MAX 1e6
+
 typedef struct kr_sim_synth {
   uint64_t urls;            /* >= 1 */
   uint64_t hosts;           /* 1 .. urls */
@@ -268,6 +306,7 @@ typedef struct kr_sim_synth {
   double share[3];          /* hosts with correct, missing, lying validators */
   uint64_t size;            /* typical body size (bytes, > 0) */
   const char *content_type; /* NULL: text/html */
+  kr_sim_importance_t importance; /* zeroed: every page 1 */
 } kr_sim_synth_t;
 
 void kr_sim_synth_default(kr_sim_synth_t *s);
@@ -310,6 +349,7 @@ typedef struct kr_sim_uri_info {
   kr_sim_validators_t validators;
   int is_volatile;
   uint64_t size;
+  double importance;        /* weight in the weighted metrics (mean 1) */
 } kr_sim_uri_info_t;
 void kr_sim_world_uri(const kr_sim_world_t *w, size_t i, kr_sim_uri_info_t *out);
 
@@ -375,6 +415,10 @@ typedef struct kr_sim_metrics {
   uint64_t fresh_ms;           /* time the archived copy was fresh */
   uint64_t observed_ms;        /* time observed (from each first download) */
   kr_sim_u128 age_ms2;         /* twice the integral of the age (ms^2) */
+  /* weighted by importance (x 2^16, see "Metrics") */
+  uint64_t wversions, wcaptured;
+  kr_sim_u128 wfresh_ms, wobserved_ms;
+  kr_sim_u128 harmonic;        /* integral of importance x H(N), x 2^48 ms */
 } kr_sim_metrics_t;
 
 /* Derived figures (0 when undefined). */
@@ -383,6 +427,10 @@ double kr_sim_freshness(const kr_sim_metrics_t *m);
 double kr_sim_age_s(const kr_sim_metrics_t *m);
 double kr_sim_fetches_per_version(const kr_sim_metrics_t *m);
 double kr_sim_unchanged_saving(const kr_sim_metrics_t *m);
+double kr_sim_wcapture_ratio(const kr_sim_metrics_t *m);
+double kr_sim_wfreshness(const kr_sim_metrics_t *m);
+/* Time-average harmonic penalty per URI (importance x H(N)). */
+double kr_sim_harmonic(const kr_sim_metrics_t *m);
 
 /* What the events did, and the invariants' figures (see "Invariants").
  * Sums and maxima, so shards merge exactly. */

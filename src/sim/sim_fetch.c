@@ -34,30 +34,43 @@
 
 /* ---- change processes --------------------------------------------------------- */
 
-static void advance_to(const kr_sim_world_t *w, const wuri_t *u, suri_t *s, int64_t t0,
-                       int64_t t) {
+/* One change at tc: the metrics integrated up to it first (they are
+ * piecewise constant between changes), then the harmonic term of the
+ * archive's copy moves from H(N) to H(N + 1). */
+static void one_change(run_t *r, const wuri_t *u, suri_t *s, int64_t tc) {
+  kr__sim_integrate(r, u, s, tc);
+  s->version++;
+  s->last_change = tc;
+  if (s->cap_version >= 0) s->hq += (UINT64_C(1) << 32) / (s->version - (uint32_t)s->cap_version);
+}
+
+static void advance_to(run_t *r, const wuri_t *u, suri_t *s, int64_t t) {
+  const kr_sim_world_t *w = r->w;
+  int64_t t0 = r->t0;
   switch (u->change) {
   case KR_SIM_POISSON_RATE:
     /* One draw per change, whenever it is looked at: the changes do not
      * depend on the visits, so every policy sees the same ones. */
     while (s->next_change <= t) {
-      s->version++;
-      s->last_change = s->next_change;
+      one_change(r, u, s, s->next_change);
       s->next_change += exp_ms(&s->rng, u->rate);
     }
     break;
   case KR_SIM_EVERY:
-    if (t >= s->next_change) {
+    if (t >= s->next_change && !s->acc_from) { /* nothing to integrate: jump */
       int64_t k = (t - t0) / u->period_ms;
       s->version = (uint32_t)KR_MIN(k, (int64_t)UINT32_MAX);
       s->last_change = t0 + k * u->period_ms;
       s->next_change = s->last_change + u->period_ms;
     }
+    while (s->next_change <= t) {
+      one_change(r, u, s, s->next_change);
+      s->next_change += u->period_ms;
+    }
     break;
   case KR_SIM_AT:
     while (s->at_idx < u->at_n && t0 + w->at[u->at_off + s->at_idx] <= t) {
-      s->version++;
-      s->last_change = t0 + w->at[u->at_off + s->at_idx];
+      one_change(r, u, s, t0 + w->at[u->at_off + s->at_idx]);
       s->at_idx++;
     }
     s->next_change = s->at_idx < u->at_n ? t0 + w->at[u->at_off + s->at_idx] : INT64_MAX;
@@ -69,14 +82,13 @@ static void advance_to(const kr_sim_world_t *w, const wuri_t *u, suri_t *s, int6
 
 /* Bring the URI's truth to time t, noting the version count at the end
  * of the window on the way. */
-void kr__sim_advance(const kr_sim_world_t *w, const wuri_t *u, suri_t *s, int64_t t0, int64_t wend,
-                    int64_t t) {
-  if (!s->w_done && t >= wend) {
-    advance_to(w, u, s, t0, wend);
+void kr__sim_advance(run_t *r, const wuri_t *u, suri_t *s, int64_t t) {
+  if (!s->w_done && t >= r->wend) {
+    advance_to(r, u, s, r->wend);
     s->version_w = s->version;
     s->w_done = 1;
   }
-  advance_to(w, u, s, t0, t);
+  advance_to(r, u, s, t);
 }
 
 /* The true change rate (changes/s; 0 for never), for the oracle and for
@@ -119,12 +131,21 @@ void kr__sim_truth_init(const kr_sim_world_t *w, size_t i, suri_t *s, int64_t t0
 
 /* ---- runs: metrics --------------------------------------------------------------- */
 
-/* Integrate freshness and age over [a, b] (ms) for a copy fresh until
- * stale_at, into m, and into early for the part before wend. */
-static void integrate_piece(kr_sim_metrics_t *m, int64_t a, int64_t b, int64_t stale_at) {
+/* Integrate freshness, age and the harmonic penalty over [a, b] (ms),
+ * within which no change happens, for a copy fresh until stale_at, into
+ * m. imp_q: the URI's importance x 2^16; hq: H(N) x 2^32. */
+static void integrate_piece(kr_sim_metrics_t *m, int64_t a, int64_t b, int64_t stale_at,
+                            uint64_t imp_q, uint64_t hq) {
   if (b <= a) return;
-  m->observed_ms += (uint64_t)(b - a);
-  if (a < stale_at) m->fresh_ms += (uint64_t)(KR_MIN(b, stale_at) - a);
+  uint64_t len = (uint64_t)(b - a);
+  m->observed_ms += len;
+  m->wobserved_ms += (kr_sim_u128)imp_q * len;
+  m->harmonic += (kr_sim_u128)imp_q * hq * len;
+  if (a < stale_at) {
+    uint64_t fresh = (uint64_t)(KR_MIN(b, stale_at) - a);
+    m->fresh_ms += fresh;
+    m->wfresh_ms += (kr_sim_u128)imp_q * fresh;
+  }
   if (b > stale_at) {
     uint64_t x0 = (uint64_t)(KR_MAX(a, stale_at) - stale_at);
     uint64_t x1 = (uint64_t)(b - stale_at);
@@ -132,11 +153,11 @@ static void integrate_piece(kr_sim_metrics_t *m, int64_t a, int64_t b, int64_t s
   }
 }
 
-void kr__sim_integrate(run_t *r, suri_t *s, int64_t t) {
+void kr__sim_integrate(run_t *r, const wuri_t *u, suri_t *s, int64_t t) {
   if (!s->acc_from || t <= s->acc_from) return;
-  integrate_piece(&r->res->all, s->acc_from, t, s->stale_at);
+  integrate_piece(&r->res->all, s->acc_from, t, s->stale_at, u->imp_q, s->hq);
   if (s->acc_from < r->wend)
-    integrate_piece(&r->res->early, s->acc_from, KR_MIN(t, r->wend), s->stale_at);
+    integrate_piece(&r->res->early, s->acc_from, KR_MIN(t, r->wend), s->stale_at, u->imp_q, s->hq);
   s->acc_from = t;
 }
 
@@ -744,6 +765,7 @@ static void score(run_t *r, visit_t *v) {
       r->res->first_visit_ms += (uint64_t)(v->ti - r->t0);
     }
     s->cap_version = (int32_t)s->version;
+    s->hq = 0;
     s->stale_at = s->next_change;
     s->acc_from = v->ti;
   }
@@ -757,6 +779,7 @@ static void score(run_t *r, visit_t *v) {
     m->body_bytes += v->bytes;
     /* the version live at the start is every policy's first download */
     m->captured += (uint64_t)(captured && s->version > 0);
+    m->wcaptured += captured && s->version > 0 ? v->u->imp_q : 0;
     m->lost_by_validators += (uint64_t)lost;
     if (unchanged_visit) {
       m->unchanged_visits++;
@@ -843,8 +866,8 @@ static void on_fetch_done(kr_wheel_entry_t *e) {
   v.ms[0] = &r->res->all;
   v.ms[1] = v.ti < r->wend ? &r->res->early : NULL;
 
-  kr__sim_advance(r->w, v.u, v.s, r->t0, r->wend, v.ti);
-  kr__sim_integrate(r, v.s, v.ti);
+  kr__sim_advance(r, v.u, v.s, v.ti);
+  kr__sim_integrate(r, v.u, v.s, v.ti);
 
   v.ev = uri_ev(r, fx->uri);
   if (answer_event(r, &v)) return;

@@ -27,6 +27,7 @@ typedef struct wuri {
   uint32_t at_n;
   uint64_t size;
   uint64_t fp;
+  uint64_t imp_q;      /* importance x KR_SIM_IMP_ONE_Q (exact sums) */
 } wuri_t;
 
 /* A URI's long-crawl events (sim.h "Events"): offsets from the start

@@ -48,6 +48,7 @@ typedef struct suri {
   int32_t seen_version;  /* live at the previous visit, -1 none */
   int64_t stale_at;      /* the archived copy is fresh until then */
   int64_t acc_from;      /* metrics integrated up to here; 0: no copy yet */
+  uint64_t hq;           /* H(N) x 2^32, N = version - cap_version */
   uint32_t host;         /* run host index */
   int8_t cls;            /* allocator class, -1 none */
   uint8_t w_done;        /* version_w final */
@@ -187,11 +188,10 @@ static inline int in_shard(const run_t *r, size_t i) {
 }
 
 /* sim_fetch.c */
-void kr__sim_advance(const kr_sim_world_t *w, const wuri_t *u, suri_t *s, int64_t t0,
-                     int64_t wend, int64_t t);
+void kr__sim_advance(run_t *r, const wuri_t *u, suri_t *s, int64_t t);
 double kr__sim_true_rate(const wuri_t *u, int64_t duration_ms);
 void kr__sim_truth_init(const kr_sim_world_t *w, size_t i, suri_t *s, int64_t t0);
-void kr__sim_integrate(run_t *r, suri_t *s, int64_t t);
+void kr__sim_integrate(run_t *r, const wuri_t *u, suri_t *s, int64_t t);
 void kr__sim_fail(run_t *r, int rc, const char *what);
 void kr__sim_inv_check(run_t *r, size_t i, int64_t t, int final);
 void kr__sim_sample_hosts(run_t *r, int64_t now);

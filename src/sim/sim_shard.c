@@ -128,6 +128,11 @@ static void metrics_add(kr_sim_metrics_t *a, const kr_sim_metrics_t *b) {
   a->fresh_ms += b->fresh_ms;
   a->observed_ms += b->observed_ms;
   a->age_ms2 += b->age_ms2;
+  a->wversions += b->wversions;
+  a->wcaptured += b->wcaptured;
+  a->wfresh_ms += b->wfresh_ms;
+  a->wobserved_ms += b->wobserved_ms;
+  a->harmonic += b->harmonic;
 }
 
 /* The events' figures: sums, and the worst of each shard's worst. */

@@ -70,6 +70,7 @@ void kr_sim_world_uri(const kr_sim_world_t *w, size_t i, kr_sim_uri_info_t *out)
   out->validators = (kr_sim_validators_t)u->validators;
   out->is_volatile = u->is_volatile;
   out->size = u->size;
+  out->importance = (double)u->imp_q / KR_SIM_IMP_ONE_Q;
 }
 
 /* Intern a content type; -1 when there are too many. */
@@ -104,6 +105,7 @@ static wuri_t *world_push(kr_sim_world_t *w, const char *url, size_t len) {
   w->pool_len += len + 1;
   u->fp = kr_fp(url, len);
   u->size = DEFAULT_SIZE;
+  u->imp_q = KR_SIM_IMP_ONE_Q;
   return u;
 }
 
@@ -225,6 +227,62 @@ int kr_sim_mix_parse(const char *s, kr_sim_mix_t *out, char *err, size_t errlen)
   return 0;
 }
 
+/* A number of the whole token after a prefix; -1 when it is not one. */
+static int num_after(const char *s, size_t skip, double *out) {
+  char *end;
+  errno = 0;
+  double d = strtod(s + skip, &end);
+  if (end == s + skip || *end || errno || !isfinite(d)) return -1;
+  *out = d;
+  return 0;
+}
+
+int kr_sim_importance_parse(const char *s, kr_sim_importance_t *out, char *err, size_t errlen) {
+  memset(out, 0, sizeof *out);
+  if (strcmp(s, "1") == 0) return 0;
+  if (strncmp(s, "pareto:", 7) == 0) {
+    if (num_after(s, 7, &out->param) || !(out->param > 1) || out->param > 100)
+      return kr__sim_errf(err, errlen, KR_EINVAL,
+                          "--importance: bad '%s' (pareto:ALPHA wants 1 < ALPHA <= 100)", s);
+    out->kind = KR_SIM_IMP_PARETO;
+    return 0;
+  }
+  if (strncmp(s, "lognormal:", 10) == 0) {
+    if (num_after(s, 10, &out->param) || !(out->param > 0) || out->param > 4)
+      return kr__sim_errf(err, errlen, KR_EINVAL,
+                          "--importance: bad '%s' (lognormal:SIGMA wants 0 < SIGMA <= 4)", s);
+    out->kind = KR_SIM_IMP_LOGNORMAL;
+    return 0;
+  }
+  return kr__sim_errf(err, errlen, KR_EINVAL,
+                      "--importance: bad '%s' (want 1, pareto:ALPHA or lognormal:SIGMA)", s);
+}
+
+/* An importance in units of 2^-16, within 0..KR_SIM_IMP_MAX. */
+static uint64_t imp_quantise(double v) {
+  if (!(v > 0)) return 0;
+  if (v > KR_SIM_IMP_MAX) v = KR_SIM_IMP_MAX;
+  return (uint64_t)llround(v * KR_SIM_IMP_ONE_Q);
+}
+
+/* Draw every URI's importance from a stream of its own (so that the
+ * other draws of the world do not move), then divide by the mean. */
+static void synth_importance(const kr_sim_synth_t *s, kr_sim_world_t *w) {
+  if (s->importance.kind == KR_SIM_IMP_ONE) return;
+  double *v = kr_xmalloc(w->n * sizeof *v), sum = 0;
+  for (size_t i = 0; i < w->n; i++) {
+    uint64_t r = kr__sim_mix64(s->seed * UINT64_C(0x9e6c63d0676a9a99) ^ (i + 0x1a7));
+    if (s->importance.kind == KR_SIM_IMP_PARETO)
+      v[i] = pow(kr__sim_unif(&r), -1.0 / s->importance.param); /* x_m = 1 */
+    else
+      v[i] = exp(s->importance.param * kr__sim_gauss(&r));
+    sum += v[i];
+  }
+  double mean = sum / (double)w->n;
+  for (size_t i = 0; i < w->n; i++) w->u[i].imp_q = imp_quantise(v[i] / mean);
+  free(v);
+}
+
 /* Largest remainder: how many of n items get each of k shares. */
 static void apportion(const double *share, int k, uint64_t n, uint64_t *cnt) {
   double tot = 0;
@@ -326,6 +384,7 @@ int kr_sim_world_synthetic(const kr_sim_synth_t *s, kr_sim_world_t **out, char *
     u->size = (uint64_t)sz;
   }
   free(hv);
+  synth_importance(s, w);
   world_map_alloc(w, w->n);
   for (size_t i = 0; i < w->n; i++) world_index_one(w, i);
   *out = w;
@@ -450,9 +509,24 @@ static int trace_line(kr_sim_world_t *w, const tok_t *f, size_t nf, kr_buf_t *ca
     return kr__sim_errf(msg, msglen, KR_EINVAL, "bad VOLATILE '%.*s' (want yes or no)",
                 (int)KR_MIN(f[4].n, 100), f[4].p);
   }
-  uint64_t size = DEFAULT_SIZE;
+  uint64_t size = DEFAULT_SIZE, imp_q = KR_SIM_IMP_ONE_Q;
   for (size_t i = 5; i < nf; i++) {
-    if (tok_prefix(f[i], "size=")) {
+    if (tok_prefix(f[i], "importance=")) {
+      char num[64];
+      size_t n = f[i].n - 11;
+      double d = -1;
+      if (n && n < sizeof num) {
+        memcpy(num, f[i].p + 11, n);
+        num[n] = 0;
+        if (num_after(num, 0, &d)) d = -1;
+      }
+      if (!(d >= 0 && d <= KR_SIM_IMP_MAX)) {
+        w->nat = at_start;
+        return kr__sim_errf(msg, msglen, KR_EINVAL, "bad importance '%.*s' (a number within 0..1e6)",
+                    (int)KR_MIN(f[i].n, 100), f[i].p);
+      }
+      imp_q = imp_quantise(d);
+    } else if (tok_prefix(f[i], "size=")) {
       if (kr_config_parse_size(f[i].p + 5, f[i].n - 5, &size) || size > MAX_SIZE) {
         w->nat = at_start;
         return kr__sim_errf(msg, msglen, KR_EINVAL, "bad size '%.*s' (at most 1GiB)",
@@ -460,7 +534,7 @@ static int trace_line(kr_sim_world_t *w, const tok_t *f, size_t nf, kr_buf_t *ca
       }
     } else {
       w->nat = at_start;
-      return kr__sim_errf(msg, msglen, KR_EINVAL, "unknown field '%.*s' (only size=BYTES may follow)",
+      return kr__sim_errf(msg, msglen, KR_EINVAL, "unknown field '%.*s' (only size=BYTES and importance=W may follow)",
                   (int)KR_MIN(f[i].n, 100), f[i].p);
     }
   }
@@ -483,6 +557,7 @@ static int trace_line(kr_sim_world_t *w, const tok_t *f, size_t nf, kr_buf_t *ca
   u->validators = (uint8_t)val;
   u->is_volatile = (uint8_t)vol;
   u->size = size;
+  u->imp_q = imp_q;
   return 0;
 }
 

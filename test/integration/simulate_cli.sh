@@ -61,7 +61,7 @@ check "world fields" pyjson "$T/a.json" \
   'd["uris"] == 300 and d["hosts"] == 3 and d["source"] == "synthetic" and d["seed"] == 3 and d["days"] == 2'
 check "the three policies in order" pyjson "$T/a.json" \
   '[p["policy"] for p in d["policies"]] == ["fixed", "multiplicative", "poisson"]'
-keys='["versions_existed","versions_captured","capture_ratio","mean_freshness","mean_age_s","fetches","body_bytes","fetches_per_captured_version","not_modified","mid_fetch_aborts","unchanged_visits","unchanged_full_body_bytes","unchanged_body_bytes","unchanged_bytes_saved","lost_by_validators"]'
+keys='["versions_existed","versions_captured","capture_ratio","mean_freshness","mean_age_s","fetches","body_bytes","fetches_per_captured_version","not_modified","mid_fetch_aborts","unchanged_visits","unchanged_full_body_bytes","unchanged_body_bytes","unchanged_bytes_saved","lost_by_validators","weighted_versions_existed","weighted_versions_captured","weighted_capture_ratio","weighted_freshness","harmonic_penalty"]'
 check "every metric, whole run and first window" pyjson "$T/a.json" \
   "all(set($keys) <= set(p[k]) for p in d['policies'] for k in ('all', 'first'))"
 check "metrics are consistent" pyjson "$T/a.json" \
@@ -98,13 +98,27 @@ sim --urls 100 --hosts 2 --days 1 --policy fixed --fixed-interval 6h --json
 is "$RC" 0 "fixed alone with --fixed-interval exits 0"
 check "fixed uses the interval given" pyjson "$T/out" 'd["policies"][0]["fixed_interval_s"] == 21600'
 
+# importance weights: equal weights give the unweighted figures; Pareto ones do not
+check "weights of 1: weighted = unweighted" pyjson "$T/a.json" \
+  'all(abs(p[k]["weighted_capture_ratio"] - p[k]["capture_ratio"]) < 1e-9 and abs(p[k]["weighted_freshness"] - p[k]["mean_freshness"]) < 1e-9 and p[k]["harmonic_penalty"] > 0 for p in d["policies"] for k in ("all","first"))'
+sim "${small[@]}" --importance pareto:1.5 --json
+is "$RC" 0 "--importance pareto:1.5 runs"
+check "Pareto weights move the weighted figures, not the others" python3 -c '
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+pa, pb = a["policies"][0]["all"], b["policies"][0]["all"]
+sys.exit(0 if pa["versions_existed"] == pb["versions_existed"] and pa["weighted_versions_existed"] != pb["weighted_versions_existed"] else 1)' "$T/a.json" "$T/out"
+sim "${small[@]}" --importance lognormal:1
+like "$OUT" "importance-weighted +w.ratio +w.fresh +harmonic" "the weighted table"
+usage_err "a bad importance" "--importance: bad 'pareto:0.5'" --urls 10 --hosts 2 --importance pareto:0.5
+
 # ---- traces -----------------------------------------------------------------------
 cat >"$T/trace" <<'EOF'
 # URI                        type       changes     validators volatile
 http://news.example/         text/html  rate=1h     correct    yes
 http://news.example/logo.png image/png  never       correct    no   size=4KiB
 http://news.example/a        text/html  every=6h    missing    no
-http://blog.example/p/1      text/html  at=2h,1d    lying      no
+http://blog.example/p/1      text/html  at=2h,1d    lying      no   importance=3
 EOF
 sim --trace "$T/trace" --days 2 --delay 1s --json
 is "$RC" 0 "a trace runs"

@@ -631,6 +631,151 @@ static void fixed_interval_arithmetic(void **state) {
   assert_int_equal(kr_sim_fixed_interval(&ref, 1000, 30 * D), 30 * D);
 }
 
+
+/* ---- importance and the harmonic penalty ------------------------------------- */
+
+static void importance_parse(void **state) {
+  (void)state;
+  kr_sim_importance_t im;
+  char err[256];
+  assert_int_equal(kr_sim_importance_parse("1", &im, err, sizeof err), 0);
+  assert_int_equal(im.kind, KR_SIM_IMP_ONE);
+  assert_int_equal(kr_sim_importance_parse("pareto:1.5", &im, err, sizeof err), 0);
+  assert_int_equal(im.kind, KR_SIM_IMP_PARETO);
+  assert_true(im.param == 1.5);
+  assert_int_equal(kr_sim_importance_parse("lognormal:1", &im, err, sizeof err), 0);
+  assert_int_equal(im.kind, KR_SIM_IMP_LOGNORMAL);
+  static const char *const bad[] = {"", "2", "pareto:1", "pareto:", "pareto:x", "lognormal:0",
+                                    "lognormal:9", "zipf:1"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    err[0] = 0;
+    assert_int_equal(kr_sim_importance_parse(bad[i], &im, err, sizeof err), KR_EINVAL);
+    assert_non_null(strstr(err, "--importance"));
+  }
+  /* the trace's field, and its errors */
+  kr_sim_world_t *w = trace("http://a.test/ - never correct no importance=0.5\n"
+                            "http://a.test/b - never correct no size=1KiB importance=0\n"
+                            "http://a.test/c - never correct no\n");
+  kr_sim_uri_info_t u;
+  kr_sim_world_uri(w, 0, &u);
+  assert_true(u.importance == 0.5);
+  kr_sim_world_uri(w, 1, &u);
+  assert_true(u.importance == 0);
+  kr_sim_world_uri(w, 2, &u);
+  assert_true(u.importance == 1);
+  kr_sim_world_free(w);
+  assert_non_null(strstr(trace_err("http://a.test/ - never correct no importance=-1\n"), "t:1: bad importance"));
+  assert_non_null(strstr(trace_err("http://a.test/ - never correct no importance=x\n"), "bad importance"));
+  assert_non_null(strstr(trace_err("http://a.test/ - never correct no importance=2e6\n"), "bad importance"));
+}
+
+/* Synthetic importance: mean 1, the Pareto tail where it should be, and
+ * the rest of the world unmoved. */
+static void importance_synthetic(void **state) {
+  (void)state;
+  kr_sim_synth_t s;
+  kr_sim_synth_default(&s);
+  s.urls = 20000;
+  s.hosts = 4;
+  kr_sim_world_t *w0 = NULL, *w = NULL;
+  assert_int_equal(kr_sim_world_synthetic(&s, &w0, NULL, 0), 0);
+  s.importance.kind = KR_SIM_IMP_PARETO;
+  s.importance.param = 2;
+  assert_int_equal(kr_sim_world_synthetic(&s, &w, NULL, 0), 0);
+  double sum = 0;
+  size_t over2 = 0;
+  for (size_t i = 0; i < s.urls; i++) {
+    kr_sim_uri_info_t a, b;
+    kr_sim_world_uri(w0, i, &a);
+    kr_sim_world_uri(w, i, &b);
+    assert_true(a.importance == 1);
+    assert_true(a.rate == b.rate);
+    assert_int_equal(a.size, b.size);
+    assert_int_equal(a.is_volatile, b.is_volatile);
+    sum += b.importance;
+    over2 += b.importance > 2;
+  }
+  assert_true(fabs(sum / (double)s.urls - 1) < 1e-3);
+  /* Pareto(alpha 2, x_m 1) has mean 2: P(x / 2 > 2) = 4^-2 = 1/16 */
+  assert_true(fabs((double)over2 / (double)s.urls - 1.0 / 16) < 0.01);
+  kr_sim_world_free(w);
+  s.importance.kind = KR_SIM_IMP_LOGNORMAL;
+  s.importance.param = 1;
+  assert_int_equal(kr_sim_world_synthetic(&s, &w, NULL, 0), 0);
+  sum = 0;
+  for (size_t i = 0; i < s.urls; i++) {
+    kr_sim_uri_info_t b;
+    kr_sim_world_uri(w, i, &b);
+    sum += b.importance;
+  }
+  assert_true(fabs(sum / (double)s.urls - 1) < 1e-3);
+  kr_sim_world_free(w);
+  kr_sim_world_free(w0);
+}
+
+/* H(n) x 2^32 as the metric keeps it. */
+static kr_sim_u128 hq(unsigned n) {
+  kr_sim_u128 h = 0;
+  for (unsigned k = 1; k <= n; k++) h += (UINT64_C(1) << 32) / k;
+  return h;
+}
+
+/* The harmonic penalty on hand-made traces, exactly. One visit: a page
+ * of importance 2 changing at 1h, 2h and 3h costs 2 x (H(1) + H(2) +
+ * H(3)) x 1h whenever the visit came (before 1h), a page that never
+ * changes nothing; the weighted figures follow from the visit time,
+ * which observed_ms gives. */
+static void harmonic_exact(void **state) {
+  (void)state;
+  kr_sim_world_t *w = trace("http://a.test/x text/html at=1h,2h,3h missing no importance=2\n"
+                            "http://b.test/y text/html never missing no\n");
+  kr_sim_opts_t o;
+  kr_sim_opts_default(&o);
+  o.duration_ms = 4 * H;
+  o.window_ms = 90 * 60 * S;
+  o.fixed_interval_ms = 10 * H;
+  o.delay_ms = 0;
+  o.fetch_sigma = 0;
+  kr_sim_result_t r;
+  run(w, &o, KR_SIM_FIXED, &r, NULL);
+  const kr_sim_metrics_t *m = &r.all;
+  assert_int_equal(m->fetches, 2);
+  assert_int_equal(m->versions, 3);
+  assert_int_equal(m->captured, 0);
+  assert_int_equal(m->wversions, 3 * 2 * KR_SIM_IMP_ONE_Q);
+  assert_int_equal(m->wcaptured, 0);
+  int64_t e = 4 * H - (int64_t)m->observed_ms / 2; /* both visited then */
+  assert_true(e >= 0 && e < H);
+  kr_sim_u128 want = (kr_sim_u128)2 * KR_SIM_IMP_ONE_Q * (hq(1) + hq(2) + hq(3)) * (uint64_t)H;
+  assert_true(m->harmonic == want);
+  assert_true(m->wobserved_ms == (kr_sim_u128)KR_SIM_IMP_ONE_Q * (uint64_t)(3 * (4 * H - e)));
+  assert_true(m->wfresh_ms == (kr_sim_u128)KR_SIM_IMP_ONE_Q * (uint64_t)(2 * (H - e) + (4 * H - e)));
+  double h = 2 * (1 + 1.5 + 11.0 / 6) * (double)H / (double)(2 * (4 * H - e));
+  assert_true(fabs(kr_sim_harmonic(m) - h) < 1e-9);
+  assert_true(fabs(kr_sim_wfreshness(m) - (double)(2 * (H - e) + 4 * H - e) / (double)(3 * (4 * H - e))) < 1e-12);
+  /* the first 90 minutes: H(1) from 1h on */
+  assert_true(r.early.harmonic == (kr_sim_u128)2 * KR_SIM_IMP_ONE_Q * hq(1) * (uint64_t)(30 * 60 * S));
+  assert_int_equal(r.early.wversions, 2 * KR_SIM_IMP_ONE_Q);
+  kr_sim_world_free(w);
+
+  /* Two visits: the second (between 2h and 3h) archives version 1, N
+   * back to 0 until the change at 3h. The visit times come from the
+   * observed and fresh times. */
+  w = trace("http://a.test/x text/html at=1h,3h missing no importance=2\n");
+  o.fixed_interval_ms = 2 * H;
+  run(w, &o, KR_SIM_FIXED, &r, NULL);
+  m = &r.all;
+  assert_int_equal(m->fetches, 2);
+  assert_int_equal(m->captured, 1);
+  assert_int_equal(m->wcaptured, 2 * KR_SIM_IMP_ONE_Q);
+  assert_int_equal(m->wversions, 2 * 2 * KR_SIM_IMP_ONE_Q);
+  e = 4 * H - (int64_t)m->observed_ms;
+  int64_t t2 = (H - e) + 3 * H - (int64_t)m->fresh_ms; /* fresh: [e, 1h) and [t2, 3h) */
+  assert_true(t2 > 2 * H && t2 < 3 * H);
+  assert_true(m->harmonic == (kr_sim_u128)2 * KR_SIM_IMP_ONE_Q * hq(1) * (uint64_t)((t2 - H) + H));
+  kr_sim_world_free(w);
+}
+
 /* ---- shards ------------------------------------------------------------- */
 
 /* An uneven world: a big host, a middling one with a 7 s politeness delay
@@ -642,14 +787,14 @@ static kr_sim_world_t *uneven_world(void) {
   assert_non_null(t);
   static const char *const val[] = {"correct", "missing", "lying"};
   for (int i = 0; i < 60; i++)
-    len += (size_t)snprintf(t + len, cap - len, "http://big.test/p/%d text/html rate=%dh %s %s\n",
-                            i, 1 + i % 20, val[i % 3], i % 7 ? "no" : "yes");
+    len += (size_t)snprintf(t + len, cap - len, "http://big.test/p/%d text/html rate=%dh %s %s importance=%g\n",
+                            i, 1 + i % 20, val[i % 3], i % 7 ? "no" : "yes", 0.1 + (i % 9) * 0.7);
   for (int i = 0; i < 14; i++)
     len += (size_t)snprintf(t + len, cap - len, "http://mid.test/p/%d text/html every=%dh correct no\n",
                             i, 2 + i);
   len += (size_t)snprintf(t + len, cap - len,
                           "http://tiny.test/a image/png never correct no size=4KiB\n"
-                          "http://tiny.test/b text/html at=1h,5h,30h missing no\n"
+                          "http://tiny.test/b text/html at=1h,5h,30h missing no importance=3.3\n"
                           "http://tiny.test:8080/only - rate=3h lying no\n");
   kr_sim_world_t *w = trace(t);
   free(t);
@@ -1185,6 +1330,9 @@ int main(void) {
       cmocka_unit_test(refusals),
       cmocka_unit_test(fixed_interval_arithmetic),
       cmocka_unit_test(capacity_plan_keeps_host_current),
+      cmocka_unit_test(importance_parse),
+      cmocka_unit_test(importance_synthetic),
+      cmocka_unit_test(harmonic_exact),
       cmocka_unit_test(shard_plan),
       cmocka_unit_test(shards_merge_exactly),
       cmocka_unit_test(pool_children_ending_without_result),
