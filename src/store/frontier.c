@@ -146,6 +146,7 @@ void kr__frontier_host_free(kr_hostq_t *h) {
   free(h->slots);
   free(h->name);
   free(h->rekey_url);
+  free(h->learned);
   free(h);
 }
 
@@ -182,7 +183,9 @@ int kr__frontier_flush_hosts(void *ud) {
     }
     kr_host_row_t r;
     host_row(h, &r);
-    if (kr_store_host_update(f->st, &r) < 0) {
+    if (kr_store_host_update(f->st, &r) < 0 ||
+        (h->learned_dirty &&
+         kr_store_host_set_learned(f->st, h->id, h->learned, h->learned_len) < 0)) {
       h->dirty_next = f->dirty; /* keep the rest for the next commit */
       f->dirty = h;
       while (keep) {
@@ -192,6 +195,12 @@ int kr__frontier_flush_hosts(void *ud) {
         f->dirty = k;
       }
       return KR_EDB;
+    }
+    if (h->learned_dirty) { /* in the row now: the crawl keeps it decoded */
+      h->learned_dirty = 0;
+      free(h->learned);
+      h->learned = NULL;
+      h->learned_len = 0;
     }
     h->dirty = 0;
     h->dirty_next = NULL;

@@ -175,7 +175,8 @@ typedef struct kr_frontier_opts {
                                             quarter of it nothing new is issued */
   int orig_index;                        /* 0; 1/-1: build/drop the index of originals by
                                             digest (store.h) */
-  /* a host queue was created or loaded (may be NULL) */
+  /* a host queue was created or loaded (may be NULL); a loaded one's
+   * learned-state record is readable during the call */
   void (*on_host)(void *ud, kr_frontier_t *f, kr_hostq_t *h);
   void *host_ud;
 } kr_frontier_opts_t;
@@ -379,6 +380,17 @@ void kr_frontier_host_set_robots(kr_frontier_t *f, kr_hostq_t *h, uint64_t expir
 const kr_vtrust_t *kr_frontier_host_vtrust(const kr_hostq_t *h);
 /* Replace it; the row is written with the next commit. */
 void kr_frontier_host_set_vtrust(kr_frontier_t *f, kr_hostq_t *h, const kr_vtrust_t *vt);
+/* The learned-state record of host h (kria/hoststate.h; its bytes are
+ * the crawl's business, opaque here) as its row held it: readable while
+ * on_host runs for h at open, dropped from memory then (the crawl keeps
+ * what it decoded). NULL and *len 0 when there is none. */
+const uint8_t *kr_frontier_host_learned(const kr_hostq_t *h, size_t *len);
+/* Keep len bytes of p (copied; at most KR_HOSTSTATE_BYTES) as h's
+ * learned-state record: written into its row with the next commit, then
+ * dropped from memory. The caller decides how often (a write per host
+ * every few seconds at most, hoststate.h). */
+void kr_frontier_host_set_learned(kr_frontier_t *f, kr_hostq_t *h, const uint8_t *p,
+                                  size_t len);
 /* The politeness delay after a fetch of fetch_ms from h (its options,
  * robots Crawl-delay): what one valence slot waits between fetches. */
 uint64_t kr_frontier_host_delay(kr_frontier_t *f, const kr_hostq_t *h, uint64_t fetch_ms);

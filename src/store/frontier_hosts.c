@@ -18,6 +18,7 @@
 #include "hostq.h"
 #include "internal.h"
 #include "kria/fp.h"
+#include "kria/hoststate.h"
 #include "kria/seen.h"
 #include "kria/url.h"
 #include "log.h"
@@ -121,6 +122,22 @@ const kr_vtrust_t *kr_frontier_host_vtrust(const kr_hostq_t *h) { return &h->vt;
 
 void kr_frontier_host_set_vtrust(kr_frontier_t *f, kr_hostq_t *h, const kr_vtrust_t *vt) {
   h->vt = *vt;
+  mark_dirty(f, h);
+}
+
+const uint8_t *kr_frontier_host_learned(const kr_hostq_t *h, size_t *len) {
+  *len = h->learned_len;
+  return h->learned_len ? h->learned : NULL;
+}
+
+void kr_frontier_host_set_learned(kr_frontier_t *f, kr_hostq_t *h, const uint8_t *p,
+                                  size_t len) {
+  if (len > KR_HOSTSTATE_BYTES) return; /* not a record kria writes */
+  free(h->learned);
+  h->learned = len ? kr_xmalloc(len) : NULL;
+  if (len) memcpy(h->learned, p, len);
+  h->learned_len = (uint32_t)len;
+  h->learned_dirty = 1;
   mark_dirty(f, h);
 }
 

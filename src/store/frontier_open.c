@@ -17,6 +17,7 @@
 #include "hostq.h"
 #include "internal.h"
 #include "kria/fp.h"
+#include "kria/hoststate.h"
 #include "kria/seen.h"
 #include "kria/url.h"
 #include "log.h"
@@ -34,6 +35,14 @@ static int load_host(void *ud, const kr_host_row_t *r) {
   h->fail_streak = r->fail_streak;
   h->c = r->c;
   h->vt = r->vt;
+  if (r->learned_len && r->learned_len <= KR_HOSTSTATE_BYTES) { /* read by on_host */
+    h->learned = kr_xmalloc(r->learned_len);
+    memcpy(h->learned, r->learned, r->learned_len);
+    h->learned_len = (uint32_t)r->learned_len;
+  } else if (r->learned_len) {
+    KR_LOG(KR_LOG_WARN, h->name, "learned state of %zu bytes is not kria's: starting fresh",
+           r->learned_len);
+  }
   const uint64_t *src = &r->c.discovered;
   uint64_t *dst = &f->total.discovered;
   for (size_t i = 0; i < sizeof(kr_counts_t) / sizeof(uint64_t); i++) dst[i] += src[i];
@@ -155,6 +164,11 @@ int kr_frontier_open(const char *state_dir, const kr_frontier_opts_t *opts,
   for (size_t i = 0; i < f->nhosts; i++) {
     kr_hostq_t *h = f->hosts[i];
     if (f->opts.on_host) f->opts.on_host(f->opts.host_ud, f, h);
+    if (!h->learned_dirty) { /* whoever wanted it has read it */
+      free(h->learned);
+      h->learned = NULL;
+      h->learned_len = 0;
+    }
     kr__frontier_rearm(f, h, now);
   }
   KR_LOG(KR_LOG_INFO, kr_store_path(f->st),

@@ -65,6 +65,11 @@ struct kr_hostq {
   int64_t crawl_delay_ms;
   kr_counts_t c;
   kr_vtrust_t vt;                 /* validator trust (validators.h) */
+  uint8_t *learned;               /* learned-state record (hoststate.h): as
+                                     loaded until on_host ran, or as set
+                                     until the next commit wrote it */
+  uint32_t learned_len;
+  uint8_t learned_dirty;          /* set and not yet written */
   /* dispatch */
   kr_wheel_entry_t timer;         /* armed at the ready time */
   kr_hostq_t *ready_prev, *ready_next;

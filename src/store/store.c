@@ -45,7 +45,8 @@
   "backoff_until, fail_streak, discovered, queued, finished, succeeded, "    \
   "retried, failed, disregarded, backoffs, bytes, vt_checks, "               \
   "vt_predicted_unchanged, vt_skipped, vt_verified, vt_misses, "             \
-  "vt_false_alarms, vt_distrusts, vt_miss_run, vt_distrust_until, refused, retired"
+  "vt_false_alarms, vt_distrusts, vt_miss_run, vt_distrust_until, refused, retired, " \
+  "learned"
 
 /* A URI's original (see store.h): set when orig_date is, its digest the
  * change digest unless orig_digest says otherwise, orig_fp 0 the URI. */
@@ -120,6 +121,7 @@ static const char *const stmt_sql[S__COUNT] = {
                      " VALUES (?1,?2,?3,?4,?5)",
     [S_URIS_MOVE_HOST] = "UPDATE uris SET host_id = ?2 WHERE host_id = ?1 AND next_at < " NEVER_SQL,
     [S_URI_SET_LINKED] = "UPDATE uris SET last_linked = ?2 WHERE fp = ?1",
+    [S_HOST_SET_LEARNED] = "UPDATE hosts SET learned = ?2 WHERE id = ?1",
 };
 
 /* Schema migrations: step v brings user_version v-1 to v. Each runs with
@@ -252,6 +254,12 @@ static const char *const migrations[] = {
     "ALTER TABLE uris ADD COLUMN last_linked INTEGER;"
     "ALTER TABLE hosts ADD COLUMN refused INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE hosts ADD COLUMN retired INTEGER NOT NULL DEFAULT 0;",
+    /* 9: what a host's crawl has learned (kria/hoststate.h: the poisson
+     * allocator, the capacity plan, the validator-trust run), so that a
+     * restart continues instead of learning again. NULL: nothing kept
+     * yet (every host of an older state directory), the host starts
+     * fresh as before. */
+    "ALTER TABLE hosts ADD COLUMN learned BLOB;",
 };
 
 #define ORIG_INDEX                                                                     \

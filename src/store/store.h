@@ -10,7 +10,9 @@
  *   hosts(id, name, ...)           one row per host queue: robots expiry
  *                                  and status, Crawl-delay, back-off level
  *                                  and until, failure streak, counters
- *                                  and validator trust (vt_*, kr_vtrust_t)
+ *                                  and validator trust (vt_*, kr_vtrust_t);
+ *                                  learned: the host's learned-state
+ *                                  record (kria/hoststate.h), NULL none
  *   uris(fp, host_id, directive, next_at, state, url, via, hop_path,
  *        first_seen, last_visit, wait_ms, visits, versions, retries,
  *        status, content_type, digest, etag, last_modified, history, hint,
@@ -107,7 +109,7 @@
 
 #define KR_NEVER ((uint64_t)INT64_MAX)   /* next_at of a URI never due */
 #define KR_STORE_APP_ID 0x6b726961       /* "kria" */
-#define KR_STORE_SCHEMA 8                /* user_version this build writes */
+#define KR_STORE_SCHEMA 9                /* user_version this build writes */
 #define KR_STORE_DB_NAME "kria.db"
 #define KR_STORE_LOCK_NAME "kria.lock"
 
@@ -365,6 +367,10 @@ typedef struct kr_host_row {
   uint32_t fail_streak;
   kr_counts_t c;
   kr_vtrust_t vt;           /* validator trust (validators.h) */
+  const uint8_t *learned;   /* kr_store_hosts_each: the learned-state
+                               record (kria/hoststate.h) as stored, valid
+                               during the callback; NULL none */
+  size_t learned_len;
 } kr_host_row_t;
 
 /* Insert a host queue by name; *id gets its id. 0 or KR_EDB. */
@@ -372,6 +378,9 @@ int kr_store_host_insert(kr_store_t *st, const char *name, size_t len,
                          int64_t *id);
 /* Write every column of h->id but the name. 0 or KR_EDB. */
 int kr_store_host_update(kr_store_t *st, const kr_host_row_t *h);
+/* Replace host id's learned-state record (len 0: none). Not checked
+ * here: the reader refuses what it cannot read. 0 or KR_EDB. */
+int kr_store_host_set_learned(kr_store_t *st, int64_t id, const uint8_t *p, size_t len);
 /* Every host row, in id order; fn returning < 0 stops with that value. */
 int kr_store_hosts_each(kr_store_t *st,
                         int (*fn)(void *ud, const kr_host_row_t *h), void *ud);

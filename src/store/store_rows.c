@@ -358,6 +358,18 @@ int kr_store_host_update(kr_store_t *st, const kr_host_row_t *h) {
   return kr__store_step_done(st, s, "updating a host");
 }
 
+int kr_store_host_set_learned(kr_store_t *st, int64_t id, const uint8_t *p, size_t len) {
+  kr__store_settle(st);
+  if (kr__store_write_begin(st)) return KR_EDB;
+  sqlite3_stmt *s = st->stmt[S_HOST_SET_LEARNED];
+  sqlite3_bind_int64(s, 1, id);
+  if (len) sqlite3_bind_blob(s, 2, p, (int)len, SQLITE_STATIC);
+  else sqlite3_bind_null(s, 2);
+  int rc = kr__store_step_done(st, s, "writing a host's learned state");
+  sqlite3_clear_bindings(s);
+  return rc;
+}
+
 int kr_store_hosts_each(kr_store_t *st, int (*fn)(void *ud, const kr_host_row_t *h),
                         void *ud) {
   kr__store_settle(st);
@@ -384,6 +396,7 @@ int kr_store_hosts_each(kr_store_t *st, int (*fn)(void *ud, const kr_host_row_t 
     h.vt.distrust_until = sqlite3_column_int64(s, 25);
     h.c.refused = (uint64_t)sqlite3_column_int64(s, 26);
     h.c.retired = (uint64_t)sqlite3_column_int64(s, 27);
+    h.learned = col_blob(s, 28, &h.learned_len);
     if (!h.name) continue;
     if ((ret = fn(ud, &h)) < 0) break;
   }

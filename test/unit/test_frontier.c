@@ -1036,6 +1036,59 @@ static void recovery_after_crash(void **state) {
   valid();
 }
 
+/* on_host at open: what each host's learned-state record held then. */
+static char learned_seen[256];
+static void note_learned(void *ud, kr_frontier_t *f, kr_hostq_t *h) {
+  (void)ud;
+  (void)f;
+  size_t n;
+  const uint8_t *p = kr_frontier_host_learned(h, &n);
+  size_t at = strlen(learned_seen);
+  snprintf(learned_seen + at, sizeof learned_seen - at, "%s:%zu:%s;", kr_frontier_host_name(h), n,
+           n ? (const char *)p : "");
+}
+
+/* A host's learned-state record: written with the next commit (not
+ * before), dropped from memory once written; after a kill -9 only what
+ * was committed is there; at a clean reopen on_host reads each host's
+ * record and the frontier drops its copy after. */
+static void learned_record(void **state) {
+  (void)state;
+  kr_frontier_opts_t o = fixed_delay(0);
+  fopen_with(&o);
+  add("http://a.test/");
+  add("http://b.test/");
+  assert_int_equal(kr_frontier_commit(F), 0);
+  kr_hostq_t *a = kr_frontier_host_lookup(F, "a.test", 6);
+  kr_hostq_t *b = kr_frontier_host_lookup(F, "b.test", 6);
+  kr_frontier_host_set_learned(F, a, (const uint8_t *)"A1", 3);
+  size_t n;
+  assert_non_null(kr_frontier_host_learned(a, &n));
+  assert_int_equal(n, 3);
+  assert_int_equal(ext_count("SELECT count(*) FROM hosts WHERE learned IS NOT NULL"), 0);
+  assert_int_equal(kr_frontier_commit(F), 0);
+  assert_int_equal(ext_count("SELECT count(*) FROM hosts WHERE learned IS NOT NULL"), 1);
+  assert_null(kr_frontier_host_learned(a, &n)); /* written: not kept twice */
+  assert_int_equal(n, 0);
+  kr_frontier_host_set_learned(F, b, (const uint8_t *)"B1", 3);
+  kr_frontier_abandon(F); /* kill -9 before the commit: b's is lost */
+  F = NULL;
+  o.on_host = note_learned;
+  learned_seen[0] = 0;
+  fopen_with(&o);
+  assert_string_equal(learned_seen, "a.test:3:A1;b.test:0:;");
+  a = kr_frontier_host_lookup(F, "a.test", 6);
+  assert_null(kr_frontier_host_learned(a, &n)); /* read by on_host, then dropped */
+  b = kr_frontier_host_lookup(F, "b.test", 6);
+  kr_frontier_host_set_learned(F, b, (const uint8_t *)"B2", 3);
+  assert_int_equal(kr_frontier_close(F), 0); /* a clean stop writes it */
+  F = NULL;
+  learned_seen[0] = 0;
+  fopen_with(&o);
+  assert_string_equal(learned_seen, "a.test:3:A1;b.test:3:B2;");
+  valid();
+}
+
 static void seen_loaded_lazily(void **state) {
   (void)state;
   fopen_with(NULL);
@@ -2448,6 +2501,7 @@ int main(void) {
       T(dedupe_in_memory),
       T(commit_boundaries),
       T(recovery_after_crash),
+      T(learned_record),
       T(seen_loaded_lazily),
       T(refusals),
       T(snapshot_done),

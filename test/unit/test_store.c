@@ -8,8 +8,9 @@
  * while one runs); fingerprint scans across the signed range; schema
  * migration from version 1; the payload digest index; wide waits; WAL
  * writes gathered by the store's VFS; the seeds in force and the pages
- * of disregarded URIs (the scope kept in the state), and the migration
- * to them from version 6. */
+ * of disregarded URIs (the scope kept in the state) and the migration
+ * to them from version 6; the hosts' learned-state records and the
+ * migration of a version-8 database to them. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -1127,7 +1128,8 @@ static void migrates_v7_bounds(void **state) {
   kr_uri_row_t a = row("http://b.example/a", h, 0, 1);
   assert_int_equal(kr_store_uri_insert(st, &a), 1);
   assert_int_equal(kr_store_close(st), 0);
-  sql_exec("ALTER TABLE uris DROP COLUMN gone; ALTER TABLE uris DROP COLUMN last_linked;"
+  sql_exec("ALTER TABLE hosts DROP COLUMN learned;"
+           "ALTER TABLE uris DROP COLUMN gone; ALTER TABLE uris DROP COLUMN last_linked;"
            "ALTER TABLE hosts DROP COLUMN refused; ALTER TABLE hosts DROP COLUMN retired;"
            "PRAGMA user_version = 7;");
   st = open_ok(NULL);
@@ -1152,6 +1154,51 @@ static void migrates_v7_bounds(void **state) {
   assert_int_equal(sql_int("PRAGMA user_version"), KR_STORE_SCHEMA);
   assert_int_equal(sql_int("SELECT refused FROM hosts"), 7);
   assert_int_equal(sql_int("SELECT retired FROM hosts"), 3);
+}
+
+static int read_learned(void *ud, const kr_host_row_t *h) {
+  kr_buf_t *b = ud;
+  kr_buf_printf(b, "%s:%zu:", h->name, h->learned_len);
+  for (size_t i = 0; i < h->learned_len; i++) kr_buf_printf(b, "%02x", h->learned[i]);
+  kr_buf_append(b, ";", 1);
+  return 0;
+}
+
+/* A version-8 database (the previous schema: no learned column) opens
+ * and gains hosts.learned (9); its hosts have no record (NULL, read as
+ * none), their other columns are kept, and a record written reads back
+ * byte for byte and can be cleared again. */
+static void migrates_v8_learned(void **state) {
+  (void)state;
+  kr_store_t *st = open_ok(NULL);
+  int64_t h;
+  assert_int_equal(kr_store_host_insert(st, "l.example", 9, &h), 0);
+  kr_host_row_t hr = {.id = h, .crawl_delay_ms = 1500};
+  hr.vt.checks = 42;
+  hr.vt.miss_run = 1;
+  assert_int_equal(kr_store_host_update(st, &hr), 0);
+  assert_int_equal(kr_store_close(st), 0);
+  sql_exec("ALTER TABLE hosts DROP COLUMN learned; PRAGMA user_version = 8;");
+  assert_int_equal(sql_int("SELECT count(*) FROM pragma_table_info('hosts') WHERE name = 'learned'"), 0);
+  st = open_ok(NULL);
+  assert_int_equal(sql_int("PRAGMA user_version"), KR_STORE_SCHEMA);
+  assert_int_equal(KR_STORE_SCHEMA, 9);
+  kr_buf_t b;
+  kr_buf_init(&b, 1 << 16);
+  assert_int_equal(kr_store_hosts_each(st, read_learned, &b), 0);
+  assert_string_equal(b.data, "l.example:0:;");
+  const uint8_t rec[] = {1, 3, 0, 0xff};
+  assert_int_equal(kr_store_host_set_learned(st, h, rec, sizeof rec), 0);
+  assert_int_equal(kr_store_commit(st), 0);
+  kr_buf_reset(&b);
+  assert_int_equal(kr_store_hosts_each(st, read_learned, &b), 0);
+  assert_string_equal(b.data, "l.example:4:010300ff;");
+  assert_int_equal(kr_store_host_set_learned(st, h, NULL, 0), 0);
+  kr_store_close(st);
+  assert_int_equal(sql_int("SELECT count(*) FROM hosts WHERE learned IS NULL"), 1);
+  assert_int_equal(sql_int("SELECT vt_checks FROM hosts"), 42);
+  assert_int_equal(sql_int("SELECT crawl_delay_ms FROM hosts"), 1500);
+  kr_buf_free(&b);
 }
 
 static void put_digest(kr_store_t *st, kr_uri_row_t *r, const uint8_t *d) {
@@ -1183,6 +1230,7 @@ static void migrates_v5_originals(void **state) {
   /* back to schema 5 as that release left it */
   char q[2048];
   snprintf(q, sizeof q,
+           "ALTER TABLE hosts DROP COLUMN learned;"
            "ALTER TABLE uris DROP COLUMN gone; ALTER TABLE uris DROP COLUMN last_linked;"
            "ALTER TABLE hosts DROP COLUMN refused; ALTER TABLE hosts DROP COLUMN retired;"
            "DROP INDEX IF EXISTS uris_orig_digest; DROP INDEX uris_disregarded; DROP TABLE seeds;"
@@ -1896,7 +1944,8 @@ static void migrates_v6_seeds(void **state) {
   assert_int_equal(kr_store_uri_insert(st, &c), 1);
   assert_int_equal(kr_store_uri_insert(st, &p), 1);
   assert_int_equal(kr_store_close(st), 0);
-  sql_exec("ALTER TABLE uris DROP COLUMN gone; ALTER TABLE uris DROP COLUMN last_linked;"
+  sql_exec("ALTER TABLE hosts DROP COLUMN learned;"
+           "ALTER TABLE uris DROP COLUMN gone; ALTER TABLE uris DROP COLUMN last_linked;"
            "ALTER TABLE hosts DROP COLUMN refused; ALTER TABLE hosts DROP COLUMN retired;"
            "DROP INDEX uris_disregarded; DROP TABLE seeds; PRAGMA user_version = 6;");
   st = open_ok(NULL);
@@ -1937,6 +1986,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(migrates_v1, setup, teardown),
       cmocka_unit_test_setup_teardown(migrates_v5_originals, setup, teardown),
       cmocka_unit_test_setup_teardown(migrates_v7_bounds, setup, teardown),
+      cmocka_unit_test_setup_teardown(migrates_v8_learned, setup, teardown),
       cmocka_unit_test_setup_teardown(original_survives_row_writes, setup, teardown),
       cmocka_unit_test_setup_teardown(orig_index_by_option, setup, teardown),
       cmocka_unit_test_setup_teardown(robots_rows, setup, teardown),
