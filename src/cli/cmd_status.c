@@ -33,6 +33,7 @@
 #include "internal.h"
 #include "kria/config.h"
 #include "kria/fp.h"
+#include "kria/hoststate.h"
 #include "kria/url.h"
 #include "progress.h"
 #include "service.h"
@@ -381,9 +382,9 @@ static int offline_hosts(const char *dir, uint64_t limit, int json, int frontier
            "SELECT h.name, h.queued, h.finished, h.succeeded, h.failed, h.disregarded, h.bytes,"
            " h.robots_status, h.backoff_until, %s,"
            " (SELECT min(next_at) FROM uris u WHERE u.host_id = h.id AND u.next_at < %" PRIu64 ")"
-           " AS head, %s FROM hosts h ORDER BY head IS NULL, head, h.name LIMIT ?1",
+           " AS head, %s, %s FROM hosts h ORDER BY head IS NULL, head, h.name LIMIT ?1",
            schema >= 2 ? "h.vt_checks, h.vt_misses" : "0, 0", KR_NEVER,
-           schema >= 7 ? "h.retired, h.refused" : "0, 0");
+           schema >= 7 ? "h.retired, h.refused" : "0, 0", schema >= 9 ? "h.learned" : "NULL");
   sqlite3_stmt *q = NULL;
   if (sqlite3_prepare_v2(db, sql, -1, &q, NULL) != SQLITE_OK) {
     kr_cli_error(KR_EDB, "%s: %s", path, sqlite3_errmsg(db));
@@ -396,8 +397,9 @@ static int offline_hosts(const char *dir, uint64_t limit, int json, int frontier
   kr_buf_init(&b, 1u << 30);
   if (json) kr_buf_append_str(&b, "{\"source\":\"state\",\"hosts\":[");
   else
-    kr_buf_printf(&b, "%-40s %8s %10s %9s %9s %9s %8s %8s\n", "host", "queued", "overdue",
-                  "finished", "failed", "checks", "retired", "refused");
+    kr_buf_printf(&b, "%-40s %8s %10s %9s %9s %9s %6s %5s %7s %6s %8s %8s\n", "host", "queued",
+                  "overdue", "finished", "failed", "checks", "x", "gain", "sample", "run",
+                  "retired", "refused");
   size_t n = 0;
   int src;
   while ((src = sqlite3_step(q)) == SQLITE_ROW) {
@@ -406,6 +408,11 @@ static int offline_hosts(const char *dir, uint64_t limit, int json, int frontier
     int has_head = sqlite3_column_type(q, 11) != SQLITE_NULL;
     uint64_t head = (uint64_t)sqlite3_column_int64(q, 11);
     uint64_t overdue = has_head && head < now ? now - head : 0;
+    /* the learned state as the crawl last wrote it (hoststate.h) */
+    kr_hoststate_t ls;
+    int bad = kr_hoststate_decode(&ls, sqlite3_column_blob(q, 14),
+                                  (size_t)sqlite3_column_bytes(q, 14)) != 0;
+    int has_x = (ls.has & KR_HS_ALLOC) && ls.alloc.solved, has_vt = (ls.has & KR_HS_VTRUST) != 0;
     if (json) {
       if (n) kr_buf_append(&b, ",", 1);
       kr_buf_append_str(&b, "{\"host\":");
@@ -421,17 +428,44 @@ static int offline_hosts(const char *dir, uint64_t limit, int json, int frontier
                     col64(q, 6), sqlite3_column_int(q, 7),
                     col64(q, 8), col64(q, 9),
                     col64(q, 10), col64(q, 12), col64(q, 13), overdue);
-      if (has_head) kr_buf_printf(&b, "%" PRIu64 "}", head);
-      else kr_buf_append_str(&b, "null}");
+      if (has_head) kr_buf_printf(&b, "%" PRIu64, head);
+      else kr_buf_append_str(&b, "null");
+      kr_buf_append_str(&b, ",\"learned\":");
+      if (bad) kr_buf_append_str(&b, "\"unreadable\"");
+      else if (!ls.has) kr_buf_append_str(&b, "null");
+      else {
+        kr_buf_append_str(&b, "{");
+        if (has_x)
+          kr_buf_printf(&b, "\"changes_per_visit\":%.6g,\"gain\":%.6g,\"allocator_state\":%d,",
+                        ls.alloc.x, ls.alloc.gain, ls.alloc.state);
+        if (ls.has & KR_HS_CAPPLAN)
+          kr_buf_printf(&b, "\"capacity_floor_ms\":%" PRId64 ",\"planned_uris\":%u,",
+                        ls.cap.floor_ms, ls.cap.total);
+        if (has_vt)
+          kr_buf_printf(&b, "\"trust_sample\":%.6g,\"confirm_run\":%u,", ls.vt_sample,
+                        ls.vt.confirm_run);
+        kr_buf_printf(&b, "\"bytes\":%d}", sqlite3_column_bytes(q, 14));
+      }
+      kr_buf_append_str(&b, "}");
     } else {
       char o[32];
       if (has_head) kr_progress_fmt_ms(overdue, o, sizeof o);
       else snprintf(o, sizeof o, "-");
+      char x[16] = "-", g[16] = "-", sm[16] = "-", run[16] = "-";
+      if (bad) snprintf(x, sizeof x, "?");
+      if (has_x) {
+        snprintf(x, sizeof x, "%.3g", ls.alloc.x);
+        snprintf(g, sizeof g, "%.2f", ls.alloc.gain);
+      }
+      if (has_vt) {
+        snprintf(sm, sizeof sm, "%.2f%%", 100 * ls.vt_sample);
+        snprintf(run, sizeof run, "%u", ls.vt.confirm_run);
+      }
       kr_buf_printf(&b,
-                    "%-40.200s %8" PRIu64 " %10s %9" PRId64 " %9" PRId64 " %9" PRId64 " %8" PRId64
-                    " %8" PRId64 "\n",
-                    name ? name : "", queued, o, col64(q, 2),
-                    col64(q, 4), col64(q, 9), col64(q, 12), col64(q, 13));
+                    "%-40.200s %8" PRIu64 " %10s %9" PRId64 " %9" PRId64 " %9" PRId64
+                    " %6s %5s %7s %6s %8" PRId64 " %8" PRId64 "\n",
+                    name ? name : "", queued, o, col64(q, 2), col64(q, 4), col64(q, 9), x, g, sm,
+                    run, col64(q, 12), col64(q, 13));
     }
     n++;
   }

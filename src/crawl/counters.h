@@ -119,7 +119,17 @@ enum { KR_UNIT_COUNT = 0, KR_UNIT_BYTES = 1 };
   X(vtrust_misses, "kria_visit_validator_misses_total", KR_UNIT_COUNT,                            \
     "Visits of this process where validators said unchanged and the digest disagreed (the "      \
     "per-host totals kept across restarts: kria_validator_misses_total).", 1,                     \
-    "; %s validator misses this run")
+    "; %s validator misses this run")                                                              \
+  X(learned_loaded, "kria_learned_loaded_total", KR_UNIT_COUNT,                                   \
+    "Hosts whose learned state (allocator, capacity plan, trust run) was loaded at the start.", 1, \
+    "; learned state: %s hosts loaded")                                                           \
+  X(learned_refused, "kria_learned_refused_total", KR_UNIT_COUNT,                                 \
+    "Hosts whose stored learned state was unreadable: they started fresh.", 1, " (%s refused)")  \
+  X(learned_saved, "kria_learned_saved_total", KR_UNIT_COUNT,                                     \
+    "Learned-state records written (at most one per host per adaptive.learned-state-interval).", \
+    1, ", %s saved")                                                                              \
+  X(learned_bytes, "kria_learned_bytes_total", KR_UNIT_BYTES,                                     \
+    "Bytes of the learned-state records written.", 1, " (%s)")
 
 /* Each counter's index: KR_CTR_issued, ... KR_CTR__N. */
 enum kr_crawl_counter {

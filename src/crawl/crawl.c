@@ -338,10 +338,7 @@ const kr_hostcfg_t *kr_crawl_hostcfg(kr_crawl_t *c, const char *host, size_t len
   return hc;
 }
 
-/* The frontier created or loaded a host queue: give it its own options
- * when a [host] section applies. The key is host[:port] (or a domain). */
-static void on_host(void *ud, kr_frontier_t *f, kr_hostq_t *h) {
-  kr_crawl_t *c = ud;
+const kr_hostcfg_t *kr__crawl_queue_hostcfg(kr_crawl_t *c, const kr_hostq_t *h) {
   const char *name = kr_frontier_host_name(h);
   size_t n = strlen(name);
   if (name[0] == '[') {
@@ -351,10 +348,18 @@ static void on_host(void *ud, kr_frontier_t *f, kr_hostq_t *h) {
     const char *colon = strchr(name, ':');
     if (colon) n = (size_t)(colon - name);
   }
-  const kr_hostcfg_t *hc = kr_crawl_hostcfg(c, name, n);
+  return kr_crawl_hostcfg(c, name, n);
+}
+
+/* The frontier created or loaded a host queue: give it its own options
+ * when a [host] section applies. The key is host[:port] (or a domain). */
+static void on_host(void *ud, kr_frontier_t *f, kr_hostq_t *h) {
+  kr_crawl_t *c = ud;
+  const kr_hostcfg_t *hc = kr__crawl_queue_hostcfg(c, h);
   /* After a reload the global values may differ from the frontier's. */
   if (hc != c->global_hc || c->reloads)
     kr_frontier_host_set_opts(f, h, &hc->fopts, kr_crawl_now(c));
+  kr__adapt_host_load(c, f, h, hc); /* before any of its waits */
 }
 
 static int canon_from_config(kr_crawl_t *c, char *err, size_t errlen) {
@@ -788,6 +793,7 @@ static void turn(kr_crawl_t *c) {
     uv_timer_start(&c->commit_timer, on_commit_timer, commit_ms + 1, 0);
   }
   kr_crawllog_tick(c->log, now);
+  kr__adapt_hosts_turn(c, now, 0);
   /* Nothing running: the end may have come with held-back writes applied
    * (the last links of a snapshot crawl after a commit's WARC sync). */
   if (c->in_flight == 0) check_end(c);
@@ -924,6 +930,7 @@ static void close_everything(kr_crawl_t *c) {
     if (c->log) kr_crawllog_flush(c->log);
     kr_archive_close(c->warc); /* records on disk before the last commit */
     kr_timer_stop(&c->disk_retry);
+    kr__adapt_hosts_turn(c, kr_crawl_now(c), 1); /* into the last commit */
     int rc = kr_frontier_close(c->frontier);
     c->frontier = NULL;
     if (rc < 0 && !c->fatal) {

@@ -236,6 +236,7 @@ struct kr_crawl {
   pcre2_code *re_feed;          /* content types read as feeds/sitemaps */
   struct kr_adapt_host **ahosts;/* per host queue: poisson allocator */
   size_t ahosts_cap, ahosts_n;
+  struct kr_adapt_host *ahosts_save_head, *ahosts_save_tail; /* learned state to write */
   size_t nprocs;
   /* fetch objects */
   kr_fetch_t *free_fetches;
@@ -292,6 +293,8 @@ struct kr_crawl {
 /* Settings for host (ASCII, any case). Never NULL. */
 const kr_hostcfg_t *kr_crawl_hostcfg(kr_crawl_t *c, const char *host, size_t len);
 uint64_t kr_crawl_now(const kr_crawl_t *c);
+/* Settings of host queue h (its key without the port). Never NULL. */
+const kr_hostcfg_t *kr__crawl_queue_hostcfg(kr_crawl_t *c, const kr_hostq_t *h);
 
 /* The chain (procs.c): every processor of the crawl, in one table of
  * phases and order; kr_crawl_new puts it together. 0 or KR_E*. */
@@ -303,8 +306,18 @@ void kr__crawl_chain_close(kr_crawl_t *c);
  * by crawl.c, read by the status pages). */
 /* proc_wait.c: free the per-host allocators. */
 void kr__adapt_hosts_free(kr_crawl_t *c);
-/* A host's revisit plan against its politeness capacity, for reports (in
- * memory: it fills as the host's URIs are revisited after a start). */
+/* proc_wait.c, learned state (kria/hoststate.h). Once per loop turn: hand
+ * the records of hosts that changed adaptive.learned-state-interval ago
+ * or more to the frontier (a few per turn), or every changed one (all:
+ * a clean stop, before the last commit). */
+void kr__adapt_hosts_turn(kr_crawl_t *c, uint64_t now, int all);
+/* h's learned state changed outside proc_wait.c (its trust run). */
+void kr__adapt_host_touch(kr_crawl_t *c, kr_hostq_t *h, double x_min);
+/* on_host at open: take over h's stored record (an unreadable one is
+ * logged and counted; the host starts fresh). */
+void kr__adapt_host_load(kr_crawl_t *c, kr_frontier_t *f, kr_hostq_t *h, const kr_hostcfg_t *hc);
+/* A host's revisit plan against its politeness capacity, for reports
+ * (as loaded from its learned state at a start, then as it moves). */
 typedef struct kr_host_capacity {
   double budget;        /* fetches/s its politeness serves (x budget-utilisation) */
   /* multiplicative with adaptive.capacity-plan: uris > 0 */
@@ -315,6 +328,7 @@ typedef struct kr_host_capacity {
   /* poisson: alloc_state >= 0 (KR_PLAN_SLACK/BINDS/OVER), x */
   int alloc_state;
   double x;
+  double gain;          /* realised-rate feedback (estimate.h) */
 } kr_host_capacity_t;
 /* 1 and *out when h has a plan, 0 when not. */
 int kr__adapt_host_capacity(const kr_crawl_t *c, const kr_hostq_t *h, kr_host_capacity_t *out);

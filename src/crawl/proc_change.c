@@ -55,7 +55,10 @@ static void record_trust(kr_fetch_t *f, kr_content_t digest_state) {
     KR_LOG(KR_LOG_NOTICE, kr_frontier_host_name(h),
            "validators said unchanged while the content changed: not trusted for %lld s",
            (long long)(f->hc->vtrust.distrust_ms / 1000));
+  uint32_t run = kr_frontier_host_vtrust(h)->confirm_run;
   kr_frontier_host_set_vtrust(c->frontier, h, &vt);
+  /* the run sets the share sampled: part of the learned state */
+  if (vt.confirm_run != run) kr__adapt_host_touch(c, h, f->hc->est.x_min);
 }
 
 /* ---- duplicates ----------------------------------------------------------------- */

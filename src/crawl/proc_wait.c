@@ -38,10 +38,17 @@
  *            previous visit are due now at HIGH, undated ones (up to
  *            adaptive.feed-pull-max) due now. New items are new URIs,
  *            due now anyway.
- * Per host queue the poisson allocator lives in a table here, in memory
- * only: after a restart its sketch fills again as URIs are revisited.
- * Sections: durations, per-host allocators, the wait, pulling forward,
- * the processor.
+ * Per host queue the poisson allocator and the capacity plan live in a
+ * table here. What they learned outlives the process: a host whose
+ * allocator, plan or validator-trust run changed is queued, and at most
+ * adaptive.learned-state-interval later (once per interval per host,
+ * whatever it did meanwhile; every one at a clean stop) its record
+ * (kria/hoststate.h) goes to the frontier, which writes it into the
+ * host's row with the next grouped commit. The frontier hands a loaded
+ * host's record over when it opens (kr__adapt_host_load, from on_host),
+ * before any wait is decided; an unreadable one is logged and the host
+ * starts fresh. Sections: durations, per-host allocators, learned state,
+ * the wait, pulling forward, the processor.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -50,6 +57,7 @@
 
 #include "crawl.h"
 #include "internal.h"
+#include "kria/hoststate.h"
 #include "log.h"
 #include "procs.h"
 
@@ -68,9 +76,11 @@ static const kr_chain_ctx_def_t wait_ctx_def = {.name = "wait", .size = sizeof(w
 /* ---- per-host allocators ------------------------------------------------------------ */
 
 struct kr_adapt_host {
-  const kr_hostq_t *h;
+  kr_hostq_t *h;
   kr_plan_host_t alloc; /* poisson */
   kr_capplan_t cap;      /* multiplicative */
+  uint64_t dirty_at;     /* first change since the last save, ms; 0: saved */
+  struct kr_adapt_host *save_next; /* queued to be saved, oldest change first */
 };
 
 static size_t ptr_slot(const void *p, size_t mask) {
@@ -88,7 +98,7 @@ static struct kr_adapt_host *adapt_host_find(const kr_crawl_t *c, const kr_hostq
   return NULL;
 }
 
-static struct kr_adapt_host *adapt_host(kr_crawl_t *c, const kr_hostq_t *h, double x_min) {
+static struct kr_adapt_host *adapt_host(kr_crawl_t *c, kr_hostq_t *h, double x_min) {
   struct kr_adapt_host *found = adapt_host_find(c, h);
   if (found) return found;
   if ((c->ahosts_n + 1) * 2 > c->ahosts_cap) {
@@ -119,6 +129,117 @@ void kr__adapt_hosts_free(kr_crawl_t *c) {
   free(c->ahosts);
   c->ahosts = NULL;
   c->ahosts_cap = c->ahosts_n = 0;
+  c->ahosts_save_head = c->ahosts_save_tail = NULL;
+}
+
+/* ---- learned state ---------------------------------------------------------------------- */
+
+#define SAVES_PER_TURN 32 /* records handed to the frontier per loop turn at most */
+
+/* a changed: queue it to be saved (once, however often it changes). */
+static void adapt_host_changed(kr_crawl_t *c, struct kr_adapt_host *a) {
+  if (a->dirty_at) return;
+  a->dirty_at = kr_crawl_now(c);
+  if (!a->dirty_at) a->dirty_at = 1;
+  a->save_next = NULL;
+  if (c->ahosts_save_tail) c->ahosts_save_tail->save_next = a;
+  else c->ahosts_save_head = a;
+  c->ahosts_save_tail = a;
+}
+
+/* The record of a's host: its allocator and plan once they hold
+ * something, its trust when validators were ever compared. */
+static size_t adapt_host_encode(const struct kr_adapt_host *a, uint8_t *out, size_t cap,
+                                const kr_vtrust_params_t *tp) {
+  kr_hoststate_t *s = kr_xmalloc(sizeof *s); /* 2.5 KB: not on a fetch's stack */
+  kr_hoststate_init(s);
+  if (a->alloc.solved || a->alloc.ncls) {
+    s->has |= KR_HS_ALLOC;
+    s->alloc = a->alloc;
+  }
+  if (a->cap.solved || a->cap.total) {
+    s->has |= KR_HS_CAPPLAN;
+    s->cap = a->cap;
+  }
+  const kr_vtrust_t *vt = kr_frontier_host_vtrust(a->h);
+  if (vt->checks || vt->confirm_run) {
+    s->has |= KR_HS_VTRUST;
+    s->vt = *vt;
+    s->vt_sample = kr_vtrust_sample_rate(vt, tp);
+    if (!(s->vt_sample >= 0 && s->vt_sample <= 1)) s->vt_sample = 0;
+  }
+  size_t n = kr_hoststate_encode(s, out, cap);
+  free(s);
+  return n;
+}
+
+static void adapt_host_save(kr_crawl_t *c, struct kr_adapt_host *a) {
+  a->dirty_at = 0;
+  const kr_hostcfg_t *hc = kr__crawl_queue_hostcfg(c, a->h);
+  uint8_t buf[KR_HOSTSTATE_BYTES];
+  size_t n = adapt_host_encode(a, buf, sizeof buf, &hc->vtrust);
+  if (!n) { /* a value the reader would refuse (NaN): keep the last record */
+    KR_LOG(KR_LOG_WARN, kr_frontier_host_name(a->h),
+           "learned state not writable: the last record stays");
+    return;
+  }
+  kr_frontier_host_set_learned(c->frontier, a->h, buf, n);
+  c->st.learned_saved++;
+  c->st.learned_bytes += n;
+}
+
+void kr__adapt_hosts_turn(kr_crawl_t *c, uint64_t now, int all) {
+  if (!c->ahosts_save_head || !c->frontier) return;
+  uint64_t every = (uint64_t)kr_config_ms(kr_config_global(c->cfg),
+                                          KR_CFG_ADAPTIVE_LEARNED_STATE_INTERVAL);
+  for (unsigned k = 0; c->ahosts_save_head && (all || k < SAVES_PER_TURN); k++) {
+    struct kr_adapt_host *a = c->ahosts_save_head;
+    if (!all && a->dirty_at + every > now) break; /* the rest changed later */
+    c->ahosts_save_head = a->save_next;
+    if (!c->ahosts_save_head) c->ahosts_save_tail = NULL;
+    a->save_next = NULL;
+    adapt_host_save(c, a);
+  }
+}
+
+void kr__adapt_host_touch(kr_crawl_t *c, kr_hostq_t *h, double x_min) {
+  adapt_host_changed(c, adapt_host(c, h, x_min));
+}
+
+void kr__adapt_host_load(kr_crawl_t *c, kr_frontier_t *f, kr_hostq_t *h, const kr_hostcfg_t *hc) {
+  size_t n;
+  const uint8_t *p = kr_frontier_host_learned(h, &n);
+  if (!n) return;
+  kr_hoststate_t *s = kr_xmalloc(sizeof *s);
+  if (kr_hoststate_decode(s, p, n)) {
+    KR_LOG(KR_LOG_WARN, kr_frontier_host_name(h),
+           "learned state unreadable (%zu bytes): the host starts fresh", n);
+    c->st.learned_refused++;
+    free(s);
+    return;
+  }
+  if (s->has & (KR_HS_ALLOC | KR_HS_CAPPLAN)) {
+    struct kr_adapt_host *a = adapt_host(c, h, hc->est.x_min);
+    if (s->has & KR_HS_ALLOC) {
+      double x_min = a->alloc.x_min; /* configuration, not state */
+      a->alloc = s->alloc;
+      a->alloc.x_min = x_min;
+      if (a->alloc.x < x_min) a->alloc.x = x_min;
+    }
+    if (s->has & KR_HS_CAPPLAN) a->cap = s->cap;
+  }
+  /* The trust counters are the row's (written with every change); the
+   * run is the record's, unless a miss or a distrust came after it was
+   * written: then the run ended there, and 0 is where it stands. */
+  const kr_vtrust_t *row = kr_frontier_host_vtrust(h);
+  if ((s->has & KR_HS_VTRUST) && s->vt.confirm_run && s->vt.misses == row->misses &&
+      s->vt.distrusts == row->distrusts && s->vt.confirm_run <= row->verified) {
+    kr_vtrust_t vt = *row;
+    vt.confirm_run = s->vt.confirm_run;
+    kr_frontier_host_set_vtrust(f, h, &vt);
+  }
+  c->st.learned_loaded++;
+  free(s);
 }
 
 int kr__adapt_host_capacity(const kr_crawl_t *c, const kr_hostq_t *h, kr_host_capacity_t *out) {
@@ -137,6 +258,7 @@ int kr__adapt_host_capacity(const kr_crawl_t *c, const kr_hostq_t *h, kr_host_ca
     if (!out->budget) out->budget = a->alloc.budget;
     out->alloc_state = a->alloc.state;
     out->x = a->alloc.x;
+    out->gain = a->alloc.gain;
   }
   return 1;
 }
@@ -203,6 +325,7 @@ static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *
     }
     /* the sketch holds what was planned: prev is this URI's last plan */
     kr_capplan_update(cap, prev, planned);
+    adapt_host_changed(c, container_of(cap, struct kr_adapt_host, cap));
     return planned;
   }
   c->st.waits_poisson++;
@@ -216,7 +339,8 @@ static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *
   /* The host's changes-per-visit target within its politeness budget. */
   struct kr_adapt_host *ah = adapt_host(c, u->host, hc->est.x_min);
   int cls = kr_plan_host_class(&ah->alloc, p.min_ms, p.max_ms);
-  kr_plan_host_maybe_solve(&ah->alloc, host_budget(f), ALLOC_SOLVE_EVERY);
+  if (kr_plan_host_maybe_solve(&ah->alloc, host_budget(f), ALLOC_SOLVE_EVERY))
+    adapt_host_changed(c, ah);
   /* The sketch holds only estimates resting on an observation
    * (estimate.h): a URI at its prior would inflate x while the first
    * crawl is still learning and send everything learned meanwhile away. */
@@ -232,8 +356,10 @@ static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *
   }
   int64_t w = kr_wait_poisson(&p, &hc->est, h, state, &hints, kr_plan_host_x(&ah->alloc), info);
   double new_lambda = info->observations > 0 ? info->lambda : 0;
-  if (old_lambda > 0 || new_lambda > 0)
+  if (old_lambda > 0 || new_lambda > 0) {
     kr_plan_host_update(&ah->alloc, cls, old_lambda, new_lambda);
+    adapt_host_changed(c, ah);
+  }
   return w;
 }
 
@@ -306,7 +432,11 @@ static int revisit_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
    * first visits too) feeds its allocator's realised rate. */
   if (u && u->host && f->disp == KR_DISP_FINISH && !f->decided && f->fetch_start_ms) {
     struct kr_adapt_host *ah = adapt_host_find(c, u->host);
-    if (ah) kr_plan_host_fetched(&ah->alloc, (int64_t)now);
+    if (ah) {
+      double gain = ah->alloc.gain;
+      kr_plan_host_fetched(&ah->alloc, (int64_t)now);
+      if (ah->alloc.gain != gain) adapt_host_changed(c, ah);
+    }
   }
   if (!u || f->disp != KR_DISP_FINISH || f->outcome.kind != KR_OUTCOME_SUCCESS || f->is_robots)
     return KR_PROC_NEXT;

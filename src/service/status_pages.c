@@ -156,7 +156,10 @@ static void census_json(jw_t *w, const char *k, const kr_census_t *cs, uint64_t 
   jw_close(w, '}');
 }
 
-static void vtrust_json(jw_t *w, const char *k, const kr_vtrust_t *vt, uint64_t now) {
+/* sample: the share of visits checked in full now (validators.h), < 0
+ * not shown. */
+static void vtrust_json(jw_t *w, const char *k, const kr_vtrust_t *vt, double sample,
+                        uint64_t now) {
   jw_open(w, k, '{');
   jw_u64(w, "checks", vt->checks);
   jw_u64(w, "predicted_unchanged", vt->predicted_unchanged);
@@ -170,7 +173,15 @@ static void vtrust_json(jw_t *w, const char *k, const kr_vtrust_t *vt, uint64_t 
   if (use < 0) jw_null(w, "usefulness");
   else jw_dbl(w, "usefulness", use);
   jw_bool(w, "distrusted", kr_vtrust_is_distrusted(vt, (int64_t)now));
+  jw_u64(w, "confirm_run", vt->confirm_run);
+  if (sample >= 0) jw_dbl(w, "sample", sample);
   jw_close(w, '}');
+}
+
+/* The share of h's visits checked in full now (its settings, its run). */
+static double vtrust_sample(kr_crawl_t *c, const kr_hostq_t *h) {
+  if (!h) return -1;
+  return kr_vtrust_sample_rate(kr_frontier_host_vtrust(h), &kr__crawl_queue_hostcfg(c, h)->vtrust);
 }
 
 /* /status "store" and "warc": the modules' statistics through their
@@ -720,6 +731,7 @@ static void capacity_json(jw_t *w, const kr_crawl_t *c, const kr_hostq_t *h) {
   if (k.alloc_state >= 0 && (size_t)k.alloc_state < ARRAY_SIZE(alloc_states)) {
     jw_str(w, "allocator", alloc_states[k.alloc_state]);
     jw_dbl(w, "changes_per_visit", k.x);
+    jw_dbl(w, "gain", k.gain);
   }
   jw_close(w, '}');
 }
@@ -762,7 +774,7 @@ static void host_json(jw_t *w, kr_crawl_t *c, const kr_host_report_t *r, uint64_
   if (h) jw_u64(w, "min_delay_ms", kr_frontier_host_delay(f, h, 0));
   capacity_json(w, c, h);
   counts_json(w, "counts", &r->c);
-  vtrust_json(w, "validators", &r->vt, now);
+  vtrust_json(w, "validators", &r->vt, vtrust_sample(c, h), now);
   jw_close(w, '}');
 }
 
@@ -815,22 +827,29 @@ static int page_hosts(kr_service_t *s, const kr_status_req_t *req, kr_status_res
   size_t n = pick_hosts(kr_crawl_frontier(c), now, sort, state, picks, limit, &total);
   if (want_text(req)) {
     resp->content_type = "text/plain; charset=utf-8";
-    kr_buf_printf(resp->body, "%-40s %-8s %8s %10s %10s %9s %9s %8s %8s %s\n", "host", "state",
-                  "queued", "overdue", "ready in", "finished", "failed", "retired", "refused",
-                  "plan (wanted)");
+    kr_buf_printf(resp->body, "%-40s %-8s %8s %10s %10s %9s %9s %8s %8s %6s %5s %7s %s\n",
+                  "host", "state", "queued", "overdue", "ready in", "finished", "failed",
+                  "retired", "refused", "x", "gain", "sample", "plan (wanted)");
     for (size_t i = 0; i < n; i++) {
       const kr_host_report_t *r = &picks[i].r;
-      char o[32], ri[32], pl[48];
-      capacity_text(pl, sizeof pl, c, kr_frontier_host_lookup(kr_crawl_frontier(c), r->name, strlen(r->name)));
+      char o[32], ri[32], pl[48], x[16] = "-", g[16] = "-", sm[16] = "-";
+      kr_hostq_t *h = kr_frontier_host_lookup(kr_crawl_frontier(c), r->name, strlen(r->name));
+      capacity_text(pl, sizeof pl, c, h);
+      kr_host_capacity_t k;
+      if (h && kr__adapt_host_capacity(c, h, &k) && k.alloc_state >= 0) {
+        snprintf(x, sizeof x, "%.3g", k.x);
+        snprintf(g, sizeof g, "%.2f", k.gain);
+      }
+      if (h && r->vt.checks) snprintf(sm, sizeof sm, "%.2f%%", 100 * vtrust_sample(c, h));
       kr_progress_fmt_ms(r->overdue_ms, o, sizeof o);
       kr_progress_fmt_ms(r->ready_at >= KR_NEVER ? KR_NEVER : r->ready_at > now ? r->ready_at - now : 0,
                          ri, sizeof ri);
       kr_buf_printf(resp->body,
                     "%-40.*s %-8s %8" PRIu64 " %10s %10s %9" PRIu64 " %9" PRIu64 " %8" PRIu64
-                    " %8" PRIu64 " %s\n",
+                    " %8" PRIu64 " %6s %5s %7s %s\n",
                     (int)KR_MIN(strlen(r->name), 200), r->name,
                     r->state < ARRAY_SIZE(host_states) ? host_states[r->state] : "?", r->queued, o,
-                    ri, r->c.finished, r->c.failed, r->c.retired, r->c.refused, pl);
+                    ri, r->c.finished, r->c.failed, r->c.retired, r->c.refused, x, g, sm, pl);
     }
     kr_buf_printf(resp->body, "%zu of %" PRIu64 " hosts\n", n, total);
     free(picks);
