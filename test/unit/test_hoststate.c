@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kria/error.h"
 #include "kria/hoststate.h"
@@ -369,12 +370,44 @@ static void encoder_refuses(void **state) {
   assert_int_equal(kr_hoststate_encode(&s, buf, sizeof buf), 0);
 }
 
+/* A host at day 200 (100,000 URIs over every rate bucket of one class,
+ * a full capacity plan): its size, and what a write and a read cost
+ * (printed for bench/RESULTS.md, not asserted). */
+static void big_host(void **state) {
+  (void)state;
+  kr_hoststate_t s, d;
+  sample_state(&s);
+  kr_plan_host_init(&s.alloc, 0);
+  int c0 = kr_plan_host_class(&s.alloc, 20000, 28 * 86400000LL);
+  for (unsigned i = 0; i < 100000; i++) {
+    kr_plan_host_update(&s.alloc, c0, 0, kr_plan_bucket_lambda(i % KR_PLAN_BUCKETS));
+    kr_capplan_update(&s.cap, 0, 20000 + (int64_t)(i % 4000) * 600000);
+  }
+  kr_plan_host_solve(&s.alloc, 0.5);
+  kr_capplan_solve(&s.cap, 0.5);
+  uint8_t buf[KR_HOSTSTATE_BYTES];
+  size_t n = kr_hoststate_encode(&s, buf, sizeof buf);
+  assert_true(n > 0);
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int rounds = 2000;
+  for (int i = 0; i < rounds; i++) {
+    n = kr_hoststate_encode(&s, buf, sizeof buf);
+    assert_int_equal(kr_hoststate_decode(&d, buf, n), 0);
+  }
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double us = ((double)(t1.tv_sec - t0.tv_sec) * 1e6 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e3) / rounds;
+  printf("# day-200 host (100,000 URIs, every allocator bucket held): %zu bytes, encode+decode %.1f us\n", n, us);
+  assert_same(&s, &d);
+  assert_true(n < 2000);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(round_trip),  cmocka_unit_test(empty),
       cmocka_unit_test(unknown_sections), cmocka_unit_test(worst_case),
       cmocka_unit_test(hostile),     cmocka_unit_test(corruptions),
-      cmocka_unit_test(encoder_refuses),
+      cmocka_unit_test(encoder_refuses), cmocka_unit_test(big_host),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
