@@ -404,7 +404,8 @@ static inline double kr_plan_host_x(const kr_plan_host_t *h) { return h->x; }
  * host's fetches per second. F = 0 while the plan fits as it is. F may
  * pass a URI's max-wait: a host that cannot serve every URI at max-wait
  * is served as often as it can be, not overdue for ever. The sketch, like
- * the allocator's, fills as URIs are revisited (in memory only). */
+ * the allocator's, fills as URIs are revisited; both are kept across
+ * restarts in the host's learned-state record (hoststate.h). */
 typedef struct kr_capplan {
   uint32_t count[KR_PLAN_BUCKETS]; /* visited URIs per planned-rate bucket */
   double rate[KR_PLAN_BUCKETS];    /* their planned rates' sum, 1/s: exact,

@@ -62,8 +62,9 @@
  * after a long honest run is caught within about 1/sample_min of its
  * unchanged-predicted visits instead of 1/sample_rate. (With 5 % flat,
  * the bytes saved on unchanged visits with honest validators can never
- * reach 95 %.) The run (confirm_run) lives in memory: after a restart a
- * host starts again at sample_rate.
+ * reach 95 %.) The run (confirm_run) is not a column of the host's row:
+ * the crawl keeps it in the host's learned-state record (hoststate.h),
+ * so a restart continues at the sample it had reached.
  * Measures (the thesis' two, made precise; both -1 while undefined):
  *   reliability = (verified - misses) / verified
  *       of the "no change" predictions checked against the digest, the
@@ -173,7 +174,7 @@ typedef struct kr_vtrust {
   uint64_t distrusts;           /* times the host lost trust (not extensions) */
   uint32_t miss_run;            /* misses since trust was last (re)gained */
   uint32_t confirm_run;         /* right verified "no change" since the last miss
-                                   (memory only: the store does not keep it) */
+                                   (kept in the learned-state record, hoststate.h) */
   int64_t distrust_until;       /* epoch ms; 0: never distrusted */
 } kr_vtrust_t;
 

@@ -129,7 +129,7 @@ enum { KR_UNIT_COUNT = 0, KR_UNIT_BYTES = 1 };
     "Learned-state records written (at most one per host per adaptive.learned-state-interval).", \
     1, ", %s saved")                                                                              \
   X(learned_bytes, "kria_learned_bytes_total", KR_UNIT_BYTES,                                     \
-    "Bytes of the learned-state records written.", 1, " (%s)")
+    "Bytes of the learned-state records written.", 1, " (%s bytes)")
 
 /* Each counter's index: KR_CTR_issued, ... KR_CTR__N. */
 enum kr_crawl_counter {
