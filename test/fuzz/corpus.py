@@ -10,7 +10,9 @@ compressed streams. Each file starts with the mode byte(s) its harness
 reads (see the comment at the top of test/fuzz/fuzz_<target>.c); modes
 cycle so every option set gets seeds. Output is deterministic, so
 rerunning the script changes nothing unless the sources changed. The
-extract and warc corpora are written by hand and left alone. The
+extract, warc and hoststate corpora are written by hand (hoststate: records
+the encoder wrote, and two with sections of tags kria does not read) and
+left alone. The
 committed corpora also hold inputs merged in from fuzz runs
 (`test/fuzz/run.sh --merge TARGET`, keeping the total under ~1 MB): they
 stay when this script runs again, unless --clean.

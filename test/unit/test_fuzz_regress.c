@@ -38,6 +38,9 @@ static const char *fuzz_current = "(none)";
 #define FUZZ_ENTRY fuzz_config_entry
 #include "../fuzz/fuzz_config.c"
 #undef FUZZ_ENTRY
+#define FUZZ_ENTRY fuzz_hoststate_entry
+#include "../fuzz/fuzz_hoststate.c"
+#undef FUZZ_ENTRY
 #define FUZZ_ENTRY fuzz_http_entry
 #include "../fuzz/fuzz_http.c"
 #undef FUZZ_ENTRY
@@ -138,6 +141,8 @@ static void test_inflate(void **state) {
 
 static void test_config(void **state) { replay("config", fuzz_config_entry, 5); }
 
+static void test_hoststate(void **state) { replay("hoststate", fuzz_hoststate_entry, 5); }
+
 static void test_warc(void **state) { replay("warc", fuzz_warc_entry, 5); }
 
 static void test_seeds(void **state) {
@@ -159,7 +164,7 @@ int main(void) {
       cmocka_unit_test(test_extract), cmocka_unit_test(test_inflate),
       cmocka_unit_test(test_config),  cmocka_unit_test(test_http),
       cmocka_unit_test(test_warc),    cmocka_unit_test(test_seeds),
-      cmocka_unit_test(test_wacz),
+      cmocka_unit_test(test_wacz),    cmocka_unit_test(test_hoststate),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
