@@ -68,7 +68,10 @@ static const char usage_text[] =
     "  --sample-rate R       validator trust: share checked in full\n"
     "                        (adaptive.trust-sample, 0.05)\n"
     "  --sketch-prior        poisson: URIs count in their host's allocator from\n"
-    "                        the first visit, at the prior's rate\n"
+    "                        the first visit, at the prior's rate\n"    "  --restart DUR         the crawler restarts this long after the start: each\n"
+    "                        host's learned state (allocator, capacity plan, trust\n"
+    "                        run) goes through its stored record\n"
+    "  --restart-forget      ... and is dropped instead (kria before the record)\n"
     "  --no-strip            volatile sections are not stripped from the digest\n"
     "  --abort-bytes BYTES   body bytes a mid-fetch abort still reads (1460)\n"
     "  --state-dir DIR       where temporary state databases go\n"
@@ -699,6 +702,12 @@ static int parse_args(args_t *args, int argc, char **argv) {
     } else if (!strcmp(a, "--events")) {
       NEED_ARG();
       args->events_file = v;
+    } else if (!strcmp(a, "--restart")) {
+      NEED_ARG();
+      if (kr_config_parse_duration(v, strlen(v), &o->restart_ms) || o->restart_ms < 1)
+        BAD("a duration of at least 1ms");
+    } else if (!strcmp(a, "--restart-forget")) {
+      o->restart_forget = 1;
     } else if (!strcmp(a, "--sketch-prior")) {
       o->sketch_prior = 1;
     } else if (!strcmp(a, "--trace")) {

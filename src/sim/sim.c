@@ -33,6 +33,7 @@
 #include "internal.h"
 #include "kria/estimate.h"
 #include "kria/fp.h"
+#include "kria/hoststate.h"
 #include "kria/url.h"
 #include "kria/wait.h"
 #include "log.h"
@@ -217,6 +218,53 @@ static void remove_state(const char *dir) {
 
 /* Add every URI (of the shard) at the start, then tie each to its host
  * and evaluator. */
+/* The crawler restarts (opts restart_ms): every host's learned state
+ * goes through the record a clean stop writes and a start reads
+ * (kria/hoststate.h: the allocator's fetch window does not survive), or
+ * with restart_forget is dropped as it was before the record existed.
+ * The oracle's sketch is the world's truth, not learned: it stays. */
+static void restart_hosts(run_t *r) {
+  kr_hoststate_t *st = kr_xmalloc(sizeof *st);
+  uint8_t *buf = kr_xmalloc(KR_HOSTSTATE_BYTES);
+  for (size_t i = 0; i < r->nhosts; i++) {
+    shost_t *sh = r->hosts[i];
+    kr_vtrust_t vt = *kr_frontier_host_vtrust(sh->h);
+    kr_hoststate_init(st);
+    if (!r->o->restart_forget) {
+      st->has = KR_HS_ALLOC | KR_HS_CAPPLAN | KR_HS_VTRUST;
+      st->alloc = sh->alloc;
+      st->cap = sh->cap;
+      st->vt = vt;
+      size_t n = kr_hoststate_encode(st, buf, KR_HOSTSTATE_BYTES);
+      if (kr_hoststate_decode(st, buf, n)) kr_hoststate_init(st); /* as the crawl would */
+    }
+    if (r->policy != KR_SIM_ORACLE) {
+      kr_plan_host_t a;
+      kr_plan_host_init(&a, r->ep.x_min);
+      if (st->has & KR_HS_ALLOC) {
+        a = st->alloc;
+        a.x_min = r->ep.x_min;
+        if (a.x < a.x_min) a.x = a.x_min;
+      } else { /* the URIs keep their classes (add_all): the clamps stay */
+        a.ncls = sh->alloc.ncls;
+        for (unsigned c = 0; c < a.ncls; c++) {
+          a.cls[c].min_ms = sh->alloc.cls[c].min_ms;
+          a.cls[c].max_ms = sh->alloc.cls[c].max_ms;
+        }
+      }
+      sh->alloc = a;
+    }
+    if (st->has & KR_HS_CAPPLAN) sh->cap = st->cap;
+    else memset(&sh->cap, 0, sizeof sh->cap);
+    vt.confirm_run = (st->has & KR_HS_VTRUST) ? st->vt.confirm_run : 0;
+    kr_frontier_host_set_vtrust(r->f, sh->h, &vt);
+  }
+  KR_LOG(KR_LOG_INFO, NULL, "restart: %zu hosts' learned state %s", r->nhosts,
+         r->o->restart_forget ? "dropped" : "reloaded from its record");
+  free(buf);
+  free(st);
+}
+
 static int add_all(run_t *r) {
   const kr_sim_world_t *w = r->w;
   uint64_t now = kr_clock_now_ms(&r->clock);
@@ -497,9 +545,15 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
   out->hosts = r->nhosts;
   if (!rc) {
     uint64_t chunk = CHUNK_MS;
+    uint64_t restart = o->restart_ms > 0 ? (uint64_t)(r->t0 + o->restart_ms) : UINT64_MAX;
     for (uint64_t now = kr_clock_now_ms(&r->clock); now < (uint64_t)r->end && !r->err;
          now = kr_clock_now_ms(&r->clock)) {
+      if (now >= restart) {
+        restart_hosts(r);
+        restart = UINT64_MAX;
+      }
       uint64_t step = KR_MIN(chunk, (uint64_t)r->end - now);
+      if (restart > now) step = KR_MIN(step, restart - now);
       size_t fired = kr_timers_advance(&r->timers, step);
       if (fired > CHUNK_EVENTS && chunk > 1)
         chunk /= 2;

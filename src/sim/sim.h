@@ -392,6 +392,13 @@ typedef struct kr_sim_opts {
   uint32_t shard;
   int invariants;            /* 1: track and check the invariants (see
                                 "Invariants"); on when the world has events */
+  int64_t restart_ms;        /* > 0: the crawler restarts at this offset: each
+                                host's learned state goes through its record
+                                (kria/hoststate.h) as a clean stop and start
+                                do; the URIs' histories stay (the store's) */
+  int restart_forget;        /* 1: ... and is dropped instead (kria before the
+                                record: the allocator's and the capacity
+                                plan's sketches empty, the trust run 0) */
 } kr_sim_opts_t;
 
 void kr_sim_opts_default(kr_sim_opts_t *o);

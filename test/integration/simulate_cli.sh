@@ -287,5 +287,13 @@ usage_err "bad validator shares" "--validators: bad value" --validators honest=1
 usage_err "--utilisation 0" "--utilisation: bad value" --utilisation 0
 usage_err "--scheme 5" "--scheme: bad value" --scheme 5
 usage_err "--jobs 0" "--jobs: bad value" --jobs 0
+usage_err "--restart 0" "--restart: bad value" --restart 0
+
+# ---- a restart: the hosts' learned state reloaded or dropped ------------------
+sim -v -v --urls 200 --hosts 2 --days 2 --policy poisson --restart 1d
+is "$RC" 0 "--restart: exit 0"
+like "$ERR" "restart: 2 hosts' learned state reloaded from its record" "--restart reloads the learned state"
+sim -v -v --urls 200 --hosts 2 --days 2 --policy poisson --restart 1d --restart-forget
+like "$ERR" "restart: 2 hosts' learned state dropped" "--restart-forget drops it"
 
 done_testing

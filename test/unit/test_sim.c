@@ -7,14 +7,16 @@
  * valence never exceeded, validators (liars caught and costing versions,
  * honest ones saving bytes), volatile sections, refusals, shards, and
  * the pool of child processes behind --jobs (children that end without
- * a result, a failing poll), and the events of a long crawl (each kind on
- * a small world; the invariants failing when they should; shards). */
+ * a result, a failing poll), the events of a long crawl (each kind on
+ * a small world; the invariants failing when they should; shards), and a
+ * crawler restart with the hosts' learned state kept or dropped. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -387,6 +389,41 @@ static void capacity_plan_keeps_host_current(void **state) {
   assert_true(late_on * 5 < late_off);
   /* the same politeness, so about the same fetches */
   assert_true(r[1].all.fetches > r[0].all.fetches * 9 / 10);
+  kr_sim_world_free(w);
+}
+
+/* A restart halfway (opts restart_ms) on a host whose budget binds: with
+ * the learned state going through its record the run captures what it
+ * captures without a restart (the fetch window is all it loses); with
+ * the state dropped (kria before the record) the allocator starts from an
+ * empty sketch and captures fewer versions at the same politeness. */
+static void restart_keeps_learned_state(void **state) {
+  (void)state;
+  kr_sim_synth_t s;
+  kr_sim_synth_default(&s);
+  s.urls = 6000;
+  s.hosts = 1;
+  s.seed = 3;
+  kr_sim_world_t *w;
+  char err[256];
+  assert_int_equal(kr_sim_world_synthetic(&s, &w, err, sizeof err), 0);
+  kr_sim_result_t r[3];
+  for (int k = 0; k < 3; k++) {
+    kr_sim_opts_t o;
+    kr_sim_opts_default(&o);
+    o.duration_ms = 4 * D;
+    o.delay_ms = 10000;
+    o.restart_ms = k ? 2 * D : 0;
+    o.restart_forget = k == 2;
+    run(w, &o, KR_SIM_POISSON, &r[k], NULL);
+  }
+  fprintf(stderr, "# captured: %" PRIu64 " without a restart, %" PRIu64 " kept, %" PRIu64
+          " dropped (fetches %" PRIu64 ", %" PRIu64 ", %" PRIu64 ")\n",
+          r[0].all.captured, r[1].all.captured, r[2].all.captured, r[0].all.fetches,
+          r[1].all.fetches, r[2].all.fetches);
+  assert_true(r[1].all.captured * 1000 > r[0].all.captured * 995);
+  assert_true(r[1].all.captured * 1000 < r[0].all.captured * 1005);
+  assert_true(r[2].all.captured < r[1].all.captured);
   kr_sim_world_free(w);
 }
 
@@ -1330,6 +1367,7 @@ int main(void) {
       cmocka_unit_test(refusals),
       cmocka_unit_test(fixed_interval_arithmetic),
       cmocka_unit_test(capacity_plan_keeps_host_current),
+      cmocka_unit_test(restart_keeps_learned_state),
       cmocka_unit_test(importance_parse),
       cmocka_unit_test(importance_synthetic),
       cmocka_unit_test(harmonic_exact),
