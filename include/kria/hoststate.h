@@ -52,6 +52,19 @@
  * a restart would count the downtime as a slow host) and the update
  * counters since the last solve; x_min, which is configuration.
  *
+ * Life of a record (src/crawl/proc_wait.c writes and reads it): written
+ * at most once per adaptive.learned-state-interval per host whose state
+ * changed, and at a clean stop; after a kill -9 it may be one interval
+ * older than the URIs' histories (committed per visit), so the sketches
+ * hold the URIs revisited in that interval at their previous estimates
+ * until they are revisited again. The trust counters stay columns of the
+ * host's row (written with every change); of this section the crawl
+ * takes the run, and only when no miss or distrust came after it. A host
+ * out of scope keeps its row and record (nothing rewrites it) and goes on
+ * from there if it comes back; a reload keeps the crawl's tables, and the
+ * settings in a record (a class's clamps) give way to new ones as URIs
+ * are revisited (x is raised to the configured floor at load).
+ *
  * Size: sketches are sparse. The worst case (four full allocator classes
  * and a full capacity plan) is under 3.3 KB; a host whose URIs change at
  * a few dozen distinct rates takes 100-400 bytes (bench/RESULTS.md).
