@@ -1,0 +1,141 @@
+/*
+ * Change signals as evidence: how far to believe what a host's sitemaps
+ * and feeds say about its pages' changes, and what a believed signal does
+ * to a URI's revisits. Pure: no loop, no database, no globals.
+ *
+ * ---- Signals --------------------------------------------------------------
+ * A signal says "URI u changed at time T": a sitemap <lastmod> (source
+ * LASTMOD), a feed item's date or a feed entry first seen (source FEED).
+ * A URI is covered by a source once one of its documents listed it. At
+ * each visit of a covered URI with a known content state (not its first),
+ * the signals since the previous visit are compared with what the change
+ * digest found:
+ *   signalled (a claim T after the previous visit) and changed  -> TP
+ *   signalled and unchanged                                     -> FP
+ *   not signalled and changed                                   -> FN
+ *   neither                                                     -> nothing
+ * So a host whose lastmod is always "now" piles up FPs (precision ~0) and
+ * one whose lastmod never moves piles up FNs (recall ~0). A signal that
+ * arrives later than the visit (a sitemap read after the page was seen)
+ * counts as missed for that interval: recall is "signalled in time".
+ *
+ * ---- Reliability (per host and source, kr_sig_rel_t) ---------------------
+ * precision = TP / (TP + FP), recall = TP / (TP + FN), each with a Beta
+ * (prior_a, prior_b) prior: the posterior Beta(a + TP, b + FP) (resp. FN).
+ * The counts are forgotten geometrically (x decay at every TP, FP or FN),
+ * so at most ~1 / (1 - decay) verifications weigh: a host that starts
+ * lying is discounted within tens of visits, and one that mends its
+ * ways is trusted again within a few hundred (test_signal measures both). Decisions use
+ * the lower bound mean - z sd of the posterior (normal approximation),
+ * so trust is earned with evidence, not granted by a lucky few:
+ *   pull     a signal whose claim is after the URI's previous visit makes
+ *            it due now, when precision_lb >= precision_min, or while
+ *            fewer than `probation` visits of the host were verified
+ *            (benefit of the doubt: a changed feed has always pulled its
+ *            dated items forward; the first verifications decide);
+ *   stretch  when the host is pulled (precision trusted, probation over)
+ *            and recall_lb >= recall_min, the absence of a signal is
+ *            evidence of no change: only a share (1 - recall) of the
+ *            changes needs the regular revisits to be found, so the
+ *            regular wait is multiplied by 1 / (1 - recall_lb), at most
+ *            max_stretch. Safety net: the stretch is bounded, and a
+ *            sample of the visits (sample_rate, a hash of the URI and
+ *            its visit number as kr_vtrust_is_sample: reproducible,
+ *            independent of the content) keeps the regular wait, so the
+ *            changes the signals miss are still found and counted (FN),
+ *            and a host whose recall falls loses its stretch.
+ * Verification needs no extra fetch: pulled visits check precision, the
+ * regular and sampled ones recall.
+ *
+ * ---- Serialization (kr_sig_host_encode) ------------------------------------
+ * Format version 1, exactly KR_SIG_HOST_BYTES (42) bytes:
+ *   byte 0    0x01 (format version; any other is refused)
+ *   byte 1    number of sources (2; any other is refused)
+ *   then per source (LASTMOD, FEED), five little-endian uint32:
+ *             tp, fp, fn in 1/1024ths (at most KR_SIG_COUNT_MAX), seen,
+ *             verified
+ * A damaged blob (length, version, sources, a count out of range) is
+ * refused with KR_EINVAL and leaves a fresh state.
+ */
+#ifndef KRIA_SIGNAL_H
+#define KRIA_SIGNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum kr_sig_source {
+  KR_SIG_LASTMOD = 0, /* sitemap <lastmod> */
+  KR_SIG_FEED = 1,    /* feed item date, or a new entry */
+} kr_sig_source_t;
+#define KR_SIG_SOURCES 2
+
+typedef struct kr_sig_params {
+  double prior_a, prior_b; /* Beta prior of precision and recall (1, 1) */
+  double decay;            /* counts x this at each verification (0.99) */
+  double z;                /* lower bound: mean - z sd (1.64) */
+  double precision_min;    /* pull when precision_lb >= this (0.6) */
+  double recall_min;       /* stretch when recall_lb >= this (0.6) */
+  double max_stretch;      /* the regular wait x at most this (8) */
+  double sample_rate;      /* visits that keep the regular wait (0.05) */
+  uint32_t probation;      /* verifications before the bounds decide (10) */
+} kr_sig_params_t;
+
+void kr_sig_params_default(kr_sig_params_t *p);
+
+typedef struct kr_sig_rel {
+  float tp, fp, fn;   /* decayed counts */
+  uint32_t seen;      /* signals received (saturating) */
+  uint32_t verified;  /* visits that gave a TP, FP or FN (saturating) */
+} kr_sig_rel_t;
+
+/* One host's reliability, per source: 40 bytes in memory. */
+typedef struct kr_sig_host {
+  kr_sig_rel_t src[KR_SIG_SOURCES];
+} kr_sig_host_t;
+
+static inline void kr_sig_host_init(kr_sig_host_t *h) { *h = (kr_sig_host_t){0}; }
+
+typedef enum kr_sig_verdict {
+  KR_SIG_TN = 0, /* no signal, no change: nothing counted */
+  KR_SIG_TP = 1,
+  KR_SIG_FP = 2,
+  KR_SIG_FN = 3,
+} kr_sig_verdict_t;
+
+/* A signal of source src reached the crawler. */
+void kr_sig_seen(kr_sig_rel_t *r);
+/* A covered URI's visit verified: signalled (a claim after the previous
+ * visit arrived), changed (the digest said so). Returns the verdict. */
+kr_sig_verdict_t kr_sig_record(kr_sig_rel_t *r, const kr_sig_params_t *p, int signalled,
+                               int changed);
+/* Posterior means, and their lower bounds (mean - z sd, at least 0). */
+double kr_sig_precision(const kr_sig_rel_t *r, const kr_sig_params_t *p);
+double kr_sig_recall(const kr_sig_rel_t *r, const kr_sig_params_t *p);
+double kr_sig_precision_lb(const kr_sig_rel_t *r, const kr_sig_params_t *p);
+double kr_sig_recall_lb(const kr_sig_rel_t *r, const kr_sig_params_t *p);
+/* 1 when a signal with a claim after the previous visit pulls the URI
+ * forward (see "pull"). */
+int kr_sig_pulls(const kr_sig_rel_t *r, const kr_sig_params_t *p);
+/* The factor (>= 1) for the regular wait of visit `visit` of URI fp (see
+ * "stretch"); 1 when the host is not trusted or the visit is sampled. */
+double kr_sig_stretch(const kr_sig_rel_t *r, const kr_sig_params_t *p, uint64_t fp,
+                      uint32_t visit);
+/* 1 when the claim (epoch s) is news for a URI last visited at
+ * prev_visit_s (0: never: every claim is). */
+static inline int kr_sig_is_news(int64_t claim_s, int64_t prev_visit_s) {
+  return claim_s > 0 && claim_s > prev_visit_s;
+}
+/* "lastmod", "feed". */
+const char *kr_sig_source_name(kr_sig_source_t s);
+
+#define KR_SIG_VERSION 1
+#define KR_SIG_HOST_BYTES 42
+#define KR_SIG_COUNT_MAX 1000000.0
+/* Encode into out (exactly KR_SIG_HOST_BYTES). Counts beyond the range
+ * are clamped. */
+void kr_sig_host_encode(const kr_sig_host_t *h, uint8_t out[KR_SIG_HOST_BYTES]);
+/* 0, or KR_EINVAL for a damaged blob (*h then fresh). Never reads past
+ * len. */
+int kr_sig_host_decode(kr_sig_host_t *h, const uint8_t *p, size_t len);
+
+#endif
