@@ -88,6 +88,14 @@ static const char usage_text[] =
     "  --events FILE         events, one a line\n"
     "  --check               exit 1 when an invariant fails (the invariants are\n"
     "                        checked and printed whenever there are events)\n"
+    "change signals (sitemap lastmod; format in src/sim/sim.h):\n"
+    "  --signals SPEC        share=0.3,recall=0.9,precision=0.8,delay=1h: the\n"
+    "                        share of pages a sitemap lists, the share of their\n"
+    "                        changes signalled, the share of signals that are\n"
+    "                        true, the sitemap's polling period\n"
+    "  --signals-adversarial SPEC  share=S,mode=now|never: that share of the\n"
+    "                        hosts claim every page changed at every poll (now)\n"
+    "                        or never move their lastmod (never)\n"
     "output:\n"
     "  --json                one JSON object instead of tables\n"
     "  -v                    log the modules' notices and each shard's time;\n"
@@ -323,6 +331,7 @@ static double overdue_mean_s(const kr_sim_result_t *r, int q) {
 }
 
 static void print_invariants(job_t **jobs, size_t n);
+static void print_signals(const kr_sim_opts_t *o, job_t **jobs, size_t n);
 
 static void print_table(const char *title, job_t **jobs, size_t n, int early) {
   printf("\n%s\n", title);
@@ -395,12 +404,37 @@ static void print_text(const kr_sim_world_t *w, const kr_sim_opts_t *o, const ch
            r->waits_capped);
   }
   print_invariants(jobs, n);
+  print_signals(o, jobs, n);
   for (size_t i = 0; i < n; i++) {
     const kr_sim_result_t *r = &jobs[i]->res;
     if (r->policy == KR_SIM_POISSON && r->est_n)
       printf("\npoisson estimates at the end: %" PRIu64 " URIs, %.1f%% within 2x of the true rate, "
              "median estimate/true %.2f\n",
              r->est_n, 100 * r->est_within2, r->est_median_ratio);
+  }
+}
+
+/* ---- signals ------------------------------------------------------------------ */
+
+/* What the change signals did, per policy acting on them (sim.h "Signals"). */
+static void print_signals(const kr_sim_opts_t *o, job_t **jobs, size_t n) {
+  const kr_sim_signals_t *g = &o->signals;
+  if (!(g->share > 0)) return;
+  printf("\nchange signals: %.0f%% of the pages, recall %.2f, precision %.2f, polled every %.0f s",
+         100 * g->share, g->recall, g->precision, (double)g->delay_ms / 1000.0);
+  if (g->adv_share > 0)
+    printf("; %.0f%% of the hosts adversarial (%s)", 100 * g->adv_share,
+           g->adv_mode == KR_SIM_ADV_NOW ? "lastmod always now" : "lastmod never moves");
+  printf("\n%-22s %8s %10s %10s %9s %9s %9s %10s %8s\n", "policy", "pages", "signals",
+         "pulled", "TP", "FP", "FN", "stretched", "trusted");
+  for (size_t i = 0; i < n; i++) {
+    const kr_sim_result_t *r = &jobs[i]->res;
+    const kr_sim_sigstats_t *s = &r->sig;
+    if (r->policy != KR_SIM_POISSON && r->policy != KR_SIM_MULTIPLICATIVE) continue;
+    printf("%-22s %8" PRIu64 " %10" PRIu64 " %10" PRIu64 " %9" PRIu64 " %9" PRIu64 " %9" PRIu64
+           " %10" PRIu64 " %4" PRIu64 "/%-3" PRIu64 "\n",
+           kr_sim_policy_name(r->policy), s->pages, s->seen, s->pulled, s->tp, s->fp, s->fn,
+           s->stretched, s->hosts_pulling, s->hosts_stretching);
   }
 }
 
@@ -618,6 +652,16 @@ static void print_json(const kr_sim_world_t *w, const kr_sim_opts_t *o, const ch
               ", \"within_2x\": %.4f, \"median_ratio\": %.4f}",
               r->est_n, r->est_within2, r->est_median_ratio);
     if (r->ev.tracked) json_invariants(f, &r->ev);
+    if (o->signals.share > 0) {
+      const kr_sim_sigstats_t *g = &r->sig;
+      fprintf(f,
+              ", \"signals\": {\"pages\": %" PRIu64 ", \"seen\": %" PRIu64 ", \"pulled\": %" PRIu64
+              ", \"tp\": %" PRIu64 ", \"fp\": %" PRIu64 ", \"fn\": %" PRIu64
+              ", \"stretched\": %" PRIu64 ", \"hosts_pulling\": %" PRIu64
+              ", \"hosts_stretching\": %" PRIu64 "}",
+              g->pages, g->seen, g->pulled, g->tp, g->fp, g->fn, g->stretched, g->hosts_pulling,
+              g->hosts_stretching);
+    }
     fprintf(f, ", \"wall_s\": %.3f, \"cpu_s\": %.3f}", r->wall_s, r->cpu_s);
   }
   fprintf(f, "],\n \"ratios\": {");
@@ -745,6 +789,15 @@ static int parse_args(args_t *args, int argc, char **argv) {
       NEED_ARG();
       if (parse_validators(v, syn->share)) BAD("correct=A,missing=B,lying=C, shares >= 0");
       args->synth_given = 1;
+    } else if (!strcmp(a, "--signals") || !strcmp(a, "--signals-adversarial")) {
+      NEED_ARG();
+      char e[256];
+      int bad = a[9] ? kr_sim_signals_adversarial_parse(v, &o->signals, e, sizeof e)
+                     : kr_sim_signals_parse(v, &o->signals, e, sizeof e);
+      if (bad) {
+        kr_cli_error(0, "%s: %s", a, e);
+        return 64;
+      }
     } else if (!strcmp(a, "--size")) {
       NEED_ARG();
       if (kr_config_parse_size(v, strlen(v), &u) || u == 0 || u > (UINT64_C(1) << 30))

@@ -542,6 +542,7 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
   }
   kr_frontier_set_on_ready(r->f, kr__sim_on_ready, r);
   rc = add_all(r);
+  if (!rc) rc = kr__sim_signals_start(r);
   out->hosts = r->nhosts;
   if (!rc) {
     uint64_t chunk = CHUNK_MS;
@@ -609,6 +610,7 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
   }
 
 out:
+  kr__sim_signals_end(r);
   if (r->f) {
     int c = kr_frontier_close(r->f);
     if (c < 0 && !rc) rc = kr__sim_errf(err, errlen, c, "closing the frontier: %s", kr_strerror(c));

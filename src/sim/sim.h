@@ -353,6 +353,68 @@ typedef struct kr_sim_uri_info {
 } kr_sim_uri_info_t;
 void kr_sim_world_uri(const kr_sim_world_t *w, size_t i, kr_sim_uri_info_t *out);
 
+/* ---- signals (sim_signal.c) ---------------------------------------------------
+ * Change signals as a crawl sees them in sitemaps and feeds
+ * (include/kria/signal.h), modelled per page (`--signals SPEC`,
+ * `--signals-adversarial SPEC`):
+ *   share=S       the share of pages a sitemap lists (a hash of the
+ *                 world's seed and the URI: the same pages every run)
+ *   recall=R      each true change of a listed page is signalled with
+ *                 probability R (0.9)
+ *   precision=P   false signals ("changed" while it did not) arrive as a
+ *                 Poisson process of rate R lambda (1 - P) / P, so that
+ *                 a share P of the signals are true (0.8)
+ *   delay=DUR     the sitemap's polling period: a signal reaches the
+ *                 crawler at the page's next poll after the change (each
+ *                 page its own phase), its claim (lastmod) the time of the
+ *                 latest change signalled (1h)
+ * Adversarial hosts (share=S of the hosts, by a hash of the host name)
+ * list their pages too, but mode=now claims "changed now" at every poll
+ * and mode=never never moves its lastmod (no signal ever).
+ * Each listed page has its own random stream and replays its own change
+ * process, so the signals do not depend on when anything looks at them,
+ * and shards merge exactly. The crawler's side is the real module: a
+ * signal whose claim is after the page's previous visit makes it due now
+ * (kr_frontier_add, RESCHEDULE at HIGH, as src/crawl/proc_wait.c pulls
+ * dated feed items) when kr_sig_pulls says the host earned it; every
+ * later visit is verified (kr_sig_record), and poisson stretches the
+ * regular wait of a page whose host's signals have a trusted recall
+ * (kr_sig_stretch; the allocator's sketch counts the page at lambda /
+ * stretch). Policies: multiplicative and poisson act on signals; fixed
+ * and the oracle (the no-signal ceiling) ignore them. */
+typedef enum kr_sim_adv_mode {
+  KR_SIM_ADV_NOW = 0,   /* lastmod always "now" */
+  KR_SIM_ADV_NEVER = 1, /* lastmod never moves */
+} kr_sim_adv_mode_t;
+
+typedef struct kr_sim_signals {
+  double share;         /* pages with signals; 0: no signals */
+  double recall;        /* 0.9 */
+  double precision;     /* 0.8 */
+  int64_t delay_ms;     /* polling period (1 h) */
+  double adv_share;     /* hosts whose signals are adversarial (0) */
+  kr_sim_adv_mode_t adv_mode;
+} kr_sim_signals_t;
+
+/* "share=0.3,recall=0.9,precision=0.8,delay=1h" (any subset; a share
+ * left out is 0.3): 0, or KR_EINVAL with a message. */
+int kr_sim_signals_parse(const char *s, kr_sim_signals_t *out, char *err, size_t errlen);
+/* "share=S,mode=now|never" into out's adv_* (and a page share of 0.3
+ * when none was given): 0, or KR_EINVAL. */
+int kr_sim_signals_adversarial_parse(const char *s, kr_sim_signals_t *out, char *err,
+                                     size_t errlen);
+
+/* What the signals did in a run (sums: shards merge exactly). */
+typedef struct kr_sim_sigstats {
+  uint64_t pages;        /* pages with signals */
+  uint64_t seen;         /* signals that reached the crawler */
+  uint64_t pulled;       /* of them, made their page due now */
+  uint64_t tp, fp, fn;   /* visits verified */
+  uint64_t stretched;    /* regular waits stretched */
+  uint64_t hosts_pulling; /* at the end, hosts whose signals pull */
+  uint64_t hosts_stretching; /* ... and stretch */
+} kr_sim_sigstats_t;
+
 /* ---- runs ---------------------------------------------------------------- */
 
 typedef struct kr_sim_opts {
@@ -399,6 +461,7 @@ typedef struct kr_sim_opts {
   int restart_forget;        /* 1: ... and is dropped instead (kria before the
                                 record: the allocator's and the capacity
                                 plan's sketches empty, the trust run 0) */
+  kr_sim_signals_t signals;  /* change signals (see "Signals"); share 0: none */
 } kr_sim_opts_t;
 
 void kr_sim_opts_default(kr_sim_opts_t *o);
@@ -508,6 +571,7 @@ typedef struct kr_sim_result {
   double est_within2;          /* share within a factor 2 */
   double est_median_ratio;     /* median of estimate / truth */
   kr_sim_events_t ev;          /* the long crawl's events and invariants */
+  kr_sim_sigstats_t sig;       /* change signals (zero without) */
   double wall_s;               /* real time of the run */
   double cpu_s;
 } kr_sim_result_t;

@@ -801,6 +801,7 @@ static void finish_visit(run_t *r, visit_t *v) {
   /* every fetch takes one of the host's slots: the allocator's
    * realised-rate feedback (estimate.h), as proc_wait.c does */
   kr_plan_host_fetched(&sh->alloc, now);
+  kr__sim_signal_visit(r, v->fx->uri, s, sh, c, v->st); /* verified; s->stretch */
   int64_t wait = kr__sim_next_wait(r, s, sh, c, v->st, now, age_s, v->lm != 0, hist, &hist_len);
   s->last_wait = wait;
   s->visits++;

@@ -58,9 +58,13 @@ int64_t kr__sim_next_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t *c, 
   kr_plan_host_maybe_solve(&sh->alloc, budget, r->o->solve_every);
   kr_wait_info_t info;
   int64_t wait = kr_wait_poisson(&p, &r->ep, &h, st, &hints, kr_plan_host_x(&sh->alloc), &info);
+  /* trusted signals: the regular visits only look for what they miss
+   * (sim_signal.c), and the sketch counts the page at that rate */
+  double k = s->stretch > 1 ? s->stretch : 1;
+  if (k > 1) wait = kr_wait_clamp(&p, (int64_t)KR_MIN((double)wait * k, 9e18));
   if (s->cls >= 0 && (info.observations > 0 || r->o->sketch_prior)) {
-    kr_plan_host_update(&sh->alloc, s->cls, s->lambda, info.lambda);
-    s->lambda = info.lambda;
+    kr_plan_host_update(&sh->alloc, s->cls, s->lambda, info.lambda / k);
+    s->lambda = info.lambda / k;
   }
   return wait;
 }

@@ -15,6 +15,7 @@
 #include "crawllog.h"
 #include "frontier.h"
 #include "kria/estimate.h"
+#include "kria/signal.h"
 #include "kria/wait.h"
 #include "sim.h"
 #include "sim_int.h"
@@ -59,6 +60,8 @@ typedef struct suri {
   uint32_t visits;
   uint64_t drng;         /* the URI's fetch durations: per URI, so that the
                             draws do not depend on other hosts' events */
+  uint32_t sig;          /* its signals: index + 1 into run->sig, 0 none */
+  float stretch;         /* this visit's wait factor from the signals (>= 1) */
 } suri_t;
 
 typedef struct shost {
@@ -98,6 +101,8 @@ typedef struct shost {
   size_t nlinked;
   int64_t bound_ms;          /* recovery bound: max-backoff + retry budget */
   uint64_t q_n[2][2], q_sum[2][2]; /* [revisits, head samples][2nd, last quarter] */
+  kr_sig_host_t sig;         /* its signals' reliability (sim_signal.c) */
+  uint8_t sig_adv;           /* 0 honest, 1 + kr_sim_adv_mode_t */
 } shost_t;
 
 enum { FX_FETCH = 0, FX_ROBOTS = 1, FX_DECIDED = 2 };
@@ -150,6 +155,9 @@ typedef struct run {
   int64_t next_sample;       /* hosts' head lateness sampled hourly */
   kr_link_t *links;          /* a hub's links */
   size_t links_cap;
+  struct ssig *sig;          /* the pages with signals (sim_signal.c) */
+  size_t nsig;
+  kr_sig_params_t sigp;
   int err;
   char *errbuf;
   size_t errlen;
@@ -196,6 +204,13 @@ void kr__sim_fail(run_t *r, int rc, const char *what);
 void kr__sim_inv_check(run_t *r, size_t i, int64_t t, int final);
 void kr__sim_sample_hosts(run_t *r, int64_t now);
 void kr__sim_on_ready(kr_frontier_t *f, void *ud);
+
+/* sim_signal.c: the pages' signals armed after add_all; a visit verified
+ * against them (sets s->stretch; before the wait); the end of a run. */
+int kr__sim_signals_start(run_t *r);
+void kr__sim_signal_visit(run_t *r, size_t i, suri_t *s, shost_t *sh, const kr_curi_t *c,
+                          kr_content_t st);
+void kr__sim_signals_end(run_t *r);
 
 /* sim_policy.c: the next wait of a visit by the run's policy; the visit
  * history gets this visit appended into hist/hist_len. */

@@ -210,6 +210,9 @@ void kr_sim_result_merge(kr_sim_result_t *out, const kr_sim_result_t *parts, siz
     }
     out->waits_capped += p->waits_capped;
     events_add(&out->ev, &p->ev, i == 0);
+    const uint64_t *sa = (const uint64_t *)&p->sig;
+    uint64_t *so = (uint64_t *)&out->sig;
+    for (size_t k = 0; k < sizeof p->sig / sizeof *sa; k++) so[k] += sa[k];
     if (p->wall_s > out->wall_s) out->wall_s = p->wall_s;
     out->cpu_s += p->cpu_s;
   }

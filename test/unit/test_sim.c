@@ -889,6 +889,7 @@ static void assert_same_result(const kr_sim_result_t *a, const kr_sim_result_t *
   assert_int_equal(a->est_n, b->est_n);
   assert_true(a->est_within2 == b->est_within2);
   assert_true(a->est_median_ratio == b->est_median_ratio);
+  assert_memory_equal(&a->sig, &b->sig, sizeof a->sig);
 }
 
 /* Every policy split into 1..4 shards merges into the whole run exactly,
@@ -935,6 +936,138 @@ static void shards_merge_exactly(void **state) {
   free(lambda);
   free(sh);
   kr_config_free(cfg);
+  kr_sim_world_free(w);
+}
+
+
+/* ---- change signals (sim_signal.c) ----------------------------------------------- */
+
+static void signals_parse(void **state) {
+  (void)state;
+  kr_sim_signals_t g;
+  char err[256];
+  memset(&g, 0, sizeof g);
+  assert_int_equal(kr_sim_signals_parse("share=0.5,recall=0.7,precision=0.6,delay=10m", &g, err,
+                                        sizeof err), 0);
+  assert_true(g.share == 0.5 && g.recall == 0.7 && g.precision == 0.6);
+  assert_int_equal(g.delay_ms, 10 * 60 * S);
+  memset(&g, 0, sizeof g);
+  assert_int_equal(kr_sim_signals_parse("recall=0.5", &g, err, sizeof err), 0);
+  assert_true(g.share == 0.3 && g.recall == 0.5 && g.precision == 0.8 && g.delay_ms == H);
+  static const char *const bad[] = {"share=2", "recall=0", "precision=x", "delay=0s", "delay=",
+                                    "speed=1", "share", "share=0.3,,"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    memset(&g, 0, sizeof g);
+    err[0] = 0;
+    assert_int_equal(kr_sim_signals_parse(bad[i], &g, err, sizeof err), KR_EINVAL);
+    assert_true(err[0]);
+  }
+  memset(&g, 0, sizeof g);
+  assert_int_equal(kr_sim_signals_adversarial_parse("share=0.5,mode=never", &g, err, sizeof err),
+                   0);
+  assert_true(g.adv_share == 0.5 && g.adv_mode == KR_SIM_ADV_NEVER && g.share == 0.3);
+  assert_int_equal(kr_sim_signals_adversarial_parse("mode=now", &g, err, sizeof err), 0);
+  assert_true(g.adv_share == 1 && g.adv_mode == KR_SIM_ADV_NOW);
+  assert_int_equal(kr_sim_signals_adversarial_parse("mode=sometimes", &g, err, sizeof err),
+                   KR_EINVAL);
+  assert_int_equal(kr_sim_signals_adversarial_parse("share=-1", &g, err, sizeof err), KR_EINVAL);
+}
+
+/* Two hosts of 1,000 pages each whose politeness binds (one fetch every
+ * ~20 s for rates hourly to monthly), 5 days. */
+static kr_sim_world_t *signal_world(void) {
+  kr_sim_synth_t s;
+  kr_sim_synth_default(&s);
+  s.urls = 2000;
+  s.hosts = 2;
+  s.seed = 5;
+  kr_sim_world_t *w;
+  char err[256];
+  assert_int_equal(kr_sim_world_synthetic(&s, &w, err, sizeof err), 0);
+  return w;
+}
+
+static void signal_opts(kr_sim_opts_t *o) {
+  kr_sim_opts_default(o);
+  o->duration_ms = 5 * D;
+  o->window_ms = 1 * D;
+  o->delay_ms = 20 * S;
+}
+
+/* Honest signals on 30 % of the pages raise poisson's capture; signals
+ * that are always "now" or never move cost (almost) nothing, and are
+ * not trusted at the end. */
+static void signals_raise_capture(void **state) {
+  (void)state;
+  kr_sim_world_t *w = signal_world();
+  kr_sim_opts_t o;
+  signal_opts(&o);
+  kr_sim_result_t none, honest, now, never;
+  run(w, &o, KR_SIM_POISSON, &none, NULL);
+  assert_int_equal(none.sig.pages, 0);
+  o.signals = (kr_sim_signals_t){.share = 0.3, .recall = 0.9, .precision = 0.8,
+                                 .delay_ms = 5 * 60 * S};
+  run(w, &o, KR_SIM_POISSON, &honest, NULL);
+  double c0 = kr_sim_capture_ratio(&none.all), c1 = kr_sim_capture_ratio(&honest.all);
+  fprintf(stderr, "# signals: capture %.4f without, %.4f with (%" PRIu64 " pulled, TP %" PRIu64
+                  " FP %" PRIu64 " FN %" PRIu64 ")\n",
+          c0, c1, honest.sig.pulled, honest.sig.tp, honest.sig.fp, honest.sig.fn);
+  assert_true(honest.sig.pages > 500 && honest.sig.pages < 700);
+  assert_true(c1 > c0 + 0.03);
+  assert_int_equal(honest.sig.hosts_pulling, 2);
+  assert_int_equal(honest.sig.hosts_stretching, 2);
+  assert_true(honest.sig.stretched > 0 && honest.sig.pulled > 0);
+  /* precision and recall as measured by the verifications: near the model's */
+  double prec = (double)honest.sig.tp / (double)(honest.sig.tp + honest.sig.fp);
+  assert_true(prec > 0.75 && prec < 0.95);
+  o.signals.adv_share = 1;
+  o.signals.adv_mode = KR_SIM_ADV_NOW;
+  run(w, &o, KR_SIM_POISSON, &now, NULL);
+  fprintf(stderr, "# signals always now: capture %.4f (%" PRIu64 " pulled)\n",
+          kr_sim_capture_ratio(&now.all), now.sig.pulled);
+  assert_true(kr_sim_capture_ratio(&now.all) >= 0.99 * c0);
+  assert_int_equal(now.sig.hosts_pulling, 0);
+  assert_int_equal(now.sig.stretched, 0);
+  o.signals.adv_mode = KR_SIM_ADV_NEVER;
+  run(w, &o, KR_SIM_POISSON, &never, NULL);
+  assert_int_equal(never.sig.seen, 0);
+  assert_true(never.sig.fn > 0);
+  /* nothing signalled, nothing pulled or stretched: the run without signals */
+  assert_memory_equal(&never.all, &none.all, sizeof none.all);
+  kr_sim_world_free(w);
+}
+
+/* With signals and an adversarial host, two shards merge into the whole
+ * run exactly (the signals' streams are per page). */
+static void signals_merge_over_shards(void **state) {
+  (void)state;
+  kr_sim_world_t *w = signal_world();
+  size_t n = kr_sim_world_count(w);
+  kr_sim_opts_t o;
+  signal_opts(&o);
+  o.duration_ms = 2 * D;
+  o.signals = (kr_sim_signals_t){.share = 0.3, .recall = 0.9, .precision = 0.8,
+                                 .delay_ms = 10 * 60 * S, .adv_share = 0.5,
+                                 .adv_mode = KR_SIM_ADV_NOW};
+  uint32_t *sh = calloc(n, sizeof *sh);
+  for (int p = KR_SIM_MULTIPLICATIVE; p <= KR_SIM_POISSON; p++) {
+    kr_sim_result_t whole, parts[2], merged;
+    run(w, &o, (kr_sim_policy_t)p, &whole, NULL);
+    assert_true(whole.sig.seen > 0);
+    assert_int_equal(kr_sim_shard_plan(w, 2, sh), 2);
+    for (uint32_t s = 0; s < 2; s++) {
+      kr_sim_opts_t so = o;
+      so.shard_of = sh;
+      so.shard = s;
+      run(w, &so, (kr_sim_policy_t)p, &parts[s], NULL);
+    }
+    kr_sim_result_merge(&merged, parts, 2);
+    merged.est_n = whole.est_n; /* scored over every URI: shards_merge_exactly's */
+    merged.est_within2 = whole.est_within2;
+    merged.est_median_ratio = whole.est_median_ratio;
+    assert_same_result(&merged, &whole);
+  }
+  free(sh);
   kr_sim_world_free(w);
 }
 
@@ -1383,6 +1516,9 @@ int main(void) {
       cmocka_unit_test(death_answers_410),
       cmocka_unit_test(invariants_catch_an_overloaded_host),
       cmocka_unit_test(events_merge_over_shards),
+      cmocka_unit_test(signals_parse),
+      cmocka_unit_test(signals_raise_capture),
+      cmocka_unit_test(signals_merge_over_shards),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
