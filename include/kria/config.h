@@ -322,6 +322,14 @@ enum kr_cfg_type {
     NONE, "Queue the sitemaps named by robots.txt Sitemap lines.")                       \
   X(ADAPTIVE_FEED_PULL_MAX, "adaptive", "feed-pull-max", INT, KR_CFG_HOST, "100",        \
     "0..100000", NONE, "Undated items a changed feed or sitemap pulls forward (dated ones: those updated since).") \
+  X(ADAPTIVE_SIGNAL_PRECISION, "adaptive", "signal-precision", FLOAT, KR_CFG_HOST, "0.6",   \
+    "0..1", NONE, "A dated sitemap or feed item pulls its page forward when the host's signals' measured precision (a lower bound) reaches this.") \
+  X(ADAPTIVE_SIGNAL_RECALL, "adaptive", "signal-recall", FLOAT, KR_CFG_HOST, "0.6", "0..1", \
+    NONE, "poisson: a page listed with dates waits longer when its host's signals' measured recall (a lower bound) reaches this.") \
+  X(ADAPTIVE_SIGNAL_MAX_STRETCH, "adaptive", "signal-max-stretch", FLOAT, KR_CFG_HOST, "8", \
+    "1..100", NONE, "poisson: at most this times the regular wait for a page whose host's signals are trusted (1 = off).") \
+  X(ADAPTIVE_SIGNAL_PROBATION, "adaptive", "signal-probation", INT, KR_CFG_HOST, "10",     \
+    "0..1000000", NONE, "Verified visits of a host's signals before its measured precision and recall decide (dated items pull until then).") \
   X(ADAPTIVE_HINT_CHANGEFREQ, "adaptive", "hint-changefreq", BOOL, KR_CFG_HOST, "true", "", \
     NONE, "poisson: a sitemap changefreq replaces initial-wait in a URI's prior.")       \
   X(ADAPTIVE_HINT_LAST_MODIFIED, "adaptive", "hint-last-modified", BOOL, KR_CFG_HOST,    \

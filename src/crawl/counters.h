@@ -129,7 +129,18 @@ enum { KR_UNIT_COUNT = 0, KR_UNIT_BYTES = 1 };
     "Learned-state records written (at most one per host per adaptive.learned-state-interval).", \
     1, ", %s saved")                                                                              \
   X(learned_bytes, "kria_learned_bytes_total", KR_UNIT_BYTES,                                     \
-    "Bytes of the learned-state records written.", 1, " (%s bytes)")
+    "Bytes of the learned-state records written.", 1, " (%s bytes)")                              \
+  X(signals_seen, "kria_signals_seen_total", KR_UNIT_COUNT,                                       \
+    "Change signals read: a dated sitemap or feed item newer than the last one read for its URI.", \
+    1, "; %s change signals")                                                                     \
+  X(signals_ignored, "kria_signals_ignored_total", KR_UNIT_COUNT,                                 \
+    "Change signals not acted on: their host's signals have not verified.", 1, " (%s ignored")   \
+  X(signals_tp, "kria_signals_confirmed_total", KR_UNIT_COUNT,                                    \
+    "Visits of a listed URI that found the change its signal announced.", 1, ", %s confirmed")   \
+  X(signals_fp, "kria_signals_false_total", KR_UNIT_COUNT,                                        \
+    "Visits of a listed URI that found unchanged what a signal said changed.", 1, ", %s false")  \
+  X(signals_fn, "kria_signals_missed_total", KR_UNIT_COUNT,                                       \
+    "Visits of a listed URI that found a change no signal announced.", 1, ", %s missed)")
 
 /* Each counter's index: KR_CTR_issued, ... KR_CTR__N. */
 enum kr_crawl_counter {

@@ -245,6 +245,11 @@ static int adapt_from_view(kr_hostcfg_t *hc, const kr_config_view_t *v, char *er
   hc->feed_pull_max = (uint32_t)kr_config_int(v, KR_CFG_ADAPTIVE_FEED_PULL_MAX);
   hc->hint_changefreq = kr_config_bool(v, KR_CFG_ADAPTIVE_HINT_CHANGEFREQ);
   hc->hint_lm = kr_config_bool(v, KR_CFG_ADAPTIVE_HINT_LAST_MODIFIED);
+  kr_sig_params_default(&hc->sig);
+  hc->sig.precision_min = kr_config_float(v, KR_CFG_ADAPTIVE_SIGNAL_PRECISION);
+  hc->sig.recall_min = kr_config_float(v, KR_CFG_ADAPTIVE_SIGNAL_RECALL);
+  hc->sig.max_stretch = kr_config_float(v, KR_CFG_ADAPTIVE_SIGNAL_MAX_STRETCH);
+  hc->sig.probation = (uint32_t)kr_config_int(v, KR_CFG_ADAPTIVE_SIGNAL_PROBATION);
   kr_est_params_default(&hc->est);
   hc->est.depth_halving = kr_config_float(v, KR_CFG_ADAPTIVE_HINT_DEPTH);
   hc->utilisation = kr_config_float(v, KR_CFG_ADAPTIVE_BUDGET_UTILISATION);

@@ -47,6 +47,7 @@
 #include "kria/estimate.h"
 #include "kria/extract.h"
 #include "kria/feed.h"
+#include "kria/signal.h"
 #include "kria/strip.h"
 #include "kria/validators.h"
 #include "kria/wait.h"
@@ -194,6 +195,7 @@ typedef struct kr_hostcfg {
   uint32_t feed_pull_max;
   int hint_changefreq, hint_lm;
   kr_est_params_t est;          /* poisson estimator (hints applied) */
+  kr_sig_params_t sig;          /* change signals' trust (adaptive.signal-*) */
   double utilisation;           /* of the host's politeness budget */
   int capacity_plan;            /* multiplicative within the budget */
 } kr_hostcfg_t;
@@ -237,6 +239,7 @@ struct kr_crawl {
   struct kr_adapt_host **ahosts;/* per host queue: poisson allocator */
   size_t ahosts_cap, ahosts_n;
   struct kr_adapt_host *ahosts_save_head, *ahosts_save_tail; /* learned state to write */
+  struct kr_sig_claims *claims; /* the latest dated claim per listed URI (proc_wait.c) */
   size_t nprocs;
   /* fetch objects */
   kr_fetch_t *free_fetches;

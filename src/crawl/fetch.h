@@ -48,6 +48,7 @@ typedef struct kr_fetch_item {
   size_t link;                  /* index in f->links */
   int64_t updated;              /* the item's latest date, epoch s; 0 unknown */
   double rate;                  /* sitemap changefreq, changes/s; 0 none */
+  int source;                   /* kr_sig_source_t: a sitemap's lastmod or a feed's date */
 } kr_fetch_item_t;
 
 /* The adaptive processors' results, for the processors after them. */

@@ -71,7 +71,9 @@ static int on_item(void *ud, const kr_feed_item_t *it) {
   f->fmeta[f->nfmeta++] = (kr_fetch_item_t){
       .link = idx,
       .updated = it->updated,
-      .rate = it->changefreq.n ? kr_est_changefreq_rate(it->changefreq.p, it->changefreq.n) : 0};
+      .rate = it->changefreq.n ? kr_est_changefreq_rate(it->changefreq.p, it->changefreq.n) : 0,
+      .source = it->kind == KR_FEED_SITEMAP || it->kind == KR_FEED_SITEMAP_INDEX ? KR_SIG_LASTMOD
+                                                                                : KR_SIG_FEED};
   /* A new URI's row carries its hint from the start, even when this
    * fetch's finish (and so the row) is held back by a store drain or a
    * WARC sync: feed-hints below then finds no row to update. */

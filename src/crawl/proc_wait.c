@@ -38,6 +38,20 @@
  *            previous visit are due now at HIGH, undated ones (up to
  *            adaptive.feed-pull-max) due now. New items are new URIs,
  *            due now anyway.
+ * Change signals (signal.h): a dated item of a sitemap (lastmod) or feed
+ * is a claim that its URI changed then. The latest claim per URI is kept
+ * here (c->claims), and each later visit of the URI with a known content
+ * state verifies it against the digest, into its host's reliability per
+ * source (crawl.log sig:SOURCE:tp|fp|fn; counters signals_*). A changed
+ * feed's dated items pull their URIs forward only while their host's
+ * signals verify (kr_sig_pulls: adaptive.signal-precision after
+ * adaptive.signal-probation verifications), and poisson stretches the
+ * wait of a listed URI whose host's signals have a trusted recall
+ * (adaptive.signal-recall, -max-stretch; crawl.log "stretch:xK"). The
+ * signals' reliability lives with the host's allocator, the claims in a
+ * table of their own (at most KR_SIG_CLAIMS_MAX), both in memory only
+ * (signal.h has the record for persisting the former): after a restart
+ * the signals earn their trust again.
  * Per host queue the poisson allocator and the capacity plan live in a
  * table here. What they learned outlives the process: a host whose
  * allocator, plan or validator-trust run changed is queued, and at most
@@ -48,7 +62,7 @@
  * host's record over when it opens (kr__adapt_host_load, from on_host),
  * before any wait is decided; an unreadable one is logged and the host
  * starts fresh. Sections: durations, per-host allocators, learned state,
- * the wait, pulling forward, the processor.
+ * claims, the wait, pulling forward, the processor.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -58,6 +72,7 @@
 #include "crawl.h"
 #include "internal.h"
 #include "kria/hoststate.h"
+#include "kria/fp.h"
 #include "log.h"
 #include "procs.h"
 
@@ -81,6 +96,7 @@ struct kr_adapt_host {
   kr_capplan_t cap;      /* multiplicative */
   uint64_t dirty_at;     /* first change since the last save, ms; 0: saved */
   struct kr_adapt_host *save_next; /* queued to be saved, oldest change first */
+  kr_sig_host_t sig;     /* its change signals' reliability */
 };
 
 static size_t ptr_slot(const void *p, size_t mask) {
@@ -124,7 +140,10 @@ static struct kr_adapt_host *adapt_host(kr_crawl_t *c, kr_hostq_t *h, double x_m
   return a;
 }
 
+static void claims_free(kr_crawl_t *c);
+
 void kr__adapt_hosts_free(kr_crawl_t *c) {
+  claims_free(c);
   for (size_t i = 0; i < c->ahosts_cap; i++) free(c->ahosts[i]);
   free(c->ahosts);
   c->ahosts = NULL;
@@ -263,6 +282,103 @@ int kr__adapt_host_capacity(const kr_crawl_t *c, const kr_hostq_t *h, kr_host_ca
   return 1;
 }
 
+/* ---- claims ------------------------------------------------------------------------------
+ * The latest dated claim per listed URI: open addressing on the URI's
+ * fingerprint, grown by doubling up to KR_SIG_CLAIMS_MAX slots; past it
+ * a URI not listed yet is not recorded (its signals go unverified). */
+
+#define KR_SIG_CLAIMS_MAX (1u << 21) /* slots: 1 M URIs at half load, 32 MiB */
+
+typedef struct claim {
+  uint64_t fp;      /* 0: free slot */
+  int64_t at_s;     /* the claimed change time, epoch s */
+  int source;       /* kr_sig_source_t */
+} claim_t;
+
+struct kr_sig_claims {
+  claim_t *slot;
+  size_t cap, n;
+};
+
+static void claims_free(kr_crawl_t *c) {
+  if (!c->claims) return;
+  free(c->claims->slot);
+  free(c->claims);
+  c->claims = NULL;
+}
+
+static claim_t *claim_find(const kr_crawl_t *c, uint64_t fp) {
+  const struct kr_sig_claims *t = c->claims;
+  if (!t || !fp) return NULL;
+  for (size_t j = ptr_slot((const void *)(uintptr_t)fp, t->cap - 1); t->slot[j].fp;
+       j = (j + 1) & (t->cap - 1))
+    if (t->slot[j].fp == fp) return &t->slot[j];
+  return NULL;
+}
+
+/* The slot of fp, made when absent (NULL when the table is full). */
+static claim_t *claim_get(kr_crawl_t *c, uint64_t fp) {
+  claim_t *e = claim_find(c, fp);
+  if (e || !fp) return e;
+  struct kr_sig_claims *t = c->claims;
+  if (!t) t = c->claims = kr_xcalloc(1, sizeof *t);
+  if ((t->n + 1) * 2 > t->cap) {
+    size_t ncap = t->cap ? t->cap * 2 : 1024;
+    if (ncap > KR_SIG_CLAIMS_MAX) return NULL;
+    claim_t *n = kr_xcalloc(ncap, sizeof *n);
+    for (size_t i = 0; i < t->cap; i++) {
+      if (!t->slot[i].fp) continue;
+      size_t j = ptr_slot((const void *)(uintptr_t)t->slot[i].fp, ncap - 1);
+      while (n[j].fp) j = (j + 1) & (ncap - 1);
+      n[j] = t->slot[i];
+    }
+    free(t->slot);
+    t->slot = n;
+    t->cap = ncap;
+  }
+  size_t j = ptr_slot((const void *)(uintptr_t)fp, t->cap - 1);
+  while (t->slot[j].fp) j = (j + 1) & (t->cap - 1);
+  t->slot[j] = (claim_t){.fp = fp};
+  t->n++;
+  return &t->slot[j];
+}
+
+/* The host queue of a link, NULL when the frontier has none yet. */
+static kr_hostq_t *link_host(kr_crawl_t *c, const kr_link_t *l) {
+  char key[512];
+  if (!c->frontier || kr_frontier_queue_key(c->frontier, l->url, l->url_len, key, sizeof key))
+    return NULL;
+  return kr_frontier_host_lookup(c->frontier, key, strlen(key));
+}
+
+/* A visit of a listed URI verifies what its claims said since its
+ * previous visit (signal.h), into its host's reliability. */
+static void verify_claim(kr_fetch_t *f, kr_content_t state) {
+  kr_crawl_t *c = f->crawl;
+  const kr_curi_t *u = f->curi;
+  claim_t *e = u->visits && state != KR_CONTENT_UNKNOWN ? claim_find(c, u->fp) : NULL;
+  if (!e) return;
+  struct kr_adapt_host *ah = adapt_host(c, u->host, f->hc->est.x_min);
+  int signalled = kr_sig_is_news(e->at_s, (int64_t)(u->last_visit / 1000));
+  kr_sig_verdict_t v = kr_sig_record(&ah->sig.src[e->source], &f->hc->sig, signalled,
+                                     state == KR_CONTENT_CHANGED);
+  static const char *const names[] = {"", "tp", "fp", "fn"};
+  if (v == KR_SIG_TN) return;
+  c->st.signals_tp += v == KR_SIG_TP;
+  c->st.signals_fp += v == KR_SIG_FP;
+  c->st.signals_fn += v == KR_SIG_FN;
+  kr_fetch_annotatef(f, "sig:%s:%s", kr_sig_source_name((kr_sig_source_t)e->source), names[v]);
+}
+
+/* The wait's factor from the URI's host's signals (1: none). */
+static double claim_stretch(kr_fetch_t *f) {
+  const kr_curi_t *u = f->curi;
+  const claim_t *e = claim_find(f->crawl, u->fp);
+  const struct kr_adapt_host *ah = e ? adapt_host_find(f->crawl, u->host) : NULL;
+  if (!ah) return 1;
+  return kr_sig_stretch(&ah->sig.src[e->source], &f->hc->sig, u->fp, u->visits);
+}
+
 /* ---- the wait -------------------------------------------------------------------------- */
 
 /* Seconds since the previous visit, at least 1 after one (estimate.h). */
@@ -296,7 +412,7 @@ static double host_budget(const kr_fetch_t *f) {
 }
 
 static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *h,
-                           const kr_cfg_wait_t **ev_out, kr_wait_info_t *info) {
+                           const kr_cfg_wait_t **ev_out, kr_wait_info_t *info, double *stretch) {
   kr_crawl_t *c = f->crawl;
   const kr_hostcfg_t *hc = f->hc;
   const kr_curi_t *u = f->curi;
@@ -355,6 +471,11 @@ static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *
     }
   }
   int64_t w = kr_wait_poisson(&p, &hc->est, h, state, &hints, kr_plan_host_x(&ah->alloc), info);
+  double k = claim_stretch(f); /* trusted signals find most changes: wait longer */
+  if (k > 1) {
+    w = kr_wait_clamp(&p, (int64_t)KR_MIN((double)w * k, 9e18));
+    *stretch = k;
+  }
   double new_lambda = info->observations > 0 ? info->lambda : 0;
   if (old_lambda > 0 || new_lambda > 0) {
     kr_plan_host_update(&ah->alloc, cls, old_lambda, new_lambda);
@@ -401,6 +522,35 @@ static void refresh_embeds(kr_fetch_t *f, uint64_t now) {
   }
 }
 
+/* The dated items of a feed or sitemap read (first visit too): each
+ * newer claim is a signal for its URI, counted on its host. */
+static void record_claims(kr_fetch_t *f, uint64_t now) {
+  kr_crawl_t *c = f->crawl;
+  for (size_t i = 0; i < f->nfmeta; i++) {
+    const kr_fetch_item_t *m = &f->fmeta[i];
+    if (m->updated <= 0 || m->link >= f->nlinks) continue;
+    const kr_link_t *l = &f->links[m->link];
+    claim_t *e = claim_get(c, kr_fp(l->url, l->url_len));
+    if (!e || m->updated <= e->at_s) continue;
+    e->at_s = m->updated;
+    e->source = m->source;
+    c->st.signals_seen++;
+    kr_hostq_t *h = link_host(c, l);
+    if (h) kr_sig_seen(&adapt_host(c, h, f->hc->est.x_min)->sig.src[m->source]);
+  }
+  (void)now;
+}
+
+/* 1 when the signals of a dated item's URI's host have verified (or are
+ * still on probation): its claim may pull it forward. */
+static int item_trusted(kr_fetch_t *f, const kr_fetch_item_t *m, const kr_link_t *l) {
+  const kr_hostq_t *h = link_host(f->crawl, l);
+  const struct kr_adapt_host *ah = h ? adapt_host_find(f->crawl, h) : NULL;
+  if (!ah || kr_sig_pulls(&ah->sig.src[m->source], &f->hc->sig)) return 1;
+  f->crawl->st.signals_ignored++;
+  return 0;
+}
+
 static void pull_feed_items(kr_fetch_t *f, uint64_t now) {
   const kr_curi_t *u = f->curi;
   int64_t since = (int64_t)(u->last_visit / 1000); /* the feed's previous visit */
@@ -410,7 +560,7 @@ static void pull_feed_items(kr_fetch_t *f, uint64_t now) {
     if (m->link >= f->nlinks) continue;
     kr_link_t *l = &f->links[m->link];
     if (m->updated > 0) {
-      if (m->updated < since) continue;
+      if (m->updated < since || !item_trusted(f, m, l)) continue;
       l->directive = KR_DIRECTIVE_HIGH;
     } else if (undated++ >= f->hc->feed_pull_max) {
       continue;
@@ -456,13 +606,17 @@ static int revisit_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   x->hist_len = kr_vhist_push_read(u->history, u->history_len, &v, x->hist, NULL, &h);
   const kr_cfg_wait_t *ev;
   kr_wait_info_t info;
-  int64_t wait = decide_wait(f, state, &h, &ev, &info);
+  double stretch = 1;
+  verify_claim(f, state);
+  int64_t wait = decide_wait(f, state, &h, &ev, &info, &stretch);
   if (wait < 1) wait = 1;
   f->outcome.wait_ms = (uint64_t)wait;
   f->outcome.content = state == KR_CONTENT_UNCHANGED ? 0 : state == KR_CONTENT_CHANGED ? 1 : 2;
   f->outcome.history = x->hist; /* read by finish, before the context is reset */
   f->outcome.history_len = x->hist_len;
   annotate_wait(f, wait, ev, &info);
+  if (stretch > 1) kr_fetch_annotatef(f, "stretch:x%.1f", stretch);
+  if (f->nfmeta) record_claims(f, now);
 
   if (state == KR_CONTENT_CHANGED && u->visits > 0) {
     if (f->hc->refresh_embeds) refresh_embeds(f, now);

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Change signals in a crawl against kts: a sitemap revisited every second
+# (it changes on every request) lists two pages with a lastmod in 2099,
+# always newer than their last visit. The page on localhost changes on
+# every request, so each visit the claim pulls forward confirms it; the
+# one on 127.0.0.1 never changes, so each such visit finds it unchanged.
+# With adaptive.signal-probation = 2 the second host's claims stop
+# pulling its page once two visits proved them false, while the first
+# host's keep pulling theirs; the pages' own wait (30 s) would not bring
+# either back within the run. crawl.log says sig:lastmod:tp|fp, and the
+# summary counts the signals, the ignored ones and the verdicts.
+. "$(dirname "$0")/lib.sh"
+
+[ -x "$KRIA" ] && "$KRIA" crawl --help >/dev/null 2>&1 || bail "kria crawl is not built ($KRIA)"
+
+cat >"$T/routes.ini" <<'EOF'
+[route "/sitemap.xml"]
+content-type = application/xml
+change-every = 1
+body = <?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
+body = <!-- version {version} -->
+body = <url><loc>http://localhost:{port}/honest</loc><lastmod>2099-01-01</lastmod></url>
+body = <url><loc>http://127.0.0.1:{port}/liar</loc><lastmod>2099-01-01</lastmod></url></urlset>
+
+[route "/honest"]
+host = localhost
+change-every = 1
+body = <p>version {version}</p>
+
+[route "/liar"]
+body = <p>the same every time</p>
+EOF
+
+kts_start "$T/routes.ini" --log "$T/kts.log" || bail "kts did not start"
+# localhost is a seed too: the scope is the seeds' hosts
+printf '%s\n' "$KTS_URL/sitemap.xml" "http://localhost:$KTS_PORT/honest" >"$T/seeds.txt"
+cat >"$T/c.conf" <<EOF
+[http]
+allow-private-addresses = true
+[crawl]
+seeds = $T/seeds.txt
+state-dir = $T/state
+[politeness]
+min-delay = 0
+max-delay = 0
+delay-factor = 0
+[limits]
+max-time = 6s
+[store]
+commit-interval = 10ms
+[adaptive]
+signal-probation = 2
+signal-precision = 0.3
+[wait "sitemap"]
+content-type = ^application/xml
+initial-wait = 1s
+min-wait = 1s
+changed-factor = 1
+[wait "default"]
+initial-wait = 30s
+min-wait = 30s
+EOF
+timeout 60 "$KRIA" crawl -c "$T/c.conf" >"$T/out" 2>"$T/err"
+is "$?" 0 "the crawl exits 0"
+curl -s "$KTS_URL/_kts/paths" >"$T/paths"
+kts_stop
+n() { awk -v p="$1" '$1 == p { sub("count=", "", $2); print $2; f = 1 } END { if (!f) print 0 }' "$T/paths"; }
+CL="$T/state/logs/crawl.log"
+diag "requests: sitemap $(n /sitemap.xml) honest $(n /honest) liar $(n /liar)"
+
+check "the sitemap is revisited every second ($(n /sitemap.xml) >= 4)" test "$(n /sitemap.xml)" -ge 4
+check "the changing page is pulled forward at each sitemap visit ($(n /honest) >= $(n /sitemap.xml) - 1)" \
+  test "$(n /honest)" -ge "$(($(n /sitemap.xml) - 1))"
+is "$(n /liar)" 3 "the page that never changes: its first visit and two pulls, then its host's claims are ignored"
+like "$(awk '$4 ~ /\/honest$/' "$CL" | tail -1)" "sig:lastmod:tp" "the changing page's claims verify (sig:lastmod:tp)"
+is "$(awk '$4 ~ /\/liar$/' "$CL" | grep -c 'sig:lastmod:fp')" 2 "the other page's two pulled visits say sig:lastmod:fp"
+like "$(cat "$T/err")" "[1-9][0-9]* change signals \\([1-9][0-9]* ignored, [1-9][0-9]* confirmed, 2 false, 0 missed\\)" \
+  "the summary counts the signals, the ignored ones and the verdicts"
+done_testing
