@@ -47,6 +47,16 @@
  * Verification needs no extra fetch: pulled visits check precision, the
  * regular and sampled ones recall.
  *
+ * ---- History ---------------------------------------------------------------
+ * A visit that came for a believed signal (signalled, and the host's
+ * signals pull) is no observation of the change process: it was made
+ * because a change was announced, so its interval would bias the
+ * estimators upward (short intervals, nearly all changed). The caller
+ * leaves it out of the URI's visit history (estimate.h); the next
+ * regular visit's interval starts at it, was scheduled without knowing
+ * the future, and so stays a fair observation. The history then sees the
+ * changes the signals did not announce, and the estimate follows them.
+ *
  * ---- Serialization (kr_sig_host_encode) ------------------------------------
  * Format version 1, exactly KR_SIG_HOST_BYTES (42) bytes:
  *   byte 0    0x01 (format version; any other is refused)

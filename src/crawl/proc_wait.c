@@ -352,22 +352,24 @@ static kr_hostq_t *link_host(kr_crawl_t *c, const kr_link_t *l) {
 }
 
 /* A visit of a listed URI verifies what its claims said since its
- * previous visit (signal.h), into its host's reliability. */
-static void verify_claim(kr_fetch_t *f, kr_content_t state) {
+ * previous visit (signal.h), into its host's reliability. 1 when the
+ * visit came for a believed claim (signal.h "history"). */
+static int verify_claim(kr_fetch_t *f, kr_content_t state) {
   kr_crawl_t *c = f->crawl;
   const kr_curi_t *u = f->curi;
   claim_t *e = u->visits && state != KR_CONTENT_UNKNOWN ? claim_find(c, u->fp) : NULL;
-  if (!e) return;
+  if (!e) return 0;
   struct kr_adapt_host *ah = adapt_host(c, u->host, f->hc->est.x_min);
   int signalled = kr_sig_is_news(e->at_s, (int64_t)(u->last_visit / 1000));
   kr_sig_verdict_t v = kr_sig_record(&ah->sig.src[e->source], &f->hc->sig, signalled,
                                      state == KR_CONTENT_CHANGED);
   static const char *const names[] = {"", "tp", "fp", "fn"};
-  if (v == KR_SIG_TN) return;
+  if (v == KR_SIG_TN) return 0;
   c->st.signals_tp += v == KR_SIG_TP;
   c->st.signals_fp += v == KR_SIG_FP;
   c->st.signals_fn += v == KR_SIG_FN;
   kr_fetch_annotatef(f, "sig:%s:%s", kr_sig_source_name((kr_sig_source_t)e->source), names[v]);
+  return signalled && kr_sig_pulls(&ah->sig.src[e->source], &f->hc->sig);
 }
 
 /* The wait's factor from the URI's host's signals (1: none). */
@@ -603,11 +605,18 @@ static int revisit_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
                         .age_s = state == KR_CONTENT_UNKNOWN ? -1 : version_age(f->resp)};
   kr_vhist_t h;
   wait_ctx_t *x = kr_chain_ctx(cf, self);
-  x->hist_len = kr_vhist_push_read(u->history, u->history_len, &v, x->hist, NULL, &h);
+  if (verify_claim(f, state)) {
+    /* it came for a believed claim: no observation of the change process
+     * (signal.h "history"), the history stays as the regular visits left it */
+    x->hist_len = KR_MIN(u->history_len, (size_t)KR_VHIST_BYTES);
+    memcpy(x->hist, u->history, x->hist_len);
+    if (kr_vhist_decode(&h, x->hist, x->hist_len)) x->hist_len = 0;
+  } else {
+    x->hist_len = kr_vhist_push_read(u->history, u->history_len, &v, x->hist, NULL, &h);
+  }
   const kr_cfg_wait_t *ev;
   kr_wait_info_t info;
   double stretch = 1;
-  verify_claim(f, state);
   int64_t wait = decide_wait(f, state, &h, &ev, &info, &stretch);
   if (wait < 1) wait = 1;
   f->outcome.wait_ms = (uint64_t)wait;

@@ -8,6 +8,7 @@
 #include "sim.h"
 
 #include <stdint.h>
+#include <string.h>
 
 #include "internal.h"
 #include "kria/estimate.h"
@@ -29,7 +30,13 @@ int64_t kr__sim_next_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t *c, 
   v.state = st;
   v.age_s = age_s;
   kr_vhist_t h;
-  *hist_len = kr_vhist_push_read(c->history, c->history_len, &v, hist, NULL, &h);
+  if (s->sig_visit) { /* the history keeps what the regular visits saw (signal.h) */
+    *hist_len = KR_MIN(c->history_len, (size_t)KR_VHIST_BYTES);
+    memcpy(hist, c->history, *hist_len);
+    if (kr_vhist_decode(&h, hist, *hist_len)) *hist_len = 0;
+  } else {
+    *hist_len = kr_vhist_push_read(c->history, c->history_len, &v, hist, NULL, &h);
+  }
   if (r->policy == KR_SIM_FIXED) return r->o->fixed_interval_ms;
   if (!s->wait) return 0; /* no evaluator: the frontier's default wait */
   kr_wait_params_t p;
@@ -50,6 +57,12 @@ int64_t kr__sim_next_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t *c, 
     double budget = kr_plan_budget((int)sh->valence, (int64_t)sh->cycle_ms, sh->utilisation);
     kr_plan_host_maybe_solve(&sh->alloc, budget, r->o->solve_every);
     double lambda = s->lambda > 0 ? s->lambda : 1e-12;
+    if (s->sig) { /* with signals: the true rate of the changes they miss */
+      double k = s->stretch > 1 ? s->stretch : 1;
+      double want = KR_MAX(kr__sim_signal_true_rate(r, s), 1e-12) / k;
+      if (s->cls >= 0 && want != s->lambda) kr_plan_host_update(&sh->alloc, s->cls, s->lambda, want);
+      lambda = s->lambda = want;
+    }
     return kr_wait_clamp(&p, (int64_t)KR_MIN(kr_plan_host_x(&sh->alloc) / lambda * 1000.0, 9e18));
   }
   kr_est_hints_t hints = kr_est_hints_none();

@@ -62,6 +62,8 @@ typedef struct suri {
                             draws do not depend on other hosts' events */
   uint32_t sig;          /* its signals: index + 1 into run->sig, 0 none */
   float stretch;         /* this visit's wait factor from the signals (>= 1) */
+  uint8_t sig_visit;     /* this visit came for a believed signal: not an
+                            observation of the change process (sim_signal.c) */
 } suri_t;
 
 typedef struct shost {
@@ -211,6 +213,8 @@ int kr__sim_signals_start(run_t *r);
 void kr__sim_signal_visit(run_t *r, size_t i, suri_t *s, shost_t *sh, const kr_curi_t *c,
                           kr_content_t st);
 void kr__sim_signals_end(run_t *r);
+/* The true change rate of a page with signals (the oracle's). */
+double kr__sim_signal_true_rate(const run_t *r, const suri_t *s);
 
 /* sim_policy.c: the next wait of a visit by the run's policy; the visit
  * history gets this visit appended into hist/hist_len. */

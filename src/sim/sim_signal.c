@@ -155,9 +155,7 @@ typedef struct ssig {
   int64_t last_visit;    /* issue time of the previous visit, 0 none */
 } ssig_t;
 
-static int acts(const run_t *r) {
-  return r->policy == KR_SIM_MULTIPLICATIVE || r->policy == KR_SIM_POISSON;
-}
+static int acts(const run_t *r) { return r->policy != KR_SIM_FIXED; }
 
 /* The replayed change process: the time of the next change, as
  * advance_to (sim_fetch.c) draws it. */
@@ -263,6 +261,11 @@ int kr__sim_signals_start(run_t *r) {
   const kr_sim_signals_t *o = &r->o->signals;
   const kr_sim_world_t *w = r->w;
   kr_sig_params_default(&r->sigp);
+  const kr_config_view_t *v = kr_config_global(r->cfg); /* as the crawl's adaptive.signal-* */
+  r->sigp.precision_min = kr_config_float(v, KR_CFG_ADAPTIVE_SIGNAL_PRECISION);
+  r->sigp.recall_min = kr_config_float(v, KR_CFG_ADAPTIVE_SIGNAL_RECALL);
+  r->sigp.max_stretch = kr_config_float(v, KR_CFG_ADAPTIVE_SIGNAL_MAX_STRETCH);
+  r->sigp.probation = (uint32_t)kr_config_int(v, KR_CFG_ADAPTIVE_SIGNAL_PROBATION);
   if (!(o->share > 0)) return 0;
   for (size_t j = 0; j < r->nhosts; j++) {
     shost_t *sh = r->hosts[j];
@@ -306,6 +309,7 @@ void kr__sim_signal_visit(run_t *r, size_t i, suri_t *s, shost_t *sh, const kr_c
                           kr_content_t st) {
   (void)i;
   s->stretch = 1;
+  s->sig_visit = 0;
   if (!s->sig || !acts(r)) return;
   ssig_t *g = &r->sig[s->sig - 1];
   kr_sig_rel_t *rel = &sh->sig.src[KR_SIG_LASTMOD];
@@ -313,6 +317,7 @@ void kr__sim_signal_visit(run_t *r, size_t i, suri_t *s, shost_t *sh, const kr_c
   int64_t ti = (int64_t)c->issued_at;
   if (c->visits && g->last_visit && st != KR_CONTENT_UNKNOWN) {
     int signalled = kr_sig_is_news(g->claim, g->last_visit);
+    s->sig_visit = signalled && kr_sig_pulls(rel, &r->sigp);
     switch (kr_sig_record(rel, &r->sigp, signalled, st == KR_CONTENT_CHANGED)) {
     case KR_SIG_TP: S->tp++; break;
     case KR_SIG_FP: S->fp++; break;
@@ -321,9 +326,13 @@ void kr__sim_signal_visit(run_t *r, size_t i, suri_t *s, shost_t *sh, const kr_c
     }
   }
   g->last_visit = ti;
-  if (r->policy != KR_SIM_POISSON) return;
+  if (r->policy != KR_SIM_POISSON && r->policy != KR_SIM_ORACLE) return;
   s->stretch = (float)kr_sig_stretch(rel, &r->sigp, c->fp, c->visits);
   if (s->stretch > 1) S->stretched++;
+}
+
+double kr__sim_signal_true_rate(const run_t *r, const suri_t *s) {
+  return s->sig ? kr__sim_true_rate(&r->w->u[r->sig[s->sig - 1].uri], r->end - r->t0) : 0;
 }
 
 /* ---- the end of a run ------------------------------------------------------------------ */
