@@ -335,6 +335,9 @@ typedef struct kr_host_capacity {
 } kr_host_capacity_t;
 /* 1 and *out when h has a plan, 0 when not. */
 int kr__adapt_host_capacity(const kr_crawl_t *c, const kr_hostq_t *h, kr_host_capacity_t *out);
+/* 1 and *out, the reliability of h's change signals (proc_wait.c), when
+ * any was seen or verified; 0 when not. */
+int kr__adapt_host_signals(const kr_crawl_t *c, const kr_hostq_t *h, kr_sig_host_t *out);
 /* Settings of view v built afresh (config reload, src/service/service.c), and
  * their release. */
 kr_hostcfg_t *kr__crawl_hostcfg_new(kr_crawl_t *c, const kr_config_view_t *v);

@@ -381,6 +381,15 @@ static double claim_stretch(kr_fetch_t *f) {
   return kr_sig_stretch(&ah->sig.src[e->source], &f->hc->sig, u->fp, u->visits);
 }
 
+int kr__adapt_host_signals(const kr_crawl_t *c, const kr_hostq_t *h, kr_sig_host_t *out) {
+  const struct kr_adapt_host *a = adapt_host_find(c, h);
+  if (!a) return 0;
+  *out = a->sig;
+  for (int s = 0; s < KR_SIG_SOURCES; s++)
+    if (a->sig.src[s].seen || a->sig.src[s].verified) return 1;
+  return 0;
+}
+
 /* ---- the wait -------------------------------------------------------------------------- */
 
 /* Seconds since the previous visit, at least 1 after one (estimate.h). */

@@ -748,6 +748,29 @@ static void capacity_text(char *out, size_t cap, const kr_crawl_t *c, const kr_h
     snprintf(out, cap, "%.0f%%", 100 * k.planned / k.budget);
 }
 
+/* The host's change signals per source (signal.h; proc_wait.c): what was
+ * read and verified, and the posterior precision and recall. */
+static void signals_json(jw_t *w, const kr_crawl_t *c, const kr_hostq_t *h) {
+  kr_sig_host_t g;
+  if (!h || !kr__adapt_host_signals(c, h, &g)) {
+    jw_null(w, "signals");
+    return;
+  }
+  kr_sig_params_t p;
+  kr_sig_params_default(&p);
+  jw_open(w, "signals", '{');
+  for (int s = 0; s < KR_SIG_SOURCES; s++) {
+    const kr_sig_rel_t *r = &g.src[s];
+    jw_open(w, kr_sig_source_name((kr_sig_source_t)s), '{');
+    jw_u64(w, "seen", r->seen);
+    jw_u64(w, "verified", r->verified);
+    jw_dbl(w, "precision", kr_sig_precision(r, &p));
+    jw_dbl(w, "recall", kr_sig_recall(r, &p));
+    jw_close(w, '}');
+  }
+  jw_close(w, '}');
+}
+
 static void host_json(jw_t *w, kr_crawl_t *c, const kr_host_report_t *r, uint64_t now) {
   kr_frontier_t *f = kr_crawl_frontier(c);
   jw_open(w, NULL, '{');
@@ -773,6 +796,7 @@ static void host_json(jw_t *w, kr_crawl_t *c, const kr_host_report_t *r, uint64_
   kr_hostq_t *h = kr_frontier_host_lookup(f, r->name, strlen(r->name));
   if (h) jw_u64(w, "min_delay_ms", kr_frontier_host_delay(f, h, 0));
   capacity_json(w, c, h);
+  signals_json(w, c, h);
   counts_json(w, "counts", &r->c);
   vtrust_json(w, "validators", &r->vt, vtrust_sample(c, h), now);
   jw_close(w, '}');

@@ -7,8 +7,9 @@
 # With adaptive.signal-probation = 2 the second host's claims stop
 # pulling its page once two visits proved them false, while the first
 # host's keep pulling theirs; the pages' own wait (30 s) would not bring
-# either back within the run. crawl.log says sig:lastmod:tp|fp, and the
-# summary counts the signals, the ignored ones and the verdicts.
+# either back within the run. crawl.log says sig:lastmod:tp|fp, the
+# summary counts the signals, the ignored ones and the verdicts, and
+# /hosts shows each host's signals (seen, verified, precision, recall).
 . "$(dirname "$0")/lib.sh"
 
 [ -x "$KRIA" ] && "$KRIA" crawl --help >/dev/null 2>&1 || bail "kria crawl is not built ($KRIA)"
@@ -48,6 +49,8 @@ delay-factor = 0
 max-time = 6s
 [store]
 commit-interval = 10ms
+[status]
+listen = 127.0.0.1:0
 [adaptive]
 signal-probation = 2
 signal-precision = 0.3
@@ -60,7 +63,21 @@ changed-factor = 1
 initial-wait = 30s
 min-wait = 30s
 EOF
-timeout 60 "$KRIA" crawl -c "$T/c.conf" >"$T/out" 2>"$T/err"
+timeout 60 "$KRIA" crawl -c "$T/c.conf" >"$T/out" 2>"$T/err" &
+KPID=$!
+# /hosts while it runs: the liar's host has verified its two false claims
+liar_shown() {
+  curl -s "http://$(cat "$T/state/status.addr")/hosts" >"$T/hosts.json" 2>/dev/null &&
+    python3 - "$T/hosts.json" <<'PY'
+import json, sys
+h = [x for x in json.load(open(sys.argv[1]))["hosts"] if x["host"].startswith("127.0.0.1")]
+s = h[0]["signals"]["lastmod"] if h and h[0].get("signals") else None
+sys.exit(0 if s and s["verified"] == 2 and s["seen"] >= 1 and s["precision"] < 0.3 else 1)
+PY
+}
+wait_until 30 test -s "$T/state/status.addr" || bail "no status.addr: $(tail -3 "$T/err")"
+check "/hosts: the liar's host, 2 claims verified false, precision < 0.3" wait_until 30 liar_shown
+wait "$KPID"
 is "$?" 0 "the crawl exits 0"
 curl -s "$KTS_URL/_kts/paths" >"$T/paths"
 kts_stop
