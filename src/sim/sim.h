@@ -380,8 +380,11 @@ void kr_sim_world_uri(const kr_sim_world_t *w, size_t i, kr_sim_uri_info_t *out)
  * later visit is verified (kr_sig_record), and poisson stretches the
  * regular wait of a page whose host's signals have a trusted recall
  * (kr_sig_stretch; the allocator's sketch counts the page at lambda /
- * stretch). Policies: multiplicative and poisson act on signals; fixed
- * and the oracle (the no-signal ceiling) ignore them. */
+ * stretch). A visit made for a believed signal stays out of the page's
+ * visit history (signal.h "History"). Policies: multiplicative is pulled
+ * forward, poisson pulled and stretched, the oracle too with the true
+ * rates (the ceiling with signals; without --signals it is the no-signal
+ * ceiling); fixed ignores them. */
 typedef enum kr_sim_adv_mode {
   KR_SIM_ADV_NOW = 0,   /* lastmod always "now" */
   KR_SIM_ADV_NEVER = 1, /* lastmod never moves */
