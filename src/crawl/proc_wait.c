@@ -287,7 +287,7 @@ int kr__adapt_host_capacity(const kr_crawl_t *c, const kr_hostq_t *h, kr_host_ca
  * fingerprint, grown by doubling up to KR_SIG_CLAIMS_MAX slots; past it
  * a URI not listed yet is not recorded (its signals go unverified). */
 
-#define KR_SIG_CLAIMS_MAX (1u << 21) /* slots: 1 M URIs at half load, 32 MiB */
+#define KR_SIG_CLAIMS_MAX (1u << 20) /* slots: 512 Ki URIs at half load, 24 MiB */
 
 typedef struct claim {
   uint64_t fp;      /* 0: free slot */
