@@ -258,6 +258,9 @@ static void restart_hosts(run_t *r) {
     else memset(&sh->cap, 0, sizeof sh->cap);
     vt.confirm_run = (st->has & KR_HS_VTRUST) ? st->vt.confirm_run : 0;
     kr_frontier_host_set_vtrust(r->f, sh->h, &vt);
+    /* the signals' reliability is not in the record (yet): the crawl
+     * keeps it in memory only, so it starts over (kria/signal.h) */
+    kr_sig_host_init(&sh->sig);
   }
   KR_LOG(KR_LOG_INFO, NULL, "restart: %zu hosts' learned state %s", r->nhosts,
          r->o->restart_forget ? "dropped" : "reloaded from its record");
