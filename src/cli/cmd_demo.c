@@ -1,8 +1,11 @@
 /*
  * `kria demo [--seconds N] [--state-dir DIR] [--config FILE] [--seed N]
- * [-o section.key=value]...`: crawl the built-in demo site (demo_site.h)
- * for a bounded time and show the wait intervals adapting to how often
- * each class of page changes.
+ * [--pages N] [--truth FILE] [-o section.key=value]...`: crawl the
+ * built-in demo site (demo_site.h) for a bounded time and show the wait
+ * intervals adapting to how often each class of page changes. --pages
+ * grows the site to N pages with Poisson changes (the real-crawl bench,
+ * bench/adaptive/realcrawl.sh); --truth writes the site's account of the
+ * versions that existed and were served when the crawl ends.
  *
  * The crawl is the real one, made and run exactly as `kria crawl` does
  * (kr_crawl_new / kr_crawl_run) from config/demo.conf, which is compiled
@@ -60,7 +63,7 @@ extern const char kr__demo_conf[] __attribute__((visibility("hidden")));
 
 static const char usage_text[] =
     "usage: kria demo [--seconds N] [--state-dir DIR] [--config FILE] [--seed N]\n"
-    "                 [-o section.key=value]...\n"
+    "                 [--pages N] [--truth FILE] [-o section.key=value]...\n"
     "\n"
     "Serve a built-in demo site on 127.0.0.1 (pages changing every 3 s, every\n"
     "15 s or never, a clock section, images, validators of every quality) and\n"
@@ -69,7 +72,12 @@ static const char usage_text[] =
     "then a table of how the waits adapted per class of page, and where the\n"
     "crawl.log and WARC files are. DIR must be new or empty (default: a new\n"
     "directory under $TMPDIR or /tmp); it is kept. SIGINT ends the demo\n"
-    "early, with the table. Exit 0, 2 on an error, 64 on a usage error.\n";
+    "early, with the table. --pages N (20..1000) grows the site to N pages\n"
+    "(news, sections, articles, archive, clock, images, liar) changing at\n"
+    "random with known mean rates from --seed; --truth FILE writes, when the\n"
+    "crawl ends, every version each page had, when it appeared, its SHA-1\n"
+    "and how often it was served (TSV). Exit 0, 2 on an error, 64 on a usage\n"
+    "error.\n";
 
 #define MAX_SECONDS 86400
 #define MAX_OVERRIDES 64
@@ -79,6 +87,8 @@ typedef struct demo_args {
   const char *state_dir;
   const char *config;
   uint64_t seed;
+  unsigned pages;               /* 0: the default site */
+  const char *truth;            /* --truth FILE */
   const char *over[MAX_OVERRIDES];
   size_t nover;
 } demo_args_t;
@@ -107,7 +117,8 @@ static int parse_args(int argc, char **argv, demo_args_t *a) {
       return 1;
     }
     int known = !strcmp(o, "--seconds") || !strcmp(o, "--state-dir") || !strcmp(o, "--config") ||
-                !strcmp(o, "--seed") || !strcmp(o, "-o");
+                !strcmp(o, "--seed") || !strcmp(o, "--pages") || !strcmp(o, "--truth") ||
+                !strcmp(o, "-o");
     if (!known) {
       kr_cli_error(0, "demo: unexpected argument '%s' (try 'kria demo --help')", o);
       return 64;
@@ -131,6 +142,20 @@ static int parse_args(int argc, char **argv, demo_args_t *a) {
         return 64;
       }
       a->seed = n;
+    } else if (!strcmp(o, "--pages")) {
+      kr_demo_layout_t l;
+      if (parse_uint(v, KR_DEMO_MAX_PAGES, &n) || kr_demo_layout_grown(&l, (unsigned)n)) {
+        kr_cli_error(0, "demo: --pages wants a whole number from 20 to %d, not '%s'",
+                     KR_DEMO_MAX_PAGES, v);
+        return 64;
+      }
+      a->pages = (unsigned)n;
+    } else if (!strcmp(o, "--truth")) {
+      if (!*v) {
+        kr_cli_error(0, "demo: --truth needs a file");
+        return 64;
+      }
+      a->truth = v;
     } else if (!strcmp(o, "--state-dir")) {
       if (!*v) {
         kr_cli_error(0, "demo: --state-dir needs a directory");
@@ -182,11 +207,11 @@ static int prepare_state_dir(const char *dir, char *err, size_t errlen) {
   return 0;
 }
 
-static int write_seeds(const char *path, uint16_t port) {
+static int write_seeds(const char *path, const kr_demo_layout_t *l, uint16_t port) {
   FILE *f = fopen(path, "w");
   if (!f) return KR_EIO;
   fprintf(f, "# written by kria demo: the demo site of this run\nhttp://127.0.0.1:%u/\n", port);
-  for (unsigned i = 0; i < kr_demo_class(KR_DEMO_LIAR)->pages; i++)
+  for (unsigned i = 0; i < l->pages[KR_DEMO_LIAR]; i++)
     fprintf(f, "http://localhost:%u/liar/%u\n", port, i);
   return fclose(f) ? KR_EIO : 0;
 }
@@ -214,6 +239,8 @@ typedef struct demo_run {
   kr_demo_site_stats_t site_st;
   uint64_t elapsed_ms;
   int closed;
+  const char *truth;            /* --truth FILE */
+  int truth_rc;                 /* writing it: 0 or KR_EIO */
 } demo_run_t;
 
 #define TTY_TICK_MS 250
@@ -264,6 +291,11 @@ static void on_watch(uv_check_t *h) {
   r->closed = 1;
   r->elapsed_ms = kr_demo_site_elapsed_ms(r->site);
   kr_demo_site_get_stats(r->site, &r->site_st);
+  if (r->truth) { /* the site's account, before the site goes */
+    FILE *f = fopen(r->truth, "w");
+    r->truth_rc = f ? kr_demo_site_truth_write(r->site, f) : KR_EIO;
+    if (f && fclose(f) && !r->truth_rc) r->truth_rc = KR_EIO;
+  }
   kr_demo_site_close(r->site);
   r->site = NULL;
   uv_close((uv_handle_t *)&r->progress, NULL);
@@ -273,7 +305,6 @@ static void on_watch(uv_check_t *h) {
 
 /* ---- the table --------------------------------------------------------------------------- */
 
-#define MAX_URIS 256
 #define LINE_MAX_BYTES 65536
 
 typedef struct uri_row {
@@ -304,10 +335,10 @@ static int64_t parse_duration(const char *s, size_t n) {
   return total;
 }
 
-static uri_row_t *row_for(uri_row_t *rows, size_t *n, const char *uri, size_t len) {
+static uri_row_t *row_for(uri_row_t *rows, size_t *n, size_t max, const char *uri, size_t len) {
   for (size_t i = 0; i < *n; i++)
     if (strlen(rows[i].uri) == len && !memcmp(rows[i].uri, uri, len)) return &rows[i];
-  if (*n == MAX_URIS || len >= sizeof rows[0].uri) return NULL;
+  if (*n == max || len >= sizeof rows[0].uri) return NULL;
   uri_row_t *r = &rows[(*n)++];
   memset(r, 0, sizeof *r);
   memcpy(r->uri, uri, len);
@@ -317,7 +348,7 @@ static uri_row_t *row_for(uri_row_t *rows, size_t *n, const char *uri, size_t le
 
 /* One crawl.log line into rows. Lines of other URIs (robots.txt) and
  * lines without a response are skipped. */
-static void take_line(char *line, uri_row_t *rows, size_t *nrows) {
+static void take_line(const kr_demo_layout_t *l, char *line, uri_row_t *rows, size_t *nrows) {
   char *f[12];
   size_t nf = 0;
   char *save = NULL;
@@ -332,9 +363,9 @@ static void take_line(char *line, uri_row_t *rows, size_t *nrows) {
   const char *path = strchr(p + 3, '/');
   if (!path) return;
   unsigned page;
-  int cls = kr_demo_classify(path, strlen(path), &page);
+  int cls = kr_demo_classify(l, path, strlen(path), &page);
   if (cls < 0) return;
-  uri_row_t *r = row_for(rows, nrows, uri, strlen(uri));
+  uri_row_t *r = row_for(rows, nrows, l->total, uri, strlen(uri));
   if (!r) return;
   r->cls = cls;
   r->page = page;
@@ -369,21 +400,21 @@ static void fmt_wait(char *out, size_t n, double ms) {
 
 /* The table per class from crawl.log. 0, or -1 when crawl.log could not
  * be read (said on stderr). */
-static int print_table(const char *log_path, uint64_t seed, uint64_t elapsed_ms,
-                       const kr_demo_site_stats_t *ss) {
+static int print_table(const kr_demo_layout_t *l, const char *log_path, uint64_t seed,
+                       uint64_t elapsed_ms, const kr_demo_site_stats_t *ss) {
   FILE *f = fopen(log_path, "r");
   if (!f) {
     kr_cli_error(KR_EIO, "%s: cannot read: %s", log_path, strerror(errno));
     return -1;
   }
-  uri_row_t *rows = kr_xcalloc(MAX_URIS, sizeof *rows);
+  uri_row_t *rows = kr_xcalloc(l->total, sizeof *rows);
   size_t nrows = 0;
   char *line = kr_xmalloc(LINE_MAX_BYTES);
   int skipping = 0; /* in the rest of an over-long line */
   while (fgets(line, LINE_MAX_BYTES, f)) {
     size_t len = strlen(line);
     int whole = len && line[len - 1] == '\n';
-    if (!skipping && whole) take_line(line, rows, &nrows);
+    if (!skipping && whole) take_line(l, line, rows, &nrows);
     skipping = !whole;
   }
   fclose(f);
@@ -395,6 +426,7 @@ static int print_table(const char *log_path, uint64_t seed, uint64_t elapsed_ms,
          "", "", "by digest", "misses");
   for (int k = 0; k < KR_DEMO_NCLASS; k++) {
     const kr_demo_class_info_t *ci = kr_demo_class((kr_demo_class_t)k);
+    if (!l->pages[k]) continue;
     uint64_t pages = 0, visits = 0, versions = 0, n304 = 0, aborts = 0, dig = 0, misses = 0;
     double wf = 0, wl = 0;
     unsigned nwf = 0, nwl = 0;
@@ -413,8 +445,8 @@ static int print_table(const char *log_path, uint64_t seed, uint64_t elapsed_ms,
     }
     /* Versions the site made while the demo ran (the clock section aside). */
     uint64_t made = 0;
-    for (unsigned p = 0; p < ci->pages; p++)
-      made += kr_demo_version(seed, (kr_demo_class_t)k, p, elapsed_ms) + 1;
+    for (unsigned p = 0; p < l->pages[k]; p++)
+      made += kr_demo_version(l, seed, (kr_demo_class_t)k, p, elapsed_ms) + 1;
     char a[32], b[32], v[48];
     fmt_wait(a, sizeof a, nwf ? wf / nwf : -1);
     fmt_wait(b, sizeof b, nwl ? wl / nwl : -1);
@@ -517,7 +549,8 @@ static int load_config(const demo_args_t *a, const char *state_dir, const char *
   return 0;
 }
 
-static void print_intro(const demo_args_t *a, uint16_t port, const char *state_dir) {
+static void print_intro(const demo_args_t *a, const kr_demo_layout_t *l, uint16_t port,
+                        const char *state_dir) {
   printf("kria demo: crawling a built-in demo site for %u s\n", a->seconds);
   printf("  site      http://127.0.0.1:%u/ (the liar pages on http://localhost:%u/liar/)\n",
          port, port);
@@ -530,9 +563,13 @@ static void print_intro(const demo_args_t *a, uint16_t port, const char *state_d
   }
   if (addr[0]) printf("  console   http://%s/ (open it while the demo runs)\n", addr);
   printf("  state     %s\n", state_dir);
-  for (int k = 0; k < KR_DEMO_NCLASS; k++) {
-    const kr_demo_class_info_t *ci = kr_demo_class((kr_demo_class_t)k);
-    printf("  %-9s %u %-8s %s\n", k ? "" : "pages", ci->pages, ci->name, ci->about);
+  for (int k = 0, first = 1; k < KR_DEMO_NCLASS; k++) {
+    if (!l->pages[k]) continue;
+    char about[160];
+    kr_demo_about(l, (kr_demo_class_t)k, about, sizeof about);
+    printf("  %-9s %u %-8s %s\n", first ? "pages" : "", l->pages[k],
+           kr_demo_class((kr_demo_class_t)k)->name, about);
+    first = 0;
   }
   printf("\n");
   fflush(stdout);
@@ -572,7 +609,9 @@ int kr_cmd_demo(int argc, char **argv) {
   }
   char seeds[4200];
   snprintf(seeds, sizeof seeds, "%s/seeds.txt", state_dir);
-  if (write_seeds(seeds, port)) {
+  kr_demo_layout_t layout = *kr_demo_layout_default();
+  if (a.pages) kr_demo_layout_grown(&layout, a.pages); /* checked by parse_args */
+  if (write_seeds(seeds, &layout, port)) {
     kr_cli_error(KR_EIO, "%s: cannot write: %s", seeds, strerror(errno));
     close(fd);
     return 2;
@@ -603,7 +642,9 @@ int kr_cmd_demo(int argc, char **argv) {
   memset(&run, 0, sizeof run);
   run.crawl = crawl;
   run.tty = isatty(STDERR_FILENO);
-  rc = kr_demo_site_start(kr_crawl_loop(crawl), fd, a.seed, &run.site);
+  run.truth = a.truth;
+  kr_demo_site_opts_t sopts = {.seed = a.seed, .layout = &layout, .truth = a.truth != NULL};
+  rc = kr_demo_site_start(kr_crawl_loop(crawl), fd, &sopts, &run.site);
   if (rc) {
     kr_cli_error(rc, "demo: cannot serve the demo site on the crawl's loop");
     kr_crawl_free(crawl); /* runs the loop: the site's handles close too */
@@ -617,7 +658,7 @@ int kr_cmd_demo(int argc, char **argv) {
   uv_timer_start(&run.progress, on_progress, tick, tick);
   uv_check_start(&run.watch, on_watch);
 
-  print_intro(&a, port, state_dir);
+  print_intro(&a, &layout, port, state_dir);
   rc = kr_crawl_run(crawl);
   kr_crawl_stats_t st;
   kr_crawl_get_stats(crawl, &st);
@@ -644,10 +685,12 @@ int kr_cmd_demo(int argc, char **argv) {
            st.vtrust_misses);
   char log_path[4200];
   snprintf(log_path, sizeof log_path, "%s/logs/crawl.log", state_dir);
-  int trc = print_table(log_path, a.seed, run.elapsed_ms, &run.site_st);
+  int trc = print_table(&layout, log_path, a.seed, run.elapsed_ms, &run.site_st);
   printf("\nmean wait: the wait given after a page's first and after its last visit, averaged\n"
          "over the class; versions: those the crawl found / those the site made meanwhile.\n\n");
   printf("  crawl.log   %s\n", log_path);
+  if (a.truth && !run.truth_rc) printf("  truth       %s\n", a.truth);
+  else if (a.truth) kr_cli_error(run.truth_rc, "%s: cannot write the ground truth", a.truth);
   warc_counts_t wc = {0};
   unsigned wbad = 0;
   if (warc_dir[0]) print_warcs(warc_dir, &wc, &wbad);
@@ -661,5 +704,5 @@ int kr_cmd_demo(int argc, char **argv) {
     kr_cli_error(rc, "the crawl stopped on an error");
     return 2;
   }
-  return trc ? 2 : 0;
+  return trc || run.truth_rc ? 2 : 0;
 }

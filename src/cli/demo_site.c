@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <llhttp.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,7 @@
 
 #include "clock.h"
 #include "internal.h"
+#include "kria/digest.h"
 #include "kria/validators.h"
 
 #define HEAD_MAX 8192          /* request line and headers */
@@ -49,28 +51,100 @@
 /* ---- classes and versions ------------------------------------------------------------ */
 
 static const kr_demo_class_info_t classes[KR_DEMO_NCLASS] = {
-    [KR_DEMO_HOME] = {"home", "never changes; ETag, Last-Modified, 304s", 1, 0, 0},
-    [KR_DEMO_NEWS] = {"news", "a new version every 3 s; ETag, Last-Modified, 304s", 4, 3000, 0},
-    [KR_DEMO_SECTION] = {"section", "a new version every 15 s; no validators", 3, 15000, 0},
-    [KR_DEMO_ARCHIVE] = {"archive", "never changes; ETag, Last-Modified, 304s", 4, 0, 0},
-    [KR_DEMO_CLOCK] = {"clock", "never, but for a clock section (new on every request)", 2, 0, 0},
-    [KR_DEMO_IMAGE] = {"image", "never changes; ETag, Last-Modified, conditionals ignored", 4, 0,
-                       0},
-    [KR_DEMO_LIAR] = {"liar", "every 5 s, but its ETag and Last-Modified never move (304s)", 3,
-                      5000, 1},
+    [KR_DEMO_HOME] = {"home", "never changes; ETag, Last-Modified, 304s",
+                      "ETag, Last-Modified, 304s", 0},
+    [KR_DEMO_NEWS] = {"news", "a new version every 3 s; ETag, Last-Modified, 304s",
+                      "ETag, Last-Modified, 304s", 0},
+    [KR_DEMO_SECTION] = {"section", "a new version every 15 s; no validators", "no validators",
+                         0},
+    [KR_DEMO_ARTICLE] = {"article", "not in the default site", "ETag, Last-Modified, 304s", 0},
+    [KR_DEMO_ARCHIVE] = {"archive", "never changes; ETag, Last-Modified, 304s",
+                         "ETag, Last-Modified, 304s", 0},
+    [KR_DEMO_CLOCK] = {"clock", "never, but for a clock section (new on every request)",
+                       "no validators, a clock section new on every request", 0},
+    [KR_DEMO_IMAGE] = {"image", "never changes; ETag, Last-Modified, conditionals ignored",
+                       "ETag, Last-Modified, conditionals ignored", 0},
+    [KR_DEMO_LIAR] = {"liar", "every 5 s, but its ETag and Last-Modified never move (304s)",
+                      "its ETag and Last-Modified never move (304s)", 1},
+};
+
+static const kr_demo_layout_t default_layout = {
+    .pages = {[KR_DEMO_HOME] = 1, [KR_DEMO_NEWS] = 4, [KR_DEMO_SECTION] = 3,
+              [KR_DEMO_ARCHIVE] = 4, [KR_DEMO_CLOCK] = 2, [KR_DEMO_IMAGE] = 4,
+              [KR_DEMO_LIAR] = 3},
+    .period_ms = {[KR_DEMO_NEWS] = 3000, [KR_DEMO_SECTION] = 15000, [KR_DEMO_LIAR] = 5000},
+    .poisson = 0,
+    .total = 21,
+};
+
+/* The grown site: each class's share of the pages (per mille; archive
+ * takes what rounding leaves) and mean time between changes. A third of
+ * the site changes; half of it never does, as on a real site where the
+ * archive and the images outnumber what is new. */
+static const struct {
+  unsigned permille;
+  uint32_t mean_ms;
+} grown[KR_DEMO_NCLASS] = {
+    [KR_DEMO_NEWS] = {33, 5000},      [KR_DEMO_SECTION] = {100, 30000},
+    [KR_DEMO_ARTICLE] = {267, 120000}, [KR_DEMO_ARCHIVE] = {0, 0},
+    [KR_DEMO_CLOCK] = {30, 0},        [KR_DEMO_IMAGE] = {200, 0},
+    [KR_DEMO_LIAR] = {100, 15000},
 };
 
 static const char *const prefixes[KR_DEMO_NCLASS] = {
     [KR_DEMO_HOME] = "/",         [KR_DEMO_NEWS] = "/news/",   [KR_DEMO_SECTION] = "/section/",
-    [KR_DEMO_ARCHIVE] = "/archive/", [KR_DEMO_CLOCK] = "/clock/", [KR_DEMO_IMAGE] = "/img/",
-    [KR_DEMO_LIAR] = "/liar/",
+    [KR_DEMO_ARTICLE] = "/article/", [KR_DEMO_ARCHIVE] = "/archive/",
+    [KR_DEMO_CLOCK] = "/clock/",  [KR_DEMO_IMAGE] = "/img/",   [KR_DEMO_LIAR] = "/liar/",
 };
+
+const kr_demo_layout_t *kr_demo_layout_default(void) { return &default_layout; }
+
+int kr_demo_layout_grown(kr_demo_layout_t *l, unsigned pages) {
+  if (pages < 20 || pages > KR_DEMO_MAX_PAGES) return KR_EINVAL;
+  memset(l, 0, sizeof *l);
+  l->poisson = 1;
+  l->pages[KR_DEMO_HOME] = 1;
+  unsigned left = pages - 1;
+  for (int k = KR_DEMO_NEWS; k < KR_DEMO_NCLASS; k++) {
+    l->period_ms[k] = grown[k].mean_ms;
+    if (k == KR_DEMO_ARCHIVE) continue;
+    unsigned n = (pages * grown[k].permille + 500) / 1000;
+    l->pages[k] = n ? n : 1;
+    left -= l->pages[k]; /* the shares sum to 730 per mille: never below 0 */
+  }
+  l->pages[KR_DEMO_ARCHIVE] = left;
+  l->total = pages;
+  return 0;
+}
+
+static const kr_demo_layout_t *lay(const kr_demo_layout_t *l) { return l ? l : &default_layout; }
 
 const kr_demo_class_info_t *kr_demo_class(kr_demo_class_t k) {
   return &classes[(unsigned)k < KR_DEMO_NCLASS ? k : KR_DEMO_HOME];
 }
 
-int kr_demo_classify(const char *path, size_t n, unsigned *page) {
+/* "5 s", "2 min" */
+static void fmt_period(uint32_t ms, char *out, size_t n) {
+  if (ms % 60000 == 0) snprintf(out, n, "%u min", ms / 60000);
+  else if (ms % 1000 == 0) snprintf(out, n, "%u s", ms / 1000);
+  else snprintf(out, n, "%u ms", ms);
+}
+
+void kr_demo_about(const kr_demo_layout_t *l, kr_demo_class_t k, char *out, size_t n) {
+  l = lay(l);
+  const kr_demo_class_info_t *ci = kr_demo_class(k);
+  if (!l->poisson) {
+    snprintf(out, n, "%s", ci->about);
+    return;
+  }
+  char p[32];
+  fmt_period(l->period_ms[k], p, sizeof p);
+  if (!l->period_ms[k]) snprintf(out, n, "never changes; %s", ci->validators);
+  else snprintf(out, n, "changes at random, every %s on average; %s", p, ci->validators);
+}
+
+int kr_demo_classify(const kr_demo_layout_t *l, const char *path, size_t n, unsigned *page) {
+  l = lay(l);
   const char *q = memchr(path, '?', n);
   if (q) n = (size_t)(q - path);
   *page = 0;
@@ -91,7 +165,7 @@ int kr_demo_classify(const char *path, size_t n, unsigned *page) {
       if (*p < '0' || *p > '9') return -1;
       v = v * 10 + (unsigned)(*p - '0');
     }
-    if (v >= classes[k].pages) return -1;
+    if (v >= l->pages[k]) return -1;
     *page = v;
     return k;
   }
@@ -109,14 +183,47 @@ static uint64_t hash4(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
   return mix(mix(mix(mix(a) ^ b) ^ c) ^ d);
 }
 
-static uint64_t phase_ms(uint64_t seed, kr_demo_class_t k, unsigned page) {
-  uint32_t p = classes[k].period_ms;
+static uint64_t phase_ms(const kr_demo_layout_t *l, uint64_t seed, kr_demo_class_t k,
+                         unsigned page) {
+  uint32_t p = l->period_ms[k];
   return p ? hash4(seed, (uint64_t)k, page, 0x5eed) % p : 0;
 }
 
-uint64_t kr_demo_version(uint64_t seed, kr_demo_class_t k, unsigned page, uint64_t elapsed_ms) {
-  if ((unsigned)k >= KR_DEMO_NCLASS || !classes[k].period_ms) return 0;
-  return (elapsed_ms + phase_ms(seed, k, page)) / classes[k].period_ms;
+/* The Poisson pages' i-th time between changes (ms, at least 1): an
+ * exponential draw from a stream of its own, so the change times depend
+ * on the seed and the page alone. */
+static uint64_t gap_ms(uint64_t seed, kr_demo_class_t k, unsigned page, uint64_t i,
+                       uint32_t mean_ms) {
+  uint64_t h = hash4(seed ^ 0x6a09e667f3bcc908ull, (uint64_t)k, page, i);
+  double u = ((double)(h >> 11) + 0.5) * 0x1p-53; /* (0, 1) */
+  double g = -log(u) * (double)mean_ms;
+  return g < 1 ? 1 : g > 1e15 ? (uint64_t)1e15 : (uint64_t)g;
+}
+
+uint64_t kr_demo_version(const kr_demo_layout_t *l, uint64_t seed, kr_demo_class_t k,
+                         unsigned page, uint64_t elapsed_ms) {
+  l = lay(l);
+  if ((unsigned)k >= KR_DEMO_NCLASS || !l->period_ms[k]) return 0;
+  if (!l->poisson) return (elapsed_ms + phase_ms(l, seed, k, page)) / l->period_ms[k];
+  /* Changes until elapsed_ms: about elapsed / mean steps (a day at the
+   * shortest mean, 5 s, is 17,280). */
+  uint64_t v = 0, t = 0;
+  for (;;) {
+    t += gap_ms(seed, k, page, v, l->period_ms[k]);
+    if (t > elapsed_ms) return v;
+    v++;
+  }
+}
+
+uint64_t kr_demo_born_ms(const kr_demo_layout_t *l, uint64_t seed, kr_demo_class_t k,
+                         unsigned page, uint64_t v) {
+  l = lay(l);
+  if (!v) return 0;
+  if ((unsigned)k >= KR_DEMO_NCLASS || !l->period_ms[k]) return UINT64_MAX;
+  if (!l->poisson) return v * l->period_ms[k] - phase_ms(l, seed, k, page);
+  uint64_t t = 0;
+  for (uint64_t i = 0; i < v; i++) t += gap_ms(seed, k, page, i, l->period_ms[k]);
+  return t;
 }
 
 /* ---- content ----------------------------------------------------------------------------- */
@@ -179,8 +286,9 @@ static int gif(kr_buf_t *b, uint64_t h) {
 }
 
 static const unsigned filler_words[KR_DEMO_NCLASS] = {
-    [KR_DEMO_HOME] = 40,     [KR_DEMO_NEWS] = 200, [KR_DEMO_SECTION] = 500,
-    [KR_DEMO_ARCHIVE] = 900, [KR_DEMO_CLOCK] = 200, [KR_DEMO_LIAR] = 200,
+    [KR_DEMO_HOME] = 40,     [KR_DEMO_NEWS] = 200,  [KR_DEMO_SECTION] = 500,
+    [KR_DEMO_ARTICLE] = 600, [KR_DEMO_ARCHIVE] = 900, [KR_DEMO_CLOCK] = 200,
+    [KR_DEMO_LIAR] = 200,
 };
 
 static int add_link(kr_buf_t *b, kr_demo_class_t k, unsigned page) {
@@ -191,13 +299,17 @@ static int add_link(kr_buf_t *b, kr_demo_class_t k, unsigned page) {
 
 static int html(const kr_demo_params_t *p, const kr_demo_req_t *rq, kr_demo_class_t k,
                 unsigned page, uint64_t version, kr_buf_t *b) {
+  const kr_demo_layout_t *l = lay(p->layout);
   const kr_demo_class_info_t *ci = &classes[k];
+  const unsigned *n = l->pages;
+  char about[160];
+  kr_demo_about(l, k, about, sizeof about);
   int rc = kr_buf_printf(b,
                          "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
                          "<title>kria demo: %s %u</title></head>\n<body>\n<h1>%s %u</h1>\n"
                          "<p class=\"about\">%s</p>\n<p class=\"version\">version %" PRIu64
                          "</p>\n",
-                         ci->name, page, ci->name, page, ci->about, version);
+                         ci->name, page, ci->name, page, about, version);
   if (!rc && k == KR_DEMO_CLOCK) {
     char when[32];
     fmt_iso_ms(rq->now_ms, when);
@@ -210,7 +322,7 @@ static int html(const kr_demo_params_t *p, const kr_demo_req_t *rq, kr_demo_clas
   switch (k) {
   case KR_DEMO_HOME:
     for (int j = KR_DEMO_NEWS; j < KR_DEMO_NCLASS && !rc; j++)
-      for (unsigned i = 0; i < classes[j].pages && !rc; i++) {
+      for (unsigned i = 0; i < n[j] && !rc; i++) {
         if (j == KR_DEMO_IMAGE)
           rc = kr_buf_printf(b, "<img src=\"/img/%u.gif\" alt=\"\">\n", i);
         else if (j == KR_DEMO_LIAR)
@@ -222,21 +334,28 @@ static int html(const kr_demo_params_t *p, const kr_demo_req_t *rq, kr_demo_clas
     break;
   case KR_DEMO_NEWS:
     rc = add_link(b, KR_DEMO_HOME, 0);
-    if (!rc) rc = add_link(b, KR_DEMO_NEWS, (page + 1) % ci->pages);
-    if (!rc) rc = add_link(b, KR_DEMO_SECTION, page % classes[KR_DEMO_SECTION].pages);
+    if (!rc) rc = add_link(b, KR_DEMO_NEWS, (page + 1) % n[k]);
+    if (!rc && n[KR_DEMO_SECTION])
+      rc = add_link(b, KR_DEMO_SECTION, page % n[KR_DEMO_SECTION]);
     break;
   case KR_DEMO_SECTION:
     rc = add_link(b, KR_DEMO_HOME, 0);
-    for (unsigned i = 0; i < classes[KR_DEMO_NEWS].pages && !rc; i++)
-      rc = add_link(b, KR_DEMO_NEWS, i);
+    for (unsigned i = 0; i < n[KR_DEMO_NEWS] && !rc; i++) rc = add_link(b, KR_DEMO_NEWS, i);
+    break;
+  case KR_DEMO_ARTICLE:
+    rc = add_link(b, KR_DEMO_HOME, 0);
+    if (!rc) rc = add_link(b, KR_DEMO_ARTICLE, (page + 1) % n[k]);
+    if (!rc && n[KR_DEMO_ARCHIVE])
+      rc = add_link(b, KR_DEMO_ARCHIVE, page % n[KR_DEMO_ARCHIVE]);
     break;
   case KR_DEMO_ARCHIVE:
     rc = add_link(b, KR_DEMO_HOME, 0);
-    if (!rc) rc = add_link(b, KR_DEMO_ARCHIVE, (page + 1) % ci->pages);
-    if (!rc) rc = kr_buf_printf(b, "<img src=\"/img/%u.gif\" alt=\"\">\n", page);
+    if (!rc) rc = add_link(b, KR_DEMO_ARCHIVE, (page + 1) % n[k]);
+    if (!rc && n[KR_DEMO_IMAGE])
+      rc = kr_buf_printf(b, "<img src=\"/img/%u.gif\" alt=\"\">\n", page % n[KR_DEMO_IMAGE]);
     break;
   case KR_DEMO_LIAR:
-    rc = add_link(b, KR_DEMO_LIAR, (page + 1) % ci->pages);
+    rc = add_link(b, KR_DEMO_LIAR, (page + 1) % n[k]);
     break;
   default:
     rc = add_link(b, KR_DEMO_HOME, 0);
@@ -302,11 +421,13 @@ int kr_demo_render(const kr_demo_params_t *p, const kr_demo_req_t *rq, kr_demo_r
     return kr_buf_append_str(b, "User-agent: *\nDisallow:\n");
   }
   unsigned page;
-  int k = kr_demo_classify(path.p ? path.p : "", path.n, &page);
+  const kr_demo_layout_t *l = lay(p->layout);
+  int k = kr_demo_classify(l, path.p ? path.p : "", path.n, &page);
   if (k < 0 || classes[k].liar_host != liar_host) return kr_buf_append_str(b, "not found\n");
-  const kr_demo_class_info_t *ci = &classes[k];
-  uint64_t version = kr_demo_version(p->seed, (kr_demo_class_t)k, page, rq->elapsed_ms);
+  uint64_t version = kr_demo_version(l, p->seed, (kr_demo_class_t)k, page, rq->elapsed_ms);
   out->cls = k;
+  out->page = page;
+  out->version = version;
   out->status = 200;
   out->content_type = k == KR_DEMO_IMAGE ? "image/gif" : "text/html; charset=utf-8";
 
@@ -317,14 +438,14 @@ int kr_demo_render(const kr_demo_params_t *p, const kr_demo_req_t *rq, kr_demo_r
   switch (k) {
   case KR_DEMO_HOME:
   case KR_DEMO_NEWS:
+  case KR_DEMO_ARTICLE:
   case KR_DEMO_ARCHIVE:
   case KR_DEMO_IMAGE: {
     snprintf(out->etag, sizeof out->etag, "\"%016" PRIx64 "\"",
              hash4(p->seed, (uint64_t)k, page, version));
-    if (ci->period_ms && version > 0)
+    if (version > 0)
       lm = p->start_epoch_s +
-           (int64_t)((version * ci->period_ms - phase_ms(p->seed, (kr_demo_class_t)k, page)) /
-                     1000);
+           (int64_t)(kr_demo_born_ms(l, p->seed, (kr_demo_class_t)k, page, version) / 1000);
     else
       lm = old;
     honours = k != KR_DEMO_IMAGE;
@@ -382,13 +503,25 @@ typedef struct wreq {
   char data[];
 } wreq_t;
 
+/* The account of one page's versions (kr_demo_site_truth_write). */
+typedef struct truth_page {
+  uint32_t *served;             /* per version: full 200 bodies written */
+  uint32_t *n304;               /* per version: 304s answered while it was live */
+  size_t cap;                   /* versions the arrays hold */
+} truth_page_t;
+
+#define TRUTH_MAX_VERSIONS (1u << 20) /* per page; later versions go uncounted */
+
 struct kr_demo_site {
   uv_loop_t *loop;
   uv_tcp_t listener;
   int listener_open;
-  kr_clock_t clock;
+  kr_clock_t own_clock;
+  const kr_clock_t *clock;      /* own_clock, or the caller's */
   uint64_t start_us;
-  kr_demo_params_t params;
+  kr_demo_layout_t layout;
+  kr_demo_params_t params;      /* .layout points at layout */
+  truth_page_t *truth;          /* layout.total pages, or NULL: no account */
   conn_t *conns;
   size_t nconns;
   int closing;
@@ -400,6 +533,12 @@ struct kr_demo_site {
 static void site_maybe_free(kr_demo_site_t *s) {
   if (!s->closing || s->listener_open || s->conns) return;
   kr_buf_free(&s->body);
+  if (s->truth)
+    for (unsigned i = 0; i < s->layout.total; i++) {
+      free(s->truth[i].served);
+      free(s->truth[i].n304);
+    }
+  free(s->truth);
   free(s);
 }
 
@@ -504,7 +643,7 @@ static void send_response(conn_t *c, int status, const kr_demo_resp_t *r, const 
                           size_t blen, int head_only) {
   kr_demo_site_t *s = c->site;
   char date[KR_HTTP_DATE_SIZE];
-  kr_validators_date_format((int64_t)(kr_clock_now_ms(&s->clock) / 1000), date);
+  kr_validators_date_format((int64_t)(kr_clock_now_ms(s->clock) / 1000), date);
   char head[1024];
   int hn = snprintf(head, sizeof head, "HTTP/1.1 %d %s\r\nServer: kria-demo\r\nDate: %s\r\n",
                     status, reason(status), date);
@@ -549,6 +688,32 @@ static kr_slice_t buf_slice(const kr_buf_t *b, int present) {
   return present ? kr_slice(b->data ? b->data : "", b->len) : kr_slice(NULL, 0);
 }
 
+/* Index of page `page` of class k among all pages of the layout. */
+static unsigned page_index(const kr_demo_layout_t *l, int k, unsigned page) {
+  unsigned i = 0;
+  for (int j = 0; j < k; j++) i += l->pages[j];
+  return i + page;
+}
+
+/* Count an answer of a page's version: a full body (200) or a 304. */
+static void truth_note(kr_demo_site_t *s, const kr_demo_resp_t *r) {
+  if (r->status != 200 && r->status != 304) return;
+  if (r->version >= TRUTH_MAX_VERSIONS) return;
+  truth_page_t *t = &s->truth[page_index(&s->layout, r->cls, r->page)];
+  size_t v = (size_t)r->version;
+  if (v >= t->cap) {
+    size_t ncap = t->cap ? t->cap : 16;
+    while (ncap <= v) ncap *= 2;
+    t->served = kr_xrealloc(t->served, ncap * sizeof *t->served);
+    t->n304 = kr_xrealloc(t->n304, ncap * sizeof *t->n304);
+    memset(t->served + t->cap, 0, (ncap - t->cap) * sizeof *t->served);
+    memset(t->n304 + t->cap, 0, (ncap - t->cap) * sizeof *t->n304);
+    t->cap = ncap;
+  }
+  if (r->status == 200) t->served[v]++;
+  else t->n304[v]++;
+}
+
 /* A complete request: answer it. */
 static void answer(conn_t *c) {
   kr_demo_site_t *s = c->site;
@@ -569,7 +734,7 @@ static void answer(conn_t *c) {
       .if_none_match = buf_slice(&c->inm, c->has_inm),
       .if_modified_since = buf_slice(&c->ims, c->has_ims),
       .elapsed_ms = kr_demo_site_elapsed_ms(s),
-      .now_ms = (int64_t)kr_clock_now_ms(&s->clock),
+      .now_ms = (int64_t)kr_clock_now_ms(s->clock),
       .request_no = s->st.requests + 1,
   };
   kr_demo_resp_t r;
@@ -583,6 +748,7 @@ static void answer(conn_t *c) {
   if (r.cls >= 0) {
     s->st.by_class[r.cls]++;
     if (r.status == 304) s->st.by_class_304[r.cls]++;
+    if (s->truth && (r.status == 304 || !rq.head)) truth_note(s, &r);
   }
   send_response(c, r.status, &r, s->body.data, s->body.len, rq.head);
 }
@@ -763,14 +929,19 @@ static void on_listener_close(uv_handle_t *h) {
   site_maybe_free(s);
 }
 
-int kr_demo_site_start(uv_loop_t *loop, int fd, uint64_t seed, kr_demo_site_t **out) {
+int kr_demo_site_start(uv_loop_t *loop, int fd, const kr_demo_site_opts_t *o,
+                       kr_demo_site_t **out) {
   *out = NULL;
   kr_demo_site_t *s = kr_xcalloc(1, sizeof *s);
   s->loop = loop;
-  kr_clock_init_real(&s->clock);
-  s->start_us = kr_clock_mono_us(&s->clock);
-  s->params.seed = seed;
-  s->params.start_epoch_s = (int64_t)(kr_clock_now_ms(&s->clock) / 1000);
+  kr_clock_init_real(&s->own_clock);
+  s->clock = o->clock ? o->clock : &s->own_clock;
+  s->start_us = kr_clock_mono_us(s->clock);
+  s->layout = *lay(o->layout);
+  s->params.layout = &s->layout;
+  s->params.seed = o->seed;
+  s->params.start_epoch_s = (int64_t)(kr_clock_now_ms(s->clock) / 1000);
+  if (o->truth) s->truth = kr_xcalloc(s->layout.total, sizeof *s->truth);
   kr_buf_init(&s->body, BODY_MAX);
   uv_tcp_init(loop, &s->listener);
   s->listener.data = s;
@@ -792,7 +963,7 @@ int kr_demo_site_start(uv_loop_t *loop, int fd, uint64_t seed, kr_demo_site_t **
 }
 
 uint64_t kr_demo_site_elapsed_ms(const kr_demo_site_t *s) {
-  return (kr_clock_mono_us(&s->clock) - s->start_us) / 1000;
+  return (kr_clock_mono_us(s->clock) - s->start_us) / 1000;
 }
 
 void kr_demo_site_get_stats(const kr_demo_site_t *s, kr_demo_site_stats_t *out) {
@@ -804,4 +975,67 @@ void kr_demo_site_close(kr_demo_site_t *s) {
   s->closing = 1;
   uv_close((uv_handle_t *)&s->listener, on_listener_close);
   for (conn_t *c = s->conns; c; c = c->next) conn_close(c);
+}
+
+/* ---- the ground truth -------------------------------------------------------------------- */
+
+/* The "sha1:" label of version v's body as a GET gets it, into label;
+ * "-" for the clock pages (every answer differs). */
+static int version_digest(const kr_demo_site_t *s, int k, unsigned page, uint64_t v,
+                          kr_buf_t *b, char label[KR_SHA1_LABEL_SIZE]) {
+  if (k == KR_DEMO_CLOCK) {
+    snprintf(label, KR_SHA1_LABEL_SIZE, "-");
+    return 0;
+  }
+  kr_demo_req_t rq = {.path = KR_SLICE_LIT("/")}; /* read by the clock section only */
+  kr_buf_reset(b);
+  int rc = k == KR_DEMO_IMAGE ? gif(b, hash4(s->params.seed, (uint64_t)k, page, 0))
+                              : html(&s->params, &rq, (kr_demo_class_t)k, page, v, b);
+  if (rc) return rc;
+  uint8_t d[KR_SHA1_LEN];
+  if (kr_sha1(b->data, b->len, d)) return KR_EIO;
+  kr_sha1_label(d, label);
+  return 0;
+}
+
+int kr_demo_site_truth_write(const kr_demo_site_t *s, FILE *f) {
+  if (!s->truth) return KR_EINVAL;
+  const kr_demo_layout_t *l = &s->layout;
+  uint64_t el = kr_demo_site_elapsed_ms(s);
+  fprintf(f, "# kria demo ground truth: seed %" PRIu64 ", %u pages (%s), elapsed_ms %" PRIu64
+          ", port %u\n",
+          s->params.seed, l->total, l->poisson ? "grown, Poisson changes" : "default, periodic",
+          el, (unsigned)s->params.port);
+  fprintf(f, "# url\tclass\tpage\tmean_ms\tversion\tborn_ms\tsha1\tserved\tn304\n");
+  kr_buf_t b;
+  kr_buf_init(&b, BODY_MAX);
+  int rc = 0;
+  unsigned idx = 0;
+  for (int k = 0; k < KR_DEMO_NCLASS && !rc; k++)
+    for (unsigned p = 0; p < l->pages[k] && !rc; p++, idx++) {
+      const truth_page_t *t = &s->truth[idx];
+      char url[96];
+      if (k == KR_DEMO_HOME) snprintf(url, sizeof url, "http://127.0.0.1:%u/",
+                                      (unsigned)s->params.port);
+      else
+        snprintf(url, sizeof url, "http://%s:%u%s%u%s", classes[k].liar_host ? "localhost"
+                                                                              : "127.0.0.1",
+                 (unsigned)s->params.port, prefixes[k], p, k == KR_DEMO_IMAGE ? ".gif" : "");
+      uint64_t last = kr_demo_version(l, s->params.seed, (kr_demo_class_t)k, p, el);
+      uint64_t born = 0; /* version v's, summed as v grows (born_ms is O(v)) */
+      for (uint64_t v = 0; v <= last && !rc; v++) {
+        char label[KR_SHA1_LABEL_SIZE];
+        rc = version_digest(s, k, p, v, &b, label);
+        if (rc) break;
+        if (v && l->poisson) born += gap_ms(s->params.seed, (kr_demo_class_t)k, p, v - 1,
+                                            l->period_ms[k]);
+        else if (v) born = kr_demo_born_ms(l, s->params.seed, (kr_demo_class_t)k, p, v);
+        fprintf(f, "%s\t%s\t%u\t%u\t%" PRIu64 "\t%" PRIu64 "\t%s\t%u\t%u\n", url,
+                classes[k].name, p, l->period_ms[k], v, born, label,
+                v < t->cap ? t->served[v] : 0, v < t->cap ? t->n304[v] : 0);
+      }
+    }
+  kr_buf_free(&b);
+  if (!rc && (fflush(f) || ferror(f))) rc = KR_EIO;
+  return rc;
 }

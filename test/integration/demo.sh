@@ -7,16 +7,21 @@
 # pages' visits count as unchanged (the digest-strip rule); crawl.log
 # exists with wt: annotations; the WARC files named exist and the record
 # counts printed agree with kria cdx on them; progress lines
-# on stderr (not a terminal here). Refusals: a non-empty state directory
-# (2), a bad --seconds, an unknown option (64); --help (0); a bad -o is a
-# configuration error (2).
+# on stderr (not a terminal here). The site's ground truth (--truth): a
+# line for every version of every page; the full bodies and 304s it
+# counted are exactly the page fetches crawl.log has, and every full body
+# crawl.log names has the digest the truth gives one of that page's
+# versions. The grown site (--pages 40, 3 s): 40 pages with articles, in
+# its truth. Refusals: a non-empty state directory (2), a bad --seconds or
+# --pages, an unknown option (64); --help (0); a bad -o is a configuration
+# error (2).
 . "$(dirname "$0")/lib.sh"
 
 "$KRIA" demo --help >/dev/null 2>&1 || bail "kria demo is not built ($KRIA)"
 
 secs=${DEMO_TEST_SECONDS:-12}
 st="$T/state"
-"$KRIA" demo --seconds "$secs" --state-dir "$st" >"$T/out" 2>"$T/err"
+"$KRIA" demo --seconds "$secs" --state-dir "$st" --truth "$T/truth.tsv" >"$T/out" 2>"$T/err"
 rc=$?
 is "$rc" 0 "kria demo --seconds $secs exits 0"
 [ "$rc" -eq 0 ] || diag "$(tail -20 "$T/err")"
@@ -96,6 +101,30 @@ fi
 
 like "$(cat "$T/err")" 'visits [0-9]+ +changed [0-9]+ +unchanged [0-9]+' "progress lines on stderr"
 
+# The ground truth: the site's own account of what it served.
+truth="$T/truth.tsv"
+like "$(head -1 "$truth" 2>/dev/null)" '^# kria demo ground truth: seed 1, 21 pages' "--truth writes the site's account"
+is "$(grep -v '^#' "$truth" | cut -f1 | sort -u | wc -l)" 21 "... naming every page"
+answered=$(awk -F'\t' '!/^#/ { s += $8 + $9 } END { print s + 0 }' "$truth")
+logged=$(awk '($2 == 200 || $2 == 304) && $4 !~ /robots\.txt$/ { n++ } END { print n + 0 }' "$log")
+is "$answered" "$logged" "... its full bodies and 304s are the crawl's page fetches in crawl.log"
+# a full body's digest in crawl.log is one of that page's versions (the
+# clock pages differ on every answer: no digest in the truth)
+unknown=$(awk -F'\t' 'NR == FNR { if (!/^#/) d[$1 " " $7] = 1; next }
+  { split($0, f, " ") }
+  f[2] == 200 && f[4] !~ /robots\.txt$|\/clock\// && f[12] !~ /midFetchAbort/ && !((f[4] " " f[10]) in d) { n++ }
+  END { print n + 0 }' "$truth" "$log")
+is "$unknown" 0 "... and every page body crawl.log has is a version the truth names by digest"
+news_versions=$(awk -F'\t' '$2 == "news" && $5 > 0 { n++ } END { print n + 0 }' "$truth")
+like "$news_versions" '^[1-9][0-9]*$' "... news pages had versions after the first ($news_versions)"
+
+# The grown site, briefly: its pages and classes, and its truth.
+"$KRIA" demo --pages 40 --seconds 3 --state-dir "$T/grown" --truth "$T/grown.tsv" >"$T/gout" 2>"$T/gerr"
+is "$?" 0 "kria demo --pages 40 exits 0"
+like "$(cat "$T/gout")" $'\n +[0-9]+ article +changes at random' "the grown site lists its articles"
+like "$(head -1 "$T/grown.tsv" 2>/dev/null)" '^# kria demo ground truth: seed 1, 40 pages \(grown' "... and its truth names the grown site"
+is "$(grep -v '^#' "$T/grown.tsv" | cut -f1 | sort -u | wc -l)" 40 "... with its 40 pages"
+
 # Refusals
 mkdir -p "$T/full" && : >"$T/full/x"
 "$KRIA" demo --seconds 1 --state-dir "$T/full" >/dev/null 2>"$T/e2"
@@ -104,6 +133,10 @@ like "$(cat "$T/e2")" 'not empty' "... with a clear message"
 for bad in 0 -1 x 86401 ''; do
   "$KRIA" demo --seconds "$bad" >/dev/null 2>&1
   is "$?" 64 "--seconds '$bad' is a usage error"
+done
+for bad in 19 1001 x ''; do
+  "$KRIA" demo --pages "$bad" >/dev/null 2>&1
+  is "$?" 64 "--pages '$bad' is a usage error"
 done
 "$KRIA" demo --bogus >/dev/null 2>&1
 is "$?" 64 "an unknown option is a usage error"

@@ -22,6 +22,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,7 @@
 #include <uv.h>
 
 #include "demo_site.h"
+#include "kria/digest.h"
 #include "kria/error.h"
 
 /* ---- the pure part ------------------------------------------------------------ */
@@ -86,36 +88,39 @@ static void classify(void **state) {
   };
   for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
     unsigned page = 99;
-    int c = kr_demo_classify(t[i].path, strlen(t[i].path), &page);
+    int c = kr_demo_classify(NULL, t[i].path, strlen(t[i].path), &page);
     if (c != t[i].cls) fail_msg("%s: class %d, wanted %d", t[i].path, c, t[i].cls);
     if (c >= 0 && page != t[i].page) fail_msg("%s: page %u", t[i].path, page);
   }
   for (int k = 0; k < KR_DEMO_NCLASS; k++) {
     assert_non_null(kr_demo_class((kr_demo_class_t)k)->name);
-    assert_true(kr_demo_class((kr_demo_class_t)k)->pages > 0);
+    /* every class but the grown site's articles is in the default site */
+    assert_true((kr_demo_layout_default()->pages[k] > 0) == (k != KR_DEMO_ARTICLE));
   }
+  unsigned p;
+  assert_int_equal(kr_demo_classify(NULL, "/article/0", 10, &p), -1);
 }
 
 static void versions(void **state) {
   (void)state;
   /* Each page's version moves once per period, whatever its phase. */
   for (unsigned p = 0; p < 4; p++) {
-    uint64_t v0 = kr_demo_version(P.seed, KR_DEMO_NEWS, p, 0);
+    uint64_t v0 = kr_demo_version(NULL, P.seed, KR_DEMO_NEWS, p, 0);
     assert_true(v0 <= 1);
-    assert_int_equal(kr_demo_version(P.seed, KR_DEMO_NEWS, p, 3000), v0 + 1);
-    assert_int_equal(kr_demo_version(P.seed, KR_DEMO_NEWS, p, 30000), v0 + 10);
-    assert_int_equal(kr_demo_version(P.seed, KR_DEMO_SECTION, p % 3, 150000) -
-                         kr_demo_version(P.seed, KR_DEMO_SECTION, p % 3, 0),
+    assert_int_equal(kr_demo_version(NULL, P.seed, KR_DEMO_NEWS, p, 3000), v0 + 1);
+    assert_int_equal(kr_demo_version(NULL, P.seed, KR_DEMO_NEWS, p, 30000), v0 + 10);
+    assert_int_equal(kr_demo_version(NULL, P.seed, KR_DEMO_SECTION, p % 3, 150000) -
+                         kr_demo_version(NULL, P.seed, KR_DEMO_SECTION, p % 3, 0),
                      10);
-    assert_int_equal(kr_demo_version(P.seed, KR_DEMO_ARCHIVE, p, 1000000), 0);
-    assert_int_equal(kr_demo_version(P.seed, KR_DEMO_IMAGE, p, 1000000), 0);
+    assert_int_equal(kr_demo_version(NULL, P.seed, KR_DEMO_ARCHIVE, p, 1000000), 0);
+    assert_int_equal(kr_demo_version(NULL, P.seed, KR_DEMO_IMAGE, p, 1000000), 0);
   }
   /* The phases differ, so a class does not change all at once. */
   int differ = 0;
   for (unsigned p = 1; p < 4; p++)
     for (uint64_t t = 0; t < 3000; t += 100)
-      differ |= kr_demo_version(P.seed, KR_DEMO_NEWS, p, t) !=
-                kr_demo_version(P.seed, KR_DEMO_NEWS, 0, t);
+      differ |= kr_demo_version(NULL, P.seed, KR_DEMO_NEWS, p, t) !=
+                kr_demo_version(NULL, P.seed, KR_DEMO_NEWS, 0, t);
   assert_true(differ);
 }
 
@@ -131,8 +136,8 @@ static void honest_validators(void **state) {
   assert_non_null(memmem(a.body.data, a.body.len, "href=\"/news/2\"", 14));
   /* Same version: same bytes and validators. */
   render(&b, "127.0.0.1:1", "/news/1", 10, NULL, NULL, 2);
-  uint64_t v0 = kr_demo_version(P.seed, KR_DEMO_NEWS, 1, 0);
-  if (kr_demo_version(P.seed, KR_DEMO_NEWS, 1, 10) == v0) {
+  uint64_t v0 = kr_demo_version(NULL, P.seed, KR_DEMO_NEWS, 1, 0);
+  if (kr_demo_version(NULL, P.seed, KR_DEMO_NEWS, 1, 10) == v0) {
     assert_true(same_body(&a, &b));
     assert_string_equal(a.r.etag, b.r.etag);
   }
@@ -313,13 +318,18 @@ typedef struct fx {
   uint16_t port;
 } fx_t;
 
-static void fx_start(fx_t *fx) {
+static void fx_start_opts(fx_t *fx, const kr_demo_site_opts_t *o) {
   memset(fx, 0, sizeof *fx);
   assert_int_equal(uv_loop_init(&fx->loop), 0);
   int fd;
   assert_int_equal(kr_demo_site_bind(&fd, &fx->port), 0);
   assert_true(fx->port > 0);
-  assert_int_equal(kr_demo_site_start(&fx->loop, fd, 7, &fx->site), 0);
+  assert_int_equal(kr_demo_site_start(&fx->loop, fd, o, &fx->site), 0);
+}
+
+static void fx_start(fx_t *fx) {
+  kr_demo_site_opts_t o = {.seed = 7};
+  fx_start_opts(fx, &o);
 }
 
 static void fx_stop(fx_t *fx) {
@@ -467,6 +477,224 @@ static void server_refusals(void **state) {
   close(fd);
 }
 
+/* ---- the grown site and its ground truth ------------------------------------------ */
+
+static void grown_layout(void **state) {
+  (void)state;
+  kr_demo_layout_t l;
+  assert_int_equal(kr_demo_layout_grown(&l, 19), KR_EINVAL);
+  assert_int_equal(kr_demo_layout_grown(&l, KR_DEMO_MAX_PAGES + 1), KR_EINVAL);
+  for (unsigned n = 20; n <= KR_DEMO_MAX_PAGES; n += 7) {
+    assert_int_equal(kr_demo_layout_grown(&l, n), 0);
+    unsigned sum = 0;
+    for (int k = 0; k < KR_DEMO_NCLASS; k++) {
+      if (l.pages[k] == 0) fail_msg("%u pages: class %d empty", n, k);
+      sum += l.pages[k];
+    }
+    assert_int_equal(sum, n);
+    assert_int_equal(l.total, n);
+    assert_int_equal(l.pages[KR_DEMO_HOME], 1);
+  }
+  assert_int_equal(kr_demo_layout_grown(&l, 300), 0);
+  assert_true(l.poisson);
+  assert_int_equal(l.pages[KR_DEMO_LIAR], 30); /* bench/adaptive/realcrawl.sh counts on it */
+  assert_int_equal(l.pages[KR_DEMO_ARTICLE], 80);
+  unsigned p;
+  assert_int_equal(kr_demo_classify(&l, "/article/79", 11, &p), KR_DEMO_ARTICLE);
+  assert_int_equal(p, 79);
+  assert_int_equal(kr_demo_classify(&l, "/article/80", 11, &p), -1);
+  assert_int_equal(kr_demo_classify(&l, "/news/9", 7, &p), KR_DEMO_NEWS);
+  assert_int_equal(kr_demo_classify(&l, "/news/10", 8, &p), -1);
+  char about[160];
+  kr_demo_about(&l, KR_DEMO_ARTICLE, about, sizeof about);
+  assert_non_null(strstr(about, "every 2 min on average"));
+  kr_demo_about(NULL, KR_DEMO_NEWS, about, sizeof about);
+  assert_string_equal(about, "a new version every 3 s; ETag, Last-Modified, 304s");
+}
+
+static void poisson_versions(void **state) {
+  (void)state;
+  kr_demo_layout_t l;
+  assert_int_equal(kr_demo_layout_grown(&l, 300), 0);
+  /* A version starts exactly when it is born, from the seed alone. */
+  for (unsigned p = 0; p < 5; p++)
+    for (uint64_t v = 1; v < 30; v++) {
+      uint64_t b = kr_demo_born_ms(&l, 3, KR_DEMO_NEWS, p, v);
+      assert_true(b > kr_demo_born_ms(&l, 3, KR_DEMO_NEWS, p, v - 1));
+      assert_int_equal(kr_demo_version(&l, 3, KR_DEMO_NEWS, p, b), v);
+      assert_int_equal(kr_demo_version(&l, 3, KR_DEMO_NEWS, p, b - 1), v - 1);
+    }
+  /* The rate is the class's: 10 news pages over 1,000 mean gaps each. */
+  uint64_t n = 0;
+  for (unsigned p = 0; p < 10; p++) n += kr_demo_version(&l, 3, KR_DEMO_NEWS, p, 5000000);
+  assert_in_range(n, 9000, 11000);
+  /* Never-changing classes stay at version 0; other seeds, other times. */
+  assert_int_equal(kr_demo_version(&l, 3, KR_DEMO_ARCHIVE, 1, 1000000), 0);
+  assert_int_equal(kr_demo_version(&l, 3, KR_DEMO_CLOCK, 1, 1000000), 0);
+  assert_int_equal(kr_demo_born_ms(&l, 3, KR_DEMO_IMAGE, 1, 1), UINT64_MAX);
+  assert_true(kr_demo_born_ms(&l, 3, KR_DEMO_SECTION, 0, 1) !=
+              kr_demo_born_ms(&l, 4, KR_DEMO_SECTION, 0, 1));
+}
+
+/* GET path (Host host, If-None-Match inm or none) through the server;
+ * the status, and the body's "sha1:" label into label (200s). */
+static int get_digest(fx_t *fx, const char *host, const char *path, const char *inm,
+                      char label[KR_SHA1_LABEL_SIZE], char *etag, size_t etag_cap) {
+  char req[512];
+  int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: %s\r\n%s%s%sConnection: close\r\n\r\n",
+                   path, host, inm ? "If-None-Match: " : "", inm ? inm : "", inm ? "\r\n" : "");
+  size_t len;
+  int fd = tc_connect(fx);
+  tc_send(fx, fd, req, (size_t)n);
+  const char *r = tc_response(fx, fd, &len);
+  int status = 0;
+  sscanf(r, "HTTP/1.1 %d", &status);
+  const char *e = strstr(r, "ETag: ");
+  if (etag && e) sscanf(e + 6, "%63[^\r]", etag);
+  const char *body = strstr(r, "\r\n\r\n");
+  assert_non_null(body);
+  body += 4;
+  uint8_t d[KR_SHA1_LEN];
+  assert_int_equal(kr_sha1(body, len - (size_t)(body - r), d), 0);
+  kr_sha1_label(d, label);
+  (void)etag_cap;
+  return status;
+}
+
+/* The truth line of url's version v: its digest, served and 304 counts;
+ * 0 when there is such a line. Also counts url's lines into *versions. */
+static uint64_t last_born; /* truth_line's find: its born_ms */
+
+static int truth_line(const char *truth, const char *url, uint64_t v, char *sha,
+                      unsigned *served, unsigned *n304, unsigned *versions) {
+  int found = -1;
+  *versions = 0;
+  size_t ul = strlen(url);
+  for (const char *l = truth; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+    if (*l == '#' || strncmp(l, url, ul) || l[ul] != '\t') continue;
+    (*versions)++;
+    char cls[32];
+    unsigned page, mean;
+    uint64_t ver, born;
+    char s[64];
+    unsigned a, b;
+    if (sscanf(l + ul, "\t%31s\t%u\t%u\t%" SCNu64 "\t%" SCNu64 "\t%63s\t%u\t%u", cls, &page,
+               &mean, &ver, &born, s, &a, &b) != 8)
+      fail_msg("bad truth line for %s", url);
+    if (ver != v) continue;
+    strcpy(sha, s);
+    last_born = born;
+    *served = a;
+    *n304 = b;
+    found = 0;
+  }
+  return found;
+}
+
+static void truth_account(void **state) {
+  (void)state;
+  kr_demo_layout_t l;
+  assert_int_equal(kr_demo_layout_grown(&l, 40), 0);
+  kr_clock_t clk;
+  kr_clock_init_virtual(&clk, 1700000000000ull);
+  kr_demo_site_opts_t o = {.seed = 9, .layout = &l, .truth = 1, .clock = &clk};
+  fx_t fx;
+  fx_start_opts(&fx, &o);
+  char host[64], lhost[64], url[128], lurl[128];
+  snprintf(host, sizeof host, "127.0.0.1:%u", fx.port);
+  snprintf(lhost, sizeof lhost, "localhost:%u", fx.port);
+  snprintf(url, sizeof url, "http://127.0.0.1:%u/news/0", fx.port);
+  snprintf(lurl, sizeof lurl, "http://localhost:%u/liar/0", fx.port);
+  uint64_t n1 = kr_demo_born_ms(&l, 9, KR_DEMO_NEWS, 0, 1);
+  uint64_t l1 = kr_demo_born_ms(&l, 9, KR_DEMO_LIAR, 0, 1);
+  assert_true(n1 < UINT64_MAX && l1 < UINT64_MAX);
+
+  /* Version 0 of news/0 and liar/0 in full; then, past a change of
+   * both, news/0 asked with the old ETag: its live version in full, asked
+   * with the new one: a 304; liar/0, whose ETag has not moved, asked with
+   * it: a 304 although a new version is live, which comes in full only
+   * when asked without. */
+  uint64_t now = n1 > l1 ? n1 : l1;
+  uint64_t nv = kr_demo_version(&l, 9, KR_DEMO_NEWS, 0, now);
+  uint64_t lv = kr_demo_version(&l, 9, KR_DEMO_LIAR, 0, now);
+  char d0[KR_SHA1_LABEL_SIZE], d1[KR_SHA1_LABEL_SIZE], dx[KR_SHA1_LABEL_SIZE];
+  char l0[KR_SHA1_LABEL_SIZE], lv1[KR_SHA1_LABEL_SIZE];
+  char e0[64] = "", e1[64] = "", ex[64], le[64] = "", le1[64] = "";
+  assert_int_equal(get_digest(&fx, host, "/news/0", NULL, d0, e0, sizeof e0), 200);
+  assert_int_equal(get_digest(&fx, lhost, "/liar/0", NULL, l0, le, sizeof le), 200);
+  kr_clock_set(&clk, 1700000000000ull + now);
+  assert_int_equal(get_digest(&fx, host, "/news/0", e0, d1, e1, sizeof e1), 200);
+  assert_int_equal(get_digest(&fx, host, "/news/0", e1, dx, ex, sizeof ex), 304);
+  assert_string_not_equal(d0, d1);
+  assert_int_equal(get_digest(&fx, lhost, "/liar/0", le, dx, le1, sizeof le1), 304);
+  assert_string_equal(le, le1);
+  assert_int_equal(get_digest(&fx, lhost, "/liar/0", NULL, lv1, NULL, 0), 200);
+  assert_string_not_equal(l0, lv1);
+  /* A HEAD is no body served. */
+  char req[256];
+  snprintf(req, sizeof req, "HEAD /news/0 HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", host);
+  assert_non_null(strstr(exchange(&fx, req, strlen(req)), "200 OK"));
+
+  /* The account, as of now. */
+  char *buf = NULL;
+  size_t blen = 0;
+  FILE *f = open_memstream(&buf, &blen);
+  assert_non_null(f);
+  assert_int_equal(kr_demo_site_truth_write(fx.site, f), 0);
+  fclose(f);
+  char sha[64];
+  unsigned served, n304, nver;
+  /* Every version that existed, one line each, with the digest of what
+   * was served; full bodies and 304s counted against the live version. */
+  assert_int_equal(truth_line(buf, url, 0, sha, &served, &n304, &nver), 0);
+  assert_int_equal(nver, nv + 1);
+  assert_string_equal(sha, d0);
+  assert_int_equal(served, 1);
+  assert_int_equal(n304, 0);
+  assert_int_equal(truth_line(buf, url, nv, sha, &served, &n304, &nver), 0);
+  assert_string_equal(sha, d1);
+  assert_int_equal(served, 1);
+  assert_int_equal(n304, 1);
+  for (uint64_t v = 1; v < nv; v++) { /* versions nobody asked for */
+    assert_int_equal(truth_line(buf, url, v, sha, &served, &n304, &nver), 0);
+    assert_int_equal(served + n304, 0);
+    assert_int_equal(last_born, kr_demo_born_ms(&l, 9, KR_DEMO_NEWS, 0, v));
+  }
+  assert_int_equal(truth_line(buf, lurl, 0, sha, &served, &n304, &nver), 0);
+  assert_int_equal(nver, lv + 1);
+  assert_string_equal(sha, l0);
+  assert_int_equal(served, 1);
+  assert_int_equal(n304, 0);
+  assert_int_equal(truth_line(buf, lurl, lv, sha, &served, &n304, &nver), 0);
+  assert_int_equal(last_born, kr_demo_born_ms(&l, 9, KR_DEMO_LIAR, 0, lv));
+  assert_string_equal(sha, lv1);
+  assert_int_equal(served, 1);
+  assert_int_equal(n304, 1);
+  /* Pages never asked for are listed, unserved; a never-changing page has
+   * one version; the clock pages no digest. */
+  char other[128];
+  snprintf(other, sizeof other, "http://127.0.0.1:%u/archive/0", fx.port);
+  assert_int_equal(truth_line(buf, other, 0, sha, &served, &n304, &nver), 0);
+  assert_int_equal(nver, 1);
+  assert_int_equal(served, 0);
+  assert_true(strncmp(sha, "sha1:", 5) == 0);
+  snprintf(other, sizeof other, "http://127.0.0.1:%u/clock/0", fx.port);
+  assert_int_equal(truth_line(buf, other, 0, sha, &served, &n304, &nver), 0);
+  assert_string_equal(sha, "-");
+  snprintf(other, sizeof other, "http://127.0.0.1:%u/img/0.gif", fx.port);
+  assert_int_equal(truth_line(buf, other, 0, sha, &served, &n304, &nver), 0);
+  free(buf);
+
+  /* No account kept: refused. */
+  fx_stop(&fx);
+  fx_start(&fx);
+  f = open_memstream(&buf, &blen);
+  assert_int_equal(kr_demo_site_truth_write(fx.site, f), KR_EINVAL);
+  fclose(f);
+  free(buf);
+  fx_stop(&fx);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(classify),          cmocka_unit_test(versions),
@@ -474,6 +702,8 @@ int main(void) {
       cmocka_unit_test(clock_section),     cmocka_unit_test(images),
       cmocka_unit_test(liar),              cmocka_unit_test(robots_and_missing),
       cmocka_unit_test(server_pipelined),  cmocka_unit_test(server_refusals),
+      cmocka_unit_test(grown_layout),      cmocka_unit_test(poisson_versions),
+      cmocka_unit_test(truth_account),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
