@@ -182,8 +182,11 @@ run_one() {
 	python3 "$HERE/realcrawl.py" score "$d" >&2
 }
 
-labels=()
+labels=() revs=()
 for i in "${!KRIAS[@]}"; do
+	# the commit of the tree a binary was built in (read now: the tree may
+	# move while the runs go on)
+	revs+=("$(git -C "$(dirname "${KRIAS[$i]}")/.." rev-parse --short HEAD 2>/dev/null || echo unknown)")
 	if [ ${#KRIAS[@]} = 1 ]; then labels+=("kria"); else labels+=("$(printf '%s' AB | cut -c$((i + 1)))"); fi
 done
 # Adaptive policies first, the binaries interleaved, so that both see the
@@ -221,7 +224,7 @@ fi
 	echo "- each run: \`kria demo --pages $PAGES --seconds $SECONDS_RUN --seed $SEED --config CONF --truth FILE ${EXTRA[*]}\`"
 	echo "  (CONF: config/demo.conf's keys, politeness ${DELAY} ms per fetch on 127.0.0.1 and ${LIAR_DELAY} ms on localhost, the policy's evaluators: min-wait 1 s, max-wait $MAXWAIT, initial 2 s / images 4 s, factors 1.5; fixed: one evaluator, initial = min = max = the interval, factors 1, adaptive.capacity-plan false)"
 	for i in "${!KRIAS[@]}"; do
-		echo "- ${labels[$i]}: \`${KRIAS[$i]}\` ($(git -C "$(dirname "${KRIAS[$i]}")/.." rev-parse --short HEAD 2>/dev/null || echo unknown))"
+		echo "- ${labels[$i]}: \`${KRIAS[$i]}\` (${revs[$i]})"
 	done
 	echo
 	python3 "$HERE/realcrawl.py" report "$RUN"/*-*-*/
