@@ -12,9 +12,9 @@
 # counted are exactly the page fetches crawl.log has, and every full body
 # crawl.log names has the digest the truth gives one of that page's
 # versions. The grown site (--pages 40, 3 s): 40 pages with articles, in
-# its truth. Refusals: a non-empty state directory (2), a bad --seconds or
-# --pages, an unknown option (64); --help (0); a bad -o is a configuration
-# error (2).
+# its truth. Refusals: a non-empty state directory (2), a truth file that
+# cannot be written (2), a bad --seconds or --pages, an unknown option
+# (64); --help (0); a bad -o is a configuration error (2).
 . "$(dirname "$0")/lib.sh"
 
 "$KRIA" demo --help >/dev/null 2>&1 || bail "kria demo is not built ($KRIA)"
@@ -134,6 +134,9 @@ for bad in 0 -1 x 86401 ''; do
   "$KRIA" demo --seconds "$bad" >/dev/null 2>&1
   is "$?" 64 "--seconds '$bad' is a usage error"
 done
+"$KRIA" demo --seconds 1 --state-dir "$T/s4" --truth "$T/no/such/dir/truth.tsv" >/dev/null 2>"$T/e4"
+is "$?" 2 "a ground truth that cannot be written is an error"
+like "$(cat "$T/e4")" 'cannot write the ground truth' "... saying so"
 for bad in 19 1001 x ''; do
   "$KRIA" demo --pages "$bad" >/dev/null 2>&1
   is "$?" 64 "--pages '$bad' is a usage error"
