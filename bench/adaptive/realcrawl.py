@@ -304,6 +304,22 @@ def report(runs):
                 cells.append(spread([r["captured"] / c for r in rr], "%.2f×") if c and rr else "-")
             out.append("| %s | %s |" % (pol, " | ".join(cells)))
         out.append("")
+    for label in labels:
+        fx, po = runs_of(label, "fixed"), runs_of(label, "poisson")
+        if not fx or not po:
+            continue
+        c, f = mean([r["captured"] for r in fx]), mean([r["fetches"] for r in fx])
+        pf = mean([r["fetches"] for r in po])
+        if not c or not f:
+            continue
+        per = abs(pf - f) / f > 0.03
+        v = mean([r["captured"] for r in po]) / c if not per else \
+            mean([r["captured"] / r["fetches"] for r in po]) / (c / f)
+        out.append("Target (issue 20): poisson ≥ 1.4× fixed at equal fetches%s: %.2f×%s "
+                   "(%.0f vs %.0f fetches) — %s." % (
+                       " (" + label + ")" if len(labels) > 1 else "", v,
+                       " per fetch" if per else "", pf, f, "met" if v >= 1.4 else "not met"))
+        out.append("")
     out.append("Per class (captured / versions, fetches), first run of each:")
     out.append("")
     classes = list(t0["classes"].keys())
