@@ -217,7 +217,7 @@ if [ "$WANT_FIXED" = 1 ]; then
 fi
 
 {
-	echo "### Revisit policies on a real crawl: the grown demo site, $PAGES pages, $SECONDS_RUN s"
+	echo "#### Recorded run: the grown demo site, $PAGES pages, $SECONDS_RUN s per run"
 	echo
 	kb_machine_md
 	echo "- command: \`bench/adaptive/realcrawl.sh ${ARGS[*]}\`"
