@@ -113,6 +113,13 @@ int64_t kr_wait_poisson(const kr_wait_params_t *p, const kr_est_params_t *ep,
                         const kr_est_hints_t *hints, double host_x,
                         kr_wait_info_t *info);
 
+/* kr_wait_poisson with the prior lambda0 given (changes/s, > 0: an
+ * informed prior, include/kria/prior.h) instead of built from
+ * initial-wait and the hints; its weight is ep->prior_weight. */
+int64_t kr_wait_poisson_prior(const kr_wait_params_t *p, const kr_est_params_t *ep,
+                              const kr_vhist_t *h, kr_content_t state, double prior,
+                              double host_x, kr_wait_info_t *info);
+
 /* Name of a policy ("multiplicative", "poisson"), "?" when unknown. */
 const char *kr_wait_policy_name(kr_wait_policy_t policy);
 

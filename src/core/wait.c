@@ -109,11 +109,17 @@ int64_t kr_wait_poisson(const kr_wait_params_t *p, const kr_est_params_t *ep,
                         const kr_vhist_t *h, kr_content_t state,
                         const kr_est_hints_t *hints, double host_x,
                         kr_wait_info_t *info) {
+  return kr_wait_poisson_prior(p, ep, h, state, kr_est_prior(ep, p->initial_ms, hints), host_x,
+                               info);
+}
+
+int64_t kr_wait_poisson_prior(const kr_wait_params_t *p, const kr_est_params_t *ep,
+                              const kr_vhist_t *h, kr_content_t state, double prior,
+                              double host_x, kr_wait_info_t *info) {
   kr_wait_info_t local;
   if (!info) info = &local;
   *info = (kr_wait_info_t){0};
 
-  double prior = kr_est_prior(ep, p->initial_ms, hints);
   kr_est_result_t r;
   kr_est_rate(ep, h, prior, &r);
   info->lambda = r.lambda;

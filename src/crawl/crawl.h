@@ -198,6 +198,7 @@ typedef struct kr_hostcfg {
   kr_sig_params_t sig;          /* change signals' trust (adaptive.signal-*) */
   double utilisation;           /* of the host's politeness budget */
   int capacity_plan;            /* multiplicative within the budget */
+  int informed_priors;          /* priors pooled per host (kria/prior.h) */
 } kr_hostcfg_t;
 
 /* Per-origin robots.txt rules kept in memory. */

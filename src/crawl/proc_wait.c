@@ -74,6 +74,7 @@
 #include "kria/hoststate.h"
 #include "kria/fp.h"
 #include "log.h"
+#include "kria/prior.h"
 #include "procs.h"
 
 #define ALLOC_SOLVE_EVERY 64 /* sketch updates between re-solves of x */
@@ -97,6 +98,7 @@ struct kr_adapt_host {
   uint64_t dirty_at;     /* first change since the last save, ms; 0: saved */
   struct kr_adapt_host *save_next; /* queued to be saved, oldest change first */
   kr_sig_host_t sig;     /* its change signals' reliability */
+  kr_prior_pool_t prior; /* adaptive.informed-priors (kria/prior.h) */
 };
 
 static size_t ptr_slot(const void *p, size_t mask) {
@@ -144,7 +146,10 @@ static void claims_free(kr_crawl_t *c);
 
 void kr__adapt_hosts_free(kr_crawl_t *c) {
   claims_free(c);
-  for (size_t i = 0; i < c->ahosts_cap; i++) free(c->ahosts[i]);
+  for (size_t i = 0; i < c->ahosts_cap; i++) {
+    if (c->ahosts[i]) kr_prior_pool_free(&c->ahosts[i]->prior);
+    free(c->ahosts[i]);
+  }
   free(c->ahosts);
   c->ahosts = NULL;
   c->ahosts_cap = c->ahosts_n = 0;
@@ -422,7 +427,35 @@ static double host_budget(const kr_fetch_t *f) {
   return kr_plan_budget((int)hc->fopts.host_valence, (int64_t)cycle, hc->utilisation);
 }
 
-static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *h,
+/* The URI's informed prior (kria/prior.h): its groups in its host's pool. */
+typedef struct uri_prior {
+  kr_prior_pool_t *pool; /* NULL: adaptive.informed-priors off */
+  kr_prior_params_t pp;
+  uint64_t type, tmpl;
+  double root;           /* the evaluator's lambda0 with the hints */
+  kr_prior_est_t est;
+} uri_prior_t;
+
+static void uri_prior(kr_fetch_t *f, kr_slice_t ct, const kr_wait_params_t *p,
+                      const kr_est_hints_t *hints, const kr_vhist_t *h, uri_prior_t *up) {
+  const kr_hostcfg_t *hc = f->hc;
+  const kr_curi_t *u = f->curi;
+  up->root = kr_est_prior(&hc->est, p->initial_ms, hints);
+  up->pool = NULL;
+  up->est = (kr_prior_est_t){up->root, hc->est.prior_weight, 0, 0};
+  if (!hc->informed_priors) return;
+  up->pool = &adapt_host(f->crawl, u->host, hc->est.x_min)->prior;
+  kr_prior_params_default(&up->pp);
+  char t[KR_PRIOR_TEMPLATE_MAX];
+  size_t tn = kr_prior_template(u->url, u->url_len, t, sizeof t);
+  up->type = kr_prior_type_key(ct.p, ct.n);
+  up->tmpl = kr_prior_key(t, tn);
+  kr_prior_estimate(up->pool, &up->pp, &hc->est, up->type, up->tmpl, h, up->root,
+                    hc->est.prior_weight, &up->est);
+}
+
+/* observed: h has this visit (not one that came for a believed claim). */
+static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *h, int observed,
                            const kr_cfg_wait_t **ev_out, kr_wait_info_t *info, double *stretch) {
   kr_crawl_t *c = f->crawl;
   const kr_hostcfg_t *hc = f->hc;
@@ -437,10 +470,23 @@ static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *
   if (!ev) return (int64_t)hc->fopts.default_wait_ms;
   kr_wait_params_t p;
   kr_wait_params_from_config(&p, ev);
+  kr_est_hints_t hints = kr_est_hints_none();
+  if (hc->hint_lm) {
+    int has_lm = r && r->status != 304 ? r->last_modified.n > 0 : u->last_modified > 0;
+    hints.last_modified = has_lm;
+  }
+  if (hc->hint_changefreq) hints.changefreq_rate = u->hint_rate;
+  if (hc->est.depth_halving > 0) hints.depth = depth_of(u);
+  uri_prior_t up;
+  uri_prior(f, ct, &p, &hints, h, &up);
+  if (up.pool && observed)
+    kr_prior_observe(up.pool, &up.pp, &hc->est, up.type, up.tmpl, h, up.root);
   if (p.policy != KR_WAIT_POISSON) {
     c->st.waits_multiplicative++;
     int64_t prev = u->visits ? (int64_t)(u->wait_ms > INT64_MAX ? INT64_MAX : u->wait_ms) : 0;
     int64_t ov = u->overdue_ms > INT64_MAX ? INT64_MAX : (int64_t)u->overdue_ms;
+    /* informed: the first wait is the prior's (x_min changes on average) */
+    if (up.pool) p.initial_ms = kr_wait_clamp(&p, (int64_t)KR_MIN(hc->est.x_min / up.est.rate * 1000.0, 9e18));
     int64_t w = kr_wait_multiplicative(&p, prev, state, ov);
     if (!hc->capacity_plan) return w;
     kr_capplan_t *cap = &adapt_host(c, u->host, hc->est.x_min)->cap;
@@ -456,13 +502,8 @@ static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *
     return planned;
   }
   c->st.waits_poisson++;
-  kr_est_hints_t hints = kr_est_hints_none();
-  if (hc->hint_lm) {
-    int has_lm = r && r->status != 304 ? r->last_modified.n > 0 : u->last_modified > 0;
-    hints.last_modified = has_lm;
-  }
-  if (hc->hint_changefreq) hints.changefreq_rate = u->hint_rate;
-  if (hc->est.depth_halving > 0) hints.depth = depth_of(u);
+  kr_est_params_t ep = hc->est;
+  ep.prior_weight = up.est.weight;
   /* The host's changes-per-visit target within its politeness budget. */
   struct kr_adapt_host *ah = adapt_host(c, u->host, hc->est.x_min);
   int cls = kr_plan_host_class(&ah->alloc, p.min_ms, p.max_ms);
@@ -472,16 +513,17 @@ static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *
    * (estimate.h): a URI at its prior would inflate x while the first
    * crawl is still learning and send everything learned meanwhile away. */
   double old_lambda = 0;
-  if (u->visits) { /* where the sketch has this URI now */
+  if (u->visits) { /* where the sketch has this URI now (an informed
+                      prior may have moved since: close enough) */
     kr_vhist_t h0;
-    double prior = kr_est_prior(&hc->est, p.initial_ms, &hints);
     kr_est_result_t r0;
     if (kr_vhist_decode(&h0, u->history, u->history_len) == 0 && h0.n) {
-      kr_est_rate(&hc->est, &h0, prior, &r0);
+      kr_est_rate(&ep, &h0, up.est.rate, &r0);
       if (r0.observations > 0) old_lambda = r0.lambda;
     }
   }
-  int64_t w = kr_wait_poisson(&p, &hc->est, h, state, &hints, kr_plan_host_x(&ah->alloc), info);
+  int64_t w = kr_wait_poisson_prior(&p, &ep, h, state, up.est.rate, kr_plan_host_x(&ah->alloc),
+                                    info);
   double k = claim_stretch(f); /* trusted signals find most changes: wait longer */
   if (k > 1) {
     w = kr_wait_clamp(&p, (int64_t)KR_MIN((double)w * k, 9e18));
@@ -614,7 +656,8 @@ static int revisit_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
                         .age_s = state == KR_CONTENT_UNKNOWN ? -1 : version_age(f->resp)};
   kr_vhist_t h;
   wait_ctx_t *x = kr_chain_ctx(cf, self);
-  if (verify_claim(f, state)) {
+  int observed = !verify_claim(f, state);
+  if (!observed) {
     /* it came for a believed claim: no observation of the change process
      * (signal.h "history"), the history stays as the regular visits left it */
     x->hist_len = KR_MIN(u->history_len, (size_t)KR_VHIST_BYTES);
@@ -626,7 +669,7 @@ static int revisit_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   const kr_cfg_wait_t *ev;
   kr_wait_info_t info;
   double stretch = 1;
-  int64_t wait = decide_wait(f, state, &h, &ev, &info, &stretch);
+  int64_t wait = decide_wait(f, state, &h, observed, &ev, &info, &stretch);
   if (wait < 1) wait = 1;
   f->outcome.wait_ms = (uint64_t)wait;
   f->outcome.content = state == KR_CONTENT_UNCHANGED ? 0 : state == KR_CONTENT_CHANGED ? 1 : 2;

@@ -123,6 +123,7 @@ static void on_host(void *ud, kr_frontier_t *f, kr_hostq_t *h) {
       o->utilisation > 0 ? o->utilisation : kr_config_float(v, KR_CFG_ADAPTIVE_BUDGET_UTILISATION);
   sh->hint_lm = kr_config_bool(v, KR_CFG_ADAPTIVE_HINT_LAST_MODIFIED);
   sh->cap_on = kr_config_bool(v, KR_CFG_ADAPTIVE_CAPACITY_PLAN);
+  sh->priors_on = kr_config_bool(v, KR_CFG_ADAPTIVE_INFORMED_PRIORS);
   kr_plan_host_init(&sh->alloc, r->ep.x_min);
   double fm = (double)r->o->fetch_ms;
   double d = sh->fo.delay_factor * fm;
@@ -338,6 +339,12 @@ static int add_all(run_t *r) {
     }
     const char *ct = w->types[u->ctype];
     s->wait = kr_config_wait_match(sh->view, r->matcher, ct, strlen(ct));
+    if (sh->priors_on) { /* its groups, as src/crawl/proc_wait.c forms them */
+      char t[KR_PRIOR_TEMPLATE_MAX];
+      size_t tn = kr_prior_template(kr__sim_url(w, u), u->url_len, t, sizeof t);
+      s->ptype = kr_prior_type_key(ct, strlen(ct));
+      s->ptmpl = kr_prior_key(t, tn);
+    }
     if (s->wait && (r->policy == KR_SIM_POISSON || r->policy == KR_SIM_ORACLE)) {
       kr_wait_params_t p;
       kr_wait_params_from_config(&p, s->wait);
@@ -628,6 +635,7 @@ out:
     free(r->hosts[i]->hev);
     free(r->hosts[i]->r_url);
     free(r->hosts[i]->linked);
+    kr_prior_pool_free(&r->hosts[i]->prior);
     free(r->hosts[i]);
   }
   free(r->iv);

@@ -41,8 +41,28 @@ int64_t kr__sim_next_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t *c, 
   if (!s->wait) return 0; /* no evaluator: the frontier's default wait */
   kr_wait_params_t p;
   kr_wait_params_from_config(&p, s->wait);
+  kr_est_hints_t hints = kr_est_hints_none();
+  if (sh->hint_lm) hints.last_modified = has_lm;
+  /* informed priors, as src/crawl/proc_wait.c: the URI's groups in its
+   * host's pool give its prior, then learn from this visit */
+  double prior = kr_est_prior(&r->ep, p.initial_ms, &hints);
+  kr_est_params_t ep = r->ep;
+  int informed = sh->priors_on && r->policy != KR_SIM_ORACLE;
+  if (informed) {
+    kr_prior_params_t pp;
+    kr_prior_params_default(&pp);
+    kr_prior_est_t pe;
+    kr_prior_estimate(&sh->prior, &pp, &r->ep, s->ptype, s->ptmpl, &h, prior, ep.prior_weight,
+                      &pe);
+    if (!s->sig_visit) /* a visit for a signal added nothing to h */
+      kr_prior_observe(&sh->prior, &pp, &r->ep, s->ptype, s->ptmpl, &h, prior);
+    prior = pe.rate;
+    ep.prior_weight = pe.weight;
+  }
   if (r->policy == KR_SIM_MULTIPLICATIVE) {
     int64_t prev = c->visits ? (int64_t)c->wait_ms : 0;
+    /* informed: the first wait is the prior's (x_min changes on average) */
+    if (informed) p.initial_ms = kr_wait_clamp(&p, (int64_t)KR_MIN(ep.x_min / prior * 1000.0, 9e18));
     int64_t w = kr_wait_multiplicative(&p, prev, st, (int64_t)c->overdue_ms);
     if (!sh->cap_on) return w;
     /* as proc_wait.c: raised to the host's capacity floor */
@@ -65,12 +85,10 @@ int64_t kr__sim_next_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t *c, 
     }
     return kr_wait_clamp(&p, (int64_t)KR_MIN(kr_plan_host_x(&sh->alloc) / lambda * 1000.0, 9e18));
   }
-  kr_est_hints_t hints = kr_est_hints_none();
-  if (sh->hint_lm) hints.last_modified = has_lm;
   double budget = kr_plan_budget((int)sh->valence, (int64_t)sh->cycle_ms, sh->utilisation);
   kr_plan_host_maybe_solve(&sh->alloc, budget, r->o->solve_every);
   kr_wait_info_t info;
-  int64_t wait = kr_wait_poisson(&p, &r->ep, &h, st, &hints, kr_plan_host_x(&sh->alloc), &info);
+  int64_t wait = kr_wait_poisson_prior(&p, &ep, &h, st, prior, kr_plan_host_x(&sh->alloc), &info);
   /* trusted signals: the regular visits only look for what they miss
    * (sim_signal.c), and the sketch counts the page at that rate */
   double k = s->stretch > 1 ? s->stretch : 1;

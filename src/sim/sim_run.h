@@ -15,6 +15,7 @@
 #include "crawllog.h"
 #include "frontier.h"
 #include "kria/estimate.h"
+#include "kria/prior.h"
 #include "kria/signal.h"
 #include "kria/wait.h"
 #include "sim.h"
@@ -64,6 +65,7 @@ typedef struct suri {
   float stretch;         /* this visit's wait factor from the signals (>= 1) */
   uint8_t sig_visit;     /* this visit came for a believed signal: not an
                             observation of the change process (sim_signal.c) */
+  uint64_t ptype, ptmpl; /* informed priors: its groups (kria/prior.h) */
 } suri_t;
 
 typedef struct shost {
@@ -83,6 +85,8 @@ typedef struct shost {
   kr_plan_host_t alloc;
   kr_capplan_t cap;          /* multiplicative: adaptive.capacity-plan */
   int cap_on;
+  kr_prior_pool_t prior;     /* adaptive.informed-priors (kria/prior.h) */
+  int priors_on;
   double cycle_ms;           /* mean fetch time + politeness delay */
   int64_t free_at;           /* valence 1: finish + delay of the last fetch */
   int has_free_at;
