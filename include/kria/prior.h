@@ -30,6 +30,10 @@
  *             variance of about 2 / min_obs (one observation at x ~ ln 2
  *             changes per visit carries Fisher information ~1/2 about
  *             ln lambda)
+ *             Where a group has usable ages they replace its history
+ *             samples, which depend on the intervals the policy chose (a
+ *             page unchanged over six visits says only that its rate is
+ *             below about one over them).
  *   members   URIs seen (their first visit)
  * Sums (count, sum, sum of squares, sampling noise) are kept, not the
  * samples, so a URI never has to be taken out again.

@@ -343,8 +343,11 @@ static int lm_verified(const kr_prior_stat_t *host, const kr_prior_params_t *pp)
 /* A group's (m, tau2) from its parent's (prior.h "Estimate"). */
 static void stat_solve(const kr_prior_stat_t *s, const kr_prior_params_t *pp, int ages, double pm,
                        double ptau2, double *m, double *tau2, double *evidence) {
+  /* usable ages replace the history samples: those depend on the
+   * intervals the policy chose (a page unchanged over six visits says
+   * only that its rate is below about one over them), the ages do not */
   double n = s->h_n, sum = s->h_sum, sq = s->h_sq, noise = s->h_noise;
-  if (ages) n += s->a_n, sum += s->a_sum, sq += s->a_sq, noise += s->a_n * AGE_NOISE;
+  if (ages && s->a_n > 0) n = s->a_n, sum = s->a_sum, sq = s->a_sq, noise = s->a_n * AGE_NOISE;
   double k = pp->group_k > 0 ? pp->group_k : 1;
   *m = pm;
   *tau2 = ptau2;

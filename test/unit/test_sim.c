@@ -1378,6 +1378,51 @@ static void growth_and_unlinking(void **state) {
   kr_config_free(cfg);
 }
 
+/* Informed priors (adaptive.informed-priors, kria/prior.h): a page born
+ * into a class of pages that never change (/g<n>/<n>, as the grown pages'
+ * own template) starts from the class's slow rate, not from initial-wait:
+ * its wait at the end, an hour or two after its first visit, is days;
+ * without the key it is still learning from a minute up. */
+static void informed_prior_new_uri(void **state) {
+  (void)state;
+  char text[4096];
+  size_t n = (size_t)snprintf(text, sizeof text, "http://a.example/ text/html every=30m correct no\n");
+  for (int i = 1; i <= 30; i++)
+    n += (size_t)snprintf(text + n, sizeof text - n, "http://a.example/g9/%d text/html never correct no\n", i);
+  int64_t first[2];
+  for (int on = 0; on <= 1; on++) {
+    char conf[512];
+    snprintf(conf, sizeof conf,
+             "[adaptive]\ninformed-priors = %s\n"
+             "[wait \"all\"]\ninitial-wait = 1m\nmin-wait = 1m\nmax-wait = 28d\npolicy = poisson\n",
+             on ? "true" : "false");
+    kr_config_t *cfg = config(conf);
+    kr_sim_opts_t o;
+    kr_sim_opts_default(&o);
+    o.cfg = cfg;
+    o.duration_ms = 3 * D + 3 * H;
+    kr_sim_world_t *w = trace(text);
+    event(w, "grow a.example per-day=1 hub=http://a.example/ change=never at=2d", o.duration_ms);
+    size_t nw = kr_sim_world_count(w), g = nw - 1; /* born at 3d */
+    kr_sim_uri_info_t info;
+    kr_sim_world_uri(w, g, &info);
+    assert_string_equal(info.url, "http://a.example/g0/0");
+    int64_t *last = calloc(nw, sizeof *last);
+    kr_sim_result_t r;
+    run(w, &o, KR_SIM_POISSON, &r, last);
+    assert_int_equal(r.ev.born_visited, 1);
+    first[on] = last[g];
+    free(last);
+    kr_sim_world_free(w);
+    kr_config_free(cfg);
+  }
+  if (!(first[1] > D && first[0] < D))
+    fprintf(stderr, "# new page's wait: plain %lld ms, informed %lld ms\n", (long long)first[0],
+            (long long)first[1]);
+  assert_true(first[0] < D);
+  assert_true(first[1] > D);
+}
+
 /* A page that dies answers 410 from its death on, never before. */
 static void death_answers_410(void **state) {
   (void)state;
@@ -1513,6 +1558,7 @@ int main(void) {
       cmocka_unit_test(busy_uri),
       cmocka_unit_test(robots_down_and_relaxing),
       cmocka_unit_test(growth_and_unlinking),
+      cmocka_unit_test(informed_prior_new_uri),
       cmocka_unit_test(death_answers_410),
       cmocka_unit_test(invariants_catch_an_overloaded_host),
       cmocka_unit_test(events_merge_over_shards),
