@@ -17,13 +17,20 @@
  *             live version's age at a random time is exponential with the
  *             page's rate, so -ln a - gamma (Euler's) is an unbiased
  *             sample of ln lambda with variance pi^2/6, from the very
- *             first visit. Used only once the host's Last-Modified is
- *             verified: lm_verified changed revisits whose age fits the
- *             interval, and at most 10 % of checked ages contradicting
- *             the content (a changed page whose version is older than the
- *             interval, an unchanged one whose version is younger, an age
- *             below lm_min_age: "Last-Modified: now"), as the per-URI
- *             last-modified estimator refuses such ages.
+ *             first visit. Not used once more than 10 % of the host's
+ *             checked ages contradict the content (a changed page whose
+ *             version is older than the interval, an unchanged one whose
+ *             version is younger, an age below lm_min_age: "Last-Modified:
+ *             now"), as the per-URI last-modified estimator refuses such
+ *             ages, nor once 8 first-visit ages of the host spread by
+ *             less than 0.5 in ln a (pages changing at random have
+ *             exponential ages, spread by pi^2/6 at least: one date for
+ *             every page is a template's or a deploy's). Until lm_verified changed revisits have ages that fit
+ *             (the host's first pass: new URIs are served before any
+ *             revisit, so waiting for verification would learn nothing
+ *             from it), a prior from ages gives a first wait of at most
+ *             unverified_wait: a server whose Last-Modified never moves
+ *             looks like a static site until a revisit catches it.
  *   histories the URI's own estimate (estimate.h kr_est_rate, pulled only
  *             weight_min toward the evaluator's prior) once, when its history first
  *             rests on min_obs observations: ln lambda_i with a sampling
@@ -128,7 +135,9 @@ typedef struct kr_prior_params {
   double weight_min;  /* a URI's prior weight, at least (0.25) */
   double weight_max;  /* and at most (16) */
   double min_obs;     /* observations of a URI's history sample (6) */
-  double lm_verified; /* verified changed ages before ages count (3) */
+  double lm_verified; /* changed revisits whose ages fit, to verify (3) */
+  double unverified_wait; /* s: the longest first wait unverified ages
+                             may give (86400) */
 } kr_prior_params_t;
 
 void kr_prior_params_default(kr_prior_params_t *pp);

@@ -270,6 +270,8 @@ uint64_t kr_prior_type_key(const char *ct, size_t n) {
 #define EULER_GAMMA 0.5772156649015329
 #define AGE_NOISE 1.6449340668482264 /* pi^2 / 6: variance of ln of an Exp(1) */
 #define TAU2_MIN 0.01
+#define AGE_SPREAD_N 8     /* age samples before their spread is judged */
+#define AGE_SPREAD_MIN 0.5 /* variance of ln a below which ages are not evidence */
 
 void kr_prior_params_default(kr_prior_params_t *pp) {
   pp->group_k = 4;
@@ -278,6 +280,7 @@ void kr_prior_params_default(kr_prior_params_t *pp) {
   pp->weight_max = 16;
   pp->min_obs = 6;
   pp->lm_verified = 3;
+  pp->unverified_wait = 86400;
 }
 
 void kr_prior_pool_init(kr_prior_pool_t *p) { memset(p, 0, sizeof *p); }
@@ -334,10 +337,18 @@ static const kr_prior_group_t *group_find(const kr_prior_group_t *a, unsigned n,
   return NULL;
 }
 
-/* The host's Last-Modified ages were checked against the content and
- * held (prior.h "Groups"). */
-static int lm_verified(const kr_prior_stat_t *host, const kr_prior_params_t *pp) {
-  return host->lm_chg >= pp->lm_verified && host->lm_bad <= LM_BAD_SHARE * host->lm_n;
+/* The host's Last-Modified ages: 0 contradicted by the content, 1 not
+ * (yet), 2 checked against it and held (prior.h "Groups"). */
+static int lm_state(const kr_prior_stat_t *host, const kr_prior_params_t *pp) {
+  if (host->lm_bad > LM_BAD_SHARE * host->lm_n) return 0;
+  /* the ages of pages changing as Poisson processes are exponential: ln a
+   * spreads by pi^2/6 at least. Ages that agree (one Last-Modified for
+   * every page: a template's date, a deploy) are not change evidence */
+  if (host->a_n >= AGE_SPREAD_N) {
+    double mean = host->a_sum / host->a_n;
+    if (host->a_sq / host->a_n - mean * mean < AGE_SPREAD_MIN) return 0;
+  }
+  return host->lm_chg >= pp->lm_verified ? 2 : 1;
 }
 
 /* A group's (m, tau2) from its parent's (prior.h "Estimate"). */
@@ -365,7 +376,7 @@ static void stat_solve(const kr_prior_stat_t *s, const kr_prior_params_t *pp, in
 typedef struct chain {
   const kr_prior_stat_t *s[3]; /* host, type, template (NULL: none) */
   double m[4], tau2[4], ev[4]; /* root, host, type, template */
-  int ages;                    /* first-visit ages usable */
+  int ages;                    /* lm_state of the host */
 } chain_t;
 
 static void chain_solve(const kr_prior_pool_t *p, const kr_prior_params_t *pp, uint64_t type,
@@ -375,7 +386,7 @@ static void chain_solve(const kr_prior_pool_t *p, const kr_prior_params_t *pp, u
   c->s[0] = &p->host;
   c->s[1] = tg ? &tg->s : NULL;
   c->s[2] = pg ? &pg->s : NULL;
-  c->ages = lm_verified(&p->host, pp);
+  c->ages = lm_state(&p->host, pp);
   /* the root's mean rate exp(m + tau2/2) is the evaluator's lambda0 */
   c->tau2[0] = root_tau2;
   c->m[0] = log(root) - root_tau2 / 2;
@@ -432,6 +443,12 @@ void kr_prior_estimate(const kr_prior_pool_t *p, const kr_prior_params_t *pp,
   }
   /* the mean rate of a log-normal: the changes a new URI is expected to make */
   double rate = exp(m + v / 2);
+  /* ages not yet checked (the first pass of a host: no revisits yet) are
+   * used, but may only bring a URI back within unverified_wait: a server
+   * whose Last-Modified never moves looks like a static site until a
+   * revisit finds the content changed under an old date */
+  double floor_rate = log(2.0) / (pp->unverified_wait > 0 ? pp->unverified_wait : 86400);
+  if (c.ages == 1 && rate < floor_rate) rate = floor_rate;
   out->rate = clean_root(rate);
   double w = 2.0 / v;
   if (w < pp->weight_min) w = pp->weight_min;
