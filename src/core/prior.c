@@ -448,7 +448,7 @@ void kr_prior_estimate(const kr_prior_pool_t *p, const kr_prior_params_t *pp,
    * whose Last-Modified never moves looks like a static site until a
    * revisit finds the content changed under an old date */
   double floor_rate = log(2.0) / (pp->unverified_wait > 0 ? pp->unverified_wait : 86400);
-  if (c.ages == 1 && rate < floor_rate) rate = floor_rate;
+  if (c.ages == 1 && p->host.a_n > 0 && rate < floor_rate) rate = floor_rate;
   out->rate = clean_root(rate);
   double w = 2.0 / v;
   if (w < pp->weight_min) w = pp->weight_min;

@@ -1,8 +1,8 @@
 /* Informed priors (kria/prior.h): path templates on realistic URLs, the
  * pooling and shrinkage (a group of slow members gives a new member a
  * slow prior, a template with few members falls back to its parent, an
- * empty pool gives the evaluator's prior), Last-Modified ages used only
- * once verified, the caps, hostile values, and the pool's format (round
+ * empty pool gives the evaluator's prior), Last-Modified ages (bounded
+ * until verified, refused when contradicted or all alike), the caps, hostile values, and the pool's format (round
  * trip, damaged input). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -141,7 +141,13 @@ static void slow_group_slow_prior(void **state) {
   kr_prior_pool_free(&p);
 }
 
-static void ages_once_verified(void **state) {
+/* Ages of versions as a Poisson page's would be: exponential, here the
+ * quantiles of Exp(1/mean) for URI i of n. */
+static int64_t exp_age(int i, int n, double mean) {
+  return (int64_t)(-log(1.0 - (i + 0.5) / n) * mean) + 3;
+}
+
+static void ages(void **state) {
   (void)state;
   kr_prior_params_t pp;
   kr_prior_params_default(&pp);
@@ -149,48 +155,61 @@ static void ages_once_verified(void **state) {
   kr_est_params_default(&ep);
   kr_prior_pool_t p;
   kr_prior_pool_init(&p);
-  uint64_t ty = kr_prior_type_key("text/html", 9), t = kr_prior_key("/s/", 3);
-  /* first visits only, versions an hour old: not yet evidence */
+  uint64_t ty = kr_prior_type_key("text/html", 9), t = kr_prior_key("/a/", 3);
+  kr_prior_est_t e;
+  /* first visits only, versions about ten days old: used from the first
+   * pass, but not yet verified, so the first wait is a day at most */
   for (int i = 0; i < 20; i++) {
     kr_vhist_t h;
-    hist(&h, 3600, 0, 0, 0, 1);
-    feed(&p, &pp, &ep, ty, t, &h);
-  }
-  kr_prior_est_t e;
-  kr_prior_estimate(&p, &pp, &ep, ty, t, NULL, ROOT, 1.0, &e);
-  assert_true(e.rate == ROOT);
-  /* revisits whose ages fit the content verify the host's Last-Modified */
-  for (int i = 0; i < 4; i++) {
-    kr_vhist_t h;
-    hist(&h, 3600, 2, 3600, 1, 1);
+    hist(&h, exp_age(i, 20, 10 * DAY), 0, 0, 0, 1);
     feed(&p, &pp, &ep, ty, t, &h);
   }
   kr_prior_estimate(&p, &pp, &ep, ty, t, NULL, ROOT, 1.0, &e);
   assert_int_equal(e.level, 3);
-  assert_true(e.rate > 1.0 / (6 * 3600.0) && e.rate < 10.0 / 3600); /* about hourly */
+  assert_true(fabs(e.rate - log(2.0) / DAY) < 1e-12);
+  /* revisits whose ages fit the content verify the host's Last-Modified:
+   * then the ages say what they say (about one change in ten days) */
+  for (int i = 0; i < 4; i++) {
+    kr_vhist_t h;
+    hist(&h, exp_age(i, 4, 10 * DAY), 2, 3600, 1, 1);
+    feed(&p, &pp, &ep, ty, kr_prior_key("/b/", 3), &h);
+  }
+  kr_prior_estimate(&p, &pp, &ep, ty, t, NULL, ROOT, 1.0, &e);
+  assert_true(e.rate > 1.0 / (40 * DAY) && e.rate < 1.0 / (2 * DAY));
   /* the URI's own first age moves its prior */
   kr_vhist_t h;
-  hist(&h, 30 * DAY, 0, 0, 0, 1);
+  hist(&h, 60, 0, 0, 0, 1);
   kr_prior_est_t own;
   kr_prior_estimate(&p, &pp, &ep, ty, t, &h, ROOT, 1.0, &own);
-  assert_true(own.rate < e.rate);
-  /* a host whose Last-Modified never moves: contradicted, ages ignored */
-  kr_prior_pool_t q;
-  kr_prior_pool_init(&q);
+  assert_true(own.rate > e.rate); /* slightly: the group agrees closely */
+  kr_prior_pool_free(&p);
+
+  /* every page the same Last-Modified (a deploy's date, or a server
+   * whose Last-Modified never moves): not change evidence */
+  kr_prior_pool_init(&p);
+  for (int i = 0; i < 20; i++) {
+    hist(&h, 365 * DAY + i, 0, 0, 0, 1);
+    feed(&p, &pp, &ep, ty, t, &h);
+  }
+  kr_prior_estimate(&p, &pp, &ep, ty, t, NULL, ROOT, 1.0, &e);
+  assert_true(e.rate == ROOT);
+  kr_prior_pool_free(&p);
+
+  /* ages contradicted by the content (changed under an old date): ignored */
+  kr_prior_pool_init(&p);
   for (int i = 0; i < 20; i++) {
     kr_vhist_t g;
     kr_vhist_init(&g);
-    kr_vhist_visit_t v = {0, KR_CONTENT_CHANGED, 3600};
+    kr_vhist_visit_t v = {0, KR_CONTENT_CHANGED, exp_age(i, 20, 3 * DAY)};
     kr_vhist_append(&g, &v);
     for (int k = 1; k < 4; k++) {
-      v = (kr_vhist_visit_t){3600, KR_CONTENT_CHANGED, 3600 + 3600 * k};
+      v = (kr_vhist_visit_t){3600, KR_CONTENT_CHANGED, exp_age(i, 20, 3 * DAY) + 3600 * k};
       kr_vhist_append(&g, &v);
     }
-    feed(&q, &pp, &ep, ty, t, &g);
+    feed(&p, &pp, &ep, ty, t, &g);
   }
-  kr_prior_estimate(&q, &pp, &ep, ty, t, NULL, ROOT, 1.0, &e);
+  kr_prior_estimate(&p, &pp, &ep, ty, t, NULL, ROOT, 1.0, &e);
   assert_true(e.rate == ROOT);
-  kr_prior_pool_free(&q);
   kr_prior_pool_free(&p);
 }
 
@@ -314,7 +333,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(templates),
       cmocka_unit_test(slow_group_slow_prior),
-      cmocka_unit_test(ages_once_verified),
+      cmocka_unit_test(ages),
       cmocka_unit_test(caps_and_hostile),
       cmocka_unit_test(format),
   };
