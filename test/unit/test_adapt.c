@@ -1001,6 +1001,57 @@ static void wait_poisson(void **state) {
   assert_int_equal(x->c->ahosts_n, 1);
 }
 
+/* Informed priors (adaptive.informed-priors): once a dozen images of a
+ * host were seen unchanged on six visits a day apart, a newly discovered
+ * image of the same path template waits far longer than the image
+ * evaluator's initial-wait (200 s, multiplicative), and so does one of
+ * another template (its type's prior); without the key it waits
+ * initial-wait. */
+static void wait_informed_prior(void **state) {
+  fx_t *x = *state;
+  for (int i = 0; i < 12; i++) {
+    char path[32];
+    snprintf(path, sizeof path, "/img/%d.png", i);
+    visit(x, H_POISSON, path);
+    x->hc.informed_priors = 1;
+    stored(x, 6, "img", NULL, 0, DAY, DAY);
+    x->u.content_type = "image/png";
+    x->u.content_type_len = 9;
+    uint8_t tmp[KR_VHIST_BYTES];
+    size_t hl = 0;
+    for (int k = 0; k < 6; k++) {
+      kr_vhist_visit_t v = {.interval_s = k ? 86400 : 0,
+                            .state = k ? KR_CONTENT_UNCHANGED : KR_CONTENT_CHANGED,
+                            .age_s = -1};
+      hl = kr_vhist_push(x->hist, hl, &v, tmp, NULL);
+      memcpy(x->hist, tmp, hl);
+    }
+    x->u.history = x->hist;
+    x->u.history_len = hl;
+    header(x, "Content-Type", "image/png");
+    fetch_body(x, "img");
+    assert_int_equal(x->f.ad.content, KR_CONTENT_UNCHANGED);
+    decide(x);
+  }
+  static const struct {
+    const char *path;
+    int on;
+    int longer;
+  } cases[] = {{"/img/4242.png", 1, 1}, {"/img/4243.png", 0, 0}, {"/logo.png", 1, 1}};
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    visit(x, H_POISSON, cases[i].path);
+    x->hc.informed_priors = cases[i].on;
+    header(x, "Content-Type", "image/png");
+    fetch_body(x, "new image");
+    uint64_t w = decide(x);
+    assert_true(has_annot(x, "wait:image/multiplicative"));
+    if (cases[i].longer)
+      assert_true(w > 10 * 200 * SEC);
+    else
+      assert_int_equal(w, 200 * SEC);
+  }
+}
+
 /* ---- revisit: pulled forward ------------------------------------------------------------ */
 
 static void embeds_refreshed(void **state) {
@@ -1164,6 +1215,7 @@ int main(void) {
       FX(wait_multiplicative),
       FX(wait_catch_all),
       FX(wait_poisson),
+      FX(wait_informed_prior),
       FX(embeds_refreshed),
       FX(feed_items_pulled),
       FX(feed_errors_and_non_feeds),
