@@ -25,6 +25,12 @@
  *                   adaptive.budget-utilisation, corrected by the
  *                   host's realised fetch rate (every fetch of a host
  *                   with an allocator is counted, estimate.h).
+ * With adaptive.informed-priors both policies start from the URI's
+ * informed prior (kria/prior.h): its host's pool of evidence by path
+ * template and content type gives poisson its prior rate and weight and
+ * multiplicative its first wait (x_min / the prior's rate); every visit
+ * feeds the pool. The pool lives with the allocator, in memory
+ * (kr_prior_pool_encode/decode are there to persist it).
  * No evaluator matching: crawl.default-wait. The wait becomes the URI's
  * next_at through the frontier's success outcome. crawl.log gets the
  * thesis' annotations wt:<wait>,<visits>vis,<versions>ver,ov:<overdue>

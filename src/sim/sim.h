@@ -122,6 +122,9 @@
  *                 start (wait = clamp(x / lambda)): what poisson would reach
  *                 with perfect estimates
  * The policy key of the evaluators is ignored: the run's policy decides.
+ * adaptive.informed-priors (per host) gives multiplicative and poisson
+ * the crawl's informed priors (kria/prior.h, as src/crawl/proc_wait.c):
+ * one pool per host, each URI's groups from its URL and content type.
  * A URI joins its host's allocator sketch (kr_plan_host_update) only once
  * its estimate rests on an observation: URIs still at the prior would
  * count at the initial-wait's rate (the thesis' 20 s for text/html: one
