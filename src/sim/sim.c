@@ -262,6 +262,9 @@ static void restart_hosts(run_t *r) {
     /* the signals' reliability is not in the record (yet): the crawl
      * keeps it in memory only, so it starts over (kria/signal.h) */
     kr_sig_host_init(&sh->sig);
+    /* the informed priors' pool is not in the record yet (the crawl keeps
+     * it in memory): it starts over, as there */
+    kr_prior_pool_free(&sh->prior);
   }
   KR_LOG(KR_LOG_INFO, NULL, "restart: %zu hosts' learned state %s", r->nhosts,
          r->o->restart_forget ? "dropped" : "reloaded from its record");
