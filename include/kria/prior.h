@@ -25,18 +25,19 @@
  *             ages, nor once 8 first-visit ages of the host spread by
  *             less than 0.5 in ln a (pages changing at random have
  *             exponential ages, spread by pi^2/6 at least: one date for
- *             every page is a template's or a deploy's). Until lm_verified changed revisits have ages that fit
- *             (the host's first pass: new URIs are served before any
- *             revisit, so waiting for verification would learn nothing
- *             from it), a prior from ages gives a first wait of at most
+ *             every page is a template's or a deploy's). Until
+ *             lm_verified changed revisits have ages that fit (the
+ *             host's first pass: new URIs are served before any revisit,
+ *             so waiting for verification would learn nothing from it),
+ *             a prior from ages gives a first wait of at most
  *             unverified_wait: a server whose Last-Modified never moves
  *             looks like a static site until a revisit catches it.
  *   histories the URI's own estimate (estimate.h kr_est_rate, pulled only
- *             weight_min toward the evaluator's prior) once, when its history first
- *             rests on min_obs observations: ln lambda_i with a sampling
- *             variance of about 2 / min_obs (one observation at x ~ ln 2
- *             changes per visit carries Fisher information ~1/2 about
- *             ln lambda)
+ *             weight_min toward the evaluator's prior) once, when its
+ *             history first rests on min_obs observations: ln lambda_i
+ *             with a sampling variance of about 2 / min_obs (one
+ *             observation at x ~ ln 2 changes per visit carries Fisher
+ *             information ~1/2 about ln lambda).
  *             Where a group has usable ages they replace its history
  *             samples, which depend on the intervals the policy chose (a
  *             page unchanged over six visits says only that its rate is
@@ -58,13 +59,13 @@
  * updated by its own first-visit age when ages are usable (normal
  * posterior), and given to the per-URI estimator as
  *   rate   exp(m + tau^2 / 2): the mean rate, the changes a URI of the
- *          group is expected to make (the median exp(m) would send the
- *          fast members of a broad group away for days)
+ *          group is expected to make (the median exp(m) is lower for a
+ *          broad group; it measured slightly worse in kria simulate)
  *   weight 2 / tau^2 pseudo-observations (James-Stein: n_i observations
  *          give ln lambda_i a variance ~2 / n_i, so the group counts as
  *          2 / tau^2 of them), within [weight_min, weight_max]
  * A class of near-equal pages (tau = 0.3) holds its URIs near the class
- * for ~20 visits; rates spread over three decades (tau^2 ~ 3.6) let each
+ * for ~16 visits (weight_max); rates spread over three decades (tau^2 ~ 3.6) let each
  * URI's history speak after one visit. A pool that has learned nothing
  * gives the evaluator's prior and weight unchanged.
  *
