@@ -35,8 +35,15 @@ static const char usage_text[] =
     "                        (format in src/sim/sim.h and bench/adaptive/README.md)\n"
     "  --urls N              synthetic URIs (1000)\n"
     "  --hosts N             spread over N hosts (10)\n"
-    "  --mix SPEC            change rates: [W:]never|PERIOD|LO..HI, comma-separated\n"
-    "                        (1h..30d: log-uniform from hourly to monthly)\n"
+    "  --mix SPEC            change rates: [W:]never|PERIOD|LO..HI|weibull:K:SCALE,\n"
+    "                        comma-separated (1h..30d: log-uniform from hourly to\n"
+    "                        monthly; weibull: mean periods Weibull of shape K)\n"
+    "  --shift SPEC          rates that shift mid-run: share=S,at=T,factor=F (the\n"
+    "                        rate x F from T on) or share=S,at=T,redraw (a new\n"
+    "                        rate from the mix)\n"
+    "  --cycles SPEC         daily:A[@HOUR],weekly:B[@DAY]: the Poisson rates x\n"
+    "                        (1 + A cos) with the peak at HOUR UTC (14), x (1 + B\n"
+    "                        cos) with the peak on DAY (mon..sun, wed); A, B 0..1\n"
     "  --volatile SHARE      URIs with a volatile section (0.1)\n"
     "  --validators SPEC     host shares: correct=0.7,missing=0.2,lying=0.1\n"
     "  --size BYTES          typical body size (10KiB)\n"
@@ -770,6 +777,22 @@ static int parse_args(args_t *args, int argc, char **argv) {
       char e[256];
       if (kr_sim_mix_parse(v, &syn->mix, e, sizeof e)) {
         kr_cli_error(0, "--mix: %s", e);
+        return 64;
+      }
+      args->synth_given = 1;
+    } else if (!strcmp(a, "--shift")) {
+      NEED_ARG();
+      char e[256];
+      if (kr_sim_shift_parse(v, &syn->shift, e, sizeof e)) {
+        kr_cli_error(0, "%s", e);
+        return 64;
+      }
+      args->synth_given = 1;
+    } else if (!strcmp(a, "--cycles")) {
+      NEED_ARG();
+      char e[256];
+      if (kr_sim_cycles_parse(v, &syn->cycles, e, sizeof e)) {
+        kr_cli_error(0, "%s", e);
         return 64;
       }
       args->synth_given = 1;

@@ -353,7 +353,7 @@ static int add_all(run_t *r) {
       kr_wait_params_from_config(&p, s->wait);
       s->cls = (int8_t)kr_plan_host_class(&sh->alloc, p.min_ms, p.max_ms);
       if (r->policy == KR_SIM_ORACLE) {
-        s->lambda = KR_MAX(kr__sim_true_rate(u, r->end - r->t0), 1e-12);
+        s->lambda = KR_MAX(kr__sim_true_rate(w, u, r->end - r->t0, 0), 1e-12);
         kr_plan_host_update(&sh->alloc, s->cls, 0, s->lambda);
       }
     }
@@ -450,7 +450,9 @@ void kr_sim_score_estimates(const kr_sim_world_t *w, int64_t duration_ms, const 
     const wuri_t *u = &w->u[i];
     if (u->change != KR_SIM_POISSON_RATE && u->change != KR_SIM_EVERY) continue;
     if (!(lambda[i] > 0)) continue;
-    double q = lambda[i] / kr__sim_true_rate(u, duration_ms);
+    double truth = kr__sim_true_rate(w, u, duration_ms, duration_ms);
+    if (!(truth > 0)) continue; /* stopped changing (a shift) */
+    double q = lambda[i] / truth;
     ratio[n++] = q;
     if (q >= 0.5 && q <= 2) within++;
   }
@@ -476,7 +478,9 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
   double expect = 0;
   for (size_t i = 0; i < w->n; i++)
     if (w->u[i].change == KR_SIM_POISSON_RATE)
-      expect += w->u[i].rate * (double)o->duration_ms / 1000.0;
+      expect += KR_MAX(kr__sim_true_rate(w, &w->u[i], o->duration_ms, 0),
+                       kr__sim_true_rate(w, &w->u[i], o->duration_ms, o->duration_ms)) *
+                (double)o->duration_ms / 1000.0;
   if (expect > MAX_CHANGES)
     return kr__sim_errf(err, errlen, KR_ETOOBIG,
                 "the URIs would change about %.3g times in the run, more than the %.0g a run "

@@ -75,6 +75,39 @@
  * volatile; validator behaviour is per host, the hosts split among
  * correct / missing / lying by largest remainder of the shares; body
  * sizes are log-normal around size (sigma 0.5, within [256 B, 16 x size]).
+ * A mix component may also be weibull:SHAPE:SCALE (Brewington & Cybenko):
+ * mean periods P drawn from a Weibull distribution, P = SCALE x
+ * (-ln U)^(1/SHAPE) (0.1 <= SHAPE <= 10, SCALE a period; the mean period
+ * is SCALE x Gamma(1 + 1/SHAPE), the median SCALE x (ln 2)^(1/SHAPE)),
+ * clamped to 1s..36500d, Poisson; e.g. "0.2:never,0.8:weibull:0.8:5d".
+ *
+ * Rates that shift (kr_sim_shift_parse, --shift
+ * share=S,at=T,factor=F | share=S,at=T,redraw): a share S of the URIs
+ * (by a stream of their own) change at their rate until T, then at rate
+ * x F (0 < F <= 1000), or at a rate drawn anew from the mix (redraw; a
+ * never-changing URI may start changing, a changing one stop). The
+ * process is memoryless: the pending change drawn before T is dropped at
+ * T and the next drawn from T at the new rate.
+ *
+ * Daily and weekly cycles (kr_sim_cycles_parse, --cycles
+ * daily:A[@HOUR],weekly:B[@DAY]): every Poisson URI of the world changes
+ * at rate r x (1 + A cos(2 pi (t - peak)/1d)) x (1 + B cos(2 pi (t -
+ * peak)/7d)), A and B within 0..1, the daily peak at HOUR (UTC, 0..24,
+ * default 14) on the virtual clock (which starts at KR_SIM_T0, a
+ * Tuesday 22:13 UTC), the weekly one at noon of DAY (mon..sun, default
+ * wed). A non-homogeneous Poisson process, simulated by thinning from
+ * each URI's own stream (candidates at the peak rate, each kept with
+ * probability rate / peak rate), so the changes still do not depend on
+ * when the URI is looked at.
+ *
+ * The true rate (the oracle's, and what estimates are scored against):
+ * for a cyclic world the time-average of the rate over the run (r x the
+ * mean of the cycle factor over [0, duration)); for a shifting URI the
+ * rate in force: the oracle is fed the rate before T until its first
+ * visit at or after T, then the rate after (its host's allocator
+ * updated), and the estimates at the end are scored against the rate
+ * after T.
+ *
  * Importance (kr_sim_importance_parse, --importance): 1 (every page
  * weighs 1, the default) | pareto:ALPHA (ALPHA > 1) | lognormal:SIGMA
  * (0 < SIGMA <= 4), drawn from a stream of its own per URI (the rest of
@@ -270,6 +303,8 @@ typedef struct kr_sim_mix_item {
   int never;      /* 1: never changes */
   double lo_s;    /* shortest mean period (s) */
   double hi_s;    /* longest (== lo_s: one rate) */
+  double wb_shape; /* > 0: Weibull periods of this shape ... */
+  double wb_scale_s; /* ... and scale (s); lo_s, hi_s unused */
 } kr_sim_mix_item_t;
 
 typedef struct kr_sim_mix {
@@ -296,6 +331,28 @@ typedef struct kr_sim_importance {
  * with a message naming --importance in err. */
 int kr_sim_importance_parse(const char *s, kr_sim_importance_t *out, char *err, size_t errlen);
 
+/* Rates that shift mid-run (see above); share 0: none. */
+typedef struct kr_sim_shift {
+  double share;   /* 0..1 */
+  int64_t at_ms;  /* offset from the start */
+  double factor;  /* > 0, unless redraw */
+  int redraw;     /* 1: a new rate from the mix */
+} kr_sim_shift_t;
+/* "share=S,at=T,factor=F" or "share=S,at=T,redraw". 0, or KR_EINVAL with
+ * a message naming --shift. */
+int kr_sim_shift_parse(const char *s, kr_sim_shift_t *out, char *err, size_t errlen);
+
+/* Daily and weekly cycles (see above); amplitudes 0: none. */
+typedef struct kr_sim_cycles {
+  double daily;        /* amplitude 0..1 */
+  double daily_peak_h; /* UTC hour of the peak, 0..24 */
+  double weekly;       /* amplitude 0..1 */
+  int weekly_peak_day; /* 0 Monday .. 6 Sunday */
+} kr_sim_cycles_t;
+/* "daily:A[@HOUR]", "weekly:B[@DAY]" or both, comma-separated. 0, or
+ * KR_EINVAL with a message naming --cycles. */
+int kr_sim_cycles_parse(const char *s, kr_sim_cycles_t *out, char *err, size_t errlen);
+
 /* Importance is kept as a multiple of this (see the trace's importance=). */
 #define KR_SIM_IMP_ONE_Q 65536u
 #define KR_SIM_IMP_MAX 1e6
@@ -310,6 +367,8 @@ typedef struct kr_sim_synth {
   uint64_t size;            /* typical body size (bytes, > 0) */
   const char *content_type; /* NULL: text/html */
   kr_sim_importance_t importance; /* zeroed: every page 1 */
+  kr_sim_shift_t shift;           /* zeroed: none */
+  kr_sim_cycles_t cycles;         /* zeroed: none */
 } kr_sim_synth_t;
 
 void kr_sim_synth_default(kr_sim_synth_t *s);
@@ -353,6 +412,8 @@ typedef struct kr_sim_uri_info {
   int is_volatile;
   uint64_t size;
   double importance;        /* weight in the weighted metrics (mean 1) */
+  int64_t shift_at_ms;      /* its rate shifts then (offset); -1 never */
+  double rate_after;        /* POISSON_RATE: the rate from shift_at_ms on */
 } kr_sim_uri_info_t;
 void kr_sim_world_uri(const kr_sim_world_t *w, size_t i, kr_sim_uri_info_t *out);
 
@@ -420,6 +481,16 @@ typedef struct kr_sim_sigstats {
   uint64_t hosts_pulling; /* at the end, hosts whose signals pull */
   uint64_t hosts_stretching; /* ... and stretch */
 } kr_sim_sigstats_t;
+
+/* The true rate of URI i (changes/s; see "Synthetic worlds"): in force
+ * at offset at_ms, times the mean cycle factor over [0, duration_ms). */
+double kr_sim_world_true_rate(const kr_sim_world_t *w, size_t i, int64_t duration_ms,
+                              int64_t at_ms);
+/* The change times of URI i within [0, duration_ms) (offsets, ms) as
+ * every run sees them, at most max into out (may be NULL); returns how
+ * many there are. For tests and tools. */
+size_t kr_sim_world_changes(const kr_sim_world_t *w, size_t i, int64_t duration_ms,
+                            int64_t *out, size_t max);
 
 /* ---- runs ---------------------------------------------------------------- */
 

@@ -53,7 +53,7 @@ static void advance_to(run_t *r, const wuri_t *u, suri_t *s, int64_t t) {
      * depend on the visits, so every policy sees the same ones. */
     while (s->next_change <= t) {
       one_change(r, u, s, s->next_change);
-      s->next_change += exp_ms(&s->rng, u->rate);
+      s->next_change = kr__sim_next_change(w, u, &s->rng, t0, s->next_change);
     }
     break;
   case KR_SIM_EVERY:
@@ -91,30 +91,16 @@ void kr__sim_advance(run_t *r, const wuri_t *u, suri_t *s, int64_t t) {
   advance_to(r, u, s, t);
 }
 
-/* The true change rate (changes/s; 0 for never), for the oracle and for
- * scoring estimates. A list of change times counts as its mean rate. */
-double kr__sim_true_rate(const wuri_t *u, int64_t duration_ms) {
-  switch (u->change) {
-  case KR_SIM_POISSON_RATE: return u->rate;
-  case KR_SIM_EVERY: return 1000.0 / (double)u->period_ms;
-  case KR_SIM_AT: return (double)u->at_n * 1000.0 / (double)duration_ms;
-  default: return 0;
-  }
-}
-
 void kr__sim_truth_init(const kr_sim_world_t *w, size_t i, suri_t *s, int64_t t0) {
   const wuri_t *u = &w->u[i];
-  s->rng = kr__sim_mix64(w->seed * UINT64_C(0x9e3779b97f4a7c15) ^ kr__sim_mix64(u->fp));
+  s->rng = kr__sim_stream(w, u);
   s->cap_version = -1;
   s->seen_version = -1;
   s->cls = -1;
   switch (u->change) {
-  case KR_SIM_POISSON_RATE: {
-    int64_t back = exp_ms(&s->rng, u->rate);
-    s->last_change = t0 - KR_MIN(back, YEAR_MS);
-    s->next_change = t0 + exp_ms(&s->rng, u->rate);
+  case KR_SIM_POISSON_RATE:
+    kr__sim_poisson_start(w, u, &s->rng, t0, &s->last_change, &s->next_change);
     break;
-  }
   case KR_SIM_EVERY:
     s->last_change = t0;
     s->next_change = t0 + u->period_ms;
@@ -802,6 +788,14 @@ static void finish_visit(run_t *r, visit_t *v) {
    * realised-rate feedback (estimate.h), as proc_wait.c does */
   kr_plan_host_fetched(&sh->alloc, now);
   kr__sim_signal_visit(r, v->fx->uri, s, sh, c, v->st); /* verified; s->stretch */
+  if (r->policy == KR_SIM_ORACLE && s->cls >= 0 && v->u->shift_at != KR__SIM_NEVER) {
+    /* the oracle knows the rate in force (sim.h): its host's sketch too */
+    double l = KR_MAX(kr__sim_true_rate(r->w, v->u, r->end - r->t0, v->off), 1e-12);
+    if (l != s->lambda) {
+      kr_plan_host_update(&sh->alloc, s->cls, s->lambda, l);
+      s->lambda = l;
+    }
+  }
   int64_t wait = kr__sim_next_wait(r, s, sh, c, v->st, now, age_s, v->lm != 0, hist, &hist_len);
   s->last_wait = wait;
   s->visits++;

@@ -21,7 +21,9 @@ typedef struct wuri {
   uint8_t change;      /* kr_sim_change_t */
   uint8_t validators;  /* kr_sim_validators_t */
   uint8_t is_volatile;
-  double rate;         /* POISSON_RATE */
+  double rate;         /* POISSON_RATE (before shift_at) */
+  double rate2;        /* POISSON_RATE from shift_at on */
+  int64_t shift_at;    /* offset; KR__SIM_NEVER: no shift */
   int64_t period_ms;   /* EVERY */
   uint64_t at_off;     /* AT: into at[] */
   uint32_t at_n;
@@ -74,12 +76,32 @@ struct kr_sim_world {
   whev_t *hev;          /* host events */
   size_t nhev;
   uint32_t ngrow;       /* grow events so far: page names /g<N>/<K> */
+  /* daily and weekly cycles of the Poisson URIs (sim.h) */
+  int cyc_on;
+  double cyc_a, cyc_b;     /* amplitudes */
+  double cyc_pd, cyc_pw;   /* phases at the start (radians) */
 };
 
 /* The frontier's queue key of a URL by host: host[:port] (sim_shard.c). */
 kr_slice_t kr__sim_host_key(const char *url, size_t len);
 /* Keys equal, ASCII case aside. */
 int kr__sim_key_eq(kr_slice_t x, kr_slice_t y);
+
+/* ---- change processes (sim_world.c) ---------------------------------------
+ * Times are epoch ms, t0 the start of the run. A Poisson URI's stream rng
+ * gives its changes one after the other whatever the moments it is
+ * looked at: kr__sim_poisson_start draws the birth of the version live
+ * at the start and the first change, kr__sim_next_change the change
+ * after from (shift and cycles applied). */
+void kr__sim_poisson_start(const kr_sim_world_t *w, const wuri_t *u, uint64_t *rng, int64_t t0,
+                           int64_t *last, int64_t *next);
+int64_t kr__sim_next_change(const kr_sim_world_t *w, const wuri_t *u, uint64_t *rng, int64_t t0,
+                            int64_t from);
+/* The URI's stream at the start of a run. */
+uint64_t kr__sim_stream(const kr_sim_world_t *w, const wuri_t *u);
+/* The true rate (changes/s) in force at offset at, times the mean cycle
+ * factor over the run; a list of change times counts as its mean rate. */
+double kr__sim_true_rate(const kr_sim_world_t *w, const wuri_t *u, int64_t duration_ms, int64_t at);
 
 /* The URI with fingerprint fp, or -1. */
 int64_t kr__sim_world_find(const kr_sim_world_t *w, uint64_t fp);
@@ -111,6 +133,13 @@ static inline double kr__sim_unif(uint64_t *s) {
 static inline double kr__sim_gauss(uint64_t *s) {
   double u = kr__sim_unif(s);
   return sqrt(-2.0 * log(u)) * cos(2 * M_PI * kr__sim_unif(s));
+}
+
+/* Exponential with mean 1/rate (changes/s), in whole ms >= 1, bounded. */
+static inline int64_t kr__sim_exp_ms(uint64_t *s, double rate) {
+  double ms = -log(kr__sim_unif(s)) / rate * 1000.0;
+  if (!(ms < 1e15)) return INT64_C(1000000000000000);
+  return ms < 1 ? 1 : (int64_t)ceil(ms);
 }
 
 #endif

@@ -30,12 +30,6 @@
 #define ETAG_LEN 18                 /* "%016llx" quoted */
 #define ROW_CACHE_MAX (1u << 21)    /* rows kept in memory (~1 GB at most) */
 
-/* Exponential with mean 1/rate (changes/s), in whole ms >= 1, bounded. */
-static inline int64_t exp_ms(uint64_t *s, double rate) {
-  double ms = -log(kr__sim_unif(s)) / rate * 1000.0;
-  if (!(ms < 1e15)) return INT64_C(1000000000000000);
-  return ms < 1 ? 1 : (int64_t)ceil(ms);
-}
 
 /* Per run and URI: the ground truth as it unfolds, and the scoring. */
 typedef struct suri {
@@ -203,7 +197,6 @@ static inline int in_shard(const run_t *r, size_t i) {
 
 /* sim_fetch.c */
 void kr__sim_advance(run_t *r, const wuri_t *u, suri_t *s, int64_t t);
-double kr__sim_true_rate(const wuri_t *u, int64_t duration_ms);
 void kr__sim_truth_init(const kr_sim_world_t *w, size_t i, suri_t *s, int64_t t0);
 void kr__sim_integrate(run_t *r, const wuri_t *u, suri_t *s, int64_t t);
 void kr__sim_fail(run_t *r, int rc, const char *what);

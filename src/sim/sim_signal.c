@@ -164,7 +164,9 @@ static int64_t replay_next(run_t *r, ssig_t *g) {
   int64_t t = g->c_next;
   if (t == INT64_MAX) return t;
   switch (u->change) {
-  case KR_SIM_POISSON_RATE: g->c_next += exp_ms(&g->crng, u->rate); break;
+  case KR_SIM_POISSON_RATE: /* with its shift and cycles: sim_world.c */
+    g->c_next = kr__sim_next_change(r->w, u, &g->crng, r->t0, g->c_next);
+    break;
   case KR_SIM_EVERY: g->c_next += u->period_ms; break;
   case KR_SIM_AT:
     g->c_at++;
@@ -207,7 +209,7 @@ static void arm(run_t *r, ssig_t *g, int64_t from) {
         if (kr__sim_unif(&g->rng) < o->recall) claim = tc;
       } else {
         claim = KR_MAX(claim, g->f_next);
-        g->f_next += exp_ms(&g->rng, g->f_rate);
+        g->f_next += kr__sim_exp_ms(&g->rng, g->f_rate);
       }
     }
     if (claim && p < r->end) {
@@ -294,9 +296,9 @@ int kr__sim_signals_start(run_t *r) {
     g->crng = s->rng;
     g->c_next = s->next_change;
     g->c_at = s->at_idx;
-    double lambda = kr__sim_true_rate(u, r->end - r->t0);
+    double lambda = kr__sim_true_rate(w, u, r->end - r->t0, 0);
     g->f_rate = o->precision < 1 ? o->recall * lambda * (1 - o->precision) / o->precision : 0;
-    g->f_next = g->f_rate > 0 ? r->t0 + exp_ms(&g->rng, g->f_rate) : INT64_MAX;
+    g->f_next = g->f_rate > 0 ? r->t0 + kr__sim_exp_ms(&g->rng, g->f_rate) : INT64_MAX;
     arm(r, g, r->t0);
   }
   r->res->sig.pages = r->nsig;
@@ -332,7 +334,11 @@ void kr__sim_signal_visit(run_t *r, size_t i, suri_t *s, shost_t *sh, const kr_c
 }
 
 double kr__sim_signal_true_rate(const run_t *r, const suri_t *s) {
-  return s->sig ? kr__sim_true_rate(&r->w->u[r->sig[s->sig - 1].uri], r->end - r->t0) : 0;
+  if (!s->sig) return 0;
+  const ssig_t *g = &r->sig[s->sig - 1];
+  /* in force at its last visit (a shifting world: sim.h) */
+  return kr__sim_true_rate(r->w, &r->w->u[g->uri], r->end - r->t0,
+                           g->last_visit ? g->last_visit - r->t0 : 0);
 }
 
 /* ---- the end of a run ------------------------------------------------------------------ */

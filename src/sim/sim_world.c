@@ -71,6 +71,124 @@ void kr_sim_world_uri(const kr_sim_world_t *w, size_t i, kr_sim_uri_info_t *out)
   out->is_volatile = u->is_volatile;
   out->size = u->size;
   out->importance = (double)u->imp_q / KR_SIM_IMP_ONE_Q;
+  out->shift_at_ms = u->shift_at == KR__SIM_NEVER ? -1 : u->shift_at;
+  out->rate_after = u->shift_at == KR__SIM_NEVER ? u->rate : u->rate2;
+}
+
+/* ---- change processes -------------------------------------------------------- */
+
+#define CYC_DAY_MS 86400000.0
+#define CYC_WEEK_MS (7 * CYC_DAY_MS)
+
+/* The cycles' factor at offset off (ms) from the start. */
+static double cycle_factor(const kr_sim_world_t *w, int64_t off) {
+  double d = (double)off;
+  return (1 + w->cyc_a * cos(2 * M_PI * d / CYC_DAY_MS + w->cyc_pd)) *
+         (1 + w->cyc_b * cos(2 * M_PI * d / CYC_WEEK_MS + w->cyc_pw));
+}
+
+/* The integral of cos(omega x + phi) over [0, d]. */
+static double icos(double omega, double phi, double d) {
+  return (sin(omega * d + phi) - sin(phi)) / omega;
+}
+
+/* The mean of the cycles' factor over [0, d) (ms): the product expanded,
+ * each term in closed form. */
+static double cycle_mean(const kr_sim_world_t *w, int64_t d_ms) {
+  if (!w->cyc_on || d_ms <= 0) return 1;
+  double d = (double)d_ms, od = 2 * M_PI / CYC_DAY_MS, ow = 2 * M_PI / CYC_WEEK_MS;
+  double a = w->cyc_a, b = w->cyc_b, pd = w->cyc_pd, pw = w->cyc_pw;
+  double sum = d + a * icos(od, pd, d) + b * icos(ow, pw, d) +
+               a * b / 2 * (icos(od - ow, pd - pw, d) + icos(od + ow, pd + pw, d));
+  return sum / d;
+}
+
+uint64_t kr__sim_stream(const kr_sim_world_t *w, const wuri_t *u) {
+  return kr__sim_mix64(w->seed * UINT64_C(0x9e3779b97f4a7c15) ^ kr__sim_mix64(u->fp));
+}
+
+int64_t kr__sim_next_change(const kr_sim_world_t *w, const wuri_t *u, uint64_t *rng, int64_t t0,
+                            int64_t from) {
+  int64_t shift = u->shift_at == KR__SIM_NEVER ? INT64_MAX : t0 + u->shift_at;
+  double fmax = w->cyc_on ? (1 + w->cyc_a) * (1 + w->cyc_b) : 1;
+  int64_t p = from;
+  for (int guard = 0; guard < 10000000; guard++) {
+    double rate = p < shift ? u->rate : u->rate2;
+    if (!(rate > 0)) {
+      if (p >= shift) return INT64_MAX;
+      p = shift;
+      continue;
+    }
+    int64_t c = p + kr__sim_exp_ms(rng, rate * fmax);
+    if (p < shift && c >= shift) { /* memoryless: drawn again from the shift */
+      p = shift;
+      continue;
+    }
+    /* thinning: a candidate at the peak rate kept with rate / peak rate */
+    if (w->cyc_on && kr__sim_unif(rng) * fmax > cycle_factor(w, c - t0)) {
+      p = c;
+      continue;
+    }
+    return c;
+  }
+  return INT64_MAX;
+}
+
+void kr__sim_poisson_start(const kr_sim_world_t *w, const wuri_t *u, uint64_t *rng, int64_t t0,
+                           int64_t *last, int64_t *next) {
+  /* the live version's birth: at the rate before any shift, no cycle */
+  int64_t back = u->rate > 0 ? kr__sim_exp_ms(rng, u->rate) : KR__SIM_YEAR_MS;
+  *last = t0 - KR_MIN(back, KR__SIM_YEAR_MS);
+  *next = kr__sim_next_change(w, u, rng, t0, t0);
+}
+
+double kr__sim_true_rate(const kr_sim_world_t *w, const wuri_t *u, int64_t duration_ms, int64_t at) {
+  switch (u->change) {
+  case KR_SIM_POISSON_RATE:
+    return (at >= u->shift_at ? u->rate2 : u->rate) * cycle_mean(w, duration_ms);
+  case KR_SIM_EVERY: return 1000.0 / (double)u->period_ms;
+  case KR_SIM_AT: return (double)u->at_n * 1000.0 / (double)duration_ms;
+  default: return 0;
+  }
+}
+
+double kr_sim_world_true_rate(const kr_sim_world_t *w, size_t i, int64_t duration_ms,
+                              int64_t at_ms) {
+  return kr__sim_true_rate(w, &w->u[i], duration_ms, at_ms);
+}
+
+size_t kr_sim_world_changes(const kr_sim_world_t *w, size_t i, int64_t duration_ms,
+                            int64_t *out, size_t max) {
+  const wuri_t *u = &w->u[i];
+  const int64_t t0 = KR_SIM_T0;
+  size_t n = 0;
+  switch (u->change) {
+  case KR_SIM_POISSON_RATE: {
+    uint64_t rng = kr__sim_stream(w, u);
+    int64_t last, next;
+    kr__sim_poisson_start(w, u, &rng, t0, &last, &next);
+    for (; next < t0 + duration_ms; next = kr__sim_next_change(w, u, &rng, t0, next)) {
+      if (out && n < max) out[n] = next - t0;
+      n++;
+    }
+    break;
+  }
+  case KR_SIM_EVERY:
+    for (int64_t t = u->period_ms; t < duration_ms; t += u->period_ms) {
+      if (out && n < max) out[n] = t;
+      n++;
+    }
+    break;
+  case KR_SIM_AT:
+    for (uint32_t k = 0; k < u->at_n && w->at[u->at_off + k] < duration_ms; k++) {
+      if (out && n < max) out[n] = w->at[u->at_off + k];
+      n++;
+    }
+    break;
+  default:
+    break;
+  }
+  return n;
 }
 
 /* Intern a content type; -1 when there are too many. */
@@ -106,6 +224,7 @@ static wuri_t *world_push(kr_sim_world_t *w, const char *url, size_t len) {
   u->fp = kr_fp(url, len);
   u->size = DEFAULT_SIZE;
   u->imp_q = KR_SIM_IMP_ONE_Q;
+  u->shift_at = KR__SIM_NEVER;
   return u;
 }
 
@@ -162,6 +281,25 @@ static int dur_parse(const char *s, size_t n, int64_t *ms) {
   return kr_config_parse_duration(s, n, ms);
 }
 
+/* SHAPE:SCALE of a Weibull component (n bytes at p). */
+static int weibull_parse(const char *p, size_t n, kr_sim_mix_item_t *it) {
+  const char *colon = memchr(p, ':', n);
+  char num[64];
+  if (!colon || (size_t)(colon - p) >= sizeof num || colon == p) return -1;
+  memcpy(num, p, (size_t)(colon - p));
+  num[colon - p] = 0;
+  char *end;
+  errno = 0;
+  double k = strtod(num, &end);
+  if (*end || errno || !(k >= 0.1 && k <= 10)) return -1;
+  int64_t scale;
+  size_t sn = n - (size_t)(colon - p) - 1;
+  if (dur_parse(colon + 1, sn, &scale) || scale < MIN_PERIOD_MS || scale > MAX_PERIOD_MS) return -1;
+  it->wb_shape = k;
+  it->wb_scale_s = (double)scale / 1000.0;
+  return 0;
+}
+
 int kr_sim_mix_parse(const char *s, kr_sim_mix_t *out, char *err, size_t errlen) {
   memset(out, 0, sizeof *out);
   size_t len = strlen(s);
@@ -179,7 +317,7 @@ int kr_sim_mix_parse(const char *s, kr_sim_mix_t *out, char *err, size_t errlen)
     kr_sim_mix_item_t *it = &out->item[out->n];
     it->weight = 1;
     const char *colon = memchr(p, ':', n);
-    if (colon) {
+    if (colon && !(n >= 8 && memcmp(p, "weibull:", 8) == 0)) {
       char num[64];
       size_t wl = (size_t)(colon - p);
       if (wl == 0 || wl >= sizeof num)
@@ -197,6 +335,12 @@ int kr_sim_mix_parse(const char *s, kr_sim_mix_t *out, char *err, size_t errlen)
     }
     if (n == 5 && memcmp(p, "never", 5) == 0) {
       it->never = 1;
+    } else if (n >= 8 && memcmp(p, "weibull:", 8) == 0) {
+      if (weibull_parse(p + 8, n - 8, it))
+        return kr__sim_errf(err, errlen, KR_EINVAL,
+                            "mix: bad '%.*s' (want weibull:SHAPE:SCALE, 0.1 <= SHAPE <= 10, SCALE "
+                            "a period within 1s..36500d, e.g. weibull:0.8:5d)",
+                            (int)n, p);
     } else {
       const char *dots = NULL;
       for (size_t k = 0; k + 1 < n; k++)
@@ -225,6 +369,29 @@ int kr_sim_mix_parse(const char *s, kr_sim_mix_t *out, char *err, size_t errlen)
     i = j + 1;
   }
   return 0;
+}
+
+/* A change rate from the mix (changes/s; 0: never), the draws from r:
+ * one to pick the component, one for its rate. */
+static double draw_rate(const kr_sim_mix_t *mix, double wsum, uint64_t *r) {
+  double pick = kr__sim_unif(r) * wsum;
+  const kr_sim_mix_item_t *it = &mix->item[mix->n - 1];
+  for (unsigned c = 0; c < mix->n; c++) {
+    if (pick < mix->item[c].weight) {
+      it = &mix->item[c];
+      break;
+    }
+    pick -= mix->item[c].weight;
+  }
+  if (it->never) return 0;
+  if (it->wb_shape > 0) {
+    double p = it->wb_scale_s * pow(-log(kr__sim_unif(r)), 1.0 / it->wb_shape);
+    p = KR_MAX(p, MIN_PERIOD_MS / 1000.0);
+    p = KR_MIN(p, MAX_PERIOD_MS / 1000.0);
+    return 1.0 / p;
+  }
+  double lp = log(it->lo_s) + kr__sim_unif(r) * (log(it->hi_s) - log(it->lo_s));
+  return 1.0 / exp(lp);
 }
 
 /* A number of the whole token after a prefix; -1 when it is not one. */
@@ -265,6 +432,34 @@ static uint64_t imp_quantise(double v) {
   return (uint64_t)llround(v * KR_SIM_IMP_ONE_Q);
 }
 
+/* A share of the URIs, picked by a stream of their own, shift their rate
+ * at the given time: multiplied, or drawn anew from the mix. */
+static void synth_shift(const kr_sim_synth_t *s, const kr_sim_mix_t *mix, double wsum, uint64_t i,
+                        wuri_t *u) {
+  uint64_t z = kr__sim_mix64(s->seed * UINT64_C(0xd6e8feb86659fd93) ^ (i + 0x5b1f7));
+  if (!(kr__sim_unif(&z) < s->shift.share)) return;
+  double after = s->shift.redraw ? draw_rate(mix, wsum, &z) : u->rate * s->shift.factor;
+  if (!(u->rate > 0) && !(after > 0)) return; /* never, before and after */
+  u->change = KR_SIM_POISSON_RATE;
+  u->rate2 = after;
+  u->shift_at = s->shift.at_ms;
+}
+
+/* The cycles' phases at the start (sim.h: peaks in UTC on the virtual
+ * clock; 1970-01-05 was a Monday). */
+static void synth_cycles(const kr_sim_synth_t *s, kr_sim_world_t *w) {
+  const kr_sim_cycles_t *c = &s->cycles;
+  if (!(c->daily > 0) && !(c->weekly > 0)) return;
+  const double day = 86400000.0, week = 7 * day;
+  double pd = c->daily_peak_h * 3600000.0;
+  double pw = (4 + c->weekly_peak_day) * day + day / 2;
+  w->cyc_on = 1;
+  w->cyc_a = c->daily;
+  w->cyc_b = c->weekly;
+  w->cyc_pd = 2 * M_PI * fmod((double)KR_SIM_T0 - pd, day) / day;
+  w->cyc_pw = 2 * M_PI * fmod((double)KR_SIM_T0 - pw, week) / week;
+}
+
 /* Draw every URI's importance from a stream of its own (so that the
  * other draws of the world do not move), then divide by the mean. */
 static void synth_importance(const kr_sim_synth_t *s, kr_sim_world_t *w) {
@@ -281,6 +476,100 @@ static void synth_importance(const kr_sim_synth_t *s, kr_sim_world_t *w) {
   double mean = sum / (double)w->n;
   for (size_t i = 0; i < w->n; i++) w->u[i].imp_q = imp_quantise(v[i] / mean);
   free(v);
+}
+
+/* The next comma-separated item of *sp into buf (NUL-terminated); 0 at
+ * the end, -1 when it is longer than buf. */
+static int item_next(const char **sp, char *buf, size_t len) {
+  const char *p = *sp;
+  if (!*p) return 0;
+  size_t n = strcspn(p, ",");
+  *sp = p + n + (p[n] == ',');
+  if (n >= len) return -1;
+  memcpy(buf, p, n);
+  buf[n] = 0;
+  return 1;
+}
+
+int kr_sim_shift_parse(const char *s, kr_sim_shift_t *out, char *err, size_t errlen) {
+  memset(out, 0, sizeof *out);
+  const char *p = s;
+  char it[96];
+  int rc, has_share = 0, has_at = 0;
+  while ((rc = item_next(&p, it, sizeof it)) != 0) {
+    char *eq = strchr(it, '=');
+    double d;
+    if (rc < 0) return kr__sim_errf(err, errlen, KR_EINVAL, "--shift: item too long in '%s'", s);
+    if (!strcmp(it, "redraw")) {
+      out->redraw = 1;
+      continue;
+    }
+    if (!eq)
+      return kr__sim_errf(err, errlen, KR_EINVAL, "--shift: bad item '%s' (share=S, at=T, factor=F or redraw)", it);
+    *eq = 0;
+    const char *val = eq + 1;
+    if (!strcmp(it, "share")) {
+      if (num_after(val, 0, &d) || !(d > 0 && d <= 1))
+        return kr__sim_errf(err, errlen, KR_EINVAL, "--shift: bad share=%s (within (0, 1])", val);
+      out->share = d;
+      has_share = 1;
+    } else if (!strcmp(it, "at")) {
+      if (!*val || kr_config_parse_duration(val, strlen(val), &out->at_ms) || out->at_ms < 0 ||
+          out->at_ms > MAX_PERIOD_MS)
+        return kr__sim_errf(err, errlen, KR_EINVAL, "--shift: bad at=%s (a duration from the start, e.g. 10d)", val);
+      has_at = 1;
+    } else if (!strcmp(it, "factor")) {
+      if (num_after(val, 0, &d) || !(d > 0 && d <= 1000))
+        return kr__sim_errf(err, errlen, KR_EINVAL, "--shift: bad factor=%s (within (0, 1000])", val);
+      out->factor = d;
+    } else {
+      return kr__sim_errf(err, errlen, KR_EINVAL, "--shift: unknown key '%s' (share, at, factor, redraw)", it);
+    }
+  }
+  if (!has_share || !has_at)
+    return kr__sim_errf(err, errlen, KR_EINVAL, "--shift: needs share=S and at=T ('%s')", s);
+  if (out->redraw == (out->factor > 0))
+    return kr__sim_errf(err, errlen, KR_EINVAL, "--shift: needs one of factor=F and redraw ('%s')", s);
+  return 0;
+}
+
+static const char *const day_names[7] = {"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
+
+int kr_sim_cycles_parse(const char *s, kr_sim_cycles_t *out, char *err, size_t errlen) {
+  memset(out, 0, sizeof *out);
+  out->daily_peak_h = 14;
+  out->weekly_peak_day = 2;
+  const char *p = s;
+  char it[96];
+  int rc, any = 0;
+  while ((rc = item_next(&p, it, sizeof it)) != 0) {
+    if (rc < 0) return kr__sim_errf(err, errlen, KR_EINVAL, "--cycles: item too long in '%s'", s);
+    int daily = !strncmp(it, "daily:", 6), weekly = !strncmp(it, "weekly:", 7);
+    if (!daily && !weekly)
+      return kr__sim_errf(err, errlen, KR_EINVAL, "--cycles: bad item '%s' (daily:A[@HOUR] or weekly:A[@DAY])", it);
+    char *amp = it + (daily ? 6 : 7), *at = strchr(amp, '@');
+    if (at) *at++ = 0;
+    double a, h;
+    if (num_after(amp, 0, &a) || !(a >= 0 && a <= 1))
+      return kr__sim_errf(err, errlen, KR_EINVAL, "--cycles: bad amplitude '%s' (within 0..1)", amp);
+    if (daily) {
+      out->daily = a;
+      if (at && (num_after(at, 0, &h) || !(h >= 0 && h <= 24)))
+        return kr__sim_errf(err, errlen, KR_EINVAL, "--cycles: bad peak hour '%s' (0..24, UTC)", at);
+      if (at) out->daily_peak_h = h;
+    } else {
+      out->weekly = a;
+      if (at) {
+        int d = -1;
+        for (int k = 0; k < 7; k++)
+          if (!strcmp(at, day_names[k])) d = k;
+        if (d < 0) return kr__sim_errf(err, errlen, KR_EINVAL, "--cycles: bad peak day '%s' (mon..sun)", at);
+        out->weekly_peak_day = d;
+      }
+    }
+    any = 1;
+  }
+  return any ? 0 : kr__sim_errf(err, errlen, KR_EINVAL, "--cycles: empty");
 }
 
 /* Largest remainder: how many of n items get each of k shares. */
@@ -361,22 +650,9 @@ int kr_sim_world_synthetic(const kr_sim_synth_t *s, kr_sim_world_t **out, char *
     u->ctype = 0;
     u->validators = hv[h];
     uint64_t r = kr__sim_mix64(s->seed * UINT64_C(0x2545f4914f6cdd1d) ^ (i + 1));
-    double pick = kr__sim_unif(&r) * wsum;
-    const kr_sim_mix_item_t *it = &mix.item[mix.n - 1];
-    for (unsigned c = 0; c < mix.n; c++) {
-      if (pick < mix.item[c].weight) {
-        it = &mix.item[c];
-        break;
-      }
-      pick -= mix.item[c].weight;
-    }
-    if (it->never) {
-      u->change = KR_SIM_NEVER;
-    } else {
-      double lp = log(it->lo_s) + kr__sim_unif(&r) * (log(it->hi_s) - log(it->lo_s));
-      u->change = KR_SIM_POISSON_RATE;
-      u->rate = 1.0 / exp(lp);
-    }
+    u->rate = draw_rate(&mix, wsum, &r);
+    u->change = u->rate > 0 ? KR_SIM_POISSON_RATE : KR_SIM_NEVER;
+    if (s->shift.share > 0) synth_shift(s, &mix, wsum, i, u);
     u->is_volatile = kr__sim_unif(&r) < s->volatile_share;
     double sz = (double)s->size * exp(0.5 * kr__sim_gauss(&r));
     if (sz < 256) sz = 256;
@@ -385,6 +661,7 @@ int kr_sim_world_synthetic(const kr_sim_synth_t *s, kr_sim_world_t **out, char *
   }
   free(hv);
   synth_importance(s, w);
+  synth_cycles(s, w);
   world_map_alloc(w, w->n);
   for (size_t i = 0; i < w->n; i++) world_index_one(w, i);
   *out = w;

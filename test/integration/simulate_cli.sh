@@ -112,6 +112,24 @@ sim "${small[@]}" --importance lognormal:1
 like "$OUT" "importance-weighted +w.ratio +w.fresh +harmonic" "the weighted table"
 usage_err "a bad importance" "--importance: bad 'pareto:0.5'" --urls 10 --hosts 2 --importance pareto:0.5
 
+# worlds beyond log-uniform: each option changes the world, and runs
+for opt in "--mix 0.2:never,0.8:weibull:0.8:5d" "--shift share=0.5,at=1d,factor=4" \
+  "--shift share=0.5,at=1d,redraw" "--cycles daily:0.9@3,weekly:0.5@sat"; do
+  # shellcheck disable=SC2086
+  sim "${small[@]}" $opt --json
+  is "$RC" 0 "$opt runs"
+  check "$opt moves the changes" python3 -c '
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+sys.exit(0 if a["policies"][0]["all"]["versions_existed"] != b["policies"][0]["all"]["versions_existed"] else 1)' "$T/a.json" "$T/out"
+done
+usage_err "a bad Weibull" "--mix: mix: bad 'weibull:0:5d'" --urls 10 --hosts 2 --mix weibull:0:5d
+usage_err "a shift without its time" "--shift: needs share=S and at=T" --urls 10 --hosts 2 --shift share=0.5,factor=2
+usage_err "a shift both ways" "--shift: needs one of factor=F and redraw" --urls 10 --hosts 2 --shift share=0.5,at=1d,factor=2,redraw
+usage_err "a bad cycle" "--cycles: bad amplitude '2'" --urls 10 --hosts 2 --cycles daily:2
+usage_err "a bad peak day" "--cycles: bad peak day 'someday'" --urls 10 --hosts 2 --cycles weekly:0.5@someday
+usage_err "--cycles with a trace" "--trace excludes" --trace /dev/null --cycles daily:0.5
+
 # ---- traces -----------------------------------------------------------------------
 cat >"$T/trace" <<'EOF'
 # URI                        type       changes     validators volatile

@@ -669,6 +669,235 @@ static void fixed_interval_arithmetic(void **state) {
 }
 
 
+
+/* ---- worlds beyond log-uniform ------------------------------------------------ */
+
+static kr_sim_world_t *synth(const kr_sim_synth_t *s) {
+  kr_sim_world_t *w = NULL;
+  char err[256] = "";
+  int rc = kr_sim_world_synthetic(s, &w, err, sizeof err);
+  if (rc) fprintf(stderr, "# synthetic refused: %s\n", err);
+  assert_int_equal(rc, 0);
+  return w;
+}
+
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Weibull mean periods: their mean and median as the parameters say. */
+static void world_weibull(void **state) {
+  (void)state;
+  kr_sim_synth_t s;
+  kr_sim_synth_default(&s);
+  s.urls = 20000;
+  s.hosts = 4;
+  char err[256];
+  assert_int_equal(kr_sim_mix_parse("weibull:1.5:1d", &s.mix, err, sizeof err), 0);
+  kr_sim_world_t *w = synth(&s);
+  double *p = malloc(s.urls * sizeof *p), sum = 0;
+  for (size_t i = 0; i < s.urls; i++) {
+    kr_sim_uri_info_t u;
+    kr_sim_world_uri(w, i, &u);
+    assert_int_equal(u.change, KR_SIM_POISSON_RATE);
+    p[i] = 1 / u.rate / 86400;
+    sum += p[i];
+  }
+  qsort(p, s.urls, sizeof *p, cmp_dbl);
+  assert_true(fabs(sum / (double)s.urls / tgamma(1 + 1 / 1.5) - 1) < 0.02);
+  assert_true(fabs(p[s.urls / 2] / pow(log(2), 1 / 1.5) - 1) < 0.03);
+  free(p);
+  kr_sim_world_free(w);
+  /* mixed with never, weights first; errors name the component */
+  assert_int_equal(kr_sim_mix_parse("0.2:never,0.8:weibull:0.8:5d", &s.mix, err, sizeof err), 0);
+  assert_int_equal(s.mix.n, 2);
+  assert_true(s.mix.item[1].weight == 0.8 && s.mix.item[1].wb_shape == 0.8);
+  assert_int_equal(kr_sim_mix_parse("weibull:0:5d", &s.mix, err, sizeof err), KR_EINVAL);
+  assert_non_null(strstr(err, "weibull:SHAPE:SCALE"));
+  assert_int_equal(kr_sim_mix_parse("weibull:1.5", &s.mix, err, sizeof err), KR_EINVAL);
+  assert_int_equal(kr_sim_mix_parse("weibull:1.5:0s", &s.mix, err, sizeof err), KR_EINVAL);
+}
+
+/* A daily cycle: the changes fall in the peak half as often as
+ * 1/2 + A/pi says, the count matches the true (time-averaged) rate, and
+ * the streams are those of the same world without cycles up to the
+ * thinning. */
+static void world_cycles(void **state) {
+  (void)state;
+  kr_sim_synth_t s;
+  kr_sim_synth_default(&s);
+  s.urls = 400;
+  s.hosts = 4;
+  char err[256];
+  assert_int_equal(kr_sim_mix_parse("1h", &s.mix, err, sizeof err), 0);
+  assert_int_equal(kr_sim_cycles_parse("daily:0.8@3", &s.cycles, err, sizeof err), 0);
+  kr_sim_world_t *w = synth(&s);
+  int64_t dur = 10 * D, *t = malloc(2000 * sizeof *t);
+  size_t all = 0, peak = 0;
+  double expect = 0;
+  for (size_t i = 0; i < s.urls; i++) {
+    size_t n = kr_sim_world_changes(w, i, dur, t, 2000);
+    assert_true(n < 2000);
+    for (size_t k = 0; k < n; k++) {
+      assert_true(t[k] >= 0 && t[k] < dur && (k == 0 || t[k] >= t[k - 1]));
+      /* hour of day on the virtual clock, UTC; peak at 3:00 */
+      double h = fmod((double)(KR_SIM_T0 + t[k]) / 3600000.0, 24.0);
+      double dist = fabs(h - 3);
+      if (dist > 12) dist = 24 - dist;
+      peak += dist < 6;
+    }
+    all += n;
+    expect += kr_sim_world_true_rate(w, i, dur, 0) * (double)dur / 1000;
+  }
+  assert_true(fabs((double)peak / (double)all - (0.5 + 0.8 / M_PI)) < 0.02);
+  assert_true(fabs((double)all / expect - 1) < 0.02);
+  /* 10 whole days: the daily cycle averages out */
+  assert_true(fabs(kr_sim_world_true_rate(w, 0, dur, 0) * 3600 - 1) < 1e-9);
+  kr_sim_world_free(w);
+  /* weekly, peak on Saturday: the peak half of the week holds more */
+  assert_int_equal(kr_sim_cycles_parse("weekly:1@sat", &s.cycles, err, sizeof err), 0);
+  w = synth(&s);
+  dur = 14 * D;
+  all = peak = 0;
+  for (size_t i = 0; i < 100; i++) {
+    size_t n = kr_sim_world_changes(w, i, dur, NULL, 0);
+    int64_t *tt = malloc((n + 1) * sizeof *tt);
+    assert_int_equal(kr_sim_world_changes(w, i, dur, tt, n), n);
+    for (size_t k = 0; k < n; k++) {
+      /* days since Monday 1970-01-05, 00:00 UTC; Saturday noon is 5.5 */
+      double d = fmod((double)(KR_SIM_T0 + tt[k]) / 86400000.0 - 4, 7.0), dist = fabs(d - 5.5);
+      if (dist > 3.5) dist = 7 - dist;
+      peak += dist < 1.75;
+    }
+    all += n;
+    free(tt);
+  }
+  assert_true(fabs((double)peak / (double)all - (0.5 + 1 / M_PI)) < 0.03);
+  free(t);
+  kr_sim_world_free(w);
+  /* errors name the option */
+  static const char *const bad[] = {"", "daily", "daily:2", "daily:0.5@25", "weekly:0.5@someday", "hourly:0.5"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    err[0] = 0;
+    assert_int_equal(kr_sim_cycles_parse(bad[i], &s.cycles, err, sizeof err), KR_EINVAL);
+    assert_non_null(strstr(err, "--cycles"));
+  }
+}
+
+/* Rates that shift: the share shifted, and a shifted URI's changes x4
+ * after T; the true rate is the one in force; redraw draws from the mix. */
+static void world_shift(void **state) {
+  (void)state;
+  kr_sim_synth_t s;
+  kr_sim_synth_default(&s);
+  s.urls = 2000;
+  s.hosts = 4;
+  char err[256];
+  assert_int_equal(kr_sim_mix_parse("6h", &s.mix, err, sizeof err), 0);
+  assert_int_equal(kr_sim_shift_parse("share=0.25,at=5d,factor=4", &s.shift, err, sizeof err), 0);
+  kr_sim_world_t *w = synth(&s);
+  int64_t *t = malloc(4000 * sizeof *t);
+  size_t shifted = 0, before = 0, after = 0, plain_before = 0, plain_after = 0;
+  for (size_t i = 0; i < s.urls; i++) {
+    kr_sim_uri_info_t u;
+    kr_sim_world_uri(w, i, &u);
+    size_t n = kr_sim_world_changes(w, i, 10 * D, t, 4000);
+    size_t b = 0;
+    while (b < n && t[b] < 5 * D) b++;
+    if (u.shift_at_ms >= 0) {
+      assert_int_equal(u.shift_at_ms, 5 * D);
+      assert_true(fabs(u.rate_after / u.rate - 4) < 1e-12);
+      assert_true(kr_sim_world_true_rate(w, i, 10 * D, 0) == u.rate);
+      assert_true(kr_sim_world_true_rate(w, i, 10 * D, 5 * D) == u.rate_after);
+      shifted++;
+      before += b;
+      after += n - b;
+    } else {
+      plain_before += b;
+      plain_after += n - b;
+    }
+  }
+  assert_true(fabs((double)shifted / (double)s.urls - 0.25) < 0.03);
+  assert_true(fabs((double)after / (double)before - 4) < 0.25);
+  assert_true(fabs((double)plain_after / (double)plain_before - 1) < 0.06);
+  kr_sim_world_free(w);
+  /* redraw: from the mix, never included */
+  assert_int_equal(kr_sim_mix_parse("0.5:never,0.5:1h", &s.mix, err, sizeof err), 0);
+  assert_int_equal(kr_sim_shift_parse("share=1,at=1d,redraw", &s.shift, err, sizeof err), 0);
+  w = synth(&s);
+  size_t started = 0, stopped = 0;
+  for (size_t i = 0; i < s.urls; i++) {
+    kr_sim_uri_info_t u;
+    kr_sim_world_uri(w, i, &u);
+    started += u.rate == 0 && u.rate_after > 0;
+    stopped += u.rate > 0 && u.rate_after == 0;
+    if (u.rate == 0 && u.rate_after > 0) {
+      size_t n = kr_sim_world_changes(w, i, 3 * D, t, 4000);
+      assert_true(n > 0 && t[0] >= 1 * D);
+    }
+  }
+  assert_true(fabs((double)started / (double)s.urls - 0.25) < 0.03);
+  assert_true(fabs((double)stopped / (double)s.urls - 0.25) < 0.03);
+  free(t);
+  kr_sim_world_free(w);
+  static const char *const bad[] = {"share=0.5", "at=1d,factor=2", "share=2,at=1d,factor=2",
+                                    "share=0.5,at=1d", "share=0.5,at=1d,factor=2,redraw",
+                                    "share=0.5,at=soon,factor=2", "share=0.5,at=1d,factor=0",
+                                    "share=0.5,at=1d,speed=2"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    err[0] = 0;
+    assert_int_equal(kr_sim_shift_parse(bad[i], &s.shift, err, sizeof err), KR_EINVAL);
+    assert_non_null(strstr(err, "--shift"));
+  }
+}
+
+/* Every run sees the changes kr_sim_world_changes lists: a fixed policy
+ * visiting often captures exactly the changes that fall between its
+ * visits, and the whole run's versions are their count. */
+static void world_changes_are_the_runs(void **state) {
+  (void)state;
+  kr_sim_synth_t s;
+  kr_sim_synth_default(&s);
+  s.urls = 40;
+  s.hosts = 4;
+  char err[256];
+  assert_int_equal(kr_sim_mix_parse("2h..1d", &s.mix, err, sizeof err), 0);
+  assert_int_equal(kr_sim_shift_parse("share=0.5,at=1d,factor=3", &s.shift, err, sizeof err), 0);
+  assert_int_equal(kr_sim_cycles_parse("daily:1,weekly:0.5", &s.cycles, err, sizeof err), 0);
+  kr_sim_world_t *w = synth(&s);
+  kr_sim_opts_t o;
+  kr_sim_opts_default(&o);
+  o.duration_ms = 3 * D;
+  o.window_ms = D;
+  kr_sim_result_t r;
+  for (int p = KR_SIM_MULTIPLICATIVE; p < KR_SIM_POLICIES; p++) {
+    run(w, &o, (kr_sim_policy_t)p, &r, NULL);
+    uint64_t n = 0, nw = 0;
+    for (size_t i = 0; i < s.urls; i++) {
+      n += kr_sim_world_changes(w, i, 3 * D, NULL, 0);
+      nw += kr_sim_world_changes(w, i, D + 1, NULL, 0);
+    }
+    assert_int_equal(r.all.versions, n);
+    assert_int_equal(r.early.versions, nw);
+  }
+  /* the oracle is fed the rate in force: after the shift, the new one
+   * (x the cycles' mean over the run) */
+  double lambda[40];
+  kr_sim_trace_out_t tr = {NULL, NULL, lambda};
+  assert_int_equal(kr_sim_run_ex(w, &o, KR_SIM_ORACLE, &r, &tr, err, sizeof err), 0);
+  size_t seen = 0;
+  for (size_t i = 0; i < s.urls; i++) {
+    kr_sim_uri_info_t u;
+    kr_sim_world_uri(w, i, &u);
+    double want = kr_sim_world_true_rate(w, i, 3 * D, u.shift_at_ms >= 0 ? 3 * D : 0);
+    assert_true(fabs(lambda[i] / want - 1) < 1e-12);
+    seen += u.shift_at_ms >= 0;
+  }
+  assert_true(seen > 10);
+  kr_sim_world_free(w);
+}
+
 /* ---- importance and the harmonic penalty ------------------------------------- */
 
 static void importance_parse(void **state) {
@@ -1546,6 +1775,10 @@ int main(void) {
       cmocka_unit_test(fixed_interval_arithmetic),
       cmocka_unit_test(capacity_plan_keeps_host_current),
       cmocka_unit_test(restart_keeps_learned_state),
+      cmocka_unit_test(world_weibull),
+      cmocka_unit_test(world_cycles),
+      cmocka_unit_test(world_shift),
+      cmocka_unit_test(world_changes_are_the_runs),
       cmocka_unit_test(importance_parse),
       cmocka_unit_test(importance_synthetic),
       cmocka_unit_test(harmonic_exact),
