@@ -27,6 +27,7 @@
 #include "internal.h"
 #include "log.h"
 #include "sim.h"
+#include "simulate_seeds.h"
 
 static const char usage_text[] =
     "usage: kria simulate [options]\n"
@@ -84,8 +85,8 @@ static const char usage_text[] =
     "  --state-dir DIR       where temporary state databases go\n"
     "  --jobs N              child processes at once (1: none): each policy's\n"
     "                        world split by host into N shards (at most one a\n"
-    "                        host), the policies' shards sharing the N processes;\n"
-    "                        the numbers do not depend on N\n"
+    "                        host), the policies' and seeds' shards sharing the N\n"
+    "                        processes; the numbers do not depend on N\n"
     "events of a long crawl (format in src/sim/sim.h and bench/adaptive/README.md):\n"
     "  --event SPEC          one event, e.g. 'outage h1.sim.test at=10d for=3d',\n"
     "                        'busy http://h2.sim.test/p/5 status=503 retry-after=120',\n"
@@ -103,6 +104,17 @@ static const char usage_text[] =
     "  --signals-adversarial SPEC  share=S,mode=now|never: that share of the\n"
     "                        hosts claim every page changed at every poll (now)\n"
     "                        or never move their lastmod (never)\n"
+    "statistics:\n"
+    "  --seeds N             run every policy over N seeds (1..100): seed k is\n"
+    "                        --seed + k for the world and the fetches; prints\n"
+    "                        each policy's mean over the seeds with its 95 %\n"
+    "                        t-interval, and the paired mean ratio and difference\n"
+    "                        to --ref with their 95 % t-intervals (capture ratio,\n"
+    "                        first-window capture ratio, freshness, harmonic\n"
+    "                        penalty, fetches, weighted capture ratio); fixed is\n"
+    "                        matched to each seed's reference run\n"
+    "  --ref POLICY          the policy the others are compared with (the first\n"
+    "                        of --policy)\n"
     "output:\n"
     "  --json                one JSON object instead of tables\n"
     "  -v                    log the modules' notices and each shard's time;\n"
@@ -113,9 +125,20 @@ static const char usage_text[] =
 #define MAX_OVERRIDES 256
 #define MAX_EVENT_ARGS 256
 
+/* How a world's runs are split: in nshards shards by host
+ * (shard_of[URI]); nshards 1: whole. */
+typedef struct split {
+  uint32_t nshards;
+  const uint32_t *shard_of;
+} split_t;
+
+/* One policy's run over one world (one seed). */
 typedef struct job {
   kr_sim_policy_t policy;
   int64_t fixed_ms;
+  const kr_sim_world_t *w;
+  const kr_sim_opts_t *o;   /* the seed's options */
+  const split_t *sp;
   kr_sim_result_t res;
   int rc;
   char err[512];
@@ -178,11 +201,11 @@ static int parse_days(const char *s, int64_t *ms) {
 
 /* ---- running ------------------------------------------------------------ */
 
-static void run_job(const kr_sim_world_t *w, const kr_sim_opts_t *base, job_t *j) {
-  kr_sim_opts_t o = *base;
+static void run_job(job_t *j) {
+  kr_sim_opts_t o = *j->o;
   if (j->policy == KR_SIM_FIXED) o.fixed_interval_ms = j->fixed_ms;
   j->err[0] = 0;
-  j->rc = kr_sim_run(w, &o, j->policy, &j->res, j->err, sizeof j->err);
+  j->rc = kr_sim_run(j->w, &o, j->policy, &j->res, j->err, sizeof j->err);
 }
 
 /* A shard's run, as a child process hands it back. */
@@ -192,87 +215,94 @@ typedef struct part {
   char err[512];
 } part_t;
 
-/* How the runs are split: each policy's world in nshards shards by host
- * (shard_of[URI]); nshards 1: whole. */
-typedef struct split {
-  int par;                 /* child processes at once (<= 1: none) */
-  uint32_t nshards;
-  const uint32_t *shard_of;
-} split_t;
+/* The pool's tasks: task k is shard todo[k].shard of job todo[k].job, its
+ * result in parts[first[job] + shard]. */
+typedef struct task {
+  size_t job;
+  uint32_t shard;
+} task_t;
 
-/* The pool's tasks: todo[k] is task number i * nshards + shard of job i. */
 typedef struct pool_ctx {
-  const kr_sim_world_t *w;
-  const kr_sim_opts_t *o;
-  const split_t *sp;
   job_t **jobs;
   double **lambda;
   part_t *parts;
-  const size_t *todo;
+  const size_t *first;
+  const task_t *todo;
 } pool_ctx_t;
 
 static void run_part(void *ud, size_t k, void *res) {
   const pool_ctx_t *c = ud;
-  size_t t = c->todo[k], i = t / c->sp->nshards;
-  const job_t *j = c->jobs[i];
+  const task_t *t = &c->todo[k];
+  const job_t *j = c->jobs[t->job];
   part_t *pt = res;
-  kr_sim_opts_t so = *c->o;
+  kr_sim_opts_t so = *j->o;
   if (j->policy == KR_SIM_FIXED) so.fixed_interval_ms = j->fixed_ms;
-  if (c->sp->nshards > 1) {
-    so.shard_of = c->sp->shard_of;
-    so.shard = (uint32_t)(t % c->sp->nshards);
+  if (j->sp->nshards > 1) {
+    so.shard_of = j->sp->shard_of;
+    so.shard = t->shard;
   }
-  kr_sim_trace_out_t tr = {NULL, NULL, c->lambda[i]};
+  double *lambda = c->lambda[t->job];
+  kr_sim_trace_out_t tr = {NULL, NULL, lambda};
   pt->err[0] = 0;
-  pt->rc = kr_sim_run_ex(c->w, &so, j->policy, &pt->res, c->lambda[i] ? &tr : NULL, pt->err,
+  pt->rc = kr_sim_run_ex(j->w, &so, j->policy, &pt->res, lambda ? &tr : NULL, pt->err,
                          sizeof pt->err);
 }
 
 static void part_done(void *ud, size_t k, const void *res, const char *why) {
   const pool_ctx_t *c = ud;
-  size_t t = c->todo[k];
-  uint32_t n = c->sp->nshards;
-  const char *name = kr_sim_policy_name(c->jobs[t / n]->policy);
-  part_t *pt = &c->parts[t];
+  const task_t *t = &c->todo[k];
+  const job_t *j = c->jobs[t->job];
+  uint32_t n = j->sp->nshards;
+  const char *name = kr_sim_policy_name(j->policy);
+  part_t *pt = &c->parts[c->first[t->job] + t->shard];
   if (!res) {
     pt->rc = KR_EIO;
-    snprintf(pt->err, sizeof pt->err, "the %s run's process (shard %zu of %u) %s", name,
-             t % n + 1, n, why);
+    snprintf(pt->err, sizeof pt->err, "the %s run's process (shard %u of %u) %s", name,
+             t->shard + 1, n, why);
     return;
   }
   memcpy(pt, res, sizeof *pt);
   pt->err[sizeof pt->err - 1] = 0;
-  KR_LOG(KR_LOG_NOTICE, "simulate", "%s shard %zu of %u: %" PRIu64 " hosts, %" PRIu64
-         " fetches, %.1f s, %.1f CPU-s", name, t % n + 1, n, pt->res.hosts,
+  KR_LOG(KR_LOG_NOTICE, "simulate", "%s shard %u of %u: %" PRIu64 " hosts, %" PRIu64
+         " fetches, %.1f s, %.1f CPU-s", name, t->shard + 1, n, pt->res.hosts,
          pt->res.all.fetches, pt->res.wall_s, pt->res.cpu_s);
 }
 
-/* Run the jobs: here one after the other (par <= 1), or as jobs x shards
- * tasks in a pool of up to par child processes (sim_pool.c), each job's
- * shards merged. */
-static void run_jobs(const kr_sim_world_t *w, const kr_sim_opts_t *o, job_t **jobs, size_t n,
-                     const split_t *sp) {
-  size_t ntasks = n * sp->nshards;
-  if (sp->par <= 1 || ntasks <= 1) {
-    for (size_t i = 0; i < n; i++) run_job(w, o, jobs[i]);
+/* Run the jobs (of one seed or of many): here one after the other (par
+ * <= 1), or as jobs x shards tasks in a pool of up to par child processes
+ * (sim_pool.c), each job's shards merged. */
+static void run_jobs(job_t **jobs, size_t n, int par) {
+  size_t ntasks = 0;
+  size_t *first = kr_xcalloc(n + 1, sizeof *first);
+  for (size_t i = 0; i < n; i++) {
+    first[i] = ntasks;
+    ntasks += jobs[i]->sp->nshards;
+  }
+  first[n] = ntasks;
+  if (par <= 1 || ntasks <= 1) {
+    free(first);
+    for (size_t i = 0; i < n; i++) run_job(jobs[i]);
     return;
   }
   part_t *parts = kr_xcalloc(ntasks, sizeof *parts);
-  size_t *todo = kr_xcalloc(ntasks, sizeof *todo);
+  task_t *todo = kr_xcalloc(ntasks, sizeof *todo);
   /* poisson's estimates are scored over every URI: the shards write
    * theirs into memory shared with us */
   double **lambda = kr_xcalloc(n, sizeof *lambda);
-  size_t lsize = kr_sim_world_count(w) * sizeof(double) + 1;
+  size_t *lsize = kr_xcalloc(n, sizeof *lsize);
   size_t ntodo = 0;
   for (size_t i = 0; i < n; i++) {
-    int shared = jobs[i]->policy == KR_SIM_POISSON && sp->nshards > 1, merr = 0;
+    const job_t *j = jobs[i];
+    uint32_t ns = j->sp->nshards;
+    int shared = j->policy == KR_SIM_POISSON && ns > 1, merr = 0;
     if (shared) {
-      void *m = mmap(NULL, lsize, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+      lsize[i] = kr_sim_world_count(j->w) * sizeof(double) + 1;
+      void *m = mmap(NULL, lsize[i], PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
       lambda[i] = m == MAP_FAILED ? NULL : m;
       merr = errno;
     }
-    for (uint32_t s = 0; s < sp->nshards; s++) {
-      part_t *pt = &parts[i * sp->nshards + s];
+    for (uint32_t s = 0; s < ns; s++) {
+      part_t *pt = &parts[first[i] + s];
       if (shared && !lambda[i]) {
         pt->rc = KR_EIO;
         snprintf(pt->err, sizeof pt->err, "mmap: %s", strerror(merr));
@@ -281,41 +311,44 @@ static void run_jobs(const kr_sim_world_t *w, const kr_sim_opts_t *o, job_t **jo
       /* a task the pool never reports is an error, never zeroed numbers */
       pt->rc = KR_EIO;
       snprintf(pt->err, sizeof pt->err, "the %s run (shard %u of %u) did not run",
-               kr_sim_policy_name(jobs[i]->policy), s + 1, sp->nshards);
-      todo[ntodo++] = i * sp->nshards + s;
+               kr_sim_policy_name(j->policy), s + 1, ns);
+      todo[ntodo++] = (task_t){i, s};
     }
   }
-  pool_ctx_t ctx = {w, o, sp, jobs, lambda, parts, todo};
-  kr_sim_pool_t pool = {.par = sp->par, .size = sizeof(part_t), .run = run_part,
+  pool_ctx_t ctx = {jobs, lambda, parts, first, todo};
+  kr_sim_pool_t pool = {.par = par, .size = sizeof(part_t), .run = run_part,
                         .done = part_done, .ud = &ctx};
   kr_sim_pool_run(&pool, ntodo);
   free(todo);
   for (size_t i = 0; i < n; i++) {
     job_t *j = jobs[i];
-    part_t *jp = &parts[i * sp->nshards];
+    uint32_t ns = j->sp->nshards;
+    part_t *jp = &parts[first[i]];
     j->rc = 0;
     j->err[0] = 0;
-    for (uint32_t s = 0; s < sp->nshards && !j->rc; s++)
+    for (uint32_t s = 0; s < ns && !j->rc; s++)
       if (jp[s].rc) {
         j->rc = jp[s].rc;
         snprintf(j->err, sizeof j->err, "%s", jp[s].err);
       }
     if (j->rc) continue;
-    if (sp->nshards == 1) {
+    if (ns == 1) {
       j->res = jp[0].res;
       continue;
     }
-    kr_sim_result_t *rs = kr_xcalloc(sp->nshards, sizeof *rs);
-    for (uint32_t s = 0; s < sp->nshards; s++) rs[s] = jp[s].res;
-    kr_sim_result_merge(&j->res, rs, sp->nshards);
+    kr_sim_result_t *rs = kr_xcalloc(ns, sizeof *rs);
+    for (uint32_t s = 0; s < ns; s++) rs[s] = jp[s].res;
+    kr_sim_result_merge(&j->res, rs, ns);
     free(rs);
     if (j->policy == KR_SIM_POISSON)
-      kr_sim_score_estimates(w, o->duration_ms, lambda[i], &j->res);
+      kr_sim_score_estimates(j->w, j->o->duration_ms, lambda[i], &j->res);
   }
   for (size_t i = 0; i < n; i++)
-    if (lambda[i]) munmap(lambda[i], lsize);
+    if (lambda[i]) munmap(lambda[i], lsize[i]);
   free(lambda);
+  free(lsize);
   free(parts);
+  free(first);
 }
 
 /* ---- output --------------------------------------------------------------- */
@@ -700,6 +733,9 @@ typedef struct args {
   uint64_t fixed_passes;
   int64_t fixed_ms;
   int want[KR_SIM_POLICIES]; /* the policies selected */
+  uint64_t seeds;            /* --seeds: runs over this many seeds */
+  const char *ref_name;      /* --ref, NULL: the first policy listed */
+  kr_sim_policy_t ref;
 } args_t;
 
 /* Read the options into args. -1 to go on, else the exit status (0 after
@@ -712,6 +748,7 @@ static int parse_args(args_t *args, int argc, char **argv) {
   args->policies = "fixed,multiplicative,poisson";
   args->jobs_par = 1;
   args->fixed_passes = 2;
+  args->seeds = 1;
 
 #define NEED_ARG()                                                       \
   do {                                                                   \
@@ -892,6 +929,12 @@ static int parse_args(args_t *args, int argc, char **argv) {
     } else if (!strcmp(a, "--state-dir")) {
       NEED_ARG();
       o->state_parent = v;
+    } else if (!strcmp(a, "--seeds")) {
+      NEED_ARG();
+      if (parse_u64(v, 1, 100, &args->seeds)) BAD("1..100");
+    } else if (!strcmp(a, "--ref")) {
+      NEED_ARG();
+      args->ref_name = v;
     } else if (!strcmp(a, "--jobs")) {
       NEED_ARG();
       if (parse_u64(v, 1, 16, &u)) BAD("1..16");
@@ -922,6 +965,7 @@ static int parse_policies(args_t *args) {
                    (int)n, p);
       return 64;
     }
+    if (p == args->policies) args->ref = pol; /* the first listed */
     want[pol] = 1;
     p += n;
     if (*p == ',') p++;
@@ -934,6 +978,14 @@ static int parse_policies(args_t *args) {
       !want[KR_SIM_ORACLE]) {
     kr_cli_error(0, "fixed alone needs --fixed-interval (or an adaptive policy to match)");
     return 64;
+  }
+  if (args->ref_name) {
+    kr_sim_policy_t pol;
+    if (kr_sim_policy_parse(args->ref_name, strlen(args->ref_name), &pol) || !want[pol]) {
+      kr_cli_error(0, "--ref: '%s' is not one of the policies run (--policy)", args->ref_name);
+      return 64;
+    }
+    args->ref = pol;
   }
 
   return 0;
@@ -957,16 +1009,18 @@ static int load_config(const args_t *args, kr_config_t **out) {
   return 0;
 }
 
-/* The world, from the trace or synthetic, and its events. 0, or the exit
- * status after reporting. */
-static int load_world(const args_t *args, kr_sim_world_t **out) {
+/* The world of seed `seed`, from the trace or synthetic, and its events.
+ * 0, or the exit status after reporting. */
+static int load_world(const args_t *args, uint64_t seed, kr_sim_world_t **out) {
   kr_sim_world_t *w = NULL;
   char err[1024] = "";
   int rc;
+  kr_sim_synth_t syn = args->syn;
+  syn.seed = seed;
   if (args->trace)
-    rc = kr_sim_world_trace_file(args->trace, args->o.seed, &w, err, sizeof err);
+    rc = kr_sim_world_trace_file(args->trace, seed, &w, err, sizeof err);
   else
-    rc = kr_sim_world_synthetic(&args->syn, &w, err, sizeof err);
+    rc = kr_sim_world_synthetic(&syn, &w, err, sizeof err);
   if (rc) {
     kr_cli_error(rc, "%s", err);
     return args->trace ? 2 : 64;
@@ -994,82 +1048,107 @@ static int load_world(const args_t *args, kr_sim_world_t **out) {
   return 0;
 }
 
-/* Fixed with the interval that spends the reference run's fetches, run
- * again with a corrected interval while its count is more than 1 % off.
- * 0 or the error of a run. */
-static int run_fixed_matched(const kr_sim_world_t *w, const kr_sim_opts_t *o, const args_t *args,
-                             job_t **adaptive, size_t na, const split_t *sp, job_t **out) {
-  const kr_sim_result_t *ref = NULL;
-  for (size_t i = 0; i < na; i++)
-    if (adaptive[i]->policy == KR_SIM_POISSON) ref = &adaptive[i]->res;
-  if (!ref) ref = &adaptive[0]->res;
-  job_t *fixed = kr_xcalloc(1, sizeof *fixed);
-  *out = fixed;
-  fixed->policy = KR_SIM_FIXED;
-  fixed->fixed_ms = kr_sim_fixed_interval(ref, kr_sim_world_count(w), o->duration_ms);
-  double target = (double)ref->all.fetches, n = (double)kr_sim_world_count(w);
-  int rc = 0;
-  for (uint64_t pass = 0; pass < args->fixed_passes && !rc; pass++) {
-    run_jobs(w, o, &fixed, 1, sp);
-    rc = fixed->rc;
-    if (rc) {
-      kr_cli_error(rc, "fixed run: %s", fixed->err);
-      break;
+/* One seed: its world, options, split and runs. */
+typedef struct seedrun {
+  kr_sim_world_t *w;
+  kr_sim_opts_t o;
+  split_t sp;
+  uint32_t *shard_of;
+  job_t *jobs[KR_SIM_POLICIES * 2]; /* in print order once run */
+  size_t nj;
+} seedrun_t;
+
+static job_t *job_new(seedrun_t *sr, kr_sim_policy_t p, int64_t fixed_ms) {
+  job_t *j = kr_xcalloc(1, sizeof *j);
+  j->policy = p;
+  j->fixed_ms = fixed_ms;
+  j->w = sr->w;
+  j->o = &sr->o;
+  j->sp = &sr->sp;
+  sr->jobs[sr->nj++] = j;
+  return j;
+}
+
+/* The first failed job's error reported; its code, 0 none. */
+static int jobs_error(job_t **jobs, size_t n, const char *what) {
+  for (size_t i = 0; i < n; i++)
+    if (jobs[i]->rc) {
+      kr_cli_error(jobs[i]->rc, "%s run: %s", what ? what : kr_sim_policy_name(jobs[i]->policy),
+                   jobs[i]->err);
+      return jobs[i]->rc;
     }
-    double got = (double)fixed->res.all.fetches;
-    if (fabs(got - target) <= 0.01 * target || !(got > n) || !(target > n)) break;
-    if (pass + 1 < args->fixed_passes) {
-      /* visits beyond the first go as 1 / interval */
-      double ms = (double)fixed->fixed_ms * (got - n) / (target - n);
-      fixed->fixed_ms = ms < 1000 ? 1000 : (int64_t)ms;
-    }
+  return 0;
+}
+
+/* Fixed, per seed, with the interval that spends the seed's reference
+ * run's fetches (poisson when selected, else the first adaptive one),
+ * run again with a corrected interval while its count is more than 1 %
+ * off (at most --fixed-passes runs); the seeds' runs of a pass share the
+ * pool. 0 or the error of a run. */
+static int run_fixed_matched(seedrun_t *sr, size_t ns, const args_t *args) {
+  job_t **pending = kr_xcalloc(ns, sizeof *pending);
+  double *target = kr_xcalloc(ns, sizeof *target);
+  size_t np = 0;
+  for (size_t k = 0; k < ns; k++) {
+    const kr_sim_result_t *ref = &sr[k].jobs[0]->res;
+    for (size_t i = 0; i < sr[k].nj; i++)
+      if (sr[k].jobs[i]->policy == KR_SIM_POISSON) ref = &sr[k].jobs[i]->res;
+    int64_t ms = kr_sim_fixed_interval(ref, kr_sim_world_count(sr[k].w), sr[k].o.duration_ms);
+    target[k] = (double)ref->all.fetches;
+    pending[np++] = job_new(&sr[k], KR_SIM_FIXED, ms);
   }
+  int rc = 0;
+  for (uint64_t pass = 0; pass < args->fixed_passes && np && !rc; pass++) {
+    run_jobs(pending, np, args->jobs_par);
+    rc = jobs_error(pending, np, "fixed");
+    size_t again = 0;
+    for (size_t i = 0; i < np && !rc; i++) {
+      job_t *fx = pending[i];
+      size_t k = 0;
+      while (&sr[k].o != fx->o) k++;
+      double got = (double)fx->res.all.fetches, n = (double)kr_sim_world_count(fx->w);
+      if (fabs(got - target[k]) <= 0.01 * target[k] || !(got > n) || !(target[k] > n)) continue;
+      if (pass + 1 < args->fixed_passes) {
+        /* visits beyond the first go as 1 / interval */
+        double ms = (double)fx->fixed_ms * (got - n) / (target[k] - n);
+        fx->fixed_ms = ms < 1000 ? 1000 : (int64_t)ms;
+        pending[again++] = fx;
+      }
+    }
+    np = again;
+  }
+  free(pending);
+  free(target);
   return rc;
 }
 
-/* Every selected policy over w: the adaptive ones (and fixed with its own
- * interval) first, then fixed against the reference. jobs gets them in
- * print order (fixed, multiplicative, poisson, oracle), *nj their number.
- * 0 or the error of a run. */
-static int run_policies(const kr_sim_world_t *w, const kr_sim_opts_t *o, const args_t *args,
-                        const split_t *sp, job_t **jobs, size_t *nj_out) {
+/* Every selected policy over every seed's world: the adaptive ones (and
+ * fixed with its own interval) first, all seeds in one pool, then fixed
+ * against each seed's reference. Each seed's jobs end in print order
+ * (fixed, multiplicative, poisson, oracle, ...). 0 or the error of a run. */
+static int run_policies(seedrun_t *sr, size_t ns, const args_t *args) {
   const int *want = args->want;
-  int rc = 0;
-  size_t nj = 0;
-  job_t *adaptive[KR_SIM_POLICIES];
+  job_t **all = kr_xcalloc(ns * (KR_SIM_POLICIES + 1), sizeof *all);
   size_t na = 0;
-  for (int p = KR_SIM_MULTIPLICATIVE; p < KR_SIM_POLICIES; p++)
-    if (want[p]) {
-      job_t *j = kr_xcalloc(1, sizeof *j);
-      j->policy = (kr_sim_policy_t)p;
-      adaptive[na++] = j;
-    }
-  job_t *fixed = NULL;
-  if (want[KR_SIM_FIXED] && args->fixed_ms) {
-    fixed = kr_xcalloc(1, sizeof *fixed);
-    fixed->policy = KR_SIM_FIXED;
-    fixed->fixed_ms = args->fixed_ms;
-    adaptive[na++] = fixed; /* independent: run with the others */
+  for (size_t k = 0; k < ns; k++) {
+    for (int p = KR_SIM_MULTIPLICATIVE; p < KR_SIM_POLICIES; p++)
+      if (want[p]) all[na++] = job_new(&sr[k], (kr_sim_policy_t)p, 0);
+    if (want[KR_SIM_FIXED] && args->fixed_ms) /* independent: run with the others */
+      all[na++] = job_new(&sr[k], KR_SIM_FIXED, args->fixed_ms);
   }
-  run_jobs(w, o, adaptive, na, sp);
-  for (size_t i = 0; i < na; i++)
-    if (adaptive[i]->rc && !rc) {
-      kr_cli_error(adaptive[i]->rc, "%s run: %s", kr_sim_policy_name(adaptive[i]->policy),
-                   adaptive[i]->err);
-      rc = adaptive[i]->rc;
-    }
-  if (!rc && want[KR_SIM_FIXED] && !args->fixed_ms)
-    rc = run_fixed_matched(w, o, args, adaptive, na, sp, &fixed);
-  if (fixed && !args->fixed_ms) jobs[nj++] = fixed;
-  for (size_t i = 0; i < na; i++) jobs[nj++] = adaptive[i];
-  /* print fixed, multiplicative, poisson */
-  for (size_t i = 1; i < nj; i++)
-    for (size_t k = i; k > 0 && jobs[k]->policy < jobs[k - 1]->policy; k--) {
-      job_t *t = jobs[k];
-      jobs[k] = jobs[k - 1];
-      jobs[k - 1] = t;
-    }
-  *nj_out = nj;
+  run_jobs(all, na, args->jobs_par);
+  int rc = jobs_error(all, na, NULL);
+  free(all);
+  if (!rc && want[KR_SIM_FIXED] && !args->fixed_ms) rc = run_fixed_matched(sr, ns, args);
+  for (size_t k = 0; k < ns; k++) {
+    job_t **jobs = sr[k].jobs;
+    for (size_t i = 1; i < sr[k].nj; i++)
+      for (size_t m = i; m > 0 && jobs[m]->policy < jobs[m - 1]->policy; m--) {
+        job_t *t = jobs[m];
+        jobs[m] = jobs[m - 1];
+        jobs[m - 1] = t;
+      }
+  }
   return rc;
 }
 
@@ -1079,44 +1158,63 @@ int kr_cmd_simulate(int argc, char **argv) {
   int rc = parse_args(&args, argc, argv);
   if (rc >= 0) return rc;
   if (parse_policies(&args)) return 64;
-  kr_sim_opts_t o = args.o;
 
   kr_log_level = args.verbose >= 2 ? KR_LOG_INFO : args.verbose ? KR_LOG_NOTICE : KR_LOG_WARN;
 
   kr_config_t *cfg;
   if (load_config(&args, &cfg)) return 2;
-  o.cfg = cfg;
+  rc = 0;
 
-  kr_sim_world_t *w = NULL;
-  rc = load_world(&args, &w);
-  if (rc) {
-    kr_config_free(cfg);
-    return rc;
+  /* seed k: the base seed + k, for the world and for the fetches */
+  size_t ns = (size_t)args.seeds;
+  seedrun_t *sr = kr_xcalloc(ns, sizeof *sr);
+  for (size_t k = 0; k < ns && !rc; k++) {
+    sr[k].o = args.o;
+    sr[k].o.cfg = cfg;
+    sr[k].o.seed = args.o.seed + k;
+    sr[k].o.invariants = args.check;
+    rc = load_world(&args, sr[k].o.seed, &sr[k].w);
+    sr[k].sp = (split_t){.nshards = 1, .shard_of = NULL};
+    if (!rc && args.jobs_par > 1) {
+      size_t n = kr_sim_world_count(sr[k].w);
+      sr[k].shard_of = kr_xcalloc(n ? n : 1, sizeof *sr[k].shard_of);
+      sr[k].sp.nshards = kr_sim_shard_plan(sr[k].w, (uint32_t)args.jobs_par, sr[k].shard_of);
+      sr[k].sp.shard_of = sr[k].shard_of;
+    }
   }
-  o.invariants = args.check;
-
-  split_t sp = {.par = args.jobs_par, .nshards = 1, .shard_of = NULL};
-  uint32_t *shard_of = NULL;
-  if (args.jobs_par > 1) {
-    shard_of = kr_xcalloc(kr_sim_world_count(w) ? kr_sim_world_count(w) : 1, sizeof *shard_of);
-    sp.nshards = kr_sim_shard_plan(w, (uint32_t)args.jobs_par, shard_of);
-    sp.shard_of = shard_of;
-  }
-  job_t *jobs[KR_SIM_POLICIES * 2];
-  size_t nj = 0;
-  rc = run_policies(w, &o, &args, &sp, jobs, &nj);
+  int world_rc = rc;
+  if (!rc) rc = run_policies(sr, ns, &args);
   if (!rc) {
     const char *source = args.trace ? "trace" : "synthetic";
-    if (args.json)
-      print_json(w, &o, source, args.trace, args.syn.hosts, jobs, nj);
-    else
-      print_text(w, &o, source, jobs, nj);
+    if (ns > 1) {
+      size_t npol = sr[0].nj, ref = 0;
+      kr_sim_result_t *res = kr_xcalloc(ns * npol, sizeof *res);
+      for (size_t k = 0; k < ns; k++)
+        for (size_t i = 0; i < npol; i++) res[k * npol + i] = sr[k].jobs[i]->res;
+      for (size_t i = 0; i < npol; i++)
+        if (sr[0].jobs[i]->policy == args.ref) ref = i;
+      kr_simulate_seeds_t v = {.source = source, .trace = args.trace,
+                               .uris = kr_sim_world_count(sr[0].w), .o = &sr[0].o,
+                               .seed0 = args.o.seed, .nseeds = ns, .npol = npol, .res = res,
+                               .ref = ref, .json = args.json};
+      kr_simulate_print_seeds(stdout, &v);
+      free(res);
+    } else if (args.json) {
+      print_json(sr[0].w, &sr[0].o, source, args.trace, args.syn.hosts, sr[0].jobs, sr[0].nj);
+    } else {
+      print_text(sr[0].w, &sr[0].o, source, sr[0].jobs, sr[0].nj);
+    }
     if (fflush(stdout) != 0) rc = KR_EIO;
   }
-  int failed = !rc && args.check && invariants_fail(jobs, nj);
-  for (size_t i = 0; i < nj; i++) free(jobs[i]);
-  free(shard_of);
-  kr_sim_world_free(w);
+  int failed = 0;
+  for (size_t k = 0; k < ns; k++) {
+    if (!rc && args.check && invariants_fail(sr[k].jobs, sr[k].nj)) failed = 1;
+    for (size_t i = 0; i < sr[k].nj; i++) free(sr[k].jobs[i]);
+    free(sr[k].shard_of);
+    kr_sim_world_free(sr[k].w);
+  }
+  free(sr);
   kr_config_free(cfg);
+  if (world_rc) return world_rc;
   return rc ? 2 : failed ? 1 : 0;
 }

@@ -714,6 +714,25 @@ typedef struct kr_sim_pool {
 } kr_sim_pool_t;
 void kr_sim_pool_run(const kr_sim_pool_t *p, size_t ntasks);
 
+/* ---- statistics over seeds (sim_stats.c) -----------------------------------------
+ * `simulate --seeds N` runs every policy over N worlds and fetch streams
+ * (seed k: the base seed + k for both) and reports each policy's mean
+ * over the seeds with its 95 % t-interval, and against a reference policy
+ * the mean of the per-seed ratios and differences with their paired 95 %
+ * t-intervals (the seeds pair the runs: same world, same changes). */
+typedef struct kr_sim_ci {
+  size_t n;
+  double mean;
+  double sd;             /* sample standard deviation (n - 1); NaN if n < 2 */
+  double half;           /* t(0.975, n - 1) x sd / sqrt(n); NaN if n < 2 */
+  double lo, hi;         /* mean -/+ half */
+} kr_sim_ci_t;
+/* The 0.975 quantile of Student's t with dof degrees of freedom (a table
+ * to 30, then linear in 1/dof; NaN for 0). */
+double kr_sim_t975(unsigned dof);
+/* The mean of x[0..n) and its 95 % t-interval. */
+void kr_sim_ci95(const double *x, size_t n, kr_sim_ci_t *out);
+
 const char *kr_sim_policy_name(kr_sim_policy_t p);
 /* "fixed", "multiplicative", "poisson" -> policy; 0 or KR_EINVAL. */
 int kr_sim_policy_parse(const char *s, size_t n, kr_sim_policy_t *out);

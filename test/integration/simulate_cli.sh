@@ -130,6 +130,42 @@ usage_err "a bad cycle" "--cycles: bad amplitude '2'" --urls 10 --hosts 2 --cycl
 usage_err "a bad peak day" "--cycles: bad peak day 'someday'" --urls 10 --hosts 2 --cycles weekly:0.5@someday
 usage_err "--cycles with a trace" "--trace excludes" --trace /dev/null --cycles daily:0.5
 
+# ---- statistics over seeds (--seeds) ---------------------------------------------
+seeds=(--urls 200 --hosts 4 --days 2 --window-days 1 --seed 5 --policy oracle,fixed,poisson --seeds 3)
+sim "${seeds[@]}" --json
+is "$RC" 0 "--seeds 3 --json exits 0"
+cp "$T/out" "$T/s1.json"
+check "the seeds, the reference (first listed), the policies in print order" pyjson "$T/s1.json" \
+  'd["seeds"] == 3 and d["seed_first"] == 5 and d["ref"] == "oracle" and [p["policy"] for p in d["policies"]] == ["fixed", "poisson", "oracle"]'
+measures='["capture_ratio","first_capture_ratio","freshness","harmonic_penalty","fetches","weighted_capture_ratio"]'
+check "every measure per seed, with its mean and interval" pyjson "$T/s1.json" \
+  "all(len(p[m][\"seeds\"]) == 3 and p[m][\"mean\"][\"lo\"] <= p[m][\"mean\"][\"mean\"] <= p[m][\"mean\"][\"hi\"] for p in d[\"policies\"] for m in $measures)"
+check "the mean is the seeds' mean" pyjson "$T/s1.json" \
+  'all(abs(sum(p[m]["seeds"]) / 3 - p[m]["mean"]["mean"]) < 1e-6 * max(1, abs(p[m]["mean"]["mean"])) for p in d["policies"] for m in ("capture_ratio","fetches"))'
+check "paired: against the reference, not for it" pyjson "$T/s1.json" \
+  'all(("ratio_to_ref" in p["capture_ratio"]) == (p["policy"] != "oracle") for p in d["policies"])'
+check "the paired ratio is the mean of the per-seed ratios" pyjson "$T/s1.json" \
+  '(lambda a, r: abs(sum(x / y for x, y in zip(a, r)) / 3 - d["policies"][1]["capture_ratio"]["ratio_to_ref"]["mean"]) < 1e-6)(d["policies"][1]["capture_ratio"]["seeds"], d["policies"][2]["capture_ratio"]["seeds"])'
+check "fixed matched per seed: an interval each" pyjson "$T/s1.json" 'len(d["policies"][0]["fixed_interval_s"]) == 3'
+# seed k is --seed + k: the first seed's figures are the single run's
+sim --urls 200 --hosts 4 --days 2 --window-days 1 --seed 6 --policy oracle,fixed,poisson --json
+check "seed 2 of 3 is --seed 6" python3 -c '
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+sys.exit(0 if abs(a["policies"][1]["capture_ratio"]["seeds"][1] - b["policies"][1]["all"]["capture_ratio"]) < 1e-6 else 1)' "$T/s1.json" "$T/out"
+sim "${seeds[@]}" --json --jobs 3
+check "--jobs 3: the same statistics" cmp -s "$T/s1.json" "$T/out"
+sim "${seeds[@]}" --ref poisson
+is "$RC" 0 "--seeds in tables"
+like "$OUT" "3 seeds \(5\.\.7\)" "the seeds named"
+like "$OUT" "against poisson: the mean of the per-seed ratios" "--ref names the reference"
+like "$OUT" "harmonic staleness penalty \(lower is better\)" "the harmonic table"
+like "$OUT" "poisson +[0-9.]+ ± [0-9.]+ +\(ref\)" "the reference's row"
+usage_err "--seeds 0" "--seeds: bad value '0'" --seeds 0
+usage_err "--seeds 101" "--seeds: bad value '101'" --seeds 101
+usage_err "a --ref not run" "--ref: 'oracle' is not one of the policies run" --ref oracle
+usage_err "a --ref unknown" "--ref: 'best' is not one of the policies run" --ref best
+
 # ---- traces -----------------------------------------------------------------------
 cat >"$T/trace" <<'EOF'
 # URI                        type       changes     validators volatile

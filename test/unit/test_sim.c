@@ -898,6 +898,40 @@ static void world_changes_are_the_runs(void **state) {
   kr_sim_world_free(w);
 }
 
+
+/* ---- statistics over seeds ---------------------------------------------------- */
+
+static void t_interval(void **state) {
+  (void)state;
+  assert_true(isnan(kr_sim_t975(0)));
+  assert_true(kr_sim_t975(1) == 12.706);
+  assert_true(kr_sim_t975(9) == 2.262);
+  assert_true(kr_sim_t975(30) == 2.042);
+  /* between the table's points, linear in 1/dof: t(35) = 2.0301, t(99) = 1.9842 */
+  assert_true(fabs(kr_sim_t975(35) - 2.0301) < 0.001);
+  assert_true(fabs(kr_sim_t975(99) - 1.9842) < 0.001);
+  assert_true(fabs(kr_sim_t975(100000) - 1.960) < 0.001);
+  for (unsigned d = 1; d < 200; d++) assert_true(kr_sim_t975(d + 1) <= kr_sim_t975(d));
+  /* 1, 2, 3, 4: mean 2.5, sd sqrt(5/3), half 3.182 x sd / 2 */
+  const double x[] = {1, 2, 3, 4};
+  kr_sim_ci_t c;
+  kr_sim_ci95(x, 4, &c);
+  assert_int_equal(c.n, 4);
+  assert_true(fabs(c.mean - 2.5) < 1e-12);
+  assert_true(fabs(c.sd - sqrt(5.0 / 3)) < 1e-12);
+  assert_true(fabs(c.half - 3.182 * sqrt(5.0 / 3) / 2) < 1e-12);
+  assert_true(fabs(c.lo - (2.5 - c.half)) < 1e-12 && fabs(c.hi - (2.5 + c.half)) < 1e-12);
+  /* one value: a mean, no interval; none: nothing */
+  kr_sim_ci95(x, 1, &c);
+  assert_true(c.mean == 1 && isnan(c.half) && isnan(c.lo));
+  kr_sim_ci95(x, 0, &c);
+  assert_true(isnan(c.mean));
+  /* equal values: an interval of width 0 */
+  const double y[] = {0.5, 0.5, 0.5};
+  kr_sim_ci95(y, 3, &c);
+  assert_true(c.half == 0 && c.lo == c.mean);
+}
+
 /* ---- importance and the harmonic penalty ------------------------------------- */
 
 static void importance_parse(void **state) {
@@ -1779,6 +1813,7 @@ int main(void) {
       cmocka_unit_test(world_cycles),
       cmocka_unit_test(world_shift),
       cmocka_unit_test(world_changes_are_the_runs),
+      cmocka_unit_test(t_interval),
       cmocka_unit_test(importance_parse),
       cmocka_unit_test(importance_synthetic),
       cmocka_unit_test(harmonic_exact),
