@@ -18,10 +18,20 @@
 #
 # Usage: bench/adaptive/run.sh [--urls N] [--hosts H] [--days D] [--delay DUR]
 #          [--seed S] [--jobs J] [--oracle] [--quick] [--kria PATH] [--record]
-#          [-- more kria simulate options]
+#          [--worlds [--seeds N]] [-- more kria simulate options]
 #   --quick   2 hosts x 10,000 URIs (same budget per URI), for a first look
 #   --oracle  also run the oracle diagnostic (poisson's allocator fed the
 #             true change rates): how far estimation is from its bound
+#   --worlds  instead: every world (log-uniform, weibull, shifting, cycles,
+#             importance) over --seeds seeds (10), fixed, multiplicative,
+#             poisson and the oracle (the reference), default 10,000 URIs on
+#             10 hosts with the politeness delay scaled so that each URI
+#             has the budget of the main run (100,000 URIs, 10 hosts, 2 s):
+#             delay = 10,000 x 2.15 s / (URIs per host) - 0.15 s unless
+#             --delay; report.md gets each world's table (mean ± 95 % CI,
+#             paired ratios to the oracle) and the issue's targets. About
+#             15 min on 2 free cores at the default size. Not --record:
+#             copy the report by hand.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -38,6 +48,9 @@ JOBS=$(nproc 2>/dev/null || echo 1)
 [ "$JOBS" -gt 3 ] && JOBS=3
 ORACLE=0
 RECORD=0
+WORLDS=0
+SEEDS=10
+DELAY_SET=0
 KRIA_BIN=${KRIA:-$KB_ROOT/build/kria}
 EXTRA=()
 while [ $# -gt 0 ]; do
@@ -45,7 +58,9 @@ while [ $# -gt 0 ]; do
 	--urls) URLS=$2; shift 2 ;;
 	--hosts) HOSTS=$2; shift 2 ;;
 	--days) DAYS=$2; shift 2 ;;
-	--delay) DELAY=$2; shift 2 ;;
+	--delay) DELAY=$2; DELAY_SET=1; shift 2 ;;
+	--worlds) WORLDS=1; shift ;;
+	--seeds) SEEDS=$2; shift 2 ;;
 	--seed) SEED=$2; shift 2 ;;
 	--jobs) JOBS=$2; shift 2 ;;
 	--oracle) ORACLE=1; shift ;;
@@ -53,7 +68,7 @@ while [ $# -gt 0 ]; do
 	--kria) KRIA_BIN=$2; shift 2 ;;
 	--record) RECORD=1; shift ;;
 	--) shift; EXTRA=("$@"); break ;;
-	-h | --help) sed -n '2,25p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,35p' "$0"; exit 0 ;;
 	*) kb_die "unknown option $1 (try --help)" ;;
 	esac
 done
@@ -64,6 +79,62 @@ done
 command -v python3 >/dev/null || kb_die "python3 is needed for the report"
 
 kb_bound 7200 "${ARGS[@]}"
+
+# ---- --worlds: every world over seeds, against the oracle ----------------------------
+if [ "$WORLDS" = 1 ]; then
+	[ "$RECORD" = 0 ] || kb_die "--worlds does not --record: copy its report by hand"
+	[[ $SEEDS =~ ^[0-9]+$ && $SEEDS -ge 2 && $SEEDS -le 100 ]] || kb_die "--seeds: 2..100"
+	if [ "$URLS" = 100000 ] && [ "$HOSTS" = 10 ]; then URLS=10000; fi
+	if [ "$DELAY_SET" = 0 ]; then
+		# each URI the main run's budget: one fetch per 10,000 x (2 s + 150 ms) per host
+		DELAY=$(( 10000 * 2150 * HOSTS / URLS - 150 ))ms
+	fi
+	OUT=$KB_OUT/adaptive
+	RUN=$OUT/worlds-$(date -u +%Y%m%dT%H%M%SZ)
+	mkdir -p "$RUN"
+	STATE=/dev/shm
+	[ -d "$STATE" ] && [ -w "$STATE" ] || STATE=${TMPDIR:-/tmp}
+	# name and options of each world (see bench/adaptive/README.md)
+	WORLD_NAMES=(log-uniform weibull shifting cycles importance)
+	WORLD_OPTS=("--mix 1h..30d"
+		"--mix weibull:0.8:5d"
+		"--shift share=0.3,at=10d,redraw"
+		"--cycles daily:0.8@14,weekly:0.5@wed"
+		"--importance pareto:1.5")
+	COMMON=(simulate --urls "$URLS" --hosts "$HOSTS" --days "$DAYS" --delay "$DELAY" --seed "$SEED"
+		--seeds "$SEEDS" --policy oracle,fixed,multiplicative,poisson --ref oracle
+		--jobs "$JOBS" --state-dir "$STATE" --json)
+	reps=()
+	t0=$(date +%s)
+	for k in "${!WORLD_NAMES[@]}"; do
+		name=${WORLD_NAMES[$k]}
+		# shellcheck disable=SC2206
+		opts=(${WORLD_OPTS[$k]})
+		kb_log "world $name: kria ${COMMON[*]} ${opts[*]} ${EXTRA[*]}"
+		/usr/bin/time -v -o "$RUN/$name.time" "$KRIA_BIN" "${COMMON[@]}" "${opts[@]}" "${EXTRA[@]}" \
+			>"$RUN/$name.json" 2>"$RUN/$name.err" ||
+			kb_die "kria simulate failed ($name): $(tail -3 "$RUN/$name.err")"
+		reps+=("$name=$RUN/$name.json")
+	done
+	t1=$(date +%s)
+	{
+		echo "### Worlds beyond log-uniform, $URLS URIs on $HOSTS hosts, $DAYS simulated days, $SEEDS seeds"
+		echo
+		kb_machine_md
+		echo "- command: \`bench/adaptive/run.sh ${ARGS[*]}\`"
+		echo "- each world: \`kria ${COMMON[*]} WORLD-OPTIONS ${EXTRA[*]}\`"
+		for k in "${!WORLD_NAMES[@]}"; do
+			echo "  - ${WORLD_NAMES[$k]}: \`${WORLD_OPTS[$k]}\`"
+		done
+		echo "- kria: $(git -C "$KB_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+		echo "- wall time of the suite: $((t1 - t0)) s"
+		echo
+		python3 "$HERE/report_worlds.py" "${reps[@]}"
+	} >"$RUN/report.md"
+	ln -sfn "$(basename "$RUN")" "$OUT/last-worlds"
+	cat "$RUN/report.md"
+	exit 0
+fi
 
 OUT=$KB_OUT/adaptive
 RUN=$OUT/run-$(date -u +%Y%m%dT%H%M%SZ)
