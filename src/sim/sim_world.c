@@ -616,6 +616,17 @@ int kr_sim_world_synthetic(const kr_sim_synth_t *s, kr_sim_world_t **out, char *
   if (!(tot > 0)) return kr__sim_errf(err, errlen, KR_EINVAL, "validator shares are all 0");
   if (s->size == 0 || s->size > MAX_SIZE)
     return kr__sim_errf(err, errlen, KR_EINVAL, "the body size must be within 1..1GiB");
+  if (!(s->shift.share >= 0 && s->shift.share <= 1) ||
+      (s->shift.share > 0 && !s->shift.redraw && !(s->shift.factor > 0 && s->shift.factor <= 1000)) ||
+      s->shift.at_ms < 0)
+    return kr__sim_errf(err, errlen, KR_EINVAL, "--shift: share within 0..1, at >= 0, factor within (0, 1000] or redraw");
+  const kr_sim_cycles_t *cy = &s->cycles;
+  if (!(cy->daily >= 0 && cy->daily <= 1) || !(cy->weekly >= 0 && cy->weekly <= 1) ||
+      !(cy->daily_peak_h >= 0 && cy->daily_peak_h <= 24) || cy->weekly_peak_day < 0 ||
+      cy->weekly_peak_day > 6)
+    return kr__sim_errf(err, errlen, KR_EINVAL, "--cycles: amplitudes within 0..1, peak hour 0..24, day mon..sun");
+  if (s->importance.kind != KR_SIM_IMP_ONE && !(s->importance.param > 0))
+    return kr__sim_errf(err, errlen, KR_EINVAL, "--importance: the parameter must be > 0");
   kr_sim_mix_t mix = s->mix;
   if (mix.n == 0) kr_sim_mix_parse("1h..30d", &mix, NULL, 0);
   double wsum = 0;
