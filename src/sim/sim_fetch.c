@@ -1,7 +1,7 @@
 /*
  * A simulated run's world in motion (see sim.c for the run around it):
- * the change processes that make a URI's ground truth, the freshness and
- * age integrated from it, the simulated fetches and the crawler's
+ * the change processes (drawn by sim_world.c) played up to each visit,
+ * the freshness, age and harmonic penalty integrated from them, the simulated fetches and the crawler's
  * processors replayed on their answers (on_fetch_done), and the
  * invariants checked against the events of a long crawl.
  */

@@ -3,7 +3,9 @@
  * from a trace file or synthetically, and read-only while runs use it.
  * One array of URIs, their URLs in one string pool, the content types
  * interned, explicit change times in one array, and an index by
- * fingerprint. Sections: common, synthetic (with the rate mix), trace.
+ * fingerprint. Sections: common, change processes (Poisson with shifts
+ * and cycles), synthetic (with the rate mix, shifts, cycles and
+ * importance), trace.
  */
 #include <errno.h>
 #include <inttypes.h>
