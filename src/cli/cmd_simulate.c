@@ -738,6 +738,33 @@ typedef struct args {
   kr_sim_policy_t ref;
 } args_t;
 
+/* The synthetic world's options whose value has a parser of its own in
+ * sim.h (which names the option in its messages, --mix aside). */
+static int world_spec(const char *a) {
+  return !strcmp(a, "--mix") || !strcmp(a, "--shift") || !strcmp(a, "--cycles") ||
+         !strcmp(a, "--importance");
+}
+
+/* Parse one of them into syn: 0, or -1 after reporting. */
+static int world_spec_parse(kr_sim_synth_t *syn, const char *a, const char *v) {
+  char e[256];
+  int rc;
+  if (!strcmp(a, "--mix"))
+    rc = kr_sim_mix_parse(v, &syn->mix, e, sizeof e);
+  else if (!strcmp(a, "--shift"))
+    rc = kr_sim_shift_parse(v, &syn->shift, e, sizeof e);
+  else if (!strcmp(a, "--cycles"))
+    rc = kr_sim_cycles_parse(v, &syn->cycles, e, sizeof e);
+  else
+    rc = kr_sim_importance_parse(v, &syn->importance, e, sizeof e);
+  if (!rc) return 0;
+  if (!strcmp(a, "--mix"))
+    kr_cli_error(0, "--mix: %s", e);
+  else
+    kr_cli_error(0, "%s", e);
+  return -1;
+}
+
 /* Read the options into args. -1 to go on, else the exit status (0 after
  * --help, 64 for a usage error). */
 static int parse_args(args_t *args, int argc, char **argv) {
@@ -809,37 +836,9 @@ static int parse_args(args_t *args, int argc, char **argv) {
       NEED_ARG();
       if (parse_u64(v, 1, KR_SIM_MAX_URIS, &syn->hosts)) BAD("1..10000000");
       args->synth_given = 1;
-    } else if (!strcmp(a, "--mix")) {
+    } else if (world_spec(a)) {
       NEED_ARG();
-      char e[256];
-      if (kr_sim_mix_parse(v, &syn->mix, e, sizeof e)) {
-        kr_cli_error(0, "--mix: %s", e);
-        return 64;
-      }
-      args->synth_given = 1;
-    } else if (!strcmp(a, "--shift")) {
-      NEED_ARG();
-      char e[256];
-      if (kr_sim_shift_parse(v, &syn->shift, e, sizeof e)) {
-        kr_cli_error(0, "%s", e);
-        return 64;
-      }
-      args->synth_given = 1;
-    } else if (!strcmp(a, "--cycles")) {
-      NEED_ARG();
-      char e[256];
-      if (kr_sim_cycles_parse(v, &syn->cycles, e, sizeof e)) {
-        kr_cli_error(0, "%s", e);
-        return 64;
-      }
-      args->synth_given = 1;
-    } else if (!strcmp(a, "--importance")) {
-      NEED_ARG();
-      char e[256];
-      if (kr_sim_importance_parse(v, &syn->importance, e, sizeof e)) {
-        kr_cli_error(0, "%s", e);
-        return 64;
-      }
+      if (world_spec_parse(syn, a, v)) return 64;
       args->synth_given = 1;
     } else if (!strcmp(a, "--volatile")) {
       NEED_ARG();
