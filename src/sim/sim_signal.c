@@ -158,7 +158,7 @@ typedef struct ssig {
 static int acts(const run_t *r) { return r->policy != KR_SIM_FIXED; }
 
 /* The replayed change process: the time of the next change, as
- * advance_to (sim_fetch.c) draws it. */
+ * advance_to (sim_fetch.c) plays it (drawn by sim_world.c). */
 static int64_t replay_next(run_t *r, ssig_t *g) {
   const wuri_t *u = &r->w->u[g->uri];
   int64_t t = g->c_next;
