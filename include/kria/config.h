@@ -343,7 +343,10 @@ enum kr_cfg_type {
   X(ADAPTIVE_LEARNED_STATE_INTERVAL, "adaptive", "learned-state-interval", DURATION, 0, "60s",  \
     "1s..1d", NONE, "How often at most each host's learned state (poisson's allocator, the capacity plan, the validator-trust run) is written to the state database; a kill -9 loses at most this much of it, a clean stop nothing.") \
   X(ADAPTIVE_INFORMED_PRIORS, "adaptive", "informed-priors", BOOL, KR_CFG_HOST, "false", "", \
-    NONE, "A new URI's prior change rate is learned from its host's URIs of the same path template and content type (poisson: the prior; multiplicative: the initial wait); false = the evaluator's initial-wait for every URI.")
+    NONE, "A new URI's prior change rate is learned from its host's URIs of the same path template and content type (poisson: the prior; multiplicative: the initial wait); false = the evaluator's initial-wait for every URI.") \
+  X(ADAPTIVE_OBJECTIVE, "adaptive", "objective", ENUM, KR_CFG_HOST, "versions",          \
+    "versions|freshness|harmonic", NONE,                                                \
+    "poisson: what the host's allocator shares its budget for: versions captured (visits proportional to the change rate), freshness (Cho's average freshness) or harmonic (the harmonic staleness of Kolobov et al.: the n-th missed change costs 1/n).")
 
 /* Keys of [wait "NAME"] sections, same columns (section "wait"); every key
  * may be overridden per host as wait.NAME.key. The defaults are those of
@@ -397,6 +400,8 @@ enum { KR_CFG_WARC_GZIP, KR_CFG_WARC_NONE };
 enum { KR_CFG_DURABILITY_NONE, KR_CFG_DURABILITY_BATCH, KR_CFG_DURABILITY_RECORD };
 enum { KR_CFG_VOLATILE_FULL, KR_CFG_VOLATILE_SKIP };
 enum { KR_CFG_CHUNKED_KEEP, KR_CFG_CHUNKED_DECHUNK };
+/* adaptive.objective: the index is the kr_plan_objective_t (estimate.h) */
+enum { KR_CFG_OBJECTIVE_VERSIONS, KR_CFG_OBJECTIVE_FRESHNESS, KR_CFG_OBJECTIVE_HARMONIC };
 /* log-level: use kr_config_str() and kr_log_level_parse(). */
 
 /* Bounds on hostile configuration. */

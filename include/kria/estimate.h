@@ -105,8 +105,33 @@
  * grows with lambda_i and has no solution when mu lambda_i >= 1: very
  * fast-changing URIs get less than proportional frequency, down to their
  * minimum. It has no floor (the budget is always spent).
- * Both are solved by bisection on mu (f_total(mu) is non-increasing),
- * each URI's f by h^-1 (safeguarded Newton).
+ * Objective KR_PLAN_HARMONIC minimises the harmonic staleness of
+ * Kolobov et al. (NeurIPS 2019): the archive's copy N changes behind
+ * costs H(N) = 1 + 1/2 + ... + 1/N. Their closed form, ln(1 + lambda/f),
+ * is for a Poisson crawl; kria revisits at REGULAR intervals, so here it
+ * is derived for those. t after a visit N is Poisson(lambda t), and
+ *     E[H(Poisson(m))] = Ein(m) = int_0^m (1 - e^-u)/u du
+ * (d/dm E[g(N)] = E[g(N+1) - g(N)] = E[1/(N+1)] = (1 - e^-m)/m, 0 at 0).
+ * Averaged over an interval, x = lambda/f:
+ *     P(x) = (1/x) int_0^x Ein(u) du = Ein(x) - 1 + (1 - e^-x)/x
+ *          = sum_k>=1 (-1)^(k+1) x^k / (k (k+1)!)   (x/2 for small x)
+ * (by parts: int_0^x Ein = x Ein(x) - int_0^x (1 - e^-u) du). The cost of
+ * a URI visited at f is P(lambda/f), and dP(lambda/f)/df = -g(x)/lambda
+ * with
+ *     g(x) = x^2 P'(x) = x Ein(x) - int_0^x Ein = x - 1 + e^-x,
+ * which rises from 0 to +inf: the KKT conditions say g(x_i) = mu lambda_i.
+ * Like freshness, faster-changing URIs get larger x (less than
+ * proportional frequency), but g is unbounded, so no URI is starved down
+ * to its minimum: each missed change costs less than the previous one,
+ * but never nothing. (Poisson crawling gives r (r + lambda) = lambda/mu,
+ * a different curve; the regular form is the one kria's visits obey.)
+ * The three are solved by bisection on mu (f_total(mu) is
+ * non-increasing), each URI's f by h^-1 or g^-1 (safeguarded Newton).
+ * Per host (kr_plan_host_t) every objective has the floor x >= x_min
+ * (a fetch must expect at least ln 2 changes): freshness and harmonic
+ * then keep mu and each URI's x is max(x_min, h^-1(mu lambda_i)) or
+ * max(x_min, g^-1(mu lambda_i)) (kr_plan_host_x_for), while versions
+ * keeps the one x of today.
  * Incremental form: a host keeps a sketch of its URIs' lambdas (counts
  * in 80 log-spaced buckets, 8 per decade from 1e-9 to 10 changes/s, per
  * (min-wait, max-wait) class, at most 4 classes) updated as estimates
@@ -285,7 +310,13 @@ const char *kr_est_method_name(kr_est_method_t m);
 typedef enum kr_plan_objective {
   KR_PLAN_VERSIONS = 0,  /* expected versions captured per second */
   KR_PLAN_FRESHNESS = 1, /* Cho's average freshness */
+  KR_PLAN_HARMONIC = 2,  /* harmonic staleness at regular visits (above) */
 } kr_plan_objective_t;
+#define KR_PLAN_OBJECTIVES 3
+
+/* "versions", "freshness", "harmonic"; "?" when unknown. Same order as
+ * the config's adaptive.objective choices. */
+const char *kr_plan_objective_name(kr_plan_objective_t obj);
 
 /* h(x) = 1 - (1 + x) e^-x, accurate for small x too; h(x <= 0) = 0. */
 double kr_plan_h(double x);
@@ -296,6 +327,16 @@ double kr_plan_h_inv(double y);
 double kr_plan_versions(double lambda, double f);
 /* F(lambda, f) = V / lambda; 1 for lambda <= 0. */
 double kr_plan_freshness(double lambda, double f);
+/* Ein(x) = int_0^x (1 - e^-u)/u du = gamma + ln x + E1(x); 0 for x <= 0. */
+double kr_plan_ein(double x);
+/* P(x) above: the time-averaged E[H(N)] between regular visits with x
+ * expected changes per interval; 0 for x <= 0, +inf for x = +inf. */
+double kr_plan_harmonic_x(double x);
+/* P(lambda/f): a URI's harmonic staleness visited at f (f <= 0: +inf). */
+double kr_plan_harmonic(double lambda, double f);
+/* g(x) = x - 1 + e^-x (0 for x <= 0), and its inverse (0 for y <= 0). */
+double kr_plan_g(double x);
+double kr_plan_g_inv(double y);
 /* A URI's optimal frequency for multiplier mu, clamped to [fmin, fmax]. */
 double kr_plan_freq(kr_plan_objective_t obj, double mu, double lambda, double fmin,
                      double fmax);
@@ -330,7 +371,8 @@ double kr_plan_budget(int valence, int64_t politeness_delay_ms, double utilisati
 #define KR_PLAN_CLASSES 4
 
 /* One host's allocator: a sketch of its URIs' lambdas and the solved
- * changes-per-visit target x (versions objective). About 1.3 KiB. */
+ * changes-per-visit target x (versions objective) or multiplier mu
+ * (freshness, harmonic). About 1.3 KiB. */
 typedef struct kr_plan_host {
   struct {
     int64_t min_ms, max_ms;           /* the class's wait clamps */
@@ -339,7 +381,9 @@ typedef struct kr_plan_host {
   } cls[KR_PLAN_CLASSES];
   unsigned ncls;
   double x_min;       /* floor of x */
-  double x;           /* changes per visit aimed at, >= x_min */
+  double x;           /* changes per visit aimed at, >= x_min (versions) */
+  kr_plan_objective_t objective; /* KR_PLAN_VERSIONS unless set */
+  double mu;          /* freshness, harmonic: the multiplier (0: slack) */
   double budget;      /* fetches/s of the last solve */
   int solved;         /* 0 until the first solve */
   uint32_t updates;   /* sketch changes since the last solve */
@@ -388,8 +432,15 @@ int kr_plan_host_maybe_solve(kr_plan_host_t *h, double budget, uint32_t every);
 /* One fetch of the host (any that takes a politeness slot) at now_ms:
  * the realised-rate feedback above. */
 void kr_plan_host_fetched(kr_plan_host_t *h, int64_t now_ms);
-/* The x to give kr_wait_poisson. */
+/* The x to give kr_wait_poisson (versions objective). */
 static inline double kr_plan_host_x(const kr_plan_host_t *h) { return h->x; }
+/* The objective the host solves for (an unknown one acts as versions);
+ * a different one than before is solved for at the next maybe_solve. */
+void kr_plan_host_set_objective(kr_plan_host_t *h, kr_plan_objective_t obj);
+/* The changes per visit aimed at for a URI of rate lambda: versions the
+ * host's x whatever lambda, freshness and harmonic max(x_min, the
+ * inverse at mu lambda) (+inf: as rarely as its max-wait allows). */
+double kr_plan_host_x_for(const kr_plan_host_t *h, double lambda);
 
 /* ---- Capacity plan (the multiplicative policy within politeness) ----------
  * The thesis' multiplicative waits know nothing of a host's capacity: a

@@ -119,6 +119,19 @@ int64_t kr_wait_poisson(const kr_wait_params_t *p, const kr_est_params_t *ep,
 int64_t kr_wait_poisson_prior(const kr_wait_params_t *p, const kr_est_params_t *ep,
                               const kr_vhist_t *h, kr_content_t state, double prior,
                               double host_x, kr_wait_info_t *info);
+/* kr_wait_poisson with the changes per visit from the host's allocator
+ * for this URI's estimated rate (kr_plan_host_x_for: the host's
+ * objective decides; versions gives exactly kr_wait_poisson(...,
+ * kr_plan_host_x(host), ...)). host NULL: ep->x_min. */
+int64_t kr_wait_poisson_host(const kr_wait_params_t *p, const kr_est_params_t *ep,
+                             const kr_vhist_t *h, kr_content_t state,
+                             const kr_est_hints_t *hints, const kr_plan_host_t *host,
+                             kr_wait_info_t *info);
+/* Both: the prior given (as kr_wait_poisson_prior) and x from the
+ * host's allocator (as kr_wait_poisson_host). */
+int64_t kr_wait_poisson_prior_host(const kr_wait_params_t *p, const kr_est_params_t *ep,
+                                   const kr_vhist_t *h, kr_content_t state, double prior,
+                                   const kr_plan_host_t *host, kr_wait_info_t *info);
 
 /* Name of a policy ("multiplicative", "poisson"), "?" when unknown. */
 const char *kr_wait_policy_name(kr_wait_policy_t policy);

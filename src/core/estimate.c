@@ -515,6 +515,118 @@ double kr_plan_freshness(double lambda, double f) {
   return kr_plan_versions(lambda, f) / lambda;
 }
 
+const char *kr_plan_objective_name(kr_plan_objective_t obj) {
+  switch (obj) {
+  case KR_PLAN_VERSIONS: return "versions";
+  case KR_PLAN_FRESHNESS: return "freshness";
+  case KR_PLAN_HARMONIC: return "harmonic";
+  }
+  return "?";
+}
+
+#define EULER_GAMMA 0.57721566490153286061
+
+/* E1(x) for x > 1 by its continued fraction (modified Lentz):
+ * E1(x) = e^-x / (x + 1 - 1/(x + 3 - 4/(x + 5 - ...))). */
+static double e1_cf(double x) {
+  double b = x + 1.0, c = 1.0 / 1e-300, d = 1.0 / b, h = d;
+  for (int i = 1; i < 200; i++) {
+    double a = -(double)i * i;
+    b += 2.0;
+    d = 1.0 / (a * d + b);
+    c = b + a / c;
+    double del = c * d;
+    h *= del;
+    if (fabs(del - 1.0) < 1e-16) break;
+  }
+  return h * exp(-x);
+}
+
+double kr_plan_ein(double x) {
+  if (!(x > 0)) return 0.0;
+  if (x <= 4.0) { /* sum_k (-1)^(k+1) x^k / (k k!): terms stay below 3 */
+    double p = 1.0, sum = 0;
+    for (int k = 1; k < 80; k++) {
+      p *= x / k; /* x^k / k! */
+      double term = p / k;
+      sum += (k & 1) ? term : -term;
+      if (term < 1e-17 * sum) break;
+    }
+    return sum;
+  }
+  if (isinf(x)) return INFINITY;
+  return EULER_GAMMA + log(x) + e1_cf(x);
+}
+
+double kr_plan_harmonic_x(double x) {
+  if (!(x > 0)) return 0.0;
+  if (isinf(x)) return INFINITY;
+  if (x <= 4.0) { /* sum_k (-1)^(k+1) x^k / (k (k+1)!): no cancellation at 0 */
+    double p = 1.0, sum = 0; /* p = x^k / (k+1)! */
+    for (int k = 1; k < 80; k++) {
+      p *= x / (k + 1);
+      double term = p / k;
+      sum += (k & 1) ? term : -term;
+      if (term < 1e-17 * sum) break;
+    }
+    return sum;
+  }
+  return kr_plan_ein(x) - 1.0 - expm1(-x) / x;
+}
+
+double kr_plan_harmonic(double lambda, double f) {
+  if (!(lambda > 0)) return 0.0;
+  if (!(f > 0)) return INFINITY;
+  return kr_plan_harmonic_x(lambda / f);
+}
+
+double kr_plan_g(double x) {
+  if (!(x > 0)) return 0.0;
+  if (x >= 0.5) return x + expm1(-x);
+  double p = x, sum = 0; /* sum_k>=2 (-1)^k x^k / k! */
+  for (int k = 2; k < 40; k++) {
+    p *= x / k;
+    sum += (k & 1) ? -p : p;
+    if (p < 1e-18 * sum) break;
+  }
+  return sum;
+}
+
+double kr_plan_g_inv(double y) {
+  if (!(y > 0)) return 0.0;
+  if (isinf(y)) return INFINITY;
+  /* g(x) <= x^2/2 and g(x) >= x - 1: the root lies in [sqrt(2y), y + 1] */
+  double lo = sqrt(2 * y), hi = y + 1.0;
+  if (lo > hi) lo = hi * 0.5;
+  if (kr_plan_g(lo) > y) lo = 0; /* rounding */
+  double x = y < 1 ? sqrt(2 * y) : y + 1.0 - exp(-(y + 1.0));
+  if (!(x > lo && x < hi)) x = 0.5 * (lo + hi);
+  for (int it = 0; it < 100; it++) {
+    double gx = kr_plan_g(x) - y;
+    if (gx == 0) break;
+    if (gx < 0) lo = x;
+    else hi = x;
+    double d = -expm1(-x); /* g'(x) */
+    double next = d > 0 ? x - gx / d : 0.5 * (lo + hi);
+    if (!(next > lo && next < hi)) next = 0.5 * (lo + hi);
+    if (fabs(next - x) <= 1e-15 * x || hi - lo <= 1e-15 * hi) {
+      x = next;
+      break;
+    }
+    x = next;
+  }
+  return x;
+}
+
+/* The objective's inverse marginal: x with k(x) = y (h for versions and
+ * freshness, g for harmonic). */
+static double k_inv(kr_plan_objective_t obj, double y) {
+  return obj == KR_PLAN_HARMONIC ? kr_plan_g_inv(y) : kr_plan_h_inv(y);
+}
+static double k_of(kr_plan_objective_t obj, double x) {
+  return obj == KR_PLAN_HARMONIC ? kr_plan_g(x) : kr_plan_h(x);
+}
+
 static double clamp_f(double f, double fmin, double fmax) {
   if (!(f >= fmin)) f = fmin; /* also NaN */
   if (f > fmax) f = fmax;
@@ -523,8 +635,8 @@ static double clamp_f(double f, double fmin, double fmax) {
 
 double kr_plan_freq(kr_plan_objective_t obj, double mu, double lambda, double fmin,
                      double fmax) {
-  double y = obj == KR_PLAN_FRESHNESS ? mu * lambda : mu;
-  double x = kr_plan_h_inv(y);
+  double y = obj == KR_PLAN_VERSIONS ? mu : mu * lambda;
+  double x = k_inv(obj, y);
   double f = isinf(x) ? fmin : x > 0 ? lambda / x : fmax;
   return clamp_f(f, fmin, fmax);
 }
@@ -594,7 +706,8 @@ int kr_plan_solve(kr_plan_objective_t obj, const kr_plan_item_t *items, size_t n
                    double budget, double mu_floor, double *mu, double *f) {
   if ((n && !items) || !mu || !items_ok(items, n) || !(budget >= 0) || isnan(budget))
     return KR_EINVAL;
-  if (obj != KR_PLAN_VERSIONS && obj != KR_PLAN_FRESHNESS) return KR_EINVAL;
+  if (obj != KR_PLAN_VERSIONS && obj != KR_PLAN_FRESHNESS && obj != KR_PLAN_HARMONIC)
+    return KR_EINVAL;
   int rc;
   if (obj == KR_PLAN_VERSIONS) {
     double fl = clampd(mu_floor, 0.0, 1.0);
@@ -607,13 +720,15 @@ int kr_plan_solve(kr_plan_objective_t obj, const kr_plan_item_t *items, size_t n
         f[i] = clamp_f(items[i].lambda / x, items[i].fmin, items[i].fmax);
     return rc;
   }
-  /* freshness: mu from "all at fmax" up to "all at fmin" */
+  /* freshness, harmonic: mu from "all at fmax" up to "all at fmin" */
   double mu_lo = INFINITY, mu_hi = 0, fmin_total = 0;
   for (size_t i = 0; i < n; i++) {
     if (items[i].weight == 0) continue;
     fmin_total += items[i].weight * items[i].fmin;
-    double lo = kr_plan_h(items[i].lambda / items[i].fmax) / items[i].lambda;
-    double hi = 1.0 / items[i].lambda;
+    double lo = k_of(obj, items[i].lambda / items[i].fmax) / items[i].lambda;
+    double hi = obj == KR_PLAN_FRESHNESS
+                    ? 1.0 / items[i].lambda
+                    : 2 * kr_plan_g(items[i].lambda / items[i].fmin) / items[i].lambda;
     if (lo < mu_lo) mu_lo = lo;
     if (hi > mu_hi) mu_hi = hi;
   }
@@ -710,6 +825,51 @@ void kr_plan_host_update(kr_plan_host_t *h, int cls, double old_lambda, double n
   if (changed && h->updates < UINT32_MAX) h->updates++;
 }
 
+/* Freshness or harmonic with the floor x >= x_min: each URI at
+ * x_i = max(x_min, k^-1(mu lambda_i)). mu = 0 while every URI at x_min
+ * fits; else mu by bisection between "all at x_min" (the smallest mu
+ * that moves one) and "all at fmin". */
+static double total_at_mu_floor(kr_plan_objective_t obj, const kr_plan_item_t *it, size_t n,
+                                double mu, double x_min) {
+  double s = 0;
+  for (size_t i = 0; i < n; i++) {
+    double x = k_inv(obj, mu * it[i].lambda);
+    if (!(x > x_min)) x = x_min;
+    s += it[i].weight * clamp_f(it[i].lambda / x, it[i].fmin, it[i].fmax);
+  }
+  return s;
+}
+
+static int solve_mu_floor(kr_plan_host_t *h, const kr_plan_item_t *it, size_t n, double budget) {
+  kr_plan_objective_t obj = h->objective;
+  double fmin_total = 0, mu_lo = INFINITY, mu_hi = 0;
+  double kmin = k_of(obj, h->x_min);
+  for (size_t i = 0; i < n; i++) {
+    fmin_total += it[i].weight * it[i].fmin;
+    double lo = kmin / it[i].lambda; /* below: this URI at x_min */
+    double xa = it[i].lambda / it[i].fmin; /* at or above: at fmin */
+    double hi = (obj == KR_PLAN_FRESHNESS ? 1.0 : 2 * k_of(obj, xa)) / it[i].lambda;
+    if (lo < mu_lo) mu_lo = lo;
+    if (hi > mu_hi) mu_hi = hi;
+  }
+  h->mu = 0;
+  if (!n || total_at_x(it, n, h->x_min) <= budget) return KR_PLAN_SLACK;
+  if (fmin_total > budget) {
+    h->mu = INFINITY;
+    return KR_PLAN_OVER;
+  }
+  if (!(mu_lo > 1e-300)) mu_lo = 1e-300;
+  if (!(mu_hi > mu_lo)) mu_hi = mu_lo * 2;
+  /* relative precision 1e-9 is plenty for a wait; ~40 steps */
+  for (int i = 0; i < 200 && mu_hi / mu_lo - 1 > 1e-9; i++) {
+    double mid = sqrt(mu_lo * mu_hi);
+    if (total_at_mu_floor(obj, it, n, mid, h->x_min) > budget) mu_lo = mid;
+    else mu_hi = mid;
+  }
+  h->mu = mu_hi;
+  return KR_PLAN_BINDS;
+}
+
 int kr_plan_host_solve(kr_plan_host_t *h, double budget) {
   kr_plan_item_t items[KR_PLAN_CLASSES * KR_PLAN_BUCKETS];
   size_t n = 0;
@@ -721,6 +881,7 @@ int kr_plan_host_solve(kr_plan_host_t *h, double budget) {
   budget *= g;
   if (!(budget > 0) || !isfinite(budget)) {
     h->x = h->x_min;
+    h->mu = 0;
     return h->state = KR_PLAN_SLACK;
   }
   for (unsigned c = 0; c < h->ncls; c++) {
@@ -733,10 +894,26 @@ int kr_plan_host_solve(kr_plan_host_t *h, double budget) {
                                      (double)h->cls[c].count[b]};
     }
   }
+  if (h->objective == KR_PLAN_FRESHNESS || h->objective == KR_PLAN_HARMONIC)
+    return h->state = solve_mu_floor(h, items, n, budget);
   double x;
   h->state = solve_versions(items, n, budget, h->x_min, &x);
   h->x = x >= h->x_min && isfinite(x) ? x : h->x_min;
   return h->state;
+}
+
+void kr_plan_host_set_objective(kr_plan_host_t *h, kr_plan_objective_t obj) {
+  kr_plan_objective_t o =
+      obj == KR_PLAN_FRESHNESS || obj == KR_PLAN_HARMONIC ? obj : KR_PLAN_VERSIONS;
+  if (o != h->objective) h->resolve = 1; /* a reload changed it: solve again */
+  h->objective = o;
+}
+
+double kr_plan_host_x_for(const kr_plan_host_t *h, double lambda) {
+  if (h->objective == KR_PLAN_VERSIONS) return h->x;
+  if (!(h->mu > 0) || !(lambda > 0)) return h->x_min;
+  double x = k_inv(h->objective, h->mu * lambda);
+  return x > h->x_min ? x : h->x_min; /* also +inf */
 }
 
 int kr_plan_host_maybe_solve(kr_plan_host_t *h, double budget, uint32_t every) {

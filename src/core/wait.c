@@ -105,17 +105,11 @@ int64_t kr_wait_multiplicative(const kr_wait_params_t *p, int64_t prev_wait_ms,
 
 /* ---- poisson ------------------------------------------------------------------- */
 
-int64_t kr_wait_poisson(const kr_wait_params_t *p, const kr_est_params_t *ep,
-                        const kr_vhist_t *h, kr_content_t state,
-                        const kr_est_hints_t *hints, double host_x,
-                        kr_wait_info_t *info) {
-  return kr_wait_poisson_prior(p, ep, h, state, kr_est_prior(ep, p->initial_ms, hints), host_x,
-                               info);
-}
-
-int64_t kr_wait_poisson_prior(const kr_wait_params_t *p, const kr_est_params_t *ep,
-                              const kr_vhist_t *h, kr_content_t state, double prior,
-                              double host_x, kr_wait_info_t *info) {
+/* Every entry point: the prior given, x from host when it is not NULL,
+ * else host_x. */
+static int64_t poisson(const kr_wait_params_t *p, const kr_est_params_t *ep, const kr_vhist_t *h,
+                       kr_content_t state, double prior, const kr_plan_host_t *host,
+                       double host_x, kr_wait_info_t *info) {
   kr_wait_info_t local;
   if (!info) info = &local;
   *info = (kr_wait_info_t){0};
@@ -134,7 +128,7 @@ int64_t kr_wait_poisson_prior(const kr_wait_params_t *p, const kr_est_params_t *
     return info->wait_ms;
   }
 
-  double x = host_x;
+  double x = host ? kr_plan_host_x_for(host, r.lambda) : host_x;
   double x_min = ep->x_min > 0 && isfinite(ep->x_min) ? ep->x_min : log(2.0);
   if (!(x >= x_min)) x = x_min; /* also NaN */
   info->x = x;
@@ -143,4 +137,30 @@ int64_t kr_wait_poisson_prior(const kr_wait_params_t *p, const kr_est_params_t *
   info->wait_ms = kr_wait_clamp(p, w);
   info->clamped = w < p->min_ms ? -1 : w > p->max_ms ? 1 : 0;
   return info->wait_ms;
+}
+
+int64_t kr_wait_poisson(const kr_wait_params_t *p, const kr_est_params_t *ep,
+                        const kr_vhist_t *h, kr_content_t state,
+                        const kr_est_hints_t *hints, double host_x,
+                        kr_wait_info_t *info) {
+  return poisson(p, ep, h, state, kr_est_prior(ep, p->initial_ms, hints), NULL, host_x, info);
+}
+
+int64_t kr_wait_poisson_prior(const kr_wait_params_t *p, const kr_est_params_t *ep,
+                              const kr_vhist_t *h, kr_content_t state, double prior,
+                              double host_x, kr_wait_info_t *info) {
+  return poisson(p, ep, h, state, prior, NULL, host_x, info);
+}
+
+int64_t kr_wait_poisson_host(const kr_wait_params_t *p, const kr_est_params_t *ep,
+                             const kr_vhist_t *h, kr_content_t state,
+                             const kr_est_hints_t *hints, const kr_plan_host_t *host,
+                             kr_wait_info_t *info) {
+  return poisson(p, ep, h, state, kr_est_prior(ep, p->initial_ms, hints), host, 0.0, info);
+}
+
+int64_t kr_wait_poisson_prior_host(const kr_wait_params_t *p, const kr_est_params_t *ep,
+                                   const kr_vhist_t *h, kr_content_t state, double prior,
+                                   const kr_plan_host_t *host, kr_wait_info_t *info) {
+  return poisson(p, ep, h, state, prior, host, 0.0, info);
 }

@@ -255,6 +255,7 @@ static int adapt_from_view(kr_hostcfg_t *hc, const kr_config_view_t *v, char *er
   hc->utilisation = kr_config_float(v, KR_CFG_ADAPTIVE_BUDGET_UTILISATION);
   hc->capacity_plan = kr_config_bool(v, KR_CFG_ADAPTIVE_CAPACITY_PLAN);
   hc->informed_priors = kr_config_bool(v, KR_CFG_ADAPTIVE_INFORMED_PRIORS);
+  hc->objective = kr_config_enum(v, KR_CFG_ADAPTIVE_OBJECTIVE);
   return 0;
 }
 

@@ -199,6 +199,7 @@ typedef struct kr_hostcfg {
   double utilisation;           /* of the host's politeness budget */
   int capacity_plan;            /* multiplicative within the budget */
   int informed_priors;          /* priors pooled per host (kria/prior.h) */
+  int objective;                /* poisson: kr_plan_objective_t (adaptive.objective) */
 } kr_hostcfg_t;
 
 /* Per-origin robots.txt rules kept in memory. */
@@ -333,6 +334,8 @@ typedef struct kr_host_capacity {
   int alloc_state;
   double x;
   double gain;          /* realised-rate feedback (estimate.h) */
+  int objective;        /* kr_plan_objective_t it solves for */
+  double mu;            /* freshness, harmonic: its multiplier */
 } kr_host_capacity_t;
 /* 1 and *out when h has a plan, 0 when not. */
 int kr__adapt_host_capacity(const kr_crawl_t *c, const kr_hostq_t *h, kr_host_capacity_t *out);

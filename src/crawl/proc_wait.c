@@ -20,7 +20,10 @@
  *                   prior from initial-wait and the hints (sitemap
  *                   changefreq, no Last-Modified, depth from the seed),
  *                   the changes per visit x of the host's allocator
- *                   (estimate.h), solved within its politeness budget
+ *                   (estimate.h) for the host's adaptive.objective
+ *                   (versions: one x for every URI; freshness and
+ *                   harmonic: x from the multiplier and the URI's rate),
+ *                   solved within its politeness budget
  *                   valence / (fetch + delay) x
  *                   adaptive.budget-utilisation, corrected by the
  *                   host's realised fetch rate (every fetch of a host
@@ -289,6 +292,8 @@ int kr__adapt_host_capacity(const kr_crawl_t *c, const kr_hostq_t *h, kr_host_ca
     out->alloc_state = a->alloc.state;
     out->x = a->alloc.x;
     out->gain = a->alloc.gain;
+    out->objective = a->alloc.objective;
+    out->mu = a->alloc.mu;
   }
   return 1;
 }
@@ -512,6 +517,7 @@ static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *
   ep.prior_weight = up.est.weight;
   /* The host's changes-per-visit target within its politeness budget. */
   struct kr_adapt_host *ah = adapt_host(c, u->host, hc->est.x_min);
+  kr_plan_host_set_objective(&ah->alloc, (kr_plan_objective_t)hc->objective);
   int cls = kr_plan_host_class(&ah->alloc, p.min_ms, p.max_ms);
   if (kr_plan_host_maybe_solve(&ah->alloc, host_budget(f), ALLOC_SOLVE_EVERY))
     adapt_host_changed(c, ah);
@@ -528,8 +534,7 @@ static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *
       if (r0.observations > 0) old_lambda = r0.lambda;
     }
   }
-  int64_t w = kr_wait_poisson_prior(&p, &ep, h, state, up.est.rate, kr_plan_host_x(&ah->alloc),
-                                    info);
+  int64_t w = kr_wait_poisson_prior_host(&p, &ep, h, state, up.est.rate, &ah->alloc, info);
   double k = claim_stretch(f); /* trusted signals find most changes: wait longer */
   if (k > 1) {
     w = kr_wait_clamp(&p, (int64_t)KR_MIN((double)w * k, 9e18));

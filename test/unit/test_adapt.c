@@ -999,6 +999,24 @@ static void wait_poisson(void **state) {
   assert_int_equal(h.v[10].interval_s, 3600);
   /* the host's allocator exists and holds the observed URIs */
   assert_int_equal(x->c->ahosts_n, 1);
+  kr_host_capacity_t cap;
+  assert_int_equal(kr__adapt_host_capacity(x->c, x->u.host, &cap), 1);
+  assert_int_equal(cap.objective, KR_PLAN_VERSIONS); /* adaptive.objective's default */
+}
+
+/* poisson: the host's allocator solves for the host's adaptive.objective
+ * (read from the config into the host's settings). */
+static void wait_objective(void **state) {
+  fx_t *x = *state;
+  assert_int_equal(kr_crawl_hostcfg(x->c, "poisson.example", 15)->objective, KR_PLAN_VERSIONS);
+  visit(x, H_POISSON, "/h");
+  x->hc.objective = KR_PLAN_HARMONIC;
+  header(x, "Content-Type", "text/html");
+  fetch_body(x, "v1");
+  decide(x);
+  kr_host_capacity_t cap;
+  assert_int_equal(kr__adapt_host_capacity(x->c, x->u.host, &cap), 1);
+  assert_int_equal(cap.objective, KR_PLAN_HARMONIC);
 }
 
 /* Informed priors (adaptive.informed-priors): once a dozen images of a
@@ -1216,6 +1234,7 @@ int main(void) {
       FX(wait_catch_all),
       FX(wait_poisson),
       FX(wait_informed_prior),
+      FX(wait_objective),
       FX(embeds_refreshed),
       FX(feed_items_pulled),
       FX(feed_errors_and_non_feeds),

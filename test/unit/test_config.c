@@ -537,6 +537,9 @@ static void enums_getters_and_schema(void **state) {
       {KR_CFG_WARC_WRITE_VOLATILE, KR_CFG_VOLATILE_SKIP, "skip"},
       {KR_CFG_WARC_CHUNKED, KR_CFG_CHUNKED_KEEP, "keep"},
       {KR_CFG_WARC_CHUNKED, KR_CFG_CHUNKED_DECHUNK, "dechunk"},
+      {KR_CFG_ADAPTIVE_OBJECTIVE, KR_CFG_OBJECTIVE_VERSIONS, "versions"},
+      {KR_CFG_ADAPTIVE_OBJECTIVE, KR_CFG_OBJECTIVE_FRESHNESS, "freshness"},
+      {KR_CFG_ADAPTIVE_OBJECTIVE, KR_CFG_OBJECTIVE_HARMONIC, "harmonic"},
   };
   for (size_t i = 0; i < sizeof e / sizeof *e; i++) {
     kr_slice_t c = kr_config_enum_choice(e[i].key, e[i].idx);

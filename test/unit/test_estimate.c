@@ -9,7 +9,10 @@
  * the budget holds, versions-optimal is proportional, freshness-optimal
  * starves very fast pages (Cho), both beat uniform on a synthetic mix
  * (ratios in TAP comments), and the per-host sketch tracks the exact
- * solve. */
+ * solve. The harmonic objective: Ein, P and g against numeric integrals
+ * and derivatives (g = x^2 P'), E[H(Poisson)] = Ein, its optimum meets
+ * the KKT conditions and beats the versions optimum on its own measure,
+ * and the host's multiplier plans about its budget. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1068,6 +1071,178 @@ static void capacity_plan(void **state) {
   assert_true(q.floor_ms > (int64_t)1.9e12 && q.floor_ms < (int64_t)2.1e12);
 }
 
+/* Simpson's rule on [a, b] with n (even) panels. */
+static double simpson(double (*fn)(double), double a, double b, int n) {
+  double h = (b - a) / n, s = fn(a) + fn(b);
+  for (int i = 1; i < n; i++) s += fn(a + i * h) * (i & 1 ? 4 : 2);
+  return s * h / 3;
+}
+static double ein_integrand(double t) { return t == 0 ? 1.0 : -expm1(-t) / t; }
+
+static void harmonic_functions(void **state) {
+  (void)state;
+  /* Ein against its integral, both sides of the series / E1 switch */
+  const double xs[] = {1e-6, 0.01, 0.5, 1, 3.99, 4.01, 10, 50};
+  for (size_t i = 0; i < sizeof xs / sizeof *xs; i++) {
+    double want = simpson(ein_integrand, 0, xs[i], 20000);
+    assert_true(rel(kr_plan_ein(xs[i]), want) < 1e-9);
+  }
+  assert_true(kr_plan_ein(0) == 0 && kr_plan_ein(-1) == 0);
+  /* E[H(N)] for N ~ Poisson(m) is Ein(m): the derivation's first step */
+  for (double m = 0.25; m < 20; m *= 2) {
+    double pk = exp(-m), H = 0, e = 0;
+    for (int k = 1; k < 400; k++) {
+      pk *= m / k;
+      H += 1.0 / k;
+      e += pk * H;
+    }
+    assert_true(rel(kr_plan_ein(m), e) < 1e-10);
+  }
+  /* P(x) = (1/x) int_0^x Ein, on both sides of its switch */
+  const double ps[] = {1e-4, 0.3, 2, 3.999, 4.001, 20};
+  for (size_t i = 0; i < sizeof ps / sizeof *ps; i++) {
+    double want = simpson(kr_plan_ein, 0, ps[i], 4000) / ps[i];
+    assert_true(rel(kr_plan_harmonic_x(ps[i]), want) < 1e-8);
+  }
+  assert_true(rel(kr_plan_harmonic_x(1e-9), 0.5e-9) < 1e-6); /* x/2: no cancellation */
+  assert_true(rel(kr_plan_harmonic(1.0 / 3600, 1.0 / 7200), kr_plan_harmonic_x(2)) < 1e-15);
+  assert_true(isinf(kr_plan_harmonic(1, 0)) && kr_plan_harmonic(0, 1) == 0);
+  /* the KKT function: g(x) = x^2 P'(x), numerically */
+  const double gs[] = {1e-3, 0.1, 0.69, 2, 3.9, 4.1, 15, 200};
+  for (size_t i = 0; i < sizeof gs / sizeof *gs; i++) {
+    double x = gs[i], h = x * 1e-5;
+    double d = (kr_plan_harmonic_x(x + h) - kr_plan_harmonic_x(x - h)) / (2 * h);
+    assert_true(rel(kr_plan_g(x), x * x * d) < 1e-6);
+  }
+  /* and its inverse */
+  for (double x = 1e-6; x < 1e4; x *= 3.7) assert_true(rel(kr_plan_g_inv(kr_plan_g(x)), x) < 1e-9);
+  assert_true(kr_plan_g_inv(0) == 0 && kr_plan_g_inv(-1) == 0 && isinf(kr_plan_g_inv(INFINITY)));
+  assert_string_equal(kr_plan_objective_name(KR_PLAN_HARMONIC), "harmonic");
+  assert_string_equal(kr_plan_objective_name((kr_plan_objective_t)9), "?");
+}
+
+static double harmonic_total(const kr_plan_item_t *it, const double *f, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; i++) s += it[i].weight * kr_plan_harmonic(it[i].lambda, f[i]);
+  return s;
+}
+
+static void harmonic_optimum(void **state) {
+  (void)state;
+  seed(61);
+  const size_t n = 2000;
+  kr_plan_item_t *it = mix(n, 1.0 / (28 * 86400.0), 1.0 / 20);
+  double *f = malloc(n * sizeof *f), *g = malloc(n * sizeof *g), mu;
+  const double B = n * 2.0 / 86400; /* 2 visits a day each */
+  assert_int_equal(kr_plan_solve(KR_PLAN_HARMONIC, it, n, B, 0, &mu, f), KR_PLAN_BINDS);
+  assert_true(rel(sum_f(f, it, n), B) < 1e-9);
+  size_t inside = 0;
+  for (size_t i = 0; i < n; i++) {
+    double m = kr_plan_g(it[i].lambda / f[i]) / it[i].lambda; /* -dP/df */
+    if (f[i] > it[i].fmin * (1 + 1e-9) && f[i] < it[i].fmax * (1 - 1e-9)) {
+      assert_true(rel(m, mu) < 1e-6);
+      inside++;
+    }
+    /* never starved: a faster page is visited at least as often */
+    for (size_t j = i + 1; j < i + 5 && j < n; j++)
+      if (it[j].lambda > it[i].lambda) assert_true(f[j] >= f[i] * (1 - 1e-12));
+      else assert_true(f[j] <= f[i] * (1 + 1e-12));
+  }
+  assert_true(inside > n / 2);
+  double best = harmonic_total(it, f, n);
+  /* against the versions optimum and a uniform schedule, same budget */
+  kr_plan_solve(KR_PLAN_VERSIONS, it, n, B, 0, &mu, g);
+  double ver = harmonic_total(it, g, n);
+  for (size_t i = 0; i < n; i++) g[i] = B / n;
+  double uni = harmonic_total(it, g, n);
+  printf("# harmonic staleness per URI: harmonic-optimal %.4f, versions-optimal %.4f, uniform %.4f\n",
+         best / n, ver / n, uni / n);
+  assert_true(best < ver && best < uni);
+  /* no transfer between two URIs lowers it */
+  for (int k = 0; k < 300; k++) {
+    size_t a = (size_t)(unif() * n), b = (size_t)(unif() * n);
+    if (a == b) continue;
+    memcpy(g, f, n * sizeof *g);
+    double eps = 0.01 * f[a];
+    g[a] -= eps;
+    g[b] += eps;
+    if (g[a] < it[a].fmin || g[b] > it[b].fmax) continue;
+    assert_true(harmonic_total(it, g, n) >= best * (1 - 1e-12));
+  }
+  assert_int_equal(kr_plan_solve(KR_PLAN_HARMONIC, it, n, 1e9, 0, &mu, f), KR_PLAN_SLACK);
+  assert_true(f[0] == it[0].fmax);
+  assert_int_equal(kr_plan_solve(KR_PLAN_HARMONIC, it, n, 1e-9, 0, &mu, f), KR_PLAN_OVER);
+  assert_true(f[0] == it[0].fmin);
+  free(f);
+  free(g);
+  free(it);
+}
+
+static void host_objective(void **state) {
+  (void)state;
+  seed(71);
+  const size_t n = 10000;
+  const int64_t min_ms = 20000, max_ms = 28LL * 86400000;
+  kr_plan_item_t *it = mix(n, 1000.0 / max_ms, 1000.0 / min_ms);
+  const double B = n * 2.0 / 86400;
+  double x_min = log(2.0);
+  kr_plan_host_t v, hm;
+  kr_plan_host_init(&v, x_min);
+  kr_plan_host_init(&hm, x_min);
+  assert_int_equal(hm.objective, KR_PLAN_VERSIONS);
+  kr_plan_host_set_objective(&hm, KR_PLAN_HARMONIC);
+  kr_plan_host_set_objective(&v, (kr_plan_objective_t)42); /* unknown: versions */
+  assert_int_equal(v.objective, KR_PLAN_VERSIONS);
+  int cv = kr_plan_host_class(&v, min_ms, max_ms), ch = kr_plan_host_class(&hm, min_ms, max_ms);
+  for (size_t i = 0; i < n; i++) {
+    kr_plan_host_update(&v, cv, 0, it[i].lambda);
+    kr_plan_host_update(&hm, ch, 0, it[i].lambda);
+  }
+  assert_int_equal(kr_plan_host_solve(&v, B), KR_PLAN_BINDS);
+  assert_int_equal(kr_plan_host_solve(&hm, B), KR_PLAN_BINDS);
+  assert_true(hm.mu > 0);
+  /* versions: one x whatever the rate, exactly as before */
+  assert_true(kr_plan_host_x_for(&v, 1e-3) == v.x && kr_plan_host_x_for(&v, 1e-7) == v.x);
+  double *fv = malloc(n * sizeof *fv), *fh = malloc(n * sizeof *fh);
+  double used = 0;
+  for (size_t i = 0; i < n; i++) {
+    double xh = kr_plan_host_x_for(&hm, it[i].lambda);
+    assert_true(xh >= x_min);
+    fh[i] = it[i].lambda / xh;
+    fh[i] = fh[i] < it[i].fmin ? it[i].fmin : fh[i] > it[i].fmax ? it[i].fmax : fh[i];
+    fv[i] = it[i].lambda / v.x;
+    fv[i] = fv[i] < it[i].fmin ? it[i].fmin : fv[i] > it[i].fmax ? it[i].fmax : fv[i];
+    used += fh[i];
+  }
+  /* the sketch plans about the budget, and for less harmonic staleness */
+  double ph = harmonic_total(it, fh, n), pv = harmonic_total(it, fv, n);
+  printf("# host sketch, harmonic: budget used %.4f of %.4f; staleness %.4f vs versions' %.4f\n",
+         used, B, ph / n, pv / n);
+  assert_true(rel(used, B) < 0.05);
+  assert_true(ph < pv);
+  /* a slack budget: mu 0, every URI at the floor x_min, as versions */
+  assert_int_equal(kr_plan_host_solve(&hm, 1e9), KR_PLAN_SLACK);
+  assert_true(hm.mu == 0 && kr_plan_host_x_for(&hm, 1e-4) == x_min);
+  /* too small: every URI as rarely as max-wait allows */
+  assert_int_equal(kr_plan_host_solve(&hm, 1e-9), KR_PLAN_OVER);
+  assert_true(isinf(kr_plan_host_x_for(&hm, 1e-4)));
+  /* freshness too, and a change of objective is solved at once */
+  kr_plan_host_solve(&hm, B);
+  assert_int_equal(kr_plan_host_maybe_solve(&hm, B, 1000000), 0);
+  kr_plan_host_set_objective(&hm, KR_PLAN_FRESHNESS);
+  assert_int_equal(kr_plan_host_maybe_solve(&hm, B, 1000000), 1);
+  assert_int_equal(hm.state, KR_PLAN_BINDS);
+  used = 0;
+  for (size_t i = 0; i < n; i++) {
+    double f = it[i].lambda / kr_plan_host_x_for(&hm, it[i].lambda);
+    used += f < it[i].fmin ? it[i].fmin : f > it[i].fmax ? it[i].fmax : f;
+  }
+  assert_true(rel(used, B) < 0.05);
+  free(fv);
+  free(fh);
+  free(it);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(history_round_trip), cmocka_unit_test(history_caps),
@@ -1081,6 +1256,8 @@ int main(void) {
       cmocka_unit_test(versions_optimum),   cmocka_unit_test(freshness_shape),
       cmocka_unit_test(solve_edges),        cmocka_unit_test(host_sketch),
       cmocka_unit_test(host_feedback),      cmocka_unit_test(capacity_plan),
+      cmocka_unit_test(harmonic_functions), cmocka_unit_test(harmonic_optimum),
+      cmocka_unit_test(host_objective),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

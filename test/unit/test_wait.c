@@ -326,6 +326,41 @@ static void poisson_adapts(void **state) {
 }
 
 
+/* The wait from the host's allocator: versions is kr_wait_poisson with
+ * the host's x, to the millisecond; harmonic gives each URI the x of its
+ * own rate from the host's multiplier, more than x_min when it binds. */
+static void poisson_host_objective(void **state) {
+  (void)state;
+  kr_wait_params_t p = pparams();
+  p.min_ms = 1000;
+  p.max_ms = 400LL * 86400000;
+  kr_est_params_t ep;
+  kr_est_params_default(&ep);
+  kr_vhist_t h;
+  kr_vhist_init(&h);
+  add(&h, 0, KR_CONTENT_CHANGED);
+  for (int i = 0; i < 6; i++) add(&h, 3600, i % 2 ? KR_CONTENT_CHANGED : KR_CONTENT_UNCHANGED);
+  kr_plan_host_t host;
+  kr_plan_host_init(&host, ep.x_min);
+  int cls = kr_plan_host_class(&host, p.min_ms, p.max_ms);
+  for (int i = 0; i < 1000; i++) kr_plan_host_update(&host, cls, 0, 1e-5 * (1 + i % 50));
+  kr_plan_host_solve(&host, 0.01); /* binds */
+  assert_true(host.x > ep.x_min);
+  kr_wait_info_t a, b;
+  int64_t w0 = kr_wait_poisson(&p, &ep, &h, KR_CONTENT_CHANGED, NULL, kr_plan_host_x(&host), &a);
+  int64_t w1 = kr_wait_poisson_host(&p, &ep, &h, KR_CONTENT_CHANGED, NULL, &host, &b);
+  assert_int_equal(w0, w1);
+  assert_true(a.x == b.x);
+  kr_plan_host_set_objective(&host, KR_PLAN_HARMONIC);
+  kr_plan_host_solve(&host, 0.01);
+  int64_t w2 = kr_wait_poisson_host(&p, &ep, &h, KR_CONTENT_CHANGED, NULL, &host, &b);
+  assert_true(b.x == kr_plan_host_x_for(&host, b.lambda) && b.x > ep.x_min);
+  assert_int_equal(w2, (int64_t)(b.x / b.lambda * 1000.0));
+  /* no host: x_min */
+  kr_wait_poisson_host(&p, &ep, &h, KR_CONTENT_CHANGED, NULL, NULL, &b);
+  assert_true(b.x == ep.x_min);
+}
+
 /* ---- one simulated host ------------------------------------------------------ */
 
 /* A host of N pages whose changes are Poisson processes (rates
@@ -512,6 +547,7 @@ int main(void) {
       cmocka_unit_test(visit_table),        cmocka_unit_test(saturation),
       cmocka_unit_test(from_config),        cmocka_unit_test(poisson_first_visit),
       cmocka_unit_test(poisson_unknown),    cmocka_unit_test(poisson_adapts),
+      cmocka_unit_test(poisson_host_objective),
       cmocka_unit_test(simulated_host),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
