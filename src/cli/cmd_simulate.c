@@ -58,7 +58,12 @@ static const char usage_text[] =
     "  --days D              simulated days (30)\n"
     "  --window-days D       the early period reported apart (3)\n"
     "  --policy LIST         fixed,multiplicative,poisson (all three); oracle:\n"
-    "                        poisson's allocator fed the true rates (diagnostic)\n"
+    "                        poisson's allocator fed the true rates (diagnostic);\n"
+    "                        published schedulers: lambdacrawl, binarylambdacrawl\n"
+    "                        (Kolobov et al. 2019, Azar et al. 2018: one bandwidth\n"
+    "                        for all hosts), lambdacrawl-polite (a budget per host\n"
+    "                        too), nutch, stormcrawler (their adaptive schedules\n"
+    "                        with their default parameters)\n"
     "  --fixed-interval DUR  fixed wait (default: the reference run's fetches)\n"
     "  --fixed-passes N      runs of fixed to match the fetch count (2)\n"
     "  -c FILE               config: [wait] evaluators, politeness, [host] sections\n"
@@ -67,6 +72,8 @@ static const char usage_text[] =
     "  --valence N           fetches per host at once\n"
     "  --fetch-time DUR      median fetch duration (150ms), log-normal\n"
     "  --fetch-sigma S       its sigma (0.5)\n"
+    "                        (poisson's allocator shares a host's budget for\n"
+    "                        -o adaptive.objective=versions|freshness|harmonic)\n"
     "  --utilisation U       poisson: share of the politeness capacity the\n"
     "                        fetches should take (adaptive.budget-utilisation, 1)\n"
     "  --no-conditional      never send If-None-Match / If-Modified-Since\n"
@@ -237,6 +244,16 @@ static void run_part(void *ud, size_t k, void *res) {
   part_t *pt = res;
   kr_sim_opts_t so = *j->o;
   if (j->policy == KR_SIM_FIXED) so.fixed_interval_ms = j->fixed_ms;
+  if (j->sp->nshards > 1 && kr_sim_policy_is_global(j->policy)) {
+    /* one bandwidth for every host: the first shard runs the whole
+     * world, the others add nothing to the merge */
+    memset(pt, 0, sizeof *pt);
+    pt->res.policy = j->policy;
+    pt->res.politeness_min_gap_ms = -1;
+    if (t->shard) return;
+    pt->rc = kr_sim_run_ex(j->w, &so, j->policy, &pt->res, NULL, pt->err, sizeof pt->err);
+    return;
+  }
   if (j->sp->nshards > 1) {
     so.shard_of = j->sp->shard_of;
     so.shard = t->shard;
@@ -960,8 +977,11 @@ static int parse_policies(args_t *args) {
     size_t n = e ? (size_t)(e - p) : strlen(p);
     kr_sim_policy_t pol;
     if (kr_sim_policy_parse(p, n, &pol)) {
-      kr_cli_error(0, "--policy: unknown policy '%.*s' (fixed, multiplicative, poisson, oracle)",
-                   (int)n, p);
+      char names[256] = "";
+      for (int i = 0; i < KR_SIM_POLICIES; i++)
+        snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+                 kr_sim_policy_name((kr_sim_policy_t)i));
+      kr_cli_error(0, "--policy: unknown policy '%.*s' (%s)", (int)n, p, names);
       return 64;
     }
     if (p == args->policies) args->ref = pol; /* the first listed */
@@ -969,12 +989,16 @@ static int parse_policies(args_t *args) {
     p += n;
     if (*p == ',') p++;
   }
-  if (!want[0] && !want[1] && !want[2]) {
+  int any = 0, adaptive = 0;
+  for (int i = 0; i < KR_SIM_POLICIES; i++) {
+    any |= want[i];
+    if (i != KR_SIM_FIXED) adaptive |= want[i];
+  }
+  if (!any) {
     kr_cli_error(0, "--policy: no policy given");
     return 64;
   }
-  if (want[KR_SIM_FIXED] && !args->fixed_ms && !want[KR_SIM_MULTIPLICATIVE] && !want[KR_SIM_POISSON] &&
-      !want[KR_SIM_ORACLE]) {
+  if (want[KR_SIM_FIXED] && !args->fixed_ms && !adaptive) {
     kr_cli_error(0, "fixed alone needs --fixed-interval (or an adaptive policy to match)");
     return 64;
   }

@@ -125,6 +125,8 @@ static void on_host(void *ud, kr_frontier_t *f, kr_hostq_t *h) {
   sh->cap_on = kr_config_bool(v, KR_CFG_ADAPTIVE_CAPACITY_PLAN);
   sh->priors_on = kr_config_bool(v, KR_CFG_ADAPTIVE_INFORMED_PRIORS);
   kr_plan_host_init(&sh->alloc, r->ep.x_min);
+  kr_plan_host_set_objective(&sh->alloc,
+                             (kr_plan_objective_t)kr_config_enum(v, KR_CFG_ADAPTIVE_OBJECTIVE));
   double fm = (double)r->o->fetch_ms;
   double d = sh->fo.delay_factor * fm;
   if (d < (double)sh->fo.min_delay_ms) d = (double)sh->fo.min_delay_ms;
@@ -475,6 +477,12 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
     return kr__sim_errf(err, errlen, KR_EINVAL, "invalid simulation options");
   if (policy == KR_SIM_FIXED && o->fixed_interval_ms <= 0)
     return kr__sim_errf(err, errlen, KR_EINVAL, "the fixed policy needs an interval");
+  if ((unsigned)policy >= KR_SIM_POLICIES)
+    return kr__sim_errf(err, errlen, KR_EINVAL, "unknown policy %d", (int)policy);
+  if (o->shard_of && kr_sim_policy_is_global(policy))
+    return kr__sim_errf(err, errlen, KR_EINVAL,
+                        "%s shares one bandwidth among all hosts: it cannot run split by host",
+                        kr_sim_policy_name(policy));
   double expect = 0;
   for (size_t i = 0; i < w->n; i++)
     if (w->u[i].change == KR_SIM_POISSON_RATE)
@@ -560,6 +568,7 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
   kr_frontier_set_on_ready(r->f, kr__sim_on_ready, r);
   rc = add_all(r);
   if (!rc) rc = kr__sim_signals_start(r);
+  if (!rc) rc = kr__sim_baseline_init(r);
   out->hosts = r->nhosts;
   if (!rc) {
     uint64_t chunk = CHUNK_MS;
@@ -633,6 +642,7 @@ out:
     if (c < 0 && !rc) rc = kr__sim_errf(err, errlen, c, "closing the frontier: %s", kr_strerror(c));
   }
   kr_timers_close(&r->timers, NULL);
+  kr__sim_baseline_free(r);
   if (!o->keep_state && dir[0]) remove_state(dir);
   free(dir);
   for (size_t i = 0; i < r->nfetch_objs; i++) free(r->all_fetches[i]);
@@ -705,11 +715,16 @@ int64_t kr_sim_fixed_interval(const kr_sim_result_t *ref, uint64_t uris, int64_t
   return (int64_t)ms;
 }
 
-static const char *const policy_names[KR_SIM_POLICIES] = {"fixed", "multiplicative", "poisson",
-                                                           "oracle"};
+static const char *const policy_names[KR_SIM_POLICIES] = {
+    "fixed", "multiplicative", "poisson", "oracle", "lambdacrawl", "binarylambdacrawl",
+    "lambdacrawl-polite", "nutch", "stormcrawler"};
 
 const char *kr_sim_policy_name(kr_sim_policy_t p) {
   return (unsigned)p < KR_SIM_POLICIES ? policy_names[p] : "?";
+}
+
+int kr_sim_policy_is_global(kr_sim_policy_t p) {
+  return p == KR_SIM_LAMBDACRAWL || p == KR_SIM_BINARYLAMBDACRAWL;
 }
 
 int kr_sim_policy_parse(const char *s, size_t n, kr_sim_policy_t *out) {

@@ -154,6 +154,26 @@
  *                 clamps, but fed every URI's true change rate from the
  *                 start (wait = clamp(x / lambda)): what poisson would reach
  *                 with perfect estimates
+ * lambdacrawl     Kolobov et al. (NeurIPS 2019): harmonic staleness
+ *                 m ln(1 + D/r), rates r = (sqrt(D^2 + 4 m D/L) - D)/2
+ *                 with one multiplier L for the whole run's bandwidth (the
+ *                 sum of the hosts' budgets, no per-host share: the
+ *                 frontier's politeness makes the overloaded hosts late);
+ *                 D: poisson's estimates, so only the allocation differs
+ * binarylambdacrawl  the same for binary staleness m D/(D + r) (Azar et
+ *                 al. 2018): r = max(0, sqrt(m D/L) - D)
+ * lambdacrawl-polite  lambdacrawl with each host's budget as a constraint
+ *                 too (Kolobov et al., SIGIR 2019)
+ * nutch           Apache Nutch's AdaptiveFetchSchedule, nutch-default.xml's
+ *                 values (30 d first interval, x0.8 changed, x1.4
+ *                 unchanged, sync_delta 0.3, 60 s .. 365 d)
+ * stormcrawler    StormCrawler's AdaptiveScheduler with its defaults (1 d
+ *                 first interval, halved toward 1 h changed, x1.5
+ *                 unchanged, at most 14 d)
+ * The published schedulers' math and sources: include/kria/sched.h; the
+ * LambdaCrawl family and the nutch/stormcrawler state: sim_baseline.c.
+ * poisson and oracle share each host's budget for the host's
+ * adaptive.objective (versions, freshness or harmonic: estimate.h).
  * The policy key of the evaluators is ignored: the run's policy decides.
  * adaptive.informed-priors (per host) gives multiplicative and poisson
  * the crawl's informed priors (kria/prior.h, as src/crawl/proc_wait.c):
@@ -279,8 +299,14 @@ typedef enum kr_sim_policy {
   KR_SIM_MULTIPLICATIVE = 1,
   KR_SIM_POISSON = 2,
   KR_SIM_ORACLE = 3,   /* diagnostic: poisson's allocator fed the true rates */
+  /* published schedulers (sim_baseline.c, include/kria/sched.h) */
+  KR_SIM_LAMBDACRAWL = 4,        /* Kolobov et al. 2019, harmonic, one bandwidth */
+  KR_SIM_BINARYLAMBDACRAWL = 5,  /* binary freshness (Azar et al. 2018) */
+  KR_SIM_LAMBDACRAWL_POLITE = 6, /* per-host bandwidths too (Kolobov et al. SIGIR 2019) */
+  KR_SIM_NUTCH = 7,              /* Nutch's AdaptiveFetchSchedule, defaults */
+  KR_SIM_STORMCRAWLER = 8,       /* StormCrawler's AdaptiveScheduler, defaults */
 } kr_sim_policy_t;
-#define KR_SIM_POLICIES 4
+#define KR_SIM_POLICIES 9
 
 typedef enum kr_sim_validators {
   KR_SIM_VAL_CORRECT = 0,
@@ -734,7 +760,10 @@ double kr_sim_t975(unsigned dof);
 void kr_sim_ci95(const double *x, size_t n, kr_sim_ci_t *out);
 
 const char *kr_sim_policy_name(kr_sim_policy_t p);
-/* "fixed", "multiplicative", "poisson" -> policy; 0 or KR_EINVAL. */
+/* 1 for a policy with one bandwidth shared by every host (lambdacrawl,
+ * binarylambdacrawl): its run cannot be split into shards by host. */
+int kr_sim_policy_is_global(kr_sim_policy_t p);
+/* A policy's name (kr_sim_policy_name) -> policy; 0 or KR_EINVAL. */
 int kr_sim_policy_parse(const char *s, size_t n, kr_sim_policy_t *out);
 const char *kr_sim_validators_name(kr_sim_validators_t v);
 

@@ -3,7 +3,9 @@
  * after a visit (kr__sim_next_wait, called by sim_fetch.c's finish_visit).
  * fixed, the thesis' multiplicative (with the capacity plan, as
  * src/crawl/proc_wait.c), poisson (the estimators and the host's
- * allocator) and the oracle (the allocator fed the true rates).
+ * allocator, for the host's adaptive.objective) and the oracle (the
+ * allocator fed the true rates); the published schedulers are
+ * sim_baseline.c's.
  */
 #include "sim.h"
 
@@ -38,6 +40,7 @@ int64_t kr__sim_next_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t *c, 
     *hist_len = kr_vhist_push_read(c->history, c->history_len, &v, hist, NULL, &h);
   }
   if (r->policy == KR_SIM_FIXED) return r->o->fixed_interval_ms;
+  if (r->bl) return kr__sim_baseline_wait(r, s, sh, c, st, now, &h, has_lm);
   if (!s->wait) return 0; /* no evaluator: the frontier's default wait */
   kr_wait_params_t p;
   kr_wait_params_from_config(&p, s->wait);
@@ -83,12 +86,13 @@ int64_t kr__sim_next_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t *c, 
       if (s->cls >= 0 && want != s->lambda) kr_plan_host_update(&sh->alloc, s->cls, s->lambda, want);
       lambda = s->lambda = want;
     }
-    return kr_wait_clamp(&p, (int64_t)KR_MIN(kr_plan_host_x(&sh->alloc) / lambda * 1000.0, 9e18));
+    double x = kr_plan_host_x_for(&sh->alloc, lambda);
+    return kr_wait_clamp(&p, (int64_t)KR_MIN(x / lambda * 1000.0, 9e18));
   }
   double budget = kr_plan_budget((int)sh->valence, (int64_t)sh->cycle_ms, sh->utilisation);
   kr_plan_host_maybe_solve(&sh->alloc, budget, r->o->solve_every);
   kr_wait_info_t info;
-  int64_t wait = kr_wait_poisson_prior(&p, &ep, &h, st, prior, kr_plan_host_x(&sh->alloc), &info);
+  int64_t wait = kr_wait_poisson_prior_host(&p, &ep, &h, st, prior, &sh->alloc, &info);
   /* trusted signals: the regular visits only look for what they miss
    * (sim_signal.c), and the sketch counts the page at that rate */
   double k = s->stretch > 1 ? s->stretch : 1;

@@ -158,6 +158,7 @@ typedef struct run {
   struct ssig *sig;          /* the pages with signals (sim_signal.c) */
   size_t nsig;
   kr_sig_params_t sigp;
+  struct kr__sim_bl *bl;     /* the published schedulers' state (sim_baseline.c) */
   int err;
   char *errbuf;
   size_t errlen;
@@ -218,5 +219,15 @@ double kr__sim_signal_true_rate(const run_t *r, const suri_t *s);
 int64_t kr__sim_next_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t *c, kr_content_t st,
                           int64_t now, int64_t age_s, int has_lm, uint8_t *hist,
                           size_t *hist_len);
+
+/* sim_baseline.c: the published schedulers (include/kria/sched.h). init
+ * after the hosts and URIs are set up (0; nothing for other policies),
+ * free at the end; the wait of a visit as sim_policy.c asks it, h the
+ * history with this visit. */
+int kr__sim_is_baseline(kr_sim_policy_t p);
+int kr__sim_baseline_init(run_t *r);
+void kr__sim_baseline_free(run_t *r);
+int64_t kr__sim_baseline_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t *c,
+                              kr_content_t st, int64_t now, const kr_vhist_t *h, int has_lm);
 
 #endif

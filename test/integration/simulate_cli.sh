@@ -94,6 +94,40 @@ sim --urls 100 --hosts 2 --days 1 --policy poisson,oracle --json
 is "$RC" 0 "--policy poisson,oracle exits 0"
 check "only the policies asked for" pyjson "$T/out" \
   '[p["policy"] for p in d["policies"]] == ["poisson", "oracle"] and "poisson_vs_oracle" in d["ratios"]'
+# the published schedulers, each alone and together; lambdacrawl and
+# binarylambdacrawl share one bandwidth among the hosts, so with --jobs
+# they run unsplit and the numbers are the same
+for p in lambdacrawl binarylambdacrawl lambdacrawl-polite nutch stormcrawler; do
+  sim --urls 100 --hosts 2 --days 2 --delay 60s --policy "$p" --json
+  is "$RC" 0 "--policy $p exits 0"
+  check "$p runs and fetches" pyjson "$T/out" \
+    "[p['policy'] for p in d['policies']] == ['$p'] and d['policies'][0]['all']['fetches'] >= 100"
+done
+all=(--urls 200 --hosts 4 --days 2 --delay 60s --json
+  --policy poisson,lambdacrawl,binarylambdacrawl,lambdacrawl-polite,nutch,stormcrawler)
+sim "${all[@]}"
+is "$RC" 0 "every published scheduler in one run"
+cp "$T/out" "$T/c.json"
+sim "${all[@]}" --jobs 2
+is "$RC" 0 "and with --jobs 2"
+check "--jobs 2 gives the same numbers for them" python3 -c '
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:])
+strip = lambda d: [{k: v for k, v in p.items() if k not in ("wall_s", "cpu_s")} for p in d["policies"]]
+sys.exit(0 if strip(a) == strip(b) else 1)' "$T/c.json" "$T/out"
+# adaptive.objective reaches poisson's allocator: a binding budget moves it
+sim --urls 200 --hosts 2 --days 6 --delay 600s --policy poisson --json
+cp "$T/out" "$T/v.json"
+sim --urls 200 --hosts 2 --days 6 --delay 600s --policy poisson -o adaptive.objective=harmonic --json
+is "$RC" 0 "-o adaptive.objective=harmonic exits 0"
+check "and plans otherwise than versions" python3 -c '
+import json, sys
+a, b = (json.load(open(f))["policies"][0]["all"] for f in sys.argv[1:])
+sys.exit(0 if a != b else 1)' "$T/v.json" "$T/out"
+sim --urls 10 --hosts 2 --days 1 --policy poisson -o adaptive.objective=staleness
+is "$RC" 2 "an unknown objective is a config error"
+like "$ERR" "objective" "naming the key"
+
 sim --urls 100 --hosts 2 --days 1 --policy fixed --fixed-interval 6h --json
 is "$RC" 0 "fixed alone with --fixed-interval exits 0"
 check "fixed uses the interval given" pyjson "$T/out" 'd["policies"][0]["fixed_interval_s"] == 21600'
@@ -334,6 +368,8 @@ usage_err "--urls 0" "--urls: bad value '0'" --urls 0
 usage_err "--hosts above --urls" "hosts" --urls 10 --hosts 20
 usage_err "--days 0" "--days: bad value" --days 0
 usage_err "an unknown policy" "unknown policy 'bogus'" --policy fixed,bogus
+usage_err "the policies are listed" "lambdacrawl, binarylambdacrawl, lambdacrawl-polite, nutch, stormcrawler" --policy lambda
+usage_err "no policy" "--policy: no policy given" --policy ''
 usage_err "fixed alone without an interval" "fixed alone needs --fixed-interval" --policy fixed
 usage_err "--trace with synthetic options" "--trace excludes" --trace "$T/trace" --urls 10
 usage_err "a bad mix" "--mix: mix: .2d..1d.: periods must be within" --mix 2d..1d

@@ -1081,6 +1081,122 @@ static void harmonic_exact(void **state) {
 /* An uneven world: a big host, a middling one with a 7 s politeness delay
  * of its own (config section), a tiny one, a one-URI host on a port, with
  * every change process and validator behaviour. */
+/* ---- the published schedulers (sim_baseline.c) ------------------------------ */
+
+/* Nutch and StormCrawler with their defaults, through the simulator:
+ * the visits and the last wait of a page that never changes and of one
+ * that changes every second follow their rules (test_sched has the
+ * arithmetic): Nutch waits its 30-day default after the first visit;
+ * StormCrawler 1 d, then x1.5 on each unchanged visit (1440, 2160, 3240,
+ * 4860 min: visits at 0, 1, 2.5, 4.75, 8.125 d, the next wait 7290 min),
+ * and halves toward 1 h on each change. */
+static void nutch_stormcrawler_schedules(void **state) {
+  (void)state;
+  kr_sim_world_t *w = trace("http://a.example/1 text/html never correct no\n"
+                            "http://a.example/2 text/html every=1s correct no\n");
+  kr_config_t *cfg = config(one_wait);
+  kr_sim_opts_t o;
+  kr_sim_opts_default(&o);
+  o.cfg = cfg;
+  o.duration_ms = 10 * D;
+  int64_t last[2];
+  uint32_t visits[2];
+  kr_sim_trace_out_t t = {last, visits, NULL};
+  kr_sim_result_t r;
+  char err[512] = "";
+  assert_int_equal(kr_sim_run_ex(w, &o, KR_SIM_NUTCH, &r, &t, err, sizeof err), 0);
+  assert_int_equal(visits[0], 1);
+  assert_int_equal(visits[1], 1);
+  assert_int_equal(last[0], 30 * D);
+  assert_int_equal(kr_sim_run_ex(w, &o, KR_SIM_STORMCRAWLER, &r, &t, err, sizeof err), 0);
+  assert_int_equal(visits[0], 5);
+  assert_int_equal(last[0], 7290 * 60 * S);
+  assert_true(visits[1] > 20);
+  assert_int_equal(last[1], 60 * 60 * S);
+  kr_config_free(cfg);
+  kr_sim_world_free(w);
+}
+
+/* Two hosts of 40 pages with the same politeness: fast.test's change
+ * hourly, slow.test's monthly, and together they want more than both
+ * hosts serve. lambdacrawl has one bandwidth for the two: it asks
+ * fast.test for more than its politeness allows and slow.test for less
+ * than it could serve, so fetches are lost; lambdacrawl-polite holds
+ * each host to its own budget and spends both (measured 1733 and 2428
+ * fetches of 2879 at most). */
+static void lambdacrawl_politeness(void **state) {
+  (void)state;
+  size_t cap = 16 * 1024, len = 0;
+  char *text = malloc(cap);
+  assert_non_null(text);
+  for (int i = 0; i < 40; i++)
+    len += (size_t)snprintf(text + len, cap - len,
+                            "http://fast.test/%d text/html rate=1h correct no\n"
+                            "http://slow.test/%d text/html rate=30d correct no\n",
+                            i, i);
+  kr_sim_world_t *w = trace(text);
+  free(text);
+  kr_config_t *cfg = config(one_wait);
+  kr_sim_opts_t o;
+  kr_sim_opts_default(&o);
+  o.cfg = cfg;
+  o.duration_ms = 10 * D;
+  o.delay_ms = 600 * S; /* 144 fetches a day a host */
+  kr_sim_result_t g, p, b;
+  run(w, &o, KR_SIM_LAMBDACRAWL, &g, NULL);
+  run(w, &o, KR_SIM_LAMBDACRAWL_POLITE, &p, NULL);
+  run(w, &o, KR_SIM_BINARYLAMBDACRAWL, &b, NULL);
+  double capacity = 2 * 10 * 86400.0 / 600.15;
+  printf("# fetches: lambdacrawl %llu, polite %llu, binary %llu of %.0f served at most\n",
+         (unsigned long long)g.all.fetches, (unsigned long long)p.all.fetches,
+         (unsigned long long)b.all.fetches, capacity);
+  /* (the first day goes to learning: poisson's waits until observed) */
+  assert_true((double)p.all.fetches > 0.8 * capacity);
+  assert_true((double)g.all.fetches < 0.9 * (double)p.all.fetches);
+  assert_true(g.politeness_violations == 0 && p.politeness_violations == 0);
+  kr_config_free(cfg);
+  kr_sim_world_free(w);
+}
+
+/* adaptive.objective in the simulator: the oracle (true rates) on a host
+ * whose budget binds. versions aims at the same changes per visit x for
+ * every page (wait x rate constant); harmonic at a larger x for the
+ * faster pages (measured 0.95 and 8.6). */
+static void objective_shapes_waits(void **state) {
+  (void)state;
+  size_t cap = 16 * 1024, len = 0;
+  char *text = malloc(cap);
+  assert_non_null(text);
+  for (int i = 0; i < 60; i++)
+    len += (size_t)snprintf(text + len, cap - len, "http://a.test/%d text/html rate=%dh correct no\n",
+                            i, i < 30 ? 2 : 48);
+  kr_sim_world_t *w = trace(text);
+  free(text);
+  double ratio[2];
+  for (int k = 0; k < 2; k++) {
+    kr_config_t *cfg = config(k ? "[wait \"all\"]\ninitial-wait = 1d\nmin-wait = 1m\n"
+                                  "max-wait = 28d\n[adaptive]\nobjective = harmonic\n"
+                                : one_wait);
+    kr_sim_opts_t o;
+    kr_sim_opts_default(&o);
+    o.cfg = cfg;
+    o.duration_ms = 5 * D;
+    o.delay_ms = 1200 * S; /* 72 fetches a day for pages wanting ~400 */
+    int64_t last[60];
+    kr_sim_result_t r;
+    run(w, &o, KR_SIM_ORACLE, &r, last);
+    /* x = wait x rate, fast (2 h) over slow (48 h) */
+    double xf = (double)last[0] / (2 * H), xs = (double)last[59] / (48 * H);
+    ratio[k] = xf / xs;
+    kr_config_free(cfg);
+  }
+  printf("# x fast / x slow: versions %.3f, harmonic %.3f\n", ratio[0], ratio[1]);
+  /* (not exactly 1: the host's x moved between the two last visits) */
+  assert_true(fabs(ratio[0] - 1) < 0.1);
+  assert_true(ratio[1] > 1.5);
+  kr_sim_world_free(w);
+}
+
 static kr_sim_world_t *uneven_world(void) {
   size_t cap = 64 * 1024, len = 0;
   char *t = malloc(cap);
@@ -1176,12 +1292,23 @@ static void shards_merge_exactly(void **state) {
   for (int p = 0; p < KR_SIM_POLICIES; p++) {
     kr_sim_result_t whole;
     run(&*w, &o, (kr_sim_policy_t)p, &whole, NULL);
-    assert_true(whole.all.fetches > 100);
+    /* nutch's first interval is 30 days: one visit each in these 3 */
+    assert_true(whole.all.fetches > (p == KR_SIM_NUTCH ? n - 1 : 100));
     for (uint32_t k = 1; k <= 4; k++) {
       uint32_t used = kr_sim_shard_plan(w, k, sh);
       assert_int_equal(used, k);
       kr_sim_result_t parts[4], merged;
       memset(lambda, 0, n * sizeof *lambda);
+      if (kr_sim_policy_is_global((kr_sim_policy_t)p)) {
+        /* one bandwidth for every host: a shard would be another run */
+        kr_sim_opts_t so = o;
+        so.shard_of = sh;
+        char err[512] = "";
+        assert_int_equal(kr_sim_run(w, &so, (kr_sim_policy_t)p, &merged, err, sizeof err),
+                         KR_EINVAL);
+        assert_non_null(strstr(err, "cannot run split by host"));
+        continue;
+      }
       for (uint32_t s = 0; s < used; s++) {
         kr_sim_opts_t so = o;
         so.shard_of = sh;
@@ -1800,6 +1927,9 @@ int main(void) {
       cmocka_unit_test(synthetic),
       cmocka_unit_test(deterministic),
       cmocka_unit_test(never_changes_max_wait),
+      cmocka_unit_test(nutch_stormcrawler_schedules),
+      cmocka_unit_test(lambdacrawl_politeness),
+      cmocka_unit_test(objective_shapes_waits),
       cmocka_unit_test(changes_every_visit_min_wait),
       cmocka_unit_test(fixed_matches_theory),
       cmocka_unit_test(politeness_and_valence),
