@@ -39,8 +39,10 @@
  * unchanged) plays the signature comparison. Their own minimum and
  * maximum intervals apply, not kria's evaluator clamps.
  *
- * Importance: every URI weighs 1 (importance_of) until the world carries
- * a weight of its own.
+ * Importance: the world's weight of each URI (importance_of; 1 unless
+ * the trace or --importance gives others) is the papers' m: LambdaCrawl
+ * puts it in the objective, Nutch, StormCrawler and kria's own
+ * allocator do not see it.
  */
 #include <math.h>
 #include <string.h>
@@ -49,7 +51,7 @@
 #include "kria/sched.h"
 #include "sim_run.h"
 
-#define MU_BUCKETS 48  /* 8 per decade, 1e-3 .. 1e3 */
+#define MU_BUCKETS 96  /* 8 per decade, 1e-6 .. 1e6 (the trace's range) */
 #define MAX_CLASSES 16 /* distinct (min-wait, max-wait) pairs; more share the last */
 
 typedef struct cell {
@@ -99,12 +101,10 @@ int kr__sim_is_baseline(kr_sim_policy_t p) {
   return is_lambda_family(p) || p == KR_SIM_NUTCH || p == KR_SIM_STORMCRAWLER;
 }
 
-/* The importance of world URI i: the single accessor, 1 for every URI
- * until the world carries weights. */
+/* The importance of world URI i (the world's weight, 1 by default). */
 static double importance_of(const run_t *r, size_t i) {
-  (void)r;
-  (void)i;
-  return 1.0;
+  double m = (double)r->w->u[i].imp_q / KR_SIM_IMP_ONE_Q;
+  return m > 0 ? m : 1e-12; /* importance 0 counts for (almost) nothing */
 }
 
 int kr__sim_baseline_init(run_t *r) {
@@ -183,7 +183,7 @@ void kr__sim_baseline_free(run_t *r) {
 /* ---- the sketch ------------------------------------------------------------------- */
 
 static unsigned mu_bucket(double mu) {
-  double v = floor((log10(mu) + 3.0) * 8.0);
+  double v = floor((log10(mu) + 6.0) * 8.0);
   if (!(v >= 0)) return 0;
   return v >= MU_BUCKETS ? MU_BUCKETS - 1 : (unsigned)v;
 }

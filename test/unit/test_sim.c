@@ -1158,6 +1158,39 @@ static void lambdacrawl_politeness(void **state) {
   kr_sim_world_free(w);
 }
 
+/* The world's importance is LambdaCrawl's m: of pages changing alike,
+ * the important ones get the shorter waits when the budget binds. */
+static void lambdacrawl_importance(void **state) {
+  (void)state;
+  size_t cap = 8 * 1024, len = 0;
+  char *text = malloc(cap);
+  assert_non_null(text);
+  for (int i = 0; i < 40; i++)
+    len += (size_t)snprintf(text + len, cap - len,
+                            "http://a.test/%d text/html rate=4h correct no importance=%s\n", i,
+                            i % 2 ? "10" : "0.1");
+  kr_sim_world_t *w = trace(text);
+  free(text);
+  kr_config_t *cfg = config(one_wait);
+  kr_sim_opts_t o;
+  kr_sim_opts_default(&o);
+  o.cfg = cfg;
+  o.duration_ms = 6 * D;
+  o.delay_ms = 900 * S; /* 96 fetches a day for 40 pages changing 6 times a day */
+  for (int p = KR_SIM_LAMBDACRAWL; p <= KR_SIM_LAMBDACRAWL_POLITE; p++) {
+    int64_t last[40];
+    kr_sim_result_t r;
+    run(w, &o, (kr_sim_policy_t)p, &r, last);
+    double heavy = 0, light = 0;
+    for (int i = 0; i < 40; i++) *(i % 2 ? &heavy : &light) += (double)last[i] / 20;
+    printf("# %s: mean last wait %.0f s (importance 10) vs %.0f s (0.1)\n",
+           kr_sim_policy_name((kr_sim_policy_t)p), heavy / 1000, light / 1000);
+    assert_true(heavy * 2 < light);
+  }
+  kr_config_free(cfg);
+  kr_sim_world_free(w);
+}
+
 /* adaptive.objective in the simulator: the oracle (true rates) on a host
  * whose budget binds. versions aims at the same changes per visit x for
  * every page (wait x rate constant); harmonic at a larger x for the
@@ -1929,6 +1962,7 @@ int main(void) {
       cmocka_unit_test(never_changes_max_wait),
       cmocka_unit_test(nutch_stormcrawler_schedules),
       cmocka_unit_test(lambdacrawl_politeness),
+      cmocka_unit_test(lambdacrawl_importance),
       cmocka_unit_test(objective_shapes_waits),
       cmocka_unit_test(changes_every_visit_min_wait),
       cmocka_unit_test(fixed_matches_theory),
