@@ -127,11 +127,16 @@
  * a different curve; the regular form is the one kria's visits obey.)
  * The three are solved by bisection on mu (f_total(mu) is
  * non-increasing), each URI's f by h^-1 or g^-1 (safeguarded Newton).
- * Per host (kr_plan_host_t) every objective has the floor x >= x_min
- * (a fetch must expect at least ln 2 changes): freshness and harmonic
- * then keep mu and each URI's x is max(x_min, h^-1(mu lambda_i)) or
- * max(x_min, g^-1(mu lambda_i)) (kr_plan_host_x_for), while versions
- * keeps the one x of today.
+ * Per host (kr_plan_host_t), versions keeps the one x of today, floor
+ * x_min included. Freshness and harmonic keep mu, and each URI's x is
+ * h^-1(mu lambda_i) or g^-1(mu lambda_i) (kr_plan_host_x_for). While
+ * every URI at x_min fits the budget they are slack like versions (mu
+ * 0, every URI at x_min: a fetch must expect at least ln 2 changes);
+ * once it binds there is no floor, since every fetch is spent anyway
+ * and a floor keeps the slowest URIs below their share: `kria simulate`
+ * (20,000 URIs on 10 hosts, 21 days, 10 s politeness, poisson with
+ * the harmonic objective) measured a harmonic penalty of 0.288 with the
+ * floor and 0.223 without it (LambdaCrawl's 0.228; bench/RESULTS.md).
  * Incremental form: a host keeps a sketch of its URIs' lambdas (counts
  * in 80 log-spaced buckets, 8 per decade from 1e-9 to 10 changes/s, per
  * (min-wait, max-wait) class, at most 4 classes) updated as estimates
@@ -438,8 +443,9 @@ static inline double kr_plan_host_x(const kr_plan_host_t *h) { return h->x; }
  * a different one than before is solved for at the next maybe_solve. */
 void kr_plan_host_set_objective(kr_plan_host_t *h, kr_plan_objective_t obj);
 /* The changes per visit aimed at for a URI of rate lambda: versions the
- * host's x whatever lambda, freshness and harmonic max(x_min, the
- * inverse at mu lambda) (+inf: as rarely as its max-wait allows). */
+ * host's x whatever lambda; freshness and harmonic x_min while slack,
+ * else the inverse at mu lambda (any x >= 0; +inf: as rarely as its
+ * max-wait allows). */
 double kr_plan_host_x_for(const kr_plan_host_t *h, double lambda);
 
 /* ---- Capacity plan (the multiplicative policy within politeness) ----------

@@ -825,28 +825,18 @@ void kr_plan_host_update(kr_plan_host_t *h, int cls, double old_lambda, double n
   if (changed && h->updates < UINT32_MAX) h->updates++;
 }
 
-/* Freshness or harmonic with the floor x >= x_min: each URI at
- * x_i = max(x_min, k^-1(mu lambda_i)). mu = 0 while every URI at x_min
- * fits; else mu by bisection between "all at x_min" (the smallest mu
- * that moves one) and "all at fmin". */
-static double total_at_mu_floor(kr_plan_objective_t obj, const kr_plan_item_t *it, size_t n,
-                                double mu, double x_min) {
-  double s = 0;
-  for (size_t i = 0; i < n; i++) {
-    double x = k_inv(obj, mu * it[i].lambda);
-    if (!(x > x_min)) x = x_min;
-    s += it[i].weight * clamp_f(it[i].lambda / x, it[i].fmin, it[i].fmax);
-  }
-  return s;
-}
-
-static int solve_mu_floor(kr_plan_host_t *h, const kr_plan_item_t *it, size_t n, double budget) {
+/* Freshness or harmonic. While every URI at x_min fits the budget the
+ * host is slack and every URI aims at x_min, as with versions (mu = 0).
+ * Otherwise mu by bisection between "all at fmax" and "all at fmin",
+ * each URI at x_i = k^-1(mu lambda_i) with no floor: when the budget
+ * binds every fetch is spent anyway, and a floor would keep the slowest
+ * URIs below their share of it. */
+static int solve_mu(kr_plan_host_t *h, const kr_plan_item_t *it, size_t n, double budget) {
   kr_plan_objective_t obj = h->objective;
   double fmin_total = 0, mu_lo = INFINITY, mu_hi = 0;
-  double kmin = k_of(obj, h->x_min);
   for (size_t i = 0; i < n; i++) {
     fmin_total += it[i].weight * it[i].fmin;
-    double lo = kmin / it[i].lambda; /* below: this URI at x_min */
+    double lo = k_of(obj, it[i].lambda / it[i].fmax) / it[i].lambda; /* below: at fmax */
     double xa = it[i].lambda / it[i].fmin; /* at or above: at fmin */
     double hi = (obj == KR_PLAN_FRESHNESS ? 1.0 : 2 * k_of(obj, xa)) / it[i].lambda;
     if (lo < mu_lo) mu_lo = lo;
@@ -863,7 +853,7 @@ static int solve_mu_floor(kr_plan_host_t *h, const kr_plan_item_t *it, size_t n,
   /* relative precision 1e-9 is plenty for a wait; ~40 steps */
   for (int i = 0; i < 200 && mu_hi / mu_lo - 1 > 1e-9; i++) {
     double mid = sqrt(mu_lo * mu_hi);
-    if (total_at_mu_floor(obj, it, n, mid, h->x_min) > budget) mu_lo = mid;
+    if (total_at_mu(obj, it, n, mid) > budget) mu_lo = mid;
     else mu_hi = mid;
   }
   h->mu = mu_hi;
@@ -895,7 +885,7 @@ int kr_plan_host_solve(kr_plan_host_t *h, double budget) {
     }
   }
   if (h->objective == KR_PLAN_FRESHNESS || h->objective == KR_PLAN_HARMONIC)
-    return h->state = solve_mu_floor(h, items, n, budget);
+    return h->state = solve_mu(h, items, n, budget);
   double x;
   h->state = solve_versions(items, n, budget, h->x_min, &x);
   h->x = x >= h->x_min && isfinite(x) ? x : h->x_min;
@@ -911,9 +901,8 @@ void kr_plan_host_set_objective(kr_plan_host_t *h, kr_plan_objective_t obj) {
 
 double kr_plan_host_x_for(const kr_plan_host_t *h, double lambda) {
   if (h->objective == KR_PLAN_VERSIONS) return h->x;
-  if (!(h->mu > 0) || !(lambda > 0)) return h->x_min;
-  double x = k_inv(h->objective, h->mu * lambda);
-  return x > h->x_min ? x : h->x_min; /* also +inf */
+  if (!(h->mu > 0) || !(lambda > 0)) return h->x_min; /* slack */
+  return k_inv(h->objective, h->mu * lambda); /* may be below x_min, or +inf */
 }
 
 int kr_plan_host_maybe_solve(kr_plan_host_t *h, double budget, uint32_t every) {

@@ -128,9 +128,16 @@ static int64_t poisson(const kr_wait_params_t *p, const kr_est_params_t *ep, con
     return info->wait_ms;
   }
 
-  double x = host ? kr_plan_host_x_for(host, r.lambda) : host_x;
-  double x_min = ep->x_min > 0 && isfinite(ep->x_min) ? ep->x_min : log(2.0);
-  if (!(x >= x_min)) x = x_min; /* also NaN */
+  double x;
+  if (host && host->objective != KR_PLAN_VERSIONS) {
+    /* the multiplier's x for this rate: below x_min when the budget binds */
+    x = kr_plan_host_x_for(host, r.lambda);
+    if (!(x >= 0)) x = host->x_min; /* NaN */
+  } else {
+    x = host ? kr_plan_host_x(host) : host_x;
+    double x_min = ep->x_min > 0 && isfinite(ep->x_min) ? ep->x_min : log(2.0);
+    if (!(x >= x_min)) x = x_min; /* also NaN */
+  }
   info->x = x;
   double ms = x / r.lambda * 1000.0; /* lambda > 0 always */
   int64_t w = ms_from_double(ms);

@@ -1205,21 +1205,28 @@ static void host_objective(void **state) {
   assert_true(kr_plan_host_x_for(&v, 1e-3) == v.x && kr_plan_host_x_for(&v, 1e-7) == v.x);
   double *fv = malloc(n * sizeof *fv), *fh = malloc(n * sizeof *fh);
   double used = 0;
+  size_t below = 0;
   for (size_t i = 0; i < n; i++) {
     double xh = kr_plan_host_x_for(&hm, it[i].lambda);
-    assert_true(xh >= x_min);
+    below += xh < x_min; /* no floor once the budget binds */
     fh[i] = it[i].lambda / xh;
     fh[i] = fh[i] < it[i].fmin ? it[i].fmin : fh[i] > it[i].fmax ? it[i].fmax : fh[i];
     fv[i] = it[i].lambda / v.x;
     fv[i] = fv[i] < it[i].fmin ? it[i].fmin : fv[i] > it[i].fmax ? it[i].fmax : fv[i];
     used += fh[i];
   }
-  /* the sketch plans about the budget, and for less harmonic staleness */
-  double ph = harmonic_total(it, fh, n), pv = harmonic_total(it, fv, n);
-  printf("# host sketch, harmonic: budget used %.4f of %.4f; staleness %.4f vs versions' %.4f\n",
-         used, B, ph / n, pv / n);
+  /* the sketch plans about the budget, for less harmonic staleness than
+   * versions and nearly the exact optimum's */
+  double ph = harmonic_total(it, fh, n), pv = harmonic_total(it, fv, n), mu;
+  kr_plan_solve(KR_PLAN_HARMONIC, it, n, B, 0, &mu, fv);
+  double po = harmonic_total(it, fv, n);
+  printf("# host sketch, harmonic: budget used %.4f of %.4f; staleness %.4f (exact optimum "
+         "%.4f) vs versions' %.4f; %zu URIs below x_min\n",
+         used, B, ph / n, po / n, pv / n, below);
   assert_true(rel(used, B) < 0.05);
   assert_true(ph < pv);
+  assert_true(ph < po * 1.01);
+  assert_true(below > 0);
   /* a slack budget: mu 0, every URI at the floor x_min, as versions */
   assert_int_equal(kr_plan_host_solve(&hm, 1e9), KR_PLAN_SLACK);
   assert_true(hm.mu == 0 && kr_plan_host_x_for(&hm, 1e-4) == x_min);
