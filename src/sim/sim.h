@@ -702,7 +702,9 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
  * trust and the poisson budget are per host; every random stream is per
  * URI), so one policy's run can be split by host into shards, each run
  * apart (kr_sim_opts_t.shard_of), and merged into exactly the numbers of
- * the whole run. */
+ * the whole run. Not lambdacrawl and binarylambdacrawl, whose one
+ * bandwidth couples every host (kr_sim_policy_is_global): a run of them
+ * with shard_of is refused. */
 
 /* Give each URI of w a shard in [0, nshards): whole hosts (the frontier's
  * queue key, host[:port]), the largest first onto the shard with the

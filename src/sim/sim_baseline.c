@@ -340,3 +340,10 @@ int64_t kr__sim_baseline_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t 
   default: return lambda_wait(r, s, sh, st, h, has_lm);
   }
 }
+
+int64_t kr__sim_baseline_max_wait(const run_t *r) {
+  if (!r->bl) return 0;
+  if (r->policy == KR_SIM_NUTCH) return (int64_t)(r->bl->np.max_interval_s * 1000.0);
+  if (r->policy == KR_SIM_STORMCRAWLER) return (int64_t)r->bl->sp.max_min * 60000;
+  return 0;
+}

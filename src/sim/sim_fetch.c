@@ -239,6 +239,8 @@ static int host_excused(const run_t *r, const shost_t *sh, int64_t t) {
 
 static int64_t uri_max_wait(const run_t *r, const suri_t *s, const shost_t *sh) {
   if (r->policy == KR_SIM_FIXED) return r->o->fixed_interval_ms;
+  int64_t own = kr__sim_baseline_max_wait(r); /* nutch's, stormcrawler's own */
+  if (own > 0) return own;
   if (s->wait) {
     kr_wait_params_t p;
     kr_wait_params_from_config(&p, s->wait);

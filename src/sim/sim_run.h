@@ -229,5 +229,8 @@ int kr__sim_baseline_init(run_t *r);
 void kr__sim_baseline_free(run_t *r);
 int64_t kr__sim_baseline_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t *c,
                               kr_content_t st, int64_t now, const kr_vhist_t *h, int has_lm);
+/* The longest wait of a scheduler with limits of its own (nutch,
+ * stormcrawler: for the invariants); 0 for the others. */
+int64_t kr__sim_baseline_max_wait(const run_t *r);
 
 #endif

@@ -1108,6 +1108,14 @@ static void nutch_stormcrawler_schedules(void **state) {
   assert_int_equal(visits[0], 1);
   assert_int_equal(visits[1], 1);
   assert_int_equal(last[0], 30 * D);
+  /* over 40 days, the second visit after 30: late for the evaluator's
+   * 28-day max-wait, not for nutch's own limit (the invariants use it) */
+  kr_sim_opts_t o40 = o;
+  o40.duration_ms = 40 * D;
+  o40.invariants = 1;
+  assert_int_equal(kr_sim_run_ex(w, &o40, KR_SIM_NUTCH, &r, &t, err, sizeof err), 0);
+  assert_int_equal(visits[0], 2);
+  assert_int_equal(r.ev.live_late, 0);
   assert_int_equal(kr_sim_run_ex(w, &o, KR_SIM_STORMCRAWLER, &r, &t, err, sizeof err), 0);
   assert_int_equal(visits[0], 5);
   assert_int_equal(last[0], 7290 * 60 * S);
