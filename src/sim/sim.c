@@ -255,7 +255,11 @@ static void restart_hosts(run_t *r) {
           a.cls[c].max_ms = sh->alloc.cls[c].max_ms;
         }
       }
+      /* the objective is configuration, not learned state: the record
+       * does not hold it (the crawl sets it at every wait) */
+      kr_plan_objective_t obj = sh->alloc.objective;
       sh->alloc = a;
+      kr_plan_host_set_objective(&sh->alloc, obj);
     }
     if (st->has & KR_HS_CAPPLAN) sh->cap = st->cap;
     else memset(&sh->cap, 0, sizeof sh->cap);
