@@ -444,6 +444,27 @@ static int offline_hosts(const char *dir, uint64_t limit, int json, int frontier
         if (has_vt)
           kr_buf_printf(&b, "\"trust_sample\":%.6g,\"confirm_run\":%u,", ls.vt_sample,
                         ls.vt.confirm_run);
+        if (ls.has & KR_HS_PRIORS) /* the pool's size and what it rests on */
+          kr_buf_printf(&b,
+                        "\"prior_members\":%.6g,\"prior_samples\":%.6g,\"prior_types\":%u,"
+                        "\"prior_templates\":%u,",
+                        ls.pool->host.members, ls.pool->host.h_n + ls.pool->host.a_n,
+                        ls.pool->ntypes, ls.pool->ntmpls);
+        if (ls.has & KR_HS_SIGNALS) { /* as /hosts shows them, default prior */
+          kr_sig_params_t sp;
+          kr_sig_params_default(&sp);
+          kr_buf_append_str(&b, "\"signals\":{");
+          for (int k = 0; k < KR_SIG_SOURCES; k++) {
+            const kr_sig_rel_t *r = &ls.sig.src[k];
+            kr_buf_printf(&b,
+                          "%s\"%s\":{\"seen\":%u,\"verified\":%u,\"precision\":%.6g,"
+                          "\"recall\":%.6g}",
+                          k ? "," : "", kr_sig_source_name((kr_sig_source_t)k), r->seen,
+                          r->verified, kr_sig_precision(r, &sp), kr_sig_recall(r, &sp));
+          }
+          kr_buf_append_str(&b, "},");
+        }
+        if (ls.damaged) kr_buf_append_str(&b, "\"damaged_sections\":true,");
         kr_buf_printf(&b, "\"bytes\":%d}", sqlite3_column_bytes(q, 14));
       }
       kr_buf_append_str(&b, "}");
@@ -467,6 +488,7 @@ static int offline_hosts(const char *dir, uint64_t limit, int json, int frontier
                     name ? name : "", queued, o, col64(q, 2), col64(q, 4), col64(q, 9), x, g, sm,
                     run, col64(q, 12), col64(q, 13));
     }
+    kr_hoststate_free(&ls);
     n++;
   }
   sqlite3_finalize(q);

@@ -5,14 +5,19 @@
  * so neither can run past its buffer whatever the input. The decoder
  * refuses anything out of range instead of clamping it: a record that is
  * not what kria wrote is not evidence, and the host starts fresh.
- * Sections: cursors, sections (allocator, capacity plan, trust), record.
+ * The pool and signals sections (tags 4, 5) carry their own modules'
+ * encodings (prior.h, signal.h): what those refuse costs only that part.
+ * Sections: cursors, sections (allocator, capacity plan, trust, pool,
+ * signals), record.
  */
 #include "kria/hoststate.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kria/error.h"
+#include "kria/mem.h"
 
 /* ---- cursors ----------------------------------------------------------------- */
 
@@ -242,12 +247,40 @@ static int get_vtrust(rcur_t *r, kr_vtrust_t *t, double *sample) {
   return 0;
 }
 
+/* Another module's blob, written in place: room checked first. */
+static void put_pool(wcur_t *w, const kr_prior_pool_t *p) {
+  if (!p) {
+    w->bad = 1;
+    return;
+  }
+  size_t room = w->cap - w->n, need = kr_prior_pool_encode(p, w->p + w->n, room);
+  if (need > room) w->bad = 1;
+  else w->n += need;
+}
+
+static void put_signals(wcur_t *w, const kr_sig_host_t *h) {
+  if (w->cap - w->n < KR_SIG_HOST_BYTES) {
+    w->bad = 1;
+    return;
+  }
+  kr_sig_host_encode(h, w->p + w->n);
+  w->n += KR_SIG_HOST_BYTES;
+}
+
 /* ---- record ------------------------------------------------------------------------ */
 
 void kr_hoststate_init(kr_hoststate_t *s) {
   memset(s, 0, sizeof *s);
   kr_plan_host_init(&s->alloc, 0);
   kr_vtrust_init(&s->vt);
+  kr_sig_host_init(&s->sig);
+}
+
+void kr_hoststate_free(kr_hoststate_t *s) {
+  if (!s->pool) return;
+  kr_prior_pool_free(s->pool);
+  free(s->pool);
+  s->pool = NULL;
 }
 
 /* A section: tag, then its payload behind a length. The payload is
@@ -264,6 +297,8 @@ static void put_section(wcur_t *w, uint8_t tag, const kr_hoststate_t *s) {
   case KR_HS_TAG_ALLOC: put_alloc(w, &s->alloc); break;
   case KR_HS_TAG_CAPPLAN: put_capplan(w, &s->cap); break;
   case KR_HS_TAG_VTRUST: put_vtrust(w, &s->vt, s->vt_sample); break;
+  case KR_HS_TAG_PRIORS: put_pool(w, s->pool); break;
+  case KR_HS_TAG_SIGNALS: put_signals(w, &s->sig); break;
   default: w->bad = 1;
   }
   if (w->bad) return;
@@ -288,7 +323,22 @@ size_t kr_hoststate_encode(const kr_hoststate_t *s, uint8_t *out, size_t cap) {
   if (s->has & KR_HS_ALLOC) put_section(&w, KR_HS_TAG_ALLOC, s);
   if (s->has & KR_HS_CAPPLAN) put_section(&w, KR_HS_TAG_CAPPLAN, s);
   if (s->has & KR_HS_VTRUST) put_section(&w, KR_HS_TAG_VTRUST, s);
+  if (s->has & KR_HS_PRIORS) put_section(&w, KR_HS_TAG_PRIORS, s);
+  if (s->has & KR_HS_SIGNALS) put_section(&w, KR_HS_TAG_SIGNALS, s);
   return w.bad ? 0 : w.n;
+}
+
+/* A pool or signals section, decoded by its module. */
+static int get_blob(kr_hoststate_t *s, unsigned bit, const uint8_t *p, size_t n) {
+  if (bit == KR_HS_SIGNALS) return kr_sig_host_decode(&s->sig, p, n);
+  kr_prior_pool_t *pool = kr_xmalloc(sizeof *pool);
+  kr_prior_pool_init(pool);
+  if (kr_prior_pool_decode(pool, p, n)) {
+    free(pool);
+    return KR_EINVAL;
+  }
+  s->pool = pool;
+  return 0;
 }
 
 static int decode(kr_hoststate_t *s, const uint8_t *p, size_t len) {
@@ -306,12 +356,19 @@ static int decode(kr_hoststate_t *s, const uint8_t *p, size_t len) {
     unsigned bit = tag == KR_HS_TAG_ALLOC     ? KR_HS_ALLOC
                    : tag == KR_HS_TAG_CAPPLAN ? KR_HS_CAPPLAN
                    : tag == KR_HS_TAG_VTRUST  ? KR_HS_VTRUST
+                   : tag == KR_HS_TAG_PRIORS  ? KR_HS_PRIORS
+                   : tag == KR_HS_TAG_SIGNALS ? KR_HS_SIGNALS
                                               : 0;
     if (!bit) { /* another module's, or a newer build's */
       s->skipped++;
       continue;
     }
-    if (s->has & bit) return KR_EINVAL;
+    if ((s->has | s->damaged) & bit) return KR_EINVAL;
+    if (bit == KR_HS_PRIORS || bit == KR_HS_SIGNALS) {
+      if (get_blob(s, bit, sec.p, n)) s->damaged |= bit;
+      else s->has |= bit;
+      continue;
+    }
     int rc = bit == KR_HS_ALLOC     ? get_alloc(&sec, &s->alloc)
              : bit == KR_HS_CAPPLAN ? get_capplan(&sec, &s->cap)
                                     : get_vtrust(&sec, &s->vt, &s->vt_sample);
@@ -325,6 +382,7 @@ int kr_hoststate_decode(kr_hoststate_t *s, const uint8_t *p, size_t len) {
   kr_hoststate_init(s);
   if (!len) return 0;
   if (!p || decode(s, p, len)) {
+    kr_hoststate_free(s);
     kr_hoststate_init(s);
     return KR_EINVAL;
   }

@@ -130,6 +130,9 @@ enum { KR_UNIT_COUNT = 0, KR_UNIT_BYTES = 1 };
     1, ", %s saved")                                                                              \
   X(learned_bytes, "kria_learned_bytes_total", KR_UNIT_BYTES,                                     \
     "Bytes of the learned-state records written.", 1, " (%s bytes)")                              \
+  X(learned_damaged, "kria_learned_sections_refused_total", KR_UNIT_COUNT,                        \
+    "Informed-priors pool or signal-reliability sections of a loaded learned state that were "    \
+    "unreadable: that part of the host started fresh.", 1, ", %s damaged sections dropped")      \
   X(signals_seen, "kria_signals_seen_total", KR_UNIT_COUNT,                                       \
     "Change signals read: a dated sitemap or feed item newer than the last one read for its URI.", \
     1, "; %s change signals")                                                                     \

@@ -32,8 +32,8 @@
  * informed prior (kria/prior.h): its host's pool of evidence by path
  * template and content type gives poisson its prior rate and weight and
  * multiplicative its first wait (x_min / the prior's rate); every visit
- * feeds the pool. The pool lives with the allocator, in memory
- * (kr_prior_pool_encode/decode are there to persist it).
+ * feeds the pool. The pool lives with the allocator and is part of the
+ * host's learned state (below).
  * No evaluator matching: crawl.default-wait. The wait becomes the URI's
  * next_at through the frontier's success outcome. crawl.log gets the
  * thesis' annotations wt:<wait>,<visits>vis,<versions>ver,ov:<overdue>
@@ -57,20 +57,23 @@
  * adaptive.signal-probation verifications), and poisson stretches the
  * wait of a listed URI whose host's signals have a trusted recall
  * (adaptive.signal-recall, -max-stretch; crawl.log "stretch:xK"). The
- * signals' reliability lives with the host's allocator, the claims in a
- * table of their own (at most KR_SIG_CLAIMS_MAX), both in memory only
- * (signal.h has the record for persisting the former): after a restart
- * the signals earn their trust again.
+ * signals' reliability lives with the host's allocator and is part of
+ * its learned state (below); the claims are in a table of their own (at
+ * most KR_SIG_CLAIMS_MAX), in memory only: after a restart a URI's
+ * verification waits for its next dated claim.
  * Per host queue the poisson allocator and the capacity plan live in a
  * table here. What they learned outlives the process: a host whose
- * allocator, plan or validator-trust run changed is queued, and at most
+ * allocator, plan, validator-trust run, informed priors' pool or signals'
+ * reliability changed is queued (a flag tested per change: once queued,
+ * a change costs nothing more), and at most
  * adaptive.learned-state-interval later (once per interval per host,
  * whatever it did meanwhile; every one at a clean stop) its record
  * (kria/hoststate.h) goes to the frontier, which writes it into the
  * host's row with the next grouped commit. The frontier hands a loaded
  * host's record over when it opens (kr__adapt_host_load, from on_host),
  * before any wait is decided; an unreadable one is logged and the host
- * starts fresh. Sections: durations, per-host allocators, learned state,
+ * starts fresh, and a damaged pool or signals section alone (their own
+ * modules' encodings) is logged and only that part starts fresh. Sections: durations, per-host allocators, learned state,
  * claims, the wait, pulling forward, the processor.
  */
 #include <inttypes.h>
@@ -181,7 +184,8 @@ static void adapt_host_changed(kr_crawl_t *c, struct kr_adapt_host *a) {
 }
 
 /* The record of a's host: its allocator and plan once they hold
- * something, its trust when validators were ever compared. */
+ * something, its trust when validators were ever compared, its pool and
+ * signals once they learned anything. */
 static size_t adapt_host_encode(const struct kr_adapt_host *a, uint8_t *out, size_t cap,
                                 const kr_vtrust_params_t *tp) {
   kr_hoststate_t *s = kr_xmalloc(sizeof *s); /* 2.5 KB: not on a fetch's stack */
@@ -201,6 +205,13 @@ static size_t adapt_host_encode(const struct kr_adapt_host *a, uint8_t *out, siz
     s->vt_sample = kr_vtrust_sample_rate(vt, tp);
     if (!(s->vt_sample >= 0 && s->vt_sample <= 1)) s->vt_sample = 0;
   }
+  if (a->prior.host.members > 0 || a->prior.ntypes || a->prior.ntmpls) {
+    s->has |= KR_HS_PRIORS;
+    s->pool = (kr_prior_pool_t *)&a->prior; /* lent: only read */
+  }
+  for (int k = 0; k < KR_SIG_SOURCES; k++)
+    if (a->sig.src[k].seen || a->sig.src[k].verified) s->has |= KR_HS_SIGNALS;
+  s->sig = a->sig;
   size_t n = kr_hoststate_encode(s, out, cap);
   free(s);
   return n;
@@ -251,7 +262,15 @@ void kr__adapt_host_load(kr_crawl_t *c, kr_frontier_t *f, kr_hostq_t *h, const k
     free(s);
     return;
   }
-  if (s->has & (KR_HS_ALLOC | KR_HS_CAPPLAN)) {
+  const char *const part[] = {"informed priors' pool", "change signals' reliability"};
+  const unsigned bits[] = {KR_HS_PRIORS, KR_HS_SIGNALS};
+  for (int k = 0; k < 2; k++)
+    if (s->damaged & bits[k]) {
+      KR_LOG(KR_LOG_WARN, kr_frontier_host_name(h),
+             "learned state: the %s is unreadable: it starts fresh", part[k]);
+      c->st.learned_damaged++;
+    }
+  if (s->has & (KR_HS_ALLOC | KR_HS_CAPPLAN | KR_HS_PRIORS | KR_HS_SIGNALS)) {
     struct kr_adapt_host *a = adapt_host(c, h, hc->est.x_min);
     if (s->has & KR_HS_ALLOC) {
       double x_min = a->alloc.x_min; /* configuration, not state */
@@ -260,6 +279,13 @@ void kr__adapt_host_load(kr_crawl_t *c, kr_frontier_t *f, kr_hostq_t *h, const k
       if (a->alloc.x < x_min) a->alloc.x = x_min;
     }
     if (s->has & KR_HS_CAPPLAN) a->cap = s->cap;
+    if (s->has & KR_HS_PRIORS) { /* taken: the record's pool becomes the host's */
+      kr_prior_pool_free(&a->prior);
+      a->prior = *s->pool;
+      free(s->pool);
+      s->pool = NULL;
+    }
+    if (s->has & KR_HS_SIGNALS) a->sig = s->sig;
   }
   /* The trust counters are the row's (written with every change); the
    * run is the record's, unless a miss or a distrust came after it was
@@ -272,6 +298,7 @@ void kr__adapt_host_load(kr_crawl_t *c, kr_frontier_t *f, kr_hostq_t *h, const k
     kr_frontier_host_set_vtrust(f, h, &vt);
   }
   c->st.learned_loaded++;
+  kr_hoststate_free(s);
   free(s);
 }
 
@@ -381,6 +408,7 @@ static int verify_claim(kr_fetch_t *f, kr_content_t state) {
                                      state == KR_CONTENT_CHANGED);
   static const char *const names[] = {"", "tp", "fp", "fn"};
   if (v == KR_SIG_TN) return 0;
+  adapt_host_changed(c, ah);
   c->st.signals_tp += v == KR_SIG_TP;
   c->st.signals_fp += v == KR_SIG_FP;
   c->st.signals_fn += v == KR_SIG_FN;
@@ -490,8 +518,10 @@ static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *
   if (hc->est.depth_halving > 0) hints.depth = depth_of(u);
   uri_prior_t up;
   uri_prior(f, ct, &p, &hints, h, &up);
-  if (up.pool && observed)
+  if (up.pool && observed) {
     kr_prior_observe(up.pool, &up.pp, &hc->est, up.type, up.tmpl, h, up.root);
+    adapt_host_changed(c, container_of(up.pool, struct kr_adapt_host, prior));
+  }
   if (p.policy != KR_WAIT_POISSON) {
     c->st.waits_multiplicative++;
     int64_t prev = u->visits ? (int64_t)(u->wait_ms > INT64_MAX ? INT64_MAX : u->wait_ms) : 0;
@@ -600,7 +630,10 @@ static void record_claims(kr_fetch_t *f, uint64_t now) {
     e->source = m->source;
     c->st.signals_seen++;
     kr_hostq_t *h = link_host(c, l);
-    if (h) kr_sig_seen(&adapt_host(c, h, f->hc->est.x_min)->sig.src[m->source]);
+    if (!h) continue;
+    struct kr_adapt_host *ah = adapt_host(c, h, f->hc->est.x_min);
+    kr_sig_seen(&ah->sig.src[m->source]);
+    adapt_host_changed(c, ah);
   }
   (void)now;
 }

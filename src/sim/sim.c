@@ -223,8 +223,10 @@ static void remove_state(const char *dir) {
  * and evaluator. */
 /* The crawler restarts (opts restart_ms): every host's learned state
  * goes through the record a clean stop writes and a start reads
- * (kria/hoststate.h: the allocator's fetch window does not survive), or
- * with restart_forget is dropped as it was before the record existed.
+ * (kria/hoststate.h: the allocator's fetch window does not survive; the
+ * informed priors' pool and the signals' reliability do, as in the
+ * crawl), or with restart_forget is dropped as it was before the record
+ * existed.
  * The oracle's sketch is the world's truth, not learned: it stays. */
 static void restart_hosts(run_t *r) {
   kr_hoststate_t *st = kr_xmalloc(sizeof *st);
@@ -238,6 +240,9 @@ static void restart_hosts(run_t *r) {
       st->alloc = sh->alloc;
       st->cap = sh->cap;
       st->vt = vt;
+      st->has |= KR_HS_PRIORS | KR_HS_SIGNALS;
+      st->pool = &sh->prior; /* lent: only read */
+      st->sig = sh->sig;
       size_t n = kr_hoststate_encode(st, buf, KR_HOSTSTATE_BYTES);
       if (kr_hoststate_decode(st, buf, n)) kr_hoststate_init(st); /* as the crawl would */
     }
@@ -265,12 +270,14 @@ static void restart_hosts(run_t *r) {
     else memset(&sh->cap, 0, sizeof sh->cap);
     vt.confirm_run = (st->has & KR_HS_VTRUST) ? st->vt.confirm_run : 0;
     kr_frontier_host_set_vtrust(r->f, sh->h, &vt);
-    /* the signals' reliability is not in the record (yet): the crawl
-     * keeps it in memory only, so it starts over (kria/signal.h) */
-    kr_sig_host_init(&sh->sig);
-    /* the informed priors' pool is not in the record yet (the crawl keeps
-     * it in memory): it starts over, as there */
+    if (st->has & KR_HS_SIGNALS) sh->sig = st->sig;
+    else kr_sig_host_init(&sh->sig);
     kr_prior_pool_free(&sh->prior);
+    if (st->has & KR_HS_PRIORS) { /* the record's pool becomes the host's */
+      sh->prior = *st->pool;
+      free(st->pool);
+      st->pool = NULL;
+    }
   }
   KR_LOG(KR_LOG_INFO, NULL, "restart: %zu hosts' learned state %s", r->nhosts,
          r->o->restart_forget ? "dropped" : "reloaded from its record");

@@ -563,7 +563,9 @@ typedef struct kr_sim_opts {
                                 do; the URIs' histories stay (the store's) */
   int restart_forget;        /* 1: ... and is dropped instead (kria before the
                                 record: the allocator's and the capacity
-                                plan's sketches empty, the trust run 0) */
+                                plan's sketches empty, the trust run 0,
+                                the informed priors' pool and the signals'
+                                reliability fresh) */
   kr_sim_signals_t signals;  /* change signals (see "Signals"); share 0: none */
 } kr_sim_opts_t;
 

@@ -11,8 +11,8 @@ reads (see the comment at the top of test/fuzz/fuzz_<target>.c); modes
 cycle so every option set gets seeds. Output is deterministic, so
 rerunning the script changes nothing unless the sources changed. The
 extract, warc and hoststate corpora are written by hand (hoststate: records
-the encoder wrote, and two with sections of tags kria does not read) and
-left alone. The
+the encoder wrote, two with a pool and signals, and three with a pool or
+signals section their module refuses) and left alone. The
 committed corpora also hold inputs merged in from fuzz runs
 (`test/fuzz/run.sh --merge TARGET`, keeping the total under ~1 MB): they
 stay when this script runs again, unless --clean.

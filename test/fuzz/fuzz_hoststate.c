@@ -10,7 +10,9 @@
  *    bytes (the writer's form is canonical: what kria writes, it reads);
  *  - the values read are within the ranges the crawl relies on: sketch
  *    totals are their buckets' sums, x > 0 and finite, gain within its
- *    bounds, the sample in [0, 1].
+ *    bounds, the sample in [0, 1], a pool within its caps;
+ *  - a pool or signals section is held or named damaged, never both, and
+ *    a pool is there exactly when held (freed by kr_hoststate_free).
  */
 #include <math.h>
 #include <stdint.h>
@@ -43,6 +45,11 @@ static void hsfz_check_ranges(const kr_hoststate_t *s) {
     FUZZ_CHECK(s->cap.floor_ms >= 0);
   }
   if (s->has & KR_HS_VTRUST) FUZZ_CHECK(s->vt_sample >= 0 && s->vt_sample <= 1);
+  FUZZ_CHECK(!(s->has & s->damaged));
+  FUZZ_CHECK(!(s->damaged & ~(unsigned)(KR_HS_PRIORS | KR_HS_SIGNALS)));
+  FUZZ_CHECK(!!(s->has & KR_HS_PRIORS) == (s->pool != NULL));
+  if (s->pool)
+    FUZZ_CHECK(s->pool->ntypes <= KR_PRIOR_TYPES && s->pool->ntmpls <= KR_PRIOR_TEMPLATES);
 }
 
 int FUZZ_ENTRY(const uint8_t *data, size_t size);
@@ -53,7 +60,7 @@ int FUZZ_ENTRY(const uint8_t *data, size_t size) {
   int rc = kr_hoststate_decode(s, data, size);
   if (size > KR_HOSTSTATE_BYTES) FUZZ_CHECK(rc != 0);
   if (rc) {
-    FUZZ_CHECK(s->has == 0);
+    FUZZ_CHECK(s->has == 0 && s->pool == NULL);
   } else {
     hsfz_check_ranges(s);
     size_t n = kr_hoststate_encode(s, a, KR_HOSTSTATE_BYTES);
@@ -62,7 +69,9 @@ int FUZZ_ENTRY(const uint8_t *data, size_t size) {
     FUZZ_CHECK(d->has == s->has);
     size_t m = kr_hoststate_encode(d, b, KR_HOSTSTATE_BYTES);
     FUZZ_CHECK(m == n && memcmp(a, b, n) == 0);
+    kr_hoststate_free(d);
   }
+  kr_hoststate_free(s);
   free(s);
   free(d);
   free(a);

@@ -12,7 +12,11 @@
  * record past the cap; every single-byte corruption of a good record
  * either decodes to a state that encodes again or is refused (never a
  * crash: ASan watches); the encoder refuses a NaN x and a buffer too
- * small instead of writing what the reader would refuse. */
+ * small instead of writing what the reader would refuse. The informed
+ * priors' pool (tag 4) and the signals' reliability (tag 5) round-trip
+ * beside the rest; a full pool with the worst case of the rest fits the
+ * cap; each of the two damaged alone (its module refuses it) is dropped
+ * and named in damaged while the rest of the record is read. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -46,6 +50,64 @@ static void sample_state(kr_hoststate_t *s) {
                         .verified = 50, .misses = 1, .false_alarms = 3, .distrusts = 1,
                         .miss_run = 0, .confirm_run = 47, .distrust_until = 1764000000000};
   s->vt_sample = 0.0125;
+}
+
+/* A pool of n types and m templates with distinct stats (prior.h). */
+static void sample_pool(kr_prior_pool_t *p, unsigned n, unsigned m) {
+  kr_prior_pool_init(p);
+  p->host = (kr_prior_stat_t){.members = 40, .h_n = 12, .h_sum = -120, .h_sq = 1300,
+                              .h_noise = 4, .a_n = 30, .a_sum = -250, .a_sq = 2200,
+                              .lm_n = 9, .lm_bad = 1, .lm_chg = 5};
+  p->types = calloc(n ? n : 1, sizeof *p->types);
+  p->tmpls = calloc(m ? m : 1, sizeof *p->tmpls);
+  assert_non_null(p->types);
+  assert_non_null(p->tmpls);
+  p->cap_types = n ? n : 1, p->cap_tmpls = m ? m : 1;
+  for (unsigned i = 0; i < n + m; i++) {
+    kr_prior_group_t *g = i < n ? &p->types[i] : &p->tmpls[i - n];
+    g->key = 0x9e3779b97f4a7c15ull * (i + 1);
+    g->s = p->host;
+    g->s.members = 1 + i;
+    g->s.h_sum = -3.5 * (i + 1);
+  }
+  p->ntypes = n, p->ntmpls = m;
+}
+
+static void sample_signals(kr_sig_host_t *h) {
+  kr_sig_host_init(h);
+  h->src[KR_SIG_LASTMOD] = (kr_sig_rel_t){.tp = 12.5f, .fp = 3.25f, .fn = 1.0f, .seen = 40,
+                                          .verified = 17};
+  h->src[KR_SIG_FEED] = (kr_sig_rel_t){.tp = 2.0f, .fp = 0, .fn = 6.75f, .seen = 9,
+                                       .verified = 9};
+}
+
+static void assert_same_pool(const kr_prior_pool_t *a, const kr_prior_pool_t *b) {
+  assert_int_equal(a->ntypes, b->ntypes);
+  assert_int_equal(a->ntmpls, b->ntmpls);
+  assert_memory_equal(&a->host, &b->host, sizeof a->host);
+  for (unsigned i = 0; i < a->ntypes; i++) {
+    assert_true(a->types[i].key == b->types[i].key);
+    assert_memory_equal(&a->types[i].s, &b->types[i].s, sizeof a->types[i].s);
+  }
+  for (unsigned i = 0; i < a->ntmpls; i++) {
+    assert_true(a->tmpls[i].key == b->tmpls[i].key);
+    assert_memory_equal(&a->tmpls[i].s, &b->tmpls[i].s, sizeof a->tmpls[i].s);
+  }
+}
+
+static void refused(const uint8_t *p, size_t n, const char *why);
+
+/* Where the payload of section tag starts in a record (0: absent). */
+static size_t section_at(const uint8_t *p, size_t n, uint8_t tag) {
+  size_t i = 1;
+  while (i < n) {
+    uint8_t t = p[i++];
+    size_t len = p[i] & 0x7f;
+    if (p[i++] & 0x80) len |= (size_t)p[i++] << 7;
+    if (t == tag) return i;
+    i += len;
+  }
+  return 0;
 }
 
 static void assert_same(const kr_hoststate_t *a, const kr_hoststate_t *b) {
@@ -112,7 +174,79 @@ static void empty(void **state) {
   assert_true(d.alloc.gain == 1.0 && d.alloc.x > 0);
 }
 
-/* A section of another module (tag 4) before and after ours is skipped. */
+/* The pool and the signals beside the rest: each read back as written;
+ * each damaged alone (its own version byte) is dropped and named, the
+ * rest read; both absent when not asked for. */
+static void pool_and_signals(void **state) {
+  (void)state;
+  kr_hoststate_t s, d;
+  kr_prior_pool_t pool;
+  sample_state(&s);
+  sample_pool(&pool, 3, 5);
+  s.has |= KR_HS_PRIORS | KR_HS_SIGNALS;
+  s.pool = &pool;
+  sample_signals(&s.sig);
+  uint8_t buf[KR_HOSTSTATE_BYTES], bad[KR_HOSTSTATE_BYTES];
+  size_t n = kr_hoststate_encode(&s, buf, sizeof buf);
+  printf("# the same host with a pool of 8 groups and signals: %zu bytes\n", n);
+  assert_true(n > 97 + 8 * 96 + KR_SIG_HOST_BYTES);
+  assert_int_equal(kr_hoststate_decode(&d, buf, n), 0);
+  assert_int_equal(d.has, s.has);
+  assert_int_equal(d.damaged, 0);
+  assert_non_null(d.pool);
+  assert_true(d.pool != &pool);
+  assert_same_pool(&pool, d.pool);
+  assert_memory_equal(&s.sig, &d.sig, sizeof s.sig);
+  d.has &= ~(KR_HS_PRIORS | KR_HS_SIGNALS);
+  kr_hoststate_t rest = s;
+  rest.has = d.has;
+  assert_same(&rest, &d);
+  kr_hoststate_free(&d);
+  assert_null(d.pool);
+
+  const struct {
+    uint8_t tag;
+    unsigned bit, kept;
+  } cases[] = {{KR_HS_TAG_PRIORS, KR_HS_PRIORS, KR_HS_SIGNALS},
+               {KR_HS_TAG_SIGNALS, KR_HS_SIGNALS, KR_HS_PRIORS}};
+  for (size_t k = 0; k < 2; k++) {
+    memcpy(bad, buf, n);
+    size_t at = section_at(bad, n, cases[k].tag);
+    assert_true(at > 0);
+    bad[at] = 0x7f; /* the module's own version byte */
+    assert_int_equal(kr_hoststate_decode(&d, bad, n), 0);
+    assert_int_equal(d.damaged, cases[k].bit);
+    assert_int_equal(d.has, KR_HS_ALLOC | KR_HS_CAPPLAN | KR_HS_VTRUST | cases[k].kept);
+    assert_true(d.alloc.x == s.alloc.x && d.vt.confirm_run == s.vt.confirm_run);
+    if (cases[k].kept == KR_HS_PRIORS) {
+      assert_same_pool(&pool, d.pool);
+      assert_memory_equal(&d.sig, &(kr_sig_host_t){0}, sizeof d.sig); /* fresh */
+    } else {
+      assert_null(d.pool);
+      assert_memory_equal(&s.sig, &d.sig, sizeof s.sig);
+    }
+    kr_hoststate_free(&d);
+  }
+  /* a damaged section twice is still a known tag twice: refused whole */
+  size_t at = section_at(buf, n, KR_HS_TAG_SIGNALS);
+  memcpy(bad, buf, n);
+  memcpy(bad + n, bad + at - 2, KR_SIG_HOST_BYTES + 2);
+  bad[at] = 0x7f;
+  refused(bad, n + KR_SIG_HOST_BYTES + 2, "signals twice");
+  /* the encoder without the bits writes neither */
+  s.has &= ~(KR_HS_PRIORS | KR_HS_SIGNALS);
+  size_t m = kr_hoststate_encode(&s, buf, sizeof buf);
+  assert_int_equal(kr_hoststate_decode(&d, buf, m), 0);
+  assert_int_equal(d.has, KR_HS_ALLOC | KR_HS_CAPPLAN | KR_HS_VTRUST);
+  assert_null(d.pool);
+  /* a pool asked for but not lent: nothing rather than a record cut short */
+  s.has |= KR_HS_PRIORS;
+  s.pool = NULL;
+  assert_int_equal(kr_hoststate_encode(&s, buf, sizeof buf), 0);
+  kr_prior_pool_free(&pool);
+}
+
+/* A section of another module (tag 6) before and after ours is skipped. */
 static void unknown_sections(void **state) {
   (void)state;
   kr_hoststate_t s, d;
@@ -121,7 +255,7 @@ static void unknown_sections(void **state) {
   size_t n = kr_hoststate_encode(&s, enc, sizeof enc);
   size_t m = 0;
   buf[m++] = enc[0];
-  buf[m++] = KR_HS_TAG_PRIORS;
+  buf[m++] = 6;
   buf[m++] = 3;
   buf[m++] = 0xff; /* any bytes: not ours to read */
   buf[m++] = 0x80;
@@ -156,15 +290,27 @@ static void worst_case(void **state) {
   s.cap.floor_ms = INT64_C(1) << 40;
   s.vt = (kr_vtrust_t){UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX,
                        UINT64_MAX, UINT64_MAX, UINT32_MAX, UINT32_MAX, INT64_C(1) << 53};
+  kr_prior_pool_t pool; /* every type and template slot taken */
+  sample_pool(&pool, KR_PRIOR_TYPES, KR_PRIOR_TEMPLATES);
+  s.has |= KR_HS_PRIORS | KR_HS_SIGNALS;
+  s.pool = &pool;
+  sample_signals(&s.sig);
   uint8_t buf[KR_HOSTSTATE_BYTES];
   size_t n = kr_hoststate_encode(&s, buf, sizeof buf);
   printf("# worst case: %zu bytes (cap %d)\n", n, KR_HOSTSTATE_BYTES);
-  assert_true(n > 2500 && n <= KR_HOSTSTATE_BYTES);
+  /* hoststate.h's bound less a byte per count that fits 4 (here all
+   * 400 of them: 5 in every bucket would break the totals' cap) */
+  assert_int_equal(n, 7224 - 4 * KR_PLAN_BUCKETS - KR_PLAN_BUCKETS);
+  assert_true(n <= KR_HOSTSTATE_BYTES);
   assert_int_equal(kr_hoststate_decode(&d, buf, n), 0);
+  assert_same_pool(&pool, d.pool);
+  assert_memory_equal(&s.sig, &d.sig, sizeof s.sig);
   assert_same(&s, &d);
+  kr_hoststate_free(&d);
   /* too small a buffer: nothing, not a record cut short */
   assert_int_equal(kr_hoststate_encode(&s, buf, n - 1), 0);
   assert_int_equal(kr_hoststate_encode(&s, buf, 0), 0);
+  kr_prior_pool_free(&pool);
 }
 
 static void refused(const uint8_t *p, size_t n, const char *why) {
@@ -408,6 +554,7 @@ int main(void) {
       cmocka_unit_test(unknown_sections), cmocka_unit_test(worst_case),
       cmocka_unit_test(hostile),     cmocka_unit_test(corruptions),
       cmocka_unit_test(encoder_refuses), cmocka_unit_test(big_host),
+      cmocka_unit_test(pool_and_signals),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
