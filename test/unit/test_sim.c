@@ -9,7 +9,8 @@
  * the pool of child processes behind --jobs (children that end without
  * a result, a failing poll), the events of a long crawl (each kind on
  * a small world; the invariants failing when they should; shards), and a
- * crawler restart with the hosts' learned state kept or dropped. */
+ * crawler restart with the hosts' learned state kept or dropped (the
+ * informed priors' pool and the signals' reliability with it). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1468,6 +1469,29 @@ static void signals_raise_capture(void **state) {
   kr_sim_world_free(w);
 }
 
+/* A restart two minutes before the end keeps the signals' reliability
+ * (the record's section 5): both hosts still stretch at the end; with
+ * --restart-forget they are back on probation, a few fetches from
+ * trusting anything, and stretch nothing. */
+static void signals_survive_restart(void **state) {
+  (void)state;
+  kr_sim_world_t *w = signal_world();
+  kr_sim_opts_t o;
+  signal_opts(&o);
+  o.signals = (kr_sim_signals_t){.share = 0.3, .recall = 0.9, .precision = 0.8,
+                                 .delay_ms = 5 * 60 * S};
+  o.restart_ms = o.duration_ms - 2 * 60 * S;
+  kr_sim_result_t kept, forgot;
+  run(w, &o, KR_SIM_POISSON, &kept, NULL);
+  o.restart_forget = 1;
+  run(w, &o, KR_SIM_POISSON, &forgot, NULL);
+  fprintf(stderr, "# hosts stretching at the end: %" PRIu64 " kept, %" PRIu64 " forgotten\n",
+          kept.sig.hosts_stretching, forgot.sig.hosts_stretching);
+  assert_int_equal(kept.sig.hosts_stretching, 2);
+  assert_int_equal(forgot.sig.hosts_stretching, 0);
+  kr_sim_world_free(w);
+}
+
 /* With signals and an adversarial host, two shards merge into the whole
  * run exactly (the signals' streams are per page). */
 static void signals_merge_over_shards(void **state) {
@@ -1854,6 +1878,46 @@ static void informed_prior_new_uri(void **state) {
   assert_true(first[1] > D);
 }
 
+/* The same page born just after a restart (at 3d less 5 minutes): the
+ * pool goes through the record (section 4) and still gives the class's
+ * slow rate (a wait of weeks); with --restart-forget it starts over (the
+ * old pages gave their history samples before the restart, once), and
+ * what the few minutes since gave it makes a far shorter wait. */
+static void informed_prior_survives_restart(void **state) {
+  (void)state;
+  char text[4096];
+  size_t n = (size_t)snprintf(text, sizeof text, "http://a.example/ text/html every=30m correct no\n");
+  for (int i = 1; i <= 30; i++)
+    n += (size_t)snprintf(text + n, sizeof text - n, "http://a.example/g9/%d text/html never correct no\n", i);
+  kr_config_t *cfg = config("[adaptive]\ninformed-priors = true\n"
+                            "[wait \"all\"]\ninitial-wait = 1m\nmin-wait = 1m\nmax-wait = 28d\n"
+                            "policy = poisson\n");
+  int64_t first[2];
+  for (int forget = 0; forget <= 1; forget++) {
+    kr_sim_opts_t o;
+    kr_sim_opts_default(&o);
+    o.cfg = cfg;
+    o.duration_ms = 3 * D + 3 * H;
+    o.restart_ms = 3 * D - 5 * 60 * S;
+    o.restart_forget = forget;
+    kr_sim_world_t *w = trace(text);
+    event(w, "grow a.example per-day=1 hub=http://a.example/ change=never at=2d", o.duration_ms);
+    size_t nw = kr_sim_world_count(w), g = nw - 1; /* born at 3d */
+    int64_t *last = calloc(nw, sizeof *last);
+    kr_sim_result_t r;
+    run(w, &o, KR_SIM_POISSON, &r, last);
+    assert_int_equal(r.ev.born_visited, 1);
+    first[forget] = last[g];
+    free(last);
+    kr_sim_world_free(w);
+  }
+  kr_config_free(cfg);
+  fprintf(stderr, "# new page's wait after a restart: pool kept %lld ms, forgotten %lld ms\n",
+          (long long)first[0], (long long)first[1]);
+  assert_true(first[0] > 7 * D);
+  assert_true(first[1] * 4 < first[0]);
+}
+
 /* A page that dies answers 410 from its death on, never before. */
 static void death_answers_410(void **state) {
   (void)state;
@@ -1999,11 +2063,13 @@ int main(void) {
       cmocka_unit_test(robots_down_and_relaxing),
       cmocka_unit_test(growth_and_unlinking),
       cmocka_unit_test(informed_prior_new_uri),
+      cmocka_unit_test(informed_prior_survives_restart),
       cmocka_unit_test(death_answers_410),
       cmocka_unit_test(invariants_catch_an_overloaded_host),
       cmocka_unit_test(events_merge_over_shards),
       cmocka_unit_test(signals_parse),
       cmocka_unit_test(signals_raise_capture),
+      cmocka_unit_test(signals_survive_restart),
       cmocka_unit_test(signals_merge_over_shards),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
