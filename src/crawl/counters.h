@@ -121,7 +121,8 @@ enum { KR_UNIT_COUNT = 0, KR_UNIT_BYTES = 1 };
     "per-host totals kept across restarts: kria_validator_misses_total).", 1,                     \
     "; %s validator misses this run")                                                              \
   X(learned_loaded, "kria_learned_loaded_total", KR_UNIT_COUNT,                                   \
-    "Hosts whose learned state (allocator, capacity plan, trust run) was loaded at the start.", 1, \
+    "Hosts whose learned state (allocator, capacity plan, trust run, informed priors, signals) "   \
+    "was loaded at the start.", 1,                                                                \
     "; learned state: %s hosts loaded")                                                           \
   X(learned_refused, "kria_learned_refused_total", KR_UNIT_COUNT,                                 \
     "Hosts whose stored learned state was unreadable: they started fresh.", 1, " (%s refused)")  \
