@@ -73,8 +73,9 @@
  * host's record over when it opens (kr__adapt_host_load, from on_host),
  * before any wait is decided; an unreadable one is logged and the host
  * starts fresh, and a damaged pool or signals section alone (their own
- * modules' encodings) is logged and only that part starts fresh. Sections: durations, per-host allocators, learned state,
- * claims, the wait, pulling forward, the processor.
+ * modules' encodings) is logged and only that part starts fresh.
+ * Sections: durations, per-host allocators, learned state, claims, the
+ * wait, pulling forward, the processor.
  */
 #include <inttypes.h>
 #include <math.h>
