@@ -91,6 +91,13 @@ kr_feed_kind_t kr_feed_kind(const kr_feed_t *f);
 const kr_feed_stats_t *kr_feed_stats(const kr_feed_t *f);
 /* Why the parse failed ("" when it did not), e.g. "line 3: DTD refused". */
 const char *kr_feed_error(const kr_feed_t *f);
+/* WebSub discovery (W3C WebSub 4): the first link outside the items
+ * whose rel names "hub" (resp. "self"): Atom feed/link, and atom:link in
+ * an RSS or RDF channel. As written, trimmed; n = 0: none, or over
+ * max_text. Valid until the next reset; known once the parse passed the
+ * element (feeds put them before their items). */
+kr_slice_t kr_feed_hub(const kr_feed_t *f);
+kr_slice_t kr_feed_self(const kr_feed_t *f);
 /* "rss", "rdf", "atom", "sitemap", "sitemapindex", "unknown". */
 const char *kr_feed_kind_name(kr_feed_kind_t k);
 

@@ -232,6 +232,9 @@ struct kr_feed {
   int has_href, href_cut;
   int64_t updated;
   kr_feed_stats_t st;
+  /* WebSub discovery: the document's first rel="hub" / rel="self" link
+   * outside the items (empty: none; cut: over max_text, not kept) */
+  kr_buf_t hub, self;
 };
 
 void kr_feed_opts_default(kr_feed_opts_t *o) {
@@ -251,6 +254,31 @@ static const char *attr(const char **atts, const char *want) {
   for (size_t i = 0; atts[i]; i += 2)
     if (strcmp(local(atts[i]), want) == 0) return atts[i + 1];
   return NULL;
+}
+
+/* Is tok one of the space-separated, case-insensitive link relations in
+ * rel (RFC 8288: rel="hub self" names both)? */
+static int rel_has(const char *rel, const char *tok) {
+  size_t n = strlen(tok);
+  for (const char *p = rel; *p;) {
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+    const char *e = p;
+    while (*e && *e != ' ' && *e != '\t' && *e != '\n' && *e != '\r') e++;
+    if ((size_t)(e - p) == n && strncasecmp(p, tok, n) == 0) return 1;
+    p = e;
+  }
+  return 0;
+}
+
+/* A feed-level link element (feed/link, channel/atom:link): keep the
+ * first hub and self URL it names. */
+static void feed_link(kr_feed_t *f, const char **atts) {
+  const char *rel = attr(atts, "rel"), *href = attr(atts, "href");
+  if (!rel || !href) return;
+  size_t n = strlen(href);
+  if (n > f->o.max_text) return;
+  if (!f->hub.len && rel_has(rel, "hub")) kr_buf_append(&f->hub, href, n);
+  if (!f->self.len && rel_has(rel, "self")) kr_buf_append(&f->self, href, n);
 }
 
 static void stop(kr_feed_t *f, int err, const char *why) {
@@ -394,6 +422,10 @@ static void XMLCALL on_start(void *ud, const XML_Char *name, const XML_Char **at
     return;
   }
   if (!f->item_depth) {
+    /* feed/link (atom) or rss/channel/atom:link, rdf/channel/atom:link */
+    if (strcmp(l, "link") == 0 && f->depth <= 3 && f->kind != KR_FEED_SITEMAP &&
+        f->kind != KR_FEED_SITEMAP_INDEX)
+      feed_link(f, atts);
     if (is_item(f, l, f->depth)) {
       f->item_depth = f->depth;
       item_clear(f);
@@ -521,6 +553,8 @@ kr_feed_t *kr_feed_new(const kr_feed_opts_t *o, kr_feed_item_fn fn, void *ud) {
   if (!f->o.max_text) f->o.max_text = 1;
   for (int i = 0; i < F__COUNT; i++) kr_buf_init(&f->text[i], f->o.max_text);
   kr_buf_init(&f->href, f->o.max_text);
+  kr_buf_init(&f->hub, f->o.max_text);
+  kr_buf_init(&f->self, f->o.max_text);
   f->xp = XML_ParserCreate(NULL);
   if (!f->xp) { /* expat fails only when malloc does: as kr_xmalloc */
     fputs("kria: out of memory\n", stderr);
@@ -541,6 +575,8 @@ void kr_feed_reset(kr_feed_t *f, kr_feed_item_fn fn, void *ud) {
   f->depth = f->item_depth = f->field_depth = 0;
   f->field = F_NONE;
   memset(&f->st, 0, sizeof f->st);
+  kr_buf_reset(&f->hub);
+  kr_buf_reset(&f->self);
   item_clear(f);
 }
 
@@ -549,6 +585,8 @@ void kr_feed_free(kr_feed_t *f) {
   XML_ParserFree(f->xp);
   for (int i = 0; i < F__COUNT; i++) kr_buf_free(&f->text[i]);
   kr_buf_free(&f->href);
+  kr_buf_free(&f->hub);
+  kr_buf_free(&f->self);
   free(f);
 }
 
@@ -598,6 +636,8 @@ int kr_feed_finish(kr_feed_t *f) {
 kr_feed_kind_t kr_feed_kind(const kr_feed_t *f) { return f->kind; }
 const kr_feed_stats_t *kr_feed_stats(const kr_feed_t *f) { return &f->st; }
 const char *kr_feed_error(const kr_feed_t *f) { return f->errmsg; }
+kr_slice_t kr_feed_hub(const kr_feed_t *f) { return trimmed(&f->hub); }
+kr_slice_t kr_feed_self(const kr_feed_t *f) { return trimmed(&f->self); }
 
 const char *kr_feed_kind_name(kr_feed_kind_t k) {
   switch (k) {

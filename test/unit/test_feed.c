@@ -406,12 +406,66 @@ static void chunked_big(void **state) {
   assert_string_equal(kr_feed_kind_name((kr_feed_kind_t)42), "unknown");
 }
 
+static void slice_eq(kr_slice_t s, const char *want) {
+  char b[256];
+  snprintf(b, sizeof b, "%.*s", (int)s.n, s.p ? s.p : "");
+  assert_string_equal(b, want);
+}
+
+/* WebSub discovery: the feed-level hub and self links, not the items',
+ * the first of each, in Atom and in RSS (atom:link); none in sitemaps;
+ * cleared by a reset. */
+static void websub_discovery(void **state) {
+  (void)state;
+  static const char atom[] =
+      "<feed xmlns=\"http://www.w3.org/2005/Atom\">"
+      "<link rel=\"alternate\" href=\"http://ex.test/\"/>"
+      "<link rel=\"hub\" href=\" https://hub.test/ \"/>"
+      "<link rel=\"self\" href=\"http://ex.test/feed.xml\"/>"
+      "<link rel=\"hub\" href=\"https://second.test/\"/>"
+      "<entry><link rel=\"self\" href=\"http://ex.test/e1.xml\"/>"
+      "<link href=\"http://ex.test/e1\"/></entry></feed>";
+  static const char rss[] =
+      "<rss version=\"2.0\" xmlns:atom=\"http://www.w3.org/2005/Atom\"><channel>"
+      "<link>http://ex.test/</link>"
+      "<atom:link rel=\"self hub\" href=\"http://ex.test/rss\"/>"
+      "<item><link>http://ex.test/i1</link>"
+      "<atom:link rel=\"hub\" href=\"http://item.test/\"/></item></channel></rss>";
+  static const char none[] = "<rss version=\"2.0\"><channel><item><link>http://ex.test/i1</link>"
+                             "</item></channel></rss>";
+  static const char sitemap[] =
+      "<urlset xmlns:atom=\"http://www.w3.org/2005/Atom\"><atom:link rel=\"hub\" href=\"http://h/\"/>"
+      "<url><loc>http://ex.test/a</loc></url></urlset>";
+  got_t g;
+  for (int bw = 0; bw < 2; bw++) {
+    kr_feed_t *f = kr_feed_new(NULL, on_item, &g);
+    memset(&g, 0, sizeof g);
+    assert_int_equal(parse(f, atom, bw), 0);
+    assert_int_equal(g.n, 1);
+    slice_eq(kr_feed_hub(f), "https://hub.test/");
+    slice_eq(kr_feed_self(f), "http://ex.test/feed.xml");
+    memset(&g, 0, sizeof g);
+    kr_feed_reset(f, on_item, &g);
+    assert_int_equal(parse(f, rss, bw), 0);
+    slice_eq(kr_feed_hub(f), "http://ex.test/rss");
+    slice_eq(kr_feed_self(f), "http://ex.test/rss");
+    kr_feed_reset(f, on_item, &g);
+    assert_int_equal(parse(f, none, bw), 0);
+    assert_int_equal(kr_feed_hub(f).n, 0);
+    assert_int_equal(kr_feed_self(f).n, 0);
+    kr_feed_reset(f, on_item, &g);
+    assert_int_equal(parse(f, sitemap, bw), 0);
+    assert_int_equal(kr_feed_hub(f).n, 0);
+    kr_feed_free(f);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(rss_items),     cmocka_unit_test(rdf_and_atom),
       cmocka_unit_test(sitemaps),      cmocka_unit_test(dates),
       cmocka_unit_test(billion_laughs), cmocka_unit_test(hostile),
-      cmocka_unit_test(chunked_big),
+      cmocka_unit_test(chunked_big),   cmocka_unit_test(websub_discovery),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
