@@ -122,6 +122,9 @@ static const char *const stmt_sql[S__COUNT] = {
     [S_URIS_MOVE_HOST] = "UPDATE uris SET host_id = ?2 WHERE host_id = ?1 AND next_at < " NEVER_SQL,
     [S_URI_SET_LINKED] = "UPDATE uris SET last_linked = ?2 WHERE fp = ?1",
     [S_HOST_SET_LEARNED] = "UPDATE hosts SET learned = ?2 WHERE id = ?1",
+    [S_WEBSUB_PUT] = "INSERT OR REPLACE INTO websub(topic, hub, token, secret, expires)"
+                     " VALUES (?1,?2,?3,?4,?5)",
+    [S_WEBSUB_DEL] = "DELETE FROM websub WHERE topic = ?1",
 };
 
 /* Schema migrations: step v brings user_version v-1 to v. Each runs with
@@ -260,6 +263,12 @@ static const char *const migrations[] = {
      * yet (every host of an older state directory), the host starts
      * fresh as before. */
     "ALTER TABLE hosts ADD COLUMN learned BLOB;",
+    /* 10: WebSub subscriptions (kria/websub.h), so that a restart keeps
+     * receiving what the hubs push and renews the leases in time: per
+     * topic its hub, the callback token and HMAC secret, and when the
+     * verified lease ends (0: not verified yet). */
+    "CREATE TABLE websub(topic TEXT PRIMARY KEY, hub TEXT NOT NULL, token TEXT NOT NULL,"
+    " secret TEXT NOT NULL, expires INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;",
 };
 
 #define ORIG_INDEX                                                                     \

@@ -45,6 +45,11 @@
  *   seeds(url, flags, added)       the seeds in force (canonical URL,
  *                                  KR_SEED_* flags): the crawl's scope, so
  *                                  a start without crawl.seeds keeps it
+ *   websub(topic, hub, token, secret, expires)  WebSub subscriptions
+ *                                  (src/crawl/websub.c): the callback
+ *                                  path token, the HMAC secret, the end
+ *                                  of the verified lease in epoch ms (0:
+ *                                  not verified yet)
  *   host_validators                a view: per host the validator trust
  *                                  counters, reliability and usefulness
  *   uris_queue(host_id, directive DESC, next_at) WHERE next_at < NEVER
@@ -109,7 +114,7 @@
 
 #define KR_NEVER ((uint64_t)INT64_MAX)   /* next_at of a URI never due */
 #define KR_STORE_APP_ID 0x6b726961       /* "kria" */
-#define KR_STORE_SCHEMA 9                /* user_version this build writes */
+#define KR_STORE_SCHEMA 10               /* user_version this build writes */
 #define KR_STORE_DB_NAME "kria.db"
 #define KR_STORE_LOCK_NAME "kria.lock"
 
@@ -490,6 +495,23 @@ int kr_store_robots_put(kr_store_t *st, const char *origin, size_t n, const kr_s
 /* Set (rate > 0) or clear (rate <= 0) fp's changefreq hint. 1, 0 when fp
  * is absent, KR_EDB. */
 int kr_store_uri_set_hint(kr_store_t *st, uint64_t fp, double rate);
+
+/* ---- WebSub subscriptions ----------------------------------------------------- */
+
+typedef struct kr_store_websub {
+  const char *topic, *hub, *token, *secret; /* NUL-terminated */
+  uint64_t expires;                         /* epoch ms; 0: not verified */
+} kr_store_websub_t;
+/* Replace (put) or remove (del) topic's subscription; both join the open
+ * transaction (kept in memory during a drain, as robots.txt rows are). 0,
+ * KR_EINVAL (a field missing), KR_EDB. */
+int kr_store_websub_put(kr_store_t *st, const kr_store_websub_t *w);
+int kr_store_websub_del(kr_store_t *st, const char *topic);
+/* Every subscription, in topic order: fn(ud, w) (strings valid during the
+ * call; fn must not call into the store; < 0 stops with that value). For
+ * an open: writes still kept from a drain are not seen. 0 or KR_EDB. */
+int kr_store_websub_each(kr_store_t *st, int (*fn)(void *ud, const kr_store_websub_t *w),
+                         void *ud);
 
 /* ---- scope ---------------------------------------------------------------- */
 

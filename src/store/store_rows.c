@@ -764,3 +764,47 @@ int kr_store_disregarded_page(kr_store_t *st, int status, const char *after, siz
   if (rc != SQLITE_DONE) return kr__store_db_err(st, "reading disregarded URIs");
   return n;
 }
+
+/* ---- WebSub subscriptions ------------------------------------------------------ */
+
+int kr_store_websub_put(kr_store_t *st, const kr_store_websub_t *w) {
+  kr__store_settle(st);
+  if (!w->topic || !*w->topic || !w->hub || !w->token || !w->secret) return KR_EINVAL;
+  dval_t v[5] = {dv_text(w->topic, strlen(w->topic)), dv_text(w->hub, strlen(w->hub)),
+                 dv_text(w->token, strlen(w->token)), dv_text(w->secret, strlen(w->secret)),
+                 dv_int(w->expires > INT64_MAX ? INT64_MAX : (int64_t)w->expires)};
+  st->stats.updates++;
+  int rc = kr__store_write_or_keep(st, S_WEBSUB_PUT, v, 5, "storing a WebSub subscription");
+  return rc < 0 ? rc : 0;
+}
+
+int kr_store_websub_del(kr_store_t *st, const char *topic) {
+  kr__store_settle(st);
+  if (!topic || !*topic) return KR_EINVAL;
+  dval_t v[1] = {dv_text(topic, strlen(topic))};
+  st->stats.updates++;
+  int rc = kr__store_write_or_keep(st, S_WEBSUB_DEL, v, 1, "removing a WebSub subscription");
+  return rc < 0 ? rc : 0;
+}
+
+int kr_store_websub_each(kr_store_t *st, int (*fn)(void *ud, const kr_store_websub_t *w),
+                         void *ud) {
+  kr__store_settle(st);
+  sqlite3_stmt *s = prepare_once(
+      st, "SELECT topic, hub, token, secret, expires FROM websub ORDER BY topic",
+      "reading the WebSub subscriptions");
+  if (!s) return KR_EDB;
+  int rc, ret = 0;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    const char *col[4];
+    for (int i = 0; i < 4; i++) col[i] = (const char *)sqlite3_column_text(s, i);
+    if (!col[0] || !col[1] || !col[2] || !col[3]) continue;
+    int64_t exp = sqlite3_column_int64(s, 4);
+    kr_store_websub_t w = {col[0], col[1], col[2], col[3], exp > 0 ? (uint64_t)exp : 0};
+    if ((ret = fn(ud, &w)) < 0) break;
+  }
+  sqlite3_finalize(s);
+  if (ret < 0) return ret;
+  if (rc != SQLITE_DONE) return kr__store_db_err(st, "reading the WebSub subscriptions");
+  return 0;
+}

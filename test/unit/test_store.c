@@ -1131,7 +1131,7 @@ static void migrates_v7_bounds(void **state) {
   sql_exec("ALTER TABLE hosts DROP COLUMN learned;"
            "ALTER TABLE uris DROP COLUMN gone; ALTER TABLE uris DROP COLUMN last_linked;"
            "ALTER TABLE hosts DROP COLUMN refused; ALTER TABLE hosts DROP COLUMN retired;"
-           "PRAGMA user_version = 7;");
+           "DROP TABLE websub; PRAGMA user_version = 7;");
   st = open_ok(NULL);
   kr_uri_row_t r;
   assert_int_equal(kr_store_uri_get(st, a.fp, &r), 1);
@@ -1178,11 +1178,11 @@ static void migrates_v8_learned(void **state) {
   hr.vt.miss_run = 1;
   assert_int_equal(kr_store_host_update(st, &hr), 0);
   assert_int_equal(kr_store_close(st), 0);
-  sql_exec("ALTER TABLE hosts DROP COLUMN learned; PRAGMA user_version = 8;");
+  sql_exec("ALTER TABLE hosts DROP COLUMN learned; DROP TABLE websub; PRAGMA user_version = 8;");
   assert_int_equal(sql_int("SELECT count(*) FROM pragma_table_info('hosts') WHERE name = 'learned'"), 0);
   st = open_ok(NULL);
   assert_int_equal(sql_int("PRAGMA user_version"), KR_STORE_SCHEMA);
-  assert_int_equal(KR_STORE_SCHEMA, 9);
+  assert_int_equal(KR_STORE_SCHEMA, 10);
   kr_buf_t b;
   kr_buf_init(&b, 1 << 16);
   assert_int_equal(kr_store_hosts_each(st, read_learned, &b), 0);
@@ -1198,6 +1198,47 @@ static void migrates_v8_learned(void **state) {
   assert_int_equal(sql_int("SELECT count(*) FROM hosts WHERE learned IS NULL"), 1);
   assert_int_equal(sql_int("SELECT vt_checks FROM hosts"), 42);
   assert_int_equal(sql_int("SELECT crawl_delay_ms FROM hosts"), 1500);
+  kr_buf_free(&b);
+}
+
+static int read_websub(void *ud, const kr_store_websub_t *w) {
+  kr_buf_printf(ud, "%s %s %s %s %" PRIu64 ";", w->topic, w->hub, w->token, w->secret, w->expires);
+  return 0;
+}
+
+/* A version-9 database (no websub table) opens and gains it (10), empty;
+ * subscriptions written, replaced and removed read back in topic order,
+ * also after a reopen. */
+static void migrates_v9_websub(void **state) {
+  (void)state;
+  kr_store_t *st = open_ok(NULL);
+  assert_int_equal(kr_store_close(st), 0);
+  sql_exec("DROP TABLE websub; PRAGMA user_version = 9;");
+  st = open_ok(NULL);
+  assert_int_equal(sql_int("PRAGMA user_version"), KR_STORE_SCHEMA);
+  kr_buf_t b;
+  kr_buf_init(&b, 1 << 16);
+  assert_int_equal(kr_store_websub_each(st, read_websub, &b), 0);
+  assert_int_equal(b.len, 0);
+  kr_store_websub_t w = {"http://b.example/feed", "http://hub.example/", "t1", "s1", 0};
+  assert_int_equal(kr_store_websub_put(st, &w), 0);
+  w = (kr_store_websub_t){"http://a.example/feed", "http://hub.example/", "t2", "s2", 5000};
+  assert_int_equal(kr_store_websub_put(st, &w), 0);
+  w = (kr_store_websub_t){"http://c.example/feed", "http://hub.example/", "t3", "s3", 1};
+  assert_int_equal(kr_store_websub_put(st, &w), 0);
+  w.hub = NULL;
+  assert_int_equal(kr_store_websub_put(st, &w), KR_EINVAL);
+  /* verified: the lease's end replaces the pending row */
+  w = (kr_store_websub_t){"http://b.example/feed", "http://hub.example/", "t1", "s1", 9000};
+  assert_int_equal(kr_store_websub_put(st, &w), 0);
+  assert_int_equal(kr_store_websub_del(st, "http://c.example/feed"), 0);
+  assert_int_equal(kr_store_commit(st), 0);
+  assert_int_equal(kr_store_close(st), 0);
+  st = open_ok(NULL);
+  assert_int_equal(kr_store_websub_each(st, read_websub, &b), 0);
+  assert_string_equal(b.data, "http://a.example/feed http://hub.example/ t2 s2 5000;"
+                              "http://b.example/feed http://hub.example/ t1 s1 9000;");
+  kr_store_close(st);
   kr_buf_free(&b);
 }
 
@@ -1245,7 +1286,7 @@ static void migrates_v5_originals(void **state) {
            " x'0123abcd4567489abcdef0123456789a');"
            "INSERT INTO originals VALUES(%lld, x'%s', 0, 7000, NULL);"
            "INSERT INTO originals VALUES(4242, x'00', 0, 1, 'orphan');"
-           "PRAGMA user_version = 5;",
+           "DROP TABLE websub; PRAGMA user_version = 5;",
            (long long)a.fp, "0101010101010101010101010101010101010101", (long long)b.fp,
            "0101010101010101010101010101010101010101", (long long)a.fp, (long long)c.fp,
            "0202020202020202020202020202020202020202");
@@ -1947,7 +1988,7 @@ static void migrates_v6_seeds(void **state) {
   sql_exec("ALTER TABLE hosts DROP COLUMN learned;"
            "ALTER TABLE uris DROP COLUMN gone; ALTER TABLE uris DROP COLUMN last_linked;"
            "ALTER TABLE hosts DROP COLUMN refused; ALTER TABLE hosts DROP COLUMN retired;"
-           "DROP INDEX uris_disregarded; DROP TABLE seeds; PRAGMA user_version = 6;");
+           "DROP INDEX uris_disregarded; DROP TABLE seeds; DROP TABLE websub; PRAGMA user_version = 6;");
   st = open_ok(NULL);
   seed_seen_t ss = {0};
   assert_int_equal(kr_store_seeds_each(st, seed_cb, &ss), 0);
@@ -1987,6 +2028,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(migrates_v5_originals, setup, teardown),
       cmocka_unit_test_setup_teardown(migrates_v7_bounds, setup, teardown),
       cmocka_unit_test_setup_teardown(migrates_v8_learned, setup, teardown),
+      cmocka_unit_test_setup_teardown(migrates_v9_websub, setup, teardown),
       cmocka_unit_test_setup_teardown(original_survives_row_writes, setup, teardown),
       cmocka_unit_test_setup_teardown(orig_index_by_option, setup, teardown),
       cmocka_unit_test_setup_teardown(robots_rows, setup, teardown),
