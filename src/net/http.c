@@ -336,7 +336,8 @@ static int build_request(kr_http_fetch_t *f, const kr_url_t *url, const kr_http_
   kr_slice_t target = kr_url_request_target(url);
   kr_slice_t host = kr_url_hostname(url);
   int err = 0;
-  err |= kr_buf_append_str(b, f->head_method ? "HEAD " : "GET ");
+  int post = rq && rq->method == KR_HTTP_POST;
+  err |= kr_buf_append_str(b, f->head_method ? "HEAD " : post ? "POST " : "GET ");
   err |= target.n ? kr_buf_append_slice(b, target) : kr_buf_append_str(b, "/");
   err |= kr_buf_append_str(b, " HTTP/1.1\r\nHost: ");
   err |= kr_buf_append_slice(b, host);
@@ -364,7 +365,19 @@ static int build_request(kr_http_fetch_t *f, const kr_url_t *url, const kr_http_
     err |= kr_buf_append_str(b, rq->headers[i]);
     err |= kr_buf_append_str(b, "\r\n");
   }
+  if (post) {
+    char num[24];
+    if (rq->body_type) {
+      err |= kr_buf_append_str(b, "Content-Type: ");
+      err |= kr_buf_append_str(b, rq->body_type);
+      err |= kr_buf_append_str(b, "\r\n");
+    }
+    err |= kr_buf_append_str(b, "Content-Length: ");
+    err |= kr_buf_append(b, num, fmt_uint(num, (unsigned long)rq->body_len));
+    err |= kr_buf_append_str(b, "\r\n");
+  }
   err |= kr_buf_append_str(b, "\r\n");
+  if (post && rq->body_len) err |= kr_buf_append(b, rq->body, rq->body_len);
   return err ? KR_EINVAL : 0;
 }
 
@@ -557,7 +570,11 @@ int kr_http_fetch_start(kr_http_client_t *c, const kr_url_t *url,
   int port = kr_url_effective_port(url);
   if (host.n == 0 || port <= 0 || port > 65535) return KR_EURL;
   if (rq) {
-    if (rq->method != KR_HTTP_GET && rq->method != KR_HTTP_HEAD) return KR_EINVAL;
+    if (rq->method != KR_HTTP_GET && rq->method != KR_HTTP_HEAD && rq->method != KR_HTTP_POST)
+      return KR_EINVAL;
+    if (rq->method == KR_HTTP_POST &&
+        ((rq->body_len && !rq->body) || (rq->body_type && !kr__http_header_safe(rq->body_type))))
+      return KR_EINVAL;
     if ((rq->if_none_match && !kr__http_header_safe(rq->if_none_match)) ||
         (rq->if_modified_since && !kr__http_header_safe(rq->if_modified_since)))
       return KR_EINVAL;

@@ -96,7 +96,7 @@ typedef struct kr_http_opts {
 
 void kr_http_opts_default(kr_http_opts_t *o);
 
-enum kr_http_method { KR_HTTP_GET = 0, KR_HTTP_HEAD };
+enum kr_http_method { KR_HTTP_GET = 0, KR_HTTP_HEAD, KR_HTTP_POST };
 
 typedef struct kr_http_req {
   int method;                     /* enum kr_http_method */
@@ -104,6 +104,14 @@ typedef struct kr_http_req {
   const char *if_modified_since;  /* HTTP-date, NULL = none */
   const char *const *headers;     /* extra "Name: value" lines */
   size_t nheaders;
+  /* POST only: the body (sent with Content-Length, in the request's one
+   * write: at most a few KiB, the request buffer's cap is 64 KiB) and its
+   * Content-Type (NULL: none sent). Like any request it is sent once
+   * more on a stale pooled connection: for idempotent POSTs only (a
+   * WebSub subscription request is). */
+  const char *body;
+  size_t body_len;
+  const char *body_type;
   /* This fetch's options (a host's [http] overrides), copied at start;
    * NULL: the client's. Read from it: the timeouts, max_header_bytes,
    * max_body_bytes, body_limit_is_error, max_ratio, ratio_after_bytes,

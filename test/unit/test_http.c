@@ -1487,6 +1487,34 @@ static void head_and_204_have_no_body(void **state) {
   ctx_close(&c, &s);
 }
 
+/* A POST carries its body with Content-Type and Content-Length in the
+ * one request write; a body type with CR/LF is refused at start. */
+static void post_sends_body(void **state) {
+  tctx_t c;
+  srv_t s;
+  tf_t t;
+  ctx_open(&c);
+  c.req.method = KR_HTTP_POST;
+  c.req.body = "hub.mode=subscribe&hub.topic=x";
+  c.req.body_len = strlen(c.req.body);
+  c.req.body_type = "application/x-www-form-urlencoded";
+  step_t steps[] = {{.data = "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n"}};
+  fetch_once(&c, &s, &t, steps, 1);
+  assert_int_equal(t.err, 0);
+  assert_int_equal(t.status, 202);
+  assert_non_null(strstr(s.req[0], "POST /path?q=1 HTTP/1.1\r\n"));
+  assert_non_null(strstr(s.req[0], "\r\nContent-Type: application/x-www-form-urlencoded\r\n"));
+  assert_non_null(strstr(s.req[0], "\r\nContent-Length: 30\r\n"));
+  kr_slice_t rq = kr_http_fetch_request(t.f);
+  assert_true(rq.n > 34);
+  assert_memory_equal(rq.p + rq.n - 34, "\r\n\r\nhub.mode=subscribe&hub.topic=x", 34);
+  tf_free(&t);
+  c.req.body_type = "text/plain\r\nX-Evil: 1";
+  kr_http_fetch_t *f = NULL;
+  assert_int_equal(kr_http_fetch_start(c.http, c.u, &c.req, &tf_cbs, &t, &f), KR_EINVAL);
+  ctx_close(&c, &s);
+}
+
 static void redirect_is_reported_not_followed(void **state) {
   tctx_t c;
   srv_t s;
@@ -1986,7 +2014,7 @@ int main(void) {
       cmocka_unit_test(abort_on_headers_closes_or_drains),
       cmocka_unit_test(abort_from_body_callback),
       cmocka_unit_test(conditional_request_and_304),
-      cmocka_unit_test(head_and_204_have_no_body),
+      cmocka_unit_test(head_and_204_have_no_body), cmocka_unit_test(post_sends_body),
       cmocka_unit_test(redirect_is_reported_not_followed),
       cmocka_unit_test(cancel_and_bad_requests),
       cmocka_unit_test(client_close_cancels_running_fetches),
