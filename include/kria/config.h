@@ -11,7 +11,7 @@
  *
  * Syntax (see config/kria.conf):
  *   [section]            crawl, dns, http, politeness, scope, limits,
- *                        robots, canon, status, store, adaptive
+ *                        robots, canon, status, websub, store, adaptive
  *   [wait "NAME"]        a wait evaluator; repeatable, kept in file order
  *                        (most specific first). When no [wait] section is
  *                        configured the thesis' Figure 12 stack is used:
@@ -252,6 +252,13 @@ enum kr_cfg_type {
     "Bearer token for control requests (16+ printable characters); needed off loopback.") \
   X(STATUS_MAX_CLIENTS, "status", "max-clients", INT, 0, "16", "1..1024", NONE,           \
     "Status connections served at once; then silent ones yield, one waits for the token.") \
+                                                                                       \
+  X(WEBSUB_CALLBACK, "websub", "callback", STRING, 0, "", "", CALLBACK,                  \
+    "Public URL at which hubs reach the status server's /websub route, e.g. http://HOST:PORT/websub: subscribe to the WebSub hubs feeds advertise; empty = off.") \
+  X(WEBSUB_LEASE, "websub", "lease", DURATION, 0, "10d", "1m..365d", NONE,               \
+    "Lease asked of a hub (hub.lease_seconds); the hub decides, and kria renews before the granted lease ends.") \
+  X(WEBSUB_MAX_SUBSCRIPTIONS, "websub", "max-subscriptions", INT, 0, "1000", "1..1000000", \
+    NONE, "Topics subscribed at most; feeds found beyond are read as before.")            \
                                                                                        \
   X(STORE_COMMIT_INTERVAL, "store", "commit-interval", DURATION, 0, "50ms", "1ms..10s",  \
     NONE, "Finished URIs are committed to the state database at least this often.")   \

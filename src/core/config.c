@@ -46,8 +46,8 @@
 #define NPLAIN (sizeof plain_sections / sizeof *plain_sections)
 
 static const char *const plain_sections[] = {
-    "crawl", "dns", "http", "politeness", "scope", "limits", "robots", "canon", "status", "store",
-    "adaptive", "warc",
+    "crawl", "dns",   "http",  "politeness", "scope", "limits", "robots",
+    "canon", "status", "websub", "store",     "adaptive", "warc",
 };
 
 /* The thesis' Figure 12: two specialised evaluators and a catch-all; the
@@ -1062,6 +1062,10 @@ int kr_config_finish(kr_config_t *cfg) {
   if (*listen->s && !kr__cfg_listen_is_loopback(listen->s) && !*cfg->global[KR_CFG_STATUS_TOKEN].s)
     add_error(cfg, "%s: status.listen %s is not a loopback address, so status.token must be set",
               where(cfg, listen, loc, sizeof loc), listen->s);
+  const kr__cfg_value_t *callback = &cfg->global[KR_CFG_WEBSUB_CALLBACK];
+  if (*callback->s && !*listen->s)
+    add_error(cfg, "%s: websub.callback needs the status server (status.listen) to answer the hubs",
+              where(cfg, callback, loc, sizeof loc));
 
   kr_config_view_t *tmp = kr_xmalloc(sizeof *tmp);
   for (size_t i = 0; i < cfg->nhost; i++) {

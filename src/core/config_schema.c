@@ -74,6 +74,18 @@ static int check_CONTACT(const char *s, char *err, size_t errlen) {
   return 0;
 }
 
+/* A WebSub callback base: an http:// or https:// URL with a host, no
+ * query or fragment (kria appends "/TOKEN"), printable, at most 256. */
+static int check_CALLBACK(const char *s, char *err, size_t errlen) {
+  if (!*s) return 0;
+  size_t k = strncasecmp(s, "http://", 7) == 0 ? 7 : strncasecmp(s, "https://", 8) == 0 ? 8 : 0;
+  if (!k || !s[k] || s[k] == '/' || strlen(s) > 256 || !is_print_ascii(s, 0) ||
+      strpbrk(s, "?#"))
+    return fail(err, errlen,
+                "expected an http:// or https:// URL with a host, no query or fragment");
+  return 0;
+}
+
 /* "ip", "ip:port", "[ip6]", "[ip6]:port" or a bare IPv6 address. With
  * need_port, the port is required (and may be 0). */
 static int parse_address(const char *s, int need_port, int *is_loopback) {

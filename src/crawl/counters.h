@@ -144,7 +144,25 @@ enum { KR_UNIT_COUNT = 0, KR_UNIT_BYTES = 1 };
   X(signals_fp, "kria_signals_false_total", KR_UNIT_COUNT,                                        \
     "Visits of a listed URI that found unchanged what a signal said changed.", 1, ", %s false")  \
   X(signals_fn, "kria_signals_missed_total", KR_UNIT_COUNT,                                       \
-    "Visits of a listed URI that found a change no signal announced.", 1, ", %s missed)")
+    "Visits of a listed URI that found a change no signal announced.", 1, ", %s missed)")        \
+  X(websub_requests, "kria_websub_requests_total", KR_UNIT_COUNT,                                 \
+    "WebSub subscription requests (new and renewals) a hub took (2xx).", 1,                       \
+    "; websub: %s requests")                                                                      \
+  X(websub_request_errors, "kria_websub_request_errors_total", KR_UNIT_COUNT,                     \
+    "WebSub subscription requests that failed or a hub refused (asked again later).", 1,          \
+    " (%s failed)")                                                                               \
+  X(websub_verified, "kria_websub_verified_total", KR_UNIT_COUNT,                                 \
+    "WebSub verifications of intent confirmed (a lease granted or renewed).", 1,                  \
+    ", %s verified")                                                                              \
+  X(websub_denied, "kria_websub_denied_total", KR_UNIT_COUNT,                                     \
+    "WebSub subscriptions a hub denied (dropped).", 1, ", %s denied")                            \
+  X(websub_pushes, "kria_websub_pushes_total", KR_UNIT_COUNT,                                     \
+    "WebSub pushes accepted: their signature verified.", 1, ", %s pushes")                       \
+  X(websub_rejected, "kria_websub_rejected_total", KR_UNIT_COUNT,                                 \
+    "WebSub pushes ignored: signature missing or wrong.", 1, " (%s rejected)")                   \
+  X(websub_pulled, "kria_websub_pulled_total", KR_UNIT_COUNT,                                     \
+    "URIs a WebSub push made due now: its topic, and its items dated after their last visit.", 1, \
+    ", %s pulled forward")
 
 /* Each counter's index: KR_CTR_issued, ... KR_CTR__N. */
 enum kr_crawl_counter {

@@ -155,6 +155,16 @@ int kr_crawl_http_stats(const kr_crawl_t *c, kr_http_stats_t *out);
 /* The link cache's statistics (zero when there is none). */
 void kr_crawl_linkcache_stats(const kr_crawl_t *c, kr_linkcache_stats_t *out);
 kr_frontier_t *kr_crawl_frontier(kr_crawl_t *c);
+/* WebSub (websub.c), for the status server's /websub/TOKEN route.
+ * verify: the hub's verification of intent (hub.mode, hub.topic,
+ * hub.lease_seconds, 0 when absent): 200 (the caller echoes
+ * hub.challenge) or 404. notify: a push with its X-Hub-Signature (n = 0:
+ * none) and body: 202 (also for a bad signature: ignored, counted), 404
+ * for an unknown token. active: subscriptions with a lease running. */
+int kr_crawl_websub_verify(kr_crawl_t *c, kr_slice_t token, kr_slice_t mode, kr_slice_t topic,
+                           int64_t lease_s);
+int kr_crawl_websub_notify(kr_crawl_t *c, kr_slice_t token, kr_slice_t sig, kr_slice_t body);
+size_t kr_crawl_websub_active(const kr_crawl_t *c);
 /* The WARC writer (archive.h), NULL when WARC writing is off. */
 struct kr_archive *kr_crawl_archive(kr_crawl_t *c);
 /* The crawl's loop: front ends (kria demo) put their own handles on it
@@ -293,6 +303,7 @@ struct kr_crawl {
   kr_seeds_t scope_seeds;       /* the seeds in force, as kept in the state
                                    database (scopestate.h) */
   struct kr_scopestate_walk *scope_walk; /* a revival after a reload, in steps */
+  struct kr_websub *websub;     /* WebSub subscriptions (websub.c), NULL when off */
 };
 
 /* Settings for host (ASCII, any case). Never NULL. */
@@ -300,6 +311,16 @@ const kr_hostcfg_t *kr_crawl_hostcfg(kr_crawl_t *c, const char *host, size_t len
 uint64_t kr_crawl_now(const kr_crawl_t *c);
 /* Settings of host queue h (its key without the port). Never NULL. */
 const kr_hostcfg_t *kr__crawl_queue_hostcfg(kr_crawl_t *c, const kr_hostq_t *h);
+
+/* websub.c: with websub.callback set, load the stored subscriptions and
+ * schedule their renewals (after the frontier opened). 0 or KR_EDB. */
+int kr__websub_open(kr_crawl_t *c);
+/* No more requests (the crawl closes); free everything (kr_crawl_free). */
+void kr__websub_stop(kr_crawl_t *c);
+void kr__websub_free(kr_crawl_t *c);
+/* A feed (URL feed) named hub and self (as written; n = 0: none):
+ * subscribe to its topic unless it is. */
+void kr__websub_discovered(kr_crawl_t *c, const kr_url_t *feed, kr_slice_t hub, kr_slice_t self);
 
 /* The chain (procs.c): every processor of the crawl, in one table of
  * phases and order; kr_crawl_new puts it together. 0 or KR_E*. */

@@ -28,6 +28,7 @@
 #include "crawl.h"
 #include "internal.h"
 #include "kria/fp.h"
+#include "kria/websub.h"
 #include "log.h"
 #include "procs.h"
 
@@ -105,6 +106,23 @@ static int feed_body(kr_chain_fetch_t *cf, kr_processor_t *self, kr_stream_level
   return rc != 0;
 }
 
+/* WebSub discovery (websub.c): the hub and self of the Link headers,
+ * else of the document (WebSub 4: the headers take precedence). */
+static void websub_discover(kr_fetch_t *f, feed_ctx_t *x) {
+  kr_slice_t hub = {0}, self = {0};
+  for (size_t i = 0; f->resp && i < f->resp->nheaders; i++) {
+    const kr_http_header_t *h = &f->resp->headers[i];
+    if (!kr_slice_case_eq(h->name, KR_SLICE_LIT("link"))) continue;
+    if (!hub.n) kr_link_header_rel(h->value.p, h->value.n, "hub", &hub);
+    if (!self.n) kr_link_header_rel(h->value.p, h->value.n, "self", &self);
+  }
+  if (!hub.n || !self.n) {
+    hub = kr_feed_hub(x->feed);
+    self = kr_feed_self(x->feed);
+  }
+  kr__websub_discovered(f->crawl, f->url, hub, self);
+}
+
 static int feed_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
   kr_crawl_t *c = self->data;
@@ -124,6 +142,7 @@ static int feed_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
            kr_feed_error(x->feed));
   }
   kr_fetch_annotatef(f, "feed:%s", kr_feed_kind_name(kind));
+  if (c->websub && kind != KR_FEED_SITEMAP && kind != KR_FEED_SITEMAP_INDEX) websub_discover(f, x);
   return KR_PROC_NEXT;
 }
 

@@ -79,6 +79,9 @@ static int svc_open(kr_crawl_t *c, void **state, char *err, size_t errlen) {
     so.listen = listen;
     so.token = kr_config_str(g, KR_CFG_STATUS_TOKEN);
     so.max_clients = (uint32_t)kr_config_int(g, KR_CFG_STATUS_MAX_CLIENTS);
+    /* WebSub hubs verify and push at /websub/TOKEN without the bearer
+     * token: the unguessable TOKEN guards the route (src/crawl/websub.c) */
+    if (*kr_config_str(g, KR_CFG_WEBSUB_CALLBACK)) so.public_prefix = "/websub/";
     so.handler = kr__status_pages_handle;
     so.ud = s;
     rc = kr_status_start(&c->loop, &so, &s->status, err, errlen);

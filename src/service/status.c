@@ -27,6 +27,7 @@
 #include "log.h"
 
 #define AUTH_MAX 1024     /* Authorization value kept; longer never matches */
+#define SIG_MAX 256       /* X-Hub-Signature kept: sha512= and 128 hex digits fit */
 #define HOST_MAX 512
 #define FIELD_MAX 64      /* header names we care about are short */
 #define DRAIN_MAX (64u << 10)
@@ -200,7 +201,7 @@ int kr_status_json_str(kr_buf_t *b, const char *s, size_t n) {
 /* ---- clients ---------------------------------------------------------------------- */
 
 enum { C_READ, C_WRITE, C_LINGER, C_CLOSING };
-enum { H_OTHER, H_AUTH, H_HOST };
+enum { H_OTHER, H_AUTH, H_HOST, H_SIG };
 
 typedef struct client client_t;
 
@@ -234,7 +235,7 @@ struct client {
   int error;                  /* HTTP status decided while parsing */
   int field;                  /* H_*: the header whose value comes */
   int host_seen;
-  kr_buf_t url, fname, auth, host, body;
+  kr_buf_t url, fname, auth, host, body, sig;
   kr_buf_t head, out;         /* the response */
   uv_write_t wr;
   uv_shutdown_t sh;
@@ -255,6 +256,7 @@ static void client_free(client_t *c) {
   kr_buf_free(&c->auth);
   kr_buf_free(&c->host);
   kr_buf_free(&c->body);
+  kr_buf_free(&c->sig);
   kr_buf_free(&c->head);
   kr_buf_free(&c->out);
   kr_status_server_t *s = c->srv;
@@ -381,6 +383,8 @@ static void send_error(client_t *c, int status, const char *msg, const char *ext
   send_response(c, status, "application/json", extra, 0);
 }
 
+static int is_public(const client_t *c);
+
 static void handle(client_t *c) {
   kr_status_server_t *s = c->srv;
   if (c->error) {
@@ -414,7 +418,7 @@ static void handle(client_t *c) {
     send_error(c, 421, "Host must name a loopback address or localhost", NULL);
     return;
   }
-  if (req.method == KR_STATUS_POST) {
+  if (req.method == KR_STATUS_POST && !is_public(c)) {
     if (!s->token) {
       send_error(c, 403, "control requests are disabled: set status.token", NULL);
       return;
@@ -430,6 +434,7 @@ static void handle(client_t *c) {
   req.path = kr_slice(c->url.data, q ? (size_t)(q - c->url.data) : c->url.len);
   if (q) req.query = kr_slice(q + 1, c->url.len - (size_t)(q - c->url.data) - 1);
   req.body = kr_slice(c->body.data ? c->body.data : "", c->body.len);
+  if (c->sig.len) req.signature = kr_slice(c->sig.data, c->sig.len);
   kr_status_resp_t resp = {.status = 200, .content_type = "application/json", .body = &c->out};
   kr_buf_reset(&c->out);
   s->st.requests++;
@@ -482,6 +487,9 @@ static int on_header_field_complete(llhttp_t *p) {
   if (kr_slice_case_eq(f, KR_SLICE_LIT("authorization"))) {
     if (c->auth.len) return c->error = 400, -1; /* two Authorization headers */
     c->field = H_AUTH;
+  } else if (kr_slice_case_eq(f, KR_SLICE_LIT("x-hub-signature"))) {
+    if (c->sig.len) return c->error = 400, -1;
+    c->field = H_SIG;
   } else if (kr_slice_case_eq(f, KR_SLICE_LIT("host"))) {
     if (c->host_seen) return c->error = 400, -1;
     c->host_seen = 1;
@@ -494,22 +502,37 @@ static int on_header_field_complete(llhttp_t *p) {
 static int on_header_value(llhttp_t *p, const char *at, size_t n) {
   client_t *c = cl(p);
   if (head_add(c, n)) return -1;
-  kr_buf_t *b = c->field == H_AUTH ? &c->auth : c->field == H_HOST ? &c->host : NULL;
+  kr_buf_t *b = c->field == H_AUTH   ? &c->auth
+                : c->field == H_HOST ? &c->host
+                : c->field == H_SIG  ? &c->sig
+                                     : NULL;
   if (b && kr_buf_append(b, at, n)) return c->error = 431, -1;
   return 0;
+}
+
+/* Is the request's path under opts.public_prefix? */
+static int is_public(const client_t *c) {
+  const char *pre = c->srv->o.public_prefix;
+  size_t n = pre ? strlen(pre) : 0;
+  return n && c->url.len >= n && memcmp(c->url.data, pre, n) == 0;
+}
+
+static size_t body_max(const client_t *c) {
+  return is_public(c) ? c->srv->o.public_max_body_bytes : c->srv->o.max_body_bytes;
 }
 
 static int on_headers_complete(llhttp_t *p) {
   client_t *c = cl(p);
   c->headers_done = 1;
-  if ((p->flags & F_CONTENT_LENGTH) && p->content_length > c->srv->o.max_body_bytes)
+  if ((p->flags & F_CONTENT_LENGTH) && p->content_length > body_max(c))
     return c->error = 413, -1;
   return 0;
 }
 
 static int on_body(llhttp_t *p, const char *at, size_t n) {
   client_t *c = cl(p);
-  if (kr_buf_append(&c->body, at, n)) return c->error = 413, -1;
+  if (n > body_max(c) - c->body.len || kr_buf_append(&c->body, at, n))
+    return c->error = 413, -1;
   return 0;
 }
 
@@ -648,7 +671,9 @@ static void on_connection(uv_stream_t *ls, int status) {
   kr_buf_init(&c->fname, FIELD_MAX);
   kr_buf_init(&c->auth, AUTH_MAX);
   kr_buf_init(&c->host, HOST_MAX);
-  kr_buf_init(&c->body, s->o.max_body_bytes);
+  kr_buf_init(&c->body, KR_MAX(s->o.max_body_bytes,
+                               s->o.public_prefix ? s->o.public_max_body_bytes : 0));
+  kr_buf_init(&c->sig, SIG_MAX);
   kr_buf_init(&c->head, 4096);
   kr_buf_init(&c->out, s->o.max_response_bytes);
   llhttp_init(&c->parser, HTTP_REQUEST, &settings);
@@ -670,6 +695,7 @@ void kr_status_opts_default(kr_status_opts_t *o) {
   o->linger_ms = 1000;
   o->max_header_bytes = 8192;
   o->max_body_bytes = 4096;
+  o->public_max_body_bytes = 1u << 20;
   o->max_response_bytes = 16u << 20;
 }
 

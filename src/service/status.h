@@ -57,7 +57,9 @@ typedef struct kr_status_req {
   kr_slice_t path;      /* raw, from '/' up to '?' or the end */
   kr_slice_t query;     /* raw, after '?' ({NULL,0} when absent) */
   kr_slice_t body;      /* <= max_body_bytes */
-  int authorized;       /* POST: the bearer token matched (always 1 here) */
+  int authorized;       /* POST: the bearer token matched (always 1, but
+                           under opts.public_prefix: 0) */
+  kr_slice_t signature; /* X-Hub-Signature ({NULL,0} when absent) */
 } kr_status_req_t;
 
 /* The handler's answer. body is the server's buffer (capped at
@@ -87,6 +89,12 @@ typedef struct kr_status_opts {
   uint32_t linger_ms;             /* 1000: draining after the response */
   size_t max_header_bytes;        /* 8192: request line and headers */
   size_t max_body_bytes;          /* 4096 */
+  /* Paths under this prefix (e.g. "/websub/"; NULL none) take POSTs
+   * without the bearer token: their handler checks a token of its own
+   * (in the path), and their bodies may be up to public_max_body_bytes
+   * (1 MiB). */
+  const char *public_prefix;
+  size_t public_max_body_bytes;
   size_t max_response_bytes;      /* 16 MiB */
   kr_status_handler_fn handler;
   void *ud;

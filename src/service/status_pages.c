@@ -280,6 +280,7 @@ static void page_status(kr_service_t *s, kr_buf_t *b) {
   jw_u64(&w, "started", s->started_ms);
   jw_u64(&w, "uptime_ms", now > s->started_ms ? now - s->started_ms : 0);
   jw_u64(&w, "in_flight", cst.in_flight);
+  jw_u64(&w, "websub_active", kr_crawl_websub_active(c));
 
   size_t fv = offsetof(kr_progress_sample_t, visits);
   jw_open(&w, "rates", '{');
@@ -580,6 +581,9 @@ static void page_metrics(kr_service_t *s, kr_buf_t *b) {
   metric_u(b, "kria_paused", "gauge", "1 while dispatch is paused.", (uint64_t)cst.paused);
   metric_u(b, "kria_stopping", "gauge", "1 once the crawl is stopping.", (uint64_t)cst.stopping);
   metric_u(b, "kria_in_flight", "gauge", "Fetches running now.", cst.in_flight);
+  metric_u(b, "kria_websub_subscriptions_active", "gauge",
+           "WebSub subscriptions whose lease (as the hub granted it) runs now.",
+           kr_crawl_websub_active(c));
   kr_crawl_stats_t st; /* the crawl's counters, from their table */
   kr_crawl_get_stats(c, &st);
   kr_counters_metrics(&st, b);
@@ -1258,12 +1262,52 @@ void kr__status_pages_handle(void *ud, const kr_status_req_t *req, kr_status_res
   KR_TP_LEAVE();
 }
 
+/* WebSub callbacks, /websub/TOKEN (src/crawl/websub.c): a hub's GET
+ * verifies intent (200 with hub.challenge as the body, or 404), its POST
+ * pushes the topic's content (202, or 404 for an unknown token). */
+static void page_websub(kr_crawl_t *c, const kr_status_req_t *req, kr_status_resp_t *resp) {
+  kr_slice_t token = kr_slice(req->path.p + 8, req->path.n - 8);
+  resp->content_type = "text/plain; charset=utf-8";
+  if (req->method == KR_STATUS_POST) {
+    resp->status = kr_crawl_websub_notify(c, token, req->signature, req->body);
+    return;
+  }
+  kr_buf_t mode, topic, lease;
+  kr_buf_init(&mode, 64);
+  kr_buf_init(&topic, 8192);
+  kr_buf_init(&lease, 32);
+  int64_t lease_s = 0;
+  if (kr_status_query_param(req->query, "hub.lease_seconds", &lease) == 1) {
+    char *end;
+    long long v = strtoll(lease.data, &end, 10);
+    if (*end == '\0' && v > 0) lease_s = v;
+  }
+  resp->status = 404;
+  if (kr_status_query_param(req->query, "hub.mode", &mode) == 1 &&
+      kr_status_query_param(req->query, "hub.topic", &topic) == 1) {
+    kr_slice_t m = kr_slice(mode.data, mode.len);
+    /* a subscription is confirmed by echoing hub.challenge (into the
+     * body, read first): none, no confirmation */
+    int sub = kr_slice_eq(m, KR_SLICE_LIT("subscribe"));
+    if (!sub || kr_status_query_param(req->query, "hub.challenge", resp->body) == 1)
+      resp->status = kr_crawl_websub_verify(c, token, m, kr_slice(topic.data, topic.len), lease_s);
+    if (resp->status != 200) kr_buf_reset(resp->body);
+  }
+  kr_buf_free(&mode);
+  kr_buf_free(&topic);
+  kr_buf_free(&lease);
+}
+
 static void handle(void *ud, const kr_status_req_t *req, kr_status_resp_t *resp) {
   kr_service_t *s = ud;
   kr_crawl_t *c = s->c;
   int get = req->method != KR_STATUS_POST;
   if (!kr_crawl_frontier(c)) {
     error_json(resp, 503, "the crawl is closing");
+    return;
+  }
+  if (req->path.n > 8 && memcmp(req->path.p, "/websub/", 8) == 0) {
+    page_websub(c, req, resp);
     return;
   }
   if (path_is(req->path, "/pause") || path_is(req->path, "/resume") || path_is(req->path, "/stop")) {

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# WebSub against a small publisher and hub on loopback (websub_hub.mjs):
+# the seed feed names the hub and itself; kria subscribes (a form POST
+# with topic, a callback under websub.callback with its own token, a
+# lease and a secret), answers the hub's verification of intent with
+# the challenge (a wrong topic gets 404), and renews before the lease the
+# hub granted (3 s) ends. A signed push makes the feed due now and pulls
+# forward the pushed item dated after its last visit, not the other; a
+# push with a wrong signature is acknowledged but ignored; an unknown
+# token is 404. Every page's own wait is an hour, so only pushes bring
+# them back. After a restart the subscription comes from the state
+# database: it is renewed with the same callback, and a push signed with
+# the stored secret still pulls.
+. "$(dirname "$0")/lib.sh"
+
+[ -x "$KRIA" ] && "$KRIA" crawl --help >/dev/null 2>&1 || bail "kria crawl is not built ($KRIA)"
+command -v node >/dev/null || bail "node is needed for the hub"
+
+node "$KRIA_TOP/test/integration/websub_hub.mjs" "$T/hub.port" 3 2>"$T/hub.err" &
+_pids+=("$!")
+wait_until 10 test -s "$T/hub.port" || bail "the hub did not start: $(cat "$T/hub.err")"
+HUB="http://127.0.0.1:$(cat "$T/hub.port")"
+TOKEN=websub-test-token-0123456789
+
+# the callback names the status server's address, so its port is chosen
+# here, and kept for the restart (the callback must stay the same)
+SPORT=
+start_kria() {
+  local try
+  for try in 1 2 3 4 5; do
+    [ -n "$SPORT" ] && [ "$try" = 1 ] || SPORT=$(random_port)
+    cat >"$T/c.conf" <<EOF
+[http]
+allow-private-addresses = true
+[crawl]
+seeds = $T/seeds.txt
+state-dir = $T/state
+[politeness]
+min-delay = 0
+max-delay = 0
+delay-factor = 0
+[store]
+commit-interval = 10ms
+[status]
+listen = 127.0.0.1:$SPORT
+token = $TOKEN
+[websub]
+callback = http://127.0.0.1:$SPORT/websub
+[wait "default"]
+initial-wait = 1h
+min-wait = 1h
+EOF
+    rm -f "$T/state/status.addr"
+    timeout 60 "$KRIA" crawl -c "$T/c.conf" >"$T/out$1" 2>"$T/err$1" &
+    KPID=$!
+    _pids+=("$KPID")
+    wait_until 20 test -s "$T/state/status.addr" && return 0
+    wait "$KPID" 2>/dev/null
+  done
+  bail "kria did not start: $(tail -3 "$T/err$1")"
+}
+stop_kria() {
+  curl -s -X POST -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$SPORT/stop" >/dev/null
+  wait "$KPID"
+}
+
+hub_state() { curl -s "$HUB/_ctl/state" >"$T/state.json"; }
+# q EXPR: a figure of the hub's state (JS expression over s)
+q() { hub_state && node -e "const s = JSON.parse(require('fs').readFileSync('$T/state.json')); console.log($1)"; }
+gets() { q "s.gets['$1'] || 0"; }
+# qge EXPR N / qeq EXPR V: for wait_until (EXPR read again at each try)
+qge() { [ "$(q "$1")" -ge "$2" ]; }
+qeq() { [ "$(q "$1")" = "$2" ]; }
+push() { curl -s -X POST "$HUB/_ctl/push?$1"; }
+metric() { curl -s "http://127.0.0.1:$SPORT/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
+
+printf '%s\n' "$HUB/feed.xml" >"$T/seeds.txt"
+start_kria 1
+
+check "kria subscribes and the hub's verification is confirmed" \
+  wait_until 20 qge 's.verified.filter(v => v.status === 200 && v.echoed).length' 1
+is "$(q 's.requests[0].mode + " " + s.requests[0].topic + " " + s.requests[0].type')" \
+  "subscribe $HUB/feed.xml application/x-www-form-urlencoded" "a form POST: mode subscribe, the feed's self as topic"
+CALLBACK=$(q 's.requests[0].callback')
+like "$CALLBACK" "^http://127\\.0\\.0\\.1:$SPORT/websub/[0-9a-f]{32}\$" "the callback: websub.callback + a random token"
+like "$(q 's.requests[0].secret')" "^[0-9a-f]{32}\$" "a random secret"
+is "$(q 's.requests[0].lease')" 864000 "the lease asked: websub.lease (10d)"
+is "$(q 's.wrongTopic')" 404 "a verification for another topic is 404"
+check "the pages are visited once" wait_until 20 qeq "(s.gets['/item1'] || 0) + ',' + (s.gets['/item2'] || 0)" 1,1
+
+check "renewed before the granted 3 s lease ends, with the same callback" \
+  wait_until 20 qge "s.requests.filter(r => r.callback === '$CALLBACK').length" 2
+
+is "$(push 'sig=bad&item=1')" 202 "a push with a wrong signature is acknowledged (202)"
+is "$(push 'sig=none&item=1')" 202 "so is one without a signature"
+is "$(push 'sig=good&token=0123456789abcdef0123456789abcdef')" 404 "an unknown token is 404"
+is "$(metric kria_websub_rejected_total)" 2 "both unsigned pushes are counted as rejected"
+is "$(push 'sig=good&item=1')" 202 "a signed push is accepted (202)"
+check "the push makes the feed due now" wait_until 20 qge "s.gets['/feed.xml'] || 0" 2
+check "and pulls forward the item it dates after its last visit" wait_until 20 qeq "s.gets['/item1']" 2
+is "$(gets /item2)" 1 "not the one dated before"
+is "$(metric kria_websub_pushes_total)" 1 "one push accepted"
+like "$(metric kria_websub_verified_total)" "^[2-9]" "verifications counted"
+is "$(metric kria_websub_subscriptions_active)" 1 "one subscription active"
+like "$(curl -s "http://127.0.0.1:$SPORT/status")" '"websub_active":1' "/status shows it"
+is "$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$SPORT/pause")" 401 \
+  "other POST routes still need the status token"
+stop_kria
+is "$?" 0 "the crawl stops cleanly"
+
+NREQ=$(q "s.requests.length")
+start_kria 2
+check "after a restart the stored subscription is renewed with the same callback" \
+  wait_until 20 qge "s.requests.filter(r => r.callback === '$CALLBACK').length" "$((NREQ + 1))"
+is "$(push 'sig=good&item=2')" 202 "a push signed with the stored secret is accepted"
+check "and pulls forward its dated item" wait_until 20 qeq "s.gets['/item2']" 2
+is "$(q "s.requests.filter(r => r.callback !== '$CALLBACK').length")" 0 \
+  "no second subscription was made"
+stop_kria
+is "$?" 0 "the second run stops cleanly"
+done_testing
