@@ -310,6 +310,19 @@ static void cross_key_checks(void **state) {
             "t.conf:2: status.listen 0.0.0.0:8080 is not a loopback address, so status.token must be set");
   cfg = load_ok("[status]\nlisten = 0.0.0.0:8080\ntoken = 0123456789abcdef\n");
   kr_config_free(cfg);
+  /* a WebSub callback: an http(s) URL with a host, and the status server on */
+  one_error("[status]\nlisten = 127.0.0.1:0\n[websub]\ncallback = ftp://h/websub\n",
+            "websub.callback: bad value 'ftp://h/websub'");
+  one_error("[status]\nlisten = 127.0.0.1:0\n[websub]\ncallback = http:///websub\n",
+            "websub.callback: bad value");
+  one_error("[status]\nlisten = 127.0.0.1:0\n[websub]\ncallback = http://h/websub?x=1\n",
+            "websub.callback: bad value");
+  one_error("[websub]\ncallback = http://h:8080/websub\n",
+            "t.conf:2: websub.callback needs the status server (status.listen)");
+  cfg = load_ok("[status]\nlisten = 127.0.0.1:0\n[websub]\ncallback = https://h.example/websub\n");
+  assert_string_equal(kr_config_str(kr_config_global(cfg), KR_CFG_WEBSUB_CALLBACK),
+                      "https://h.example/websub");
+  kr_config_free(cfg);
   cfg = load_ok("[status]\nlisten = [::1]:0\n");
   assert_string_equal(kr_config_str(kr_config_global(cfg), KR_CFG_STATUS_LISTEN), "[::1]:0");
   kr_config_free(cfg);

@@ -136,6 +136,8 @@ typedef struct {
   char last_path[256];
   char last_query[256];
   char last_body[8192];
+  size_t last_body_len;
+  char last_sig[256];
   size_t fill;         /* handler writes this many bytes */
 } fx_t;
 
@@ -150,6 +152,9 @@ static void handler(void *ud, const kr_status_req_t *req, kr_status_resp_t *resp
   snprintf(fx->last_query, sizeof fx->last_query, "%.*s", (int)req->query.n,
            req->query.p ? req->query.p : "");
   snprintf(fx->last_body, sizeof fx->last_body, "%.*s", (int)req->body.n, req->body.p);
+  fx->last_body_len = req->body.n;
+  snprintf(fx->last_sig, sizeof fx->last_sig, "%.*s", (int)req->signature.n,
+           req->signature.p ? req->signature.p : "");
   resp->content_type = "text/plain";
   if (fx->fill) {
     for (size_t i = 0; i < fx->fill; i++)
@@ -162,6 +167,9 @@ static void handler(void *ud, const kr_status_req_t *req, kr_status_resp_t *resp
     resp->after_ud = fx;
   }
 }
+
+/* Set before fx_start: paths under it take POSTs without the token. */
+static const char *fx_public;
 
 /* evict_ms: how long a silent client holds its place against a newcomer
  * (fx_start: never, within a test). */
@@ -178,6 +186,8 @@ static void fx_start_evict(fx_t *fx, const char *token, uint32_t max_clients, ui
   o.linger_ms = 200;
   o.max_clients = max_clients;
   o.max_response_bytes = 100000;
+  o.public_prefix = fx_public;
+  o.public_max_body_bytes = 16384;
   o.handler = handler;
   o.ud = fx;
   char err[256];
@@ -539,6 +549,67 @@ static void control_with_token(void **state) {
   fx_stop(&fx);
 }
 
+/* Paths under the public prefix (WebSub callbacks) take POSTs without the
+ * token, unauthorized, with X-Hub-Signature passed on and bodies up to
+ * their own cap; every other POST still needs the token and the small
+ * cap. */
+static void public_prefix(void **state) {
+  (void)state;
+  fx_t fx;
+  fx_public = "/websub/";
+  fx_start(&fx, token, 16);
+  fx_public = NULL;
+  const char *r = EXCHANGE(&fx, "POST /websub/abc HTTP/1.1\r\nHost: localhost\r\n"
+                                "X-Hub-Signature: sha256=ff00\r\nContent-Length: 4\r\n\r\nbody");
+  assert_int_equal(status_of(r), 200);
+  assert_int_equal(fx.calls, 1);
+  assert_false(fx.last_authorized);
+  assert_string_equal(fx.last_path, "/websub/abc");
+  assert_string_equal(fx.last_sig, "sha256=ff00");
+  assert_string_equal(fx.last_body, "body");
+  r = EXCHANGE(&fx, "POST /websub/abc HTTP/1.1\r\nHost: localhost\r\nX-Hub-Signature: a\r\n"
+                    "X-Hub-Signature: b\r\nContent-Length: 0\r\n\r\n");
+  assert_int_equal(status_of(r), 400);
+  r = EXCHANGE(&fx, "POST /websubx HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n");
+  assert_int_equal(status_of(r), 401);
+  r = EXCHANGE(&fx, "POST /pause HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n");
+  assert_int_equal(status_of(r), 401);
+  assert_int_equal(fx.calls, 1);
+  char *req = malloc(64 << 10);
+  /* 10000 bytes: over max_body_bytes, under the public cap */
+  int n = snprintf(req, 64 << 10,
+                   "POST /websub/abc HTTP/1.1\r\nHost: localhost\r\nContent-Length: 10000\r\n\r\n");
+  memset(req + n, 'b', 10000);
+  assert_int_equal(status_of(exchange(&fx, req, (size_t)n + 10000)), 200);
+  assert_int_equal(fx.last_body_len, 10000);
+  assert_string_equal(fx.last_sig, "");
+  n = snprintf(req, 64 << 10,
+               "POST /websub/abc HTTP/1.1\r\nHost: localhost\r\nContent-Length: 20000\r\n\r\n");
+  memset(req + n, 'b', 20000);
+  assert_int_equal(status_of(exchange(&fx, req, (size_t)n + 20000)), 413);
+  /* chunked past the public cap */
+  n = snprintf(req, 64 << 10,
+               "POST /websub/abc HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n");
+  for (int i = 0; i < 20; i++) {
+    n += snprintf(req + n, (64 << 10) - (size_t)n, "400\r\n");
+    memset(req + n, 'c', 1024);
+    n += 1024;
+    n += snprintf(req + n, (64 << 10) - (size_t)n, "\r\n");
+  }
+  n += snprintf(req + n, (64 << 10) - (size_t)n, "0\r\n\r\n");
+  assert_int_equal(status_of(exchange(&fx, req, (size_t)n)), 413);
+  /* the token's routes keep the small cap */
+  n = snprintf(req, 64 << 10,
+               "POST /pause HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer %s\r\n"
+               "Content-Length: 5000\r\n\r\n",
+               token);
+  memset(req + n, 'b', 5000);
+  assert_int_equal(status_of(exchange(&fx, req, (size_t)n + 5000)), 413);
+  assert_int_equal(fx.calls, 2);
+  free(req);
+  fx_stop(&fx);
+}
+
 static void pipelined_once(void **state) {
   (void)state;
   fx_t fx;
@@ -626,6 +697,7 @@ int main(void) {
       cmocka_unit_test(client_cap),          cmocka_unit_test(silent_evicted),
       cmocka_unit_test(room_for_control),    cmocka_unit_test(control_without_token),
       cmocka_unit_test(control_with_token),  cmocka_unit_test(pipelined_once),
+      cmocka_unit_test(public_prefix),
       cmocka_unit_test(response_cap),        cmocka_unit_test(close_with_clients),
       cmocka_unit_test(start_refusals),
   };
