@@ -937,7 +937,7 @@ static void close_everything(kr_crawl_t *c) {
     if (c->log) kr_crawllog_flush(c->log);
     kr_archive_close(c->warc); /* records on disk before the last commit */
     kr_timer_stop(&c->disk_retry);
-    kr__websub_stop(c);
+    kr__crawl_websub_stop(c);
     kr__adapt_hosts_turn(c, kr_crawl_now(c), 1); /* into the last commit */
     int rc = kr_frontier_close(c->frontier);
     c->frontier = NULL;
@@ -1312,7 +1312,7 @@ int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out
     goto fail;
   }
 
-  if ((rc = kr__websub_open(c))) {
+  if ((rc = kr__crawl_websub_open(c))) {
     snprintf(err, errlen, "websub: cannot read the subscriptions: %s", kr_strerror(rc));
     goto fail;
   }
@@ -1402,7 +1402,7 @@ void kr_crawl_free(kr_crawl_t *c) {
     c->free_fetches = f->next;
     kr__fetch_destroy(f);
   }
-  kr__websub_free(c); /* after the loop ran the cancelled requests' ends */
+  kr__crawl_websub_free(c); /* after the loop ran the cancelled requests' ends */
   if (c->nprocs) kr_chain_free(&c->chain);
   kr__crawl_chain_close(c); /* what the processor modules keep for the crawl */
   kr_scope_free(c->scope);

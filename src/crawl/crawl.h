@@ -314,13 +314,13 @@ const kr_hostcfg_t *kr__crawl_queue_hostcfg(kr_crawl_t *c, const kr_hostq_t *h);
 
 /* websub.c: with websub.callback set, load the stored subscriptions and
  * schedule their renewals (after the frontier opened). 0 or KR_EDB. */
-int kr__websub_open(kr_crawl_t *c);
+int kr__crawl_websub_open(kr_crawl_t *c);
 /* No more requests (the crawl closes); free everything (kr_crawl_free). */
-void kr__websub_stop(kr_crawl_t *c);
-void kr__websub_free(kr_crawl_t *c);
+void kr__crawl_websub_stop(kr_crawl_t *c);
+void kr__crawl_websub_free(kr_crawl_t *c);
 /* A feed (URL feed) named hub and self (as written; n = 0: none):
  * subscribe to its topic unless it is. */
-void kr__websub_discovered(kr_crawl_t *c, const kr_url_t *feed, kr_slice_t hub, kr_slice_t self);
+void kr__crawl_websub_discovered(kr_crawl_t *c, const kr_url_t *feed, kr_slice_t hub, kr_slice_t self);
 
 /* The chain (procs.c): every processor of the crawl, in one table of
  * phases and order; kr_crawl_new puts it together. 0 or KR_E*. */

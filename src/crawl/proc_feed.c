@@ -120,7 +120,7 @@ static void websub_discover(kr_fetch_t *f, feed_ctx_t *x) {
     hub = kr_feed_hub(x->feed);
     self = kr_feed_self(x->feed);
   }
-  kr__websub_discovered(f->crawl, f->url, hub, self);
+  kr__crawl_websub_discovered(f->crawl, f->url, hub, self);
 }
 
 static int feed_run(kr_chain_fetch_t *cf, kr_processor_t *self) {

@@ -245,7 +245,7 @@ static int load_one(void *ud, const kr_store_websub_t *w) {
   return 0;
 }
 
-int kr__websub_open(kr_crawl_t *c) {
+int kr__crawl_websub_open(kr_crawl_t *c) {
   const kr_config_view_t *g = kr_config_global(c->cfg);
   const char *cb = kr_config_str(g, KR_CFG_WEBSUB_CALLBACK);
   if (!cb || !*cb) return 0;
@@ -258,12 +258,12 @@ int kr__websub_open(kr_crawl_t *c) {
   return kr_store_websub_each(kr_frontier_store(c->frontier), load_one, ws);
 }
 
-void kr__websub_stop(kr_crawl_t *c) {
+void kr__crawl_websub_stop(kr_crawl_t *c) {
   if (!c->websub) return;
   for (wsub_t *s = c->websub->head; s; s = s->next) kr_timer_stop(&s->renew);
 }
 
-void kr__websub_free(kr_crawl_t *c) {
+void kr__crawl_websub_free(kr_crawl_t *c) {
   struct kr_websub *ws = c->websub;
   if (!ws) return;
   while (ws->head) {
@@ -298,7 +298,7 @@ static int absolute(kr_slice_t raw, const kr_url_t *base, kr_buf_t *out) {
   return 0;
 }
 
-void kr__websub_discovered(kr_crawl_t *c, const kr_url_t *feed, kr_slice_t hub, kr_slice_t self) {
+void kr__crawl_websub_discovered(kr_crawl_t *c, const kr_url_t *feed, kr_slice_t hub, kr_slice_t self) {
   struct kr_websub *ws = c->websub;
   if (!ws || c->stopping || !hub.n || !self.n) return;
   kr_buf_t h, t;
