@@ -129,6 +129,7 @@ static void persist(struct kr_websub *ws, const wsub_t *s) {
 static void on_renew(kr_wheel_entry_t *e);
 
 static void schedule(wsub_t *s, uint64_t due) {
+  if (s->ws->c->closing) return;
   kr_timer_start(&s->ws->c->timers, &s->renew, due, on_renew);
 }
 

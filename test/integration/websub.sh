@@ -10,7 +10,7 @@
 # token is 404. Every page's own wait is an hour, so only pushes bring
 # them back. After a restart the subscription comes from the state
 # database: it is renewed with the same callback, and a push signed with
-# the stored secret still pulls.
+# the stored secret still pulls; a hub's denial drops the subscription.
 . "$(dirname "$0")/lib.sh"
 
 [ -x "$KRIA" ] && "$KRIA" crawl --help >/dev/null 2>&1 || bail "kria crawl is not built ($KRIA)"
@@ -116,6 +116,10 @@ is "$(push 'sig=good&item=2')" 202 "a push signed with the stored secret is acce
 check "and pulls forward its dated item" wait_until 20 qeq "s.gets['/item2']" 2
 is "$(q "s.requests.filter(r => r.callback !== '$CALLBACK').length")" 0 \
   "no second subscription was made"
+is "$(curl -s -X POST "$HUB/_ctl/deny")" 200 "the hub's denial is acknowledged"
+is "$(metric kria_websub_denied_total)" 1 "and counted"
+is "$(metric kria_websub_subscriptions_active)" 0 "the subscription is dropped"
+is "$(push 'sig=good&item=1')" 404 "its callback is gone (404)"
 stop_kria
 is "$?" 0 "the second run stops cleanly"
 done_testing

@@ -6,7 +6,7 @@
 // verifications, GETs per path), POST /_ctl/push?sig=good|bad|none
 // &item=N&token=TOKEN (sign and push a feed whose item N is dated in
 // 2099 to the last subscriber's callback, or TOKEN's; answers with the
-// status kria gave). Usage: node websub_hub.mjs PORTFILE LEASE
+// status kria gave), POST /_ctl/deny (hub.mode=denied at the callback). Usage: node websub_hub.mjs PORTFILE LEASE
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -90,6 +90,17 @@ const server = http.createServer(async (req, res) => {
   } else if (u.pathname === '/_ctl/state') {
     res.writeHead(200, { 'Content-Type': 'application/json' });
     res.end(JSON.stringify(state));
+  } else if (req.method === 'POST' && u.pathname === '/_ctl/deny') {
+    // the hub withdraws the subscription (WebSub 5.2: hub.mode=denied)
+    await body(req);
+    const sub = state.requests[state.requests.length - 1];
+    const d = new URL(sub.callback);
+    d.searchParams.set('hub.mode', 'denied');
+    d.searchParams.set('hub.topic', sub.topic);
+    d.searchParams.set('hub.reason', 'test');
+    const r = await fetch(d);
+    res.writeHead(200);
+    res.end(String(r.status));
   } else if (req.method === 'POST' && u.pathname === '/_ctl/push') {
     await body(req);
     try {
