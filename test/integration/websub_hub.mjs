@@ -1,6 +1,6 @@
 // A small WebSub publisher and hub on loopback for test/integration/websub.sh.
 // One server: GET /feed.xml (an Atom feed naming /hub and itself),
-// /item1 and /item2 (pages); POST /hub takes subscription requests (202),
+// /item1 and /item2 (pages, changed by each signed push of their item); POST /hub takes subscription requests (202),
 // then verifies intent at the callback as the hub grants LEASE seconds.
 // Control for the test: GET /_ctl/state (JSON: subscription requests,
 // verifications, GETs per path), POST /_ctl/push?sig=good|bad|none
@@ -13,7 +13,7 @@ import http from 'node:http';
 
 const [portFile, leaseArg] = process.argv.slice(2);
 const lease = Number(leaseArg || 3);
-const state = { requests: [], verified: [], gets: {} };
+const state = { requests: [], verified: [], gets: {}, versions: {} };
 let base = '';
 
 function feed(newItem) {
@@ -55,9 +55,12 @@ async function push(q) {
   const sub = state.requests[state.requests.length - 1];
   const token = q.get('token');
   const url = token ? sub.callback.replace(/[^/]*$/, token) : sub.callback;
-  const doc = Buffer.from(feed(Number(q.get('item') || 1)));
-  const headers = { 'Content-Type': 'application/atom+xml' };
   const sig = q.get('sig') || 'good';
+  const item = Number(q.get('item') || 1);
+  const doc = Buffer.from(feed(item));
+  // the pushed item's page changes with the push
+  if (sig === 'good') state.versions[`/item${item}`] = (state.versions[`/item${item}`] || 0) + 1;
+  const headers = { 'Content-Type': 'application/atom+xml' };
   if (sig !== 'none') {
     const key = sig === 'good' ? sub.secret : 'not the secret';
     headers['X-Hub-Signature'] = 'sha256=' + crypto.createHmac('sha256', key).update(doc).digest('hex');
@@ -75,7 +78,7 @@ const server = http.createServer(async (req, res) => {
     res.end(feed(0));
   } else if (req.method === 'GET' && /^\/item[12]$/.test(u.pathname)) {
     res.writeHead(200, { 'Content-Type': 'text/html' });
-    res.end(`<p>${u.pathname}</p>`);
+    res.end(`<p>${u.pathname} version ${state.versions[u.pathname] || 0}</p>`);
   } else if (req.method === 'POST' && u.pathname === '/hub') {
     const form = new URLSearchParams((await body(req)).toString());
     const sub = {
