@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # WebSub against a small publisher and hub on loopback (websub_hub.mjs):
-# the seed feed names the hub and itself; kria subscribes (a form POST
+# the seed feed's Link headers name the hub and the feed itself (the
+# document names another hub: the headers win); kria subscribes (a form POST
 # with topic, a callback under websub.callback with its own token, a
 # lease and a secret), answers the hub's verification of intent with
 # the challenge (a wrong topic gets 404), and renews before the lease the

@@ -1,5 +1,6 @@
 // A small WebSub publisher and hub on loopback for test/integration/websub.sh.
-// One server: GET /feed.xml (an Atom feed naming /hub and itself),
+// One server: GET /feed.xml (an Atom feed; its Link headers name /hub
+// and the feed, relative, while the document names another hub),
 // /item1 and /item2 (pages, changed by each signed push of their item); POST /hub takes subscription requests (202),
 // then verifies intent at the callback as the hub grants LEASE seconds.
 // Control for the test: GET /_ctl/state (JSON: subscription requests,
@@ -16,11 +17,13 @@ const lease = Number(leaseArg || 3);
 const state = { requests: [], verified: [], gets: {}, versions: {} };
 let base = '';
 
-function feed(newItem) {
+// docHub: the hub the document names (the Link headers of GET /feed.xml
+// name the real one, and take precedence)
+function feed(newItem, docHub = `${base}/hub`) {
   const date = (n) => (n === newItem ? '2099-01-01T00:00:00Z' : '2000-01-01T00:00:00Z');
   return `<?xml version="1.0" encoding="utf-8"?>
 <feed xmlns="http://www.w3.org/2005/Atom"><title>t</title>
-<link rel="hub" href="${base}/hub"/><link rel="self" href="${base}/feed.xml"/>
+<link rel="hub" href="${docHub}"/><link rel="self" href="${base}/feed.xml"/>
 <updated>2000-01-01T00:00:00Z</updated>
 <entry><id>1</id><link href="${base}/item1"/><updated>${date(1)}</updated></entry>
 <entry><id>2</id><link href="${base}/item2"/><updated>${date(2)}</updated></entry>
@@ -74,8 +77,11 @@ const server = http.createServer(async (req, res) => {
   if (req.method === 'GET' && !u.pathname.startsWith('/_ctl/'))
     state.gets[u.pathname] = (state.gets[u.pathname] || 0) + 1;
   if (req.method === 'GET' && u.pathname === '/feed.xml') {
-    res.writeHead(200, { 'Content-Type': 'application/atom+xml' });
-    res.end(feed(0));
+    res.writeHead(200, {
+      'Content-Type': 'application/atom+xml',
+      Link: `<${base}/hub>; rel="hub", </feed.xml>; rel="self"`,
+    });
+    res.end(feed(0, `${base}/not-the-hub`));
   } else if (req.method === 'GET' && /^\/item[12]$/.test(u.pathname)) {
     res.writeHead(200, { 'Content-Type': 'text/html' });
     res.end(`<p>${u.pathname} version ${state.versions[u.pathname] || 0}</p>`);
