@@ -1156,6 +1156,7 @@ static void teardown(kr_crawl_t *c) {
     c->dns = NULL;
     if (c->frontier) kr_frontier_close(c->frontier);
     c->frontier = NULL;
+    kr__crawl_websub_stop(c); /* its renewals off the wheel before it closes */
     if (c->timers.clock) kr_timers_close(&c->timers, NULL);
     close_handle((uv_handle_t *)&c->check);
     close_handle((uv_handle_t *)&c->prepare);
