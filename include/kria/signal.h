@@ -5,9 +5,7 @@
  *
  * ---- Signals --------------------------------------------------------------
  * A signal says "URI u changed at time T": a sitemap <lastmod> (source
- * LASTMOD), a feed item's date or a feed entry first seen (source FEED),
- * a WebSub push (source WEBSUB: the topic changed at the push, a pushed
- * item at its date; pulled without the precision gate, see websub.c).
+ * LASTMOD), a feed item's date or a feed entry first seen (source FEED).
  * A URI is covered by a source once one of its documents listed it. At
  * each visit of a covered URI with a known content state (not its first),
  * the signals since the previous visit are compared with what the change
@@ -60,10 +58,10 @@
  * changes the signals did not announce, and the estimate follows them.
  *
  * ---- Serialization (kr_sig_host_encode) ------------------------------------
- * Format version 1, exactly KR_SIG_HOST_BYTES (62) bytes:
+ * Format version 1, exactly KR_SIG_HOST_BYTES (42) bytes:
  *   byte 0    0x01 (format version; any other is refused)
- *   byte 1    number of sources (3; any other is refused)
- *   then per source (LASTMOD, FEED, WEBSUB), five little-endian uint32:
+ *   byte 1    number of sources (2; any other is refused)
+ *   then per source (LASTMOD, FEED), five little-endian uint32:
  *             tp, fp, fn in 1/1024ths (at most KR_SIG_COUNT_MAX), seen,
  *             verified
  * A damaged blob (length, version, sources, a count out of range) is
@@ -78,9 +76,8 @@
 typedef enum kr_sig_source {
   KR_SIG_LASTMOD = 0, /* sitemap <lastmod> */
   KR_SIG_FEED = 1,    /* feed item date, or a new entry */
-  KR_SIG_WEBSUB = 2,  /* a WebSub push */
 } kr_sig_source_t;
-#define KR_SIG_SOURCES 3
+#define KR_SIG_SOURCES 2
 
 typedef struct kr_sig_params {
   double prior_a, prior_b; /* Beta prior of precision and recall (1, 1) */
@@ -101,7 +98,7 @@ typedef struct kr_sig_rel {
   uint32_t verified;  /* visits that gave a TP, FP or FN (saturating) */
 } kr_sig_rel_t;
 
-/* One host's reliability, per source: 60 bytes in memory. */
+/* One host's reliability, per source: 40 bytes in memory. */
 typedef struct kr_sig_host {
   kr_sig_rel_t src[KR_SIG_SOURCES];
 } kr_sig_host_t;
@@ -138,11 +135,11 @@ double kr_sig_stretch(const kr_sig_rel_t *r, const kr_sig_params_t *p, uint64_t 
 static inline int kr_sig_is_news(int64_t claim_s, int64_t prev_visit_s) {
   return claim_s > 0 && claim_s > prev_visit_s;
 }
-/* "lastmod", "feed", "websub". */
+/* "lastmod", "feed". */
 const char *kr_sig_source_name(kr_sig_source_t s);
 
 #define KR_SIG_VERSION 1
-#define KR_SIG_HOST_BYTES 62
+#define KR_SIG_HOST_BYTES 42
 #define KR_SIG_COUNT_MAX 1000000.0
 /* Encode into out (exactly KR_SIG_HOST_BYTES). Counts beyond the range
  * are clamped. */

@@ -26,10 +26,7 @@ void kr_sig_params_default(kr_sig_params_t *p) {
 }
 
 const char *kr_sig_source_name(kr_sig_source_t s) {
-  return s == KR_SIG_LASTMOD  ? "lastmod"
-         : s == KR_SIG_FEED   ? "feed"
-         : s == KR_SIG_WEBSUB ? "websub"
-                              : "?";
+  return s == KR_SIG_LASTMOD ? "lastmod" : s == KR_SIG_FEED ? "feed" : "?";
 }
 
 /* ---- counts -------------------------------------------------------------------- */

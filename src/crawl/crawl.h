@@ -322,12 +322,6 @@ void kr__crawl_websub_free(kr_crawl_t *c);
  * subscribe to its topic unless it is. */
 void kr__crawl_websub_discovered(kr_crawl_t *c, const kr_url_t *feed, kr_slice_t hub, kr_slice_t self);
 
-/* proc_wait.c: a change claim from outside the chain (a WebSub push):
- * the URI of canonical url changed at at_s (epoch s), said source src;
- * verified at its next visit like the claims of feeds and sitemaps. */
-void kr__crawl_sig_claim(kr_crawl_t *c, const char *url, size_t n, int64_t at_s,
-                         kr_sig_source_t src);
-
 /* The chain (procs.c): every processor of the crawl, in one table of
  * phases and order; kr_crawl_new puts it together. 0 or KR_E*. */
 int kr__crawl_chain_build(kr_crawl_t *c);

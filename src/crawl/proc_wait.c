@@ -414,10 +414,7 @@ static int verify_claim(kr_fetch_t *f, kr_content_t state) {
   c->st.signals_fp += v == KR_SIG_FP;
   c->st.signals_fn += v == KR_SIG_FN;
   kr_fetch_annotatef(f, "sig:%s:%s", kr_sig_source_name((kr_sig_source_t)e->source), names[v]);
-  /* a push pulls without the precision gate (websub.c): its visits came
-   * for the claim whenever it was news */
-  return signalled &&
-         (e->source == KR_SIG_WEBSUB || kr_sig_pulls(&ah->sig.src[e->source], &f->hc->sig));
+  return signalled && kr_sig_pulls(&ah->sig.src[e->source], &f->hc->sig);
 }
 
 /* The wait's factor from the URI's host's signals (1: none). */
@@ -640,18 +637,6 @@ static void record_claims(kr_fetch_t *f, uint64_t now) {
     adapt_host_changed(c, ah);
   }
   (void)now;
-}
-
-void kr__crawl_sig_claim(kr_crawl_t *c, const char *url, size_t n, int64_t at_s,
-                         kr_sig_source_t src) {
-  claim_t *e = at_s > 0 ? claim_get(c, kr_fp(url, n)) : NULL;
-  if (!e || at_s <= e->at_s) return;
-  e->at_s = at_s;
-  e->source = src;
-  c->st.signals_seen++;
-  kr_link_t l = {.url = url, .url_len = n};
-  kr_hostq_t *h = link_host(c, &l);
-  if (h) kr_sig_seen(&adapt_host(c, h, kr__crawl_queue_hostcfg(c, h)->est.x_min)->sig.src[src]);
 }
 
 /* 1 when the signals of a dated item's URI's host have verified (or are

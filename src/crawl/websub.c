@@ -32,10 +32,8 @@
  *            now and pulls forward the pushed feed's items whose date is
  *            after their URI's last visit: known URIs only (a push names
  *            no new URI into the scope: the topic's fetch, now due, finds
- *            new items the usual way). Each pull is a claim of source
- *            WEBSUB (signal.h) that the next visit verifies into the
- *            host's reliability (crawl.log sig:websub:tp|fp), but pushes
- *            pull without the precision gate of sitemap and feed dates:
+ *            new items the usual way). Pushes are believed without the
+ *            per-host verification of sitemap and feed dates (signal.h):
  *            the hub pushes what the publisher published.
  * Sections: the table, requests, the crawl's side, the callbacks.
  */
@@ -367,8 +365,7 @@ int kr_crawl_websub_verify(kr_crawl_t *c, kr_slice_t token, kr_slice_t mode, kr_
 }
 
 /* Make url (resolved against base) due now when it is a known URI whose
- * last visit is before claim_s (0: now, the push's time: the topic),
- * with a WEBSUB claim for its next visit to verify. 1 pulled, 0 not. */
+ * last visit is before claim_s (0: whatever it was). 1 pulled, 0 not. */
 static int pull(kr_crawl_t *c, kr_slice_t raw, const kr_url_t *base, int64_t claim_s) {
   kr_url_t *u = NULL;
   int pulled = 0;
@@ -381,11 +378,8 @@ static int pull(kr_crawl_t *c, kr_slice_t raw, const kr_url_t *base, int64_t cla
   if (kr_store_uri_get(kr_frontier_store(c->frontier), kr_fp(c->canon_buf.data, c->canon_buf.len),
                        &row) != 1)
     goto out;
+  if (claim_s && !kr_sig_is_news(claim_s, (int64_t)(row.last_visit / 1000))) goto out;
   uint64_t now = kr_crawl_now(c);
-  if (!claim_s) claim_s = (int64_t)(now / 1000); /* the topic: changed by the push */
-  if (!kr_sig_is_news(claim_s, (int64_t)(row.last_visit / 1000))) goto out;
-  /* a claim of its own, verified at the visit (signal.h) */
-  kr__crawl_sig_claim(c, c->canon_buf.data, c->canon_buf.len, claim_s, KR_SIG_WEBSUB);
   kr_link_t l = {.url = c->canon_buf.data,
                  .url_len = c->canon_buf.len,
                  .directive = KR_DIRECTIVE_HIGH,

@@ -50,7 +50,6 @@ static void verdicts(void **state) {
   assert_true(kr_sig_precision_lb(&z, &p) >= 0 && kr_sig_precision_lb(&z, &p) < 0.1);
   assert_string_equal(kr_sig_source_name(KR_SIG_LASTMOD), "lastmod");
   assert_string_equal(kr_sig_source_name(KR_SIG_FEED), "feed");
-  assert_string_equal(kr_sig_source_name(KR_SIG_WEBSUB), "websub");
   assert_true(kr_sig_is_news(100, 99));
   assert_false(kr_sig_is_news(99, 99));
   assert_false(kr_sig_is_news(0, 0));
@@ -158,7 +157,6 @@ static void encoding(void **state) {
   kr_sig_host_init(&h);
   visits(&h.src[KR_SIG_LASTMOD], &p, HONEST, 300, 0.5);
   visits(&h.src[KR_SIG_FEED], &p, NOW, 77, 0.3);
-  visits(&h.src[KR_SIG_WEBSUB], &p, HONEST, 40, 0.2);
   uint8_t b[KR_SIG_HOST_BYTES];
   kr_sig_host_encode(&h, b);
   assert_int_equal(b[0], KR_SIG_VERSION);
@@ -189,9 +187,7 @@ static void encoding(void **state) {
   b2[0] = 2;
   assert_int_equal(kr_sig_host_decode(&g, b2, sizeof b2), KR_EINVAL);
   b2[0] = KR_SIG_VERSION;
-  b2[1] = KR_SIG_SOURCES + 1;
-  assert_int_equal(kr_sig_host_decode(&g, b2, sizeof b2), KR_EINVAL);
-  b2[1] = 2; /* before WEBSUB */
+  b2[1] = 3;
   assert_int_equal(kr_sig_host_decode(&g, b2, sizeof b2), KR_EINVAL);
   b2[1] = KR_SIG_SOURCES;
   memset(b2 + 2 + 20 + 4, 0xff, 4); /* the feed's fp count */
