@@ -476,6 +476,30 @@ double kr_plan_h(double x) {
   return sum;
 }
 
+/* x in (lo, hi) with f(x) = y for a rising f with slope df, by Newton
+ * steps kept inside the bracket (bisection when a step leaves it), from
+ * the guess x; at most 100 steps. The inverses of h and g share it. */
+static double newton_root(double (*f)(double), double (*df)(double), double y, double lo,
+                          double hi, double x) {
+  for (int it = 0; it < 100; it++) {
+    double r = f(x) - y;
+    if (r == 0) break;
+    if (r < 0) lo = x;
+    else hi = x;
+    double d = df(x);
+    double next = d > 0 ? x - r / d : 0.5 * (lo + hi);
+    if (!(next > lo && next < hi)) next = 0.5 * (lo + hi);
+    if (fabs(next - x) <= 1e-15 * x || hi - lo <= 1e-15 * hi) {
+      x = next;
+      break;
+    }
+    x = next;
+  }
+  return x;
+}
+
+static double h_slope(double x) { return x * exp(-x); } /* h'(x) */
+
 double kr_plan_h_inv(double y) {
   if (!(y > 0)) return 0.0;
   if (y >= 1.0) return INFINITY;
@@ -487,21 +511,7 @@ double kr_plan_h_inv(double y) {
   }
   double x = y < 0.5 ? sqrt(2 * y) : 0.5 * (lo + hi);
   if (!(x > lo && x < hi)) x = 0.5 * (lo + hi);
-  for (int it = 0; it < 100; it++) {
-    double g = kr_plan_h(x) - y;
-    if (g == 0) break;
-    if (g < 0) lo = x;
-    else hi = x;
-    double d = x * exp(-x); /* h'(x) */
-    double next = d > 0 ? x - g / d : 0.5 * (lo + hi);
-    if (!(next > lo && next < hi)) next = 0.5 * (lo + hi);
-    if (fabs(next - x) <= 1e-15 * x || hi - lo <= 1e-15 * hi) {
-      x = next;
-      break;
-    }
-    x = next;
-  }
-  return x;
+  return newton_root(kr_plan_h, h_slope, y, lo, hi, x);
 }
 
 double kr_plan_versions(double lambda, double f) {
@@ -592,6 +602,8 @@ double kr_plan_g(double x) {
   return sum;
 }
 
+static double g_slope(double x) { return -expm1(-x); } /* g'(x) */
+
 double kr_plan_g_inv(double y) {
   if (!(y > 0)) return 0.0;
   if (isinf(y)) return INFINITY;
@@ -601,21 +613,7 @@ double kr_plan_g_inv(double y) {
   if (kr_plan_g(lo) > y) lo = 0; /* rounding */
   double x = y < 1 ? sqrt(2 * y) : y + 1.0 - exp(-(y + 1.0));
   if (!(x > lo && x < hi)) x = 0.5 * (lo + hi);
-  for (int it = 0; it < 100; it++) {
-    double gx = kr_plan_g(x) - y;
-    if (gx == 0) break;
-    if (gx < 0) lo = x;
-    else hi = x;
-    double d = -expm1(-x); /* g'(x) */
-    double next = d > 0 ? x - gx / d : 0.5 * (lo + hi);
-    if (!(next > lo && next < hi)) next = 0.5 * (lo + hi);
-    if (fabs(next - x) <= 1e-15 * x || hi - lo <= 1e-15 * hi) {
-      x = next;
-      break;
-    }
-    x = next;
-  }
-  return x;
+  return newton_root(kr_plan_g, g_slope, y, lo, hi, x);
 }
 
 /* The objective's inverse marginal: x with k(x) = y (h for versions and
