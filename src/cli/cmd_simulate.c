@@ -245,16 +245,6 @@ static void run_part(void *ud, size_t k, void *res) {
   part_t *pt = res;
   kr_sim_opts_t so = *j->o;
   if (j->policy == KR_SIM_FIXED) so.fixed_interval_ms = j->fixed_ms;
-  if (j->sp->nshards > 1 && kr_sim_policy_is_global(j->policy)) {
-    /* one bandwidth for every host: the first shard runs the whole
-     * world, the others add nothing to the merge */
-    memset(pt, 0, sizeof *pt);
-    pt->res.policy = j->policy;
-    pt->res.politeness_min_gap_ms = -1;
-    if (t->shard) return;
-    pt->rc = kr_sim_run_ex(j->w, &so, j->policy, &pt->res, NULL, pt->err, sizeof pt->err);
-    return;
-  }
   if (j->sp->nshards > 1) {
     so.shard_of = j->sp->shard_of;
     so.shard = t->shard;
@@ -1077,6 +1067,7 @@ typedef struct seedrun {
   kr_sim_world_t *w;
   kr_sim_opts_t o;
   split_t sp;
+  split_t whole; /* for the policies that cannot be split (one bandwidth) */
   uint32_t *shard_of;
   job_t *jobs[KR_SIM_POLICIES * 2]; /* in print order once run */
   size_t nj;
@@ -1088,7 +1079,9 @@ static job_t *job_new(seedrun_t *sr, kr_sim_policy_t p, int64_t fixed_ms) {
   j->fixed_ms = fixed_ms;
   j->w = sr->w;
   j->o = &sr->o;
-  j->sp = &sr->sp;
+  /* one bandwidth for every host couples them: the run stays whole, one
+   * task of the pool beside the other policies' shards */
+  j->sp = kr_sim_policy_is_global(p) ? &sr->whole : &sr->sp;
   sr->jobs[sr->nj++] = j;
   return j;
 }
@@ -1199,6 +1192,7 @@ int kr_cmd_simulate(int argc, char **argv) {
     sr[k].o.invariants = args.check;
     rc = load_world(&args, sr[k].o.seed, &sr[k].w);
     sr[k].sp = (split_t){.nshards = 1, .shard_of = NULL};
+    sr[k].whole = sr[k].sp;
     if (!rc && args.jobs_par > 1) {
       size_t n = kr_sim_world_count(sr[k].w);
       sr[k].shard_of = kr_xcalloc(n ? n : 1, sizeof *sr[k].shard_of);
