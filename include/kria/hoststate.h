@@ -53,7 +53,9 @@
  *   4 PRIORS   the informed priors' pool: kr_prior_pool_encode's
  *                bytes (prior.h "Pool format"), at most 3,937 bytes
  *   5 SIGNALS  the change signals' reliability per source:
- *                kr_sig_host_encode's KR_SIG_HOST_BYTES (signal.h)
+ *                kr_sig_host_encode's bytes (signal.h): 62 for the three
+ *                sources written today, 42 in the records written
+ *                before WEBSUB (read, the push source then fresh)
  * Not kept: the allocator's fetch window (win_t0, win_n: a window across
  * a restart would count the downtime as a slow host) and the update
  * counters since the last solve; x_min, which is configuration.
@@ -78,7 +80,7 @@
  * 8 = 96, the version byte and 3 + 3 + 2 of section heads (a count of
  * 5 bytes in every bucket is more than the totals allow: a bound). A
  * full pool adds 1 + 8 + 88 + (8 + 32) x (8 + 88) = 3,937 (+ 3 of head)
- * and the signals 42 (+ 2): at most 7,224 bytes in all, under the cap of
+ * and the signals 62 (+ 2): at most 7,244 bytes in all, under the cap of
  * 8,192 (a section's length stays a two-byte varint below 2^14). A host whose URIs
  * change at a few dozen distinct rates takes 100-400 bytes without a
  * pool (bench/RESULTS.md); a pool takes 97 bytes and 96 per group.
@@ -95,7 +97,7 @@
 #include "kria/validators.h"
 
 #define KR_HOSTSTATE_VERSION 1
-#define KR_HOSTSTATE_BYTES 8192 /* hard cap of a record (at most 7,224: above) */
+#define KR_HOSTSTATE_BYTES 8192 /* hard cap of a record (at most 7,244: above) */
 _Static_assert(KR_HOSTSTATE_BYTES < (1 << 14), "a section length is two varint bytes at most");
 #define KR_HOSTSTATE_X_MAX 1e6  /* changes per visit; the solver stays far below */
 

@@ -1,11 +1,15 @@
 /*
- * Change signals as evidence: how far to believe what a host's sitemaps
- * and feeds say about its pages' changes, and what a believed signal does
- * to a URI's revisits. Pure: no loop, no database, no globals.
+ * Change signals as evidence: how far to believe what a host's sitemaps,
+ * feeds and WebSub hubs say about its pages' changes, and what a believed
+ * signal does to a URI's revisits. Pure: no loop, no database, no globals.
  *
  * ---- Signals --------------------------------------------------------------
  * A signal says "URI u changed at time T": a sitemap <lastmod> (source
- * LASTMOD), a feed item's date or a feed entry first seen (source FEED).
+ * LASTMOD), a feed item's date or a feed entry first seen (source FEED),
+ * a WebSub push (source WEBSUB: the pushed topic changed at the push, a
+ * pushed item at its date). A push is verified and gated like the others:
+ * a hub that pushes what did not change loses its pulls as a lying
+ * lastmod does.
  * A URI is covered by a source once one of its documents listed it. At
  * each visit of a covered URI with a known content state (not its first),
  * the signals since the previous visit are compared with what the change
@@ -58,14 +62,19 @@
  * changes the signals did not announce, and the estimate follows them.
  *
  * ---- Serialization (kr_sig_host_encode) ------------------------------------
- * Format version 1, exactly KR_SIG_HOST_BYTES (42) bytes:
+ * Format version 1, 2 + 20 x sources bytes (KR_SIG_HOST_BYTES, 62, as
+ * written today):
  *   byte 0    0x01 (format version; any other is refused)
- *   byte 1    number of sources (2; any other is refused)
- *   then per source (LASTMOD, FEED), five little-endian uint32:
- *             tp, fp, fn in 1/1024ths (at most KR_SIG_COUNT_MAX), seen,
- *             verified
- * A damaged blob (length, version, sources, a count out of range) is
- * refused with KR_EINVAL and leaves a fresh state.
+ *   byte 1    number of sources n (written: KR_SIG_SOURCES, 3)
+ *   then per source (LASTMOD, FEED, WEBSUB, in enum order), five
+ *             little-endian uint32: tp, fp, fn in 1/1024ths (at most
+ *             KR_SIG_COUNT_MAX), seen, verified
+ * A source is only ever added at the end, so a reader takes any n from
+ * KR_SIG_SOURCES_MIN (2: the records written before WEBSUB, 42 bytes;
+ * their missing sources start fresh) up, and skips the sources past its
+ * own (a newer build's). A damaged blob (length not 2 + 20 n, version,
+ * n below the minimum, a count out of range) is refused with KR_EINVAL
+ * and leaves a fresh state.
  */
 #ifndef KRIA_SIGNAL_H
 #define KRIA_SIGNAL_H
@@ -76,8 +85,10 @@
 typedef enum kr_sig_source {
   KR_SIG_LASTMOD = 0, /* sitemap <lastmod> */
   KR_SIG_FEED = 1,    /* feed item date, or a new entry */
+  KR_SIG_WEBSUB = 2,  /* a WebSub push (add new sources after it) */
 } kr_sig_source_t;
-#define KR_SIG_SOURCES 2
+#define KR_SIG_SOURCES 3
+#define KR_SIG_SOURCES_MIN 2 /* the fewest a stored record has (before WEBSUB) */
 
 typedef struct kr_sig_params {
   double prior_a, prior_b; /* Beta prior of precision and recall (1, 1) */
@@ -98,7 +109,7 @@ typedef struct kr_sig_rel {
   uint32_t verified;  /* visits that gave a TP, FP or FN (saturating) */
 } kr_sig_rel_t;
 
-/* One host's reliability, per source: 40 bytes in memory. */
+/* One host's reliability, per source: 60 bytes in memory. */
 typedef struct kr_sig_host {
   kr_sig_rel_t src[KR_SIG_SOURCES];
 } kr_sig_host_t;
@@ -135,17 +146,17 @@ double kr_sig_stretch(const kr_sig_rel_t *r, const kr_sig_params_t *p, uint64_t 
 static inline int kr_sig_is_news(int64_t claim_s, int64_t prev_visit_s) {
   return claim_s > 0 && claim_s > prev_visit_s;
 }
-/* "lastmod", "feed". */
+/* "lastmod", "feed", "websub". */
 const char *kr_sig_source_name(kr_sig_source_t s);
 
 #define KR_SIG_VERSION 1
-#define KR_SIG_HOST_BYTES 42
+#define KR_SIG_HOST_BYTES (2 + 20 * KR_SIG_SOURCES) /* what encode writes: 62 */
 #define KR_SIG_COUNT_MAX 1000000.0
 /* Encode into out (exactly KR_SIG_HOST_BYTES). Counts beyond the range
  * are clamped. */
 void kr_sig_host_encode(const kr_sig_host_t *h, uint8_t out[KR_SIG_HOST_BYTES]);
-/* 0, or KR_EINVAL for a damaged blob (*h then fresh). Never reads past
- * len. */
+/* 0, or KR_EINVAL for a damaged blob (*h then fresh). Reads the layouts
+ * of 2 sources and more (see "Serialization"). Never reads past len. */
 int kr_sig_host_decode(kr_sig_host_t *h, const uint8_t *p, size_t len);
 
 #endif

@@ -26,7 +26,10 @@ void kr_sig_params_default(kr_sig_params_t *p) {
 }
 
 const char *kr_sig_source_name(kr_sig_source_t s) {
-  return s == KR_SIG_LASTMOD ? "lastmod" : s == KR_SIG_FEED ? "feed" : "?";
+  return s == KR_SIG_LASTMOD  ? "lastmod"
+         : s == KR_SIG_FEED   ? "feed"
+         : s == KR_SIG_WEBSUB ? "websub"
+                              : "?";
 }
 
 /* ---- counts -------------------------------------------------------------------- */
@@ -126,18 +129,24 @@ void kr_sig_host_encode(const kr_sig_host_t *h, uint8_t out[KR_SIG_HOST_BYTES]) 
   }
 }
 
+/* Sources are appended, never reordered: a record of n sources holds
+ * ours up to n (older records: the rest start fresh) and perhaps a newer
+ * build's after them (skipped, but still checked for range). */
 int kr_sig_host_decode(kr_sig_host_t *h, const uint8_t *p, size_t len) {
   kr_sig_host_init(h);
-  if (!p || len != KR_SIG_HOST_BYTES || p[0] != KR_SIG_VERSION || p[1] != KR_SIG_SOURCES)
+  if (!p || len < 2 || p[0] != KR_SIG_VERSION || p[1] < KR_SIG_SOURCES_MIN ||
+      len != 2 + 20 * (size_t)p[1])
     return KR_EINVAL;
   kr_sig_host_t t;
+  kr_sig_host_init(&t);
   const uint8_t *q = p + 2;
-  for (int s = 0; s < KR_SIG_SOURCES; s++, q += 20) {
+  for (int s = 0; s < p[1]; s++, q += 20) {
     uint32_t c[3];
     for (int k = 0; k < 3; k++) {
       c[k] = get32(q + 4 * k);
       if ((double)c[k] > KR_SIG_COUNT_MAX * 1024) return KR_EINVAL;
     }
+    if (s >= KR_SIG_SOURCES) continue;
     t.src[s] = (kr_sig_rel_t){.tp = (float)(c[0] / 1024.0),
                               .fp = (float)(c[1] / 1024.0),
                               .fn = (float)(c[2] / 1024.0),

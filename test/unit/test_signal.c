@@ -5,7 +5,9 @@
  * recovery both ways (an honest host that starts lying loses its trust,
  * a liar that mends its ways earns it back), the stretch's bound and its
  * sample, and the encoding: round trip, every truncation, a wrong
- * version or source count, a count out of range, random bytes. */
+ * version or source count, the older layout of two sources (read, the
+ * WebSub source fresh) and a newer one's extra source (skipped), a count
+ * out of range, random bytes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -50,6 +52,7 @@ static void verdicts(void **state) {
   assert_true(kr_sig_precision_lb(&z, &p) >= 0 && kr_sig_precision_lb(&z, &p) < 0.1);
   assert_string_equal(kr_sig_source_name(KR_SIG_LASTMOD), "lastmod");
   assert_string_equal(kr_sig_source_name(KR_SIG_FEED), "feed");
+  assert_string_equal(kr_sig_source_name(KR_SIG_WEBSUB), "websub");
   assert_true(kr_sig_is_news(100, 99));
   assert_false(kr_sig_is_news(99, 99));
   assert_false(kr_sig_is_news(0, 0));
@@ -157,6 +160,7 @@ static void encoding(void **state) {
   kr_sig_host_init(&h);
   visits(&h.src[KR_SIG_LASTMOD], &p, HONEST, 300, 0.5);
   visits(&h.src[KR_SIG_FEED], &p, NOW, 77, 0.3);
+  visits(&h.src[KR_SIG_WEBSUB], &p, HONEST, 40, 0.2);
   uint8_t b[KR_SIG_HOST_BYTES];
   kr_sig_host_encode(&h, b);
   assert_int_equal(b[0], KR_SIG_VERSION);
@@ -187,11 +191,37 @@ static void encoding(void **state) {
   b2[0] = 2;
   assert_int_equal(kr_sig_host_decode(&g, b2, sizeof b2), KR_EINVAL);
   b2[0] = KR_SIG_VERSION;
-  b2[1] = 3;
+  b2[1] = KR_SIG_SOURCES + 1; /* the length says otherwise */
   assert_int_equal(kr_sig_host_decode(&g, b2, sizeof b2), KR_EINVAL);
+  b2[1] = KR_SIG_SOURCES - 1;
+  assert_int_equal(kr_sig_host_decode(&g, b2, sizeof b2), KR_EINVAL);
+  b2[1] = 1; /* fewer than any layout kria wrote, at its own length */
+  assert_int_equal(kr_sig_host_decode(&g, b2, 22), KR_EINVAL);
   b2[1] = KR_SIG_SOURCES;
   memset(b2 + 2 + 20 + 4, 0xff, 4); /* the feed's fp count */
   assert_int_equal(kr_sig_host_decode(&g, b2, sizeof b2), KR_EINVAL);
+  /* the layout before WEBSUB (2 sources, 42 bytes): read, the push fresh */
+  kr_sig_host_encode(&h, b);
+  uint8_t old[42];
+  memcpy(old, b, sizeof old);
+  old[1] = 2;
+  assert_int_equal(kr_sig_host_decode(&g, old, sizeof old), 0);
+  for (int s = 0; s < 2; s++) {
+    assert_true(fabs(g.src[s].tp - h.src[s].tp) <= 1.0 / 2048);
+    assert_int_equal(g.src[s].verified, h.src[s].verified);
+  }
+  assert_memory_equal(&g.src[KR_SIG_WEBSUB], &(kr_sig_rel_t){0}, sizeof(kr_sig_rel_t));
+  /* a newer build's record (one more source): ours read, the rest skipped
+   * but range-checked */
+  uint8_t newer[KR_SIG_HOST_BYTES + 20];
+  memcpy(newer, b, sizeof b);
+  memset(newer + sizeof b, 0, 20);
+  newer[1] = KR_SIG_SOURCES + 1;
+  newer[sizeof b + 12] = 5; /* its seen */
+  assert_int_equal(kr_sig_host_decode(&g, newer, sizeof newer), 0);
+  assert_int_equal(g.src[KR_SIG_WEBSUB].verified, h.src[KR_SIG_WEBSUB].verified);
+  memset(newer + sizeof b, 0xff, 4);
+  assert_int_equal(kr_sig_host_decode(&g, newer, sizeof newer), KR_EINVAL);
   /* out-of-range counts are clamped on the way out */
   kr_sig_host_init(&h);
   h.src[0].tp = 1e9f;
@@ -206,6 +236,9 @@ static void encoding(void **state) {
     int rc = kr_sig_host_decode(&g, b, sizeof b);
     assert_true(rc == 0 || rc == KR_EINVAL);
     if (rc == 0) assert_true(g.src[1].fn <= KR_SIG_COUNT_MAX);
+    /* and every shorter layout's length */
+    rc = kr_sig_host_decode(&g, b, 2 + 20 * (size_t)(k % KR_SIG_SOURCES));
+    assert_true(rc == 0 || rc == KR_EINVAL);
   }
 }
 
