@@ -48,7 +48,9 @@
  *            adaptive.feed-pull-max) due now. New items are new URIs,
  *            due now anyway.
  * Change signals (signal.h): a dated item of a sitemap (lastmod) or feed
- * is a claim that its URI changed then. The latest claim per URI is kept
+ * is a claim that its URI changed then, and so is a WebSub push for its
+ * topic and items (websub.c through kr__crawl_sig_claim, gated the same
+ * way). The latest claim per URI is kept
  * here (c->claims), and each later visit of the URI with a known content
  * state verifies it against the digest, into its host's reliability per
  * source (crawl.log sig:SOURCE:tp|fp|fn; counters signals_*). A changed
@@ -637,6 +639,27 @@ static void record_claims(kr_fetch_t *f, uint64_t now) {
     adapt_host_changed(c, ah);
   }
   (void)now;
+}
+
+int kr__crawl_sig_claim(kr_crawl_t *c, const char *url, size_t n, int64_t at_s,
+                        kr_sig_source_t src) {
+  kr_link_t l = {.url = url, .url_len = n};
+  kr_hostq_t *h = link_host(c, &l);
+  const kr_hostcfg_t *hc = h ? kr__crawl_queue_hostcfg(c, h) : NULL;
+  struct kr_adapt_host *ah = h ? adapt_host(c, h, hc->est.x_min) : NULL;
+  claim_t *e = claim_get(c, kr_fp(url, n));
+  if (e && at_s > e->at_s) {
+    e->at_s = at_s;
+    e->source = src;
+    c->st.signals_seen++;
+    if (ah) {
+      kr_sig_seen(&ah->sig.src[src]);
+      adapt_host_changed(c, ah);
+    }
+  }
+  if (!ah || kr_sig_pulls(&ah->sig.src[src], &hc->sig)) return 1;
+  c->st.signals_ignored++;
+  return 0;
 }
 
 /* 1 when the signals of a dated item's URI's host have verified (or are

@@ -32,9 +32,14 @@
  *            now and pulls forward the pushed feed's items whose date is
  *            after their URI's last visit: known URIs only (a push names
  *            no new URI into the scope: the topic's fetch, now due, finds
- *            new items the usual way). Pushes are believed without the
- *            per-host verification of sitemap and feed dates (signal.h):
- *            the hub pushes what the publisher published.
+ *            new items the usual way). A push is a change signal of its
+ *            own source (signal.h WEBSUB): each URI it names gets a claim
+ *            (the topic at the push, an item at its date) that its next
+ *            visit verifies into the host's reliability (crawl.log
+ *            sig:websub:tp|fp|fn, /hosts signals.websub), and the pulls
+ *            are gated by it as a feed's dated items are: a hub that
+ *            pushes what did not change stops pulling once probation is
+ *            over (counted ignored).
  * Sections: the table, requests, the crawl's side, the callbacks.
  */
 #include <openssl/rand.h>
@@ -364,8 +369,11 @@ int kr_crawl_websub_verify(kr_crawl_t *c, kr_slice_t token, kr_slice_t mode, kr_
   return 404;
 }
 
-/* Make url (resolved against base) due now when it is a known URI whose
- * last visit is before claim_s (0: whatever it was). 1 pulled, 0 not. */
+/* A push's claim that url (resolved against base) changed at claim_s
+ * (0: at the push, the topic's): a known URI whose last visit is before
+ * it gets a WEBSUB claim that its next visit verifies, and is made due
+ * now when its host's WebSub pushes verify (kr__crawl_sig_claim).
+ * 1 pulled, 0 not. */
 static int pull(kr_crawl_t *c, kr_slice_t raw, const kr_url_t *base, int64_t claim_s) {
   kr_url_t *u = NULL;
   int pulled = 0;
@@ -378,8 +386,12 @@ static int pull(kr_crawl_t *c, kr_slice_t raw, const kr_url_t *base, int64_t cla
   if (kr_store_uri_get(kr_frontier_store(c->frontier), kr_fp(c->canon_buf.data, c->canon_buf.len),
                        &row) != 1)
     goto out;
-  if (claim_s && !kr_sig_is_news(claim_s, (int64_t)(row.last_visit / 1000))) goto out;
   uint64_t now = kr_crawl_now(c);
+  /* the push's second rounded up: a visit earlier in it came before */
+  if (!claim_s) claim_s = (int64_t)((now + 999) / 1000);
+  if (!kr_sig_is_news(claim_s, (int64_t)(row.last_visit / 1000)) ||
+      !kr__crawl_sig_claim(c, c->canon_buf.data, c->canon_buf.len, claim_s, KR_SIG_WEBSUB))
+    goto out;
   kr_link_t l = {.url = c->canon_buf.data,
                  .url_len = c->canon_buf.len,
                  .directive = KR_DIRECTIVE_HIGH,

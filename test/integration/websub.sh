@@ -24,8 +24,11 @@ HUB="http://127.0.0.1:$(cat "$T/hub.port")"
 TOKEN=websub-test-token-0123456789
 
 # the callback names the status server's address, so its port is chosen
-# here, and kept for the restart (the callback must stay the same)
+# here, and kept for the restart (the callback must stay the same).
+# STATE: the state directory; CONF_MORE: sections appended to the config.
 SPORT=
+STATE=$T/state
+CONF_MORE=
 start_kria() {
   local try
   for try in 1 2 3 4 5; do
@@ -35,7 +38,7 @@ start_kria() {
 allow-private-addresses = true
 [crawl]
 seeds = $T/seeds.txt
-state-dir = $T/state
+state-dir = $STATE
 [politeness]
 min-delay = 0
 max-delay = 0
@@ -50,12 +53,13 @@ callback = http://127.0.0.1:$SPORT/websub
 [wait "default"]
 initial-wait = 1h
 min-wait = 1h
+$CONF_MORE
 EOF
-    rm -f "$T/state/status.addr"
+    rm -f "$STATE/status.addr"
     timeout 60 "$KRIA" crawl -c "$T/c.conf" >"$T/out$1" 2>"$T/err$1" &
     KPID=$!
     _pids+=("$KPID")
-    wait_until 20 test -s "$T/state/status.addr" && return 0
+    wait_until 20 test -s "$STATE/status.addr" && return 0
     wait "$KPID" 2>/dev/null
   done
   bail "kria did not start: $(tail -3 "$T/err$1")"
@@ -74,6 +78,19 @@ qge() { [ "$(q "$1")" -ge "$2" ]; }
 qeq() { [ "$(q "$1")" = "$2" ]; }
 push() { curl -s -X POST "$HUB/_ctl/push?$1"; }
 metric() { curl -s "http://127.0.0.1:$SPORT/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
+metric_ge() { [ "$(metric "$1")" -ge "$2" ]; }
+# logged URL ANNOTATION: the crawl.log of $STATE has a line of URL (the
+# end of its path) with ANNOTATION
+logged() { awk -v u="$1" -v a="$2" '$4 ~ u "$" && index($0, a) { f = 1 } END { exit !f }' "$STATE/logs/crawl.log"; }
+# websub_stored FIELD: the websub signals' FIELD in the host's learned
+# state as the state database holds it (offline)
+websub_stored() {
+  "$KRIA" report hosts -s "$STATE" --json 2>/dev/null | node -e '
+    let s = ""; process.stdin.on("data", d => s += d).on("end", () => {
+      const l = (JSON.parse(s).hosts[0] || {}).learned || {};
+      console.log(((l.signals || {}).websub || {})[process.argv[1]] ?? "-");
+    })' "$1"
+}
 
 printf '%s\n' "$HUB/feed.xml" >"$T/seeds.txt"
 start_kria 1
@@ -100,14 +117,19 @@ is "$(push 'sig=good&item=1')" 202 "a signed push is accepted (202)"
 check "the push makes the feed due now" wait_until 20 qge "s.gets['/feed.xml'] || 0" 2
 check "and pulls forward the item it dates after its last visit" wait_until 20 qeq "s.gets['/item1']" 2
 is "$(gets /item2)" 1 "not the one dated before"
+check "the pulled item's visit verifies the push (sig:websub:tp)" \
+  wait_until 20 logged /item1 sig:websub:tp
+check "so does the feed's (it changed with the push)" wait_until 20 logged /feed.xml sig:websub:tp
+like "$(curl -s "http://127.0.0.1:$SPORT/hosts")" '"websub":\{"seen":[1-9]' "/hosts shows the host's websub signals"
 is "$(metric kria_websub_pushes_total)" 1 "one push accepted"
-like "$(metric kria_websub_verified_total)" "^[2-9]" "verifications counted"
+like "$(metric kria_websub_verified_total)" "^([2-9]|[1-9][0-9]+)$" "verifications counted"
 is "$(metric kria_websub_subscriptions_active)" 1 "one subscription active"
 like "$(curl -s "http://127.0.0.1:$SPORT/status")" '"websub_active":1' "/status shows it"
 is "$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$SPORT/pause")" 401 \
   "other POST routes still need the status token"
 stop_kria
 is "$?" 0 "the crawl stops cleanly"
+like "$(websub_stored verified)" "^[2-9]" "the host's learned state keeps the verified pushes"
 
 NREQ=$(q "s.requests.length")
 start_kria 2

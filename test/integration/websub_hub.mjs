@@ -1,28 +1,34 @@
 // A small WebSub publisher and hub on loopback for test/integration/websub.sh.
 // One server: GET /feed.xml (an Atom feed; its Link headers name /hub
-// and the feed, relative, while the document names another hub),
-// /item1 and /item2 (pages, changed by each signed push of their item); POST /hub takes subscription requests (202),
-// then verifies intent at the callback as the hub grants LEASE seconds.
+// and the feed, relative, while the document names another hub; its
+// subtitle changes with each signed push that changed something, its
+// items stay dated in 2000), /item1 and /item2
+// (pages, changed by each signed push of their item); POST /hub takes
+// subscription requests (202), then verifies intent at the callback as
+// the hub grants LEASE seconds (unless silent).
 // Control for the test: GET /_ctl/state (JSON: subscription requests,
 // verifications, GETs per path), POST /_ctl/push?sig=good|bad|none
-// &item=N&token=TOKEN (sign and push a feed whose item N is dated in
-// 2099 to the last subscriber's callback, or TOKEN's; answers with the
-// status kria gave), POST /_ctl/deny (hub.mode=denied at the callback). Usage: node websub_hub.mjs PORTFILE LEASE
+// &item=N&token=TOKEN&change=0 (sign and push a feed whose item N is
+// dated in 2099 to the last subscriber's callback, or TOKEN's; answers
+// with the status kria gave; change=0: a push of nothing new, the feed
+// and the item stay as they are), POST /_ctl/deny (hub.mode=denied at
+// the callback), POST /_ctl/silent?on=1|0 (take requests, never verify).
+// Usage: node websub_hub.mjs PORTFILE LEASE
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 
 const [portFile, leaseArg] = process.argv.slice(2);
 const lease = Number(leaseArg || 3);
-const state = { requests: [], verified: [], gets: {}, versions: {} };
+const state = { requests: [], verified: [], gets: {}, versions: {}, feedVersion: 0, silent: false };
 let base = '';
 
 // docHub: the hub the document names (the Link headers of GET /feed.xml
 // name the real one, and take precedence)
-function feed(newItem, docHub = `${base}/hub`) {
+function feed(newItem, docHub = `${base}/hub`, version = 0) {
   const date = (n) => (n === newItem ? '2099-01-01T00:00:00Z' : '2000-01-01T00:00:00Z');
   return `<?xml version="1.0" encoding="utf-8"?>
-<feed xmlns="http://www.w3.org/2005/Atom"><title>t</title>
+<feed xmlns="http://www.w3.org/2005/Atom"><title>t</title><subtitle>version ${version}</subtitle>
 <link rel="hub" href="${docHub}"/><link rel="self" href="${base}/feed.xml"/>
 <updated>2000-01-01T00:00:00Z</updated>
 <entry><id>1</id><link href="${base}/item1"/><updated>${date(1)}</updated></entry>
@@ -61,8 +67,12 @@ async function push(q) {
   const sig = q.get('sig') || 'good';
   const item = Number(q.get('item') || 1);
   const doc = Buffer.from(feed(item));
-  // the pushed item's page changes with the push
-  if (sig === 'good') state.versions[`/item${item}`] = (state.versions[`/item${item}`] || 0) + 1;
+  // the pushed item's page and the feed change with the push, unless
+  // it announces nothing new (change=0)
+  if (sig === 'good' && q.get('change') !== '0') {
+    state.versions[`/item${item}`] = (state.versions[`/item${item}`] || 0) + 1;
+    state.feedVersion++;
+  }
   const headers = { 'Content-Type': 'application/atom+xml' };
   if (sig !== 'none') {
     const key = sig === 'good' ? sub.secret : 'not the secret';
@@ -81,7 +91,7 @@ const server = http.createServer(async (req, res) => {
       'Content-Type': 'application/atom+xml',
       Link: `<${base}/hub>; rel="hub", </feed.xml>; rel="self"`,
     });
-    res.end(feed(0, `${base}/not-the-hub`));
+    res.end(feed(0, `${base}/not-the-hub`, state.feedVersion));
   } else if (req.method === 'GET' && /^\/item[12]$/.test(u.pathname)) {
     res.writeHead(200, { 'Content-Type': 'text/html' });
     res.end(`<p>${u.pathname} version ${state.versions[u.pathname] || 0}</p>`);
@@ -95,10 +105,15 @@ const server = http.createServer(async (req, res) => {
     state.requests.push(sub);
     res.writeHead(202);
     res.end();
-    verify(sub).catch((e) => state.verified.push({ error: String(e) }));
+    if (!state.silent) verify(sub).catch((e) => state.verified.push({ error: String(e) }));
   } else if (u.pathname === '/_ctl/state') {
     res.writeHead(200, { 'Content-Type': 'application/json' });
     res.end(JSON.stringify(state));
+  } else if (req.method === 'POST' && u.pathname === '/_ctl/silent') {
+    await body(req);
+    state.silent = u.searchParams.get('on') === '1';
+    res.writeHead(200);
+    res.end(String(state.silent));
   } else if (req.method === 'POST' && u.pathname === '/_ctl/deny') {
     // the hub withdraws the subscription (WebSub 5.2: hub.mode=denied)
     await body(req);
