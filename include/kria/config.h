@@ -259,6 +259,10 @@ enum kr_cfg_type {
     "Lease asked of a hub (hub.lease_seconds); the hub decides, and kria renews before the granted lease ends.") \
   X(WEBSUB_MAX_SUBSCRIPTIONS, "websub", "max-subscriptions", INT, 0, "1000", "1..1000000", \
     NONE, "Topics subscribed at most; feeds found beyond are read as before.")            \
+  X(WEBSUB_VERIFY_TIMEOUT, "websub", "verify-timeout", DURATION, 0, "10m", "1s..1d", NONE,  \
+    "A subscription request the hub has not verified this long after is sent again, each time after twice the wait.") \
+  X(WEBSUB_VERIFY_ATTEMPTS, "websub", "verify-attempts", INT, 0, "6", "1..100", NONE,        \
+    "Requests without a verification before a subscription is given up (logged, counted, kept so it is not asked again).") \
                                                                                        \
   X(STORE_COMMIT_INTERVAL, "store", "commit-interval", DURATION, 0, "50ms", "1ms..10s",  \
     NONE, "Finished URIs are committed to the state database at least this often.")   \

@@ -17,11 +17,18 @@
  * missing, malformed, of another method or wrong MUST be ignored by the
  * subscriber; it MAY still be acknowledged with a 2xx (so a forger learns
  * nothing).
+ *
+ * Timing of the subscriber's requests (WebSub 5.1, 5.3): a hub verifies
+ * intent asynchronously, and may never; a request that got no
+ * verification is asked again after a wait that doubles with each
+ * request (kr_websub_retry_ms), and a granted lease is renewed a tenth of
+ * it before it ends (kr_websub_renew_at).
  */
 #ifndef KRIA_WEBSUB_H
 #define KRIA_WEBSUB_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "kria/buf.h"
 
@@ -38,5 +45,15 @@ int kr_link_header_rel(const char *v, size_t n, const char *rel, kr_slice_t *uri
  * comparison takes the same time wherever the first difference is. */
 int kr_websub_sig_ok(const char *sig, size_t n, const char *secret, size_t secret_n,
                      const void *body, size_t body_n);
+
+/* The wait after the attempt-th request (1 the first) of a subscription
+ * still unverified: base_ms x 2^(attempt - 1), at most cap_ms (0 and 1
+ * both give base_ms; no overflow for any attempt). */
+uint64_t kr_websub_retry_ms(uint64_t base_ms, unsigned attempt, uint64_t cap_ms);
+
+/* When to ask again for a lease granted until `until` (epoch ms) that
+ * lasts lease_ms: a tenth of it early, at least min_ms early, never
+ * before now (a lease too short for that: now). */
+uint64_t kr_websub_renew_at(uint64_t now, uint64_t until, uint64_t lease_ms, uint64_t min_ms);
 
 #endif

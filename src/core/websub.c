@@ -1,6 +1,6 @@
 /*
- * WebSub discovery from Link headers and notification signatures (see
- * include/kria/websub.h).
+ * WebSub discovery from Link headers, notification signatures and the
+ * timing of subscription requests (see include/kria/websub.h).
  */
 #include "kria/websub.h"
 
@@ -123,4 +123,15 @@ int kr_websub_sig_ok(const char *sig, size_t n, const char *secret, size_t secre
   }
   if (!HMAC(md, secret, (int)secret_n, body, body_n, want, &len) || len * 2 != hex_n) return 0;
   return CRYPTO_memcmp(want, got, len) == 0;
+}
+
+uint64_t kr_websub_retry_ms(uint64_t base_ms, unsigned attempt, uint64_t cap_ms) {
+  uint64_t w = base_ms;
+  for (unsigned k = 1; k < attempt && w < cap_ms; k++) w = w > UINT64_MAX / 2 ? UINT64_MAX : w * 2;
+  return w < cap_ms ? w : cap_ms;
+}
+
+uint64_t kr_websub_renew_at(uint64_t now, uint64_t until, uint64_t lease_ms, uint64_t min_ms) {
+  uint64_t early = lease_ms / 10 > min_ms ? lease_ms / 10 : min_ms;
+  return until > now && until - now > early ? until - early : now;
 }

@@ -149,13 +149,16 @@ enum { KR_UNIT_COUNT = 0, KR_UNIT_BYTES = 1 };
     "WebSub subscription requests (new and renewals) a hub took (2xx).", 1,                       \
     "; websub: %s requests")                                                                      \
   X(websub_request_errors, "kria_websub_request_errors_total", KR_UNIT_COUNT,                     \
-    "WebSub subscription requests that failed or a hub refused (asked again later).", 1,          \
+    "WebSub subscription requests that failed or a hub refused (asked again, a bounded number of times).", 1, \
     " (%s failed)")                                                                               \
   X(websub_verified, "kria_websub_verified_total", KR_UNIT_COUNT,                                 \
     "WebSub verifications of intent confirmed (a lease granted or renewed).", 1,                  \
     ", %s verified")                                                                              \
   X(websub_denied, "kria_websub_denied_total", KR_UNIT_COUNT,                                     \
     "WebSub subscriptions a hub denied (dropped).", 1, ", %s denied")                            \
+  X(websub_given_up, "kria_websub_given_up_total", KR_UNIT_COUNT,                                 \
+    "WebSub subscriptions given up: websub.verify-attempts requests and no verification.", 1,     \
+    ", %s given up")                                                                              \
   X(websub_pushes, "kria_websub_pushes_total", KR_UNIT_COUNT,                                     \
     "WebSub pushes accepted: their signature verified.", 1, ", %s pushes")                       \
   X(websub_rejected, "kria_websub_rejected_total", KR_UNIT_COUNT,                                 \

@@ -13,8 +13,20 @@
  * Request    POST application/x-www-form-urlencoded to the hub through
  *            the crawl's HTTP client (its address policy, TLS and
  *            timeouts): hub.mode=subscribe, hub.topic, hub.callback,
- *            hub.lease_seconds (websub.lease), hub.secret. A hub that
- *            does not answer 2xx is asked again an hour later (RETRY_MS).
+ *            hub.lease_seconds (websub.lease), hub.secret.
+ * Retries    a request not followed by the hub's verification (the hub
+ *            refused it, did not answer, or took it and never came back)
+ *            is sent again websub.verify-timeout later, then after twice
+ *            that, and so on (kria/websub.h kr_websub_retry_ms, at most
+ *            RETRY_CAP_MS); after websub.verify-attempts requests the
+ *            subscription is given up (a warning, the websub_given_up
+ *            counter): it keeps its row with no token and no secret, so
+ *            its callback answers 404, the feed is not asked for again
+ *            at that hub (a restart included) and the row still counts
+ *            among websub.max-subscriptions (rows stay bounded). A feed
+ *            that later names another hub is asked afresh. The count of
+ *            requests lives in memory: a restart gives an unverified
+ *            subscription its attempts again.
  * Intent     the hub's GET at the callback (kr_crawl_websub_verify):
  *            subscribe with the subscription's topic is confirmed (the
  *            status server echoes hub.challenge) and the granted lease
@@ -22,9 +34,10 @@
  *            drops the subscription; anything else is 404. We never
  *            unsubscribe, so an unsubscribe is never ours.
  * Renewal    a tenth of the lease (at least RENEW_MIN_MS) before it
- *            ends, the same subscription (token, secret) is requested
- *            again; one still waiting for its verification at a start
- *            (no lease yet) is requested again then.
+ *            ends (kr_websub_renew_at), the same subscription (token,
+ *            secret) is requested again, with the retries above until
+ *            the hub verifies it; one still waiting for its verification
+ *            at a start (no lease yet) is requested again then.
  * Push       the hub's POST (kr_crawl_websub_notify): the signature must
  *            be the HMAC of the body under the secret (WebSub 8); a
  *            missing or wrong one is ignored but still answered 2xx (so
@@ -53,7 +66,7 @@
 #include "procs.h"
 
 #define TOKEN_BYTES 16          /* 128 random bits each for token and secret */
-#define RETRY_MS (3600 * 1000u) /* a hub that did not take the request */
+#define RETRY_CAP_MS (86400 * 1000u) /* the longest wait between two requests */
 #define RENEW_MIN_MS 1000u
 
 /* ---- the table ---------------------------------------------------------------------------- */
@@ -64,7 +77,9 @@ typedef struct wsub {
   uint64_t expires;          /* epoch ms the granted lease ends; 0 not verified */
   kr_http_fetch_t *req;      /* the request in flight, NULL none */
   kr_wheel_entry_t renew;    /* the next request */
+  unsigned attempts;         /* requests since the last verification */
   int dead;                  /* denied while its request ran: freed when it ends */
+  int given_up;              /* no verification after verify-attempts: token "" */
   struct wsub *next;
 } wsub_t;
 
@@ -72,7 +87,9 @@ struct kr_websub {
   kr_crawl_t *c;
   char *callback;            /* websub.callback at the start */
   int64_t lease_s;           /* asked */
-  size_t max, n;
+  uint64_t verify_ms;        /* websub.verify-timeout: the first retry's wait */
+  unsigned attempts_max;     /* websub.verify-attempts */
+  size_t max, n;             /* given-up subscriptions count too */
   wsub_t *head;
 };
 
@@ -96,6 +113,7 @@ static wsub_t *find_topic(struct kr_websub *ws, const char *topic) {
 static wsub_t *find_token(struct kr_websub *ws, kr_slice_t tok) {
   wsub_t *hit = NULL;
   for (wsub_t *s = ws->head; s; s = s->next) {
+    if (s->given_up) continue; /* no token: nothing to match */
     size_t n = strlen(s->token);
     unsigned char diff = (unsigned char)(n != tok.n);
     for (size_t i = 0; i < n; i++)
@@ -164,14 +182,11 @@ static void on_request_done(kr_http_fetch_t *f, int err) {
     c->st.websub_requests++;
     KR_LOG(KR_LOG_INFO, s->topic, "websub: hub %s took the subscription request (%d)", s->hub,
            status);
-  } else {
+  } else { /* asked again when its retry is due (ask) */
     c->st.websub_request_errors++;
     KR_LOG(KR_LOG_WARN, s->topic, "websub: hub %s refused the subscription request: %s", s->hub,
            err ? kr_http_fetch_errmsg(f)[0] ? kr_http_fetch_errmsg(f) : kr_strerror(err)
                : "not 2xx");
-    /* ask again later, unless a granted lease renews sooner */
-    uint64_t due = kr_crawl_now(c) + RETRY_MS;
-    if (!kr_timer_is_active(&s->renew)) schedule(s, due);
   }
   kr_http_fetch_release(f);
 }
@@ -212,15 +227,42 @@ static void send_request(wsub_t *s) {
   kr_url_free(hub);
 }
 
-static void on_renew(kr_wheel_entry_t *e) {
-  wsub_t *s = container_of(e, wsub_t, renew);
-  send_request(s);
+/* No verification after verify-attempts requests: stop asking, keep the
+ * row without token or secret (the topic is not asked for again at this
+ * hub, and its place among max-subscriptions stays taken: bounded). */
+static void give_up(wsub_t *s) {
+  struct kr_websub *ws = s->ws;
+  kr_timer_stop(&s->renew);
+  s->given_up = 1;
+  s->expires = 0;
+  s->token[0] = s->secret[0] = '\0';
+  persist(ws, s);
+  ws->c->st.websub_given_up++;
+  KR_LOG(KR_LOG_WARN, s->topic,
+         "websub: hub %s never verified the subscription after %u requests: given up (the feed "
+         "is still crawled; asked again only if it names another hub)",
+         s->hub, s->attempts);
 }
+
+/* The next request of s, and the retry that follows it unless the hub
+ * verifies first (kr_crawl_websub_verify then schedules the renewal). */
+static void ask(wsub_t *s) {
+  struct kr_websub *ws = s->ws;
+  if (s->given_up || ws->c->stopping) return;
+  if (s->attempts >= ws->attempts_max) {
+    give_up(s);
+    return;
+  }
+  s->attempts++;
+  send_request(s);
+  schedule(s, kr_crawl_now(ws->c) + kr_websub_retry_ms(ws->verify_ms, s->attempts, RETRY_CAP_MS));
+}
+
+static void on_renew(kr_wheel_entry_t *e) { ask(container_of(e, wsub_t, renew)); }
 
 /* When to ask again for a lease granted from..until: a tenth of it early. */
 static uint64_t renew_at(uint64_t now, uint64_t until, uint64_t lease_ms) {
-  uint64_t early = KR_MAX(lease_ms / 10, (uint64_t)RENEW_MIN_MS);
-  return until > now + early ? until - early : now;
+  return kr_websub_renew_at(now, until, lease_ms, RENEW_MIN_MS);
 }
 
 /* ---- the crawl's side ---------------------------------------------------------------------- */
@@ -245,6 +287,10 @@ static int load_one(void *ud, const kr_store_websub_t *w) {
   struct kr_websub *ws = ud;
   if (ws->n >= ws->max || find_topic(ws, w->topic)) return 0;
   wsub_t *s = sub_new(ws, w->topic, w->hub, w->token, w->secret, w->expires);
+  if (!*w->token) { /* given up (give_up): kept, never asked again */
+    s->given_up = 1;
+    return 0;
+  }
   uint64_t now = kr_crawl_now(ws->c);
   /* the lease asked stands for the one granted: the row keeps its end only */
   schedule(s, s->expires ? renew_at(now, s->expires, (uint64_t)ws->lease_s * 1000) : now);
@@ -260,6 +306,8 @@ int kr__crawl_websub_open(kr_crawl_t *c) {
   ws->callback = kr_xstrdup(cb);
   ws->lease_s = kr_config_ms(g, KR_CFG_WEBSUB_LEASE) / 1000;
   ws->max = (size_t)kr_config_int(g, KR_CFG_WEBSUB_MAX_SUBSCRIPTIONS);
+  ws->verify_ms = kr_config_ms(g, KR_CFG_WEBSUB_VERIFY_TIMEOUT);
+  ws->attempts_max = (unsigned)kr_config_int(g, KR_CFG_WEBSUB_VERIFY_ATTEMPTS);
   c->websub = ws;
   return kr_store_websub_each(kr_frontier_store(c->frontier), load_one, ws);
 }
@@ -313,18 +361,31 @@ void kr__crawl_websub_discovered(kr_crawl_t *c, const kr_url_t *feed, kr_slice_t
   if (absolute(hub, feed, &h) == 0 && absolute(self, feed, &t) == 0) {
     wsub_t *s = find_topic(ws, t.data);
     if (s && strcmp(s->hub, h.data) != 0) { /* the feed moved to another hub */
-      free(s->hub);
-      s->hub = kr_xstrdup(h.data);
-      s->expires = 0;
-      persist(ws, s);
-      kr_timer_stop(&s->renew);
-      send_request(s);
+      char *tok = s->given_up ? random_hex() : NULL, *sec = s->given_up ? random_hex() : NULL;
+      if (!s->given_up || (tok && sec)) {
+        if (s->given_up) { /* asked afresh, with a new token and secret */
+          free(s->token);
+          free(s->secret);
+          s->token = tok, s->secret = sec;
+          tok = sec = NULL;
+          s->given_up = 0;
+        }
+        free(s->hub);
+        s->hub = kr_xstrdup(h.data);
+        s->expires = 0;
+        s->attempts = 0;
+        persist(ws, s);
+        kr_timer_stop(&s->renew);
+        ask(s);
+      }
+      free(tok);
+      free(sec);
     } else if (!s && ws->n < ws->max) {
       char *tok = random_hex(), *sec = random_hex();
       if (tok && sec) {
         s = sub_new(ws, t.data, h.data, tok, sec, 0);
         persist(ws, s);
-        send_request(s);
+        ask(s);
       }
       free(tok);
       free(sec);
@@ -345,6 +406,7 @@ int kr_crawl_websub_verify(kr_crawl_t *c, kr_slice_t token, kr_slice_t mode, kr_
   if (kr_slice_eq(mode, KR_SLICE_LIT("subscribe"))) {
     uint64_t lease_ms = (uint64_t)(lease_s > 0 ? lease_s : ws->lease_s) * 1000;
     s->expires = now + lease_ms;
+    s->attempts = 0;
     persist(ws, s);
     schedule(s, renew_at(now, s->expires, lease_ms));
     c->st.websub_verified++;

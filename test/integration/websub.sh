@@ -9,9 +9,19 @@
 # forward the pushed item dated after its last visit, not the other; a
 # push with a wrong signature is acknowledged but ignored; an unknown
 # token is 404. Every page's own wait is an hour, so only pushes bring
-# them back. After a restart the subscription comes from the state
-# database: it is renewed with the same callback, and a push signed with
-# the stored secret still pulls; a hub's denial drops the subscription.
+# them back. A push is a change signal of its own (source websub): the
+# visits it brings verify it (crawl.log sig:websub:tp) and the host's
+# learned state keeps its reliability. After a restart the subscription
+# comes from the state database: it is renewed with the same callback,
+# and a push signed with the stored secret still pulls; a hub's denial
+# drops the subscription.
+# A hub whose pushes announce nothing new (fresh state, probation 2): the
+# first push pulls the feed and its item, both found unchanged
+# (sig:websub:fp); the next push pulls nothing (ignored).
+# A hub that takes requests but never verifies them (fresh state,
+# verify-timeout 1s, verify-attempts 3): asked three times, then given up
+# with a warning and a count; its callback is closed, and after a restart
+# that reads the feed again it is not asked again.
 . "$(dirname "$0")/lib.sh"
 
 [ -x "$KRIA" ] && "$KRIA" crawl --help >/dev/null 2>&1 || bail "kria crawl is not built ($KRIA)"
@@ -145,4 +155,53 @@ is "$(metric kria_websub_subscriptions_active)" 0 "the subscription is dropped"
 is "$(push 'sig=good&item=1')" 404 "its callback is gone (404)"
 stop_kria
 is "$?" 0 "the second run stops cleanly"
+
+# ---- pushes of nothing new: verified false, then ignored --------------------------------
+STATE=$T/state3
+CONF_MORE="[adaptive]
+signal-probation = 2"
+NREQ=$(q "s.requests.length")
+start_kria 3
+check "run 3: subscribed afresh" wait_until 20 qge 's.verified.filter(v => v.status === 200).length' "$((NREQ + 1))"
+check "run 3: the item is visited" wait_until 20 logged /item1 " - "
+is "$(push 'sig=good&item=1&change=0')" 202 "run 3: a push of nothing new is accepted"
+is "$(metric kria_websub_pulled_total)" 2 "run 3: under probation it pulls the feed and its item"
+check "run 3: both visits find nothing changed (sig:websub:fp)" \
+  wait_until 20 metric_ge kria_signals_false_total 2
+check "run 3: the item's line says sig:websub:fp" logged /item1 sig:websub:fp
+is "$(push 'sig=good&item=1&change=0')" 202 "run 3: the next push is accepted"
+is "$(metric kria_websub_pulled_total)" 2 "run 3: but pulls nothing: the host's pushes proved false"
+is "$(metric kria_signals_ignored_total)" 2 "run 3: both its claims are counted ignored"
+stop_kria
+is "$?" 0 "run 3 stops cleanly"
+
+# ---- a hub that never verifies: asked again, then given up --------------------------------
+STATE=$T/state4
+CONF_MORE="[websub]
+verify-timeout = 1s
+verify-attempts = 3"
+is "$(curl -s -X POST "$HUB/_ctl/silent?on=1")" true "the hub stops verifying"
+NREQ=$(q "s.requests.length")
+start_kria 4
+check "run 4: asked three times" wait_until 30 qeq "s.requests.length" "$((NREQ + 3))"
+check "run 4: then given up (counted)" wait_until 30 metric_ge kria_websub_given_up_total 1
+like "$(cat "$T/err4")" "websub: hub $HUB/hub never verified the subscription after 3 requests: given up" \
+  "run 4: the warning names the hub and the requests"
+TOK4=$(q "s.requests[s.requests.length - 1].callback.replace(/.*\\//, '')")
+is "$(push "sig=good&item=1&token=$TOK4")" 404 "run 4: its callback is closed"
+is "$(sqlite3 "$STATE/kria.db" "SELECT count(*), max(token = '') FROM websub")" "1|1" \
+  "run 4: one row kept, without its token"
+stop_kria
+is "$?" 0 "run 4 stops cleanly"
+is "$(q "s.requests.length")" "$((NREQ + 3))" "run 4: three requests in all"
+# the feed due again at once: its discovery meets the row given up
+sqlite3 "$STATE/kria.db" "UPDATE uris SET next_at = 0"
+FEEDS=$(grep -c 'feed.xml' "$STATE/logs/crawl.log")
+feed_read_again() { [ "$(grep -c 'feed.xml' "$STATE/logs/crawl.log")" -gt "$FEEDS" ]; }
+start_kria 5
+check "run 5: the feed is read again" wait_until 20 feed_read_again
+stop_kria
+is "$?" 0 "run 5 stops cleanly"
+is "$(q "s.requests.length")" "$((NREQ + 3))" "run 5: the hub given up is not asked again"
+is "$(sqlite3 "$STATE/kria.db" "SELECT count(*) FROM websub")" 1 "run 5: still one row"
 done_testing

@@ -1,7 +1,9 @@
 /* WebSub pieces (kria/websub.h): hub and self from Link headers (several
  * links, rel lists, quoted commas, junk), notification signatures against
  * the RFC 2202 / 4231 HMAC vectors for every method, and what must be
- * refused: another method, a wrong digit, a short value, no value. */
+ * refused: another method, a wrong digit, a short value, no value; the
+ * waits between unverified requests (doubling, capped, no overflow) and
+ * when a lease is renewed. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -85,8 +87,31 @@ static void signatures(void **state) {
   assert_false(sig(NULL, key, body));
 }
 
+/* The waits between requests a hub has not verified double, to a cap;
+ * a renewal comes a tenth of the lease before its end, never later than
+ * min before it, never before now. */
+static void timing(void **state) {
+  (void)state;
+  const uint64_t m = 60000, day = 86400000;
+  assert_int_equal(kr_websub_retry_ms(10 * m, 0, day), 10 * m);
+  assert_int_equal(kr_websub_retry_ms(10 * m, 1, day), 10 * m);
+  assert_int_equal(kr_websub_retry_ms(10 * m, 2, day), 20 * m);
+  assert_int_equal(kr_websub_retry_ms(10 * m, 6, day), 320 * m);
+  assert_int_equal(kr_websub_retry_ms(10 * m, 9, day), day); /* 2560 min: capped */
+  assert_int_equal(kr_websub_retry_ms(10 * m, 100, day), day);
+  assert_int_equal(kr_websub_retry_ms(UINT64_MAX / 3, 4000000000u, UINT64_MAX), UINT64_MAX);
+  assert_int_equal(kr_websub_retry_ms(1000, 3, 500), 500);
+  /* a 10-day lease granted at 0: renewed one day before its end */
+  assert_int_equal(kr_websub_renew_at(0, 10 * day, 10 * day, 1000), 9 * day);
+  /* a 3 s lease: at least min (1 s) early */
+  assert_int_equal(kr_websub_renew_at(5000, 8000, 3000, 1000), 7000);
+  /* too late for that, or past the end: now */
+  assert_int_equal(kr_websub_renew_at(7500, 8000, 3000, 1000), 7500);
+  assert_int_equal(kr_websub_renew_at(9000, 8000, 3000, 1000), 9000);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {cmocka_unit_test(link_headers),
-                                     cmocka_unit_test(signatures)};
+                                     cmocka_unit_test(signatures), cmocka_unit_test(timing)};
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
