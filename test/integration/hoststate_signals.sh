@@ -15,7 +15,10 @@
 #      a pool started over would have none);
 #   4  the pool's section damaged (its version byte): the host's pool
 #      starts fresh with a warning and a count, its signals still load,
-#      and the crawl runs.
+#      and the crawl runs;
+#   5  the signals' section rewritten in the layout kria wrote before the
+#      WebSub source (two sources, 42 bytes): read whole, offline and by
+#      the crawl (only run 4's pool is still damaged).
 . "$(dirname "$0")/lib.sh"
 
 [ -x "$KRIA" ] && "$KRIA" crawl --help >/dev/null 2>&1 || bail "kria crawl is not built ($KRIA)"
@@ -176,4 +179,40 @@ like "$(cat "$T/run4.err")" "learned state: the informed priors' pool is unreada
   "run 4: the damaged pool is logged"
 like "$(cat "$T/run4.err")" "learned state: 1 hosts loaded \\(0 refused\\).*, 1 damaged sections dropped" \
   "run 4: the host loaded, the section counted"
+
+# ---- 5: the signals' section in the layout before WEBSUB ---------------------------
+S4=$(stored)
+python3 - "$T/state/kria.db" <<'PY' || bail "could not rewrite the signals section"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+(b,) = db.execute("SELECT learned FROM hosts WHERE learned IS NOT NULL").fetchone()
+b, i = bytearray(b), 1
+while i < len(b):  # sections: tag, varint length, payload
+    at, tag, n = i, b[i], b[i + 1] & 0x7f
+    i += 2
+    if b[i - 1] & 0x80:
+        n |= b[i] << 7
+        i += 1
+    if tag == 5 and n == 62 and b[i + 1] == 3:
+        old = bytes([5, 42, b[i], 2]) + bytes(b[i + 2:i + 42])  # lastmod and feed only
+        b = b[:at] + old + b[i + n:]
+        break
+    i += n
+else:
+    sys.exit(1)
+db.execute("UPDATE hosts SET learned = ? WHERE learned IS NOT NULL", (bytes(b),))
+db.commit()
+PY
+S5=$(stored)
+check "the record of two sources reads as it was ($S4)" same "$S5" "$S4"
+like "$("$KRIA" report hosts -s "$T/state" --json 2>&1)" '"signals":\{"lastmod":\{[^}]*\},"feed":\{[^}]*\},"websub":\{"seen":0,"verified":0' \
+  "report hosts -s shows the two sources and a fresh websub one"
+start run5
+L5=$(live)
+diag "run 5 live: $L5"
+check "run 5: the crawl loads its signals ($S4)" same "$L5" "$S4"
+stop run5
+unlike "$(cat "$T/run5.err")" "change signals.* unreadable" "run 5: the signals are not called unreadable"
+like "$(cat "$T/run5.err")" "learned state: 1 hosts loaded \\(0 refused\\).*, 1 damaged sections dropped" \
+  "run 5: the pool of run 4 alone still counted damaged"
 done_testing
