@@ -20,7 +20,8 @@
 
 [ -x "$KRIA" ] && "$KRIA" crawl --help >/dev/null 2>&1 || bail "kria crawl is not built ($KRIA)"
 
-cat >"$T/routes.ini" <<'EOF'
+{
+  cat <<'EOF'
 [route "/robots.txt"]
 content-type = text/plain
 body = User-agent: *\nDisallow:\nSitemap: http://127.0.0.1:{port}/sitemap_index.xml\n
@@ -47,12 +48,6 @@ body = <p>the same payload under two URLs</p>
 content-type = application/xml
 body = <?xml version="1.0"?><sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
 body = <sitemap><loc>http://127.0.0.1:{port}/sitemap.xml</loc></sitemap></sitemapindex>
-
-[route "/sitemap.xml"]
-content-type = application/xml
-body = <?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
-body = <url><loc>http://127.0.0.1:{port}/s/hourly</loc><changefreq>hourly</changefreq></url>
-body = <url><loc>http://127.0.0.1:{port}/s/plain</loc></url></urlset>
 
 [route "/feed.xml"]
 content-type = application/rss+xml
@@ -87,38 +82,26 @@ body = entry {path}
 
 [route "/s/*"]
 body = sitemap page {path}
+
 EOF
+  sitemap_route /sitemap.xml "<loc>http://127.0.0.1:{port}/s/hourly</loc><changefreq>hourly</changefreq>" \
+    "<loc>http://127.0.0.1:{port}/s/plain</loc>"
+} >"$T/routes.ini"
 
 kts_start "$T/routes.ini" --log "$T/kts.log" || bail "kts did not start"
 printf '%s\n' "$KTS_URL/" "http://localhost:$KTS_PORT/changing" >"$T/seeds.txt"
-cat >"$T/c.conf" <<EOF
-[http]
-allow-private-addresses = true
-[crawl]
-seeds = $T/seeds.txt
-state-dir = $T/state
-[politeness]
-min-delay = 0
-max-delay = 0
-delay-factor = 0
+{
+  revisit_conf "$T/seeds.txt" "$T/state"
+  cat <<EOF
 [limits]
 max-time = 8s
-[store]
-commit-interval = 10ms
 [adaptive]
 feed-pull-max = 1
-[wait "feed"]
-content-type = ^application/rss
-initial-wait = 1s
-min-wait = 1s
-changed-factor = 1
-[wait "image"]
-content-type = ^image/
-initial-wait = 30s
-min-wait = 30s
-[wait "default"]
-initial-wait = 30s
-min-wait = 30s
+EOF
+  wait_conf feed '^application/rss' 1s changed-factor=1
+  wait_conf image '^image/' 30s
+  wait_conf default '' 30s
+  cat <<EOF
 # localhost: a page changing on every visit, revisited every second
 [host "localhost"]
 adaptive.refresh-embeds = true
@@ -126,11 +109,11 @@ wait.default.initial-wait = 1s
 wait.default.min-wait = 1s
 wait.default.changed-factor = 1
 EOF
+} >"$T/c.conf"
 timeout 60 "$KRIA" crawl -c "$T/c.conf" >"$T/out" 2>"$T/err"
 is "$?" 0 "the crawl exits 0"
-curl -s "$KTS_URL/_kts/paths" >"$T/paths"
-kts_stop
-n() { awk -v p="$1" '$1 == p { sub("count=", "", $2); print $2; f = 1 } END { if (!f) print 0 }' "$T/paths"; }
+kts_stop_counting
+n() { kts_count "$1"; }
 CL="$T/state/logs/crawl.log"
 diag "requests: feed $(n /feed.xml) new $(n /items/new) old $(n /items/old) undated1 $(n /items/undated1) undated2 $(n /items/undated2)"
 

@@ -24,11 +24,7 @@
 
 [ -x "$KRIA" ] && "$KRIA" crawl --help >/dev/null 2>&1 || bail "kria crawl is not built ($KRIA)"
 
-cat >"$T/routes.ini" <<'EOF'
-[route "/robots.txt"]
-status = 404
-body = none
-
+{ no_robots_route; cat <<'EOF'; } >"$T/routes.ini"
 [route "/"]
 body = <html><body><a href="/fast/0">f</a>
 body = <a href="/slow/0">0</a> <a href="/slow/1">1</a> <a href="/slow/2">2</a> <a href="/slow/3">3</a>
@@ -53,18 +49,9 @@ START=1000000000000
 kts_start "$T/routes.ini" --start-ms "$START" || bail "kts did not start"
 PORT=$KTS_PORT
 printf '%s/\n' "$KTS_URL" >"$T/seeds.txt"
-cat >"$T/crawl.conf" <<EOF
-[http]
-allow-private-addresses = true
-[crawl]
-seeds = $T/seeds.txt
-state-dir = $T/state
-[politeness]
-min-delay = 150ms
-max-delay = 150ms
-delay-factor = 0
-[store]
-commit-interval = 10ms
+{
+  revisit_conf "$T/seeds.txt" "$T/state" 150ms
+  cat <<EOF
 [adaptive]
 trust-sample = 0.5
 trust-sample-min = 0.02
@@ -73,52 +60,24 @@ trust-probation = 1
 learned-state-interval = 1s
 [status]
 listen = 127.0.0.1:0
-[wait "html"]
-content-type = ^text/html
-policy = poisson
-initial-wait = 1s
-default-wait = 1s
-min-wait = 1s
-max-wait = 1h
-[wait "plain"]
-content-type = ^text/plain
-initial-wait = 1s
-default-wait = 1s
-min-wait = 1s
-max-wait = 2s
 EOF
+  wait_conf html '^text/html' 1s policy=poisson default-wait=1s max-wait=1h
+  wait_conf plain '^text/plain' 1s default-wait=1s max-wait=2s
+} >"$T/crawl.conf"
 
-start() { # start NAME: kria crawl in the background (its own pid: kill -9 reaches it)
-  rm -f "$T/state/status.addr"
-  "$KRIA" crawl -c "$T/crawl.conf" >"$T/$1.out" 2>"$T/$1.err" &
-  KPID=$!
-  _pids+=("$KPID")
-  wait_until 30 test -s "$T/state/status.addr" || bail "$1: no status.addr: $(tail -3 "$T/$1.err")"
-}
+start() { kria_bg "$1" "$T/crawl.conf"; } # start NAME
 # live: "x gain sample run state" of the host from the status server's /hosts
 live() {
-  "$KRIA" report hosts --addr "$(cat "$T/state/status.addr")" --json 2>/dev/null | node -e '
-    let s = ""; process.stdin.on("data", d => s += d).on("end", () => {
-      const h = JSON.parse(s).hosts[0] || {}, c = h.capacity || {}, v = h.validators || {};
-      console.log([c.changes_per_visit ?? "-", c.gain ?? "-", v.sample ?? "-",
-                   v.confirm_run ?? "-", c.allocator ?? "-"].join(" "));
-    })'
+  host_fields live "$T/state" h.capacity.changes_per_visit h.capacity.gain h.validators.sample \
+    h.validators.confirm_run h.capacity.allocator
 }
 # stored: "x gain sample run" of the record in the state database (offline)
 stored() {
-  "$KRIA" report hosts -s "$T/state" --json 2>/dev/null | node -e '
-    let s = ""; process.stdin.on("data", d => s += d).on("end", () => {
-      const l = (JSON.parse(s).hosts[0] || {}).learned || {};
-      console.log([l.changes_per_visit ?? "-", l.gain ?? "-", l.trust_sample ?? "-",
-                   l.confirm_run ?? "-"].join(" "));
-    })'
+  host_fields stored "$T/state" h.learned.changes_per_visit h.learned.gain h.learned.trust_sample \
+    h.learned.confirm_run
 }
 # same "a b c d" "a b c d": the four numbers equal within 1e-5 (relative)
-same() {
-  node -e 'const a = process.argv[1].split(" "), b = process.argv[2].split(" ");
-    for (let i = 0; i < 4; i++) { const x = +a[i], y = +b[i];
-      if (!(Math.abs(x - y) <= 1e-5 * Math.max(1, Math.abs(x)))) process.exit(1); }' "$1" "$2"
-}
+same() { same_numbers 4 "$1" "$2"; }
 learned_now() { # LIVE: the allocator binds, the sample is below its start
   LIVE=$(live)
   read -r x _ sample run st <<<"$LIVE"
@@ -130,9 +89,7 @@ learned_now() { # LIVE: the allocator binds, the sample is below its start
 start run1
 check "run 1: the allocator binds and the trust sample fell below 0.5" wait_until 60 learned_now
 diag "run 1 live (x gain sample run state): $LIVE"
-kill -TERM "$KPID"
-wait "$KPID"
-is "$?" 0 "run 1: SIGTERM, exit 0"
+kria_term "run 1"
 S1=$(stored)
 diag "run 1 stored (x gain sample run): $S1"
 read -r x1 _ sample1 run1 <<<"$S1"
@@ -154,9 +111,7 @@ check "run 2: x, gain, sample and run continue from the record ($S1)" same "$L2"
 "$KRIA" report hosts --addr "$(cat "$T/state/status.addr")" >"$T/live.txt" 2>&1
 like "$(head -1 "$T/live.txt")" " x +gain +sample +plan" "report hosts (live) has x, gain and sample"
 like "$(sed -n 2p "$T/live.txt")" " [0-9.]+ +[0-9.]+ +[0-9.]+% " "report hosts (live) shows them"
-kill -TERM "$KPID"
-wait "$KPID"
-is "$?" 0 "run 2: SIGTERM, exit 0"
+kria_term "run 2"
 like "$(cat "$T/run2.err")" "learned state: 1 hosts loaded" "run 2: one host's state loaded"
 
 # ---- 3: go on learning, kill -9 after a periodic write --------------------------
@@ -178,8 +133,7 @@ start run4
 L4=$(live)
 diag "run 4 live: $L4"
 check "run 4: after kill -9 the state is the last record written ($S3)" same "$L4" "$S3"
-kill -TERM "$KPID"
-wait "$KPID"
+kria_term "run 4"
 
 # ---- 5: a damaged record --------------------------------------------------------------
 sqlite3 "$T/state/kria.db" "UPDATE hosts SET learned = x'02' || substr(learned, 2) WHERE learned IS NOT NULL"
@@ -188,9 +142,7 @@ L5=$(live)
 diag "run 5 live: $L5"
 read -r x5 _ sample5 run5 _ <<<"$L5"
 is "$run5 $x5 $sample5" "0 - 0.5" "run 5: a damaged record: the host starts fresh (run 0, no allocator, sample at its start)"
-kill -TERM "$KPID"
-wait "$KPID"
-is "$?" 0 "run 5: the crawl ran and stopped cleanly"
+kria_term "run 5"
 like "$(cat "$T/run5.err")" "learned state unreadable \\([0-9]+ bytes\\): the host starts fresh" \
   "run 5: the refusal is logged"
 like "$(cat "$T/run5.err")" "learned state: 0 hosts loaded \\(1 refused\\)" "run 5: and counted"

@@ -23,91 +23,84 @@
 
 [ -x "$KRIA" ] && "$KRIA" crawl --help >/dev/null 2>&1 || bail "kria crawl is not built ($KRIA)"
 
-cat >"$T/routes.ini" <<'EOF'
-[route "/robots.txt"]
-status = 404
-body = none
-
-[route "/sitemap.xml"]
-content-type = application/xml
-change-every = 1
-body = <?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
-body = <!-- version {version} -->
-body = <url><loc>http://127.0.0.1:{port}/p/0</loc><lastmod>2099-01-01</lastmod></url>
-body = <url><loc>http://127.0.0.1:{port}/p/1</loc><lastmod>2099-01-01</lastmod></url>
-body = <url><loc>http://127.0.0.1:{port}/p/2</loc><lastmod>2099-01-01</lastmod></url>
-body = <url><loc>http://127.0.0.1:{port}/p/3</loc><lastmod>2099-01-01</lastmod></url></urlset>
-
+{
+  no_robots_route
+  sitemap_route --changing /sitemap.xml \
+    "<loc>http://127.0.0.1:{port}/p/"{0,1,2,3}"</loc><lastmod>2099-01-01</lastmod>"
+  cat <<'EOF'
 [site "/p/"]
 pages = 4
 links = 0
 change-every = 1
 body-size = 1K
 EOF
+} >"$T/routes.ini"
 kts_start "$T/routes.ini" || bail "kts did not start"
 PORT=$KTS_PORT
 printf '%s\n' "$KTS_URL/sitemap.xml" >"$T/seeds.txt"
-cat >"$T/crawl.conf" <<EOF
-[http]
-allow-private-addresses = true
-[crawl]
-seeds = $T/seeds.txt
-state-dir = $T/state
-[politeness]
-min-delay = 0
-max-delay = 0
-delay-factor = 0
-[store]
-commit-interval = 10ms
+{
+  revisit_conf "$T/seeds.txt" "$T/state"
+  cat <<EOF
 [status]
 listen = 127.0.0.1:0
 [adaptive]
 informed-priors = true
 learned-state-interval = 1s
-[wait "sitemap"]
-content-type = ^application/xml
-initial-wait = 1s
-min-wait = 1s
-changed-factor = 1
-[wait "default"]
-initial-wait = 30s
-min-wait = 30s
 EOF
+  wait_conf sitemap '^application/xml' 1s changed-factor=1
+  wait_conf default '' 30s
+} >"$T/crawl.conf"
 
-start() { # start NAME: kria crawl in the background (its own pid)
-  rm -f "$T/state/status.addr"
-  "$KRIA" crawl -c "$T/crawl.conf" >"$T/$1.out" 2>"$T/$1.err" &
-  KPID=$!
-  _pids+=("$KPID")
-  wait_until 30 test -s "$T/state/status.addr" || bail "$1: no status.addr: $(tail -3 "$T/$1.err")"
-}
-stop() { # stop NAME: SIGTERM, exit 0
-  kill -TERM "$KPID"
-  wait "$KPID"
-  is "$?" 0 "$1: SIGTERM, exit 0"
-}
+start() { kria_bg "$1" "$T/crawl.conf"; } # start NAME
+stop() { kria_term "$1"; }                    # stop NAME: SIGTERM, exit 0
 # live: "verified precision recall" of the lastmod signals on /hosts
 live() {
-  curl -s "http://$(cat "$T/state/status.addr")/hosts" | node -e '
-    let s = ""; process.stdin.on("data", d => s += d).on("end", () => {
-      const h = JSON.parse(s).hosts[0] || {}, g = (h.signals || {}).lastmod || {};
-      console.log([g.verified ?? "-", g.precision ?? "-", g.recall ?? "-"].join(" "));
-    })'
+  host_fields live "$T/state" h.signals.lastmod.verified h.signals.lastmod.precision \
+    h.signals.lastmod.recall
 }
 # stored: "verified precision recall members" of the record (offline)
 stored() {
-  "$KRIA" report hosts -s "$T/state" --json 2>/dev/null | node -e '
-    let s = ""; process.stdin.on("data", d => s += d).on("end", () => {
-      const l = (JSON.parse(s).hosts[0] || {}).learned || {}, g = (l.signals || {}).lastmod || {};
-      console.log([g.verified ?? "-", g.precision ?? "-", g.recall ?? "-",
-                   l.prior_members ?? "-"].join(" "));
-    })'
+  host_fields stored "$T/state" h.learned.signals.lastmod.verified \
+    h.learned.signals.lastmod.precision h.learned.signals.lastmod.recall h.learned.prior_members
 }
 # same "a b c" "a b c ...": the first three numbers equal within 1e-5
-same() {
-  node -e 'const a = process.argv[1].split(" "), b = process.argv[2].split(" ");
-    for (let i = 0; i < 3; i++) { const x = +a[i], y = +b[i];
-      if (!(Math.abs(x - y) <= 1e-5 * Math.max(1, Math.abs(x)))) process.exit(1); }' "$1" "$2"
+same() { same_numbers 3 "$1" "$2"; }
+# relive NAME WANT WHAT: a run NAME that only starts and stops; a test
+# that its live signals are WANT's ("NAME: WHAT (WANT)")
+relive() {
+  start "$1"
+  local l
+  l=$(live)
+  diag "$1 live: $l"
+  check "$1: $3 ($2)" same "$l" "$2"
+  stop "$1"
+}
+# edit_section TAG CODE: run the Python CODE on the host's stored record
+# at its section TAG: b (the record, a bytearray: CODE leaves the new
+# one there), at (the section's tag byte), p (its payload), n (the
+# payload's length); fails when there is no such section.
+edit_section() {
+  python3 - "$T/state/kria.db" "$1" "$2" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+(b,) = db.execute("SELECT learned FROM hosts WHERE learned IS NOT NULL").fetchone()
+b, i = bytearray(b), 1
+while i < len(b):  # sections: tag, varint length, payload
+    at, tag, n = i, b[i], b[i + 1] & 0x7f
+    i += 2
+    if b[i - 1] & 0x80:
+        n |= b[i] << 7
+        i += 1
+    if tag == int(sys.argv[2]):
+        p = i
+        exec(sys.argv[3])
+        break
+    i += n
+else:
+    sys.exit(1)
+db.execute("UPDATE hosts SET learned = ? WHERE learned IS NOT NULL", (bytes(b),))
+db.commit()
+PY
 }
 verified_at_least() { read -r v _ <<<"$(live)"; [ "$v" != - ] && [ "$v" -ge "$1" ]; }
 
@@ -124,11 +117,7 @@ check "run 1: the record holds the signals and the pool ($S1)" \
 kts_stop
 
 # ---- 2: restart, nothing to visit: the signals are the stored ones ------------
-start run2
-L2=$(live)
-diag "run 2 live: $L2"
-check "run 2: /hosts shows the signals of the record ($S1)" same "$L2" "$S1"
-stop run2
+relive run2 "$S1" "/hosts shows the signals of the record"
 like "$(cat "$T/run2.err")" "learned state: 1 hosts loaded \\(0 refused\\)" "run 2: the record loaded"
 
 # ---- 3: go on: the pool continues ----------------------------------------------
@@ -148,33 +137,10 @@ is "$m3" "$m1" "run 3: the stored pool has run 1's members (continued, not start
 kts_stop
 
 # ---- 4: the pool's section damaged -----------------------------------------------
-python3 - "$T/state/kria.db" <<'PY' || bail "could not damage the pool section"
-import sqlite3, sys
-db = sqlite3.connect(sys.argv[1])
-(b,) = db.execute("SELECT learned FROM hosts WHERE learned IS NOT NULL").fetchone()
-b, i = bytearray(b), 1
-while i < len(b):  # sections: tag, varint length, payload
-    tag, n = b[i], b[i + 1] & 0x7f
-    i += 2
-    if b[i - 1] & 0x80:
-        n |= b[i] << 7
-        i += 1
-    if tag == 4:
-        b[i] = 0x7f  # the pool's own version byte
-        break
-    i += n
-else:
-    sys.exit(1)
-db.execute("UPDATE hosts SET learned = ? WHERE learned IS NOT NULL", (bytes(b),))
-db.commit()
-PY
+edit_section 4 'b[p] = 0x7f  # the pool own version byte' || bail "could not damage the pool section"
 like "$("$KRIA" report hosts -s "$T/state" --json 2>&1)" '"damaged_sections":true' \
   "report hosts -s names the damaged section"
-start run4
-L4=$(live)
-diag "run 4 live: $L4"
-check "run 4: the signals still load ($S3)" same "$L4" "$S3"
-stop run4
+relive run4 "$S3" "the signals still load"
 like "$(cat "$T/run4.err")" "learned state: the informed priors' pool is unreadable: it starts fresh" \
   "run 4: the damaged pool is logged"
 like "$(cat "$T/run4.err")" "learned state: 1 hosts loaded \\(0 refused\\).*, 1 damaged sections dropped" \
@@ -182,36 +148,14 @@ like "$(cat "$T/run4.err")" "learned state: 1 hosts loaded \\(0 refused\\).*, 1 
 
 # ---- 5: the signals' section in the layout before WEBSUB ---------------------------
 S4=$(stored)
-python3 - "$T/state/kria.db" <<'PY' || bail "could not rewrite the signals section"
-import sqlite3, sys
-db = sqlite3.connect(sys.argv[1])
-(b,) = db.execute("SELECT learned FROM hosts WHERE learned IS NOT NULL").fetchone()
-b, i = bytearray(b), 1
-while i < len(b):  # sections: tag, varint length, payload
-    at, tag, n = i, b[i], b[i + 1] & 0x7f
-    i += 2
-    if b[i - 1] & 0x80:
-        n |= b[i] << 7
-        i += 1
-    if tag == 5 and n == 62 and b[i + 1] == 3:
-        old = bytes([5, 42, b[i], 2]) + bytes(b[i + 2:i + 42])  # lastmod and feed only
-        b = b[:at] + old + b[i + n:]
-        break
-    i += n
-else:
-    sys.exit(1)
-db.execute("UPDATE hosts SET learned = ? WHERE learned IS NOT NULL", (bytes(b),))
-db.commit()
-PY
+# today's 62 bytes (3 sources) -> tag, length 42, version, 2, lastmod and feed
+edit_section 5 'assert n == 62 and b[p + 1] == 3
+b[at:p + n] = bytes([5, 42, b[p], 2]) + b[p + 2:p + 42]' || bail "could not rewrite the signals section"
 S5=$(stored)
 check "the record of two sources reads as it was ($S4)" same "$S5" "$S4"
 like "$("$KRIA" report hosts -s "$T/state" --json 2>&1)" '"signals":\{"lastmod":\{[^}]*\},"feed":\{[^}]*\},"websub":\{"seen":0,"verified":0' \
   "report hosts -s shows the two sources and a fresh websub one"
-start run5
-L5=$(live)
-diag "run 5 live: $L5"
-check "run 5: the crawl loads its signals ($S4)" same "$L5" "$S4"
-stop run5
+relive run5 "$S4" "the crawl loads its signals"
 unlike "$(cat "$T/run5.err")" "change signals.* unreadable" "run 5: the signals are not called unreadable"
 like "$(cat "$T/run5.err")" "learned state: 1 hosts loaded \\(0 refused\\).*, 1 damaged sections dropped" \
   "run 5: the pool of run 4 alone still counted damaged"

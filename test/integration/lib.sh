@@ -104,21 +104,124 @@ done_testing() {
 # politeness delay, a commit every 10 ms); the test appends its own, a
 # section named again adding to it.
 loopback_conf() {
+  revisit_conf "$1" "$2"
+  printf '[crawl]\nrevisit = false\nprogress-interval = 0\n'
+}
+
+# revisit_conf SEEDS STATE [DELAY]: on stdout, the sections a crawl that
+# revisits needs against this test's servers on loopback: as
+# loopback_conf, but crawl.revisit stays on and the politeness delay is
+# DELAY (0 when absent) at every fetch; the test appends its own.
+revisit_conf() {
   cat <<EOF
 [http]
 allow-private-addresses = true
 [crawl]
 seeds = $1
 state-dir = $2
-revisit = false
-progress-interval = 0
 [politeness]
-min-delay = 0
-max-delay = 0
+min-delay = ${3:-0}
+max-delay = ${3:-0}
 delay-factor = 0
 [store]
 commit-interval = 10ms
 EOF
+}
+
+# wait_conf NAME TYPE WAIT [KEY=VALUE...]: on stdout, the wait evaluator
+# [wait "NAME"] for content types matching TYPE (empty: no pattern, as
+# the default evaluator) whose initial and minimum waits are WAIT, then
+# each KEY = VALUE.
+wait_conf() {
+  local kv
+  printf '[wait "%s"]\n' "$1"
+  [ -n "$2" ] && printf 'content-type = %s\n' "$2"
+  printf 'initial-wait = %s\nmin-wait = %s\n' "$3" "$3"
+  for kv in "${@:4}"; do printf '%s = %s\n' "${kv%%=*}" "${kv#*=}"; done
+}
+
+# kts_stop_counting: kts' requests per path kept in $T/paths, then kts
+# stopped (kts_stop); kts_count PATH: how many of them PATH had (0: none).
+kts_stop_counting() {
+  curl -s "$KTS_URL/_kts/paths" >"$T/paths"
+  kts_stop
+}
+kts_count() {
+  awk -v p="$1" '$1 == p { sub("count=", "", $2); print $2; f = 1 } END { if (!f) print 0 }' "$T/paths"
+}
+
+# ---- kts routes for feeds and sitemaps -----------------------------------
+
+# no_robots_route: on stdout, a kts route answering robots.txt with 404
+# (everything allowed, nothing more to read).
+no_robots_route() {
+  printf '[route "/robots.txt"]\nstatus = 404\nbody = none\n\n'
+}
+
+# sitemap_route [--changing] PATH ENTRY...: on stdout, a kts route
+# serving a sitemap at PATH with one <url> per ENTRY (its inner XML, e.g.
+# "<loc>...</loc><lastmod>...</lastmod>"; kts fills {port}); --changing:
+# it changes on every request (a comment carries kts' version).
+sitemap_route() {
+  local changing=0 e
+  [ "$1" = --changing ] && { changing=1; shift; }
+  printf '[route "%s"]\ncontent-type = application/xml\n' "$1"
+  [ "$changing" = 1 ] && printf 'change-every = 1\n'
+  printf 'body = <?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">\n'
+  [ "$changing" = 1 ] && printf 'body = <!-- version {version} -->\n'
+  for e in "${@:2}"; do printf 'body = <url>%s</url>\n' "$e"; done
+  printf 'body = </urlset>\n\n'
+}
+
+# ---- a crawl in the background, its hosts' learned state --------------------
+
+# kria_bg NAME CONF [STATE]: kria crawl -c CONF in the background, its
+# output in $T/NAME.out and $T/NAME.err, its own pid in KPID (kill -9
+# reaches it), once its status server wrote STATE/status.addr (≤ 30 s;
+# STATE: $T/state when absent).
+kria_bg() {
+  local state=${3:-$T/state}
+  rm -f "$state/status.addr"
+  "$KRIA" crawl -c "$2" >"$T/$1.out" 2>"$T/$1.err" &
+  KPID=$!
+  _pids+=("$KPID")
+  wait_until 30 test -s "$state/status.addr" || bail "$1: no status.addr: $(tail -3 "$T/$1.err")"
+}
+
+# kria_term NAME: SIGTERM to the crawl kria_bg started, and a test that it
+# exits 0.
+kria_term() {
+  kill -TERM "$KPID"
+  wait "$KPID"
+  is "$?" 0 "$1: SIGTERM, exit 0"
+}
+
+# host_fields live|stored STATE EXPR...: on stdout, each JavaScript EXPR
+# over h, the first host of "kria report hosts --json" (live: from the
+# status server of the crawl on STATE; stored: offline, from the state
+# database of STATE, where h.learned is the record), separated by
+# spaces, "-" for one that is absent.
+host_fields() {
+  local src=(-s "$2")
+  [ "$1" = live ] && src=(--addr "$(cat "$2/status.addr")")
+  shift 2
+  "$KRIA" report hosts "${src[@]}" --json 2>/dev/null | node -e '
+    let s = ""; process.stdin.on("data", d => s += d).on("end", () => {
+      const h = JSON.parse(s).hosts[0] || {};
+      console.log(process.argv.slice(1).map(e => {
+        let v;
+        try { v = eval(e); } catch { v = undefined; }
+        return v ?? "-";
+      }).join(" "));
+    })' "$@"
+}
+
+# same_numbers N "A..." "B...": the first N numbers of both lists equal
+# within 1e-5 (relative above 1).
+same_numbers() {
+  node -e 'const n = +process.argv[1], a = process.argv[2].split(" "), b = process.argv[3].split(" ");
+    for (let i = 0; i < n; i++) { const x = +a[i], y = +b[i];
+      if (!(Math.abs(x - y) <= 1e-5 * Math.max(1, Math.abs(x)))) process.exit(1); }' "$@"
 }
 
 # ---- kts ----------------------------------------------------------------

@@ -14,15 +14,11 @@
 
 [ -x "$KRIA" ] && "$KRIA" crawl --help >/dev/null 2>&1 || bail "kria crawl is not built ($KRIA)"
 
-cat >"$T/routes.ini" <<'EOF'
-[route "/sitemap.xml"]
-content-type = application/xml
-change-every = 1
-body = <?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">
-body = <!-- version {version} -->
-body = <url><loc>http://localhost:{port}/honest</loc><lastmod>2099-01-01</lastmod></url>
-body = <url><loc>http://127.0.0.1:{port}/liar</loc><lastmod>2099-01-01</lastmod></url></urlset>
-
+{
+  sitemap_route --changing /sitemap.xml \
+    "<loc>http://localhost:{port}/honest</loc><lastmod>2099-01-01</lastmod>" \
+    "<loc>http://127.0.0.1:{port}/liar</loc><lastmod>2099-01-01</lastmod>"
+  cat <<'EOF'
 [route "/honest"]
 host = localhost
 change-every = 1
@@ -31,38 +27,25 @@ body = <p>version {version}</p>
 [route "/liar"]
 body = <p>the same every time</p>
 EOF
+} >"$T/routes.ini"
 
 kts_start "$T/routes.ini" --log "$T/kts.log" || bail "kts did not start"
 # localhost is a seed too: the scope is the seeds' hosts
 printf '%s\n' "$KTS_URL/sitemap.xml" "http://localhost:$KTS_PORT/honest" >"$T/seeds.txt"
-cat >"$T/c.conf" <<EOF
-[http]
-allow-private-addresses = true
-[crawl]
-seeds = $T/seeds.txt
-state-dir = $T/state
-[politeness]
-min-delay = 0
-max-delay = 0
-delay-factor = 0
+{
+  revisit_conf "$T/seeds.txt" "$T/state"
+  cat <<EOF
 [limits]
 max-time = 6s
-[store]
-commit-interval = 10ms
 [status]
 listen = 127.0.0.1:0
 [adaptive]
 signal-probation = 2
 signal-precision = 0.3
-[wait "sitemap"]
-content-type = ^application/xml
-initial-wait = 1s
-min-wait = 1s
-changed-factor = 1
-[wait "default"]
-initial-wait = 30s
-min-wait = 30s
 EOF
+  wait_conf sitemap '^application/xml' 1s changed-factor=1
+  wait_conf default '' 30s
+} >"$T/c.conf"
 timeout 60 "$KRIA" crawl -c "$T/c.conf" >"$T/out" 2>"$T/err" &
 KPID=$!
 # /hosts while it runs: the liar's host has verified its two false claims
@@ -79,9 +62,8 @@ wait_until 30 test -s "$T/state/status.addr" || bail "no status.addr: $(tail -3 
 check "/hosts: the liar's host, 2 claims verified false, precision < 0.3" wait_until 30 liar_shown
 wait "$KPID"
 is "$?" 0 "the crawl exits 0"
-curl -s "$KTS_URL/_kts/paths" >"$T/paths"
-kts_stop
-n() { awk -v p="$1" '$1 == p { sub("count=", "", $2); print $2; f = 1 } END { if (!f) print 0 }' "$T/paths"; }
+kts_stop_counting
+n() { kts_count "$1"; }
 CL="$T/state/logs/crawl.log"
 diag "requests: sitemap $(n /sitemap.xml) honest $(n /honest) liar $(n /liar)"
 

@@ -43,28 +43,18 @@ start_kria() {
   local try
   for try in 1 2 3 4 5; do
     [ -n "$SPORT" ] && [ "$try" = 1 ] || SPORT=$(random_port)
-    cat >"$T/c.conf" <<EOF
-[http]
-allow-private-addresses = true
-[crawl]
-seeds = $T/seeds.txt
-state-dir = $STATE
-[politeness]
-min-delay = 0
-max-delay = 0
-delay-factor = 0
-[store]
-commit-interval = 10ms
+    {
+      revisit_conf "$T/seeds.txt" "$STATE"
+      cat <<EOF
 [status]
 listen = 127.0.0.1:$SPORT
 token = $TOKEN
 [websub]
 callback = http://127.0.0.1:$SPORT/websub
-[wait "default"]
-initial-wait = 1h
-min-wait = 1h
 $CONF_MORE
 EOF
+      wait_conf default '' 1h
+    } >"$T/c.conf"
     rm -f "$STATE/status.addr"
     timeout 60 "$KRIA" crawl -c "$T/c.conf" >"$T/out$1" 2>"$T/err$1" &
     KPID=$!
@@ -88,19 +78,21 @@ qge() { [ "$(q "$1")" -ge "$2" ]; }
 qeq() { [ "$(q "$1")" = "$2" ]; }
 push() { curl -s -X POST "$HUB/_ctl/push?$1"; }
 metric() { curl -s "http://127.0.0.1:$SPORT/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
+# fresh N STATE CONF: run N on the fresh state directory STATE, with the
+# sections CONF appended to the config; NREQ: the hub's requests before
+fresh() {
+  STATE=$2
+  CONF_MORE=$3
+  NREQ=$(q "s.requests.length")
+  start_kria "$1"
+}
 metric_ge() { [ "$(metric "$1")" -ge "$2" ]; }
 # logged URL ANNOTATION: the crawl.log of $STATE has a line of URL (the
 # end of its path) with ANNOTATION
 logged() { awk -v u="$1" -v a="$2" '$4 ~ u "$" && index($0, a) { f = 1 } END { exit !f }' "$STATE/logs/crawl.log"; }
 # websub_stored FIELD: the websub signals' FIELD in the host's learned
 # state as the state database holds it (offline)
-websub_stored() {
-  "$KRIA" report hosts -s "$STATE" --json 2>/dev/null | node -e '
-    let s = ""; process.stdin.on("data", d => s += d).on("end", () => {
-      const l = (JSON.parse(s).hosts[0] || {}).learned || {};
-      console.log(((l.signals || {}).websub || {})[process.argv[1]] ?? "-");
-    })' "$1"
-}
+websub_stored() { host_fields stored "$STATE" "h.learned.signals.websub.$1"; }
 
 printf '%s\n' "$HUB/feed.xml" >"$T/seeds.txt"
 start_kria 1
@@ -157,11 +149,8 @@ stop_kria
 is "$?" 0 "the second run stops cleanly"
 
 # ---- pushes of nothing new: verified false, then ignored --------------------------------
-STATE=$T/state3
-CONF_MORE="[adaptive]
+fresh 3 "$T/state3" "[adaptive]
 signal-probation = 2"
-NREQ=$(q "s.requests.length")
-start_kria 3
 check "run 3: subscribed afresh" wait_until 20 qge 's.verified.filter(v => v.status === 200).length' "$((NREQ + 1))"
 check "run 3: the item is visited" wait_until 20 logged /item1 " - "
 is "$(push 'sig=good&item=1&change=0')" 202 "run 3: a push of nothing new is accepted"
@@ -176,13 +165,10 @@ stop_kria
 is "$?" 0 "run 3 stops cleanly"
 
 # ---- a hub that never verifies: asked again, then given up --------------------------------
-STATE=$T/state4
-CONF_MORE="[websub]
+is "$(curl -s -X POST "$HUB/_ctl/silent?on=1")" true "the hub stops verifying"
+fresh 4 "$T/state4" "[websub]
 verify-timeout = 1s
 verify-attempts = 3"
-is "$(curl -s -X POST "$HUB/_ctl/silent?on=1")" true "the hub stops verifying"
-NREQ=$(q "s.requests.length")
-start_kria 4
 check "run 4: asked three times" wait_until 30 qeq "s.requests.length" "$((NREQ + 3))"
 check "run 4: then given up (counted)" wait_until 30 metric_ge kria_websub_given_up_total 1
 like "$(cat "$T/err4")" "websub: hub $HUB/hub never verified the subscription after 3 requests: given up" \
