@@ -142,9 +142,16 @@ int kr_sig_pulls(const kr_sig_rel_t *r, const kr_sig_params_t *p);
 double kr_sig_stretch(const kr_sig_rel_t *r, const kr_sig_params_t *p, uint64_t fp,
                       uint32_t visit);
 /* 1 when the claim (epoch s) is news for a URI last visited at
- * prev_visit_s (0: never: every claim is). */
+ * prev_visit_s (0: never: every claim is). Any one unit for both: the
+ * crawl compares ms, a date's second x 1000, which is news exactly when
+ * the second is news for the visit's second. */
 static inline int kr_sig_is_news(int64_t claim_s, int64_t prev_visit_s) {
   return claim_s > 0 && claim_s > prev_visit_s;
+}
+/* A claim's date (epoch s, from a document: any value) in ms, as the
+ * crawl compares claims with visits: saturating, 0 for none (<= 0). */
+static inline int64_t kr_sig_claim_ms(int64_t s) {
+  return s <= 0 ? 0 : s > INT64_MAX / 1000 ? INT64_MAX : s * 1000;
 }
 /* "lastmod", "feed", "websub". */
 const char *kr_sig_source_name(kr_sig_source_t s);

@@ -364,13 +364,13 @@ int kr__adapt_host_capacity(const kr_crawl_t *c, const kr_hostq_t *h, kr_host_ca
  * any was seen or verified; 0 when not. */
 int kr__adapt_host_signals(const kr_crawl_t *c, const kr_hostq_t *h, kr_sig_host_t *out);
 /* proc_wait.c: a change claim from outside a fetch (a WebSub push): the
- * URI of canonical url (n bytes) changed at at_s (epoch s, news for it),
+ * URI of canonical url (n bytes) changed at at_ms (epoch ms, news for it),
  * says source src. Kept as the URI's latest claim when newer, verified
  * at its next visit like a feed's, and counted as seen on its host.
  * 1 when it may pull the URI forward (its host's signals of src verify,
  * or are still on probation, or the host has none yet), 0 when not
  * (counted as ignored). */
-int kr__crawl_sig_claim(kr_crawl_t *c, const char *url, size_t n, int64_t at_s,
+int kr__crawl_sig_claim(kr_crawl_t *c, const char *url, size_t n, int64_t at_ms,
                         kr_sig_source_t src);
 /* Settings of view v built afresh (config reload, src/service/service.c), and
  * their release. */

@@ -331,13 +331,17 @@ int kr__adapt_host_capacity(const kr_crawl_t *c, const kr_hostq_t *h, kr_host_ca
 /* ---- claims ------------------------------------------------------------------------------
  * The latest dated claim per listed URI: open addressing on the URI's
  * fingerprint, grown by doubling up to KR_SIG_CLAIMS_MAX slots; past it
- * a URI not listed yet is not recorded (its signals go unverified). */
+ * a URI not listed yet is not recorded (its signals go unverified).
+ * Claims are kept in ms and compared with the visit's ms: a dated item's
+ * whole second x 1000 is news exactly when its second was (signal.h),
+ * and a push, timed to the ms, is news for a visit earlier in its own
+ * second but not for the visit it brings. */
 
 #define KR_SIG_CLAIMS_MAX (1u << 20) /* slots: 512 Ki URIs at half load, 24 MiB */
 
 typedef struct claim {
   uint64_t fp;      /* 0: free slot */
-  int64_t at_s;     /* the claimed change time, epoch s */
+  int64_t at_ms;    /* the claimed change time, epoch ms (a date's second x 1000) */
   int source;       /* kr_sig_source_t */
 } claim_t;
 
@@ -406,7 +410,7 @@ static int verify_claim(kr_fetch_t *f, kr_content_t state) {
   claim_t *e = u->visits && state != KR_CONTENT_UNKNOWN ? claim_find(c, u->fp) : NULL;
   if (!e) return 0;
   struct kr_adapt_host *ah = adapt_host(c, u->host, f->hc->est.x_min);
-  int signalled = kr_sig_is_news(e->at_s, (int64_t)(u->last_visit / 1000));
+  int signalled = kr_sig_is_news(e->at_ms, (int64_t)u->last_visit);
   kr_sig_verdict_t v = kr_sig_record(&ah->sig.src[e->source], &f->hc->sig, signalled,
                                      state == KR_CONTENT_CHANGED);
   static const char *const names[] = {"", "tp", "fp", "fn"};
@@ -628,8 +632,8 @@ static void record_claims(kr_fetch_t *f, uint64_t now) {
     if (m->updated <= 0 || m->link >= f->nlinks) continue;
     const kr_link_t *l = &f->links[m->link];
     claim_t *e = claim_get(c, kr_fp(l->url, l->url_len));
-    if (!e || m->updated <= e->at_s) continue;
-    e->at_s = m->updated;
+    if (!e || kr_sig_claim_ms(m->updated) <= e->at_ms) continue;
+    e->at_ms = kr_sig_claim_ms(m->updated);
     e->source = m->source;
     c->st.signals_seen++;
     kr_hostq_t *h = link_host(c, l);
@@ -641,15 +645,15 @@ static void record_claims(kr_fetch_t *f, uint64_t now) {
   (void)now;
 }
 
-int kr__crawl_sig_claim(kr_crawl_t *c, const char *url, size_t n, int64_t at_s,
+int kr__crawl_sig_claim(kr_crawl_t *c, const char *url, size_t n, int64_t at_ms,
                         kr_sig_source_t src) {
   kr_link_t l = {.url = url, .url_len = n};
   kr_hostq_t *h = link_host(c, &l);
   const kr_hostcfg_t *hc = h ? kr__crawl_queue_hostcfg(c, h) : NULL;
   struct kr_adapt_host *ah = h ? adapt_host(c, h, hc->est.x_min) : NULL;
   claim_t *e = claim_get(c, kr_fp(url, n));
-  if (e && at_s > e->at_s) {
-    e->at_s = at_s;
+  if (e && at_ms > e->at_ms) {
+    e->at_ms = at_ms;
     e->source = src;
     c->st.signals_seen++;
     if (ah) {

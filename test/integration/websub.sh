@@ -18,6 +18,8 @@
 # A hub whose pushes announce nothing new (fresh state, probation 2): the
 # first push pulls the feed and its item, both found unchanged
 # (sig:websub:fp); the next push pulls nothing (ignored).
+# A push verified once: the feed revisited every second after the visit
+# a push brought does not verify that push again.
 # A hub that takes requests but never verifies them (fresh state,
 # verify-timeout 1s, verify-attempts 3): asked three times, then given up
 # with a warning and a count; its callback is closed, and after a restart
@@ -163,6 +165,20 @@ is "$(metric kria_websub_pulled_total)" 2 "run 3: but pulls nothing: the host's 
 is "$(metric kria_signals_ignored_total)" 2 "run 3: both its claims are counted ignored"
 stop_kria
 is "$?" 0 "run 3 stops cleanly"
+
+# ---- a push is verified once: by the visit it brings, not again by the next ----------------
+fresh 3b "$T/state3b" "$(wait_conf feed '^application/atom' 1s changed-factor=1)"
+check "run 3b: subscribed afresh" wait_until 20 qge 's.verified.filter(v => v.status === 200).length' "$((NREQ + 1))"
+is "$(push 'sig=good&item=1')" 202 "run 3b: a push (the feed changes with it)"
+check "run 3b: the feed's next visit verifies it" wait_until 20 logged /feed.xml sig:websub:tp
+feed_lines() { awk '$4 ~ /\/feed\.xml$/' "$STATE/logs/crawl.log"; }
+FL=$(feed_lines | wc -l)
+feed_visited_twice_more() { [ "$(feed_lines | wc -l)" -ge "$((FL + 2))" ]; }
+check "run 3b: the feed is visited twice more (its wait is 1 s)" wait_until 20 feed_visited_twice_more
+is "$(feed_lines | grep -c 'sig:websub')" 1 \
+  "run 3b: only the visit the push brought says sig:websub"
+stop_kria
+is "$?" 0 "run 3b stops cleanly"
 
 # ---- a hub that never verifies: asked again, then given up --------------------------------
 is "$(curl -s -X POST "$HUB/_ctl/silent?on=1")" true "the hub stops verifying"

@@ -56,6 +56,11 @@ static void verdicts(void **state) {
   assert_true(kr_sig_is_news(100, 99));
   assert_false(kr_sig_is_news(99, 99));
   assert_false(kr_sig_is_news(0, 0));
+  /* a date in ms: news for a visit exactly when its second is */
+  assert_true(kr_sig_claim_ms(100) == 100000);
+  assert_true(kr_sig_is_news(kr_sig_claim_ms(100), 99999) && !kr_sig_is_news(kr_sig_claim_ms(100), 100000));
+  assert_true(kr_sig_claim_ms(INT64_MAX / 999) == INT64_MAX); /* a hostile date saturates */
+  assert_true(kr_sig_claim_ms(-5) == 0 && kr_sig_claim_ms(0) == 0);
 }
 
 enum { HONEST, NOW, NEVER };
