@@ -24,9 +24,12 @@
  *            its callback answers 404, the feed is not asked for again
  *            at that hub (a restart included) and the row still counts
  *            among websub.max-subscriptions (rows stay bounded). A feed
- *            that later names another hub is asked afresh. The count of
- *            requests lives in memory: a restart gives an unverified
- *            subscription its attempts again.
+ *            that later names another hub is asked afresh. The requests
+ *            made without a verification are kept in the row's expires
+ *            (below STORED_ATTEMPTS_BELOW: no lease ends in 1970's first
+ *            second), so a restart goes on counting instead of starting
+ *            over; a lease that ended without a renewal verified counts
+ *            as no verification.
  * Intent     the hub's GET at the callback (kr_crawl_websub_verify):
  *            subscribe with the subscription's topic is confirmed (the
  *            status server echoes hub.challenge) and the granted lease
@@ -68,6 +71,9 @@
 #define TOKEN_BYTES 16          /* 128 random bits each for token and secret */
 #define RETRY_CAP_MS (86400 * 1000u) /* the longest wait between two requests */
 #define RENEW_MIN_MS 1000u
+/* A stored expires below this is not a lease's end but the requests made
+ * without a verification (websub.verify-attempts is at most 100). */
+#define STORED_ATTEMPTS_BELOW 1000u
 
 /* ---- the table ---------------------------------------------------------------------------- */
 
@@ -140,9 +146,12 @@ static char *random_hex(void) {
   return out;
 }
 
+/* The row of s: its lease's end, or while it has none the requests made
+ * for it (STORED_ATTEMPTS_BELOW). */
 static void persist(struct kr_websub *ws, const wsub_t *s) {
   if (!ws->c->frontier) return;
-  kr_store_websub_t w = {s->topic, s->hub, s->token, s->secret, s->expires};
+  uint64_t exp = s->expires ? s->expires : KR_MIN(s->attempts, STORED_ATTEMPTS_BELOW - 1);
+  kr_store_websub_t w = {s->topic, s->hub, s->token, s->secret, exp};
   if (kr_store_websub_put(kr_frontier_store(ws->c->frontier), &w) < 0)
     KR_LOG(KR_LOG_WARN, s->topic, "websub: cannot store the subscription");
 }
@@ -249,13 +258,16 @@ static void give_up(wsub_t *s) {
 static void ask(wsub_t *s) {
   struct kr_websub *ws = s->ws;
   if (s->given_up || ws->c->stopping) return;
+  uint64_t now = kr_crawl_now(ws->c);
+  if (s->expires && s->expires <= now) s->expires = 0; /* lapsed: not subscribed */
   if (s->attempts >= ws->attempts_max) {
     give_up(s);
     return;
   }
   s->attempts++;
+  if (!s->expires) persist(ws, s); /* the count outlives a restart */
   send_request(s);
-  schedule(s, kr_crawl_now(ws->c) + kr_websub_retry_ms(ws->verify_ms, s->attempts, RETRY_CAP_MS));
+  schedule(s, now + kr_websub_retry_ms(ws->verify_ms, s->attempts, RETRY_CAP_MS));
 }
 
 static void on_renew(kr_wheel_entry_t *e) { ask(container_of(e, wsub_t, renew)); }
@@ -286,11 +298,13 @@ static wsub_t *sub_new(struct kr_websub *ws, const char *topic, const char *hub,
 static int load_one(void *ud, const kr_store_websub_t *w) {
   struct kr_websub *ws = ud;
   if (ws->n >= ws->max || find_topic(ws, w->topic)) return 0;
-  wsub_t *s = sub_new(ws, w->topic, w->hub, w->token, w->secret, w->expires);
+  int unverified = w->expires < STORED_ATTEMPTS_BELOW;
+  wsub_t *s = sub_new(ws, w->topic, w->hub, w->token, w->secret, unverified ? 0 : w->expires);
   if (!*w->token) { /* given up (give_up): kept, never asked again */
     s->given_up = 1;
     return 0;
   }
+  if (unverified) s->attempts = (unsigned)w->expires; /* made before the restart */
   uint64_t now = kr_crawl_now(ws->c);
   /* the lease asked stands for the one granted: the row keeps its end only */
   schedule(s, s->expires ? renew_at(now, s->expires, (uint64_t)ws->lease_s * 1000) : now);

@@ -500,7 +500,9 @@ int kr_store_uri_set_hint(kr_store_t *st, uint64_t fp, double rate);
 
 typedef struct kr_store_websub {
   const char *topic, *hub, *token, *secret; /* NUL-terminated */
-  uint64_t expires;                         /* epoch ms; 0: not verified */
+  uint64_t expires;                         /* epoch ms; 0: not verified (below
+                                               1000: not verified, websub.c's count
+                                               of requests) */
 } kr_store_websub_t;
 /* Replace (put) or remove (del) topic's subscription; both join the open
  * transaction (kept in memory during a drain, as robots.txt rows are). 0,

@@ -23,7 +23,9 @@
 # A hub that takes requests but never verifies them (fresh state,
 # verify-timeout 1s, verify-attempts 3): asked three times, then given up
 # with a warning and a count; its callback is closed, and after a restart
-# that reads the feed again it is not asked again.
+# that reads the feed again it is not asked again. The count of requests
+# is kept in the state database: with one request per run, the third run
+# gives up at once.
 . "$(dirname "$0")/lib.sh"
 
 [ -x "$KRIA" ] && "$KRIA" crawl --help >/dev/null 2>&1 || bail "kria crawl is not built ($KRIA)"
@@ -206,4 +208,22 @@ stop_kria
 is "$?" 0 "run 5 stops cleanly"
 is "$(q "s.requests.length")" "$((NREQ + 3))" "run 5: the hub given up is not asked again"
 is "$(sqlite3 "$STATE/kria.db" "SELECT count(*) FROM websub")" 1 "run 5: still one row"
+
+# ---- the requests made count across restarts ---------------------------------------------------
+# a retry an hour away: each run makes one request; the third start finds
+# the two attempts used up and gives up without asking
+fresh 6 "$T/state6" "[websub]
+verify-timeout = 1h
+verify-attempts = 2"
+check "run 6: the first request" wait_until 20 qeq "s.requests.length" "$((NREQ + 1))"
+stop_kria
+is "$(sqlite3 "$STATE/kria.db" "SELECT expires FROM websub")" 1 "run 6: the row counts one request"
+start_kria 6b
+check "run 6b: a restart asks again" wait_until 20 qeq "s.requests.length" "$((NREQ + 2))"
+stop_kria
+start_kria 6c
+check "run 6c: the next start gives up" wait_until 20 metric_ge kria_websub_given_up_total 1
+stop_kria
+is "$?" 0 "run 6c stops cleanly"
+is "$(q "s.requests.length")" "$((NREQ + 2))" "run 6c: without a third request"
 done_testing
