@@ -125,6 +125,9 @@ static const char *const stmt_sql[S__COUNT] = {
     [S_WEBSUB_PUT] = "INSERT OR REPLACE INTO websub(topic, hub, token, secret, expires)"
                      " VALUES (?1,?2,?3,?4,?5)",
     [S_WEBSUB_DEL] = "DELETE FROM websub WHERE topic = ?1",
+    [S_OUTBOX_PUT] = "INSERT INTO outbox(member, url, hop_path, via, directive)"
+                     " VALUES (?1,?2,?3,?4,?5)",
+    [S_OUTBOX_DEL] = "DELETE FROM outbox WHERE id = ?1",
 };
 
 /* Schema migrations: step v brings user_version v-1 to v. Each runs with
@@ -269,6 +272,14 @@ static const char *const migrations[] = {
      * verified lease ends (0: not verified yet). */
     "CREATE TABLE websub(topic TEXT PRIMARY KEY, hub TEXT NOT NULL, token TEXT NOT NULL,"
     " secret TEXT NOT NULL, expires INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;",
+    /* 11: the cluster's outbox (src/crawl/cluster.c): links whose host
+     * another member owns, kept until Redis confirmed their XADD, so a
+     * link found while Redis is away is sent when it returns. id only
+     * grows (AUTOINCREMENT): the sender reads past the last id it sent,
+     * and a row written after every older one was deleted must not come
+     * back under a small id. */
+    "CREATE TABLE outbox(id INTEGER PRIMARY KEY AUTOINCREMENT, member TEXT NOT NULL,"
+    " url TEXT NOT NULL, hop_path TEXT, via INTEGER, directive INTEGER NOT NULL DEFAULT 0);",
 };
 
 #define ORIG_INDEX                                                                     \

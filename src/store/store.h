@@ -50,6 +50,9 @@
  *                                  path token, the HMAC secret, the end
  *                                  of the verified lease in epoch ms (0:
  *                                  not verified yet)
+ *   outbox(id, member, url, hop_path, via, directive)  links another
+ *                                  cluster member owns, until Redis
+ *                                  confirmed them (src/crawl/cluster.c)
  *   host_validators                a view: per host the validator trust
  *                                  counters, reliability and usefulness
  *   uris_queue(host_id, directive DESC, next_at) WHERE next_at < NEVER
@@ -114,7 +117,7 @@
 
 #define KR_NEVER ((uint64_t)INT64_MAX)   /* next_at of a URI never due */
 #define KR_STORE_APP_ID 0x6b726961       /* "kria" */
-#define KR_STORE_SCHEMA 10               /* user_version this build writes */
+#define KR_STORE_SCHEMA 11               /* user_version this build writes */
 #define KR_STORE_DB_NAME "kria.db"
 #define KR_STORE_LOCK_NAME "kria.lock"
 
@@ -514,6 +517,31 @@ int kr_store_websub_del(kr_store_t *st, const char *topic);
  * an open: writes still kept from a drain are not seen. 0 or KR_EDB. */
 int kr_store_websub_each(kr_store_t *st, int (*fn)(void *ud, const kr_store_websub_t *w),
                          void *ud);
+
+/* ---- the cluster's outbox ------------------------------------------------------- */
+
+typedef struct kr_store_outbox {
+  int64_t id;                 /* grows with every row written */
+  const char *member;         /* the owner it goes to (NUL-terminated) */
+  const char *url, *hop_path; /* NUL-terminated; hop_path "" for a seed */
+  size_t url_len, hop_len;
+  uint64_t via;               /* fp of the referrer, 0 none */
+  int directive;
+} kr_store_outbox_t;
+/* Add a link for member (put) or remove row id once sent (del); both
+ * join the open transaction (kept in memory during a drain). 0,
+ * KR_EINVAL, KR_EDB. */
+int kr_store_outbox_put(kr_store_t *st, const kr_store_outbox_t *o);
+int kr_store_outbox_del(kr_store_t *st, int64_t id);
+/* Rows with an id above after, oldest first, at most max: fn(ud, o)
+ * (strings valid during the call; fn must not call into the store; < 0
+ * stops with that value). Sees the open transaction's rows, not those
+ * kept during a drain. The number of rows passed, or KR_EDB. */
+int64_t kr_store_outbox_each(kr_store_t *st, int64_t after, size_t max,
+                             int (*fn)(void *ud, const kr_store_outbox_t *o), void *ud);
+/* Rows in the outbox (a count: for the open, then keep your own). 0+ or
+ * KR_EDB. */
+int64_t kr_store_outbox_count(kr_store_t *st);
 
 /* ---- scope ---------------------------------------------------------------- */
 

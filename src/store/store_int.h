@@ -53,6 +53,8 @@ enum {
   S_HOST_SET_LEARNED,
   S_WEBSUB_PUT,
   S_WEBSUB_DEL,
+  S_OUTBOX_PUT,
+  S_OUTBOX_DEL,
   S__COUNT
 };
 

@@ -808,3 +808,64 @@ int kr_store_websub_each(kr_store_t *st, int (*fn)(void *ud, const kr_store_webs
   if (rc != SQLITE_DONE) return kr__store_db_err(st, "reading the WebSub subscriptions");
   return 0;
 }
+
+/* ---- the cluster's outbox ------------------------------------------------------- */
+
+int kr_store_outbox_put(kr_store_t *st, const kr_store_outbox_t *o) {
+  kr__store_settle(st);
+  if (!o->member || !*o->member || !o->url || !o->url_len) return KR_EINVAL;
+  dval_t v[5] = {dv_text(o->member, strlen(o->member)), dv_text(o->url, o->url_len),
+                 dv_text(o->hop_path ? o->hop_path : "", o->hop_path ? o->hop_len : 0),
+                 o->via ? dv_int((int64_t)o->via) : dv_null(), dv_int(o->directive)};
+  st->stats.inserts++;
+  int rc = kr__store_write_or_keep(st, S_OUTBOX_PUT, v, 5, "keeping a link in the outbox");
+  return rc < 0 ? rc : 0;
+}
+
+int kr_store_outbox_del(kr_store_t *st, int64_t id) {
+  kr__store_settle(st);
+  dval_t v[1] = {dv_int(id)};
+  st->stats.updates++;
+  int rc = kr__store_write_or_keep(st, S_OUTBOX_DEL, v, 1, "removing a sent link from the outbox");
+  return rc < 0 ? rc : 0;
+}
+
+int64_t kr_store_outbox_each(kr_store_t *st, int64_t after, size_t max,
+                             int (*fn)(void *ud, const kr_store_outbox_t *o), void *ud) {
+  kr__store_settle(st);
+  sqlite3_stmt *s = prepare_once(st,
+                                 "SELECT id, member, url, hop_path, via, directive FROM outbox"
+                                 " WHERE id > ?1 ORDER BY id LIMIT ?2",
+                                 "reading the outbox");
+  if (!s) return KR_EDB;
+  sqlite3_bind_int64(s, 1, after);
+  sqlite3_bind_int64(s, 2, (sqlite3_int64)(max > INT64_MAX ? INT64_MAX : max));
+  int rc, ret = 0;
+  int64_t n = 0;
+  while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+    kr_store_outbox_t o = {.id = sqlite3_column_int64(s, 0)};
+    size_t ml;
+    o.member = col_text(s, 1, &ml);
+    o.url = col_text(s, 2, &o.url_len);
+    o.hop_path = col_text(s, 3, &o.hop_len);
+    if (!o.hop_path) o.hop_path = "";
+    o.via = (uint64_t)sqlite3_column_int64(s, 4);
+    o.directive = sqlite3_column_int(s, 5);
+    if (!o.member || !o.url) continue;
+    n++;
+    if ((ret = fn(ud, &o)) < 0) break;
+  }
+  sqlite3_finalize(s);
+  if (ret < 0) return ret;
+  if (rc != SQLITE_DONE && rc != SQLITE_ROW) return kr__store_db_err(st, "reading the outbox");
+  return n;
+}
+
+int64_t kr_store_outbox_count(kr_store_t *st) {
+  kr__store_settle(st);
+  sqlite3_stmt *s = prepare_once(st, "SELECT count(*) FROM outbox", "counting the outbox");
+  if (!s) return KR_EDB;
+  int64_t n = sqlite3_step(s) == SQLITE_ROW ? sqlite3_column_int64(s, 0) : -1;
+  sqlite3_finalize(s);
+  return n < 0 ? kr__store_db_err(st, "counting the outbox") : n;
+}

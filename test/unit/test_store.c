@@ -1131,7 +1131,7 @@ static void migrates_v7_bounds(void **state) {
   sql_exec("ALTER TABLE hosts DROP COLUMN learned;"
            "ALTER TABLE uris DROP COLUMN gone; ALTER TABLE uris DROP COLUMN last_linked;"
            "ALTER TABLE hosts DROP COLUMN refused; ALTER TABLE hosts DROP COLUMN retired;"
-           "DROP TABLE websub; PRAGMA user_version = 7;");
+           "DROP TABLE websub; DROP TABLE outbox; PRAGMA user_version = 7;");
   st = open_ok(NULL);
   kr_uri_row_t r;
   assert_int_equal(kr_store_uri_get(st, a.fp, &r), 1);
@@ -1178,11 +1178,12 @@ static void migrates_v8_learned(void **state) {
   hr.vt.miss_run = 1;
   assert_int_equal(kr_store_host_update(st, &hr), 0);
   assert_int_equal(kr_store_close(st), 0);
-  sql_exec("ALTER TABLE hosts DROP COLUMN learned; DROP TABLE websub; PRAGMA user_version = 8;");
+  sql_exec("ALTER TABLE hosts DROP COLUMN learned; DROP TABLE websub; DROP TABLE outbox;"
+           " PRAGMA user_version = 8;");
   assert_int_equal(sql_int("SELECT count(*) FROM pragma_table_info('hosts') WHERE name = 'learned'"), 0);
   st = open_ok(NULL);
   assert_int_equal(sql_int("PRAGMA user_version"), KR_STORE_SCHEMA);
-  assert_int_equal(KR_STORE_SCHEMA, 10);
+  assert_int_equal(KR_STORE_SCHEMA, 11);
   kr_buf_t b;
   kr_buf_init(&b, 1 << 16);
   assert_int_equal(kr_store_hosts_each(st, read_learned, &b), 0);
@@ -1213,7 +1214,7 @@ static void migrates_v9_websub(void **state) {
   (void)state;
   kr_store_t *st = open_ok(NULL);
   assert_int_equal(kr_store_close(st), 0);
-  sql_exec("DROP TABLE websub; PRAGMA user_version = 9;");
+  sql_exec("DROP TABLE websub; DROP TABLE outbox; PRAGMA user_version = 9;");
   st = open_ok(NULL);
   assert_int_equal(sql_int("PRAGMA user_version"), KR_STORE_SCHEMA);
   kr_buf_t b;
@@ -1238,6 +1239,54 @@ static void migrates_v9_websub(void **state) {
   assert_int_equal(kr_store_websub_each(st, read_websub, &b), 0);
   assert_string_equal(b.data, "http://a.example/feed http://hub.example/ t2 s2 5000;"
                               "http://b.example/feed http://hub.example/ t1 s1 9000;");
+  kr_store_close(st);
+  kr_buf_free(&b);
+}
+
+static int read_outbox(void *ud, const kr_store_outbox_t *o) {
+  kr_buf_printf(ud, "%" PRId64 " %s %s [%s] %" PRIu64 " %d;", o->id, o->member, o->url,
+                o->hop_path, o->via, o->directive);
+  return 0;
+}
+
+/* A version-10 database (no outbox) opens and gains it (11), empty; rows
+ * read back oldest first past a given id, deleted ones are gone after a
+ * reopen, and an id is never given twice, not even once every row was
+ * deleted (the sender reads past the last id it sent). */
+static void migrates_v10_outbox(void **state) {
+  (void)state;
+  kr_store_t *st = open_ok(NULL);
+  assert_int_equal(kr_store_close(st), 0);
+  sql_exec("DROP TABLE outbox; PRAGMA user_version = 10;");
+  st = open_ok(NULL);
+  assert_int_equal(sql_int("PRAGMA user_version"), KR_STORE_SCHEMA);
+  assert_int_equal(kr_store_outbox_count(st), 0);
+  kr_store_outbox_t o = {.member = "n2", .url = "http://b.test/x", .url_len = 15,
+                         .hop_path = "L", .hop_len = 1, .via = 77, .directive = 1};
+  assert_int_equal(kr_store_outbox_put(st, &o), 0);
+  o = (kr_store_outbox_t){.member = "n3", .url = "http://c.test/", .url_len = 14};
+  assert_int_equal(kr_store_outbox_put(st, &o), 0);
+  o.member = "";
+  assert_int_equal(kr_store_outbox_put(st, &o), KR_EINVAL);
+  assert_int_equal(kr_store_outbox_count(st), 2);
+  kr_buf_t b;
+  kr_buf_init(&b, 1 << 16);
+  assert_int_equal(kr_store_outbox_each(st, 0, 10, read_outbox, &b), 2);
+  assert_string_equal(b.data, "1 n2 http://b.test/x [L] 77 1;2 n3 http://c.test/ [] 0 0;");
+  kr_buf_reset(&b);
+  assert_int_equal(kr_store_outbox_each(st, 1, 10, read_outbox, &b), 1);
+  assert_string_equal(b.data, "2 n3 http://c.test/ [] 0 0;");
+  assert_int_equal(kr_store_outbox_del(st, 1), 0);
+  assert_int_equal(kr_store_outbox_del(st, 2), 0);
+  assert_int_equal(kr_store_commit(st), 0);
+  assert_int_equal(kr_store_close(st), 0);
+  st = open_ok(NULL);
+  assert_int_equal(kr_store_outbox_count(st), 0);
+  o = (kr_store_outbox_t){.member = "n2", .url = "http://b.test/y", .url_len = 15};
+  assert_int_equal(kr_store_outbox_put(st, &o), 0);
+  kr_buf_reset(&b);
+  assert_int_equal(kr_store_outbox_each(st, 2, 10, read_outbox, &b), 1);
+  assert_string_equal(b.data, "3 n2 http://b.test/y [] 0 0;");
   kr_store_close(st);
   kr_buf_free(&b);
 }
@@ -1286,7 +1335,7 @@ static void migrates_v5_originals(void **state) {
            " x'0123abcd4567489abcdef0123456789a');"
            "INSERT INTO originals VALUES(%lld, x'%s', 0, 7000, NULL);"
            "INSERT INTO originals VALUES(4242, x'00', 0, 1, 'orphan');"
-           "DROP TABLE websub; PRAGMA user_version = 5;",
+           "DROP TABLE websub; DROP TABLE outbox; PRAGMA user_version = 5;",
            (long long)a.fp, "0101010101010101010101010101010101010101", (long long)b.fp,
            "0101010101010101010101010101010101010101", (long long)a.fp, (long long)c.fp,
            "0202020202020202020202020202020202020202");
@@ -1988,7 +2037,8 @@ static void migrates_v6_seeds(void **state) {
   sql_exec("ALTER TABLE hosts DROP COLUMN learned;"
            "ALTER TABLE uris DROP COLUMN gone; ALTER TABLE uris DROP COLUMN last_linked;"
            "ALTER TABLE hosts DROP COLUMN refused; ALTER TABLE hosts DROP COLUMN retired;"
-           "DROP INDEX uris_disregarded; DROP TABLE seeds; DROP TABLE websub; PRAGMA user_version = 6;");
+           "DROP INDEX uris_disregarded; DROP TABLE seeds; DROP TABLE websub; DROP TABLE outbox;"
+           " PRAGMA user_version = 6;");
   st = open_ok(NULL);
   seed_seen_t ss = {0};
   assert_int_equal(kr_store_seeds_each(st, seed_cb, &ss), 0);
@@ -2029,6 +2079,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(migrates_v7_bounds, setup, teardown),
       cmocka_unit_test_setup_teardown(migrates_v8_learned, setup, teardown),
       cmocka_unit_test_setup_teardown(migrates_v9_websub, setup, teardown),
+      cmocka_unit_test_setup_teardown(migrates_v10_outbox, setup, teardown),
       cmocka_unit_test_setup_teardown(original_survives_row_writes, setup, teardown),
       cmocka_unit_test_setup_teardown(orig_index_by_option, setup, teardown),
       cmocka_unit_test_setup_teardown(robots_rows, setup, teardown),
