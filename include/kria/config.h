@@ -11,7 +11,8 @@
  *
  * Syntax (see config/kria.conf):
  *   [section]            crawl, dns, http, politeness, scope, limits,
- *                        robots, canon, status, websub, store, adaptive
+ *                        robots, canon, status, websub, cluster, store,
+ *                        adaptive
  *   [wait "NAME"]        a wait evaluator; repeatable, kept in file order
  *                        (most specific first). When no [wait] section is
  *                        configured the thesis' Figure 12 stack is used:
@@ -263,6 +264,17 @@ enum kr_cfg_type {
     "A subscription request the hub has not verified this long after is sent again, each time after twice the wait.") \
   X(WEBSUB_VERIFY_ATTEMPTS, "websub", "verify-attempts", INT, 0, "6", "1..100", NONE,        \
     "Requests without a verification before a subscription is given up (logged, counted, kept so it is not asked again).") \
+                                                                                       \
+  X(CLUSTER_REDIS, "cluster", "redis", STRING, 0, "", "", REDIS,                         \
+    "Redis of a crawl shared by several kria instances: HOST:PORT, [IPv6]:PORT or a unix socket path; empty = no cluster, kria crawls alone.") \
+  X(CLUSTER_NODE, "cluster", "node", STRING, 0, "", "", MEMBER,                           \
+    "This instance's name among cluster.nodes (letters, digits, '.', '_', '-').")        \
+  X(CLUSTER_NODES, "cluster", "nodes", LIST, 0, "", "", MEMBER,                           \
+    "Every member's name, this one's included, the same list on every member: each host belongs to one of them.") \
+  X(CLUSTER_PREFIX, "cluster", "prefix", STRING, 0, "kria", "", NAME,                     \
+    "Names the shared crawl in Redis: the member streams are PREFIX:links:NODE.")         \
+  X(CLUSTER_OUTBOX_MAX, "cluster", "outbox-max", INT, 0, "100000", "100..100000000", NONE, \
+    "Links for other members kept while Redis is away, at most; at the bound new fetches wait until Redis takes them.") \
                                                                                        \
   X(STORE_COMMIT_INTERVAL, "store", "commit-interval", DURATION, 0, "50ms", "1ms..10s",  \
     NONE, "Finished URIs are committed to the state database at least this often.")   \

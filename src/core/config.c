@@ -47,7 +47,7 @@
 
 static const char *const plain_sections[] = {
     "crawl", "dns",   "http",  "politeness", "scope", "limits", "robots",
-    "canon", "status", "websub", "store",     "adaptive", "warc",
+    "canon", "status", "websub", "cluster", "store", "adaptive", "warc",
 };
 
 /* The thesis' Figure 12: two specialised evaluators and a catch-all; the

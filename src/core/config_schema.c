@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "kria/addrpolicy.h"
+#include "kria/cluster.h"
 #include "kria/error.h"
 #include "kria/mem.h"
 
@@ -170,6 +171,20 @@ static int check_SECRET(const char *s, char *err, size_t errlen) {
 static int check_CIDR(const char *s, char *err, size_t errlen) {
   kr_cidr_t c;
   return kr_cidr_parse(s, strlen(s), &c, err, errlen) ? -1 : 0;
+}
+
+static int check_REDIS(const char *s, char *err, size_t errlen) {
+  char host[256];
+  int port;
+  if (*s && kr_cluster_parse_redis(s, host, sizeof host, &port))
+    return fail(err, errlen, "expected HOST:PORT, [IPv6]:PORT or a unix socket path (/...)");
+  return 0;
+}
+
+static int check_MEMBER(const char *s, char *err, size_t errlen) {
+  if (*s && !kr_cluster_name_is_valid(s, strlen(s)))
+    return fail(err, errlen, "a member name is 1 to 64 letters, digits, '.', '_' or '-'");
+  return 0;
 }
 
 #define check_NONE NULL
