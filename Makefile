@@ -29,7 +29,7 @@ SANFLAGS :=
 endif
 
 CC ?= cc
-PKGS := libuv libcares openssl sqlite3 libpcre2-8 zlib inih libidn2 libpsl expat libdeflate libisal
+PKGS := libuv libcares openssl sqlite3 libpcre2-8 zlib inih libidn2 libpsl expat libdeflate libisal hiredis
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 LLHTTP_DIR := /usr/share/llhttp
@@ -158,6 +158,7 @@ DEPS_PKGS := build-essential pkg-config \
   libuv1-dev libc-ares-dev node-llhttp libssl-dev libsqlite3-dev libpcre2-dev \
   zlib1g-dev libinih-dev libidn2-dev libpsl-dev libexpat1-dev libdeflate-dev libisal-dev \
   libcmocka-dev libjson-c-dev openssl nginx-light valgrind curl unzip man-db \
+  libhiredis-dev redis-server \
   wget wget2 httrack dnsmasq-base util-linux time linux-perf iproute2 sqlite3 \
   python3-matplotlib clang libclang-rt-14-dev
 OPTIONAL_PKGS := chromium systemd

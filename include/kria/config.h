@@ -273,7 +273,7 @@ enum kr_cfg_type {
     "Every member's name, this one's included, the same list on every member: each host belongs to one of them.") \
   X(CLUSTER_PREFIX, "cluster", "prefix", STRING, 0, "kria", "", NAME,                     \
     "Names the shared crawl in Redis: the member streams are PREFIX:links:NODE.")         \
-  X(CLUSTER_OUTBOX_MAX, "cluster", "outbox-max", INT, 0, "100000", "100..100000000", NONE, \
+  X(CLUSTER_OUTBOX_MAX, "cluster", "outbox-max", INT, 0, "100000", "1..100000000", NONE, \
     "Links for other members kept while Redis is away, at most; at the bound new fetches wait until Redis takes them.") \
                                                                                        \
   X(STORE_COMMIT_INTERVAL, "store", "commit-interval", DURATION, 0, "50ms", "1ms..10s",  \

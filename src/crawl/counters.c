@@ -45,6 +45,7 @@ static void summary_adaptive(kr_crawl_t *c) {
   kr_buf_t b;
   kr_buf_init(&b, 4096);
   for (int line = KR_COUNTER_LINES - 1; line >= 0; line--) {
+    if (line == KR_COUNTER_LINE_CLUSTER && !c->cluster) continue;
     kr_buf_reset(&b);
     kr_counters_summary(&c->st, line, &b);
     if (b.len) KR_LOG(KR_LOG_NOTICE, NULL, "%.*s", (int)b.len, b.data);

@@ -165,7 +165,21 @@ enum { KR_UNIT_COUNT = 0, KR_UNIT_BYTES = 1 };
     "WebSub pushes ignored: signature missing or wrong.", 1, " (%s rejected)")                   \
   X(websub_pulled, "kria_websub_pulled_total", KR_UNIT_COUNT,                                     \
     "URIs a WebSub push made due now: its topic, and its items dated after their last visit.", 1, \
-    ", %s pulled forward")
+    ", %s pulled forward")                                                   \
+  X(cluster_sent, "kria_cluster_links_sent_total", KR_UNIT_COUNT,                                 \
+    "Links for other cluster members that Redis took (XADD confirmed; the outbox row deleted).", 2, \
+    "cluster: %s links sent")                                                                     \
+  X(cluster_received, "kria_cluster_links_received_total", KR_UNIT_COUNT,                         \
+    "Links read from this member's Redis stream (again after a crash: each delivery counts).", 2, \
+    ", %s received")                                                                              \
+  X(cluster_duplicates, "kria_cluster_links_duplicate_total", KR_UNIT_COUNT,                      \
+    "Links received that the frontier knew already (absorbed).", 2, " (%s known)")             \
+  X(cluster_acked, "kria_cluster_links_acked_total", KR_UNIT_COUNT,                               \
+    "Stream entries acknowledged (XACK) after their link was committed.", 2, ", %s acknowledged") \
+  X(cluster_redis_lost, "kria_cluster_redis_lost_total", KR_UNIT_COUNT,                           \
+    "Times the connection to Redis was lost.", 2, "; Redis lost %s times")                        \
+  X(cluster_outbox_full, "kria_cluster_outbox_full_total", KR_UNIT_COUNT,                         \
+    "Times the outbox reached cluster.outbox-max and dispatch was held.", 2, ", outbox full %s times")
 
 /* Each counter's index: KR_CTR_issued, ... KR_CTR__N. */
 enum kr_crawl_counter {
@@ -185,7 +199,8 @@ typedef struct kr_counter_def {
 extern const kr_counter_def_t kr_counter_defs[KR_CTR__N];
 
 /* Summary lines (the `line` column). */
-#define KR_COUNTER_LINES 2
+#define KR_COUNTER_LINES 3
+#define KR_COUNTER_LINE_CLUSTER 2 /* shown only with [cluster] */
 
 struct kr_crawl_stats;
 /* Summary line `line` (< KR_COUNTER_LINES) of st, no newline: every row

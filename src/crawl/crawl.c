@@ -15,6 +15,7 @@
  * fetch objects, dispatch, the loop, stopping and closing, creation.
  */
 #include "crawl.h"
+#include "cluster.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -625,8 +626,15 @@ void kr__fetch_complete(kr_fetch_t *f) {
   }
   kr_hostq_t *h = curi->host;
   seed_done(c, f, curi);
+  /* Links another member owns go to the outbox first, so they are
+   * committed no later than this URI. */
+  long nlinks = c->cluster ? kr__cluster_divert_links(c, f->links, f->nlinks) : (long)f->nlinks;
+  if (nlinks < 0) {
+    crawl_fail(c, (int)nlinks);
+    nlinks = 0;
+  }
   KR_TP_ENTER(KR_TP_FINISH);
-  int rc = kr_frontier_finished(c->frontier, curi, &f->outcome, f->links, f->nlinks, now);
+  int rc = kr_frontier_finished(c->frontier, curi, &f->outcome, f->links, (size_t)nlinks, now);
   KR_TP_LEAVE();
   if (rc < 0) crawl_fail(c, rc);
   else if (c->ip_queues) ip_assign(c, f, h, now);
@@ -682,7 +690,8 @@ static void dispatch(kr_crawl_t *c) {
     c->dispatch_again = 1;
     return;
   }
-  if (c->stopping || c->closing || !c->frontier || c->paused || c->disk_held) {
+  if (c->stopping || c->closing || !c->frontier || c->paused || c->disk_held ||
+      c->cluster_held) {
     check_end(c);
     return;
   }
@@ -720,6 +729,13 @@ static void on_ready(kr_frontier_t *f, void *ud) {
 }
 
 /* ---- the loop ------------------------------------------------------------------------ */
+
+void kr__crawl_fail(kr_crawl_t *c, int err) { crawl_fail(c, err); }
+
+void kr__crawl_cluster_hold(kr_crawl_t *c, int held) {
+  c->cluster_held = held;
+  if (!held && !c->stopping && !c->closing) uv_idle_start(&c->idle, on_idle);
+}
 
 static void crawl_fail(kr_crawl_t *c, int err) {
   if (!c->fatal) {
@@ -793,6 +809,7 @@ static void turn(kr_crawl_t *c) {
     crawl_fail(c, rc);
     return;
   }
+  kr__cluster_turn(c); /* after the commit: acknowledge what it took, send the outbox */
   if (!kr_store_in_tx(st)) {
     uv_timer_stop(&c->commit_timer);
   } else if (!uv_is_active((uv_handle_t *)&c->commit_timer)) {
@@ -892,6 +909,8 @@ static void check_end(kr_crawl_t *c) {
   if (!c->stopping) {
     kr_frontier_status_t s = kr_frontier_status(c->frontier, kr_crawl_now(c));
     if (s == KR_FRONTIER_RUNNING) return;
+    /* A member with nothing to do waits: another may send it links. */
+    if (s == KR_FRONTIER_DONE && c->cluster) return;
     if (s == KR_FRONTIER_DONE && !c->seeds.fetched && c->seeds.failed) {
       c->seeds.none = 1; /* said last, after the summary (kr_crawl_run) */
     } else if (s == KR_FRONTIER_DONE) {
@@ -938,6 +957,7 @@ static void close_everything(kr_crawl_t *c) {
     kr_archive_close(c->warc); /* records on disk before the last commit */
     kr_timer_stop(&c->disk_retry);
     kr__crawl_websub_stop(c);
+    kr__cluster_stop(c); /* its callbacks see no frontier after this */
     kr__adapt_hosts_turn(c, kr_crawl_now(c), 1); /* into the last commit */
     int rc = kr_frontier_close(c->frontier);
     c->frontier = NULL;
@@ -1045,7 +1065,9 @@ static int add_seeds(kr_crawl_t *c, char *err, size_t errlen) {
   for (size_t i = 0; i < seeds.n; i++) {
     kr_link_t l = {.url = seeds.v[i].url, .url_len = seeds.v[i].len, .hop_path = "",
                    .directive = KR_DIRECTIVE_NORMAL};
-    rc = kr_frontier_add(c->frontier, &l, now);
+    rc = kr__cluster_divert(c, &l); /* another member's: to its stream */
+    if (rc == 0) rc = kr_frontier_add(c->frontier, &l, now);
+    else if (rc == 1) continue;
     if (rc == KR_EDB) {
       snprintf(err, errlen, "%s: cannot add the seeds", kr_store_path(st));
       goto out;
@@ -1154,6 +1176,7 @@ static void teardown(kr_crawl_t *c) {
     c->http = NULL;
     if (c->dns) kr_dns_free(c->dns);
     c->dns = NULL;
+    kr__cluster_stop(c);
     if (c->frontier) kr_frontier_close(c->frontier);
     c->frontier = NULL;
     kr__crawl_websub_stop(c); /* its renewals off the wheel before it closes */
@@ -1303,10 +1326,12 @@ int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out
     goto fail;
   }
 
+  if ((rc = kr__cluster_open(c, err, errlen))) goto fail;
   if ((rc = add_seeds(c, err, errlen))) goto fail;
   kr_frontier_stats_t fs;
   kr_frontier_stats(c->frontier, &fs);
-  if (fs.c.discovered == 0) {
+  /* a member may own none of the seeds: it waits for links */
+  if (fs.c.discovered == 0 && !(c->cluster && c->scope_seeds.n)) {
     snprintf(err, errlen, "nothing to crawl: no seeds (crawl.seeds) and no URIs in %s",
              kr_store_path(kr_frontier_store(c->frontier)));
     rc = KR_ECONFIG;
@@ -1404,6 +1429,7 @@ void kr_crawl_free(kr_crawl_t *c) {
     kr__fetch_destroy(f);
   }
   kr__crawl_websub_free(c); /* after the loop ran the cancelled requests' ends */
+  kr__cluster_free(c);
   if (c->nprocs) kr_chain_free(&c->chain);
   kr__crawl_chain_close(c); /* what the processor modules keep for the crawl */
   kr_scope_free(c->scope);

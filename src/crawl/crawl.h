@@ -304,6 +304,8 @@ struct kr_crawl {
                                    database (scopestate.h) */
   struct kr_scopestate_walk *scope_walk; /* a revival after a reload, in steps */
   struct kr_websub *websub;     /* WebSub subscriptions (websub.c), NULL when off */
+  struct kr_cluster *cluster;   /* [cluster] (cluster.c), NULL when crawling alone */
+  int cluster_held;             /* dispatch held: the cluster's outbox is full */
 };
 
 /* Settings for host (ASCII, any case). Never NULL. */
@@ -321,6 +323,11 @@ void kr__crawl_websub_free(kr_crawl_t *c);
 /* A feed (URL feed) named hub and self (as written; n = 0: none):
  * subscribe to its topic unless it is. */
 void kr__crawl_websub_discovered(kr_crawl_t *c, const kr_url_t *feed, kr_slice_t hub, kr_slice_t self);
+
+/* cluster.c: hold dispatch (the outbox is at its bound) or let it go on. */
+void kr__crawl_cluster_hold(kr_crawl_t *c, int held);
+/* Stop the crawl on a fatal error of the store (err: KR_EDB). */
+void kr__crawl_fail(kr_crawl_t *c, int err);
 
 /* The chain (procs.c): every processor of the crawl, in one table of
  * phases and order; kr_crawl_new puts it together. 0 or KR_E*. */

@@ -24,6 +24,7 @@
 
 #include "kria/version.h"
 #include "counterviews.h"
+#include "cluster.h"
 #include "crawl.h"
 #include "diskguard.h"
 #include "internal.h"
@@ -200,6 +201,16 @@ static void store_warc_json(jw_t *w, kr_service_t *s) {
     jw_u64(w, "disk_lows", cs.disk_lows);
   }
   jw_close(w, '}');
+  kr_cluster_state_t cl;
+  kr_crawl_cluster_state(c, &cl);
+  if (cl.on) { /* [cluster]: Redis and the outbox (the counters are in "crawl") */
+    jw_open(w, "cluster", '{');
+    jw_bool(w, "redis_up", cl.redis_up);
+    jw_u64(w, "outbox", cl.outbox);
+    jw_u64(w, "xadds_in_flight", cl.in_flight);
+    jw_bool(w, "held", cl.held);
+    jw_close(w, '}');
+  }
 
   kr_archive_t *warc = kr_crawl_archive(c); /* NULL: WARC writing is off */
   if (warc) {
@@ -430,7 +441,10 @@ static void page_status_text(kr_service_t *s, kr_buf_t *b) {
                    " snoozed, %" PRIu64 " empty; %" PRIu64 " in back-off\n",
                 hs->n, hs->ready, hs->busy, hs->snoozed, hs->empty, hs->backoff);
   /* The counters as the end-of-run summary words them (counters.h). */
+  kr_cluster_state_t cls;
+  kr_crawl_cluster_state(c, &cls);
   for (int line = KR_COUNTER_LINES - 1; line >= 0; line--) {
+    if (line == KR_COUNTER_LINE_CLUSTER && !cls.on) continue;
     kr_buf_append_str(b, "counters    ");
     kr_counters_summary(&st, line, b);
     kr_buf_append_str(b, "\n");
@@ -584,6 +598,17 @@ static void page_metrics(kr_service_t *s, kr_buf_t *b) {
   metric_u(b, "kria_websub_subscriptions_active", "gauge",
            "WebSub subscriptions whose lease (as the hub granted it) runs now.",
            kr_crawl_websub_active(c));
+  kr_cluster_state_t cl;
+  kr_crawl_cluster_state(c, &cl);
+  if (cl.on) {
+    metric_u(b, "kria_cluster_redis_up", "gauge", "1 while both connections to Redis are up.",
+             (uint64_t)cl.redis_up);
+    metric_u(b, "kria_cluster_outbox_links", "gauge",
+             "Links for other members waiting in the outbox (sent or not yet confirmed).",
+             cl.outbox);
+    metric_u(b, "kria_cluster_held", "gauge", "1 while dispatch waits for the outbox to drain.",
+             (uint64_t)cl.held);
+  }
   kr_crawl_stats_t st; /* the crawl's counters, from their table */
   kr_crawl_get_stats(c, &st);
   kr_counters_metrics(&st, b);

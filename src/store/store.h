@@ -229,6 +229,9 @@ int kr_store_commit(kr_store_t *st);
 void kr_store_hold(kr_store_t *st);
 void kr_store_release(kr_store_t *st);
 int kr_store_in_tx(const kr_store_t *st);
+/* 1 while writes kept during a drain wait to be applied: with
+ * !kr_store_in_tx(), 0 means every write made so far is committed. */
+int kr_store_has_kept(const kr_store_t *st);
 
 /* Called right before each COMMIT, inside the transaction (the frontier
  * writes its dirty host rows). A negative return aborts the commit. */

@@ -243,6 +243,8 @@ void kr_store_release(kr_store_t *st) {
 }
 int kr_store_in_tx(const kr_store_t *st) { return st->in_tx; }
 
+int kr_store_has_kept(const kr_store_t *st) { return st->ndw > 0; }
+
 void kr_store_set_precommit(kr_store_t *st, kr_store_precommit_fn fn, void *ud) {
   st->precommit = fn;
   st->precommit_ud = ud;
