@@ -3,6 +3,8 @@
 # ([cluster]): seven hosts (names of one kts in kria's hosts file, one of
 # them www. of another, so one site has two hosts), every page linking to
 # pages of the other hosts only, so most links cross members.
+#  - the [cluster] keys are checked: a start with a missing or unknown
+#    node, a member twice, a bad address or name is refused;
 #  - every page is fetched exactly once across the three, and every host
 #    by exactly one instance (its owner; www.h1 with h1);
 #  - links travelled: sent and received counters in /metrics, Redis up;
@@ -137,6 +139,24 @@ status_url() { cat "$1/n$2/status.addr" 2>/dev/null; }
 metric() { # DIR N NAME
   curl -s "http://$(status_url "$1" "$2")/metrics" | awk -v m="$3" '$1 == m {print $2}'
 }
+
+# ---- 0: the [cluster] keys are checked at the start ------------------------------
+
+refused() { # WHAT ERE LINES...: kria crawl refuses the config with a message
+  local what=$1 ere=$2; shift 2
+  { loopback_conf "$T/seeds.txt" "$T/bad/state"; printf '[cluster]\n'; printf '%s\n' "$@"; } >"$T/bad.conf"
+  timeout 20 "$KRIA" crawl -c "$T/bad.conf" >/dev/null 2>"$T/bad.err"
+  local rc=$?
+  check "$what: refused (exit $rc)" test "$rc" -ne 0 -a "$rc" -ne 124
+  like "$(cat "$T/bad.err")" "$ere" "... saying why"
+}
+mkdir -p "$T/bad"
+refused "no node" "cluster.node" "redis = 127.0.0.1:1" "nodes = a, b"
+refused "node not a member" "cluster.node = c is not among cluster.nodes" \
+  "redis = 127.0.0.1:1" "node = c" "nodes = a, b"
+refused "a member twice" "twice" "redis = 127.0.0.1:1" "node = a" "nodes = a, b, a"
+refused "a bad address" "cluster.redis" "redis = localhost" "node = a" "nodes = a"
+refused "a bad name" "member name" "redis = 127.0.0.1:1" "node = a b" "nodes = a"
 
 # ---- 1: three members, every page once ---------------------------------------
 
