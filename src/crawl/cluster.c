@@ -57,7 +57,7 @@
 #define RETRY_MAX_MS 2000
 #define SENT_SLOTS (1u << 16)  /* links put in the outbox lately (fp cache) */
 
-struct kr_cluster {
+struct kr_crawl_cluster {
   kr_crawl_t *c;
   kr_cluster_members_t members;
   int self;                     /* this member's index */
@@ -87,9 +87,9 @@ struct kr_cluster {
   size_t nacks;
 };
 
-static void connect_all(kr_cluster_t *cl);
-static void read_next(kr_cluster_t *cl);
-static void hold(kr_cluster_t *cl, int held);
+static void connect_all(kr_crawl_cluster_t *cl);
+static void read_next(kr_crawl_cluster_t *cl);
+static void hold(kr_crawl_cluster_t *cl, int held);
 
 /* ---- hiredis on the loop -------------------------------------------------------- */
 
@@ -159,7 +159,7 @@ static int cfg_fail(char *err, size_t errlen, const char *msg) {
   return KR_ECONFIG;
 }
 
-int kr__cluster_open(kr_crawl_t *c, char *err, size_t errlen) {
+int kr__crawl_cluster_open(kr_crawl_t *c, char *err, size_t errlen) {
   const kr_config_view_t *g = kr_config_global(c->cfg);
   const char *redis = kr_config_str(g, KR_CFG_CLUSTER_REDIS);
   if (!redis[0]) return 0;
@@ -167,7 +167,7 @@ int kr__cluster_open(kr_crawl_t *c, char *err, size_t errlen) {
   size_t nn = kr_config_list_len(g, KR_CFG_CLUSTER_NODES);
   if (!node[0]) return cfg_fail(err, errlen, "cluster.node (this member's name) is not set");
   if (nn == 0) return cfg_fail(err, errlen, "cluster.nodes (every member's name) is empty");
-  kr_cluster_t *cl = kr_xcalloc(1, sizeof *cl);
+  kr_crawl_cluster_t *cl = kr_xcalloc(1, sizeof *cl);
   cl->c = c;
   c->cluster = cl;
   const char **names = kr_xcalloc(nn, sizeof *names);
@@ -214,7 +214,7 @@ int kr__cluster_open(kr_crawl_t *c, char *err, size_t errlen) {
 
 /* ---- the outbox and the pump ------------------------------------------------------- */
 
-static void hold(kr_cluster_t *cl, int held) {
+static void hold(kr_crawl_cluster_t *cl, int held) {
   if (cl->held == held) return;
   cl->held = held;
   if (held) {
@@ -230,8 +230,8 @@ static void hold(kr_cluster_t *cl, int held) {
   kr__crawl_cluster_hold(cl->c, held);
 }
 
-int kr__cluster_divert(kr_crawl_t *c, const kr_link_t *l) {
-  kr_cluster_t *cl = c->cluster;
+int kr__crawl_cluster_divert(kr_crawl_t *c, const kr_link_t *l) {
+  kr_crawl_cluster_t *cl = c->cluster;
   if (!cl) return 0;
   int owner = kr_cluster_owner_of_url(&cl->members, l->url, l->url_len);
   if (owner < 0 || owner == cl->self) return 0;
@@ -256,10 +256,10 @@ int kr__cluster_divert(kr_crawl_t *c, const kr_link_t *l) {
   return 1;
 }
 
-long kr__cluster_divert_links(kr_crawl_t *c, kr_link_t *links, size_t n) {
+long kr__crawl_cluster_divert_links(kr_crawl_t *c, kr_link_t *links, size_t n) {
   size_t kept = 0;
   for (size_t i = 0; i < n; i++) {
-    int rc = kr__cluster_divert(c, &links[i]);
+    int rc = kr__crawl_cluster_divert(c, &links[i]);
     if (rc < 0) return rc;
     if (rc == 0) links[kept++] = links[i];
   }
@@ -267,7 +267,7 @@ long kr__cluster_divert_links(kr_crawl_t *c, kr_link_t *links, size_t n) {
 }
 
 static void on_xadd(redisAsyncContext *ac, void *r, void *privdata) {
-  kr_cluster_t *cl = ac->data;
+  kr_crawl_cluster_t *cl = ac->data;
   redisReply *reply = r;
   int64_t id = (int64_t)(intptr_t)privdata;
   if (cl->xadds_out) cl->xadds_out--;
@@ -289,7 +289,7 @@ static void on_xadd(redisAsyncContext *ac, void *r, void *privdata) {
 }
 
 static int send_row(void *ud, const kr_store_outbox_t *o) {
-  kr_cluster_t *cl = ud;
+  kr_crawl_cluster_t *cl = ud;
   int m = kr_cluster_member_index(&cl->members, o->member, strlen(o->member));
   cl->sent_upto = o->id;
   if (m < 0) { /* a member no longer listed: kept for a later session's rebalance */
@@ -313,10 +313,10 @@ static int send_row(void *ud, const kr_store_outbox_t *o) {
   return 0;
 }
 
-static void ack_committed(kr_cluster_t *cl);
+static void ack_committed(kr_crawl_cluster_t *cl);
 
-void kr__cluster_turn(kr_crawl_t *c) {
-  kr_cluster_t *cl = c->cluster;
+void kr__crawl_cluster_turn(kr_crawl_t *c) {
+  kr_crawl_cluster_t *cl = c->cluster;
   if (!cl || cl->closing || !c->frontier) return;
   ack_committed(cl);
   /* rows not handed to Redis yet exist only when the outbox holds more
@@ -348,7 +348,7 @@ static const redisReply *field(const redisReply *fields, const char *name) {
 
 /* Add one entry's link to the frontier (during a drain the store keeps
  * it and applies it later: ack_committed waits for that). 0 or KR_EDB. */
-static int take_entry(kr_cluster_t *cl, const redisReply *fields, uint64_t now) {
+static int take_entry(kr_crawl_cluster_t *cl, const redisReply *fields, uint64_t now) {
   kr_crawl_t *c = cl->c;
   const redisReply *u = field(fields, "u"), *h = field(fields, "h"), *v = field(fields, "v"),
                    *d = field(fields, "d");
@@ -372,7 +372,7 @@ static int take_entry(kr_cluster_t *cl, const redisReply *fields, uint64_t now) 
 }
 
 static void on_ack(redisAsyncContext *ac, void *r, void *privdata) {
-  kr_cluster_t *cl = ac->data;
+  kr_crawl_cluster_t *cl = ac->data;
   redisReply *reply = r;
   (void)privdata;
   if (reply && reply->type == REDIS_REPLY_INTEGER && !cl->closing)
@@ -380,7 +380,7 @@ static void on_ack(redisAsyncContext *ac, void *r, void *privdata) {
 }
 
 static void on_read(redisAsyncContext *ac, void *r, void *privdata) {
-  kr_cluster_t *cl = ac->data;
+  kr_crawl_cluster_t *cl = ac->data;
   redisReply *reply = r;
   (void)privdata;
   cl->reading = 0;
@@ -419,14 +419,14 @@ static void on_read(redisAsyncContext *ac, void *r, void *privdata) {
       snprintf(cl->pend_from, sizeof cl->pend_from, "%s", e->element[0]->str);
   }
   if (cl->pend_from[0] && n == 0) cl->pend_from[0] = 0; /* the pending ones are done */
-  /* Acknowledged once the crawl's next commit took them (kr__cluster_turn):
+  /* Acknowledged once the crawl's next commit took them (kr__crawl_cluster_turn):
    * a crash before leaves them pending, read again at the next start. */
   if (!cl->nacks) read_next(cl);
 }
 
 /* After the turn's commit: acknowledge what it made durable (nothing
  * open, nothing kept from a drain), read on. */
-static void ack_committed(kr_cluster_t *cl) {
+static void ack_committed(kr_crawl_cluster_t *cl) {
   kr_store_t *st = kr_frontier_store(cl->c->frontier);
   if (!cl->nacks || kr_store_in_tx(st) || kr_store_has_kept(st)) return;
   if (cl->rd_up) {
@@ -445,7 +445,7 @@ static void ack_committed(kr_cluster_t *cl) {
   read_next(cl);
 }
 
-static void read_next(kr_cluster_t *cl) {
+static void read_next(kr_crawl_cluster_t *cl) {
   if (!cl->rd_up || cl->reading || cl->closing || cl->nacks) return;
   const char *self = cl->members.v[cl->self].name;
   const char *pending = cl->pend_from[0] ? cl->pend_from : NULL;
@@ -461,7 +461,7 @@ static void read_next(kr_cluster_t *cl) {
 }
 
 static void on_group(redisAsyncContext *ac, void *r, void *privdata) {
-  kr_cluster_t *cl = ac->data;
+  kr_crawl_cluster_t *cl = ac->data;
   redisReply *reply = r;
   (void)privdata;
   if (!reply || cl->closing) return;
@@ -478,7 +478,7 @@ static void on_group(redisAsyncContext *ac, void *r, void *privdata) {
 
 /* Log Redis's comings and goings once each: up when both connections
  * are, down when one failed (failed: this call reports a failure). */
-static void announce(kr_cluster_t *cl, int failed) {
+static void announce(kr_crawl_cluster_t *cl, int failed) {
   int up = cl->wr_up && cl->rd_up;
   if (up && cl->up != 1) {
     KR_LOG(KR_LOG_NOTICE, NULL, "cluster: Redis %s %s: %" PRIu64 " links in the outbox to send",
@@ -499,18 +499,18 @@ static void announce(kr_cluster_t *cl, int failed) {
 }
 
 static void on_retry(uv_timer_t *t) {
-  kr_cluster_t *cl = t->data;
+  kr_crawl_cluster_t *cl = t->data;
   connect_all(cl);
 }
 
-static void retry_later(kr_cluster_t *cl) {
+static void retry_later(kr_crawl_cluster_t *cl) {
   if (cl->closing) return;
   uv_timer_start(&cl->retry, on_retry, cl->retry_ms, 0);
   cl->retry_ms = cl->retry_ms * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : cl->retry_ms * 2;
 }
 
 static void on_connect(const redisAsyncContext *ac, int status) {
-  kr_cluster_t *cl = ac->data;
+  kr_crawl_cluster_t *cl = ac->data;
   int is_wr = ac == cl->wr;
   if (status != REDIS_OK) { /* hiredis frees ac after this */
     if (is_wr) cl->wr = NULL;
@@ -530,11 +530,11 @@ static void on_connect(const redisAsyncContext *ac, int status) {
     redisAsyncCommandArgv(cl->rd, on_group, NULL, (int)ARRAY_SIZE(argv), argv, NULL);
   }
   announce(cl, 0);
-  if (is_wr) kr__cluster_turn(cl->c);
+  if (is_wr) kr__crawl_cluster_turn(cl->c);
 }
 
 static void on_disconnect(const redisAsyncContext *ac, int status) {
-  kr_cluster_t *cl = ac->data;
+  kr_crawl_cluster_t *cl = ac->data;
   (void)status;
   if (ac == cl->wr) {
     cl->wr = NULL;
@@ -551,7 +551,7 @@ static void on_disconnect(const redisAsyncContext *ac, int status) {
   retry_later(cl);
 }
 
-static redisAsyncContext *connect_one(kr_cluster_t *cl) {
+static redisAsyncContext *connect_one(kr_crawl_cluster_t *cl) {
   redisAsyncContext *ac =
       cl->port ? redisAsyncConnect(cl->host, cl->port) : redisAsyncConnectUnix(cl->host);
   if (!ac) return NULL;
@@ -565,7 +565,7 @@ static redisAsyncContext *connect_one(kr_cluster_t *cl) {
   return ac;
 }
 
-static void connect_all(kr_cluster_t *cl) {
+static void connect_all(kr_crawl_cluster_t *cl) {
   if (cl->closing) return;
   if (!cl->wr) cl->wr = connect_one(cl);
   if (!cl->rd) cl->rd = connect_one(cl);
@@ -575,8 +575,8 @@ static void connect_all(kr_cluster_t *cl) {
   }
 }
 
-void kr__cluster_stop(kr_crawl_t *c) {
-  kr_cluster_t *cl = c->cluster;
+void kr__crawl_cluster_stop(kr_crawl_t *c) {
+  kr_crawl_cluster_t *cl = c->cluster;
   if (!cl || cl->closing) return;
   cl->closing = 1;
   if (cl->retry.loop && !uv_is_closing((uv_handle_t *)&cl->retry))
@@ -588,8 +588,8 @@ void kr__cluster_stop(kr_crawl_t *c) {
   cl->wr_up = cl->rd_up = 0;
 }
 
-void kr__cluster_free(kr_crawl_t *c) {
-  kr_cluster_t *cl = c->cluster;
+void kr__crawl_cluster_free(kr_crawl_t *c) {
+  kr_crawl_cluster_t *cl = c->cluster;
   if (!cl) return;
   if (cl->streams)
     for (size_t i = 0; i < cl->members.n; i++) free(cl->streams[i]);
@@ -605,9 +605,9 @@ void kr__cluster_free(kr_crawl_t *c) {
 
 /* ---- state ---------------------------------------------------------------------------- */
 
-void kr_crawl_cluster_state(const kr_crawl_t *c, kr_cluster_state_t *out) {
+void kr_crawl_cluster_state(const kr_crawl_t *c, kr_crawl_cluster_state_t *out) {
   memset(out, 0, sizeof *out);
-  const kr_cluster_t *cl = c->cluster;
+  const kr_crawl_cluster_t *cl = c->cluster;
   if (!cl) return;
   out->on = 1;
   out->redis_up = cl->wr_up && cl->rd_up;

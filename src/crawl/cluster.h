@@ -13,34 +13,34 @@
 #include "frontier.h"
 
 struct kr_crawl;
-typedef struct kr_cluster kr_cluster_t;
+typedef struct kr_crawl_cluster kr_crawl_cluster_t;
 
 /* What /status and /metrics show of the cluster. */
-typedef struct kr_cluster_state {
+typedef struct kr_crawl_cluster_state_s {
   int on;              /* cluster.redis is set */
   int redis_up;        /* both connections to Redis are up */
   int held;            /* dispatch held: the outbox is at its bound */
   uint64_t outbox;     /* links waiting in the outbox */
   uint64_t in_flight;  /* XADDs sent, not yet confirmed */
-} kr_cluster_state_t;
+} kr_crawl_cluster_state_t;
 
 /* With cluster.redis set: check the [cluster] keys, count the outbox,
  * start connecting (in the background: the crawl runs while Redis is
  * away). After the frontier opened, before the seeds are added. 0, or
  * KR_ECONFIG / KR_EDB with a reason in err. Without: 0, nothing done. */
-int kr__cluster_open(struct kr_crawl *c, char *err, size_t errlen);
+int kr__crawl_cluster_open(struct kr_crawl *c, char *err, size_t errlen);
 /* A link (a seed, a link of a finished fetch) for another member: kept
  * in the outbox (in the open transaction), 1; this member's, 0; KR_EDB. */
-int kr__cluster_divert(struct kr_crawl *c, const kr_link_t *l);
+int kr__crawl_cluster_divert(struct kr_crawl *c, const kr_link_t *l);
 /* Divert every foreign link of links[0..n) and compact the rest to the
  * front: their number, or KR_EDB. */
-long kr__cluster_divert_links(struct kr_crawl *c, kr_link_t *links, size_t n);
+long kr__crawl_cluster_divert_links(struct kr_crawl *c, kr_link_t *links, size_t n);
 /* Once per loop turn: send what waits in the outbox. */
-void kr__cluster_turn(struct kr_crawl *c);
+void kr__crawl_cluster_turn(struct kr_crawl *c);
 /* The crawl closes: drop the connections (what was not confirmed stays
  * in the outbox, what was not acknowledged stays pending in Redis). */
-void kr__cluster_stop(struct kr_crawl *c);
-void kr__cluster_free(struct kr_crawl *c);
-void kr_crawl_cluster_state(const struct kr_crawl *c, kr_cluster_state_t *out);
+void kr__crawl_cluster_stop(struct kr_crawl *c);
+void kr__crawl_cluster_free(struct kr_crawl *c);
+void kr_crawl_cluster_state(const struct kr_crawl *c, kr_crawl_cluster_state_t *out);
 
 #endif

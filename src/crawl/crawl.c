@@ -628,7 +628,7 @@ void kr__fetch_complete(kr_fetch_t *f) {
   seed_done(c, f, curi);
   /* Links another member owns go to the outbox first, so they are
    * committed no later than this URI. */
-  long nlinks = c->cluster ? kr__cluster_divert_links(c, f->links, f->nlinks) : (long)f->nlinks;
+  long nlinks = c->cluster ? kr__crawl_cluster_divert_links(c, f->links, f->nlinks) : (long)f->nlinks;
   if (nlinks < 0) {
     crawl_fail(c, (int)nlinks);
     nlinks = 0;
@@ -809,7 +809,7 @@ static void turn(kr_crawl_t *c) {
     crawl_fail(c, rc);
     return;
   }
-  kr__cluster_turn(c); /* after the commit: acknowledge what it took, send the outbox */
+  kr__crawl_cluster_turn(c); /* after the commit: acknowledge what it took, send the outbox */
   if (!kr_store_in_tx(st)) {
     uv_timer_stop(&c->commit_timer);
   } else if (!uv_is_active((uv_handle_t *)&c->commit_timer)) {
@@ -957,7 +957,7 @@ static void close_everything(kr_crawl_t *c) {
     kr_archive_close(c->warc); /* records on disk before the last commit */
     kr_timer_stop(&c->disk_retry);
     kr__crawl_websub_stop(c);
-    kr__cluster_stop(c); /* its callbacks see no frontier after this */
+    kr__crawl_cluster_stop(c); /* its callbacks see no frontier after this */
     kr__adapt_hosts_turn(c, kr_crawl_now(c), 1); /* into the last commit */
     int rc = kr_frontier_close(c->frontier);
     c->frontier = NULL;
@@ -1065,7 +1065,7 @@ static int add_seeds(kr_crawl_t *c, char *err, size_t errlen) {
   for (size_t i = 0; i < seeds.n; i++) {
     kr_link_t l = {.url = seeds.v[i].url, .url_len = seeds.v[i].len, .hop_path = "",
                    .directive = KR_DIRECTIVE_NORMAL};
-    rc = kr__cluster_divert(c, &l); /* another member's: to its stream */
+    rc = kr__crawl_cluster_divert(c, &l); /* another member's: to its stream */
     if (rc == 0) rc = kr_frontier_add(c->frontier, &l, now);
     else if (rc == 1) continue;
     if (rc == KR_EDB) {
@@ -1176,7 +1176,7 @@ static void teardown(kr_crawl_t *c) {
     c->http = NULL;
     if (c->dns) kr_dns_free(c->dns);
     c->dns = NULL;
-    kr__cluster_stop(c);
+    kr__crawl_cluster_stop(c);
     if (c->frontier) kr_frontier_close(c->frontier);
     c->frontier = NULL;
     kr__crawl_websub_stop(c); /* its renewals off the wheel before it closes */
@@ -1326,7 +1326,7 @@ int kr_crawl_new(kr_config_t *cfg, const kr_crawl_opts_t *opts, kr_crawl_t **out
     goto fail;
   }
 
-  if ((rc = kr__cluster_open(c, err, errlen))) goto fail;
+  if ((rc = kr__crawl_cluster_open(c, err, errlen))) goto fail;
   if ((rc = add_seeds(c, err, errlen))) goto fail;
   kr_frontier_stats_t fs;
   kr_frontier_stats(c->frontier, &fs);
@@ -1429,7 +1429,7 @@ void kr_crawl_free(kr_crawl_t *c) {
     kr__fetch_destroy(f);
   }
   kr__crawl_websub_free(c); /* after the loop ran the cancelled requests' ends */
-  kr__cluster_free(c);
+  kr__crawl_cluster_free(c);
   if (c->nprocs) kr_chain_free(&c->chain);
   kr__crawl_chain_close(c); /* what the processor modules keep for the crawl */
   kr_scope_free(c->scope);

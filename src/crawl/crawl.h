@@ -304,7 +304,7 @@ struct kr_crawl {
                                    database (scopestate.h) */
   struct kr_scopestate_walk *scope_walk; /* a revival after a reload, in steps */
   struct kr_websub *websub;     /* WebSub subscriptions (websub.c), NULL when off */
-  struct kr_cluster *cluster;   /* [cluster] (cluster.c), NULL when crawling alone */
+  struct kr_crawl_cluster *cluster;   /* [cluster] (cluster.c), NULL when crawling alone */
   int cluster_held;             /* dispatch held: the cluster's outbox is full */
 };
 

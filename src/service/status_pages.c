@@ -201,7 +201,7 @@ static void store_warc_json(jw_t *w, kr_service_t *s) {
     jw_u64(w, "disk_lows", cs.disk_lows);
   }
   jw_close(w, '}');
-  kr_cluster_state_t cl;
+  kr_crawl_cluster_state_t cl;
   kr_crawl_cluster_state(c, &cl);
   if (cl.on) { /* [cluster]: Redis and the outbox (the counters are in "crawl") */
     jw_open(w, "cluster", '{');
@@ -441,7 +441,7 @@ static void page_status_text(kr_service_t *s, kr_buf_t *b) {
                    " snoozed, %" PRIu64 " empty; %" PRIu64 " in back-off\n",
                 hs->n, hs->ready, hs->busy, hs->snoozed, hs->empty, hs->backoff);
   /* The counters as the end-of-run summary words them (counters.h). */
-  kr_cluster_state_t cls;
+  kr_crawl_cluster_state_t cls;
   kr_crawl_cluster_state(c, &cls);
   for (int line = KR_COUNTER_LINES - 1; line >= 0; line--) {
     if (line == KR_COUNTER_LINE_CLUSTER && !cls.on) continue;
@@ -598,7 +598,7 @@ static void page_metrics(kr_service_t *s, kr_buf_t *b) {
   metric_u(b, "kria_websub_subscriptions_active", "gauge",
            "WebSub subscriptions whose lease (as the hub granted it) runs now.",
            kr_crawl_websub_active(c));
-  kr_cluster_state_t cl;
+  kr_crawl_cluster_state_t cl;
   kr_crawl_cluster_state(c, &cl);
   if (cl.on) {
     metric_u(b, "kria_cluster_redis_up", "gauge", "1 while both connections to Redis are up.",
