@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# A crawl shared by three kria instances through Redis ([cluster]) beside
+# the same crawl by one instance: HOSTS hosts (names of one kts in kria's
+# hosts file), each with / linking to every host's / and to a generated
+# site of PAGES pages (same-host links). Reports the fetches, the links,
+# Redis's commands (INFO commandstats) per cross-member link and per
+# fetch, and CPU per fetch (user+sys of every instance, /usr/bin/time)
+# alone, in a cluster of one member (ownership computed, nothing sent)
+# and in a cluster of three. No politeness delay: CPU is what is measured.
+#   bench/cluster/run.sh [--hosts N] [--pages N] [--reps R]
+# Needs make deps (redis-server, GNU time) and a build (KRIA, default
+# build/kria). Servers are stopped by PID; every wait is bounded.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+KRIA=${KRIA:-$top/build/kria}
+KTS=${KTS:-$top/build/kts}
+HOSTS=60 PAGES=20 REPS=3
+while [ $# -gt 0 ]; do
+  case $1 in
+  --hosts) HOSTS=$2; shift 2 ;;
+  --pages) PAGES=$2; shift 2 ;;
+  --reps) REPS=$2; shift 2 ;;
+  *) echo "usage: $0 [--hosts N] [--pages N] [--reps R]" >&2; exit 2 ;;
+  esac
+done
+out=$top/bench/out/cluster
+rm -rf "$out" && mkdir -p "$out"
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done; wait 2>/dev/null; }
+trap cleanup EXIT
+wait_for() { # SECONDS CMD...: poll every 50 ms, bounded
+  local end=$((SECONDS + $1)); shift
+  while ((SECONDS <= end)); do "$@" 2>/dev/null && return 0; sleep 0.05; done
+  return 1
+}
+
+{
+  echo '[route "/robots.txt"]'
+  echo 'body = User-agent: *'
+  echo '[route "/"]'
+  echo 'body = <a href="/p/0">site</a>'
+  for i in $(seq 1 "$HOSTS"); do echo "body = <a href=\"http://h$i.test:{port}/\">h$i</a>"; done
+  echo '[site "/p/"]'
+  echo "pages = $PAGES"
+  echo 'links = 3'
+} >"$out/routes.ini"
+"$KTS" -c "$out/routes.ini" >"$out/kts.out" 2>"$out/kts.err" &
+pids+=($!)
+wait_for 10 grep -q '^listening' "$out/kts.out" || { echo "kts did not start"; exit 1; }
+port=$(sed -n 's/^listening .*:\([0-9]*\)$/\1/p' "$out/kts.out")
+{ printf '127.0.0.1'; for i in $(seq 1 "$HOSTS"); do printf ' h%d.test' "$i"; done; echo; } >"$out/hosts"
+for i in $(seq 1 "$HOSTS"); do echo "http://h$i.test:$port/"; done >"$out/seeds"
+total=$((HOSTS * (PAGES + 2)))
+
+rport=$((20000 + RANDOM % 30000))
+redis-server --port "$rport" --bind 127.0.0.1 --dir "$out" --save '' --appendonly yes \
+  --appendfsync always --logfile "$out/redis.log" >/dev/null 2>&1 &
+pids+=($!)
+wait_for 10 grep -q 'Ready to accept' "$out/redis.log" || { echo "redis did not start"; exit 1; }
+
+conf() { # DIR [NODE [NODES]]
+  cat <<EOC
+[http]
+allow-private-addresses = true
+[crawl]
+seeds = $out/seeds
+state-dir = $1
+revisit = false
+progress-interval = 0
+[politeness]
+min-delay = 0
+max-delay = 0
+delay-factor = 0
+[dns]
+hosts-file = $out/hosts
+[status]
+listen = 127.0.0.1:0
+[limits]
+max-time = 5m
+EOC
+  [ -n "${2:-}" ] && printf '[cluster]\nredis = 127.0.0.1:%s\nnode = %s\nnodes = %s\nprefix = %s\n' \
+    "$rport" "$2" "${3:-n1, n2, n3}" "$(basename "$(dirname "$1")")"
+}
+fetched() { cat "$@" 2>/dev/null | wc -l; }
+metric() { curl -s "http://$(cat "$1/status.addr")/metrics" | awk -v m="$2" '$1 == m {print $2}'; }
+cpu_per() { # FETCHES TIMEFILES...: CPU-µs per fetch, user+sys summed
+  local f=$1; shift
+  awk -v f="$f" '{s += $1 + $2} END {printf "%.1f", s * 1e6 / f}' "$@"
+}
+
+printf '%s hosts x %s pages (+ / and robots.txt): %s fetches a crawl\n' "$HOSTS" "$PAGES" "$total"
+printf '%-8s %4s %8s %10s %9s %9s %6s %6s %6s %6s\n' run rep fetches cpu_us/f xmember sent xadd xread xack xdel
+for rep in $(seq 1 "$REPS"); do
+  # alone
+  d=$out/alone$rep
+  mkdir -p "$d"
+  conf "$d/s" >"$d/c.conf"
+  /usr/bin/time -f '%U %S' -o "$d/time" timeout 300 "$KRIA" crawl -c "$d/c.conf" >/dev/null 2>"$d/err"
+  f=$(fetched "$d/s/logs/crawl.log")
+  printf '%-8s %4s %8s %10s\n' alone "$rep" "$f" "$(cpu_per "$f" "$d/time")"
+  # a cluster of one: every link its own (ownership computed, Redis
+  # connected, nothing sent); it waits for links at the end: SIGTERM
+  d=$out/one$rep
+  mkdir -p "$d"
+  conf "$d/n1" n1 n1 >"$d/n1.conf"
+  /usr/bin/time -f '%U %S' -o "$d/time" "$KRIA" crawl -c "$d/n1.conf" >/dev/null 2>"$d/err" &
+  tp=$!
+  one_done() { [ "$(fetched "$d/n1/logs/crawl.log")" -ge "$total" ]; }
+  wait_for 300 one_done || echo "one rep $rep: not all fetched"
+  kill -TERM "$(ps --ppid "$tp" -o pid=)"
+  wait "$tp"
+  f=$(fetched "$d/n1/logs/crawl.log")
+  printf '%-8s %4s %8s %10s\n' one "$rep" "$f" "$(cpu_per "$f" "$d/time")"
+  # cluster of three
+  d=$out/c$rep
+  mkdir -p "$d"
+  redis-cli -p "$rport" CONFIG RESETSTAT >/dev/null
+  for n in n1 n2 n3; do
+    conf "$d/$n" "$n" >"$d/$n.conf"
+    /usr/bin/time -f '%U %S' -o "$d/$n.time" "$KRIA" crawl -c "$d/$n.conf" >/dev/null 2>"$d/$n.err" &
+    eval "pid_$n=$!"
+  done
+  all() { [ "$(fetched "$d"/n?/logs/crawl.log)" -ge "$total" ]; }
+  outbox_empty() {
+    local n
+    for n in n1 n2 n3; do [ "$(metric "$d/$n" kria_cluster_outbox_links)" = 0 ] || return 1; done
+  }
+  wait_for 300 all || echo "cluster rep $rep: not all fetched"
+  wait_for 30 outbox_empty
+  sent=0 recv=0
+  for n in n1 n2 n3; do
+    sent=$((sent + $(metric "$d/$n" kria_cluster_links_sent_total)))
+  done
+  # cross-member links found: links whose owner is another member, before the dedup cache
+  stats=$(redis-cli -p "$rport" INFO commandstats)
+  calls() { sed -n "s/^cmdstat_$1:calls=\([0-9]*\).*/\1/p" <<<"$stats"; }
+  # a member does not end by itself (links may come): SIGTERM to kria,
+  # the child of /usr/bin/time
+  for n in n1 n2 n3; do eval "kill -TERM \$(ps --ppid \$pid_$n -o pid=)"; done
+  for n in n1 n2 n3; do eval "wait \$pid_$n"; done
+  f=$(fetched "$d"/n?/logs/crawl.log)
+  # every / links to every host's /: the cross-member links found are
+  # those of the hosts another member owns, on each / fetched
+  owners=$(for n in n1 n2 n3; do awk '{print $4}' "$d/$n/logs/crawl.log" | sed -E 's|^https?://([^:/]+).*|\1|' | sort -u | sed "s/^/$n /"; done)
+  xm=0
+  for n in n1 n2 n3; do
+    mine=$(grep -c "^$n " <<<"$owners")
+    xm=$((xm + mine * (HOSTS - mine)))
+  done
+  printf '%-8s %4s %8s %10s %9s %9s %6s %6s %6s %6s\n' cluster "$rep" "$f" \
+    "$(cpu_per "$f" "$d"/n?.time)" "$xm" "$sent" "$(calls xadd)" \
+    "$(calls xreadgroup)" "$(calls xack)" "$(calls xdel)"
+done
