@@ -17,6 +17,8 @@
 #  - Redis away from the start: links wait in the outbox, kept across a
 #    restart; at cluster.outbox-max dispatch is held (said in the log and
 #    /metrics) until Redis took them;
+#  - an entry delivered before a crash and never acknowledged is read
+#    again at the start, fetched and acknowledged;
 #  - without [cluster] kria crawls alone as before (one instance fetches
 #    every page; no cluster figures).
 # redis-server runs in its own directory under $T, on a loopback port,
@@ -286,7 +288,32 @@ check "the other members' streams hold the links sent ($(xlens) entries, a link 
 is "$(sqlite3 "$D/n1/kria.db" 'SELECT count(*) FROM outbox')" 0 "... the outbox rows are gone"
 stop 1 >/dev/null
 
-# ---- 4: without [cluster] -------------------------------------------------------
+# ---- 4: entries delivered before a crash, never acknowledged --------------------
+
+# As if n1 had read an entry and died before committing it: the entry is
+# delivered to consumer n1 by hand (XREADGROUP), then n1 starts; it reads
+# its pending entries first, fetches the link (nothing else links to it)
+# and acknowledges it.
+D=$T/c4
+mkdir -p "$D"
+conf 1 "$D" crawl4 >"$D/n1.conf"
+mine=$(awk '$2 == "n1" {print $1; exit}' "$T/c1/owners")
+purl="http://$mine:$KTS_PORT/c?pending=1"
+rcli XGROUP CREATE crawl4:links:n1 crawl4 0 MKSTREAM >/dev/null
+rcli XADD crawl4:links:n1 '*' u "$purl" h L v 0 d 0 s test >/dev/null
+rcli XREADGROUP GROUP crawl4 n1 COUNT 10 STREAMS crawl4:links:n1 '>' >/dev/null
+is "$(rcli XPENDING crawl4:links:n1 crawl4 | head -1)" 1 "an entry delivered to n1, not acknowledged"
+start 1 "$D"
+pending_fetched() { fetched "$D" | grep -qxF "$purl"; }
+check "n1 reads it again at its start and fetches $purl" wait_until 20 pending_fetched
+acked() { [ "$(rcli XPENDING crawl4:links:n1 crawl4 | head -1)" = 0 ]; }
+check "... and acknowledges it" wait_until 10 acked
+stop 1
+is "$?" 0 "n1 stops cleanly"
+kill -TERM "$REDIS_PID"
+wait "$REDIS_PID" 2>/dev/null
+
+# ---- 5: without [cluster] -------------------------------------------------------
 
 D=$T/alone
 mkdir -p "$D"
