@@ -199,6 +199,12 @@ bench-frontier: $(B)/bench/frontier_bench
 $(B)/bench/frontier_bench: $(B)/bench/frontier/frontier_bench.o $(B)/libkria.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $< $(B)/libkria.a $(LIBS)
 
+# bench/cluster: load balance of cluster ownership over a skewed crawl.
+.PHONY: bench-cluster
+bench-cluster: $(B)/bench/cluster_balance
+$(B)/bench/cluster_balance: $(B)/bench/cluster/balance.o $(B)/libkria-core.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(B)/libkria-core.a $(LIBS)
+
 # bench/sha1: SHA-1 throughput, OpenSSL against kr_sha1_pair (GB/s).
 .PHONY: bench-sha1
 bench-sha1: $(B)/bench/sha1_bench
