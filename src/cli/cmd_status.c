@@ -11,12 +11,14 @@
  * default address 127.0.0.1:7373. Online output is the server's own text
  * (?format=text) or JSON (--json); offline, the census of the uris table
  * (progress.c) and the hosts table, formatted here. Sections: a blocking
- * HTTP GET for the online case, the offline reports, argument parsing.
+ * HTTP GET for the online case, the offline reports, the cluster's view
+ * (--cluster: the members' heartbeats in Redis), argument parsing.
  * Exit: 0, 1 for `report uri` of a URI the crawl does not know, 2 on an
  * error (no server, no database), 64 on a usage error.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <hiredis/hiredis.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <llhttp.h>
@@ -31,6 +33,7 @@
 
 #include "cli.h"
 #include "internal.h"
+#include "kria/cluster.h"
 #include "kria/config.h"
 #include "kria/fp.h"
 #include "kria/hoststate.h"
@@ -45,10 +48,14 @@
 
 static const char usage_status[] =
     "usage: kria status [--addr IP:PORT | -s STATE_DIR | -c FILE] [--json]\n"
+    "       kria status --cluster -c FILE [--json]\n"
     "\n"
     "What a crawl is doing: asked of its status server (--addr, or status.listen\n"
     "of -c FILE; default " KR_STATUS_DEFAULT_LISTEN "), or read offline from the state\n"
-    "database in STATE_DIR (works while the crawl runs: read-only, no lock).\n";
+    "database in STATE_DIR (works while the crawl runs: read-only, no lock).\n"
+    "--cluster: every member of the [cluster] of FILE, from their heartbeats in\n"
+    "Redis (last seen, fetched, hosts, links sent and received, outbox), with\n"
+    "each member's stream: entries waiting and read but not acknowledged.\n";
 
 static const char usage_report[] =
     "usage: kria report hosts [--limit N] [--sort overdue|queued|finished|name] [WHERE]\n"
@@ -591,6 +598,111 @@ out:
   return ret;
 }
 
+/* ---- the cluster --------------------------------------------------------------------------- */
+
+/* A heartbeat's fields (src/crawl/cluster.c writes them), in table order. */
+static const char *const beat_fields[] = {"fetched", "hosts", "uris", "queued", "sent",
+                                          "received", "acked", "outbox", "held"};
+
+static long long reply_int(redisReply *r) {
+  return r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+}
+
+/* Every member of FILE's [cluster]: its heartbeat (absent: not seen in
+ * the last 10 s) and its stream (entries, pending). 0, 2 (no cluster,
+ * no Redis). */
+static int cluster_status(const char *path, int json) {
+  kr_config_t *cfg = kr_config_new();
+  int rc = kr_config_load_file(cfg, path);
+  if (!rc) rc = kr_config_finish(cfg);
+  if (rc) {
+    for (size_t i = 0; i < kr_config_error_count(cfg); i++)
+      kr_cli_error(KR_ECONFIG, "%s", kr_config_error(cfg, i));
+    kr_config_free(cfg);
+    return 2;
+  }
+  const kr_config_view_t *g = kr_config_global(cfg);
+  const char *redis = kr_config_str(g, KR_CFG_CLUSTER_REDIS);
+  const char *prefix = kr_config_str(g, KR_CFG_CLUSTER_PREFIX);
+  char host[256];
+  int port;
+  if (!redis[0] || kr_cluster_parse_redis(redis, host, sizeof host, &port)) {
+    kr_cli_error(KR_ECONFIG, "%s: no [cluster] redis to ask", path);
+    kr_config_free(cfg);
+    return 2;
+  }
+  struct timeval tv = {2, 0};
+  redisContext *rc2 = port ? redisConnectWithTimeout(host, port, tv) : redisConnectUnixWithTimeout(host, tv);
+  if (!rc2 || rc2->err) {
+    kr_cli_error(KR_ENET, "cannot reach Redis %s: %s", redis, rc2 ? rc2->errstr : "out of memory");
+    if (rc2) redisFree(rc2);
+    kr_config_free(cfg);
+    return 2;
+  }
+  redisSetTimeout(rc2, tv);
+  size_t n = kr_config_list_len(g, KR_CFG_CLUSTER_NODES);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  long long now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+  size_t seen = 0;
+  if (json) printf("{\"prefix\":\"%s\",\"redis\":\"%s\",\"members\":[", prefix, redis);
+  else printf("%-16s %10s %9s %6s %9s %9s %8s %8s %8s %7s %4s %7s %7s\n", "member", "seen",
+              "fetched", "hosts", "uris", "queued", "sent", "received", "acked", "outbox", "held",
+              "stream", "pending");
+  for (size_t i = 0; i < n; i++) {
+    const char *node = kr_config_list_item(g, KR_CFG_CLUSTER_NODES, i);
+    redisReply *hb = redisCommand(rc2, "HGETALL %s:member:%s", prefix, node);
+    redisReply *xl = redisCommand(rc2, "XLEN %s:links:%s", prefix, node);
+    redisReply *xp = redisCommand(rc2, "XPENDING %s:links:%s %s", prefix, node, prefix);
+    if (!hb || !xl || !xp) {
+      kr_cli_error(KR_ENET, "Redis %s: %s", redis, rc2->errstr);
+      freeReplyObject(hb), freeReplyObject(xl), freeReplyObject(xp);
+      redisFree(rc2);
+      kr_config_free(cfg);
+      return 2;
+    }
+    long long val[ARRAY_SIZE(beat_fields)], at = -1;
+    for (size_t k = 0; k < ARRAY_SIZE(beat_fields); k++) val[k] = -1;
+    for (size_t j = 0; hb->type == REDIS_REPLY_ARRAY && j + 1 < hb->elements; j += 2) {
+      const char *f = hb->element[j]->str, *v = hb->element[j + 1]->str;
+      if (!f || !v) continue;
+      if (!strcmp(f, "at")) at = atoll(v);
+      for (size_t k = 0; k < ARRAY_SIZE(beat_fields); k++)
+        if (!strcmp(f, beat_fields[k])) val[k] = atoll(v);
+    }
+    long long pending = xp->type == REDIS_REPLY_ARRAY && xp->elements ? reply_int(xp->element[0]) : -1;
+    long long stream = reply_int(xl);
+    if (at >= 0) seen++;
+    if (json) {
+      printf("%s{\"node\":\"%s\",\"seen_ms_ago\":%lld", i ? "," : "", node,
+             at >= 0 ? (now > at ? now - at : 0) : -1);
+      for (size_t k = 0; k < ARRAY_SIZE(beat_fields); k++)
+        printf(",\"%s\":%lld", beat_fields[k], val[k]);
+      printf(",\"stream\":%lld,\"pending\":%lld}", stream, pending);
+    } else {
+      char ago[32];
+      if (at >= 0) snprintf(ago, sizeof ago, "%.1f s ago", (double)(now > at ? now - at : 0) / 1000.0);
+      else snprintf(ago, sizeof ago, "not seen");
+      printf("%-16s %10s", node, ago);
+      static const int w[] = {9, 6, 9, 9, 8, 8, 8, 7, 4};
+      for (size_t k = 0; k < ARRAY_SIZE(beat_fields); k++) {
+        if (val[k] >= 0) printf(" %*lld", w[k], val[k]);
+        else printf(" %*s", w[k], "-");
+      }
+      if (stream >= 0) printf(" %7lld", stream);
+      else printf(" %7s", "-");
+      if (pending >= 0) printf(" %7lld\n", pending);
+      else printf(" %7s\n", "-"); /* no group yet: the member never connected */
+    }
+    freeReplyObject(hb), freeReplyObject(xl), freeReplyObject(xp);
+  }
+  if (json) printf("],\"seen\":%zu}\n", seen);
+  else printf("cluster %s on Redis %s: %zu members, %zu seen in the last 10 s\n", prefix, redis, n, seen);
+  redisFree(rc2);
+  kr_config_free(cfg);
+  return 0;
+}
+
 /* ---- arguments ------------------------------------------------------------------------ */
 
 typedef struct where {
@@ -684,10 +796,15 @@ static int resolve_where(where_t *w) {
 
 int kr_cmd_status(int argc, char **argv) {
   where_t w = {0};
+  int cluster = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       fputs(usage_status, stdout);
       return 0;
+    }
+    if (!strcmp(argv[i], "--cluster")) {
+      cluster = 1;
+      continue;
     }
     int r = where_opt(&w, argc, argv, &i);
     if (r < 0) return 64;
@@ -695,6 +812,13 @@ int kr_cmd_status(int argc, char **argv) {
       kr_cli_error(0, "status: unexpected argument '%s' (try 'kria status --help')", argv[i]);
       return 64;
     }
+  }
+  if (cluster) {
+    if (!w.config || w.addr || w.state) {
+      kr_cli_error(0, "status --cluster: give the configuration of a member (-c FILE)");
+      return 64;
+    }
+    return cluster_status(w.config, w.json);
   }
   int rc = resolve_where(&w);
   if (rc) return rc;

@@ -25,6 +25,10 @@
  * held (fetches running finish, their links still go in) until Redis took
  * the outbox below half the bound: never a link dropped.
  *
+ * Heartbeat: every 2 s the member writes its figures to the hash
+ * PREFIX:member:NODE (expiring 10 s after), which `kria status --cluster`
+ * reads with every stream's length and pending entries.
+ *
  * Redis must keep what it confirmed (appendonly yes, appendfsync always;
  * README) for "no link lost" to hold across a crash of Redis itself.
  *
@@ -56,6 +60,8 @@
 #define RETRY_MIN_MS 100
 #define RETRY_MAX_MS 2000
 #define SENT_SLOTS (1u << 16)  /* links put in the outbox lately (fp cache) */
+#define HEARTBEAT_MS 2000      /* a member's figures in Redis this often ... */
+#define HEARTBEAT_TTL_MS 10000 /* ... and gone this long after its last */
 #define OWNER_SLOTS 4096       /* hosts whose owner is known (a page's links share few) */
 
 struct kr_crawl_cluster {
@@ -72,6 +78,8 @@ struct kr_crawl_cluster {
   int wr_up, rd_up;             /* connected */
   int up;                       /* last announced: 1 up, 0 down, -1 never yet */
   uv_timer_t retry;             /* reconnect */
+  uv_timer_t beat;              /* heartbeat: PREFIX:member:NODE */
+  char *beat_key;
   uint32_t retry_ms;
   int closing;
   /* the outbox */
@@ -95,6 +103,7 @@ struct kr_crawl_cluster {
 static void connect_all(kr_crawl_cluster_t *cl);
 static void read_next(kr_crawl_cluster_t *cl);
 static void hold(kr_crawl_cluster_t *cl, int held);
+static void on_beat(uv_timer_t *t);
 
 /* ---- hiredis on the loop -------------------------------------------------------- */
 
@@ -208,6 +217,10 @@ int kr__crawl_cluster_open(kr_crawl_t *c, char *err, size_t errlen) {
   cl->pend_from[0] = '0';
   uv_timer_init(&c->loop, &cl->retry);
   cl->retry.data = cl;
+  cl->beat_key = kr_xasprintf("%s:member:%s", prefix, node);
+  uv_timer_init(&c->loop, &cl->beat);
+  cl->beat.data = cl;
+  uv_timer_start(&cl->beat, on_beat, HEARTBEAT_MS, HEARTBEAT_MS);
   /* hiredis writes with write(2): a Redis gone must not kill the crawl */
   signal(SIGPIPE, SIG_IGN);
   KR_LOG(KR_LOG_INFO, NULL,
@@ -488,6 +501,37 @@ static void on_group(redisAsyncContext *ac, void *r, void *privdata) {
   read_next(cl);
 }
 
+/* ---- heartbeat -------------------------------------------------------------------------- */
+
+/* This member's figures into PREFIX:member:NODE, expiring unless renewed
+ * (`kria status --cluster`). */
+static void beat(kr_crawl_cluster_t *cl) {
+  kr_crawl_t *c = cl->c;
+  if (!cl->wr_up || cl->closing || !c->frontier) return;
+  kr_frontier_stats_t fs;
+  kr_frontier_stats(c->frontier, &fs);
+  uint64_t v[] = {kr_crawl_now(c), c->st.fetched, fs.hosts, fs.c.discovered,
+                  fs.c.queued, c->st.cluster_sent, c->st.cluster_received,
+                  c->st.cluster_acked, cl->outbox_n, (uint64_t)cl->held};
+  static const char *const names[] = {"at", "fetched", "hosts", "uris", "queued", "sent",
+                                      "received", "acked", "outbox", "held"};
+  char nums[ARRAY_SIZE(v)][24];
+  const char *argv[2 + 2 * ARRAY_SIZE(v)];
+  argv[0] = "HSET", argv[1] = cl->beat_key;
+  for (size_t i = 0; i < ARRAY_SIZE(v); i++) {
+    snprintf(nums[i], sizeof nums[i], "%" PRIu64, v[i]);
+    argv[2 + 2 * i] = names[i];
+    argv[3 + 2 * i] = nums[i];
+  }
+  redisAsyncCommandArgv(cl->wr, NULL, NULL, (int)ARRAY_SIZE(argv), argv, NULL);
+  char ttl[16];
+  snprintf(ttl, sizeof ttl, "%d", HEARTBEAT_TTL_MS);
+  const char *ex[] = {"PEXPIRE", cl->beat_key, ttl};
+  redisAsyncCommandArgv(cl->wr, NULL, NULL, 3, ex, NULL);
+}
+
+static void on_beat(uv_timer_t *t) { beat(t->data); }
+
 /* ---- connections ----------------------------------------------------------------------- */
 
 /* Log Redis's comings and goings once each: up when both connections
@@ -544,7 +588,10 @@ static void on_connect(const redisAsyncContext *ac, int status) {
     redisAsyncCommandArgv(cl->rd, on_group, NULL, (int)ARRAY_SIZE(argv), argv, NULL);
   }
   announce(cl, 0);
-  if (is_wr) kr__crawl_cluster_turn(cl->c);
+  if (is_wr) {
+    beat(cl);
+    kr__crawl_cluster_turn(cl->c);
+  }
 }
 
 static void on_disconnect(const redisAsyncContext *ac, int status) {
@@ -595,6 +642,8 @@ void kr__crawl_cluster_stop(kr_crawl_t *c) {
   cl->closing = 1;
   if (cl->retry.loop && !uv_is_closing((uv_handle_t *)&cl->retry))
     uv_close((uv_handle_t *)&cl->retry, NULL);
+  if (cl->beat.loop && !uv_is_closing((uv_handle_t *)&cl->beat))
+    uv_close((uv_handle_t *)&cl->beat, NULL);
   /* pending callbacks run with no reply, then the disconnection's */
   if (cl->wr) redisAsyncFree(cl->wr);
   if (cl->rd) redisAsyncFree(cl->rd);
@@ -609,6 +658,7 @@ void kr__crawl_cluster_free(kr_crawl_t *c) {
     for (size_t i = 0; i < cl->members.n; i++) free(cl->streams[i]);
   free(cl->streams);
   free(cl->group);
+  free(cl->beat_key);
   free(cl->sent);
   free(cl->owners);
   for (size_t i = 0; i < cl->nacks; i++) free(cl->acks[i]);

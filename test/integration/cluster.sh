@@ -8,6 +8,7 @@
 #  - every page is fetched exactly once across the three, and every host
 #    by exactly one instance (its owner; www.h1 with h1);
 #  - links travelled: sent and received counters in /metrics, Redis up;
+#  - kria status --cluster shows every member from its heartbeat in Redis;
 #  - a duplicate delivery (the same link XADDed again) is acknowledged and
 #    absorbed: nothing fetched twice;
 #  - SIGKILL of one instance and of redis-server in the middle, then both
@@ -204,6 +205,18 @@ check "links crossed members through Redis ($sent sent)" test "$sent" -gt 0
 is "$recv" "$sent" "... each received once"
 is "$(sum "$D" kria_cluster_links_acked_total)" "$recv" "... and acknowledged"
 
+# kria status --cluster: the members' heartbeats and their streams
+cs=$("$KRIA" status --cluster -c "$D/n1.conf")
+is "$?" 0 "kria status --cluster answers"
+like "$cs" "cluster crawl1 on Redis 127.0.0.1:$REDIS_PORT: 3 members, 3 seen" "... every member seen"
+like "$cs" $'\nn2 +[0-9.]+ s ago' "... with when each was last seen"
+beats_fetched() { # the fetches the heartbeats report, summed
+  "$KRIA" status --cluster --json -c "$D/n1.conf" |
+    node -e 'let s = 0; for (const m of JSON.parse(require("fs").readFileSync(0)).members) s += m.fetched; console.log(s)'
+}
+beats_done() { [ "$(beats_fetched)" = "$NPAGES" ]; }
+check "... their heartbeats add up to the $NPAGES fetches (--json)" wait_until 10 beats_done
+
 # a duplicate delivery: the member that fetched h2.test's / gets it again
 own=$(awk '$1 == "h2.test" {print $2}' "$D/owners")
 n=${own#n}
@@ -272,6 +285,9 @@ is "$(metric "$D" 1 kria_cluster_held)" 1 "... dispatch is held (/metrics)"
 is "$(metric "$D" 1 kria_cluster_redis_up)" 0 "... Redis is down (/metrics)"
 is "$(metric "$D" 1 kria_cluster_outbox_full_total)" 1 "... counted once"
 is "$(metric "$D" 1 kria_cluster_outbox_links)" "$nforeign" "... all $nforeign of them wait (/metrics)"
+"$KRIA" status --cluster -c "$D/n1.conf" >"$D/cs.out" 2>"$D/cs.err"
+is "$?" 2 "kria status --cluster without Redis: exit 2"
+like "$(cat "$D/cs.err")" "cannot reach Redis 127.0.0.1:$REDIS_PORT" "... saying so"
 stop 1
 is "$?" 0 "n1 stops while Redis is away"
 check "... having fetched nothing" test ! -s "$D/n1/logs/crawl.log"
