@@ -373,8 +373,9 @@ static const redisReply *field(const redisReply *fields, const char *name) {
   return NULL;
 }
 
-/* Add one entry's link to the frontier (during a drain the store keeps
- * it and applies it later: ack_committed waits for that). 0 or KR_EDB. */
+/* Add one entry's link to the frontier (during a store drain the
+ * frontier holds it back and adds it after: ack_committed waits for
+ * that). 0 or KR_EDB. */
 static int take_entry(kr_crawl_cluster_t *cl, const redisReply *fields, uint64_t now) {
   kr_crawl_t *c = cl->c;
   const redisReply *u = field(fields, "u"), *h = field(fields, "h"), *v = field(fields, "v"),
@@ -451,11 +452,17 @@ static void on_read(redisAsyncContext *ac, void *r, void *privdata) {
   if (!cl->nacks) read_next(cl);
 }
 
-/* After the turn's commit: acknowledge what it made durable (nothing
- * open, nothing kept from a drain), read on. */
+/* After the turn's commit: acknowledge what it made durable, read on.
+ * Durable: no transaction open, and nothing held back during a store
+ * drain, neither by the frontier (its queue of adds, replayed after)
+ * nor by the store (its kept writes). */
 static void ack_committed(kr_crawl_cluster_t *cl) {
+  if (!cl->nacks) return;
   kr_store_t *st = kr_frontier_store(cl->c->frontier);
-  if (!cl->nacks || kr_store_in_tx(st) || kr_store_has_kept(st)) return;
+  if (kr_store_in_tx(st) || kr_store_has_kept(st)) return;
+  kr_frontier_stats_t fs;
+  kr_frontier_stats(cl->c->frontier, &fs);
+  if (fs.held_back) return;
   if (cl->rd_up) {
     size_t n = cl->nacks;
     const char **argv = kr_xcalloc(n + 3, sizeof *argv);
