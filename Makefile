@@ -158,7 +158,7 @@ DEPS_PKGS := build-essential pkg-config \
   libuv1-dev libc-ares-dev node-llhttp libssl-dev libsqlite3-dev libpcre2-dev \
   zlib1g-dev libinih-dev libidn2-dev libpsl-dev libexpat1-dev libdeflate-dev libisal-dev \
   libcmocka-dev libjson-c-dev openssl nginx-light valgrind curl unzip man-db \
-  libhiredis-dev redis-server \
+  libhiredis-dev redis-server redis-tools \
   wget wget2 httrack dnsmasq-base util-linux time linux-perf iproute2 sqlite3 \
   python3-matplotlib clang libclang-rt-14-dev
 OPTIONAL_PKGS := chromium systemd
