@@ -152,6 +152,7 @@ static int flush_out(tls_cf_t *tc) {
   while (BIO_ctrl_pending(tc->wbio) > 0) {
     int n = BIO_read(tc->wbio, buf, sizeof buf);
     if (n <= 0) break;
+    tc->ctx->stats.copied += 2 * (uint64_t)n; /* into the BIO, out of it */
     int err = kr__cf_send_down(&tc->cf, buf, (size_t)n);
     if (err) return err;
   }
@@ -233,6 +234,7 @@ static void read_app(tls_cf_t *tc) {
   while (!c->closing && !c->ended) {
     int r = SSL_read(tc->ssl, env->tbuf, (int)env->tbuf_size);
     if (r > 0) {
+      tc->ctx->stats.copied += (uint64_t)r;
       kr__cf_deliver(&tc->cf, env->tbuf, (size_t)r);
       continue;
     }
@@ -270,6 +272,7 @@ static void tls_recv(kr_cf_t *cf, const char *p, size_t n) {
     kr__cf_fail(cf, KR_ETLS);
     return;
   }
+  tc->ctx->stats.copied += 2 * (uint64_t)n; /* into the BIO, out into OpenSSL's buffer */
   if (tc->handshaking)
     handshake(tc);
   else

@@ -50,6 +50,11 @@ typedef struct kr_tls_stats {
   uint64_t handshakes;      /* completed */
   uint64_t resumed;         /* of which resumed a session */
   uint64_t sessions_cached; /* stored in the cache */
+  /* Bytes copied on the data path besides the cipher itself: into and
+   * out of BIOs (each ciphertext byte read or written), and decrypted
+   * bytes out of OpenSSL's record buffer. What the bench divides by pages
+   * to see the cost of the plumbing around the cipher. */
+  uint64_t copied;
 } kr_tls_stats_t;
 void kr_tls_ctx_stats(const kr_tls_ctx_t *t, kr_tls_stats_t *out);
 
