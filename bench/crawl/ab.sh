@@ -95,7 +95,7 @@ if [ -n "$TLS" ]; then
 	# nginx serves the site on its TLS port only (the plain one stays for stub_status)
 	export KB_NGINX_TLS_DIR=$RUN/tls KB_NGINX_WANT_TLS_PORT=$PORT KB_NGINX_WANT_PORT=""
 fi
-SITE=$KB_OUT/site-crawl-$([ -n "$TLS" ] && echo https-)${HOSTS}x$PAGES
+SITE=$KB_OUT/site-crawl-${TLS:+https-}${HOSTS}x$PAGES
 kb_site "$SITE" -H "$HOSTS" -p "$PAGES" -u "$SCHEME://{host}:$PORT"
 KB_NGINX_LISTEN=$(kb_host_addrs "$HOSTS" | tr '\n' ' ')
 export KB_NGINX_LISTEN
