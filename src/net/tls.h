@@ -1,7 +1,8 @@
 /*
- * TLS client filter for connections (conn.h): OpenSSL driven through
- * memory BIOs, so OpenSSL never touches a socket and the loop owns all
- * I/O. SNI, ALPN "http/1.1", client session resumption from a bounded
+ * TLS client filter for connections (conn.h): OpenSSL driven through a
+ * BIO of the filter's own (ciphertext straight from the loop's socket
+ * reads, writes straight down to the socket filter), so OpenSSL never
+ * touches a socket and the loop owns all I/O. SNI, ALPN "http/1.1", client session resumption from a bounded
  * cache keyed by host:port, and certificate verification in one of three
  * modes: record (verify, report the result, never fail — the default,
  * since an archive wants the page even when the certificate is wrong),
