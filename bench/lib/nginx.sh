@@ -166,10 +166,13 @@ EOF
 
 # Without ss (iproute2) every port looks free; a busy one makes nginx fail
 # to bind, and kb_nginx_start tries another. Any socket on the port counts,
-# not only listening ones: a connection's local port blocks the bind too.
+# not only listening ones: a connection's local port blocks the bind too;
+# but not one in TIME_WAIT (nginx binds with SO_REUSEADDR), which a
+# stopped nginx leaves behind for every keep-alive connection it closed:
+# a run that restarts nginx on its fixed port found it "busy" for 60 s.
 kb__port_free() {
 	command -v ss >/dev/null || return 0
-	! ss -Htan "sport = :$1" 2>/dev/null | grep -q .
+	! ss -Htan state all exclude time-wait "sport = :$1" 2>/dev/null | grep -q .
 }
 
 kb_nginx_start() {
