@@ -134,8 +134,8 @@ client_cmd() {
 	# with --tls every kria run logs its end-of-run summary (the "tls:" line)
 	[ -n "$TLS" ] && kconf+=(-o crawl.log-level=notice)
 	local seeds=$SITE_RUN/seeds.txt ht=(-q -%! -c8 -%c0 -A1000000000 -r9999 -I0)
-	local khttps=(env "SSL_CERT_FILE=${TLS_BUNDLE:-}" "$KRIA" crawl -c "$SITE_RUN/kria-https.conf" -o "crawl.state-dir=$d/state" -o crawl.log-level=notice)
-	local ca=--ca-certificate=${TLS_CA:-} tseeds=$SITE_RUN/seeds-https.txt
+	local khttps=(env "SSL_CERT_FILE=${TLS_BUNDLE:-TLS/bundle.pem}" "$KRIA" crawl -c "$SITE_RUN/kria-https.conf" -o "crawl.state-dir=$d/state" -o crawl.log-level=notice)
+	local ca=--ca-certificate=${TLS_CA:-TLS/ca.pem} tseeds=$SITE_RUN/seeds-https.txt
 	case $pass:$c in
 	1:kria-https) CMD=("${khttps[@]}" -o warc.enabled=false) ;;
 	1:kria-https-warcgz) CMD=("${khttps[@]}") ;;
