@@ -7,7 +7,8 @@
 # unwinds through libraries built without frame pointers, e.g. SQLite).
 #
 # Usage: bench/crawl/ab.sh [--pages N] [--hosts H] [--reps R]
-#            [--warc off|none|gzip] [--valence V] [--perf] KRIA_A KRIA_B [...]
+#            [--warc off|none|gzip] [--valence V] [--tls rsa|ecdsa] [--perf]
+#            KRIA_A KRIA_B [...]
 #   e.g. bench/crawl/ab.sh --pages 5000 --reps 5 build-base/kria build/kria
 # The site is H hosts (1: bench/crawl/run.sh's "single" site; 20 with
 # --pages 2500: its "multi" site) of N pages each, served by nginx on CPU 1
@@ -15,7 +16,10 @@
 # snapshot crawl, politeness off, as in run.sh. Prints one line per run and
 # a table of medians (min–max), with the state DB's bytes per URI after the
 # crawl (kria.db over the uris rows; the split by table and index of each
-# run in db.tsv); raw data in bench/out/crawl-ab/last/.
+# run in db.tsv); raw data in bench/out/crawl-ab/last/. With --tls, the
+# crawl is over HTTPS (bench/lib/tls.sh: a CA and an RSA-2048 or ECDSA
+# P-256 certificate made for the run, trusted through SSL_CERT_FILE, the
+# system bundle plus that CA).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -25,6 +29,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/nginx.sh"
 # shellcheck source=../lib/dns.sh
 . "$HERE/../lib/dns.sh"
+# shellcheck source=../lib/tls.sh
+. "$HERE/../lib/tls.sh"
 
 ARGS=("$@")
 PAGES=5000
@@ -33,6 +39,7 @@ REPS=5
 WARC=off
 VALENCE=""
 PERF=0
+TLS=""
 BUILDS=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -42,7 +49,8 @@ while [ $# -gt 0 ]; do
 	--warc) WARC=$2; shift 2 ;;
 	--valence) VALENCE=$2; shift 2 ;;
 	--perf) PERF=1; shift ;;
-	-h | --help) sed -n '2,18p' "$0"; exit 0 ;;
+	--tls) TLS=$2; shift 2 ;;
+	-h | --help) sed -n '2,23p' "$0"; exit 0 ;;
 	-*) kb_die "unknown option $1 (try --help)" ;;
 	*) BUILDS+=("$1"); shift ;;
 	esac
@@ -76,13 +84,24 @@ for _ in 1 2 3 4 5 6 7 8; do
 done
 [ -n "$PORT" ] || kb_die "no free port"
 export KB_NGINX_WANT_PORT=$PORT KB_NGINX_FILES=$((HOSTS * (PAGES + 20)))
-SITE=$KB_OUT/site-crawl-${HOSTS}x$PAGES
-kb_site "$SITE" -H "$HOSTS" -p "$PAGES" -u "http://{host}:$PORT"
+SCHEME=http ENVV=()
+if [ -n "$TLS" ]; then
+	[[ $TLS == rsa || $TLS == ecdsa ]] || kb_die "--tls: rsa or ecdsa"
+	SCHEME=https
+	kb_tls_certs "$RUN/tls" "$TLS" "$HOSTS"
+	cat "$(openssl version -d | sed 's/.*"\(.*\)"/\1/')/cert.pem" "$RUN/tls/ca.pem" >"$RUN/tls/bundle.pem" 2>/dev/null ||
+		cp "$RUN/tls/ca.pem" "$RUN/tls/bundle.pem"
+	ENVV=(env "SSL_CERT_FILE=$RUN/tls/bundle.pem")
+	# nginx serves the site on its TLS port only (the plain one stays for stub_status)
+	export KB_NGINX_TLS_DIR=$RUN/tls KB_NGINX_WANT_TLS_PORT=$PORT KB_NGINX_WANT_PORT=""
+fi
+SITE=$KB_OUT/site-crawl-${TLS:+https-}${HOSTS}x$PAGES
+kb_site "$SITE" -H "$HOSTS" -p "$PAGES" -u "$SCHEME://{host}:$PORT"
 KB_NGINX_LISTEN=$(kb_host_addrs "$HOSTS" | tr '\n' ' ')
 export KB_NGINX_LISTEN
 kb_nginx_start "$RUN/nginx" "$SITE" vhosts
 kb_dns_start "$RUN/dns" "$HOSTS"
-for ((i = 0; i < HOSTS; i++)); do echo "http://h$i.test:$PORT/"; done >"$RUN/seeds.txt"
+for ((i = 0; i < HOSTS; i++)); do echo "$SCHEME://h$i.test:$PORT/"; done >"$RUN/seeds.txt"
 kb_crawl_conf "$RUN/seeds.txt" "$VALENCE" "$KB_DNS_PORT" $'[http]\nallow-private-addresses = true' >"$RUN/kria.conf"
 find "$SITE" -name '*.html' -exec cat {} + >/dev/null 2>&1 || true
 NPAGES=$((HOSTS * PAGES))
@@ -96,7 +115,7 @@ one() { # one REP INDEX [perf]: a crawl of build INDEX from an empty state
 	local rep=$1 k=$2 d=$RUN/work wall user sys rss code
 	rm -rf "$d"
 	mkdir -p "$d"
-	local cmd=("${BUILDS[$k]}" crawl -c "$RUN/kria.conf" -o "crawl.state-dir=$d/state" "${WOPT[@]}")
+	local cmd=("${ENVV[@]}" "${BUILDS[$k]}" crawl -c "$RUN/kria.conf" -o "crawl.state-dir=$d/state" "${WOPT[@]}")
 	if [ "${3:-}" = perf ]; then
 		(cd "$d" && taskset -c "${KB_CLIENT_CPU:-0}" perf record -e cpu-clock --call-graph "${KB_PERF_GRAPH:-fp}" -o "$RUN/perf.data" -- "${cmd[@]}") \
 			>"$RUN/perf.log" 2>&1 || kb_log "perf record failed (see $RUN/perf.log)"
@@ -123,7 +142,7 @@ for ((rep = 1; rep <= REPS; rep++)); do
 done
 rm -rf "$RUN/work"
 echo
-echo "bench/crawl/ab.sh ${ARGS[*]} — $(date -u '+%Y-%m-%d %H:%M UTC'), $HOSTS host(s) × $PAGES pages, WARC $WARC, load at end $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "bench/crawl/ab.sh ${ARGS[*]} — $(date -u '+%Y-%m-%d %H:%M UTC'), $HOSTS host(s) × $PAGES pages, ${TLS:+HTTPS ($(kb_tls_desc "$RUN/tls")), }WARC $WARC, load at end $(cut -d' ' -f1-3 /proc/loadavg)"
 echo
 echo "| build | CPU-µs/page | pages/s | state DB bytes/URI | runs |"
 echo "|---|---:|---:|---:|---:|"

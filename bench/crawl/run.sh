@@ -29,7 +29,19 @@
 # --other-reps N: the clients other than kria in the first N repetitions
 # only (all of them by default; for a shorter run on a loaded machine).
 #
-# Usage: bench/crawl/run.sh [--sites "single multi"] [--pages N]
+# HTTPS (--tls "ecdsa rsa"): each site once per certificate type, nginx
+# serving it over HTTP and HTTPS at once (bench/lib/tls.sh: a CA made for
+# the run; kria trusts it through SSL_CERT_FILE, a copy of the system
+# bundle plus that CA, so it loads as many CAs as on a real machine; wget
+# and wget2 through --ca-certificate). The https clients (kria-https,
+# kria-https-warcgz, wget-https, wget2-https, wget2-t1-https) crawl a copy
+# of the site whose absolute links say https, interleaved with the http
+# ones; the report adds handshakes, resumptions and bytes copied around
+# the cipher per page (kria's end-of-run "tls:" line) and the HTTPS/HTTP
+# ratios. Default clients with --tls: kria kria-warcgz kria-https
+# kria-https-warcgz wget2 wget2-https.
+#
+# Usage: bench/crawl/run.sh [--sites "single multi"] [--pages N] [--tls TYPES]
 #            [--hosts H --host-pages P] [--reps R] [--clients "..."]
 #            [--no-update] [--valence V] [--slow-reps N] [--other-reps N]
 #            [--kria PATH]
@@ -45,6 +57,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/nginx.sh"
 # shellcheck source=../lib/dns.sh
 . "$HERE/../lib/dns.sh"
+# shellcheck source=../lib/tls.sh
+. "$HERE/../lib/tls.sh"
 
 ARGS=("$@")
 SITES="single multi"
@@ -52,7 +66,8 @@ PAGES=20000
 HOSTS=20
 HOST_PAGES=2500
 REPS=3
-CLIENTS="kria kria-warc kria-warcgz wget wget-warc wget2-t1 wget2 httrack"
+CLIENTS=""
+TLS=""
 UPDATE=1
 VALENCE=""
 KRIA=${KRIA:-$KB_ROOT/build-bench/kria}
@@ -70,6 +85,7 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	--sites) SITES=$2; shift 2 ;;
 	--pages) PAGES=$2; shift 2 ;;
+	--tls) TLS=$2; shift 2 ;;
 	--hosts) HOSTS=$2; shift 2 ;;
 	--host-pages) HOST_PAGES=$2; shift 2 ;;
 	--reps) REPS=$2; shift 2 ;;
@@ -82,7 +98,7 @@ while [ $# -gt 0 ]; do
 	--record) RECORD=1; shift ;;
 	--quick) PAGES=2000; HOSTS=4; HOST_PAGES=500; REPS=1; shift ;;
 	--report) REPORT_ONLY=$2; shift 2 ;;
-	-h | --help) sed -n '2,38p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,50p' "$0"; exit 0 ;;
 	*) kb_die "unknown option $1 (try --help)" ;;
 	esac
 done
@@ -96,8 +112,15 @@ OTHER_REPS=${OTHER_REPS:-$REPS}
 num "$OTHER_REPS" 1 20 || kb_die "--other-reps: 1..20"
 [ -z "$VALENCE" ] || num "$VALENCE" 1 64 || kb_die "--valence: 1..64"
 for s in $SITES; do [[ $s == single || $s == multi ]] || kb_die "--sites: single and/or multi"; done
+for t in $TLS; do [[ $t == rsa || $t == ecdsa ]] || kb_die "--tls: rsa and/or ecdsa"; done
+if [ -z "$CLIENTS" ]; then
+	CLIENTS="kria kria-warc kria-warcgz wget wget-warc wget2-t1 wget2 httrack"
+	[ -n "$TLS" ] && CLIENTS="kria kria-warcgz kria-https kria-https-warcgz wget2 wget2-https"
+fi
 for c in $CLIENTS; do
 	case $c in kria | kria-warc | kria-warcgz | wget | wget-warc | wget2-t1 | wget2 | httrack) ;;
+	kria-https | kria-https-warcgz | wget-https | wget2-https | wget2-t1-https)
+		[ -n "$TLS" ] || kb_die "$c needs --tls" ;;
 	*) kb_die "unknown client $c" ;; esac
 done
 
@@ -108,9 +131,19 @@ kb_bound "$TOTAL_LIMIT" "${ARGS[@]}"
 client_cmd() {
 	local pass=$1 c=$2 d=$3
 	local kconf=(crawl -c "$SITE_RUN/kria.conf" -o "crawl.state-dir=$d/state")
+	# with --tls every kria run logs its end-of-run summary (the "tls:" line)
+	[ -n "$TLS" ] && kconf+=(-o crawl.log-level=notice)
 	local seeds=$SITE_RUN/seeds.txt ht=(-q -%! -c8 -%c0 -A1000000000 -r9999 -I0)
+	local khttps=(env "SSL_CERT_FILE=${TLS_BUNDLE:-TLS/bundle.pem}" "$KRIA" crawl -c "$SITE_RUN/kria-https.conf" -o "crawl.state-dir=$d/state" -o crawl.log-level=notice)
+	local ca=--ca-certificate=${TLS_CA:-TLS/ca.pem} tseeds=$SITE_RUN/seeds-https.txt
 	case $pass:$c in
+	1:kria-https) CMD=("${khttps[@]}" -o warc.enabled=false) ;;
+	1:kria-https-warcgz) CMD=("${khttps[@]}") ;;
+	1:wget-https) CMD=("${KB_WITH_HOSTS[@]}" wget -r -l inf -q "$ca" -P "$d/out" -i "$tseeds") ;;
+	1:wget2-https) CMD=("${KB_WITH_HOSTS[@]}" wget2 -r -l 0 -q "$ca" -P "$d/out" -i "$tseeds") ;;
+	1:wget2-t1-https) CMD=("${KB_WITH_HOSTS[@]}" wget2 -r -l 0 --max-threads=1 -q "$ca" -P "$d/out" -i "$tseeds") ;;
 	1:kria) CMD=("$KRIA" "${kconf[@]}" -o warc.enabled=false) ;;
+	# https: kria-https.conf, the bundle with the run's CA
 	1:kria-warc) CMD=("$KRIA" "${kconf[@]}" -o warc.compress=none) ;;
 	1:kria-warcgz) CMD=("$KRIA" "${kconf[@]}") ;;
 	2:kria-304) CMD=("$KRIA" "${kconf[@]}" -o warc.enabled=false --revisit-now) ;;
@@ -139,19 +172,36 @@ updates_of() {
 CMD_TEXT() { # CMD for the report: no namespace prefix, no run paths
 	local a=("${CMD[@]}")
 	[ "${a[0]}" = unshare ] && a=("${a[@]:${#KB_WITH_HOSTS[@]}}")
-	printf '%s ' "${a[@]}" | sed "s|$RUN/work/[^ ]*/|DIR/|g; s|$SITE_RUN/||g; s|$KB_ROOT/||g; s/ $//"
+	printf '%s ' "${a[@]}" | sed "s|$RUN/work/[^ ]*/|DIR/|g; s|$SITE_RUN/||g; s|$RUN/tls-[a-z]*/|TLS/|g; s|$KB_ROOT/||g; s/ $//"
 }
 
 # --- sites ---------------------------------------------------------------------
-# site_up NAME: generate the site, start nginx and dnsmasq for it.
+# site_up NAME [CERT]: generate the site, start nginx and dnsmasq for it;
+# with CERT (rsa, ecdsa), an https copy of it beside (site label NAME-CERT).
 site_up() {
 	if [ "$1" = single ]; then NH=1 NP=$PAGES; else NH=$HOSTS NP=$HOST_PAGES; fi
-	SITE_RUN=$RUN/$1
+	SITE_LABEL=$1${2:+-$2}
+	SITE_RUN=$RUN/$SITE_LABEL
 	mkdir -p "$SITE_RUN"
 	SITE=$KB_OUT/site-crawl-${NH}x$NP
-	kb_log "site $1: $NH host(s) x $NP pages in ${SITE#"$KB_ROOT"/}"
+	kb_log "site $SITE_LABEL: $NH host(s) x $NP pages in ${SITE#"$KB_ROOT"/}"
 	kb_site "$SITE" -H "$NH" -p "$NP" -u "http://{host}:$PORT"
-	export KB_NGINX_LISTEN KB_NGINX_FILES=$((NH * (NP + 20)))
+	unset KB_NGINX_TLS_DIR KB_NGINX_TLS_ROOT
+	TLS_CA="" TLS_BUNDLE="" TLS_DESC=""
+	if [ -n "${2:-}" ]; then
+		local tdir=$RUN/tls-$2 tsite=$KB_OUT/site-crawl-https-${NH}x$NP
+		kb_tls_certs "$tdir" "$2" "$NH"
+		kb_site "$tsite" -H "$NH" -p "$NP" -u "https://{host}:$TPORT"
+		export KB_NGINX_TLS_DIR=$tdir KB_NGINX_TLS_ROOT=$tsite KB_NGINX_WANT_TLS_PORT=$TPORT
+		TLS_CA=$tdir/ca.pem
+		TLS_BUNDLE=$tdir/bundle.pem
+		cat "$(openssl version -d | sed 's/.*"\(.*\)"/\1/')/cert.pem" "$TLS_CA" >"$TLS_BUNDLE" 2>/dev/null || cp "$TLS_CA" "$TLS_BUNDLE"
+		TLS_DESC=$(kb_tls_desc "$tdir")
+		cat "$tsite"/h*.test/p/*.html >/dev/null 2>&1 || true
+	fi
+	local copies=1
+	[ -n "${2:-}" ] && copies=2
+	export KB_NGINX_LISTEN KB_NGINX_FILES=$((NH * (NP + 20) * copies))
 	KB_NGINX_LISTEN=$(kb_host_addrs "$NH" | tr '\n' ' ')
 	kb_nginx_start "$SITE_RUN/nginx" "$SITE" vhosts
 	kb_dns_start "$SITE_RUN/dns" "$NH"
@@ -160,6 +210,7 @@ site_up() {
 	SEED_URLS=()
 	for ((i = 0; i < NH; i++)); do SEED_URLS+=("http://h$i.test:$PORT/"); done
 	printf '%s\n' "${SEED_URLS[@]}" >"$SITE_RUN/seeds.txt"
+	for ((i = 0; i < NH; i++)); do echo "https://h$i.test:$TPORT/"; done >"$SITE_RUN/seeds-https.txt"
 	# loopback addresses need [http] allow-private-addresses (a key older
 	# builds do not know: probed)
 	local http_sec=""
@@ -169,6 +220,7 @@ site_up() {
 	local v=${VALENCE:-$([ "$NH" = 1 ] && echo 64 || echo 16)}
 	KRIA_VALENCE=$v
 	kb_crawl_conf "$SITE_RUN/seeds.txt" "$v" "$KB_DNS_PORT" "$http_sec" >"$SITE_RUN/kria.conf"
+	kb_crawl_conf "$SITE_RUN/seeds-https.txt" "$v" "$KB_DNS_PORT" "$http_sec" >"$SITE_RUN/kria-https.conf"
 	ACCESS=$SITE_RUN/nginx/access.log
 }
 site_down() {
@@ -205,13 +257,17 @@ measure_run() {
 	if [ -d "$d/state/warcs" ]; then warc=$(find "$d/state/warcs" -type f -name '*.warc*' -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }'); fi
 	[ -f "$d/out/wget.warc.gz" ] && warc=$(stat -c %s "$d/out/wget.warc.gz")
 	read -r n pages s200 s304 other body cond <<<"$stats"
+	# kria's end-of-run "tls: H handshakes (R resumed), B bytes copied ..."
+	local tls="- - -"
+	[[ $c == kria-https* ]] && tls=$(awk '/tls: [0-9]+ handshakes/ { for (i = 1; i <= NF; i++) if ($i == "tls:") { h = $(i + 1); r = substr($(i + 3), 2); b = $(i + 5) } }
+		END { if (h != "") print h, r, b; else print "- - -" }' "$RUN/logs/$site.$c.$rep.log")
 	local ok=1
 	[ "$code" = 0 ] && [ "$pages" = $((NH * NP)) ] || ok=0
 	# pass 2 of wget -N with If-Modified-Since stops at a 304 root: kept,
 	# flagged incomplete (not ok) but reported
-	printf '%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$site" "$rep" "$pass" "$c" \
+	printf '%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$site" "$rep" "$pass" "$c" \
 		"$wall" "$user" "$sys" "$rss" "$code" "$n" "$pages" "$s200" "$s304" "$other" "$body" "$cond" "$warc" \
-		"$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.6f", (b - a) / 1e9 }')" "$ok" "$load1" >>"$TSV"
+		"$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.6f", (b - a) / 1e9 }')" "$ok" "$load1" "${tls// /,}" >>"$TSV"
 	kb_log "$site rep $rep pass $pass $c: $(awk -v n="$((NH * NP))" -v w="$wall" -v u="$user" -v s="$sys" \
 		'BEGIN { printf "%.2f s, %.0f pages/s, %.0f CPU-µs/page", w, n / w, (u + s) * 1e6 / n }'), exit $code, $n requests ($s200 × 200, $s304 × 304), $pages/$((NH * NP)) pages$([ $ok = 1 ] || echo ' — INCOMPLETE')"
 }
@@ -243,24 +299,31 @@ MACHINE_MD=$(kb_machine_md)
 REV=$(git -C "$KB_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
 git -C "$KB_ROOT" diff --quiet HEAD -- src include 2>/dev/null || REV+=" + uncommitted changes in src/include"
 TSV=$RUN/runs.tsv
-printf 'site\trep\tpass\tclient\twall_s\tuser_s\tsys_s\tmaxrss_kb\texit\trequests\tpages_ok\tst200\tst304\tother\tbody_bytes\tcond\twarc_bytes\tnginx_cpu_s\tok\tload1\n' >"$TSV"
+printf 'site\trep\tpass\tclient\twall_s\tuser_s\tsys_s\tmaxrss_kb\texit\trequests\tpages_ok\tst200\tst304\tother\tbody_bytes\tcond\twarc_bytes\tnginx_cpu_s\tok\tload1\ttls_handshakes,resumed,copied\n' >"$TSV"
 
 # One port for the whole run: sitegen writes absolute URLs (sitemap,
-# cross-host links) with it.
-PORT=""
+# cross-host links) with it. The same for HTTPS.
+PORT="" TPORT=""
 for _ in 1 2 3 4 5 6 7 8; do
 	p=$(kb_random_port)
 	kb__port_free "$p" && { PORT=$p; break; }
 done
-[ -n "$PORT" ] || kb_die "no free port"
+for _ in 1 2 3 4 5 6 7 8; do
+	p=$(kb_random_port)
+	[ "$p" != "$PORT" ] && kb__port_free "$p" && { TPORT=$p; break; }
+done
+[ -n "$PORT" ] && [ -n "$TPORT" ] || kb_die "no free port"
 export KB_NGINX_WANT_PORT=$PORT KB_NGINX_ACCESS_LOG=1
 
 nclients=${#CLIENT_LIST[@]}
-for site in $SITES; do
-	site_up "$site"
+for site_cert in $(for s in $SITES; do for t in ${TLS:-none}; do echo "$s:$t"; done; done); do
+	site=${site_cert%%:*} cert=${site_cert#*:}
+	[ "$cert" = none ] && cert=""
+	site_up "$site" "$cert"
+	site=$SITE_LABEL
 	# unmeasured warm-up: the site's files into the page cache
 	cat "$SITE"/h*.test/p/*.html >/dev/null 2>&1 || find "$SITE" -name '*.html' -exec cat {} + >/dev/null
-	SITE_DESC[${#SITE_DESC[@]}]="$site|$NH|$NP|$KRIA_VALENCE|$(kb_nginx_cache_desc)"
+	SITE_DESC[${#SITE_DESC[@]}]="$site|$NH|$NP|$KRIA_VALENCE|$(kb_nginx_cache_desc)|$TLS_DESC"
 	for ((rep = 1; rep <= REPS; rep++)); do
 		for ((k = 0; k < nclients; k++)); do
 			c=${CLIENT_LIST[$(((k + rep - 1) % nclients))]}
@@ -284,7 +347,7 @@ for site in $SITES; do
 	site_down
 done
 rm -f "$RUN/m.tmp"
-declare -p SITE_DESC MACHINE_MD ARGS CLIENTS REPS REV PORT KRIA UPDATE CLIENT_CPU SITES >"$RUN/meta.sh"
+declare -p SITE_DESC MACHINE_MD ARGS CLIENTS REPS REV PORT TPORT KRIA UPDATE CLIENT_CPU SITES TLS >"$RUN/meta.sh"
 fi
 
 # --- report --------------------------------------------------------------------
@@ -307,13 +370,13 @@ REPORT=$RUN/report.md
 	echo "- medians (min–max) of the valid runs; a run is valid when it exits 0 and nginx answered every page of the site 200 (pass 2: 200 or 304)"
 	echo
 	for sd in "${SITE_DESC[@]}"; do
-		IFS='|' read -r site nh np val cache <<<"$sd"
+		IFS='|' read -r site nh np val cache tlsdesc <<<"$sd"
 		n=$((nh * np))
 		SITE_RUN=$RUN/$site
 		SEED_URLS=("<the $nh host roots>")
-		echo "#### $([ "$site" = single ] && echo "1 host × $np pages" || echo "$nh hosts × $np pages") ($n pages + $((nh * 20)) other files: /, robots.txt, sitemap.xml, a stylesheet, 16 images per host)"
+		echo "#### $([[ $site == single* ]] && echo "1 host × $np pages" || echo "$nh hosts × $np pages") ($n pages + $((nh * 20)) other files: /, robots.txt, sitemap.xml, a stylesheet, 16 images per host)${tlsdesc:+, HTTP and HTTPS}"
 		echo
-		echo "kria: \`host-valence = $val\`, politeness delays 0, \`revisit = false\`. nginx: $cache."
+		echo "kria: \`host-valence = $val\`, politeness delays 0, \`revisit = false\`. nginx: $cache.${tlsdesc:+ HTTPS: $tlsdesc certificate signed by a CA made for the run, the defaults of nginx (TLS 1.3, 16 KiB records, shared session cache and tickets), no sendfile over TLS.}"
 		echo
 		echo "| client | command | pages/s | wall s | CPU-µs/page | peak RSS MiB | WARC MiB | requests | nginx CPU-µs/req | valid |"
 		echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
@@ -352,6 +415,26 @@ REPORT=$RUN/report.md
 		ratio kria-warc wget-warc
 		ratio kria-warcgz wget-warc
 		ratio kria httrack
+		ratio kria-https wget2-https
+		ratio kria-https wget2-t1-https
+		ratio kria-https wget-https
+		ratio kria-https-warcgz wget-https
+		if [ -n "$tlsdesc" ]; then
+			# HTTPS against HTTP, same site, same run; kria's TLS figures
+			for pair in "kria-https kria" "kria-https-warcgz kria-warcgz" "wget2-https wget2" "wget2-t1-https wget2-t1" "wget-https wget"; do
+				read -r a b <<<"$pair"
+				[ -n "$(m "$a" 2)" ] && [ -n "$(m "$b" 2)" ] || continue
+				awk -v a="$a" -v b="$b" -v ap="$(m "$a" 2)" -v bp="$(m "$b" 2)" -v ac="$(m "$a" 3)" -v bc="$(m "$b" 3)" \
+					'BEGIN { printf "- %s / %s: %.2f× the CPU per page (%.1f more CPU-µs), %.2f× the pages/s\n", a, b, ac / bc, ac - bc, ap / bp }'
+			done
+			for c in kria-https kria-https-warcgz; do
+				awk -F'\t' -v s="$site" -v c="$c" -v n="$n" 'NR > 1 && $1 == s && $3 == 1 && $4 == c && $19 == 1 && $21 != "-,-,-" {
+					split($21, t, ","); print t[1], t[2], t[3] / n, t[1] / $5 }' "$TSV" | sort -k3 -g |
+					awk -v c="$c" '{ h[NR] = $1; r[NR] = $2; b[NR] = $3; hs[NR] = $4 } END { if (!NR) exit
+						m = int((NR + 1) / 2)
+						printf "- %s TLS (median run of %d by bytes): %d handshakes, %d full and %d resumed, %.0f handshakes/s, %.0f bytes copied around the cipher per page (%.0f–%.0f)\n", c, NR, h[m], h[m] - r[m], r[m], hs[m], b[m], b[1], b[NR] }'
+			done
+		fi
 		kp=$(m kria 2) kc=$(m kria 3) wp=$(m kria-warc 2) wc_=$(m kria-warc 3) gp=$(m kria-warcgz 2) gc=$(m kria-warcgz 3)
 		w2=$(m wget2 2) ww=$(m wget-warc 2)
 		awk -v kp="$kp" -v kc="$kc" -v wp="$wp" -v wc="$wc_" -v gp="$gp" -v gc="$gc" -v w2="$w2" -v ww="$ww" 'BEGIN {
@@ -362,6 +445,10 @@ REPORT=$RUN/report.md
 			if (kp != "" && w2 != "") printf "- target ≥ 3× wget2 (default threads): %s (%.2f×)\n", (kp >= 3 * w2 ? t : tm), kp / w2
 			if (gp != "") printf "- target ≥ 5,000 pages/s with gzip WARC: %s (%.0f pages/s, %.0f µs)\n", (gp >= 5000 ? t : tm), gp, gc
 			if (gp != "" && ww != "") printf "- target ≥ 6.5× wget --warc-file: %s (%.2f×)\n", (gp >= 6.5 * ww ? t : tm), gp / ww }'
+		sp=$(m kria-https 2) sc=$(m kria-https 3) w2s=$(m wget2-https 2)
+		awk -v sp="$sp" -v sc="$sc" -v kc="$kc" -v w2s="$w2s" 'BEGIN {
+			if (sp != "" && kc != "") printf "- target HTTPS CPU per page ≤ 1.2× HTTP: %s (%.2f×: %.0f against %.0f µs)\n", (sc <= 1.2 * kc ? "met" : "MISSED"), sc / kc, sc, kc
+			if (sp != "" && w2s != "") printf "- target HTTPS ≥ 3× wget2 over HTTPS: %s (%.2f×)\n", (sp >= 3 * w2s ? "met" : "MISSED"), sp / w2s }'
 		echo
 		if awk -F'\t' -v s="$site" 'NR > 1 && $1 == s && $3 == 2 { f = 1 } END { exit !f }' "$TSV"; then
 			echo "Pass 2 over the unchanged site, each with its pass-1 state (same repetition): requests, what nginx answered, body bytes against pass 1's."

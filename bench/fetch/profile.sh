@@ -2,8 +2,10 @@
 # bench/fetch/profile.sh — where does a client spend its CPU on the fetch
 # benchmark's setup (same site, same nginx, client pinned to CPU 0)?
 #
-# Usage: bench/fetch/profile.sh [--pages N] [--kria PATH] [--callgrind] CLIENT
-#   CLIENT: kria, kria-cN, wget, wget2-t1, wget2 (as in run.sh)
+# Usage: bench/fetch/profile.sh [--pages N] [--kria PATH] [--callgrind]
+#            [--tls rsa|ecdsa] CLIENT
+#   CLIENT: kria, kria-cN, wget, wget2-t1, wget2 (as in run.sh); with --tls
+#   also kria-https, kria-https-cN, wget-https, wget2-https, wget2-t1-https
 #
 # perf record -e cpu-clock --call-graph dwarf (KB_PERF_CALLGRAPH=fp for
 # frame pointers; software clock: these VMs expose no hardware
@@ -16,6 +18,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/common.sh"
 . "$HERE/../lib/nginx.sh"
+. "$HERE/../lib/tls.sh"
 . "$HERE/setup.sh"
 
 ARGS=("$@")
@@ -27,6 +30,7 @@ while [ $# -gt 1 ]; do
 	--pages) PAGES=$2; shift 2 ;;
 	--kria) KRIA=$2; shift 2 ;;
 	--callgrind) TOOL=callgrind; shift ;;
+	--tls) FETCH_TLS=$2; shift 2 ;;
 	*) break ;;
 	esac
 done

@@ -21,6 +21,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/common.sh"
 # shellcheck source=../lib/nginx.sh
 . "$HERE/../lib/nginx.sh"
+# shellcheck source=../lib/tls.sh
+. "$HERE/../lib/tls.sh"
 
 ARGS=("$@")
 PAGES=20000
@@ -31,6 +33,7 @@ CONNS="16 32 64 128 256"
 CLIENTS=""
 KRIA=${KRIA:-$KB_ROOT/build-bench/kria}
 RECORD=0
+FETCH_TLS=""
 CLIENT_CPU=${KB_CLIENT_CPU:-0}
 RUN_LIMIT=${KB_RUN_LIMIT:-300}
 TOTAL_LIMIT=${KB_TOTAL_LIMIT:-5400}
@@ -44,6 +47,7 @@ while [ $# -gt 0 ]; do
 	--conns) CONNS=$2; shift 2 ;;
 	--clients) CLIENTS=$2; shift 2 ;;
 	--kria) KRIA=$2; shift 2 ;;
+	--tls) FETCH_TLS=$2; shift 2 ;;
 	--record) RECORD=1; shift ;;
 	--quick) PAGES=2000; REPS=1; shift ;;
 	-h | --help) sed -n '2,20p' "$0"; exit 0 ;;
@@ -54,6 +58,7 @@ done
 [[ $REPS =~ ^[0-9]+$ && $REPS -ge 1 && $REPS -le 50 ]] || kb_die "--reps: 1..50"
 [[ $ROUNDS =~ ^[0-9]+$ && $ROUNDS -ge 1 && $ROUNDS -le 10 ]] || kb_die "--rounds: 1..10"
 [[ $PAUSE =~ ^[0-9]+$ && $PAUSE -le 1800 ]] || kb_die "--pause: 0..1800 seconds"
+[[ -z $FETCH_TLS || $FETCH_TLS == rsa || $FETCH_TLS == ecdsa ]] || kb_die "--tls: rsa or ecdsa"
 
 kb_bound "$TOTAL_LIMIT" "${ARGS[@]}"
 
@@ -79,6 +84,8 @@ if [ -z "$CLIENTS" ]; then
 		kb_log "warning: $KRIA has no 'fetch --input'; measuring wget and wget2 only"
 	fi
 	CLIENTS+=" wget wget2-t1 wget2"
+	# HTTPS beside HTTP: kria's default and wget2's, both ways
+	[ -n "$FETCH_TLS" ] && CLIENTS="kria kria-https wget2 wget2-https"
 fi
 read -r -a CLIENT_LIST <<<"$CLIENTS"
 KRIA_OK_DESC="${KRIA#"$KB_ROOT"/}"
@@ -97,7 +104,7 @@ fetch_setup "$PAGES" "$RUN"
 
 # --- runs --------------------------------------------------------------------
 TSV=$RUN/runs.tsv
-printf 'rep\tclient\twall_s\tuser_s\tsys_s\tmaxrss_kb\texit\tnginx_cpu_s\trequests\tnginx_errors\tok\tself_pages\tself_wall_s\tload1\n' >"$TSV"
+printf 'rep\tclient\twall_s\tuser_s\tsys_s\tmaxrss_kb\texit\tnginx_cpu_s\trequests\tnginx_errors\tok\tself_pages\tself_wall_s\tload1\ttls_handshakes\ttls_resumed\ttls_copied\n' >"$TSV"
 nclients=${#CLIENT_LIST[@]}
 TOTAL_REPS=$((REPS * ROUNDS))
 for ((rep = 1; rep <= TOTAL_REPS; rep++)); do
@@ -124,15 +131,18 @@ for ((rep = 1; rep <= TOTAL_REPS; rep++)); do
 		ok=1
 		[ "$code" = 0 ] && [ "$reqs" = "$PAGES" ] && [ "$errs" = 0 ] || ok=0
 		# kria's own summary: pages fetched, errors, its wall time
-		spages=- swall=-
+		spages=- swall=- th=- tr=- tc=-
 		if [[ $c == kria* ]]; then
 			spages=$(awk '$1 == "pages:" { print $2 }' "$log")
 			swall=$(awk '$1 == "wall-s:" { print $2 }' "$log")
+			th=$(awk '$1 == "tls-handshakes:" { print $2 }' "$log")
+			tr=$(awk '$1 == "tls-resumed:" { print $2 }' "$log")
+			tc=$(awk '$1 == "tls-copied-bytes:" { print $2 }' "$log")
 			[ "$spages" = "$PAGES" ] && [ "$(awk '$1 == "errors:" { print $2 }' "$log")" = 0 ] || ok=0
 		fi
 		ncpu=$(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.6f", (b - a) / 1e9 }')
-		printf '%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rep" "$c" "$wall" "$user" "$sys" "$rss" \
-			"$code" "$ncpu" "$reqs" "$errs" "$ok" "${spages:--}" "${swall:--}" "$load1" >>"$TSV"
+		printf '%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$rep" "$c" "$wall" "$user" "$sys" "$rss" \
+			"$code" "$ncpu" "$reqs" "$errs" "$ok" "${spages:--}" "${swall:--}" "$load1" "${th:--}" "${tr:--}" "${tc:--}" >>"$TSV"
 		kb_log "rep $rep $c: $(awk -v n="$PAGES" -v w="$wall" -v u="$user" -v s="$sys" \
 			'BEGIN { printf "%.2f s, %.0f pages/s, %.0f CPU-µs/page", w, n / w, (u + s) * 1e6 / n }'), exit $code, $reqs requests, $errs nginx errors$([ $ok = 1 ] || echo ' — FAILED')"
 	done
@@ -167,7 +177,7 @@ REPORT=$RUN/report.md
 	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for c in "${CLIENT_LIST[@]}"; do
 		client_cmd "$c"
-		cmdtxt=$(printf '%s ' "${CMD[@]}" | sed "s|$LIST|LIST|; s|$KB_ROOT/||; s/ $//")
+		cmdtxt=$(printf '%s ' "${CMD[@]}" | sed "s|${LIST_HTTPS:-//no-https-list//}|LIST-HTTPS|; s|$LIST|LIST|; s|$RUN/tls/|TLS/|; s|$KB_ROOT/||; s/ $//")
 		valid=$(col "$c" 1 | wc -l)
 		total=$(awk -F'\t' -v c="$c" 'NR > 1 && $2 == c' "$TSV" | wc -l)
 		if [ "$valid" -eq 0 ]; then
@@ -220,6 +230,29 @@ REPORT=$RUN/report.md
 				printf "- target ≥ 20,000 pages/s: %s (%.0f pages/s, %.0f CPU-µs/page)\n", (kp >= 20000 ? "met" : "MISSED"), kp, kc
 				if (wp != "") printf "- target ≥ 5× wget: %s (%.2f×)\n", (kp >= 5 * wp ? "met" : "MISSED"), kp / wp }'
 		fi
+	fi
+	if [ -n "$FETCH_TLS" ]; then
+		echo
+		echo "HTTPS ($(kb_tls_desc "$RUN/tls") certificate, a CA made for the run; nginx defaults: TLS 1.3, 16 KiB records, shared session cache and tickets; no sendfile over TLS):"
+		echo
+		m() { awk -v c="$1" -v f="$2" '$1 == c { print $f }' "$RUN/medians.txt"; }
+		for pair in "kria-https kria" "wget2-https wget2" "wget2-t1-https wget2-t1" "wget-https wget"; do
+			read -r a b <<<"$pair"
+			[ -n "$(m "$a" 2)" ] && [ -n "$(m "$b" 2)" ] || continue
+			awk -v a="$a" -v b="$b" -v ap="$(m "$a" 2)" -v bp="$(m "$b" 2)" -v ac="$(m "$a" 3)" -v bc="$(m "$b" 3)" \
+				'BEGIN { printf "- %s / %s: %.2f× the CPU per page (%.1f CPU-µs more), %.2f× the pages/s\n", a, b, ac / bc, ac - bc, ap / bp }'
+		done
+		for c in "${CLIENT_LIST[@]}"; do
+			[[ $c == kria-https* ]] || continue
+			awk -F'\t' -v c="$c" -v n="$PAGES" 'NR > 1 && $2 == c && $11 == 1 && $15 != "-" { print $17 / n, $15, $16, $15 / $3 }' "$TSV" | sort -g |
+				awk -v c="$c" '{ b[NR] = $1; h[NR] = $2; r[NR] = $3; hs[NR] = $4 } END { if (!NR) exit
+					m = int((NR + 1) / 2)
+					printf "- %s: %d handshakes a run, %d full and %d resumed, %.0f handshakes/s; %.0f bytes copied around the cipher per page (%.0f–%.0f)\n", c, h[m], h[m] - r[m], r[m], hs[m], b[m], b[1], b[NR] }'
+		done
+		kp=$(m kria-https 2) kc=$(m kria-https 3) hc=$(m kria 3) wp=$(m wget2-https 2)
+		awk -v kp="$kp" -v kc="$kc" -v hc="$hc" -v wp="$wp" 'BEGIN {
+			if (kc != "" && hc != "") printf "- target HTTPS CPU per page ≤ 1.2× HTTP: %s (%.2f×)\n", (kc <= 1.2 * hc ? "met" : "MISSED"), kc / hc
+			if (kp != "" && wp != "") printf "- target HTTPS ≥ 3× wget2 over HTTPS: %s (%.2f×)\n", (kp >= 3 * wp ? "met" : "MISSED"), kp / wp }'
 	fi
 	# nginx's cost per request over every valid run: its one-core ceiling
 	awk -F'\t' -v n="$PAGES" 'NR > 1 && $11 == 1 { print $8 * 1e6 / n }' "$TSV" | kb_stats |

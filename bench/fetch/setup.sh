@@ -7,7 +7,9 @@
 #                           KRIA_DEFAULT_CONNS (its default, when stated)
 #   client_cmd NAME         sets CMD (array) for client NAME on $LIST
 #   fetch_setup PAGES DIR   site of PAGES pages, nginx, DIR/urls.txt in LIST,
-#                           one unmeasured warm-up pass
+#                           one unmeasured warm-up pass; with FETCH_TLS (rsa,
+#                           ecdsa) nginx serves it over HTTPS too, with a CA
+#                           made in DIR/tls (TLS_CA), URLs in LIST_HTTPS
 
 fetch_kria_caps() {
 	local khelp
@@ -31,7 +33,13 @@ client_cmd() {
 	wget) CMD=(wget -q -i "$LIST" -O /dev/null) ;;
 	wget2-t1) CMD=(wget2 --max-threads=1 -q -i "$LIST" -O /dev/null) ;;
 	wget2) CMD=(wget2 -q -i "$LIST" -O /dev/null) ;;
-	*) kb_die "unknown client $1 (kria, kria-cN, wget, wget2-t1, wget2)" ;;
+	# the same over HTTPS (--tls), trusting the run's CA
+	kria-https) CMD=("$KRIA" fetch --allow-private --ca-file "${TLS_CA:-}" --input "${LIST_HTTPS:-}") ;;
+	kria-https-c*) CMD=("$KRIA" fetch --allow-private --ca-file "${TLS_CA:-}" --input "${LIST_HTTPS:-}" --connections "${1#kria-https-c}") ;;
+	wget-https) CMD=(wget -q --ca-certificate="${TLS_CA:-}" -i "${LIST_HTTPS:-}" -O /dev/null) ;;
+	wget2-t1-https) CMD=(wget2 --max-threads=1 -q --ca-certificate="${TLS_CA:-}" -i "${LIST_HTTPS:-}" -O /dev/null) ;;
+	wget2-https) CMD=(wget2 -q --ca-certificate="${TLS_CA:-}" -i "${LIST_HTTPS:-}" -O /dev/null) ;;
+	*) kb_die "unknown client $1 (kria, kria-cN, wget, wget2-t1, wget2; with --tls the same + -https)" ;;
 	esac
 }
 
@@ -42,10 +50,19 @@ fetch_setup() {
 	kb_log "site: $pages pages in $SITE"
 	kb_site "$SITE" -H 1 -p "$pages"
 	export KB_NGINX_FILES=$pages
+	if [ -n "${FETCH_TLS:-}" ]; then
+		kb_tls_certs "$dir/tls" "$FETCH_TLS" 1
+		TLS_CA=$dir/tls/ca.pem
+		export KB_NGINX_TLS_DIR=$dir/tls
+	fi
 	kb_nginx_start "$KB_OUT/fetch/nginx" "$SITE/h0.test"
 	LIST=$dir/urls.txt
 	awk -v base="http://127.0.0.1:$KB_NGINX_PORT" -F'\t' '{ print base $2 }' "$SITE/paths.txt" >"$LIST"
 	[ "$(wc -l <"$LIST")" -eq "$pages" ] || kb_die "URL list has the wrong length"
+	if [ -n "${FETCH_TLS:-}" ]; then
+		LIST_HTTPS=$dir/urls-https.txt
+		awk -v base="https://127.0.0.1:$KB_NGINX_TLS_PORT" -F'\t' '{ print base $2 }' "$SITE/paths.txt" >"$LIST_HTTPS"
+	fi
 	kb_log "warm-up: one unmeasured pass (page cache, nginx open-file cache)"
 	wget2 -q -i "$LIST" -O /dev/null || kb_die "warm-up pass failed"
 }

@@ -3,7 +3,7 @@
  * the HTTP code reads and writes plaintext without knowing whether TLS is
  * there (curl's connection filters, Redis' connection.h). The bottom
  * filter is the TCP socket (uv_tcp_t, embedded in kr_conn_t); TLS over
- * memory BIOs (tls.h) is pushed above it for https.
+ * a BIO of its own (tls.h) is pushed above it for https.
  *
  * Events go up, bytes go down:
  *   owner  ── kr_conn_write ──►  top filter ──►  ...  ──►  socket

@@ -176,6 +176,9 @@ typedef struct kr_http_stats {
   uint64_t reads_deferred;        /* socket reads left for a later turn
                                      (opts.read_budget) */
   uint64_t addrs_refused;         /* addresses the policy refused */
+  uint64_t tls_handshakes;        /* completed (tls.h kr_tls_stats_t) */
+  uint64_t tls_resumed;           /* of which resumed a session */
+  uint64_t tls_copied;            /* bytes copied around the cipher */
 } kr_http_stats_t;
 
 /* A client on loop. dns may be NULL when every host is an IP literal or

@@ -1,12 +1,19 @@
 /*
- * TLS over memory BIOs (see tls.h). Sections: the client context and its
- * session cache (a direct-mapped table of host:port → SSL_SESSION, filled
- * from OpenSSL's new-session callback, which also sees TLS 1.3 tickets
- * that arrive after the handshake); the filter: handshake, reading
- * application data into the loop-wide plaintext buffer, writing, and
- * moving ciphertext from the write BIO to the socket; info for responses.
- * Every SSL call is followed by a flush of the write BIO, since alerts,
- * key updates and handshake messages may appear at any of them.
+ * TLS over the connection's own BIO (see tls.h). Sections: the client
+ * context and its session cache (a direct-mapped table of host:port →
+ * SSL_SESSION, filled from OpenSSL's new-session callback, which also sees
+ * TLS 1.3 tickets that arrive after the handshake); the BIO; the filter:
+ * handshake, reading application data into the loop-wide plaintext buffer,
+ * writing; info for responses.
+ *
+ * The BIO is the filter's view of the socket without touching it: reads
+ * take the ciphertext of the socket read being handled straight from the
+ * loop's read buffer, writes go straight down to the socket filter. A pair
+ * of memory BIOs cost two more copies of every byte, a buffer that grows
+ * with each burst of records, and the calls to move bytes between them.
+ * Alerts, key updates and handshake messages OpenSSL writes at any SSL
+ * call go down at once; a failure to send is kept and reported by the
+ * call that caused it.
  */
 #include "tls.h"
 
@@ -38,7 +45,9 @@ typedef struct tls_cf {
   kr_tls_ctx_t *ctx;
   int verify;            /* enum kr_tls_verify of this connection */
   SSL *ssl;
-  BIO *rbio, *wbio;      /* owned by ssl */
+  const char *in;        /* ciphertext of the socket read being handled */
+  size_t in_len;         /* of it not yet taken by OpenSSL */
+  int send_err;          /* the first failure to send down, or 0 */
   char *key;             /* "host:port" for the session cache */
   int handshaking;
   int failed;            /* a TLS error: the session must not be resumed */
@@ -92,9 +101,9 @@ int kr_tls_ctx_new(const kr_tls_opts_t *opts, kr_tls_ctx_t **out) {
   /* A peer closing TCP without close_notify ends the stream; HTTP framing
    * decides whether the body was complete. */
   SSL_CTX_set_options(sc, SSL_OP_IGNORE_UNEXPECTED_EOF | SSL_OP_NO_COMPRESSION);
-  /* A connection with nothing to read or write gives its record buffers
-   * (~34 KiB) back: the pool keeps one idle connection per host. */
-  SSL_CTX_set_mode(sc, SSL_MODE_RELEASE_BUFFERS);
+  /* No SSL_MODE_RELEASE_BUFFERS: it frees and allocates a record buffer
+   * for every record read and every write; an idle connection gives its
+   * buffers back instead (tls_idle). */
   SSL_CTX_set_verify(sc, opts->verify == KR_TLS_VERIFY_REQUIRE ? SSL_VERIFY_PEER
                                                                : SSL_VERIFY_NONE,
                      NULL);
@@ -144,19 +153,61 @@ const char *kr_tls_verify_name(int mode) {
   }
 }
 
-/* ---- the filter --------------------------------------------------------- */
+/* ---- the BIO ------------------------------------------------------------- */
 
-/* Move everything OpenSSL wrote into the write BIO down to the socket. */
-static int flush_out(tls_cf_t *tc) {
-  char buf[16384];
-  while (BIO_ctrl_pending(tc->wbio) > 0) {
-    int n = BIO_read(tc->wbio, buf, sizeof buf);
-    if (n <= 0) break;
-    int err = kr__cf_send_down(&tc->cf, buf, (size_t)n);
-    if (err) return err;
+static BIO_METHOD *conn_bio_method; /* made once, kept for the process */
+
+static int conn_bio_read(BIO *b, char *out, int len) {
+  tls_cf_t *tc = BIO_get_data(b);
+  BIO_clear_retry_flags(b);
+  if (!tc->in_len) { /* all taken: more comes with the next socket read */
+    BIO_set_retry_read(b);
+    return -1;
   }
-  return 0;
+  size_t n = KR_MIN((size_t)len, tc->in_len);
+  memcpy(out, tc->in, n);
+  tc->in += n;
+  tc->in_len -= n;
+  tc->ctx->stats.copied += n;
+  return (int)n;
 }
+
+static int conn_bio_write(BIO *b, const char *p, int len) {
+  tls_cf_t *tc = BIO_get_data(b);
+  BIO_clear_retry_flags(b);
+  if (!tc->send_err) tc->send_err = kr__cf_send_down(&tc->cf, p, (size_t)len);
+  return tc->send_err ? -1 : len;
+}
+
+static long conn_bio_ctrl(BIO *b, int cmd, long num, void *ptr) {
+  KR_UNUSED(num), KR_UNUSED(ptr);
+  switch (cmd) {
+  case BIO_CTRL_FLUSH: /* every write went down already */
+    return 1;
+  case BIO_CTRL_PENDING:
+    return (long)((tls_cf_t *)BIO_get_data(b))->in_len;
+  default:
+    return 0;
+  }
+}
+
+static BIO *conn_bio_new(tls_cf_t *tc) {
+  if (!conn_bio_method) {
+    BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "kria conn");
+    KR_BUG_ON(!m); /* only fails out of memory */
+    BIO_meth_set_read(m, conn_bio_read);
+    BIO_meth_set_write(m, conn_bio_write);
+    BIO_meth_set_ctrl(m, conn_bio_ctrl);
+    conn_bio_method = m;
+  }
+  BIO *b = BIO_new(conn_bio_method);
+  KR_BUG_ON(!b);
+  BIO_set_data(b, tc);
+  BIO_set_init(b, 1);
+  return b;
+}
+
+/* ---- the filter --------------------------------------------------------- */
 
 /* Describe the OpenSSL error queue in the connection's errmsg. */
 static void ssl_errmsg(tls_cf_t *tc, const char *what) {
@@ -193,7 +244,7 @@ static void read_app(tls_cf_t *tc);
 static void handshake(tls_cf_t *tc) {
   kr_conn_t *c = tc->cf.conn;
   int r = SSL_do_handshake(tc->ssl);
-  int err = flush_out(tc);
+  int err = tc->send_err;
   if (r == 1) {
     tc->handshaking = 0;
     fill_info(tc);
@@ -233,13 +284,12 @@ static void read_app(tls_cf_t *tc) {
   while (!c->closing && !c->ended) {
     int r = SSL_read(tc->ssl, env->tbuf, (int)env->tbuf_size);
     if (r > 0) {
+      tc->ctx->stats.copied += (uint64_t)r;
       kr__cf_deliver(&tc->cf, env->tbuf, (size_t)r);
       continue;
     }
     int e = SSL_get_error(tc->ssl, r);
     if (e == SSL_ERROR_WANT_READ) break;
-    int ferr = flush_out(tc);
-    KR_UNUSED(ferr);
     if (e == SSL_ERROR_ZERO_RETURN) {
       kr__cf_eof(&tc->cf, 0);
     } else {
@@ -250,8 +300,7 @@ static void read_app(tls_cf_t *tc) {
     return;
   }
   if (c->closing || c->ended) return;
-  int err = flush_out(tc);
-  if (err) kr__cf_fail(&tc->cf, err);
+  if (tc->send_err) kr__cf_fail(&tc->cf, tc->send_err);
 }
 
 static void tls_start(kr_cf_t *cf) {
@@ -263,17 +312,27 @@ static void tls_start(kr_cf_t *cf) {
   handshake(tc);
 }
 
+/* OpenSSL takes the bytes straight from p (conn_bio_read) and keeps a
+ * partial record in its own buffer, so they are all taken before it asks
+ * for more: handshake and read_app return only then, or once the
+ * connection ended. */
 static void tls_recv(kr_cf_t *cf, const char *p, size_t n) {
   tls_cf_t *tc = (tls_cf_t *)cf;
-  if (BIO_write(tc->rbio, p, (int)n) != (int)n) {
-    snprintf(cf->conn->errmsg, sizeof cf->conn->errmsg, "TLS buffer write failed");
-    kr__cf_fail(cf, KR_ETLS);
-    return;
-  }
+  kr_conn_t *c = cf->conn;
+  tc->in = p;
+  tc->in_len = n;
   if (tc->handshaking)
     handshake(tc);
   else
     read_app(tc);
+  size_t left = tc->in_len;
+  tc->in = NULL;
+  tc->in_len = 0;
+  if (left && !c->closing && !c->ended) { /* would lose stream bytes: never expected */
+    snprintf(c->errmsg, sizeof c->errmsg, "TLS left %zu received bytes unread", left);
+    tc->failed = 1;
+    kr__cf_fail(cf, KR_ETLS);
+  }
 }
 
 static void tls_eof(kr_cf_t *cf, int status) {
@@ -294,6 +353,7 @@ static int tls_send(kr_cf_t *cf, const char *p, size_t n) {
   while (n > 0) {
     int chunk = n > (1u << 30) ? (1 << 30) : (int)n;
     int r = SSL_write(tc->ssl, p, chunk);
+    if (tc->send_err) return tc->send_err;
     if (r <= 0) {
       ssl_errmsg(tc, "TLS write failed");
       return KR_ETLS;
@@ -301,7 +361,7 @@ static int tls_send(kr_cf_t *cf, const char *p, size_t n) {
     p += r;
     n -= (size_t)r;
   }
-  return flush_out(tc);
+  return 0;
 }
 
 static void tls_destroy(kr_cf_t *cf) {
@@ -316,22 +376,13 @@ static void tls_destroy(kr_cf_t *cf) {
   free(tc);
 }
 
-/* Memory BIOs keep the capacity the largest burst of records grew them
- * to: an idle connection swaps its empty ones for new ones. */
+/* An idle connection gives its record buffers (~34 KiB) back: the pool
+ * keeps one per host, for seconds. OpenSSL keeps a buffer that still
+ * holds bytes (a record read ahead), and allocates them again on use. */
 static void tls_idle(kr_cf_t *cf) {
   tls_cf_t *tc = (tls_cf_t *)cf;
-  if (tc->failed || tc->handshaking || BIO_ctrl_pending(tc->rbio) || BIO_ctrl_pending(tc->wbio))
-    return;
-  BIO *r = BIO_new(BIO_s_mem()), *w = BIO_new(BIO_s_mem());
-  if (!r || !w) { /* out of memory: keep the old ones */
-    BIO_free(r);
-    BIO_free(w);
-    return;
-  }
-  BIO_set_mem_eof_return(r, -1);
-  SSL_set_bio(tc->ssl, r, w); /* frees the old pair */
-  tc->rbio = r;
-  tc->wbio = w;
+  if (tc->failed || tc->handshaking) return;
+  if (!SSL_free_buffers(tc->ssl)) ERR_clear_error();
 }
 
 static void tls_info(const kr_cf_t *cf, kr_tls_info_t *info) {
@@ -357,12 +408,8 @@ void kr_tls_push(kr_conn_t *c, kr_tls_ctx_t *t, const char *host, int port, int 
   tc->key = kr_xasprintf("%s:%d", host, port);
   tc->ssl = SSL_new(t->ssl_ctx);
   KR_BUG_ON(!tc->ssl); /* only fails out of memory */
-  tc->rbio = BIO_new(BIO_s_mem());
-  tc->wbio = BIO_new(BIO_s_mem());
-  KR_BUG_ON(!tc->rbio || !tc->wbio);
-  /* An empty read BIO means "try again", not end of file. */
-  BIO_set_mem_eof_return(tc->rbio, -1);
-  SSL_set_bio(tc->ssl, tc->rbio, tc->wbio);
+  BIO *b = conn_bio_new(tc);
+  SSL_set_bio(tc->ssl, b, b); /* one BIO both ways: ssl takes the one reference */
   SSL_set_ex_data(tc->ssl, ex_index, tc);
   unsigned char bin[16];
   int is_ip = inet_pton(AF_INET, host, bin) == 1 || inet_pton(AF_INET6, host, bin) == 1;

@@ -1,7 +1,8 @@
 /*
- * TLS client filter for connections (conn.h): OpenSSL driven through
- * memory BIOs, so OpenSSL never touches a socket and the loop owns all
- * I/O. SNI, ALPN "http/1.1", client session resumption from a bounded
+ * TLS client filter for connections (conn.h): OpenSSL driven through a
+ * BIO of the filter's own (ciphertext straight from the loop's socket
+ * reads, writes straight down to the socket filter), so OpenSSL never
+ * touches a socket and the loop owns all I/O. SNI, ALPN "http/1.1", client session resumption from a bounded
  * cache keyed by host:port, and certificate verification in one of three
  * modes: record (verify, report the result, never fail — the default,
  * since an archive wants the page even when the certificate is wrong),
@@ -50,6 +51,11 @@ typedef struct kr_tls_stats {
   uint64_t handshakes;      /* completed */
   uint64_t resumed;         /* of which resumed a session */
   uint64_t sessions_cached; /* stored in the cache */
+  /* Bytes copied on the data path besides the cipher itself: into and
+   * out of BIOs (each ciphertext byte read or written), and decrypted
+   * bytes out of OpenSSL's record buffer. What the bench divides by pages
+   * to see the cost of the plumbing around the cipher. */
+  uint64_t copied;
 } kr_tls_stats_t;
 void kr_tls_ctx_stats(const kr_tls_ctx_t *t, kr_tls_stats_t *out);
 

@@ -81,6 +81,7 @@ struct srv {
   int accepts, requests, closed;
   char req[8][2048];  /* requests, by number modulo 8 */
   SSL_CTX *tls;
+  int close_notify;   /* T_CLOSE over TLS sends close_notify first */
   sconn_t *conns;
   int closing;
 };
@@ -182,6 +183,10 @@ static void step_done(sconn_t *c) {
     break;
   case T_CLOSE:
   case T_RESET:
+    if (then == T_CLOSE && c->ssl && c->s->close_notify) {
+      SSL_shutdown(c->ssl);
+      tls_flush(c);
+    }
     c->after_writes = then;
     if (c->pending_writes == 0) sconn_close(c, then == T_RESET);
     break;
@@ -1887,13 +1892,13 @@ static void tls_session_resumption(void **state) {
   assert_int_equal(resumed, 1);
 }
 
-/* An idle pooled TLS connection gives back its record buffers (OpenSSL's
- * SSL_MODE_RELEASE_BUFFERS, ~17 KiB) and the memory BIOs a large response
- * grew (here ~88 KiB): with one idle connection per host for thousands of
- * HTTPS hosts (http.idle-connections) they were hundreds of MiB. Measured
- * as the heap 8 idle connections give back when the pool expires them,
- * the server's side kept: 140 KiB each with neither, 52 KiB with the BIOs
- * swapped only, 35 KiB with both (OpenSSL 3.0, Debian 12). */
+/* An idle pooled TLS connection gives back its record buffers (~17 KiB
+ * each way, SSL_free_buffers) and keeps nothing a large response grew
+ * (memory BIOs once grew to ~88 KiB here): with one idle connection per
+ * host for thousands of HTTPS hosts (http.idle-connections) they were
+ * hundreds of MiB. Measured as the heap 8 idle connections give back when
+ * the pool expires them, the server's side kept: 140 KiB each with
+ * neither, 35 KiB with both (OpenSSL 3.0, Debian 12). */
 static void idle_tls_connection_keeps_no_buffers(void **state) {
   enum { N = 8 };
   tctx_t c;
@@ -1954,6 +1959,77 @@ static void idle_tls_connection_keeps_no_buffers(void **state) {
   ctx_close(&c, &s);
   free(resp);
 }
+
+/* A body of many records, of odd sizes, arriving in socket reads that
+ * split records anywhere: OpenSSL takes the ciphertext straight from the
+ * read buffer, keeps partial records, and every byte comes out in order.
+ * The bytes copied around the cipher are each ciphertext byte once into
+ * OpenSSL's record buffer and each plaintext byte once out of it (memory
+ * BIOs copied the ciphertext twice more). */
+static void tls_large_body_in_many_records(void **state) {
+  enum { BODY = 1 << 20 };
+  tctx_t c;
+  srv_t s;
+  tf_t t;
+  ctx_open(&c);
+  c.opts.tls_verify = KR_TLS_VERIFY_OFF;
+  char *resp = malloc(128 + BODY);
+  assert_non_null(resp);
+  int hl = snprintf(resp, 128, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", BODY);
+  for (size_t i = 0; i < BODY; i++) resp[hl + i] = (char)('a' + (i * 7 + i / 251) % 26);
+  step_t steps[] = {{.data = resp, .len = (size_t)hl + BODY, .piece = 3001}};
+  srv_start(&s, &c.loop, steps, 1);
+  s.tls = server_ctx();
+  ctx_client(&c);
+  set_url(&c, "https://127.0.0.1:%d/", s.port);
+  tf_init(&t, &c);
+  start(&c, &t);
+  run_until(&c, &t.done, 20000);
+  assert_int_equal(t.err, 0);
+  assert_int_equal(t.content.len, BODY);
+  assert_memory_equal(t.content.data, resp + hl, BODY);
+  kr_http_stats_t st = stats(&c);
+  assert_int_equal(st.tls_handshakes, 1);
+  /* plaintext + ciphertext (+ 22 bytes a record of 3,001, the handshake) */
+  assert_true(st.tls_copied >= 2 * (uint64_t)BODY);
+  assert_true(st.tls_copied < 2 * (uint64_t)BODY + BODY / 20);
+  tf_free(&t);
+  ctx_close(&c, &s);
+  free(resp);
+}
+
+/* A body that ends with the connection, closed with close_notify or
+ * without it (SSL_OP_IGNORE_UNEXPECTED_EOF: HTTP framing decides). */
+static void tls_body_to_close(int close_notify) {
+  enum { BODY = 100000 };
+  tctx_t c;
+  srv_t s;
+  tf_t t;
+  ctx_open(&c);
+  c.opts.tls_verify = KR_TLS_VERIFY_OFF;
+  char *resp = malloc(128 + BODY);
+  assert_non_null(resp);
+  int hl = snprintf(resp, 128, "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n");
+  for (size_t i = 0; i < BODY; i++) resp[hl + i] = (char)('0' + i % 10);
+  step_t steps[] = {{.data = resp, .len = (size_t)hl + BODY, .piece = 7000, .then = T_CLOSE}};
+  srv_start(&s, &c.loop, steps, 1);
+  s.tls = server_ctx();
+  s.close_notify = close_notify;
+  ctx_client(&c);
+  set_url(&c, "https://127.0.0.1:%d/", s.port);
+  tf_init(&t, &c);
+  start(&c, &t);
+  run_until(&c, &t.done, 10000);
+  assert_int_equal(t.err, 0);
+  assert_int_equal(t.content.len, BODY);
+  assert_memory_equal(t.content.data, resp + hl, BODY);
+  tf_free(&t);
+  ctx_close(&c, &s);
+  free(resp);
+}
+
+static void tls_close_without_close_notify(void **state) { tls_body_to_close(0); }
+static void tls_close_with_close_notify(void **state) { tls_body_to_close(1); }
 
 static void tls_handshake_failure(void **state) {
   /* A plain HTTP server answering a ClientHello with an HTTP response. */
@@ -2026,6 +2102,9 @@ int main(void) {
       cmocka_unit_test(tls_session_resumption),
       cmocka_unit_test(tls_handshake_failure),
       cmocka_unit_test(idle_tls_connection_keeps_no_buffers),
+      cmocka_unit_test(tls_large_body_in_many_records),
+      cmocka_unit_test(tls_close_without_close_notify),
+      cmocka_unit_test(tls_close_with_close_notify),
   };
   return cmocka_run_group_tests(tests, NULL, teardown_all);
 }
