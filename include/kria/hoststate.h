@@ -60,7 +60,7 @@
  * a restart would count the downtime as a slow host) and the update
  * counters since the last solve; x_min, which is configuration.
  *
- * Life of a record (src/crawl/proc_wait.c writes and reads it): written
+ * Life of a record (src/crawl/adapthost.c writes and reads it): written
  * at most once per adaptive.learned-state-interval per host whose state
  * changed, and at a clean stop; after a kill -9 it may be one interval
  * older than the URIs' histories (committed per visit), so the sketches

@@ -337,14 +337,15 @@ void kr__crawl_chain_close(kr_crawl_t *c);
 
 /* What the processor modules keep for the whole crawl (created and freed
  * by crawl.c, read by the status pages). */
-/* proc_wait.c: free the per-host allocators. */
-void kr__adapt_hosts_free(kr_crawl_t *c);
-/* proc_wait.c, learned state (kria/hoststate.h). Once per loop turn: hand
+/* proc_wait.c: free the claims and the per-host allocators (the revisit
+ * processor's close). */
+void kr__revisit_free(kr_crawl_t *c);
+/* adapthost.c, learned state (kria/hoststate.h). Once per loop turn: hand
  * the records of hosts that changed adaptive.learned-state-interval ago
  * or more to the frontier (a few per turn), or every changed one (all:
  * a clean stop, before the last commit). */
 void kr__adapt_hosts_turn(kr_crawl_t *c, uint64_t now, int all);
-/* h's learned state changed outside proc_wait.c (its trust run). */
+/* h's learned state changed outside the revisit processor (its trust run). */
 void kr__adapt_host_touch(kr_crawl_t *c, kr_hostq_t *h, double x_min);
 /* on_host at open: take over h's stored record (an unreadable one is
  * logged and counted; the host starts fresh). */
@@ -367,7 +368,7 @@ typedef struct kr_host_capacity {
 } kr_host_capacity_t;
 /* 1 and *out when h has a plan, 0 when not. */
 int kr__adapt_host_capacity(const kr_crawl_t *c, const kr_hostq_t *h, kr_host_capacity_t *out);
-/* 1 and *out, the reliability of h's change signals (proc_wait.c), when
+/* 1 and *out, the reliability of h's change signals (adapthost.c), when
  * any was seen or verified; 0 when not. */
 int kr__adapt_host_signals(const kr_crawl_t *c, const kr_hostq_t *h, kr_sig_host_t *out);
 /* proc_wait.c: a change claim from outside a fetch (a WebSub push): the

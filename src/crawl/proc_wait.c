@@ -33,7 +33,7 @@
  * template and content type gives poisson its prior rate and weight and
  * multiplicative its first wait (x_min / the prior's rate); every visit
  * feeds the pool. The pool lives with the allocator and is part of the
- * host's learned state (below).
+ * host's learned state (adapthost.c).
  * No evaluator matching: crawl.default-wait. The wait becomes the URI's
  * next_at through the frontier's success outcome. crawl.log gets the
  * thesis' annotations wt:<wait>,<visits>vis,<versions>ver,ov:<overdue>
@@ -60,36 +60,18 @@
  * wait of a listed URI whose host's signals have a trusted recall
  * (adaptive.signal-recall, -max-stretch; crawl.log "stretch:xK"). The
  * signals' reliability lives with the host's allocator and is part of
- * its learned state (below); the claims are in a table of their own (at
+ * its learned state (adapthost.c); the claims are in a table of their own (at
  * most KR_SIG_CLAIMS_MAX), in memory only: after a restart a URI's
  * verification waits for its next dated claim.
- * Per host queue the poisson allocator and the capacity plan live in a
- * table here. What they learned outlives the process: a host whose
- * allocator, plan, validator-trust run, informed priors' pool or signals'
- * reliability changed is queued (a flag tested per change: once queued,
- * a change costs nothing more), and at most
- * adaptive.learned-state-interval later (once per interval per host,
- * whatever it did meanwhile; every one at a clean stop) its record
- * (kria/hoststate.h) goes to the frontier, which writes it into the
- * host's row with the next grouped commit. The frontier hands a loaded
- * host's record over when it opens (kr__adapt_host_load, from on_host),
- * before any wait is decided; an unreadable one is logged and the host
- * starts fresh, and a damaged pool or signals section alone (their own
- * modules' encodings) is logged and only that part starts fresh.
- * Sections: durations, per-host allocators, learned state, claims, the
- * wait, pulling forward, the processor.
+ * The per-host allocators, plans, signals' reliability and priors' pools
+ * with their learned state: adapthost.c.
+ * Sections: claims, the wait, pulling forward, the processor.
  */
-#include <inttypes.h>
-#include <math.h>
-#include <stdio.h>
 #include <string.h>
 
-#include "crawl.h"
+#include "adapthost.h"
 #include "internal.h"
-#include "kria/hoststate.h"
 #include "kria/fp.h"
-#include "log.h"
-#include "kria/prior.h"
 #include "procs.h"
 
 #define ALLOC_SOLVE_EVERY 64 /* sketch updates between re-solves of x */
@@ -103,230 +85,6 @@ typedef struct wait_ctx {
 } wait_ctx_t;
 
 static const kr_chain_ctx_def_t wait_ctx_def = {.name = "wait", .size = sizeof(wait_ctx_t)};
-
-/* ---- per-host allocators ------------------------------------------------------------ */
-
-struct kr_adapt_host {
-  kr_hostq_t *h;
-  kr_plan_host_t alloc; /* poisson */
-  kr_capplan_t cap;      /* multiplicative */
-  uint64_t dirty_at;     /* first change since the last save, ms; 0: saved */
-  struct kr_adapt_host *save_next; /* queued to be saved, oldest change first */
-  kr_sig_host_t sig;     /* its change signals' reliability */
-  kr_prior_pool_t prior; /* adaptive.informed-priors (kria/prior.h) */
-};
-
-static size_t ptr_slot(const void *p, size_t mask) {
-  uint64_t x = (uint64_t)(uintptr_t)p;
-  x ^= x >> 33;
-  x *= UINT64_C(0xff51afd7ed558ccd);
-  x ^= x >> 33;
-  return (size_t)x & mask;
-}
-
-static struct kr_adapt_host *adapt_host_find(const kr_crawl_t *c, const kr_hostq_t *h) {
-  if (!c->ahosts_cap) return NULL;
-  for (size_t j = ptr_slot(h, c->ahosts_cap - 1); c->ahosts[j]; j = (j + 1) & (c->ahosts_cap - 1))
-    if (c->ahosts[j]->h == h) return c->ahosts[j];
-  return NULL;
-}
-
-static struct kr_adapt_host *adapt_host(kr_crawl_t *c, kr_hostq_t *h, double x_min) {
-  struct kr_adapt_host *found = adapt_host_find(c, h);
-  if (found) return found;
-  if ((c->ahosts_n + 1) * 2 > c->ahosts_cap) {
-    size_t ncap = c->ahosts_cap ? c->ahosts_cap * 2 : 64;
-    struct kr_adapt_host **n = kr_xcalloc(ncap, sizeof *n);
-    for (size_t i = 0; i < c->ahosts_cap; i++) {
-      if (!c->ahosts[i]) continue;
-      size_t j = ptr_slot(c->ahosts[i]->h, ncap - 1);
-      while (n[j]) j = (j + 1) & (ncap - 1);
-      n[j] = c->ahosts[i];
-    }
-    free(c->ahosts);
-    c->ahosts = n;
-    c->ahosts_cap = ncap;
-  }
-  struct kr_adapt_host *a = kr_xcalloc(1, sizeof *a);
-  a->h = h;
-  kr_plan_host_init(&a->alloc, x_min);
-  size_t j = ptr_slot(h, c->ahosts_cap - 1);
-  while (c->ahosts[j]) j = (j + 1) & (c->ahosts_cap - 1);
-  c->ahosts[j] = a;
-  c->ahosts_n++;
-  return a;
-}
-
-static void claims_free(kr_crawl_t *c);
-
-void kr__adapt_hosts_free(kr_crawl_t *c) {
-  claims_free(c);
-  for (size_t i = 0; i < c->ahosts_cap; i++) {
-    if (c->ahosts[i]) kr_prior_pool_free(&c->ahosts[i]->prior);
-    free(c->ahosts[i]);
-  }
-  free(c->ahosts);
-  c->ahosts = NULL;
-  c->ahosts_cap = c->ahosts_n = 0;
-  c->ahosts_save_head = c->ahosts_save_tail = NULL;
-}
-
-/* ---- learned state ---------------------------------------------------------------------- */
-
-#define SAVES_PER_TURN 32 /* records handed to the frontier per loop turn at most */
-
-/* a changed: queue it to be saved (once, however often it changes). */
-static void adapt_host_changed(kr_crawl_t *c, struct kr_adapt_host *a) {
-  if (a->dirty_at) return;
-  a->dirty_at = kr_crawl_now(c);
-  if (!a->dirty_at) a->dirty_at = 1;
-  a->save_next = NULL;
-  if (c->ahosts_save_tail) c->ahosts_save_tail->save_next = a;
-  else c->ahosts_save_head = a;
-  c->ahosts_save_tail = a;
-}
-
-/* The record of a's host: its allocator and plan once they hold
- * something, its trust when validators were ever compared, its pool and
- * signals once they learned anything. */
-static size_t adapt_host_encode(const struct kr_adapt_host *a, uint8_t *out, size_t cap,
-                                const kr_vtrust_params_t *tp) {
-  kr_hoststate_t *s = kr_xmalloc(sizeof *s); /* 2.5 KB: not on a fetch's stack */
-  kr_hoststate_init(s);
-  if (a->alloc.solved || a->alloc.ncls) {
-    s->has |= KR_HS_ALLOC;
-    s->alloc = a->alloc;
-  }
-  if (a->cap.solved || a->cap.total) {
-    s->has |= KR_HS_CAPPLAN;
-    s->cap = a->cap;
-  }
-  const kr_vtrust_t *vt = kr_frontier_host_vtrust(a->h);
-  if (vt->checks || vt->confirm_run) {
-    s->has |= KR_HS_VTRUST;
-    s->vt = *vt;
-    s->vt_sample = kr_vtrust_sample_rate(vt, tp);
-    if (!(s->vt_sample >= 0 && s->vt_sample <= 1)) s->vt_sample = 0;
-  }
-  if (a->prior.host.members > 0 || a->prior.ntypes || a->prior.ntmpls) {
-    s->has |= KR_HS_PRIORS;
-    s->pool = (kr_prior_pool_t *)&a->prior; /* lent: only read */
-  }
-  for (int k = 0; k < KR_SIG_SOURCES; k++)
-    if (a->sig.src[k].seen || a->sig.src[k].verified) s->has |= KR_HS_SIGNALS;
-  s->sig = a->sig;
-  size_t n = kr_hoststate_encode(s, out, cap);
-  free(s);
-  return n;
-}
-
-static void adapt_host_save(kr_crawl_t *c, struct kr_adapt_host *a) {
-  a->dirty_at = 0;
-  const kr_hostcfg_t *hc = kr__crawl_queue_hostcfg(c, a->h);
-  uint8_t buf[KR_HOSTSTATE_BYTES];
-  size_t n = adapt_host_encode(a, buf, sizeof buf, &hc->vtrust);
-  if (!n) { /* a value the reader would refuse (NaN): keep the last record */
-    KR_LOG(KR_LOG_WARN, kr_frontier_host_name(a->h),
-           "learned state not writable: the last record stays");
-    return;
-  }
-  kr_frontier_host_set_learned(c->frontier, a->h, buf, n);
-  c->st.learned_saved++;
-  c->st.learned_bytes += n;
-}
-
-void kr__adapt_hosts_turn(kr_crawl_t *c, uint64_t now, int all) {
-  if (!c->ahosts_save_head || !c->frontier) return;
-  uint64_t every = (uint64_t)kr_config_ms(kr_config_global(c->cfg),
-                                          KR_CFG_ADAPTIVE_LEARNED_STATE_INTERVAL);
-  for (unsigned k = 0; c->ahosts_save_head && (all || k < SAVES_PER_TURN); k++) {
-    struct kr_adapt_host *a = c->ahosts_save_head;
-    if (!all && a->dirty_at + every > now) break; /* the rest changed later */
-    c->ahosts_save_head = a->save_next;
-    if (!c->ahosts_save_head) c->ahosts_save_tail = NULL;
-    a->save_next = NULL;
-    adapt_host_save(c, a);
-  }
-}
-
-void kr__adapt_host_touch(kr_crawl_t *c, kr_hostq_t *h, double x_min) {
-  adapt_host_changed(c, adapt_host(c, h, x_min));
-}
-
-void kr__adapt_host_load(kr_crawl_t *c, kr_frontier_t *f, kr_hostq_t *h, const kr_hostcfg_t *hc) {
-  size_t n;
-  const uint8_t *p = kr_frontier_host_learned(h, &n);
-  if (!n) return;
-  kr_hoststate_t *s = kr_xmalloc(sizeof *s);
-  if (kr_hoststate_decode(s, p, n)) {
-    KR_LOG(KR_LOG_WARN, kr_frontier_host_name(h),
-           "learned state unreadable (%zu bytes): the host starts fresh", n);
-    c->st.learned_refused++;
-    free(s);
-    return;
-  }
-  const char *const part[] = {"informed priors' pool", "change signals' reliability"};
-  const unsigned bits[] = {KR_HS_PRIORS, KR_HS_SIGNALS};
-  for (int k = 0; k < 2; k++)
-    if (s->damaged & bits[k]) {
-      KR_LOG(KR_LOG_WARN, kr_frontier_host_name(h),
-             "learned state: the %s is unreadable: it starts fresh", part[k]);
-      c->st.learned_damaged++;
-    }
-  if (s->has & (KR_HS_ALLOC | KR_HS_CAPPLAN | KR_HS_PRIORS | KR_HS_SIGNALS)) {
-    struct kr_adapt_host *a = adapt_host(c, h, hc->est.x_min);
-    if (s->has & KR_HS_ALLOC) {
-      double x_min = a->alloc.x_min; /* configuration, not state */
-      a->alloc = s->alloc;
-      a->alloc.x_min = x_min;
-      if (a->alloc.x < x_min) a->alloc.x = x_min;
-    }
-    if (s->has & KR_HS_CAPPLAN) a->cap = s->cap;
-    if (s->has & KR_HS_PRIORS) { /* taken: the record's pool becomes the host's */
-      kr_prior_pool_free(&a->prior);
-      a->prior = *s->pool;
-      free(s->pool);
-      s->pool = NULL;
-    }
-    if (s->has & KR_HS_SIGNALS) a->sig = s->sig;
-  }
-  /* The trust counters are the row's (written with every change); the
-   * run is the record's, unless a miss or a distrust came after it was
-   * written: then the run ended there, and 0 is where it stands. */
-  const kr_vtrust_t *row = kr_frontier_host_vtrust(h);
-  if ((s->has & KR_HS_VTRUST) && s->vt.confirm_run && s->vt.misses == row->misses &&
-      s->vt.distrusts == row->distrusts && s->vt.confirm_run <= row->verified) {
-    kr_vtrust_t vt = *row;
-    vt.confirm_run = s->vt.confirm_run;
-    kr_frontier_host_set_vtrust(f, h, &vt);
-  }
-  c->st.learned_loaded++;
-  kr_hoststate_free(s);
-  free(s);
-}
-
-int kr__adapt_host_capacity(const kr_crawl_t *c, const kr_hostq_t *h, kr_host_capacity_t *out) {
-  memset(out, 0, sizeof *out);
-  out->alloc_state = -1;
-  const struct kr_adapt_host *a = adapt_host_find(c, h);
-  if (!a || (!a->cap.solved && !a->alloc.solved)) return 0;
-  if (a->cap.solved) {
-    out->budget = a->cap.budget;
-    out->uris = a->cap.total;
-    out->wanted = kr_capplan_demand(&a->cap, 0);
-    out->planned = kr_capplan_demand(&a->cap, a->cap.floor_ms);
-    out->floor_ms = a->cap.floor_ms;
-  }
-  if (a->alloc.solved) {
-    if (!out->budget) out->budget = a->alloc.budget;
-    out->alloc_state = a->alloc.state;
-    out->x = a->alloc.x;
-    out->gain = a->alloc.gain;
-    out->objective = a->alloc.objective;
-    out->mu = a->alloc.mu;
-  }
-  return 1;
-}
 
 /* ---- claims ------------------------------------------------------------------------------
  * The latest dated claim per listed URI: open addressing on the URI's
@@ -360,7 +118,7 @@ static void claims_free(kr_crawl_t *c) {
 static claim_t *claim_find(const kr_crawl_t *c, uint64_t fp) {
   const struct kr_sig_claims *t = c->claims;
   if (!t || !fp) return NULL;
-  for (size_t j = ptr_slot((const void *)(uintptr_t)fp, t->cap - 1); t->slot[j].fp;
+  for (size_t j = kr__ptr_slot((const void *)(uintptr_t)fp, t->cap - 1); t->slot[j].fp;
        j = (j + 1) & (t->cap - 1))
     if (t->slot[j].fp == fp) return &t->slot[j];
   return NULL;
@@ -378,7 +136,7 @@ static claim_t *claim_get(kr_crawl_t *c, uint64_t fp) {
     claim_t *n = kr_xcalloc(ncap, sizeof *n);
     for (size_t i = 0; i < t->cap; i++) {
       if (!t->slot[i].fp) continue;
-      size_t j = ptr_slot((const void *)(uintptr_t)t->slot[i].fp, ncap - 1);
+      size_t j = kr__ptr_slot((const void *)(uintptr_t)t->slot[i].fp, ncap - 1);
       while (n[j].fp) j = (j + 1) & (ncap - 1);
       n[j] = t->slot[i];
     }
@@ -386,7 +144,7 @@ static claim_t *claim_get(kr_crawl_t *c, uint64_t fp) {
     t->slot = n;
     t->cap = ncap;
   }
-  size_t j = ptr_slot((const void *)(uintptr_t)fp, t->cap - 1);
+  size_t j = kr__ptr_slot((const void *)(uintptr_t)fp, t->cap - 1);
   while (t->slot[j].fp) j = (j + 1) & (t->cap - 1);
   t->slot[j] = (claim_t){.fp = fp};
   t->n++;
@@ -409,13 +167,13 @@ static int verify_claim(kr_fetch_t *f, kr_content_t state) {
   const kr_curi_t *u = f->curi;
   claim_t *e = u->visits && state != KR_CONTENT_UNKNOWN ? claim_find(c, u->fp) : NULL;
   if (!e) return 0;
-  struct kr_adapt_host *ah = adapt_host(c, u->host, f->hc->est.x_min);
+  struct kr_adapt_host *ah = kr__adapt_host(c, u->host, f->hc->est.x_min);
   int signalled = kr_sig_is_news(e->at_ms, (int64_t)u->last_visit);
   kr_sig_verdict_t v = kr_sig_record(&ah->sig.src[e->source], &f->hc->sig, signalled,
                                      state == KR_CONTENT_CHANGED);
   static const char *const names[] = {"", "tp", "fp", "fn"};
   if (v == KR_SIG_TN) return 0;
-  adapt_host_changed(c, ah);
+  kr__adapt_host_changed(c, ah);
   c->st.signals_tp += v == KR_SIG_TP;
   c->st.signals_fp += v == KR_SIG_FP;
   c->st.signals_fn += v == KR_SIG_FN;
@@ -427,18 +185,9 @@ static int verify_claim(kr_fetch_t *f, kr_content_t state) {
 static double claim_stretch(kr_fetch_t *f) {
   const kr_curi_t *u = f->curi;
   const claim_t *e = claim_find(f->crawl, u->fp);
-  const struct kr_adapt_host *ah = e ? adapt_host_find(f->crawl, u->host) : NULL;
+  const struct kr_adapt_host *ah = e ? kr__adapt_host_find(f->crawl, u->host) : NULL;
   if (!ah) return 1;
   return kr_sig_stretch(&ah->sig.src[e->source], &f->hc->sig, u->fp, u->visits);
-}
-
-int kr__adapt_host_signals(const kr_crawl_t *c, const kr_hostq_t *h, kr_sig_host_t *out) {
-  const struct kr_adapt_host *a = adapt_host_find(c, h);
-  if (!a) return 0;
-  *out = a->sig;
-  for (int s = 0; s < KR_SIG_SOURCES; s++)
-    if (a->sig.src[s].seen || a->sig.src[s].verified) return 1;
-  return 0;
 }
 
 /* ---- the wait -------------------------------------------------------------------------- */
@@ -490,7 +239,7 @@ static void uri_prior(kr_fetch_t *f, kr_slice_t ct, const kr_wait_params_t *p,
   up->pool = NULL;
   up->est = (kr_prior_est_t){up->root, hc->est.prior_weight, 0, 0};
   if (!hc->informed_priors) return;
-  up->pool = &adapt_host(f->crawl, u->host, hc->est.x_min)->prior;
+  up->pool = &kr__adapt_host(f->crawl, u->host, hc->est.x_min)->prior;
   kr_prior_params_default(&up->pp);
   char t[KR_PRIOR_TEMPLATE_MAX];
   size_t tn = kr_prior_template(u->url, u->url_len, t, sizeof t);
@@ -527,7 +276,7 @@ static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *
   uri_prior(f, ct, &p, &hints, h, &up);
   if (up.pool && observed) {
     kr_prior_observe(up.pool, &up.pp, &hc->est, up.type, up.tmpl, h, up.root);
-    adapt_host_changed(c, container_of(up.pool, struct kr_adapt_host, prior));
+    kr__adapt_host_changed(c, container_of(up.pool, struct kr_adapt_host, prior));
   }
   if (p.policy != KR_WAIT_POISSON) {
     c->st.waits_multiplicative++;
@@ -537,7 +286,7 @@ static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *
     if (up.pool) p.initial_ms = kr_wait_clamp(&p, (int64_t)KR_MIN(hc->est.x_min / up.est.rate * 1000.0, 9e18));
     int64_t w = kr_wait_multiplicative(&p, prev, state, ov);
     if (!hc->capacity_plan) return w;
-    kr_capplan_t *cap = &adapt_host(c, u->host, hc->est.x_min)->cap;
+    kr_capplan_t *cap = &kr__adapt_host(c, u->host, hc->est.x_min)->cap;
     kr_capplan_maybe_solve(cap, host_budget(f), ALLOC_SOLVE_EVERY);
     int64_t planned = kr_capplan_apply(cap, w);
     if (planned > w) {
@@ -546,18 +295,18 @@ static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *
     }
     /* the sketch holds what was planned: prev is this URI's last plan */
     kr_capplan_update(cap, prev, planned);
-    adapt_host_changed(c, container_of(cap, struct kr_adapt_host, cap));
+    kr__adapt_host_changed(c, container_of(cap, struct kr_adapt_host, cap));
     return planned;
   }
   c->st.waits_poisson++;
   kr_est_params_t ep = hc->est;
   ep.prior_weight = up.est.weight;
   /* The host's changes-per-visit target within its politeness budget. */
-  struct kr_adapt_host *ah = adapt_host(c, u->host, hc->est.x_min);
+  struct kr_adapt_host *ah = kr__adapt_host(c, u->host, hc->est.x_min);
   kr_plan_host_set_objective(&ah->alloc, (kr_plan_objective_t)hc->objective);
   int cls = kr_plan_host_class(&ah->alloc, p.min_ms, p.max_ms);
   if (kr_plan_host_maybe_solve(&ah->alloc, host_budget(f), ALLOC_SOLVE_EVERY))
-    adapt_host_changed(c, ah);
+    kr__adapt_host_changed(c, ah);
   /* The sketch holds only estimates resting on an observation
    * (estimate.h): a URI at its prior would inflate x while the first
    * crawl is still learning and send everything learned meanwhile away. */
@@ -580,7 +329,7 @@ static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *
   double new_lambda = info->observations > 0 ? info->lambda : 0;
   if (old_lambda > 0 || new_lambda > 0) {
     kr_plan_host_update(&ah->alloc, cls, old_lambda, new_lambda);
-    adapt_host_changed(c, ah);
+    kr__adapt_host_changed(c, ah);
   }
   return w;
 }
@@ -638,9 +387,9 @@ static void record_claims(kr_fetch_t *f, uint64_t now) {
     c->st.signals_seen++;
     kr_hostq_t *h = link_host(c, l);
     if (!h) continue;
-    struct kr_adapt_host *ah = adapt_host(c, h, f->hc->est.x_min);
+    struct kr_adapt_host *ah = kr__adapt_host(c, h, f->hc->est.x_min);
     kr_sig_seen(&ah->sig.src[m->source]);
-    adapt_host_changed(c, ah);
+    kr__adapt_host_changed(c, ah);
   }
   (void)now;
 }
@@ -650,7 +399,7 @@ int kr__crawl_sig_claim(kr_crawl_t *c, const char *url, size_t n, int64_t at_ms,
   kr_link_t l = {.url = url, .url_len = n};
   kr_hostq_t *h = link_host(c, &l);
   const kr_hostcfg_t *hc = h ? kr__crawl_queue_hostcfg(c, h) : NULL;
-  struct kr_adapt_host *ah = h ? adapt_host(c, h, hc->est.x_min) : NULL;
+  struct kr_adapt_host *ah = h ? kr__adapt_host(c, h, hc->est.x_min) : NULL;
   claim_t *e = claim_get(c, kr_fp(url, n));
   if (e && at_ms > e->at_ms) {
     e->at_ms = at_ms;
@@ -658,7 +407,7 @@ int kr__crawl_sig_claim(kr_crawl_t *c, const char *url, size_t n, int64_t at_ms,
     c->st.signals_seen++;
     if (ah) {
       kr_sig_seen(&ah->sig.src[src]);
-      adapt_host_changed(c, ah);
+      kr__adapt_host_changed(c, ah);
     }
   }
   if (!ah || kr_sig_pulls(&ah->sig.src[src], &hc->sig)) return 1;
@@ -670,7 +419,7 @@ int kr__crawl_sig_claim(kr_crawl_t *c, const char *url, size_t n, int64_t at_ms,
  * still on probation): its claim may pull it forward. */
 static int item_trusted(kr_fetch_t *f, const kr_fetch_item_t *m, const kr_link_t *l) {
   const kr_hostq_t *h = link_host(f->crawl, l);
-  const struct kr_adapt_host *ah = h ? adapt_host_find(f->crawl, h) : NULL;
+  const struct kr_adapt_host *ah = h ? kr__adapt_host_find(f->crawl, h) : NULL;
   if (!ah || kr_sig_pulls(&ah->sig.src[m->source], &f->hc->sig)) return 1;
   f->crawl->st.signals_ignored++;
   return 0;
@@ -706,11 +455,11 @@ static int revisit_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   /* Any fetch that took one of the host's slots (robots.txt, errors,
    * first visits too) feeds its allocator's realised rate. */
   if (u && u->host && f->disp == KR_DISP_FINISH && !f->decided && f->fetch_start_ms) {
-    struct kr_adapt_host *ah = adapt_host_find(c, u->host);
+    struct kr_adapt_host *ah = kr__adapt_host_find(c, u->host);
     if (ah) {
       double gain = ah->alloc.gain;
       kr_plan_host_fetched(&ah->alloc, (int64_t)now);
-      if (ah->alloc.gain != gain) adapt_host_changed(c, ah);
+      if (ah->alloc.gain != gain) kr__adapt_host_changed(c, ah);
     }
   }
   if (!u || f->disp != KR_DISP_FINISH || f->outcome.kind != KR_OUTCOME_SUCCESS || f->is_robots)
@@ -756,6 +505,11 @@ static int revisit_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
     if (f->nfmeta) pull_feed_items(f, now);
   }
   return KR_PROC_NEXT;
+}
+
+void kr__revisit_free(kr_crawl_t *c) {
+  claims_free(c);
+  kr__adapt_hosts_free(c);
 }
 
 const kr_processor_t kr_proc_revisit = {.name = "revisit", .run = revisit_run,

@@ -81,7 +81,7 @@ static const chain_row_t chain_table[] = {
     {KR_PHASE_POST, &kr_proc_robots_update, NULL, NULL, NULL},
     {KR_PHASE_POST, &kr_proc_robots_sitemaps, NULL, NULL, NULL},
     {KR_PHASE_POST, &kr_proc_outcome, NULL, NULL, NULL},
-    {KR_PHASE_POST, &kr_proc_revisit, NULL, NULL, kr__adapt_hosts_free},
+    {KR_PHASE_POST, &kr_proc_revisit, NULL, NULL, kr__revisit_free},
     {KR_PHASE_POST, &kr_proc_extract_end, NULL, NULL, NULL},
     {KR_PHASE_POST, &kr_proc_finish, NULL, NULL, kr__via_free},
     {KR_PHASE_POST, &kr_proc_feed_hints, NULL, NULL, NULL},

@@ -740,7 +740,7 @@ static size_t pick_hosts(kr_frontier_t *f, uint64_t now, int sort, int state, pi
   return n;
 }
 
-/* Planned revisits against the host's politeness capacity (proc_wait.c). */
+/* Planned revisits against the host's politeness capacity (adapthost.c). */
 static void capacity_json(jw_t *w, const kr_crawl_t *c, const kr_hostq_t *h) {
   kr_host_capacity_t k;
   if (!h || !kr__adapt_host_capacity(c, h, &k)) {
@@ -777,7 +777,7 @@ static void capacity_text(char *out, size_t cap, const kr_crawl_t *c, const kr_h
     snprintf(out, cap, "%.0f%%", 100 * k.planned / k.budget);
 }
 
-/* The host's change signals per source (signal.h; proc_wait.c): what was
+/* The host's change signals per source (signal.h; adapthost.c): what was
  * read and verified, and the posterior precision and recall. */
 static void signals_json(jw_t *w, const kr_crawl_t *c, const kr_hostq_t *h) {
   kr_sig_host_t g;
