@@ -251,7 +251,7 @@ struct kr_crawl {
   struct kr_adapt_host **ahosts;/* per host queue: poisson allocator */
   size_t ahosts_cap, ahosts_n;
   struct kr_adapt_host *ahosts_save_head, *ahosts_save_tail; /* learned state to write */
-  struct kr_sig_claims *claims; /* the latest dated claim per listed URI (proc_wait.c) */
+  struct kr_sig_claims *claims; /* the latest dated claim per listed URI (claims.c) */
   size_t nprocs;
   /* fetch objects */
   kr_fetch_t *free_fetches;
@@ -371,7 +371,7 @@ int kr__adapt_host_capacity(const kr_crawl_t *c, const kr_hostq_t *h, kr_host_ca
 /* 1 and *out, the reliability of h's change signals (adapthost.c), when
  * any was seen or verified; 0 when not. */
 int kr__adapt_host_signals(const kr_crawl_t *c, const kr_hostq_t *h, kr_sig_host_t *out);
-/* proc_wait.c: a change claim from outside a fetch (a WebSub push): the
+/* claims.c: a change claim from outside a fetch (a WebSub push): the
  * URI of canonical url (n bytes) changed at at_ms (epoch ms, news for it),
  * says source src. Kept as the URI's latest claim when newer, verified
  * at its next visit like a feed's, and counted as seen on its host.

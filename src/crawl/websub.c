@@ -463,7 +463,7 @@ static int pull(kr_crawl_t *c, kr_slice_t raw, const kr_url_t *base, int64_t cla
                        &row) != 1)
     goto out;
   uint64_t now = kr_crawl_now(c);
-  /* in ms, as the claims are kept (proc_wait.c): the topic at the push */
+  /* in ms, as the claims are kept (claims.c): the topic at the push */
   int64_t claim_ms = claim_s ? kr_sig_claim_ms(claim_s) : (int64_t)now;
   if (!kr_sig_is_news(claim_ms, (int64_t)row.last_visit) ||
       !kr__crawl_sig_claim(c, c->canon_buf.data, c->canon_buf.len, claim_ms, KR_SIG_WEBSUB))

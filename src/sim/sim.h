@@ -465,7 +465,7 @@ void kr_sim_world_uri(const kr_sim_world_t *w, size_t i, kr_sim_uri_info_t *out)
  * process, so the signals do not depend on when anything looks at them,
  * and shards merge exactly. The crawler's side is the real module: a
  * signal whose claim is after the page's previous visit makes it due now
- * (kr_frontier_add, RESCHEDULE at HIGH, as src/crawl/proc_wait.c pulls
+ * (kr_frontier_add, RESCHEDULE at HIGH, as src/crawl/claims.c pulls
  * dated feed items) when kr_sig_pulls says the host earned it; every
  * later visit is verified (kr_sig_record), and poisson stretches the
  * regular wait of a page whose host's signals have a trusted recall
