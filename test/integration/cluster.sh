@@ -94,6 +94,7 @@ rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
 # ---- kria instances ---------------------------------------------------------
 
 # conf N DIR PREFIX: member nN's configuration, state in DIR/nN.
+TOKEN=cluster-test-token-0123456789
 conf() {
   local n=$1 dir=$2 prefix=$3
   loopback_conf "$T/seeds.txt" "$dir/n$n"
@@ -102,6 +103,7 @@ conf() {
 hosts-file = $T/hosts
 [status]
 listen = 127.0.0.1:0
+token = $TOKEN
 [cluster]
 redis = 127.0.0.1:$REDIS_PORT
 node = n$n
@@ -119,10 +121,10 @@ start() {
   KPID[$n]=$!
   _pids+=("${KPID[$n]}")
 }
-# stop N: SIGTERM, wait (≤ 10 s); the exit status.
+# stop N [SIG]: SIGTERM (or SIG), wait (≤ 10 s); the exit status.
 stop() {
   local p=${KPID[$1]}
-  kill -TERM "$p" 2>/dev/null
+  kill "-${2:-TERM}" "$p" 2>/dev/null
   timeout 10 tail -s 0.05 --pid="$p" -f /dev/null || kill -KILL "$p" 2>/dev/null
   wait "$p"
 }
@@ -225,10 +227,22 @@ rcli XADD "crawl1:links:$own" '*' u "http://h2.test:$KTS_PORT/" h L v 0 d 0 s te
 dup_counted() { [ "$(metric "$D" "$n" kria_cluster_links_duplicate_total)" -gt "$dup0" ]; }
 check "a duplicate delivery is counted as known" wait_until 10 dup_counted
 check "... acknowledged and deleted" wait_until 10 settled
-for n in 1 2 3; do
-  stop "$n"
-  is "$?" 0 "n$n stops cleanly on SIGTERM"
-done
+# Every member now has an empty frontier and waits for links from the
+# others: each way of asking the crawl to stop ends it all the same.
+code=$(curl -s -o "$D/stop.json" -w '%{http_code}' -X POST \
+  -H "Authorization: Bearer $TOKEN" "http://$(status_url "$D" 1)/stop")
+is "$code" 202 "n1, waiting for links: POST /stop is accepted"
+p=${KPID[1]}
+timeout 10 tail -s 0.05 --pid="$p" -f /dev/null
+check "... and n1 ends by itself" test "$?" = 0
+wait "$p"
+is "$?" 0 "... with exit 0"
+like "$(cat "$D/n1.err")" "stop requested through the status server" "... saying who asked"
+like "$(cat "$D/n1.err")" "frontier: [0-9]+ URIs, 0 queued" "... its summary written"
+stop 2 INT
+is "$?" 0 "n2 stops cleanly on SIGINT"
+stop 3
+is "$?" 0 "n3 stops cleanly on SIGTERM"
 is "$(fetched "$D" | wc -l)" "$NPAGES" "the duplicate was not fetched again"
 like "$(cat "$D/n1.err")" "cluster: Redis 127.0.0.1:$REDIS_PORT connected" "the members log the connection"
 like "$(cat "$D/n1.err")" "cluster: [0-9]+ links sent" "the summary has a cluster line"
