@@ -7,20 +7,24 @@
 # fetch, and CPU per fetch (user+sys of every instance, /usr/bin/time)
 # alone, in a cluster of one member (ownership computed, nothing sent)
 # and in a cluster of three. No politeness delay: CPU is what is measured.
-#   bench/cluster/run.sh [--hosts N] [--pages N] [--reps R]
+# With --delay MS every host is fetched at most once per MS (politeness
+# binding): the wall time from the start to the last page fetched is
+# reported as well, and fetches beyond one per URL (a page twice).
+#   bench/cluster/run.sh [--hosts N] [--pages N] [--reps R] [--delay MS]
 # Needs make deps (redis-server, GNU time) and a build (KRIA, default
 # build/kria). Servers are stopped by PID; every wait is bounded.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 KRIA=${KRIA:-$top/build/kria}
 KTS=${KTS:-$top/build/kts}
-HOSTS=60 PAGES=20 REPS=3
+HOSTS=60 PAGES=20 REPS=3 DELAY=0
 while [ $# -gt 0 ]; do
   case $1 in
   --hosts) HOSTS=$2; shift 2 ;;
   --pages) PAGES=$2; shift 2 ;;
   --reps) REPS=$2; shift 2 ;;
-  *) echo "usage: $0 [--hosts N] [--pages N] [--reps R]" >&2; exit 2 ;;
+  --delay) DELAY=$2; shift 2 ;;
+  *) echo "usage: $0 [--hosts N] [--pages N] [--reps R] [--delay MS]" >&2; exit 2 ;;
   esac
 done
 out=$top/bench/out/cluster
@@ -68,8 +72,8 @@ state-dir = $1
 revisit = false
 progress-interval = 0
 [politeness]
-min-delay = 0
-max-delay = 0
+min-delay = ${DELAY}ms
+max-delay = ${DELAY}ms
 delay-factor = 0
 [dns]
 hosts-file = $out/hosts
@@ -83,38 +87,48 @@ EOC
 }
 fetched() { cat "$@" 2>/dev/null | wc -l; }
 metric() { curl -s "http://$(cat "$1/status.addr")/metrics" | awk -v m="$2" '$1 == m {print $2}'; }
+now() { date +%s.%N; }
+wall() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", b - a}'; }
+twice() { cat "$@" 2>/dev/null | awk '{print $4}' | sort | uniq -d | wc -l; }
 cpu_per() { # FETCHES TIMEFILES...: CPU-µs per fetch, user+sys summed
   local f=$1; shift
   awk -v f="$f" '{s += $1 + $2} END {printf "%.1f", s * 1e6 / f}' "$@"
 }
 
 printf '%s hosts x %s pages (+ / and robots.txt): %s fetches a crawl\n' "$HOSTS" "$PAGES" "$total"
-printf '%-8s %4s %8s %10s %9s %9s %6s %6s %6s %6s\n' run rep fetches cpu_us/f xmember sent xadd xread xack xdel
+printf '%-8s %4s %8s %10s %8s %6s %9s %9s %6s %6s %6s %6s\n' run rep fetches cpu_us/f wall_s twice xmember sent xadd xread xack xdel
 for rep in $(seq 1 "$REPS"); do
   # alone
   d=$out/alone$rep
   mkdir -p "$d"
   conf "$d/s" >"$d/c.conf"
+  t0=$(now)
   /usr/bin/time -f '%U %S' -o "$d/time" timeout 300 "$KRIA" crawl -c "$d/c.conf" >/dev/null 2>"$d/err"
+  t1=$(now)
   f=$(fetched "$d/s/logs/crawl.log")
-  printf '%-8s %4s %8s %10s\n' alone "$rep" "$f" "$(cpu_per "$f" "$d/time")"
+  printf '%-8s %4s %8s %10s %8s %6s\n' alone "$rep" "$f" "$(cpu_per "$f" "$d/time")" \
+    "$(wall "$t0" "$t1")" "$(twice "$d/s/logs/crawl.log")"
   # a cluster of one: every link its own (ownership computed, Redis
   # connected, nothing sent); it waits for links at the end: SIGTERM
   d=$out/one$rep
   mkdir -p "$d"
   conf "$d/n1" n1 n1 >"$d/n1.conf"
+  t0=$(now)
   /usr/bin/time -f '%U %S' -o "$d/time" "$KRIA" crawl -c "$d/n1.conf" >/dev/null 2>"$d/err" &
   tp=$!
   one_done() { [ "$(fetched "$d/n1/logs/crawl.log")" -ge "$total" ]; }
   wait_for 300 one_done || echo "one rep $rep: not all fetched"
+  t1=$(now)
   kill -TERM "$(ps --ppid "$tp" -o pid=)"
   wait "$tp"
   f=$(fetched "$d/n1/logs/crawl.log")
-  printf '%-8s %4s %8s %10s\n' one "$rep" "$f" "$(cpu_per "$f" "$d/time")"
+  printf '%-8s %4s %8s %10s %8s %6s\n' one "$rep" "$f" "$(cpu_per "$f" "$d/time")" \
+    "$(wall "$t0" "$t1")" "$(twice "$d/n1/logs/crawl.log")"
   # cluster of three
   d=$out/c$rep
   mkdir -p "$d"
   redis-cli -p "$rport" CONFIG RESETSTAT >/dev/null
+  t0=$(now)
   for n in n1 n2 n3; do
     conf "$d/$n" "$n" >"$d/$n.conf"
     /usr/bin/time -f '%U %S' -o "$d/$n.time" "$KRIA" crawl -c "$d/$n.conf" >/dev/null 2>"$d/$n.err" &
@@ -126,6 +140,7 @@ for rep in $(seq 1 "$REPS"); do
     for n in n1 n2 n3; do [ "$(metric "$d/$n" kria_cluster_outbox_links)" = 0 ] || return 1; done
   }
   wait_for 300 all || echo "cluster rep $rep: not all fetched"
+  t1=$(now)
   wait_for 30 outbox_empty
   sent=0 recv=0
   for n in n1 n2 n3; do
@@ -147,7 +162,7 @@ for rep in $(seq 1 "$REPS"); do
     mine=$(grep -c "^$n " <<<"$owners")
     xm=$((xm + mine * (HOSTS - mine)))
   done
-  printf '%-8s %4s %8s %10s %9s %9s %6s %6s %6s %6s\n' cluster "$rep" "$f" \
-    "$(cpu_per "$f" "$d"/n?.time)" "$xm" "$sent" "$(calls xadd)" \
+  printf '%-8s %4s %8s %10s %8s %6s %9s %9s %6s %6s %6s %6s\n' cluster "$rep" "$f" \
+    "$(cpu_per "$f" "$d"/n?.time)" "$(wall "$t0" "$t1")" "$(twice "$d"/n?/logs/crawl.log)" "$xm" "$sent" "$(calls xadd)" \
     "$(calls xreadgroup)" "$(calls xack)" "$(calls xdel)"
 done
