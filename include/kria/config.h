@@ -250,7 +250,7 @@ enum kr_cfg_type {
   X(STATUS_LISTEN, "status", "listen", STRING, 0, "", "", LISTEN,                        \
     "Address of the status console, e.g. 127.0.0.1:8080 or [::1]:8080; empty = off.")  \
   X(STATUS_TOKEN, "status", "token", STRING, 0, "", "", SECRET,                          \
-    "Bearer token for control requests (16+ printable characters); needed off loopback.") \
+    "Bearer token for control requests (16+ printable characters); without one they are refused and listen must be a loopback address.") \
   X(STATUS_MAX_CLIENTS, "status", "max-clients", INT, 0, "16", "1..1024", NONE,           \
     "Status connections served at once; then silent ones yield, one waits for the token.") \
                                                                                        \
