@@ -118,7 +118,8 @@ static void history_caps(void **state) {
   kr_vhist_t h, d;
   kr_vhist_init(&h);
   /* the largest entries: 13 bytes each */
-  for (int i = 0; i < 40; i++) {
+  enum { N = KR_VHIST_MAX + 8, FIT = (KR_VHIST_BYTES - 1) / 13 };
+  for (int i = 0; i < N; i++) {
     kr_vhist_visit_t v = {KR_VHIST_MAX_SECONDS - i, KR_CONTENT_UNCHANGED,
                           KR_VHIST_MAX_SECONDS - i};
     kr_vhist_append(&h, &v);
@@ -128,10 +129,10 @@ static void history_caps(void **state) {
   uint8_t buf[KR_VHIST_BYTES];
   size_t len = kr_vhist_encode(&h, buf, sizeof buf);
   assert_true(len <= KR_VHIST_BYTES);
-  assert_int_equal(len, 1 + 13 * 19); /* byte cap: the newest 19 */
+  assert_int_equal(len, 1 + 13 * FIT); /* byte cap: the newest that fit */
   assert_int_equal(kr_vhist_decode(&d, buf, len), 0);
-  assert_int_equal(d.n, 19);
-  assert_int_equal(d.v[18].interval_s, KR_VHIST_MAX_SECONDS - 39);
+  assert_int_equal(d.n, FIT);
+  assert_int_equal(d.v[FIT - 1].interval_s, KR_VHIST_MAX_SECONDS - (N - 1));
   /* a smaller cap keeps fewer; out-of-range fields are clamped */
   assert_int_equal(kr_vhist_encode(&h, buf, 27), 1 + 13 * 2);
   kr_vhist_init(&h);
@@ -200,6 +201,29 @@ static void history_push_read(void **state) {
       assert_int_equal(got.v[i].age_s, want.v[i].age_s);
     }
   }
+}
+
+/* A fast page's history as the store keeps it: hourly visits with ages
+ * (about 5 bytes each) keep 64 observations for the estimator, the memory
+ * whose length bounds the estimate's noise (estimate.h KR_VHIST_MAX). */
+static void history_keeps_64(void **state) {
+  (void)state;
+  uint8_t buf[KR_VHIST_BYTES], out[KR_VHIST_BYTES];
+  size_t len = 0;
+  kr_vhist_t h;
+  for (int i = 0; i < 80; i++) {
+    kr_vhist_visit_t v = {i ? 3600 + i : 0, i % 2 ? KR_CONTENT_CHANGED : KR_CONTENT_UNCHANGED,
+                          i % 2 ? 1800 : -1};
+    len = kr_vhist_push_read(buf, len, &v, out, NULL, &h);
+    memcpy(buf, out, len);
+  }
+  assert_true(KR_VHIST_MAX >= 64);
+  assert_int_equal(h.n, 64);
+  kr_est_obs_t o[KR_VHIST_MAX];
+  assert_int_equal(kr_vhist_observations(&h, o, KR_VHIST_MAX), 64);
+  kr_est_result_t r;
+  kr_est_rate(NULL, &h, 1e-3, &r);
+  assert_int_equal(r.observations, 64);
 }
 
 static void history_hostile(void **state) {
@@ -1254,6 +1278,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(history_round_trip), cmocka_unit_test(history_caps),
       cmocka_unit_test(history_hostile),    cmocka_unit_test(history_push_read),
+      cmocka_unit_test(history_keeps_64),
     cmocka_unit_test(observations_fold),
       cmocka_unit_test(regular_estimators), cmocka_unit_test(small_n_bias),
       cmocka_unit_test(ml_matches_bias_reduced), cmocka_unit_test(ml_irregular),
