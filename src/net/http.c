@@ -494,7 +494,7 @@ static void connect_addrs(kr_http_fetch_t *f, const struct sockaddr_storage *add
     addrs = ok;
   }
   if (f->https && !c->tls) {
-    kr_tls_opts_t to = {.verify = c->opts.tls_verify, .ca_file = c->ca_file};
+    kr_tls_opts_t to = {.verify = c->opts.tls_verify, .ca_file = c->ca_file, .clock = c->clock};
     int err = kr_tls_ctx_new(&to, &c->tls);
     if (err) {
       kr__http_finish(f, err, "cannot set up TLS%s%s", c->ca_file ? " with CA file " : "",

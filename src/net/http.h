@@ -179,6 +179,8 @@ typedef struct kr_http_stats {
   uint64_t tls_handshakes;        /* completed (tls.h kr_tls_stats_t) */
   uint64_t tls_resumed;           /* of which resumed a session */
   uint64_t tls_copied;            /* bytes copied around the cipher */
+  kr_tls_stats_t tls;             /* handshakes and kept sessions (all 0
+                                     before the first https fetch) */
 } kr_http_stats_t;
 
 /* A client on loop. dns may be NULL when every host is an IP literal or

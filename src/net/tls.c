@@ -1,10 +1,12 @@
 /*
  * TLS over the connection's own BIO (see tls.h). Sections: the client
- * context and its session cache (a direct-mapped table of host:port →
- * SSL_SESSION, filled from OpenSSL's new-session callback, which also sees
- * TLS 1.3 tickets that arrive after the handshake); the BIO; the filter:
- * handshake, reading application data into the loop-wide plaintext buffer,
- * writing; info for responses.
+ * context and its session cache (tlscache.h: host:port → the newest
+ * session, filled from OpenSSL's new-session callback, which also sees
+ * the TLS 1.3 tickets that arrive after the handshake, and on a resumed
+ * connection the fresh ones that replace the ticket used); the BIO; the
+ * filter: handshake, reading application data into the loop-wide
+ * plaintext buffer, writing; info for responses; certificates for the
+ * archive.
  *
  * The BIO is the filter's view of the socket without touching it: reads
  * take the ciphertext of the socket read being handled straight from the
@@ -24,19 +26,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
-
-typedef struct session_slot {
-  char *key;             /* "host:port" */
-  SSL_SESSION *sess;
-} session_slot_t;
+#include "tlscache.h"
 
 struct kr_tls_ctx {
   SSL_CTX *ssl_ctx;
   int verify;
-  session_slot_t *slots;
-  size_t nslots;
+  kr_tls_cache_t *cache;
+  kr_clock_t *clock;     /* NULL: the wall clock */
   kr_tls_stats_t stats;
 };
 
@@ -51,6 +50,7 @@ typedef struct tls_cf {
   char *key;             /* "host:port" for the session cache */
   int handshaking;
   int failed;            /* a TLS error: the session must not be resumed */
+  int offered;           /* the handshake offered a kept session */
   kr_tls_info_t info;    /* filled when the handshake ends */
 } tls_cf_t;
 
@@ -58,32 +58,20 @@ static int ex_index = -1; /* SSL ex_data slot for the filter; set once */
 
 /* ---- context and session cache ----------------------------------------- */
 
-static uint64_t hash_key(const char *s) {
-  uint64_t h = 1469598103934665603ull; /* FNV-1a */
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
+static uint64_t now_ms(const kr_tls_ctx_t *t) {
+  return t->clock ? kr_clock_now_ms(t->clock) : (uint64_t)time(NULL) * 1000u;
 }
 
+/* A session (TLS 1.2: at the handshake's end; TLS 1.3: each ticket, after
+ * it) replaces the host's older one. Returning 0 leaves OpenSSL's
+ * reference with OpenSSL: the cache keeps an encoded copy. */
 static int new_session_cb(SSL *ssl, SSL_SESSION *sess) {
   tls_cf_t *tc = SSL_get_ex_data(ssl, ex_index);
-  if (!tc || !tc->ctx->nslots) return 0;
-  session_slot_t *s = &tc->ctx->slots[hash_key(tc->key) % tc->ctx->nslots];
-  if (s->sess) SSL_SESSION_free(s->sess);
-  if (!s->key || strcmp(s->key, tc->key)) {
-    free(s->key);
-    s->key = kr_xstrdup(tc->key);
-  }
-  s->sess = sess; /* returning 1 keeps OpenSSL's reference for us */
-  tc->ctx->stats.sessions_cached++;
-  return 1;
-}
-
-static SSL_SESSION *cached_session(kr_tls_ctx_t *t, const char *key) {
-  if (!t->nslots) return NULL;
-  session_slot_t *s = &t->slots[hash_key(key) % t->nslots];
-  if (!s->sess || strcmp(s->key, key)) return NULL;
-  if (!SSL_SESSION_is_resumable(s->sess)) return NULL;
-  return s->sess;
+  if (!tc) return 0;
+  int verified = tc->verify != KR_TLS_VERIFY_OFF && SSL_get_verify_result(ssl) == X509_V_OK;
+  if (kr_tls_cache_put(tc->ctx->cache, tc->key, sess, verified, now_ms(tc->ctx)))
+    tc->ctx->stats.sessions_cached++;
+  return 0;
 }
 
 int kr_tls_ctx_new(const kr_tls_opts_t *opts, kr_tls_ctx_t **out) {
@@ -114,24 +102,29 @@ int kr_tls_ctx_new(const kr_tls_opts_t *opts, kr_tls_ctx_t **out) {
   kr_tls_ctx_t *t = kr_xcalloc(1, sizeof *t);
   t->ssl_ctx = sc;
   t->verify = opts->verify;
-  t->nslots = opts->session_slots ? opts->session_slots : 1024;
-  t->slots = kr_xcalloc(t->nslots, sizeof *t->slots);
+  t->clock = opts->clock;
+  t->cache = kr_tls_cache_new(opts->session_max ? opts->session_max : 20000,
+                              opts->session_max_bytes ? opts->session_max_bytes : 32u << 20);
   *out = t;
   return 0;
 }
 
 void kr_tls_ctx_free(kr_tls_ctx_t *t) {
   if (!t) return;
-  for (size_t i = 0; i < t->nslots; i++) {
-    if (t->slots[i].sess) SSL_SESSION_free(t->slots[i].sess);
-    free(t->slots[i].key);
-  }
-  free(t->slots);
+  kr_tls_cache_free(t->cache);
   SSL_CTX_free(t->ssl_ctx);
   free(t);
 }
 
-void kr_tls_ctx_stats(const kr_tls_ctx_t *t, kr_tls_stats_t *out) { *out = t->stats; }
+void kr_tls_ctx_stats(const kr_tls_ctx_t *t, kr_tls_stats_t *out) {
+  *out = t->stats;
+  kr_tls_cache_stats_t cs;
+  kr_tls_cache_stats(t->cache, &cs);
+  out->sessions = cs.sessions;
+  out->session_bytes = cs.bytes;
+  out->sessions_evicted = cs.evicted;
+  out->sessions_expired = cs.expired;
+}
 
 int kr_tls_verify_parse(const char *s) {
   if (!strcmp(s, "record")) return KR_TLS_VERIFY_RECORD;
@@ -275,6 +268,9 @@ static void handshake(tls_cf_t *tc) {
   }
   ssl_errmsg(tc, "TLS handshake failed");
   tc->failed = 1;
+  /* a server that broke off when offered this session gets a fresh
+   * handshake next time */
+  if (tc->offered) kr_tls_cache_drop(tc->ctx->cache, tc->key);
   kr__cf_fail(&tc->cf, KR_ETLS);
 }
 
@@ -305,8 +301,13 @@ static void read_app(tls_cf_t *tc) {
 
 static void tls_start(kr_cf_t *cf) {
   tls_cf_t *tc = (tls_cf_t *)cf;
-  SSL_SESSION *s = cached_session(tc->ctx, tc->key);
-  if (s) SSL_set_session(tc->ssl, s);
+  SSL_SESSION *s = kr_tls_cache_get(tc->ctx->cache, tc->key, tc->verify == KR_TLS_VERIFY_REQUIRE,
+                                    now_ms(tc->ctx));
+  if (s) {
+    tc->offered = SSL_set_session(tc->ssl, s);
+    tc->ctx->stats.offered += (uint64_t)tc->offered;
+    SSL_SESSION_free(s); /* the SSL holds its own reference */
+  }
   SSL_set_connect_state(tc->ssl);
   tc->handshaking = 1;
   handshake(tc);

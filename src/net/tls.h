@@ -2,8 +2,10 @@
  * TLS client filter for connections (conn.h): OpenSSL driven through a
  * BIO of the filter's own (ciphertext straight from the loop's socket
  * reads, writes straight down to the socket filter), so OpenSSL never
- * touches a socket and the loop owns all I/O. SNI, ALPN "http/1.1", client session resumption from a bounded
- * cache keyed by host:port, and certificate verification in one of three
+ * touches a socket and the loop owns all I/O. SNI, ALPN "http/1.1",
+ * client session resumption (TLS 1.3 tickets, TLS 1.2 session IDs and
+ * tickets) from a bounded cache keyed by host:port (tlscache.h), and
+ * certificate verification in one of three
  * modes: record (verify, report the result, never fail — the default,
  * since an archive wants the page even when the certificate is wrong),
  * require (fail with KR_ETLS_VERIFY) or off.
@@ -14,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clock.h"
 #include "conn.h"
 
 enum kr_tls_verify {
@@ -25,7 +28,9 @@ enum kr_tls_verify {
 typedef struct kr_tls_opts {
   int verify;              /* enum kr_tls_verify */
   const char *ca_file;     /* extra trusted CAs (PEM), NULL = none */
-  size_t session_slots;    /* session cache size (default 1024) */
+  size_t session_max;      /* sessions kept, one a host:port (default 20,000) */
+  size_t session_max_bytes; /* and their bytes (default 32 MiB) */
+  kr_clock_t *clock;       /* session lifetimes run on it; NULL: the wall clock */
 } kr_tls_opts_t;
 
 typedef struct kr_tls_ctx kr_tls_ctx_t;
@@ -46,11 +51,16 @@ const char *kr_tls_verify_name(int mode);
  * kr_tls_verify: a host's own tls-verify), or -1 for the context's. */
 void kr_tls_push(kr_conn_t *c, kr_tls_ctx_t *t, const char *host, int port, int verify);
 
-/* Counters for tests and the status page. */
+/* Counters for tests and /metrics. */
 typedef struct kr_tls_stats {
   uint64_t handshakes;      /* completed */
   uint64_t resumed;         /* of which resumed a session */
-  uint64_t sessions_cached; /* stored in the cache */
+  uint64_t offered;         /* handshakes begun offering a kept session */
+  uint64_t sessions_cached; /* sessions stored in the cache */
+  uint64_t sessions;        /* kept now */
+  uint64_t session_bytes;   /* their bytes now (tlscache.h) */
+  uint64_t sessions_evicted; /* pushed out by the cache's bounds */
+  uint64_t sessions_expired; /* dropped at the lifetime the server gave */
   /* Bytes copied on the data path besides the cipher itself: into and
    * out of BIOs (each ciphertext byte read or written), and decrypted
    * bytes out of OpenSSL's record buffer. What the bench divides by pages

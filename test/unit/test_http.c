@@ -93,6 +93,10 @@ static void sconn_closed(uv_handle_t *h) {
     sconn_t **pp = &c->s->conns;
     while (*pp != c) pp = &(*pp)->next;
     *pp = c->next;
+    /* as a server that closes cleanly: OpenSSL forgets the session of
+     * an SSL freed without a shutdown, and TLS 1.2 session IDs live in
+     * the server's cache */
+    if (c->ssl) SSL_set_shutdown(c->ssl, SSL_SENT_SHUTDOWN | SSL_RECEIVED_SHUTDOWN);
     if (c->ssl) SSL_free(c->ssl);
     free(c);
   }
@@ -1892,6 +1896,88 @@ static void tls_session_resumption(void **state) {
   assert_int_equal(resumed, 1);
 }
 
+/* One fetch of c->u on a connection of its own (each response closes
+ * it): 1 when its handshake resumed a session, 0 when it was full, -1
+ * when the fetch failed (with want_err). */
+static int tls_visit(tctx_t *c, int want_err) {
+  tf_t t;
+  tf_init(&t, c);
+  start(c, &t);
+  run_until(c, &t.done, 5000);
+  assert_int_equal(t.err, want_err);
+  int resumed = want_err ? -1 : kr_http_fetch_resp(t.f)->tls.resumed;
+  tf_free(&t);
+  return resumed;
+}
+
+#define BODY_CLOSE "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 5\r\n\r\nhello"
+
+/* Revisits days apart resume as long as the server's lifetime says, on
+ * the crawl's clock: a TLS 1.3 ticket (lifetime 1 h here) and a TLS 1.2
+ * session ID (no lifetime given: a day). Counted as /metrics shows them. */
+static void tls_resumption_across_revisits(void **state) {
+  for (int tls12 = 0; tls12 <= 1; tls12++) {
+    tctx_t c;
+    srv_t s;
+    ctx_open(&c);
+    kr_clock_init_virtual(&c.clock, 1798500000000ull);
+    c.opts.ca_file = ca_path;
+    step_t steps[] = {{.data = BODY_CLOSE}, {.data = BODY_CLOSE}, {.data = BODY_CLOSE},
+                      {.data = BODY_CLOSE}};
+    srv_start(&s, &c.loop, steps, 4);
+    s.tls = server_ctx();
+    SSL_CTX_set_timeout(s.tls, 3600); /* a TLS 1.3 ticket's lifetime hint */
+    if (tls12) {
+      SSL_CTX_set_max_proto_version(s.tls, TLS1_2_VERSION);
+      SSL_CTX_set_options(s.tls, SSL_OP_NO_TICKET); /* session IDs only */
+    }
+    uint64_t life_ms = tls12 ? 24 * 3600 * 1000ull : 3600 * 1000ull;
+    char spec[64];
+    snprintf(spec, sizeof spec, "localhost:%d:127.0.0.1", s.port);
+    c.opts.resolve = spec;
+    ctx_client(&c);
+    set_url(&c, "https://localhost:%d/", s.port);
+    assert_int_equal(tls_visit(&c, 0), 0);
+    assert_int_equal(stats(&c).tls.sessions, 1);
+    assert_true(stats(&c).tls.session_bytes > 0);
+    kr_clock_advance(&c.clock, life_ms - 1000); /* within the lifetime */
+    assert_int_equal(tls_visit(&c, 0), 1);
+    kr_clock_advance(&c.clock, life_ms + 1000); /* past it: not offered */
+    assert_int_equal(tls_visit(&c, 0), 0);
+    assert_int_equal(stats(&c).tls.sessions_expired, 1);
+    assert_int_equal(tls_visit(&c, 0), 1); /* the fresh one is */
+    kr_http_stats_t st = stats(&c);
+    assert_int_equal(st.tls.handshakes, 4);
+    assert_int_equal(st.tls.resumed, 2);
+    assert_int_equal(st.tls.offered, 2);
+    assert_int_equal(st.tls.sessions, 1);
+    assert_int_equal(s.accepts, 4);
+    ctx_close(&c, &s);
+  }
+}
+
+/* A resumed handshake checks no certificate: a session kept from a
+ * connection whose certificate failed (recorded) is not offered to a
+ * fetch that requires verification, which then fails as it should. */
+static void tls_unverified_session_not_resumed_under_require(void **state) {
+  tctx_t c;
+  srv_t s;
+  ctx_open(&c);
+  step_t steps[] = {{.data = BODY_CLOSE}, {.data = BODY_CLOSE}};
+  srv_start(&s, &c.loop, steps, 2);
+  s.tls = server_ctx(); /* self-signed, not trusted: verification fails */
+  ctx_client(&c);
+  set_url(&c, "https://127.0.0.1:%d/", s.port);
+  assert_int_equal(tls_visit(&c, 0), 0);
+  assert_int_equal(stats(&c).tls.sessions, 1);
+  kr_http_opts_t req_opts = c.opts;
+  req_opts.tls_verify = KR_TLS_VERIFY_REQUIRE;
+  c.req.opts = &req_opts;
+  assert_int_equal(tls_visit(&c, KR_ETLS_VERIFY), -1);
+  assert_int_equal(stats(&c).tls.offered, 0);
+  ctx_close(&c, &s);
+}
+
 /* An idle pooled TLS connection gives back its record buffers (~17 KiB
  * each way, SSL_free_buffers) and keeps nothing a large response grew
  * (memory BIOs once grew to ~88 KiB here): with one idle connection per
@@ -2100,6 +2186,8 @@ int main(void) {
       cmocka_unit_test(dns_errors_reach_the_fetch),
       cmocka_unit_test(tls_verify_modes),
       cmocka_unit_test(tls_session_resumption),
+      cmocka_unit_test(tls_resumption_across_revisits),
+      cmocka_unit_test(tls_unverified_session_not_resumed_under_require),
       cmocka_unit_test(tls_handshake_failure),
       cmocka_unit_test(idle_tls_connection_keeps_no_buffers),
       cmocka_unit_test(tls_large_body_in_many_records),
