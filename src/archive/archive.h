@@ -128,6 +128,10 @@ typedef struct kr_archive_exchange {
   uint8_t block_digest[KR_SHA1_LEN];    /* body bytes], made with the payload's */
   uint64_t block_body;
   kr_slice_t request;           /* the request as sent; none when empty */
+  kr_slice_t tls_facts;         /* the TLS connection's certificate facts
+                                   (warc-fields), once a connection: a
+                                   metadata record of their own; none
+                                   when empty */
   /* The metadata record's block, rendered into out (called at write
    * time, only with warc.write-metadata): 0, or nonzero to leave the
    * record out. */

@@ -34,6 +34,11 @@
  *  - a `metadata` record (its block made by the client: Heritrix style
  *    via (the page the URI was found on; a seed has none), hopsFromSeed,
  *    fetchTimeMs, outlinks, and the adaptive-revisit notes);
+ *  - over a new TLS connection whose certificate was checked (tls-verify
+ *    record or require), a second `metadata` record of the certificate
+ *    facts (the client's warc-fields: version, cipher, resumed, the
+ *    verification result, the server's certificates), whatever
+ *    warc.write-metadata says: once a connection, with its first visit;
  *  - with warc.write-dns, before them a `response` record dns:HOST
  *    (text/dns) once per host and DNS TTL (kr_archive_dns).
  * All of a visit's records are in one file: a full file rotates before
@@ -230,6 +235,13 @@ static int rest_records(kr_archive_t *a, const kr_archive_exchange_t *x, const c
   if (a->meta) {
     rc = put_metadata(a, x, id);
     if (rc) return rc;
+  }
+  if (x->tls_facts.n) {
+    kr_warc_rec_t rt = {.type = KR_WARC_METADATA, .date_ms = x->date_ms, .target_uri = x->url,
+                        .concurrent_to = id, .content_type = "application/warc-fields"};
+    rc = put(a, x->url, &rt, &x->tls_facts, 1);
+    if (rc && rc != KR_EINVAL) return rc;
+    if (rc == 0) a->st_.metadata++;
   }
   return 0;
 }

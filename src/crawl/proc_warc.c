@@ -146,6 +146,45 @@ static int metadata(void *ud, kr_buf_t *b) {
   return rc;
 }
 
+/* The certificate facts of f's TLS connection (warc-fields), in f's
+ * arena: once a connection, on its first visit (the http client hands
+ * the certificates to that one only), when verification was on. */
+static kr_slice_t tls_facts(kr_fetch_t *f) {
+  const kr_http_resp_t *r = f->resp;
+  if (!r->tls.used || !r->tls.verify_checked || !r->tls_chain.n) return kr_slice("", 0);
+  kr_warc_field_t v[] = {
+      {"tlsVersion", kr_slice_cstr(r->tls.version)},
+      {"tlsCipher", kr_slice_cstr(r->tls.cipher)},
+      {"tlsAlpn", kr_slice_cstr(r->tls.alpn)},
+      {"tlsResumed", kr_slice_cstr(r->tls.resumed ? "true" : "false")},
+      {"tlsVerifyResult", kr_slice_cstr(r->tls.verify_result == 0 ? "ok" : "failed")},
+      {"tlsVerifyCode", {0}},
+      {"tlsVerifyError", kr_slice_cstr(r->tls.verify_result == 0 ? "" : r->tls.verify_error)},
+  };
+  char code[KR_U64_DEC_MAX];
+  v[5].value = kr_slice(code, kr_u64_dec(code, (uint64_t)(r->tls.verify_result < 0 ? 0 : r->tls.verify_result)));
+  size_t nv = r->tls.verify_result == 0 ? 5 : 7; /* code and error when it failed */
+  size_t room = r->tls_chain.n;
+  for (size_t i = 0; i < nv; i++) room += strlen(v[i].name) + 4 + v[i].value.n;
+  char *out = kr_arena_alloc(&f->arena, room);
+  if (!out) return kr_slice("", 0);
+  char *p = out;
+  for (size_t i = 0; i < nv; i++) {
+    size_t nl = strlen(v[i].name);
+    memcpy(p, v[i].name, nl);
+    p += nl;
+    *p++ = ':';
+    *p++ = ' ';
+    memcpy(p, v[i].value.p, v[i].value.n);
+    p += v[i].value.n;
+    *p++ = '\r';
+    *p++ = '\n';
+  }
+  memcpy(p, r->tls_chain.p, r->tls_chain.n); /* peerCertificate lines */
+  p += r->tls_chain.n;
+  return kr_slice(out, (size_t)(p - out));
+}
+
 /* What the service answered for f: a visit skipped as volatile is noted,
  * one that could not be written is given back. */
 static void written(kr_fetch_t *f, int rc) {
@@ -190,6 +229,7 @@ static void exchange_fill(kr_fetch_t *f, kr_archive_cap_t *cap, kr_archive_excha
   x->truncated = truncated_why(f);
   x->request = f->http ? kr_http_fetch_request(f->http) : kr_slice("", 0);
   x->metadata = metadata;
+  x->tls_facts = tls_facts(f);
   x->done = on_written;
   x->ud = f;
 }

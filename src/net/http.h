@@ -150,6 +150,9 @@ typedef struct kr_http_resp {
   char peer_ip[46];
   int peer_port;
   kr_tls_info_t tls;
+  kr_slice_t tls_chain;           /* a new connection's server certificates
+                                     (kr_tls_peer_chain_fields), empty on a
+                                     pooled one or without verification */
   kr_http_timing_t timing;
   int truncated;                  /* enum kr_http_trunc */
   int aborted;                    /* stopped on purpose by a callback */

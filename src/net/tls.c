@@ -21,6 +21,7 @@
 
 #include <arpa/inet.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <stdio.h>
@@ -400,6 +401,46 @@ static const kr_cf_ops_t tls_cf_ops = {
     .idle = tls_idle,
     .tls_info = tls_info,
 };
+
+/* ---- certificates for the archive ------------------------------------------- */
+
+static const char chain_field[] = "peerCertificate: ";
+
+/* Append x's field line at *p (room checked by the caller). */
+static char *cert_line(char *p, X509 *x) {
+  unsigned char *der = NULL;
+  int len = i2d_X509(x, &der);
+  if (len <= 0) return p;
+  memcpy(p, chain_field, sizeof chain_field - 1);
+  p += sizeof chain_field - 1;
+  p += EVP_EncodeBlock((unsigned char *)p, der, len);
+  *p++ = '\r';
+  *p++ = '\n';
+  OPENSSL_free(der);
+  return p;
+}
+
+kr_slice_t kr_tls_peer_chain_fields(const kr_conn_t *c, kr_arena_t *a) {
+  const kr_cf_t *cf = c->top;
+  while (cf && cf->ops != &tls_cf_ops) cf = cf->lower;
+  if (!cf) return kr_slice("", 0);
+  const tls_cf_t *tc = (const tls_cf_t *)cf;
+  if (tc->verify == KR_TLS_VERIFY_OFF || tc->handshaking) return kr_slice("", 0);
+  STACK_OF(X509) *chain = SSL_get_peer_cert_chain(tc->ssl); /* the client's includes the leaf */
+  X509 *leaf = SSL_get0_peer_certificate(tc->ssl);
+  int n = chain ? sk_X509_num(chain) : 0;
+  size_t room = 0;
+  for (int i = 0; i < (n ? n : leaf != NULL); i++) {
+    int len = i2d_X509(n ? sk_X509_value(chain, i) : leaf, NULL);
+    if (len > 0) room += sizeof chain_field + 4 * (((size_t)len + 2) / 3) + 2;
+  }
+  char *out = room ? kr_arena_alloc(a, room + 1) : NULL;
+  if (!out) return kr_slice("", 0);
+  char *p = out;
+  for (int i = 0; i < n; i++) p = cert_line(p, sk_X509_value(chain, i));
+  if (!n && leaf) p = cert_line(p, leaf);
+  return kr_slice(out, (size_t)(p - out));
+}
 
 void kr_tls_push(kr_conn_t *c, kr_tls_ctx_t *t, const char *host, int port, int verify) {
   tls_cf_t *tc = kr_xcalloc(1, sizeof *tc);

@@ -18,6 +18,7 @@
 
 #include "clock.h"
 #include "conn.h"
+#include "kria/arena.h"
 
 enum kr_tls_verify {
   KR_TLS_VERIFY_RECORD = 0,
@@ -50,6 +51,12 @@ const char *kr_tls_verify_name(int mode);
  * names, not for IP literals. verify is this connection's mode (enum
  * kr_tls_verify: a host's own tls-verify), or -1 for the context's. */
 void kr_tls_push(kr_conn_t *c, kr_tls_ctx_t *t, const char *host, int port, int verify);
+
+/* The certificates the server of c showed, as the warc-fields lines
+ * "peerCertificate: BASE64(DER)\r\n", leaf first, in a's memory; empty
+ * when c has no TLS, or its verification is off. On a resumed session
+ * only the leaf is known (a session keeps no chain). For the archive. */
+kr_slice_t kr_tls_peer_chain_fields(const kr_conn_t *c, kr_arena_t *a);
 
 /* Counters for tests and /metrics. */
 typedef struct kr_tls_stats {

@@ -167,7 +167,7 @@ static void exchange(struct env *e, kr_archive_exchange_t *x, const char *url, c
 struct rec {
   int type;
   char target[128], id[64], refers_to[64], refers_uri[128], profile[128];
-  char pd[64], bd[64], concurrent[64], truncated[32], etag[64], lm[64];
+  char pd[64], bd[64], concurrent[64], truncated[32], etag[64], lm[64], ctype[64];
   char block[8192];
   size_t block_len;
 };
@@ -203,6 +203,7 @@ static void read_file(const char *path) {
     field(h, "WARC-Truncated", x->truncated, sizeof x->truncated);
     field(h, "WARC-Etag", x->etag, sizeof x->etag);
     field(h, "WARC-Last-Modified", x->lm, sizeof x->lm);
+    field(h, "Content-Type", x->ctype, sizeof x->ctype);
     long got;
     char tmp[65536];
     while ((got = kr_warc_reader_read(r, tmp, sizeof tmp)) > 0) {
@@ -413,6 +414,43 @@ static void test_records(void **state) {
   assert_null(find(KR_WARC_RESPONSE, uc, 0)); /* skipped */
   const struct rec *dns = get(KR_WARC_RESPONSE, "dns:h");
   assert_non_null(strstr(dns->block, "127.0.0.1"));
+}
+
+/* A new TLS connection's certificate facts: a metadata record of their
+ * own, application/warc-fields, WARC-Concurrent-To the response, even
+ * with warc.write-metadata off; a visit without them has none. */
+static void test_tls_facts(void **state) {
+  (void)state;
+  clear_dir();
+  struct env e;
+  env_open(&e, "write-metadata = false\n");
+  const char *ua = "https://h/a", *ub = "https://h/b";
+  uri(&e, ua);
+  uri(&e, ub);
+  static const char facts[] = "tlsVersion: TLSv1.3\r\ntlsResumed: false\r\n"
+                              "tlsVerifyResult: ok\r\npeerCertificate: TUlJQg==\r\n";
+  kr_archive_exchange_t x;
+  exchange(&e, &x, ua, "hello", 5);
+  x.tls_facts = kr_slice_cstr(facts);
+  assert_int_equal(kr_archive_submit(e.a, &x), 0);
+  kr_archive_capture_end(e.a, x.cap);
+  exchange(&e, &x, ub, "other", 5); /* the same connection: none */
+  assert_int_equal(kr_archive_submit(e.a, &x), 0);
+  kr_archive_capture_end(e.a, x.cap);
+  kr_archive_stats_t s;
+  kr_archive_stats(e.a, &s);
+  assert_int_equal(s.metadata, 1);
+  env_close(&e);
+
+  assert_int_equal(read_all(), 1);
+  const struct rec *ra = get(KR_WARC_RESPONSE, ua);
+  const struct rec *md = get(KR_WARC_METADATA, ua);
+  assert_string_equal(md->concurrent, ra->id);
+  assert_string_equal(md->ctype, "application/warc-fields");
+  assert_int_equal(md->block_len, strlen(facts));
+  assert_memory_equal(md->block, facts, md->block_len);
+  assert_null(find(KR_WARC_METADATA, ua, 1));
+  assert_null(find(KR_WARC_METADATA, ub, 0));
 }
 
 /* A body of 1 MiB or more is written in slices from the loop into a file
@@ -737,6 +775,7 @@ static void test_processor(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_records),
+      cmocka_unit_test(test_tls_facts),
       cmocka_unit_test(test_sliced),
       cmocka_unit_test(test_dechunk),
       cmocka_unit_test(test_cancel),

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# What tls-verify = record records lands in the WARC (issue 21): over
+# HTTPS (kts --tls, a self-signed certificate) each new TLS connection
+# leaves one metadata record (application/warc-fields, WARC-Concurrent-To
+# the response or revisit record of its first visit) with the protocol
+# version, whether the session was resumed, the verification result and
+# error, and the server's certificate (base64 DER, the leaf first), read
+# back with warcio.js:
+#  - kts closing after every response: a record per visit, the first
+#    handshake full, the later ones resuming its session (as a revisit
+#    connection resumed);
+#  - kts keeping the connection: one record for all the visits on it;
+#  - tls-verify = off: none.
+# TAP; run by test/run.sh (KRIA, KTS, KRIA_BUILD set).
+. "$(dirname "$0")/lib.sh"
+
+HERE=$KRIA_TOP/test/integration
+[ -x "$KRIA" ] && "$KRIA" crawl --help >/dev/null 2>&1 || bail "kria crawl is not built ($KRIA)"
+if ! command -v node >/dev/null || [ ! -f "$HERE/node_modules/warcio/package.json" ]; then
+  skip "warcio.js not installed (npm ci in test/integration)" "TLS records"
+  done_testing
+fi
+make_cert "$T/cert" || bail "no certificate"
+LEAF=$(openssl x509 -in "$T/cert/cert.pem" -outform DER | sha256sum | cut -d' ' -f1)
+
+cat >"$T/site.ini" <<'EOF2'
+[route "/robots.txt"]
+status = 404
+
+[route "/"]
+body = <html><body><a href="/a">a</a> <a href="/b">b</a></body></html>
+
+[route "/a"]
+body = page a
+
+[route "/b"]
+body = page b
+EOF2
+printf '127.0.0.1 a.test\n' >"$T/hosts"
+
+# crawl NAME [CONF LINES...]: one snapshot crawl of https://a.test/ into
+# $T/NAME, then its TLS records in $T/NAME.tls (warctls.mjs)
+crawl() {
+  local name=$1; shift
+  echo "https://a.test:$KTS_PORT/" >"$T/$name.seeds"
+  { loopback_conf "$T/$name.seeds" "$T/$name"
+    printf '[dns]\nhosts-file = %s\n[warc]\ncompress = none\n' "$T/hosts"
+    printf '%s\n' "$@"; } >"$T/$name.conf"
+  timeout 60 "$KRIA" crawl -c "$T/$name.conf" 2>"$T/$name.err"
+  is "$?" 0 "$name: the crawl ends, exit 0"
+  unlike "$(cat "$T/$name.err")" "runtime error|Sanitizer|BUG|assert" "$name: no sanitizer report"
+  (cd "$HERE" && node warctls.mjs "$T/$name"/warcs/*.warc) >"$T/$name.tls" 2>"$T/$name.tls.err" ||
+    not_ok "$name: warctls.mjs reads the files: $(cat "$T/$name.tls.err")"
+}
+col() { awk -F'\t' -v c="$1" '{ print $c }' "$2"; }
+
+# ---- a connection a visit ---------------------------------------------------------
+kts_start "$T/site.ini" --tls "$T/cert/cert.pem" "$T/cert/key.pem" --keepalive-requests 1 \
+  --log "$T/kts1.log" || bail "kts --tls did not start"
+crawl each
+VISITS=$(awk '$2 == 200 || $2 == 404' "$T/each/logs/crawl.log" | wc -l)
+CONNS=$(grep -o 'c=[0-9]*' "$T/kts1.log" | sort -u | wc -l)
+is "$VISITS" 4 "each: robots.txt, /, /a, /b visited"
+is "$CONNS" 4 "each: four connections (kts closes after each response)"
+is "$(wc -l <"$T/each.tls")" "$CONNS" "each: one TLS record a connection"
+is "$(col 2 "$T/each.tls" | sort -u)" "application/warc-fields" "each: Content-Type application/warc-fields"
+is "$(col 3 "$T/each.tls" | sort -u)" "response" "each: WARC-Concurrent-To names the visit's response record"
+is "$(awk -F'\t' '$1 != $4' "$T/each.tls" | wc -l)" 0 "each: ... of the same URI"
+is "$(col 5 "$T/each.tls" | sort -u)" "TLSv1.3" "each: the protocol version"
+is "$(col 7 "$T/each.tls" | sort -u)" "failed" "each: the verification result (self-signed)"
+is "$(col 8 "$T/each.tls" | sort -u)" 18 "each: its X509 code"
+like "$(col 9 "$T/each.tls" | sort -u)" "self-signed" "each: its error string"
+is "$(col 11 "$T/each.tls" | sort -u)" "$LEAF" "each: the server's certificate, DER as served"
+is "$(head -1 "$T/each.tls" | cut -f6)" false "each: the first handshake is full"
+is "$(tail -n +2 "$T/each.tls" | col 6 /dev/stdin | sort -u)" true \
+  "each: the later connections resume its session"
+kts_stop
+
+# ---- one connection -----------------------------------------------------------------
+kts_start "$T/site.ini" --tls "$T/cert/cert.pem" "$T/cert/key.pem" --log "$T/kts2.log" ||
+  bail "kts --tls did not start"
+crawl kept
+is "$(grep -o 'c=[0-9]*' "$T/kts2.log" | sort -u | wc -l)" 1 "kept: one connection"
+is "$(wc -l <"$T/kept.tls")" 1 "kept: one TLS record for its four visits"
+is "$(cut -f4 "$T/kept.tls")" "https://a.test:$KTS_PORT/robots.txt" "kept: with the connection's first visit"
+
+crawl off "[http]" "tls-verify = off"
+is "$(wc -l <"$T/off.tls")" 0 "off: no TLS record"
+kts_stop
+done_testing
