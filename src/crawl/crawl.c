@@ -501,6 +501,7 @@ static void http_from_config(kr_crawl_t *c, kr_http_opts_t *o) {
   o->user_agent = kr_config_user_agent(c->cfg);
   http_from_view(o, g);
   o->pool_max_idle = idle_connections(g);
+  o->tls_sessions = (uint32_t)kr_config_int(g, KR_CFG_HTTP_TLS_SESSIONS);
 }
 
 static void dns_from_config(kr_crawl_t *c, kr_dns_opts_t *o, kr_buf_t *servers) {

@@ -497,7 +497,11 @@ static void connect_addrs(kr_http_fetch_t *f, const struct sockaddr_storage *add
     addrs = ok;
   }
   if (f->https && !c->tls) {
-    kr_tls_opts_t to = {.verify = c->opts.tls_verify, .ca_file = c->ca_file, .clock = c->clock};
+    kr_tls_opts_t to = {.verify = c->opts.tls_verify,
+                        .ca_file = c->ca_file,
+                        .session_max = c->opts.tls_sessions,
+                        .session_max_bytes = (size_t)c->opts.tls_sessions * 2048,
+                        .clock = c->clock};
     int err = kr_tls_ctx_new(&to, &c->tls);
     if (err) {
       kr__http_finish(f, err, "cannot set up TLS%s%s", c->ca_file ? " with CA file " : "",

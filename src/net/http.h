@@ -72,6 +72,9 @@ typedef struct kr_http_opts {
   uint32_t pool_max_idle;        /* idle connections in all (1024) */
   uint32_t pool_idle_ms;         /* idle connections expire (15 s) */
   int tls_verify;                /* enum kr_tls_verify (record) */
+  uint32_t tls_sessions;         /* TLS sessions kept for resumption,
+                                    2 KiB each at most on average
+                                    (20,000); 0 = none */
   const char *ca_file;           /* extra trusted CAs, PEM */
   /* curl-style overrides "host:port:addr[,addr...]", several separated
    * by ';' or blanks; addr an IPv4 or IPv6 literal (brackets optional):

@@ -41,6 +41,7 @@ void kr_http_opts_default(kr_http_opts_t *o) {
   o->pool_max_idle = 1024;
   o->pool_idle_ms = 15000;
   o->tls_verify = KR_TLS_VERIFY_RECORD;
+  o->tls_sessions = 20000;
 }
 
 /* Parse an IP literal (IPv6 with or without brackets) into a sockaddr. */

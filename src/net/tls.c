@@ -68,7 +68,7 @@ static uint64_t now_ms(const kr_tls_ctx_t *t) {
  * reference with OpenSSL: the cache keeps an encoded copy. */
 static int new_session_cb(SSL *ssl, SSL_SESSION *sess) {
   tls_cf_t *tc = SSL_get_ex_data(ssl, ex_index);
-  if (!tc) return 0;
+  if (!tc || !tc->ctx->cache) return 0;
   int verified = tc->verify != KR_TLS_VERIFY_OFF && SSL_get_verify_result(ssl) == X509_V_OK;
   if (kr_tls_cache_put(tc->ctx->cache, tc->key, sess, verified, now_ms(tc->ctx)))
     tc->ctx->stats.sessions_cached++;
@@ -104,8 +104,10 @@ int kr_tls_ctx_new(const kr_tls_opts_t *opts, kr_tls_ctx_t **out) {
   t->ssl_ctx = sc;
   t->verify = opts->verify;
   t->clock = opts->clock;
-  t->cache = kr_tls_cache_new(opts->session_max ? opts->session_max : 20000,
-                              opts->session_max_bytes ? opts->session_max_bytes : 32u << 20);
+  if (opts->session_max)
+    t->cache = kr_tls_cache_new(opts->session_max, opts->session_max_bytes
+                                                       ? opts->session_max_bytes
+                                                       : opts->session_max * 2048);
   *out = t;
   return 0;
 }
@@ -119,6 +121,7 @@ void kr_tls_ctx_free(kr_tls_ctx_t *t) {
 
 void kr_tls_ctx_stats(const kr_tls_ctx_t *t, kr_tls_stats_t *out) {
   *out = t->stats;
+  if (!t->cache) return;
   kr_tls_cache_stats_t cs;
   kr_tls_cache_stats(t->cache, &cs);
   out->sessions = cs.sessions;
@@ -271,7 +274,7 @@ static void handshake(tls_cf_t *tc) {
   tc->failed = 1;
   /* a server that broke off when offered this session gets a fresh
    * handshake next time */
-  if (tc->offered) kr_tls_cache_drop(tc->ctx->cache, tc->key);
+  if (tc->offered && tc->ctx->cache) kr_tls_cache_drop(tc->ctx->cache, tc->key);
   kr__cf_fail(&tc->cf, KR_ETLS);
 }
 
@@ -302,8 +305,10 @@ static void read_app(tls_cf_t *tc) {
 
 static void tls_start(kr_cf_t *cf) {
   tls_cf_t *tc = (tls_cf_t *)cf;
-  SSL_SESSION *s = kr_tls_cache_get(tc->ctx->cache, tc->key, tc->verify == KR_TLS_VERIFY_REQUIRE,
-                                    now_ms(tc->ctx));
+  kr_tls_cache_t *cache = tc->ctx->cache;
+  SSL_SESSION *s = cache ? kr_tls_cache_get(cache, tc->key, tc->verify == KR_TLS_VERIFY_REQUIRE,
+                                            now_ms(tc->ctx))
+                         : NULL;
   if (s) {
     tc->offered = SSL_set_session(tc->ssl, s);
     tc->ctx->stats.offered += (uint64_t)tc->offered;

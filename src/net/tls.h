@@ -29,8 +29,8 @@ enum kr_tls_verify {
 typedef struct kr_tls_opts {
   int verify;              /* enum kr_tls_verify */
   const char *ca_file;     /* extra trusted CAs (PEM), NULL = none */
-  size_t session_max;      /* sessions kept, one a host:port (default 20,000) */
-  size_t session_max_bytes; /* and their bytes (default 32 MiB) */
+  size_t session_max;      /* sessions kept, one a host:port; 0: none kept */
+  size_t session_max_bytes; /* and their bytes (0: 2 KiB a session) */
   kr_clock_t *clock;       /* session lifetimes run on it; NULL: the wall clock */
 } kr_tls_opts_t;
 

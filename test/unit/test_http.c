@@ -1958,6 +1958,26 @@ static void tls_resumption_across_revisits(void **state) {
   }
 }
 
+/* http.tls-sessions = 0: nothing kept, every connection a full handshake. */
+static void tls_no_session_cache(void **state) {
+  tctx_t c;
+  srv_t s;
+  ctx_open(&c);
+  c.opts.tls_sessions = 0;
+  step_t steps[] = {{.data = BODY_CLOSE}, {.data = BODY_CLOSE}};
+  srv_start(&s, &c.loop, steps, 2);
+  s.tls = server_ctx();
+  ctx_client(&c);
+  set_url(&c, "https://127.0.0.1:%d/", s.port);
+  assert_int_equal(tls_visit(&c, 0), 0);
+  assert_int_equal(tls_visit(&c, 0), 0);
+  kr_http_stats_t st = stats(&c);
+  assert_int_equal(st.tls.handshakes, 2);
+  assert_int_equal(st.tls.sessions, 0);
+  assert_int_equal(st.tls.offered, 0);
+  ctx_close(&c, &s);
+}
+
 /* A resumed handshake checks no certificate: a session kept from a
  * connection whose certificate failed (recorded) is not offered to a
  * fetch that requires verification, which then fails as it should. */
@@ -2190,6 +2210,7 @@ int main(void) {
       cmocka_unit_test(tls_session_resumption),
       cmocka_unit_test(tls_resumption_across_revisits),
       cmocka_unit_test(tls_unverified_session_not_resumed_under_require),
+      cmocka_unit_test(tls_no_session_cache),
       cmocka_unit_test(tls_handshake_failure),
       cmocka_unit_test(idle_tls_connection_keeps_no_buffers),
       cmocka_unit_test(tls_large_body_in_many_records),
