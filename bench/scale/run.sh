@@ -14,12 +14,24 @@
 # and to the first request nginx sees. Reports sustained pages/s, CPU-µs/page,
 # loop lag p99, RSS over time, state DB bytes per URI, start-up after the
 # kill, and how far the crawl got; checks the issue-6 targets.
+#
+# --https: the same over HTTPS (issue 21): nginx serves every host on a
+# TLS port as well (bench/lib/nginx.sh with an ECDSA P-256 certificate
+# from bench/lib/tls.sh, a shared session cache and session tickets, as
+# a real server is set up) and the site links there. With a --delay past
+# the 15 s a pooled idle connection is kept, each visit of a host opens a
+# new connection: its first handshake is full, the later ones (revisit
+# connections) may resume the host's session. Reports full and resumed
+# handshakes, the share of revisit connections resumed (target ≥ 90 %),
+# full handshakes per second, and the kept sessions' bytes;
+# --tls-sessions N sets kria's http.tls-sessions (0: no resumption, to
+# price a full handshake per page against a run with it).
 # See bench/README.md.
 #
 # Usage: bench/scale/run.sh [--hosts H] [--pages P] [--templates T]
 #            [--addrs A] [--minutes M] [--delay D] [--interval S]
 #            [--durability none|batch|record] [--perf SECS] [--kria PATH]
-#            [--record] [--quick]
+#            [--https [--tls-sessions N]] [--record] [--quick]
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -29,6 +41,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/nginx.sh"
 # shellcheck source=../lib/dns.sh
 . "$HERE/../lib/dns.sh"
+# shellcheck source=../lib/tls.sh
+[ -f "$HERE/../lib/tls.sh" ] && . "$HERE/../lib/tls.sh"
 
 ARGS=("$@")
 HOSTS=10000
@@ -46,6 +60,9 @@ PORT=${KB_SCALE_PORT:-8080}
 RESTART_SECS=${KB_SCALE_RESTART_SECS:-20}
 START_LIMIT=${KB_SCALE_START_LIMIT:-600}
 PERF_SECS=0
+HTTPS=0
+TLS_SESSIONS=20000
+TLS_PORT=${KB_SCALE_TLS_PORT:-8443}
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -59,9 +76,11 @@ while [ $# -gt 0 ]; do
 	--durability) DURABILITY=$2; shift 2 ;;
 	--perf) PERF_SECS=$2; shift 2 ;;
 	--kria) KRIA=$2; shift 2 ;;
+	--https) HTTPS=1; shift ;;
+	--tls-sessions) TLS_SESSIONS=$2; shift 2 ;;
 	--record) RECORD=1; shift ;;
 	--quick) HOSTS=500; TEMPLATES=100; ADDRS=100; MINUTES=1; RESTART_SECS=5; shift ;;
-	-h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+	-h | --help) sed -n '2,35p' "$0"; exit 0 ;;
 	*) kb_die "unknown option $1 (try --help)" ;;
 	esac
 done
@@ -75,6 +94,11 @@ num "$INTERVAL" 1 60 || kb_die "--interval: 1..60 seconds"
 num "$PERF_SECS" 0 600 || kb_die "--perf: 0..600 seconds"
 [[ $DELAY =~ ^[0-9]+(ms|s)$ ]] || kb_die "--delay: a duration such as 1s or 500ms"
 [[ $DURABILITY =~ ^(none|batch|record)$ ]] || kb_die "--durability: none, batch or record"
+num "$TLS_SESSIONS" 0 1000000 || kb_die "--tls-sessions: 0..1000000"
+[ "$HTTPS" = 0 ] || declare -F kb_tls_certs >/dev/null || kb_die "--https needs bench/lib/tls.sh"
+# the scheme and port the site links to and the seeds name
+SCHEME=http SITE_PORT=$PORT
+[ "$HTTPS" = 1 ] && SCHEME=https SITE_PORT=$TLS_PORT
 
 # crawl + restart + set-up and report, with room to spare
 kb_bound $((MINUTES * 60 + RESTART_SECS + 2 * START_LIMIT + 900)) "${ARGS[@]}"
@@ -100,10 +124,12 @@ git -C "$KB_ROOT" diff --quiet HEAD -- src include 2>/dev/null || REV+=" + uncom
 # disk. Pages repeat every T hosts: identical-payload dedupe is turned off
 # below so that every page is still written as a full WARC response.
 kb_build_tools
-TSITE=$KB_OUT/site-scale-t$TEMPLATES-p$PAGES-port$PORT
+TSITE=$KB_OUT/site-scale-t$TEMPLATES-p$PAGES-$SCHEME$SITE_PORT
+[ "$HTTPS" = 1 ] || TSITE=$KB_OUT/site-scale-t$TEMPLATES-p$PAGES-port$PORT
 kb_log "site: $TEMPLATES template hosts × $PAGES pages in $TSITE"
-kb_site "$TSITE" -H "$TEMPLATES" -p "$PAGES" -u "http://{host}:$PORT"
+kb_site "$TSITE" -H "$TEMPLATES" -p "$PAGES" -u "$SCHEME://{host}:$SITE_PORT"
 WWW=$KB_OUT/scale/www-h$HOSTS-t$TEMPLATES-p$PAGES-port$PORT
+[ "$HTTPS" = 1 ] && WWW=$KB_OUT/scale/www-h$HOSTS-t$TEMPLATES-p$PAGES-https$SITE_PORT
 if [ ! -e "$WWW/.done" ]; then
 	kb_log "linking $HOSTS virtual hosts to the templates"
 	rm -rf "$WWW"
@@ -116,7 +142,7 @@ fi
 
 export KB_DNS_ADDRS=$ADDRS
 SEEDS=$RUN/seeds.txt
-awk -v n="$HOSTS" -v port="$PORT" 'BEGIN { for (i = 0; i < n; i++) printf "http://h%d.test:%d/\n", i, port }' >"$SEEDS"
+awk -v n="$HOSTS" -v port="$SITE_PORT" -v s="$SCHEME" 'BEGIN { for (i = 0; i < n; i++) printf "%s://h%d.test:%d/\n", s, i, port }' >"$SEEDS"
 
 # --- servers ---------------------------------------------------------------------
 # nginx: the listening sockets count against worker_connections, and kria
@@ -131,6 +157,14 @@ NGX_HARD=$(ulimit -Hn)
 export KB_NGINX_CONNECTIONS=$((ADDRS + HOSTS + 4096 + 512))
 [ "$KB_NGINX_CONNECTIONS" -le "$((NGX_HARD - 64))" ] || KB_NGINX_CONNECTIONS=$((NGX_HARD - 64))
 export KB_NGINX_OPEN_FILE_CACHE=off
+if [ "$HTTPS" = 1 ]; then
+	# a leaf for localhost only, as small as a real host's: kria's check
+	# (tls-verify = record) fails on the name and the CA, and is paid all the same
+	TLS_DIR=$KB_OUT/tls-scale-ecdsa
+	kb_tls_certs "$TLS_DIR" ecdsa 0
+	export KB_NGINX_TLS_DIR=$TLS_DIR KB_NGINX_WANT_TLS_PORT=$TLS_PORT KB_NGINX_TLS_ROOT=$WWW
+	KB_NGINX_CONNECTIONS=$((KB_NGINX_CONNECTIONS + ADDRS))
+fi
 kb_nginx_start "$RUN/nginx" "$WWW" vhosts
 kb_dns_start "$RUN/dns" "$HOSTS"
 DNS_PORT=$KB_DNS_PORT
@@ -138,8 +172,8 @@ DNS_PORT=$KB_DNS_PORT
 # sanity: a name resolves through dnsmasq and its address serves the host's page
 probe_host=h$((HOSTS - 1)).test
 probe_addr=$(kb_host_addr $((HOSTS - 1)))
-probe_page=$(curl -sf --max-time 5 --resolve "$probe_host:$PORT:$probe_addr" "http://$probe_host:$PORT/p/0.html" || true)
-grep -q "h$(((HOSTS - 1) % TEMPLATES)).test page 0" <<<"$probe_page" || kb_die "nginx does not serve $probe_host on $probe_addr:$PORT"
+probe_page=$(curl -skf --max-time 5 --resolve "$probe_host:$SITE_PORT:$probe_addr" "$SCHEME://$probe_host:$SITE_PORT/p/0.html" || true)
+grep -q "h$(((HOSTS - 1) % TEMPLATES)).test page 0" <<<"$probe_page" || kb_die "nginx does not serve $probe_host on $probe_addr:$SITE_PORT"
 
 # --- kria ------------------------------------------------------------------------
 CONF=$RUN/scale.conf
@@ -159,6 +193,7 @@ hosts-file =
 [http]
 # the benchmark's hosts live on 127.1.0.0/16 (the address policy refuses loopback)
 allow-addresses = 127.0.0.0/8
+tls-sessions = $TLS_SESSIONS
 
 [politeness]
 delay-factor = 0
@@ -416,13 +451,18 @@ LAG_P99_ALL=$(lagq "$RUN/metrics.end" "" 0.99)
 LAG_P50_ALL=$(lagq "$RUN/metrics.end" "" 0.5)
 LAG_PROBES=$(metric kria_loop_delay_seconds_count "$RUN/metrics.end")
 {
-	echo "### Scale: $HOSTS hosts × $PAGES pages, politeness $DELAY, $MINUTES min"
+	if [ "$HTTPS" = 1 ]; then
+		echo "### Scale over HTTPS: $HOSTS hosts × $PAGES pages, politeness $DELAY, $MINUTES min, http.tls-sessions = $TLS_SESSIONS"
+	else
+		echo "### Scale: $HOSTS hosts × $PAGES pages, politeness $DELAY, $MINUTES min"
+	fi
 	echo
 	echo "$MACHINE_MD"
 	echo "- kria: ${KRIA#"$KB_ROOT"/}, source at $REV"
 	echo "- command: \`bench/scale/run.sh${ARGS[*]:+ ${ARGS[*]}}\`"
 	echo "- site: $HOSTS virtual hosts, each $PAGES pages of ≈10 KB + index, robots.txt, sitemap, CSS, 16 GIFs (sitegen; $TEMPLATES template hosts, host i serves template i mod $TEMPLATES, so identical-payload dedupe is off); nginx $(nginx -v 2>&1 | sed 's/.*\///'), 1 worker on CPU ${KB_NGINX_CPU:-1}, access_log off, open_file_cache off"
 	echo "- names: dnsmasq on 127.0.0.1 (bench/lib/dns.sh; kria's \`[dns] servers\`), $ADDRS addresses in 127.1.0.0/16, nginx listening on port $PORT of each"
+	[ "$HTTPS" = 1 ] && echo "- HTTPS: nginx on port $TLS_PORT of each address, $(kb_tls_desc "$TLS_DIR") (a localhost leaf: kria's check fails on name and CA, recorded, tls-verify = record), $(grep -o 'ssl_session_cache [^;]*\|ssl_session_timeout [^;]*' "$RUN/nginx/nginx.conf" | paste -sd, | sed 's/,/, /g'), session tickets on (nginx's default); the site links to https://hN.test:$TLS_PORT"
 	echo "- kria: \`taskset -c $CLIENT_CPU kria crawl\`, every host a seed, politeness $DELAY per host (delay-factor 0), gzip WARC (durability $DURABILITY), revisits on (defaults), status server on loopback; config \`${CONF#"$KB_ROOT"/}\`"
 	echo "- load average at start $LOAD_START"
 	echo
@@ -465,6 +505,30 @@ LAG_PROBES=$(metric kria_loop_delay_seconds_count "$RUN/metrics.end")
 		-v r="$(metric kria_http_connections_reused_total "$RUN/metrics.end")" \
 		-v d="$(metric kria_http_reads_deferred_total "$RUN/metrics.end")" \
 		'BEGIN { if (o + r > 0) printf "| connections opened / fetches on a pooled one; socket reads left for a later turn | %d / %d (%.0f %% reused); %d | |\n", o, r, 100 * r / (o + r), d }'
+	if [ "$HTTPS" = 1 ]; then
+		# revisit connections: every handshake but a host's first (all
+		# hosts are seeds, so each had one once the crawl went round)
+		awk -v f="$(metric kria_tls_handshakes_full_total "$RUN/metrics.end")" \
+			-v r="$(metric kria_tls_handshakes_resumed_total "$RUN/metrics.end")" \
+			-v o="$(metric kria_tls_sessions_offered_total "$RUN/metrics.end")" \
+			-v wf="$(metric kria_tls_handshakes_full_total "$WARM_METRICS")" \
+			-v wr="$(metric kria_tls_handshakes_resumed_total "$WARM_METRICS")" \
+			-v ses="$(metric kria_tls_sessions "$RUN/metrics.end")" \
+			-v sb="$(metric kria_tls_session_bytes "$RUN/metrics.end")" \
+			-v ev="$(metric kria_tls_sessions_evicted_total "$RUN/metrics.end")" \
+			-v ex="$(metric kria_tls_sessions_expired_total "$RUN/metrics.end")" \
+			-v hosts="$HOSTS" \
+			-v span="$(awk -F'\t' -v w="$WARM_T" 'NR > 1 && $2 != "" { t = $1; if (w != "" && $1 >= w && s == "") s = $1 } END { print (s == "" ? 0 : t - s) }' "$SAMPLES")" \
+			-v all="$(awk -F'\t' 'NR > 1 && $2 != "" { t = $1 } END { print t + 0 }' "$SAMPLES")" '
+			BEGIN {
+				h = f + r; first = f < hosts ? f : hosts; rev = h - first
+				printf "| TLS handshakes: full / resumed (sessions offered) | %d / %d (%d) | |\n", f, r, o
+				printf "| revisit connections resumed (handshakes but each host'"'"'s first) | %.1f %% (%d of %d) | ≥ 90 %% |\n", (rev > 0 ? 100 * r / rev : 0), r, rev
+				printf "| full handshakes per second: whole crawl phase / after warm-up | %.1f / %.1f | |\n", (all > 0 ? f / all : 0), (span > 0 ? (f - wf) / span : 0)
+				printf "| resumed handshakes per second after warm-up | %.1f | |\n", (span > 0 ? (r - wr) / span : 0)
+				printf "| TLS sessions kept at the kill: count, bytes, bytes each; evicted, expired | %d, %.1f MiB, %.0f; %d, %d | |\n", ses, sb / 1048576, (ses > 0 ? sb / ses : 0), ev, ex
+			}'
+	fi
 	echo "| start-up after SIGKILL: status server answering (state open, WARCs repaired) | ${RESTART_STATUS_MS} ms (fresh start: ${COLD_STATUS_MS} ms) | ≤ 2 s |"
 	echo "| first request after the restart | ${FIRST_MS} ms (fetches in flight at the last sample before the kill: ${IN_FLIGHT_KILL}; none means it had caught up and waits for the next due URI) | |"
 	echo "| restart timeline: WARC repair done / WAL drain logged / status listening (log lines, ms) | ${T_LINE[repaired]:-–} / ${T_LINE[draining]:-–} / ${T_LINE[listening]:-–} | |"
@@ -511,6 +575,10 @@ if [ $RECORD = 1 ]; then
 	RES=$KB_ROOT/bench/RESULTS.md
 	begin='<!-- scale:begin (written by bench/scale/run.sh --record) -->'
 	end='<!-- scale:end -->'
+	if [ "$HTTPS" = 1 ]; then
+		begin='<!-- https-scale:begin (written by bench/scale/run.sh --https --record) -->'
+		end='<!-- https-scale:end -->'
+	fi
 	if [ -f "$RES" ] && grep -qF "$begin" "$RES"; then
 		awk -v b="$begin" -v e="$end" -v f="$REPORT" '
 			$0 == b { print; while ((getline l < f) > 0) print l; skip = 1; next }

@@ -147,7 +147,21 @@ enum {
   X(NULL, s->pooled_idle, KR_FIG_NUM, "kria_http_connections_idle", "gauge",                    \
     "Idle keep-alive connections in the pool (http.idle-connections).")                         \
   X(NULL, s->reads_deferred, KR_FIG_NUM, "kria_http_reads_deferred_total", "counter",           \
-    "Socket reads refused by a loop turn's read budget.")
+    "Socket reads refused by a loop turn's read budget.")                                       \
+  X(NULL, s->tls.handshakes - s->tls.resumed, KR_FIG_NUM, "kria_tls_handshakes_full_total", "counter", \
+    "TLS handshakes completed in full (certificate and key exchange).")                         \
+  X(NULL, s->tls.resumed, KR_FIG_NUM, "kria_tls_handshakes_resumed_total", "counter",           \
+    "TLS handshakes that resumed a kept session (ticket or session ID).")                       \
+  X(NULL, s->tls.offered, KR_FIG_NUM, "kria_tls_sessions_offered_total", "counter",             \
+    "TLS handshakes begun offering a kept session (the server may decline it).")                \
+  X(NULL, s->tls.sessions, KR_FIG_NUM, "kria_tls_sessions", "gauge",                            \
+    "TLS sessions kept for resumption, one a host:port (http.tls-sessions).")                   \
+  X(NULL, s->tls.session_bytes, KR_FIG_NUM, "kria_tls_session_bytes", "gauge",                  \
+    "Bytes of the kept TLS sessions (encoded session and leaf certificate, entry).")            \
+  X(NULL, s->tls.sessions_evicted, KR_FIG_NUM, "kria_tls_sessions_evicted_total", "counter",    \
+    "Kept TLS sessions pushed out, least recently used first, by the bounds.")                  \
+  X(NULL, s->tls.sessions_expired, KR_FIG_NUM, "kria_tls_sessions_expired_total", "counter",    \
+    "Kept TLS sessions dropped at the lifetime their server gave.")
 
 /* The JSON members of a table's keyed rows, comma-separated, no braces
  * (the caller's object goes on); returns how many were written. */

@@ -331,6 +331,14 @@ static void http_figures(void **state) {
 #undef M_
   assert_int_equal(keyed, 0);
   assert_int_equal(count_of(m.data, "# HELP "), metrics);
+  /* full handshakes are those that did not resume */
+  st.tls.handshakes = 5;
+  st.tls.resumed = 3;
+  kr_buf_reset(&m);
+  kr_http_figures_metrics(s, &m);
+  kr_buf_append(&m, "", 1);
+  assert_non_null(strstr(m.data, "\nkria_tls_handshakes_full_total 2\n"));
+  assert_non_null(strstr(m.data, "\nkria_tls_handshakes_resumed_total 3\n"));
   kr_buf_free(&m);
 }
 
