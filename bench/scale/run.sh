@@ -506,9 +506,11 @@ LAG_PROBES=$(metric kria_loop_delay_seconds_count "$RUN/metrics.end")
 		-v d="$(metric kria_http_reads_deferred_total "$RUN/metrics.end")" \
 		'BEGIN { if (o + r > 0) printf "| connections opened / fetches on a pooled one; socket reads left for a later turn | %d / %d (%.0f %% reused); %d | |\n", o, r, 100 * r / (o + r), d }'
 	if [ "$HTTPS" = 1 ]; then
-		# revisit connections: every handshake but a host's first (all
-		# hosts are seeds, so each had one once the crawl went round)
-		awk -v f="$(metric kria_tls_handshakes_full_total "$RUN/metrics.end")" \
+		# revisit connections: every handshake but a host's first; hosts
+		# reached = hosts with a response in crawl.log (a first connection
+		# that timed out made no handshake)
+		awk -v reached="$(awk '$2 > 0 { split($4, u, "/"); print u[3] }' "$RUN/state/logs/crawl.log" 2>/dev/null | sort -u | wc -l)" \
+			-v f="$(metric kria_tls_handshakes_full_total "$RUN/metrics.end")" \
 			-v r="$(metric kria_tls_handshakes_resumed_total "$RUN/metrics.end")" \
 			-v o="$(metric kria_tls_sessions_offered_total "$RUN/metrics.end")" \
 			-v wf="$(metric kria_tls_handshakes_full_total "$WARM_METRICS")" \
@@ -521,8 +523,9 @@ LAG_PROBES=$(metric kria_loop_delay_seconds_count "$RUN/metrics.end")
 			-v span="$(awk -F'\t' -v w="$WARM_T" 'NR > 1 && $2 != "" { t = $1; if (w != "" && $1 >= w && s == "") s = $1 } END { print (s == "" ? 0 : t - s) }' "$SAMPLES")" \
 			-v all="$(awk -F'\t' 'NR > 1 && $2 != "" { t = $1 } END { print t + 0 }' "$SAMPLES")" '
 			BEGIN {
-				h = f + r; first = f < hosts ? f : hosts; rev = h - first
+				h = f + r; first = f < reached ? f : reached; rev = h - first
 				printf "| TLS handshakes: full / resumed (sessions offered) | %d / %d (%d) | |\n", f, r, o
+				printf "| hosts reached (a response in crawl.log, the restart included) | %d of %d | |\n", reached, hosts
 				printf "| revisit connections resumed (handshakes but each host'"'"'s first) | %.1f %% (%d of %d) | ≥ 90 %% |\n", (rev > 0 ? 100 * r / rev : 0), r, rev
 				printf "| full handshakes per second: whole crawl phase / after warm-up | %.1f / %.1f | |\n", (all > 0 ? f / all : 0), (span > 0 ? (f - wf) / span : 0)
 				printf "| resumed handshakes per second after warm-up | %.1f | |\n", (span > 0 ? (r - wr) / span : 0)
