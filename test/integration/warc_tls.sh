@@ -83,6 +83,10 @@ crawl kept
 is "$(grep -o 'c=[0-9]*' "$T/kts2.log" | sort -u | wc -l)" 1 "kept: one connection"
 is "$(wc -l <"$T/kept.tls")" 1 "kept: one TLS record for its four visits"
 is "$(cut -f4 "$T/kept.tls")" "https://a.test:$KTS_PORT/robots.txt" "kept: with the connection's first visit"
+# kria's own reader takes the file with it (the record's block is read
+# back by kr_warc_reader in test/unit/test_archive.c)
+"$KRIA" cdx "$T/kept"/warcs/*.warc >"$T/kept.cdx" 2>"$T/kept.cdx.err"
+is "$?" 0 "kept: kria cdx reads the WARC"
 
 crawl off "[http]" "tls-verify = off"
 is "$(wc -l <"$T/off.tls")" 0 "off: no TLS record"
