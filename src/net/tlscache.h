@@ -10,6 +10,13 @@
  * no lifetime for, after KR_TLS_SESSION_ID_MAX_AGE_S. Times are the
  * caller's (ms since the epoch, from the crawl's clock), so a test can
  * move them.
+ *
+ * One session a host, not a pool of tickets: connections to a host open
+ * at once (host-valence > 1) offer the same ticket. A server that takes
+ * a TLS 1.3 ticket once only (stateful tickets, anti-replay) answers the
+ * second with a full handshake; RFC 8446's advice against reusing a
+ * ticket is about linking a client's connections, which a crawler
+ * announcing itself in User-Agent does not hide.
  */
 #ifndef KRIA_TLSCACHE_H
 #define KRIA_TLSCACHE_H
