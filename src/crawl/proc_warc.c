@@ -24,6 +24,7 @@
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "archive.h"
@@ -152,18 +153,20 @@ static int metadata(void *ud, kr_buf_t *b) {
 static kr_slice_t tls_facts(kr_fetch_t *f) {
   const kr_http_resp_t *r = f->resp;
   if (!r->tls.used || !r->tls.verify_checked || !r->tls_chain.n) return kr_slice("", 0);
-  kr_warc_field_t v[] = {
+  kr_warc_field_t v[7] = {
       {"tlsVersion", kr_slice_cstr(r->tls.version)},
       {"tlsCipher", kr_slice_cstr(r->tls.cipher)},
       {"tlsAlpn", kr_slice_cstr(r->tls.alpn)},
       {"tlsResumed", kr_slice_cstr(r->tls.resumed ? "true" : "false")},
       {"tlsVerifyResult", kr_slice_cstr(r->tls.verify_result == 0 ? "ok" : "failed")},
-      {"tlsVerifyCode", {0}},
-      {"tlsVerifyError", kr_slice_cstr(r->tls.verify_result == 0 ? "" : r->tls.verify_error)},
   };
+  size_t nv = 5;
   char code[KR_U64_DEC_MAX];
-  v[5].value = kr_slice(code, kr_u64_dec(code, (uint64_t)(r->tls.verify_result < 0 ? 0 : r->tls.verify_result)));
-  size_t nv = r->tls.verify_result == 0 ? 5 : 7; /* code and error when it failed */
+  if (r->tls.verify_result != 0) { /* OpenSSL's X509_V_ERR_* code and text */
+    v[nv++] = (kr_warc_field_t){
+        "tlsVerifyCode", kr_slice(code, kr_u64_dec(code, (uint64_t)labs(r->tls.verify_result)))};
+    v[nv++] = (kr_warc_field_t){"tlsVerifyError", kr_slice_cstr(r->tls.verify_error)};
+  }
   size_t room = r->tls_chain.n;
   for (size_t i = 0; i < nv; i++) room += strlen(v[i].name) + 4 + v[i].value.n;
   char *out = kr_arena_alloc(&f->arena, room);
