@@ -48,6 +48,7 @@ static const char usage_text[] =
     "  --drain-max BYTES           abort drains up to this (16384)\n"
     "  --tls-verify MODE           record (default) | require | off\n"
     "  --ca-file FILE              extra trusted CA certificates (PEM)\n"
+    "  --tls-sessions N            TLS sessions kept for resumption (20000; 0 none)\n"
     "  --dns-server IP[:PORT]      name server instead of resolv.conf\n"
     "  --resolve HOST:PORT:ADDR[,ADDR...]  use ADDR for HOST:PORT (repeatable)\n"
     "  --allow-private             connect to loopback, private, link-local and\n"
@@ -156,6 +157,8 @@ static int parse_args(int argc, char **argv, fetch_cli_t *o) {
         return -1;
       }
       o->hopts.tls_verify = m;
+    } else if (!strcmp(a, "--tls-sessions")) {
+      NUM(o->hopts.tls_sessions, 1000000);
     } else if (!strcmp(a, "--ca-file")) {
       NEED_VALUE();
       o->hopts.ca_file = v;

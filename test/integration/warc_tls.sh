@@ -9,6 +9,7 @@
 #  - kts closing after every response: a record per visit, the first
 #    handshake full, the later ones resuming its session (as a revisit
 #    connection resumed);
+#    kria fetch --input counts them, and resumes none with --tls-sessions 0;
 #  - kts keeping the connection: one record for all the visits on it;
 #  - tls-verify = off: none.
 # TAP; run by test/run.sh (KRIA, KTS, KRIA_BUILD set).
@@ -74,6 +75,12 @@ is "$(col 11 "$T/each.tls" | sort -u)" "$LEAF" "each: the server's certificate, 
 is "$(head -1 "$T/each.tls" | cut -f6)" false "each: the first handshake is full"
 is "$(tail -n +2 "$T/each.tls" | col 6 /dev/stdin | sort -u)" true \
   "each: the later connections resume its session"
+# kria fetch's list mode counts them; --tls-sessions 0 keeps none
+for i in 1 2 3 4; do echo "https://localhost:$KTS_PORT/a?$i"; done >"$T/urls"
+kfetch --resolve "localhost:$KTS_PORT:127.0.0.1" --input "$T/urls" --connections 1
+is "$(field tls-handshakes)/$(field tls-resumed)" 4/3 "fetch: four connections, three resumed"
+kfetch --resolve "localhost:$KTS_PORT:127.0.0.1" --input "$T/urls" --connections 1 --tls-sessions 0
+is "$(field tls-handshakes)/$(field tls-resumed)" 4/0 "fetch --tls-sessions 0: none resumed"
 kts_stop
 
 # ---- one connection -----------------------------------------------------------------
