@@ -1978,6 +1978,40 @@ static void tls_no_session_cache(void **state) {
   ctx_close(&c, &s);
 }
 
+/* A handshake that offered a kept session and failed drops it: the next
+ * connection to that host starts afresh. */
+static void tls_failed_resumption_drops_session(void **state) {
+  tctx_t c;
+  srv_t s;
+  ctx_open(&c);
+  step_t steps[] = {{.data = BODY_CLOSE}};
+  srv_start(&s, &c.loop, steps, 1);
+  s.tls = server_ctx();
+  ctx_client(&c);
+  set_url(&c, "https://127.0.0.1:%d/", s.port);
+  assert_int_equal(tls_visit(&c, 0), 0);
+  assert_int_equal(stats(&c).tls.sessions, 1);
+  /* the same address now answers the ClientHello with plain HTTP */
+  SSL_CTX *tls = s.tls;
+  s.tls = NULL;
+  tf_t t;
+  tf_init(&t, &c);
+  start(&c, &t);
+  while (s.accepts < 2) uv_run(&c.loop, UV_RUN_ONCE);
+  for (sconn_t *sc = s.conns; sc; sc = sc->next)
+    if (!sc->ssl && !sc->closing) {
+      sconn_send(sc, "HTTP/1.1 400 Bad\r\n\r\n", 20);
+      sc->after_writes = T_CLOSE;
+    }
+  run_until(&c, &t.done, 5000);
+  assert_int_equal(t.err, KR_ETLS);
+  tf_free(&t);
+  assert_int_equal(stats(&c).tls.offered, 1);
+  assert_int_equal(stats(&c).tls.sessions, 0);
+  s.tls = tls;
+  ctx_close(&c, &s);
+}
+
 /* A resumed handshake checks no certificate: a session kept from a
  * connection whose certificate failed (recorded) is not offered to a
  * fetch that requires verification, which then fails as it should. */
@@ -2211,6 +2245,7 @@ int main(void) {
       cmocka_unit_test(tls_resumption_across_revisits),
       cmocka_unit_test(tls_unverified_session_not_resumed_under_require),
       cmocka_unit_test(tls_no_session_cache),
+      cmocka_unit_test(tls_failed_resumption_drops_session),
       cmocka_unit_test(tls_handshake_failure),
       cmocka_unit_test(idle_tls_connection_keeps_no_buffers),
       cmocka_unit_test(tls_large_body_in_many_records),
