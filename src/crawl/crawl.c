@@ -502,6 +502,8 @@ static void http_from_config(kr_crawl_t *c, kr_http_opts_t *o) {
   http_from_view(o, g);
   o->pool_max_idle = idle_connections(g);
   o->tls_sessions = (uint32_t)kr_config_int(g, KR_CFG_HTTP_TLS_SESSIONS);
+  /* the WARC's certificate facts (proc_warc.c); the key takes a restart */
+  o->tls_chain = kr_config_bool(g, KR_CFG_WARC_ENABLED);
 }
 
 static void dns_from_config(kr_crawl_t *c, kr_dns_opts_t *o, kr_buf_t *servers) {

@@ -404,8 +404,9 @@ static void send_request(kr_http_fetch_t *f) {
   kr_conn_peer(conn, f->resp.peer_ip, sizeof f->resp.peer_ip, &f->resp.peer_port);
   kr_conn_tls_info(conn, &f->resp.tls);
   /* once a connection: what the archive records of its certificates */
-  f->resp.tls_chain = f->https && !f->reused ? kr_tls_peer_chain_fields(conn, &f->arena)
-                                             : kr_slice("", 0);
+  f->resp.tls_chain = c->opts.tls_chain && f->https && !f->reused
+                          ? kr_tls_peer_chain_fields(conn, &f->arena)
+                          : kr_slice("", 0);
   set_state(f, FS_WAIT);
   set_phase(f, PH_FIRSTBYTE, f->o.first_byte_timeout_ms);
   int err = kr_conn_write(conn, f->req.data, f->req.len);

@@ -76,6 +76,10 @@ typedef struct kr_http_opts {
                                     2 KiB each at most on average
                                     (20,000); 0 = none */
   const char *ca_file;           /* extra trusted CAs, PEM */
+  /* 1: a new HTTPS connection's server certificates are encoded into
+   * its first response's tls_chain (for the archive); 0 (default): not,
+   * so a crawl that archives nothing pays nothing for them */
+  int tls_chain;
   /* curl-style overrides "host:port:addr[,addr...]", several separated
    * by ';' or blanks; addr an IPv4 or IPv6 literal (brackets optional):
    * no DNS for those host:port pairs. */
@@ -154,8 +158,8 @@ typedef struct kr_http_resp {
   int peer_port;
   kr_tls_info_t tls;
   kr_slice_t tls_chain;           /* a new connection's server certificates
-                                     (kr_tls_peer_chain_fields), empty on a
-                                     pooled one or without verification */
+                                     (kr_tls_peer_chain_fields) when
+                                     opts.tls_chain; empty on a pooled one */
   kr_http_timing_t timing;
   int truncated;                  /* enum kr_http_trunc */
   int aborted;                    /* stopped on purpose by a callback */
