@@ -617,10 +617,10 @@ static int fetch_list(fetch_cli_t *o) {
     printf("connections: %ld\n", o->connections);
     printf("conns-opened: %llu\n", (unsigned long long)st.conns_opened);
     printf("conns-reused: %llu\n", (unsigned long long)st.conns_reused);
-    if (st.tls_handshakes) {
-      printf("tls-handshakes: %llu\n", (unsigned long long)st.tls_handshakes);
-      printf("tls-resumed: %llu\n", (unsigned long long)st.tls_resumed);
-      printf("tls-copied-bytes: %llu\n", (unsigned long long)st.tls_copied);
+    if (st.tls.handshakes) {
+      printf("tls-handshakes: %llu\n", (unsigned long long)st.tls.handshakes);
+      printf("tls-resumed: %llu\n", (unsigned long long)st.tls.resumed);
+      printf("tls-copied-bytes: %llu\n", (unsigned long long)st.tls.copied);
     }
     printf("wall-s: %.3f\n", wall);
     printf("pages/s: %.0f\n", wall > 0 ? (double)L.pages / wall : 0.0);

@@ -87,11 +87,11 @@ void kr__crawl_summary(kr_crawl_t *c) {
          secs > 0 ? (double)c->st.fetched / secs : 0.0, fs.c.discovered, fs.c.queued,
          fs.c.succeeded, fs.c.disregarded, fs.c.failed);
   kr_http_stats_t hs;
-  if (kr_crawl_http_stats(c, &hs) && hs.tls_handshakes)
+  if (kr_crawl_http_stats(c, &hs) && hs.tls.handshakes)
     KR_LOG(KR_LOG_NOTICE, NULL,
            "tls: %" PRIu64 " handshakes (%" PRIu64 " resumed), %" PRIu64
            " bytes copied around the cipher",
-           hs.tls_handshakes, hs.tls_resumed, hs.tls_copied);
+           hs.tls.handshakes, hs.tls.resumed, hs.tls.copied);
   if (c->st.address_refused)
     KR_LOG(KR_LOG_NOTICE, NULL,
            "%" PRIu64 " fetches and URIs refused by the address policy (crawl.log -5005; "

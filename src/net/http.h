@@ -186,10 +186,8 @@ typedef struct kr_http_stats {
   uint64_t reads_deferred;        /* socket reads left for a later turn
                                      (opts.read_budget) */
   uint64_t addrs_refused;         /* addresses the policy refused */
-  uint64_t tls_handshakes;        /* completed (tls.h kr_tls_stats_t) */
-  uint64_t tls_resumed;           /* of which resumed a session */
-  uint64_t tls_copied;            /* bytes copied around the cipher */
-  kr_tls_stats_t tls;             /* handshakes and kept sessions (all 0
+  kr_tls_stats_t tls;             /* handshakes, kept sessions and bytes
+                                     copied around the cipher (all 0
                                      before the first https fetch) */
 } kr_http_stats_t;
 

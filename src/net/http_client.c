@@ -204,13 +204,7 @@ void kr_http_client_stats(const kr_http_client_t *c, kr_http_stats_t *out) {
   out->pooled_idle = c->nidle;
   out->conns_live = c->env.live;
   out->reads_deferred = c->env.reads_deferred;
-  if (c->tls) {
-    kr_tls_ctx_stats(c->tls, &out->tls);
-    const kr_tls_stats_t ts = out->tls;
-    out->tls_handshakes = ts.handshakes;
-    out->tls_resumed = ts.resumed;
-    out->tls_copied = ts.copied;
-  }
+  if (c->tls) kr_tls_ctx_stats(c->tls, &out->tls);
 }
 
 void kr__http_maybe_free_client(kr_http_client_t *c) {

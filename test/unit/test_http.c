@@ -2131,10 +2131,10 @@ static void tls_large_body_in_many_records(void **state) {
   assert_int_equal(t.content.len, BODY);
   assert_memory_equal(t.content.data, resp + hl, BODY);
   kr_http_stats_t st = stats(&c);
-  assert_int_equal(st.tls_handshakes, 1);
+  assert_int_equal(st.tls.handshakes, 1);
   /* plaintext + ciphertext (+ 22 bytes a record of 3,001, the handshake) */
-  assert_true(st.tls_copied >= 2 * (uint64_t)BODY);
-  assert_true(st.tls_copied < 2 * (uint64_t)BODY + BODY / 20);
+  assert_true(st.tls.copied >= 2 * (uint64_t)BODY);
+  assert_true(st.tls.copied < 2 * (uint64_t)BODY + BODY / 20);
   tf_free(&t);
   ctx_close(&c, &s);
   free(resp);
