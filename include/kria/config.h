@@ -216,7 +216,7 @@ enum kr_cfg_type {
   X(LIMITS_MAX_BYTES_DOWNLOAD, "limits", "max-bytes-download", SIZE, 0, "0", "0..1024TiB", \
     NONE, "Stop the crawl after downloading this much (0 = no limit).")                  \
   X(LIMITS_MAX_DOCUMENT_DOWNLOAD, "limits", "max-document-download", INT, 0, "0",        \
-    "0..1000000000000", NONE, "Stop the crawl after this many fetches (0 = no limit).") \
+    "0..1000000000000", NONE, "Stop the crawl after downloading this many documents: responses of any status (0 = no limit).") \
   X(LIMITS_MAX_TIME, "limits", "max-time", DURATION, 0, "0", "0..3650d", NONE,           \
     "Stop the crawl after running this long (0 = no limit).")                           \
   X(LIMITS_PERIOD, "limits", "period", DURATION, 0, "0", "0..3650d", NONE,                \

@@ -768,6 +768,17 @@ int kr__frontier_check_limits(kr_frontier_t *f, uint64_t now) {
   return f->limit != NULL;
 }
 
+/* 1 when one more URI may be issued under max_document_download: every
+ * URI in flight may yet bring a response, so it holds a place in the
+ * count until it finishes. Issuing waits (without stopping) while they
+ * would fill it; one that ends with no response gives its place back.
+ * So the limit is exact: a crawl that stops at it downloaded that many
+ * documents, never more. */
+static int documents_room(const kr_frontier_t *f) {
+  uint64_t max = f->opts.max_document_download;
+  return !max || f->run_documents + f->in_flight < max;
+}
+
 static char *copy_in(char **p, const void *src, size_t n) {
   if (!src) return NULL;
   char *dst = *p;
@@ -879,7 +890,7 @@ static int issue(kr_frontier_t *f, kr_hostq_t *h, uint64_t now, kr_curi_t **out)
 
 int kr_frontier_next(kr_frontier_t *f, uint64_t now, kr_curi_t **out) {
   *out = NULL;
-  if (kr__frontier_check_limits(f, now)) return 0;
+  if (kr__frontier_check_limits(f, now) || !documents_room(f)) return 0;
   if (f->pending_bytes >= held_back_max(f) / 4 && kr__frontier_replay(f) == 0 &&
       f->pending_bytes >= held_back_max(f) / 4)
     return 0; /* back-pressure while the store drains */
@@ -999,6 +1010,7 @@ static void finish_plan(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o, u
   COUNT(f, h, finished, 1);
   COUNT(f, h, bytes, o->bytes);
   f->run_bytes += o->bytes;
+  if (o->status > 0) f->run_documents++; /* a response, whatever its status or outcome */
 
   kr_outcome_kind_t kind = o->kind;
   if (kind == KR_OUTCOME_RETRY && c->retries >= ho->max_retries) kind = KR_OUTCOME_FAILED;
@@ -1046,7 +1058,6 @@ static void finish_plan(kr_frontier_t *f, kr_curi_t *c, const kr_outcome_t *o, u
     }
     r.last_visit = now;
     COUNT(f, h, succeeded, 1);
-    f->run_documents++;
     h->last_backoff_fp = 0;
     if (h->fail_streak || h->backoff_level) {
       h->fail_streak = 0;

@@ -149,7 +149,8 @@ typedef struct kr_frontier_opts {
   void *ip_ud;
   /* limits, 0 = none; counted from kr_frontier_open (this run) */
   uint64_t max_bytes_download;
-  uint64_t max_document_download;        /* successes */
+  uint64_t max_document_download;        /* responses (any status, robots.txt too);
+                                            exact: URIs in flight hold their place */
   uint64_t max_time_ms;
   uint64_t limits_period_ms;             /* 0; P: bytes and documents count per period of
                                             P (from the epoch, UTC) and a limit pauses
@@ -328,7 +329,8 @@ int kr_frontier_add_batch(kr_frontier_t *f, const kr_link_t *links, size_t n,
 
 /* Issue the top URI of the host ready longest. 1 and *out, 0 when nothing
  * may be issued now (nothing ready, max_connections reached, a limit
- * reached, 16 MiB of writes held back by a store drain), KR_EDB. */
+ * reached or, for max_document_download, filled by the URIs in flight,
+ * 16 MiB of writes held back by a store drain), KR_EDB. */
 int kr_frontier_next(kr_frontier_t *f, uint64_t now, kr_curi_t **out);
 
 /* Complete an issued URI: update its row by outcome, add its discovered

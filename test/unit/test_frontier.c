@@ -1208,6 +1208,60 @@ static void limits_stop_issuing(void **state) {
   assert_int_equal(kr_frontier_status(F, now()), KR_FRONTIER_LIMIT);
 }
 
+/* max-document-download is exact: the URIs in flight hold places in the
+ * count, so no more are issued than may still be downloaded; a fetch
+ * that ends without a response gives its place back, any response (a
+ * 503 too) takes it, and the limit stops the crawl at exactly the count. */
+static void limits_documents_exact(void **state) {
+  (void)state;
+  kr_frontier_opts_t o = fixed_delay(0);
+  o.max_document_download = 3;
+  fopen_with(&o);
+  for (int i = 0; i < 6; i++) {
+    char u[64];
+    snprintf(u, sizeof(u), "http://x%d.test/", i);
+    add(u);
+  }
+  adv(0);
+  kr_curi_t *a = next(), *b = next(), *c = next();
+  assert_non_null(a);
+  assert_non_null(b);
+  assert_non_null(c);
+  assert_null(next()); /* three in flight fill the count */
+  assert_int_equal(kr_frontier_status(F, now()), KR_FRONTIER_RUNNING); /* waiting, not stopped */
+  kr_frontier_stats_t s;
+  kr_frontier_stats(F, &s);
+  assert_null(s.limit);
+  /* no response (a connection refused): its place comes back */
+  kr_outcome_t none = {.kind = KR_OUTCOME_RETRY, .status = KR_ECONNREFUSED, .host_error = 1};
+  assert_int_equal(kr_frontier_finished(F, a, &none, NULL, 0, now()), 0);
+  kr_curi_t *d = next();
+  assert_non_null(d);
+  assert_null(next());
+  /* a 503 is a response: a document */
+  kr_outcome_t busy = {.kind = KR_OUTCOME_BACKOFF, .status = 503, .bytes = 10};
+  assert_int_equal(kr_frontier_finished(F, b, &busy, NULL, 0, now()), 0);
+  assert_null(next());
+  /* given back untouched (a stop, a prerequisite): its place comes back */
+  kr_frontier_defer(F, c, now());
+  kr_curi_t *e = next();
+  assert_non_null(e);
+  assert_null(next());
+  finish(d, KR_OUTCOME_SUCCESS, 0);
+  assert_null(next());
+  kr_frontier_stats(F, &s);
+  assert_null(s.limit);
+  assert_int_equal(s.run_documents, 2);
+  finish(e, KR_OUTCOME_SUCCESS, 0);
+  assert_null(next());
+  assert_int_equal(kr_frontier_status(F, now()), KR_FRONTIER_LIMIT);
+  kr_frontier_stats(F, &s);
+  assert_string_equal(s.limit, "max-document-download");
+  assert_int_equal(s.run_documents, 3);
+  assert_int_equal(s.in_flight, 0);
+  valid();
+}
+
 /* ---- bounds: the URI cap, retirement, limits per period ------------------------------------ */
 
 static void finish_status(kr_curi_t *c, int status, const kr_link_t *links, size_t n) {
@@ -2506,6 +2560,7 @@ int main(void) {
       T(refusals),
       T(snapshot_done),
       T(limits_stop_issuing),
+      T(limits_documents_exact),
       T(host_uri_cap),
       T(retire_gone),
       T(retire_gone_never),
