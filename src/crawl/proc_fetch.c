@@ -120,7 +120,9 @@ static void on_done(kr_http_fetch_t *hf, int err) {
   c->st.bytes += r->raw_bytes;
   if (err == 0 && follows_redirect(f, r) && robots_next_hop(f, hf, r) == 0) return;
   f->http_err = err;
-  if (err == 0 && r->status) {
+  if (r->status && err != KR_ECANCELED) {
+    /* Whole or cut short (a timeout, a reset in the body): a response,
+     * logged with its status and counted as a document by the limits. */
     f->resp = r;
     c->st.fetched++;
   } else if (err != KR_ECANCELED) {
