@@ -81,10 +81,13 @@ void kr__crawl_summary(kr_crawl_t *c) {
   double secs = (double)(kr_clock_mono_us(&c->clock) - c->run_started_us) / 1e6;
   KR_LOG(KR_LOG_NOTICE, NULL,
          "fetched %" PRIu64 " (%" PRIu64 " errors), %" PRIu64 " bytes in %.1f s (%.0f/s); "
-         "frontier: %" PRIu64 " URIs, %" PRIu64 " queued, %" PRIu64 " succeeded, %" PRIu64
-         " disregarded, %" PRIu64 " failed",
+         "frontier: %" PRIu64 " URIs, %" PRIu64 " queued; %" PRIu64
+         " documents this %s; all runs %" PRIu64 " succeeded, %" PRIu64 " disregarded, %" PRIu64
+         " failed",
          c->st.fetched, c->st.fetch_errors, c->st.bytes, secs,
          secs > 0 ? (double)c->st.fetched / secs : 0.0, fs.c.discovered, fs.c.queued,
+         fs.run_documents,
+         kr_config_ms(kr_config_global(c->cfg), KR_CFG_LIMITS_PERIOD) ? "period" : "run",
          fs.c.succeeded, fs.c.disregarded, fs.c.failed);
   kr_http_stats_t hs;
   if (kr_crawl_http_stats(c, &hs) && hs.tls.handshakes)

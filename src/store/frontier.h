@@ -444,8 +444,8 @@ typedef struct kr_frontier_stats {
   uint64_t ready_hosts;     /* on the ready list */
   uint64_t duplicates;      /* links rejected in memory */
   uint64_t rejected;        /* bad links */
-  uint64_t run_bytes;       /* since open, for the limits */
-  uint64_t run_documents;
+  uint64_t run_bytes;       /* since open (or the period's start), for the limits */
+  uint64_t run_documents;   /* responses since then (max_document_download) */
   uint64_t seen;            /* fingerprints in the seen filter */
   uint64_t seen_bytes;      /* its heap bytes */
   int seen_complete;        /* the filter holds every row's fp */

@@ -17,9 +17,11 @@
 #  3. SIGTERM while a response is arriving (kts stalls the body), then
 #     SIGTERM again: the fetch is given back ("1 given back at shutdown"),
 #     with no crawl.log line, no WARC record, its row untouched.
-#  4. SIGINT in the middle of a crawl of a large site: the fetches that
-#     run finish; issued = logged + given back + sent back for robots.txt,
-#     and responses = crawl.log lines = WARC records = committed visits.
+#  4. SIGINT in the middle of a crawl of a large site, and the same crawl
+#     stopped by max-time: the fetches that run finish; issued = logged +
+#     given back + sent back for robots.txt, and responses = the
+#     frontier's documents = crawl.log lines = WARC records = committed
+#     visits.
 . "$(dirname "$0")/lib.sh"
 
 [ -x "$KRIA" ] && "$KRIA" crawl --help >/dev/null 2>&1 || bail "kria crawl is not built ($KRIA)"
@@ -66,6 +68,8 @@ crawl() {
 }
 # num WORDS FILE: the number before WORDS in the summary's crawl line in FILE
 num() { grep -E '^kria: notice: crawl: ' "$2" | grep -oE "[0-9]+ $1" | cut -d' ' -f1; }
+# docs FILE: the frontier's documents of the run in the summary in FILE
+docs() { grep -oE '[0-9]+ documents this run' "$1" | cut -d' ' -f1; }
 # lines STATE: crawl.log lines; status_lines STATE: those with an HTTP status
 lines() { wc -l <"$1/logs/crawl.log"; }
 status_lines() { awk '$2 > 0' "$1/logs/crawl.log" | wc -l; }
@@ -90,7 +94,7 @@ is "$RC" 0 "exact: exit 0"
 like "$(cat "$T/one.err")" "limit max-document-download reached: stopping" "exact: the limit stopped it"
 is "$(lines "$T/st1")" 6 "exact: 6 crawl.log lines"
 is "$(status_lines "$T/st1")" 6 "exact: each with an HTTP status"
-is "$(num responses "$T/one.err")" 6 "exact: the summary says 6 responses"
+is "$(num responses "$T/one.err") $(docs "$T/one.err")" "6 6" "exact: the summary says 6 responses, 6 documents"
 is "$(num "fetch errors" "$T/one.err")" 0 "exact: and no fetch error"
 like "$(awk '$4 ~ /\/cut$/' "$T/st1/logs/crawl.log")" "^[^ ]+ +200 " "exact: the page cut short is a response, logged as 200"
 is "$(records "$T/st1")" 6 "exact: 6 WARC records"
@@ -104,7 +108,8 @@ prev_l=0 prev_r=0 prev_v=0
 for run in 1 2 3; do
   crawl "run$run" "$T/st2" "$T/s2" -o limits.max-document-download=3
   l=$(lines "$T/st2") r=$(records "$T/st2") v=$(visits "$T/st2")
-  is "$RC $(num responses "$T/run$run.err")" "0 3" "run $run: exit 0, 3 responses"
+  is "$RC $(num responses "$T/run$run.err") $(docs "$T/run$run.err")" "0 3 3" \
+    "run $run: exit 0, 3 responses, 3 documents"
   is "$((l - prev_l)) $((r - prev_r)) $((v - prev_v))" "3 3 3" \
     "run $run: 3 crawl.log lines, 3 WARC records, 3 visits committed"
   prev_l=$l prev_r=$r prev_v=$v
@@ -135,11 +140,23 @@ is "$(sqlite3 "$T/st3/kria.db" "select visits from uris where url like '%/stall'
   "SIGTERM twice: its row untouched (no visit)"
 is "$(num responses "$T/three.err")" "$(status_lines "$T/st3")" "SIGTERM twice: responses = crawl.log lines with a status"
 
-# ---- 4. SIGINT in the middle of a crawl --------------------------------------------
+# ---- 4. SIGINT in the middle of a crawl, and max-time -------------------------------
+
+# agree NAME STATE: what a stopped crawl of a site of 200s left agrees
+agree() {
+  local issued given sent n
+  issued=$(num "URIs issued" "$T/$1.err") given=$(num "given back at shutdown" "$T/$1.err")
+  sent=$(num "sent back for robots.txt" "$T/$1.err")
+  is "$issued" "$(($(lines "$2") + given + sent))" \
+    "$1: issued ($issued) = logged + given back ($given) + sent back for robots.txt ($sent)"
+  n=$(status_lines "$2")
+  is "$(num responses "$T/$1.err") $(docs "$T/$1.err") $(records "$2") $(visits "$2")" \
+    "$n $n $n $n" "$1: responses = documents = WARC records = visits committed = crawl.log lines ($n)"
+}
 
 printf '%s\n' "$KTS_URL/big/0" >"$T/s4"
-{ revisit_conf "$T/s4" "$T/st4"; printf '[politeness]\nhost-valence = 4\n'; } >"$T/four.conf"
-"$KRIA" crawl -c "$T/four.conf" 2>"$T/four.err" &
+{ revisit_conf "$T/s4" "$T/st4"; printf '[politeness]\nhost-valence = 4\n'; } >"$T/sigint.conf"
+"$KRIA" crawl -c "$T/sigint.conf" 2>"$T/sigint.err" &
 KPID=$!
 _pids+=("$KPID")
 busy() { [ -s "$T/st4/logs/crawl.log" ] && [ "$(lines "$T/st4")" -ge 20 ]; }
@@ -147,13 +164,13 @@ wait_until 30 busy || bail "the crawl did not get going"
 kill -INT "$KPID"
 wait "$KPID"
 is "$?" 0 "SIGINT: exit 0"
-like "$(cat "$T/four.err")" "signal 2: finishing running fetches" "SIGINT: running fetches finish"
-issued=$(num "URIs issued" "$T/four.err") given=$(num "given back at shutdown" "$T/four.err")
-sent=$(num "sent back for robots.txt" "$T/four.err")
-is "$issued" "$(($(lines "$T/st4") + given + sent))" \
-  "SIGINT: issued ($issued) = logged + given back ($given) + sent back for robots.txt ($sent)"
-n=$(status_lines "$T/st4")
-is "$(num responses "$T/four.err") $(records "$T/st4") $(visits "$T/st4")" "$n $n $n" \
-  "SIGINT: responses = WARC records = visits committed = crawl.log lines ($n)"
+like "$(cat "$T/sigint.err")" "signal 2: finishing running fetches" "SIGINT: running fetches finish"
+agree sigint "$T/st4"
+
+EXTRA_CONF=('[politeness]' 'host-valence = 4')
+crawl maxtime "$T/st5" "$T/s4" -o limits.max-time=1s
+is "$RC" 0 "max-time: exit 0"
+like "$(cat "$T/maxtime.err")" "limit max-time reached: stopping" "max-time: the limit stopped it"
+agree maxtime "$T/st5"
 kts_stop
 done_testing

@@ -1474,6 +1474,28 @@ static void limits_per_period(void **state) {
   assert_null(next());
   kr_frontier_stats(F, &s);
   assert_true(s.limit_until == next_day + day);
+  /* Fetches in flight when a period ends count in the next one, and
+   * hold their places there: still at most 2 a day. */
+  for (int i = 0; i < 3; i++) {
+    char u[64];
+    snprintf(u, sizeof(u), "http://q%d.test/", i);
+    add(u);
+  }
+  adv(next_day + day - now());
+  kr_curi_t *late = next();
+  assert_non_null(late);
+  kr_frontier_stats(F, &s);
+  assert_null(s.limit);
+  adv(day); /* a day without a finish: the count restarts, late holds a place */
+  kr_curi_t *one = next();
+  assert_non_null(one);
+  assert_null(next());
+  finish(late, KR_OUTCOME_SUCCESS, 0);
+  finish(one, KR_OUTCOME_SUCCESS, 0);
+  assert_null(next());
+  kr_frontier_stats(F, &s);
+  assert_string_equal(s.limit, "max-document-download");
+  assert_int_equal(s.run_documents, 2);
   /* max-time still ends the crawl */
   kr_frontier_close(F);
   F = NULL;
