@@ -26,6 +26,7 @@
 
 [ -x "$KRIA" ] && "$KRIA" crawl --help >/dev/null 2>&1 || bail "kria crawl is not built ($KRIA)"
 command -v sqlite3 >/dev/null || bail "sqlite3 is needed"
+command -v curl >/dev/null || bail "curl is needed"
 
 cat >"$T/routes.ini" <<'EOF'
 [route "/robots.txt"]
