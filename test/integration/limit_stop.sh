@@ -5,13 +5,13 @@
 #  1. limits.max-document-download is exact: with 8 fetches at once to
 #     the host (host-valence) and a limit of 6, exactly 6 responses (a
 #     404 robots.txt and a page cut short count like the others): 6
-#     crawl.log lines, 6 WARC records, "6 responses" (it used to issue
-#     what was ready and stop only after the fetches in flight, 10 or
-#     more, and to count the page cut short as a fetch error).
+#     crawl.log lines, 6 WARC records, "6 responses", 6 documents (it
+#     used to issue what was ready and stop only after the fetches in
+#     flight: 12 here, and to count the page cut short as a fetch error).
 #  2. Three runs in a row on one state directory, each ended by a limit
-#     of 3 (revisits due within 1 s: 200s, 304s, unchanged by digest):
-#     each run adds 3 crawl.log lines, 3 WARC records and 3 committed
-#     visits and says "3 responses". (A reading of crawl.log by its
+#     of 3 (revisits due within 1 s, unchanged): each run adds 3
+#     crawl.log lines, 3 WARC records and 3 committed visits and says
+#     "3 responses", 3 documents this run. (A reading of crawl.log by its
 #     timestamps once took a run's first line for the previous run's
 #     last: the summary and the files agree run by run.)
 #  3. SIGTERM while a response is arriving (kts stalls the body), then
