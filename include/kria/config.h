@@ -159,6 +159,8 @@ enum kr_cfg_type {
     "Fetches (busy connections) at once in the whole crawl.")                            \
   X(HTTP_IDLE_CONNECTIONS, "http", "idle-connections", INT, 0, "16384", "0..1000000", NONE, \
     "Idle keep-alive connections kept for reuse in the whole crawl, at most one per host and 15 s each; lowered to fit the descriptor limit.") \
+  X(HTTP_SETUPS_PER_ADDRESS, "http", "setups-per-address", INT, 0, "16", "0..10000", NONE, \
+    "Connections set up (TCP connect and TLS handshake) at once to one server IP and port; more wait their turn (0 = no bound).") \
   X(HTTP_TLS_SESSIONS, "http", "tls-sessions", INT, 0, "20000", "0..1000000", NONE,     \
     "TLS sessions kept in memory for resumption, one per host:port, least recently used out (0 = none).") \
   X(HTTP_ALLOW_PRIVATE_ADDRESSES, "http", "allow-private-addresses", BOOL, 0, "false", "", \

@@ -49,6 +49,8 @@ static const char usage_text[] =
     "  --tls-verify MODE           record (default) | require | off\n"
     "  --ca-file FILE              extra trusted CA certificates (PEM)\n"
     "  --tls-sessions N            TLS sessions kept for resumption (20000; 0 none)\n"
+    "  --setups-per-address N      connects + TLS handshakes at once to one\n"
+    "                              server IP:port; more wait (16; 0 no bound)\n"
     "  --dns-server IP[:PORT]      name server instead of resolv.conf\n"
     "  --resolve HOST:PORT:ADDR[,ADDR...]  use ADDR for HOST:PORT (repeatable)\n"
     "  --allow-private             connect to loopback, private, link-local and\n"
@@ -159,6 +161,8 @@ static int parse_args(int argc, char **argv, fetch_cli_t *o) {
       o->hopts.tls_verify = m;
     } else if (!strcmp(a, "--tls-sessions")) {
       NUM(o->hopts.tls_sessions, 1000000);
+    } else if (!strcmp(a, "--setups-per-address")) {
+      NUM(o->hopts.setups_per_address, 10000);
     } else if (!strcmp(a, "--ca-file")) {
       NEED_VALUE();
       o->hopts.ca_file = v;
@@ -617,6 +621,7 @@ static int fetch_list(fetch_cli_t *o) {
     printf("connections: %ld\n", o->connections);
     printf("conns-opened: %llu\n", (unsigned long long)st.conns_opened);
     printf("conns-reused: %llu\n", (unsigned long long)st.conns_reused);
+    printf("setups-waited: %llu\n", (unsigned long long)st.setups_waited);
     if (st.tls.handshakes) {
       printf("tls-handshakes: %llu\n", (unsigned long long)st.tls.handshakes);
       printf("tls-resumed: %llu\n", (unsigned long long)st.tls.resumed);

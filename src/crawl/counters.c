@@ -95,6 +95,11 @@ void kr__crawl_summary(kr_crawl_t *c) {
            "tls: %" PRIu64 " handshakes (%" PRIu64 " resumed), %" PRIu64
            " bytes copied around the cipher",
            hs.tls.handshakes, hs.tls.resumed, hs.tls.copied);
+  if (kr_crawl_http_stats(c, &hs) && hs.setups_waited)
+    KR_LOG(KR_LOG_NOTICE, NULL,
+           "%" PRIu64 " fetches waited for a connection slot at their server's address "
+           "([http] setups-per-address)",
+           hs.setups_waited);
   if (c->st.address_refused)
     KR_LOG(KR_LOG_NOTICE, NULL,
            "%" PRIu64 " fetches and URIs refused by the address policy (crawl.log -5005; "

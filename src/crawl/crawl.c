@@ -502,6 +502,7 @@ static void http_from_config(kr_crawl_t *c, kr_http_opts_t *o) {
   http_from_view(o, g);
   o->pool_max_idle = idle_connections(g);
   o->tls_sessions = (uint32_t)kr_config_int(g, KR_CFG_HTTP_TLS_SESSIONS);
+  o->setups_per_address = (uint32_t)kr_config_int(g, KR_CFG_HTTP_SETUPS_PER_ADDRESS);
   /* the WARC's certificate facts (proc_warc.c); the key takes a restart */
   o->tls_chain = kr_config_bool(g, KR_CFG_WARC_ENABLED);
 }
@@ -876,6 +877,14 @@ static void cancel_inflight(kr_crawl_t *c) {
     if (f->http) kr_http_fetch_cancel(f->http);
 }
 
+/* Fetches still waiting for a setup slot at their server's address
+ * (http.setups-per-address) have sent nothing: given back now, not
+ * connected during the stop. */
+static void cancel_queued(kr_crawl_t *c) {
+  for (kr_fetch_t *f = c->inflight; f; f = f->next)
+    if (f->http && kr_http_fetch_queued(f->http)) kr_http_fetch_cancel(f->http);
+}
+
 static void on_grace(uv_timer_t *t) {
   kr_crawl_t *c = container_of(t, kr_crawl_t, grace_timer);
   if (c->in_flight) {
@@ -889,6 +898,7 @@ void kr_crawl_stop(kr_crawl_t *c) {
   if (!c->stopping) {
     c->stopping = 1;
     HOOK(c, stopping);
+    cancel_queued(c);
     if (c->in_flight && c->opts.shutdown_grace_ms)
       uv_timer_start(&c->grace_timer, on_grace, c->opts.shutdown_grace_ms, 0);
     else if (c->in_flight)

@@ -116,6 +116,10 @@ static void on_done(kr_http_fetch_t *hf, int err) {
   kr_fetch_t *f = kr_http_fetch_data(hf);
   kr_crawl_t *c = f->crawl;
   const kr_http_resp_t *r = kr_http_fetch_resp(hf);
+  /* The request went out once a setup slot at the server's address was
+   * free (http.setups-per-address): the politeness delay, drawn from the
+   * duration, and the WARC-Date leave the wait out. */
+  if (!f->redirects) f->fetch_start_ms += r->timing.queued_us / 1000;
   f->raw_bytes += r->raw_bytes;
   c->st.bytes += r->raw_bytes;
   if (err == 0 && follows_redirect(f, r) && robots_next_hop(f, hf, r) == 0) return;

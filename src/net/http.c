@@ -36,7 +36,7 @@
 /* ---- types ------------------------------------------------------------- */
 
 static const char *const state_names[] = {
-    "free", "resolve", "connect", "wait", "head", "body", "drain", "done",
+    "free", "resolve", "queued", "connect", "wait", "head", "body", "drain", "done",
 };
 
 static uint64_t mono_us(kr_http_client_t *c) { return kr_clock_mono_us(c->clock); }
@@ -250,6 +250,8 @@ void kr__http_idle_cb(uv_idle_t *h) {
   if (!c->done_head) uv_idle_stop(&c->idle);
 }
 
+static void setup_over(kr_http_fetch_t *f);
+
 /* The one finalizer: detach everything, then queue on_done. */
 void kr__http_finish(kr_http_fetch_t *f, int err, const char *fmt, ...) {
   kr_http_client_t *c = f->client;
@@ -259,6 +261,7 @@ void kr__http_finish(kr_http_fetch_t *f, int err, const char *fmt, ...) {
     kr_dns_cancel(f->dns_req);
     f->dns_req = NULL;
   }
+  setup_over(f);
   if (f->conn) {
     kr_conn_t *conn = f->conn;
     f->conn = NULL;
@@ -299,6 +302,8 @@ void kr_http_fetch_cancel(kr_http_fetch_t *f) {
   }
   kr__http_finish(f, KR_ECANCELED, "canceled");
 }
+
+int kr_http_fetch_queued(const kr_http_fetch_t *f) { return f->state == FS_QUEUED; }
 
 void kr_http_fetch_release(kr_http_fetch_t *f) {
   assert(f->state == FS_DONE && f->done_called);
@@ -435,6 +440,10 @@ static void fetch_on_connect(kr_conn_t *conn, int status) {
   f->resp.timing.connect_us = conn->t_tcp_us - conn->t_start_us;
   if (f->https) f->resp.timing.tls_us = conn->t_ready_us - conn->t_tcp_us;
   send_request(f);
+  /* the request is on its way before the next setup at the address
+   * starts (a server counting connections not yet sending sees the
+   * bound) */
+  setup_over(f);
 }
 
 static void sockaddr_ip(const struct sockaddr_storage *a, char *ip, size_t len) {
@@ -489,6 +498,8 @@ static int allowed_addrs(kr_http_fetch_t *f, const struct sockaddr_storage *addr
   return 0;
 }
 
+static void start_connect(kr_http_fetch_t *f, const struct sockaddr_storage *addrs, int n);
+
 static void connect_addrs(kr_http_fetch_t *f, const struct sockaddr_storage *addrs, int n) {
   kr_http_client_t *c = f->client;
   struct sockaddr_storage ok[KR_DNS_MAX_ADDRS];
@@ -510,6 +521,39 @@ static void connect_addrs(kr_http_fetch_t *f, const struct sockaddr_storage *add
       return;
     }
   }
+  /* One slot per setup at the first address: the one connected to
+   * unless it fails or is black-holed. */
+  if (n > 0 && !kr_setup_gate_enter(c->gate, &addrs[0], f->port, &f->gate)) {
+    f->queued_addrs = kr_arena_alloc(&f->arena, (size_t)n * sizeof *addrs);
+    if (f->queued_addrs) {
+      memcpy(f->queued_addrs, addrs, (size_t)n * sizeof *addrs);
+      f->queued_naddrs = n;
+      f->queued_us = mono_us(c);
+      set_state(f, FS_QUEUED); /* only the total timeout runs */
+      return;
+    }
+    kr_setup_gate_leave(c->gate, &f->gate); /* arena full: connect, unbounded */
+  }
+  start_connect(f, addrs, n);
+}
+
+/* f's turn at its address came: connect. */
+static void start_queued(kr_http_fetch_t *f) {
+  f->resp.timing.queued_us = mono_us(f->client) - f->queued_us;
+  start_connect(f, f->queued_addrs, f->queued_naddrs);
+}
+
+/* f's setup is over (usable, failed or abandoned) or its wait is: the
+ * slot goes to the oldest fetch waiting at that address, whose connect
+ * starts now (not once the client closes: it cancels them all). */
+static void setup_over(kr_http_fetch_t *f) {
+  kr_http_client_t *c = f->client;
+  kr_setup_waiter_t *w = kr_setup_gate_leave(c->gate, &f->gate);
+  if (w && !c->closing) start_queued(container_of(w, kr_http_fetch_t, gate));
+}
+
+static void start_connect(kr_http_fetch_t *f, const struct sockaddr_storage *addrs, int n) {
+  kr_http_client_t *c = f->client;
   set_state(f, FS_CONNECT);
   /* Each address gets an equal share of the connect timeout, so one
    * black-holed address (a dead IPv6 route) cannot use it all. */
@@ -606,6 +650,9 @@ int kr_http_fetch_start(kr_http_client_t *c, const kr_url_t *url,
   f->arena.cap = f->o.max_header_bytes * 2 + (1u << 20);
   f->conn = NULL;
   f->dns_req = NULL;
+  memset(&f->gate, 0, sizeof f->gate);
+  f->queued_addrs = NULL;
+  f->queued_naddrs = 0;
   f->phase = PH_NONE;
   f->armed_ms = UINT64_MAX;
   f->msg_start = 0;

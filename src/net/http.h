@@ -63,7 +63,8 @@ typedef struct kr_http_opts {
   int body_limit_is_error;       /* 1: KR_EBODY_TOO_BIG, 0: truncate (default) */
   uint32_t max_ratio;            /* decoded/encoded (100); 0 = off */
   uint64_t ratio_after_bytes;    /* ratio checked past this (1 MiB) */
-  uint32_t connect_timeout_ms;   /* TCP + TLS (10 s) */
+  uint32_t connect_timeout_ms;   /* TCP + TLS (10 s); not counting the
+                                    wait for a setup slot */
   uint32_t first_byte_timeout_ms;/* request written → first byte (30 s) */
   uint32_t idle_timeout_ms;      /* between reads while receiving (30 s) */
   uint32_t total_timeout_ms;     /* whole fetch, DNS included (5 min) */
@@ -75,6 +76,12 @@ typedef struct kr_http_opts {
   uint32_t tls_sessions;         /* TLS sessions kept for resumption,
                                     2 KiB each at most on average
                                     (20,000); 0 = none */
+  /* Connections being set up (TCP connect, then TLS handshake until the
+   * first request can go) at once to one server address, IP and port;
+   * more wait in the address's queue, first come first served, and
+   * their connect timeout starts when their connect does (setupgate.h).
+   * The total timeout runs while they wait. 0 = no bound (default 16). */
+  uint32_t setups_per_address;
   const char *ca_file;           /* extra trusted CAs, PEM */
   /* 1: a new HTTPS connection's server certificates are encoded into
    * its first response's tls_chain (for the archive); 0 (default): not,
@@ -138,6 +145,7 @@ typedef struct kr_http_header {
 
 typedef struct kr_http_timing {
   uint64_t dns_us, connect_us, tls_us; /* 0 on a reused connection */
+  uint64_t queued_us;             /* waited for a setup slot (0: none) */
   uint64_t first_byte_us;         /* start → first response byte */
   uint64_t total_us;              /* start → done */
 } kr_http_timing_t;
@@ -186,6 +194,10 @@ typedef struct kr_http_stats {
   uint64_t reads_deferred;        /* socket reads left for a later turn
                                      (opts.read_budget) */
   uint64_t addrs_refused;         /* addresses the policy refused */
+  uint64_t setups_running;        /* connections being set up now, at the
+                                     addresses with a bound */
+  uint64_t setups_waiting;        /* fetches waiting for a setup slot now */
+  uint64_t setups_waited;         /* fetches that waited for one, in all */
   kr_tls_stats_t tls;             /* handshakes, kept sessions and bytes
                                      copied around the cipher (all 0
                                      before the first https fetch) */
@@ -219,6 +231,9 @@ int kr_http_fetch_start(kr_http_client_t *c, const kr_url_t *url,
 /* Stop a running fetch: on_done follows with KR_ECANCELED (on a later
  * loop turn). No effect once on_done is queued. Safe inside callbacks. */
 void kr_http_fetch_cancel(kr_http_fetch_t *f);
+/* 1 while the fetch waits for a setup slot at its server's address
+ * (opts.setups_per_address): nothing sent, no connection open yet. */
+int kr_http_fetch_queued(const kr_http_fetch_t *f);
 /* Give the fetch object back. Exactly once, after on_done began. */
 void kr_http_fetch_release(kr_http_fetch_t *f);
 

@@ -42,6 +42,7 @@ void kr_http_opts_default(kr_http_opts_t *o) {
   o->pool_idle_ms = 15000;
   o->tls_verify = KR_TLS_VERIFY_RECORD;
   o->tls_sessions = 20000;
+  o->setups_per_address = 16;
 }
 
 /* Parse an IP literal (IPv6 with or without brackets) into a sockaddr. */
@@ -186,6 +187,7 @@ int kr_http_client_new(uv_loop_t *loop, kr_clock_t *clock, kr_dns_t *dns,
   c->env.data = c;
   c->nbuckets = 64;
   c->buckets = kr_xcalloc(c->nbuckets, sizeof *c->buckets);
+  c->gate = kr_setup_gate_new(c->opts.setups_per_address);
   uv_idle_init(loop, &c->idle);
   uv_timer_init(loop, &c->pool_timer);
   uv_unref((uv_handle_t *)&c->pool_timer);
@@ -205,11 +207,17 @@ void kr_http_client_stats(const kr_http_client_t *c, kr_http_stats_t *out) {
   out->conns_live = c->env.live;
   out->reads_deferred = c->env.reads_deferred;
   if (c->tls) kr_tls_ctx_stats(c->tls, &out->tls);
+  kr_setup_gate_stats_t gs;
+  kr_setup_gate_stats(c->gate, &gs);
+  out->setups_running = gs.setting_up;
+  out->setups_waiting = gs.waiting;
+  out->setups_waited = gs.waited;
 }
 
 void kr__http_maybe_free_client(kr_http_client_t *c) {
   if (!c->closing || c->handles > 0 || c->env.live > 0) return;
   kr_tls_ctx_free(c->tls);
+  kr_setup_gate_free(c->gate);
   free(c->ca_file);
   kr_conn_env_free(&c->env);
   for (size_t i = 0; i < c->nov; i++) free(c->ov[i].host);

@@ -15,6 +15,7 @@
 #include "http.h"
 #include "kria/addrpolicy.h"
 #include "kria/inflate.h"
+#include "setupgate.h"
 
 typedef struct override {
   char *host;                 /* without brackets */
@@ -26,6 +27,7 @@ typedef struct override {
 enum fstate {
   FS_FREE,     /* on the free list */
   FS_RESOLVE,  /* waiting for DNS */
+  FS_QUEUED,   /* waiting for a setup slot at its address (setupgate.h) */
   FS_CONNECT,  /* TCP (+TLS) */
   FS_WAIT,     /* request written, no response byte yet */
   FS_HEAD,     /* receiving the status line and headers */
@@ -72,6 +74,12 @@ struct kr_http_fetch {
   uint64_t attempt_due_ms;       /* this address's share of the connect */
   uint32_t attempt_ms;
   uint64_t t0_us;
+  /* the setup bound: f's slot or place in its address's queue, and
+   * while queued the addresses to connect to (in the arena) */
+  kr_setup_waiter_t gate;
+  struct sockaddr_storage *queued_addrs;
+  int queued_naddrs;
+  uint64_t queued_us;            /* entered the queue */
   /* parsing */
   llhttp_t parser;
   kr_arena_t arena;
@@ -111,6 +119,7 @@ struct kr_http_client {
   kr_addrpolicy_t *policy;
   kr_conn_env_t env;
   kr_tls_ctx_t *tls;
+  kr_setup_gate_t *gate;         /* opts.setups_per_address */
   /* fetch objects */
   kr_http_fetch_t *inuse;        /* started and not yet released */
   kr_http_fetch_t *free_list;

@@ -148,6 +148,12 @@ enum {
     "Idle keep-alive connections in the pool (http.idle-connections).")                         \
   X(NULL, s->reads_deferred, KR_FIG_NUM, "kria_http_reads_deferred_total", "counter",           \
     "Socket reads refused by a loop turn's read budget.")                                       \
+  X(NULL, s->setups_running, KR_FIG_NUM, "kria_http_setups_running", "gauge",                   \
+    "Connections being set up (TCP connect, TLS handshake) at a bounded address.")              \
+  X(NULL, s->setups_waiting, KR_FIG_NUM, "kria_http_setups_waiting", "gauge",                   \
+    "Fetches waiting for a setup slot at their server's address (http.setups-per-address).")   \
+  X(NULL, s->setups_waited, KR_FIG_NUM, "kria_http_setups_waited_total", "counter",             \
+    "Fetches that waited for a setup slot at their server's address.")                         \
   X(NULL, s->tls.handshakes - s->tls.resumed, KR_FIG_NUM, "kria_tls_handshakes_full_total", "counter", \
     "TLS handshakes completed in full (certificate and key exchange).")                         \
   X(NULL, s->tls.resumed, KR_FIG_NUM, "kria_tls_handshakes_resumed_total", "counter",           \

@@ -140,7 +140,15 @@ static void req_reset(kts_req_t *q) {
   q->http_minor = 1;
 }
 
+/* c's first request has begun, or c ends before one did. */
+static void unfresh(kts_conn_t *c) {
+  if (!c->fresh) return;
+  c->fresh = 0;
+  c->srv->nfresh--;
+}
+
 static int on_message_begin(llhttp_t *p) {
+  unfresh(conn_of(p));
   req_reset(&conn_of(p)->req);
   return 0;
 }
@@ -246,6 +254,7 @@ static void on_conn_close(uv_handle_t *h) {
   kts_conn_t *c = h->data;
   if (--c->open_handles > 0) return;
   kts_server_t *s = c->srv;
+  unfresh(c);
   if (c->prev) c->prev->next = c->next;
   else s->conns = c->next;
   if (c->next) c->next->prev = c->prev;
@@ -534,6 +543,8 @@ static void on_connection(uv_stream_t *server, int status) {
     return;
   }
   uv_tcp_nodelay(&c->tcp, 1);
+  c->fresh = 1;
+  if (++s->nfresh > s->fresh_max) s->fresh_max = s->nfresh;
   if (s->tls_ctx) c->tls = kts_tls_new(s);
   if (s->keepalive_timeout_ms) uv_timer_start(&c->timer, on_idle, s->keepalive_timeout_ms, 0);
   start_reading(c);

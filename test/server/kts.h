@@ -135,6 +135,9 @@ typedef struct kts_server {
   kts_conn_t *conns;         /* all open connections */
   size_t nconns, max_conns;
   uint64_t next_conn_id;
+  /* connections open before their first request byte (TCP connect, TLS
+   * handshake): now and the most at once, for a client's setup bound */
+  size_t nfresh, fresh_max;
   uint64_t requests;         /* requests answered or being answered */
   int port;
   int stopping;
@@ -194,6 +197,7 @@ struct kts_conn {
   kts_tls_t *tls;
   int reading, peer_eof;
   int tls_failed;
+  int fresh;                 /* counted in srv->nfresh */
 };
 
 /* Send bytes (takes ownership of data, a kr_xmalloc'd block). When notify

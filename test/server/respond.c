@@ -316,8 +316,9 @@ static int control(kts_conn_t *c, const char *target) {
   } else if (!strncmp(target, "/_kts/set", 9)) {
     s->offset_ms += (int64_t)query_ms(target) - kts_now_ms(s);
   } else if (!strncmp(target, "/_kts/stats", 11)) {
-    snprintf(out, sizeof out, "requests %" PRIu64 "\nconnections %" PRIu64 "\nopen %zu\n",
-             s->requests, s->next_conn_id, s->nconns);
+    snprintf(out, sizeof out,
+             "requests %" PRIu64 "\nconnections %" PRIu64 "\nopen %zu\nfresh-max %zu\n",
+             s->requests, s->next_conn_id, s->nconns, s->fresh_max);
     simple(c, 200, "text/plain", out, want_close(c));
     return 1;
   } else if (!strncmp(target, "/_kts/paths", 11)) {
