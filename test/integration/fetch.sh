@@ -178,6 +178,25 @@ is "$RC" 2 "--tls-verify require refuses the self-signed certificate"
 like "$ERR" "(^|"$'\n'")kria: error: tls-verify: " "--tls-verify require: kind tls-verify"
 kfetch --tls-verify require --ca-file "$T/cert/cert.pem" "$TU/plain"
 is "$RC|$(field status)|$(field tls-verify)" "0|200|ok" "--ca-file makes it verify"
+# The system CAs: a hashed directory is read on demand instead of the
+# bundle file, and verifies the same; SSL_CERT_FILE still counts.
+mkdir -p "$T/cadir" "$T/otherdir"
+cp "$T/cert/cert.pem" "$T/cadir/ours.pem"
+make_cert "$T/other" && cp "$T/other/cert.pem" "$T/otherdir/other.pem"
+if openssl rehash "$T/cadir" 2>/dev/null && openssl rehash "$T/otherdir" 2>/dev/null; then
+  sys_fetch() { env -u SSL_CERT_FILE SSL_CERT_DIR="$1" "${@:2}"; }
+  RC=0; sys_fetch "$T/cadir" "$KRIA" fetch --allow-private --tls-verify require "$TU/plain" \
+    >"$T/sys.out" 2>&1 || RC=$?
+  is "$RC|$(grep -c '^status: 200' "$T/sys.out")" "0|1" "a hashed CA directory (SSL_CERT_DIR) verifies"
+  RC=0; sys_fetch "$T/otherdir" "$KRIA" fetch --allow-private --tls-verify require "$TU/plain" \
+    >"$T/sys.out" 2>&1 || RC=$?
+  is "$RC" 2 "a hashed directory without the CA does not"
+  RC=0; SSL_CERT_DIR="$T/otherdir" SSL_CERT_FILE="$T/cert/cert.pem" "$KRIA" fetch --allow-private \
+    --tls-verify require "$TU/plain" >"$T/sys.out" 2>&1 || RC=$?
+  is "$RC" 0 "SSL_CERT_FILE beside a hashed directory is loaded too"
+else
+  skip "openssl rehash not available" "system CAs from a hashed directory"
+fi
 "${C[@]}" -k -o "$T/ident" "$TU/big"
 kfetch "$TU/big"
 is "$(field sha1)" "$(sha1_b32 "$T/ident")" "HTTPS 3 MiB body"
