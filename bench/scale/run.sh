@@ -26,12 +26,15 @@
 # full handshakes per second, and the kept sessions' bytes;
 # --tls-sessions N sets kria's http.tls-sessions (0: no resumption, to
 # price a full handshake per page against a run with it).
+# --setups N sets http.setups-per-address (kria's default 16 when absent;
+# 0: no bound); with --addrs 1 every host shares one address, as on a
+# shared host, and the opening burst queues at it.
 # See bench/README.md.
 #
 # Usage: bench/scale/run.sh [--hosts H] [--pages P] [--templates T]
 #            [--addrs A] [--minutes M] [--delay D] [--interval S]
 #            [--durability none|batch|record] [--perf SECS] [--kria PATH]
-#            [--https [--tls-sessions N]] [--record] [--quick]
+#            [--https [--tls-sessions N]] [--setups N] [--record] [--quick]
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -62,6 +65,7 @@ START_LIMIT=${KB_SCALE_START_LIMIT:-600}
 PERF_SECS=0
 HTTPS=0
 TLS_SESSIONS=20000
+SETUPS=""
 TLS_PORT=${KB_SCALE_TLS_PORT:-8443}
 
 while [ $# -gt 0 ]; do
@@ -78,6 +82,7 @@ while [ $# -gt 0 ]; do
 	--kria) KRIA=$2; shift 2 ;;
 	--https) HTTPS=1; shift ;;
 	--tls-sessions) TLS_SESSIONS=$2; shift 2 ;;
+	--setups) SETUPS=$2; shift 2 ;;
 	--record) RECORD=1; shift ;;
 	--quick) HOSTS=500; TEMPLATES=100; ADDRS=100; MINUTES=1; RESTART_SECS=5; shift ;;
 	-h | --help) sed -n '2,35p' "$0"; exit 0 ;;
@@ -95,6 +100,7 @@ num "$PERF_SECS" 0 600 || kb_die "--perf: 0..600 seconds"
 [[ $DELAY =~ ^[0-9]+(ms|s)$ ]] || kb_die "--delay: a duration such as 1s or 500ms"
 [[ $DURABILITY =~ ^(none|batch|record)$ ]] || kb_die "--durability: none, batch or record"
 num "$TLS_SESSIONS" 0 1000000 || kb_die "--tls-sessions: 0..1000000"
+[ -z "$SETUPS" ] || num "$SETUPS" 0 10000 || kb_die "--setups: 0..10000"
 [ "$HTTPS" = 0 ] || declare -F kb_tls_certs >/dev/null || kb_die "--https needs bench/lib/tls.sh"
 # the scheme and port the site links to and the seeds name
 SCHEME=http SITE_PORT=$PORT
@@ -194,6 +200,7 @@ hosts-file =
 # the benchmark's hosts live on 127.1.0.0/16 (the address policy refuses loopback)
 allow-addresses = 127.0.0.0/8
 tls-sessions = $TLS_SESSIONS
+$([ -n "$SETUPS" ] && echo "setups-per-address = $SETUPS")
 
 [politeness]
 delay-factor = 0
@@ -505,6 +512,13 @@ LAG_PROBES=$(metric kria_loop_delay_seconds_count "$RUN/metrics.end")
 		-v r="$(metric kria_http_connections_reused_total "$RUN/metrics.end")" \
 		-v d="$(metric kria_http_reads_deferred_total "$RUN/metrics.end")" \
 		'BEGIN { if (o + r > 0) printf "| connections opened / fetches on a pooled one; socket reads left for a later turn | %d / %d (%.0f %% reused); %d | |\n", o, r, 100 * r / (o + r), d }'
+	# the bound on setups per address (http.setups-per-address) and what
+	# got past it: visits whose connect failed (crawl.log -2: timeout,
+	# refused, TLS)
+	awk -v w="$(metric kria_http_setups_waited_total "$RUN/metrics.end")" \
+		-v b="$(awk -F' = ' '$1 == "setups-per-address" { print $2 }' "$CONF")" \
+		-v cf="$(awk '$2 == -2' "$RUN/state/logs/crawl.log" 2>/dev/null | wc -l)" \
+		'BEGIN { printf "| setups per address (http.setups-per-address); fetches that waited for a slot; connects failed (crawl.log -2) | %s; %d; %d | |\n", (b == "" ? "16 (default)" : b), w, cf }'
 	if [ "$HTTPS" = 1 ]; then
 		# revisit connections: every handshake but a host's first; hosts
 		# reached = hosts with a response in crawl.log (a first connection
