@@ -94,6 +94,20 @@ is "$(cut -f4 "$T/kept.tls")" "https://a.test:$KTS_PORT/robots.txt" "kept: with 
 # back by kr_warc_reader in test/unit/test_archive.c)
 "$KRIA" cdx "$T/kept"/warcs/*.warc >"$T/kept.cdx" 2>"$T/kept.cdx.err"
 is "$?" 0 "kept: kria cdx reads the WARC"
+# ... and lists the visits, not the TLS record: as cdxj-indexer, a
+# metadata (or resource) record of type application/warc-fields is left
+# out, one of another type is listed
+is "$(wc -l <"$T/kept.cdx")" 4 "kept: kria cdx lists the four visits"
+is "$(grep -c 'warc-fields' "$T/kept.cdx")" 0 "kept: ... and not the application/warc-fields TLS record"
+note='a note on this page'
+{ cat "$T/kept"/warcs/*.warc
+  printf 'WARC/1.1\r\nWARC-Type: metadata\r\nWARC-Record-ID: <urn:uuid:6a0e1bd6-8c0b-4c4e-9a1d-5c7c3e1e2f10>\r\n'
+  printf 'WARC-Date: 2026-11-29T12:00:00Z\r\nWARC-Target-URI: https://a.test:%s/a\r\n' "$KTS_PORT"
+  printf 'Content-Type: text/plain\r\nContent-Length: %d\r\n\r\n%s\r\n\r\n' "${#note}" "$note"
+} >"$T/noted.warc"
+"$KRIA" cdx "$T/noted.warc" >"$T/noted.cdx" 2>"$T/noted.cdx.err"
+is "$?|$(wc -l <"$T/noted.cdx")" "0|5" "kria cdx lists a metadata record of another type"
+like "$(grep '"text/plain"' "$T/noted.cdx")" '"mime": "text/plain"' "... with its Content-Type as mime"
 
 crawl off "[http]" "tls-verify = off"
 is "$(wc -l <"$T/off.tls")" 0 "off: no TLS record"
