@@ -380,6 +380,9 @@ typedef struct host_q {
   char *key;        /* scheme:host:port */
   long inflight;
   long head, tail;  /* waiting URL indices, -1 = none */
+  /* an https host's first fetch has not ended: its other connections
+   * wait for the session it brings (resumed, not full handshakes) */
+  int first_pending;
 } host_q_t;
 
 typedef struct list_run {
@@ -402,6 +405,11 @@ typedef struct list_run {
 
 static void list_dispatch(list_run_t *L);
 static void start_url(list_run_t *L, long i);
+
+/* Fetches h may have running now. */
+static long host_limit(const list_run_t *L, const host_q_t *h) {
+  return h->first_pending ? 1 : L->o->per_host;
+}
 
 /* One slot per allowed concurrent fetch, each with its own SHA-1 context:
  * contents of running fetches interleave across reads. */
@@ -451,8 +459,9 @@ static void slot_on_done(kr_http_fetch_t *f, int err) {
   kr_http_fetch_release(f);
   s->next_free = free_slots;
   free_slots = s;
-  /* This host's next waiting URL first, then new ones. */
-  if (h->head >= 0 && h->inflight < L->o->per_host) {
+  h->first_pending = 0;
+  /* This host's waiting URLs first, then new ones. */
+  while (h->head >= 0 && h->inflight < host_limit(L, h) && L->inflight < L->o->connections) {
     long i = h->head;
     h->head = L->next[i];
     if (h->head < 0) h->tail = -1;
@@ -499,7 +508,7 @@ static void list_dispatch(list_run_t *L) {
     long i = L->cursor++;
     if (!L->urls[i]) continue; /* counted as bad-url when read */
     host_q_t *h = &L->hosts[L->host_of[i]];
-    if (h->inflight >= L->o->per_host) {
+    if (h->inflight >= host_limit(L, h)) {
       L->next[i] = -1;
       if (h->tail >= 0)
         L->next[h->tail] = i;
@@ -531,6 +540,7 @@ static long host_index(list_run_t *L, const kr_url_t *u, long *cap) {
   q->key = kr_xstrdup(key);
   q->inflight = 0;
   q->head = q->tail = -1;
+  q->first_pending = kr_slice_eq(s, KR_SLICE_LIT("https")) && L->o->hopts.tls_sessions > 0;
   return L->nhosts++;
 }
 

@@ -81,6 +81,10 @@ kfetch --resolve "localhost:$KTS_PORT:127.0.0.1" --input "$T/urls" --connections
 is "$(field tls-handshakes)/$(field tls-resumed)" 4/3 "fetch: four connections, three resumed"
 kfetch --resolve "localhost:$KTS_PORT:127.0.0.1" --input "$T/urls" --connections 1 --tls-sessions 0
 is "$(field tls-handshakes)/$(field tls-resumed)" 4/0 "fetch --tls-sessions 0: none resumed"
+# four at once: the host's first connection goes alone, the others
+# after it, with its session
+kfetch --resolve "localhost:$KTS_PORT:127.0.0.1" --input "$T/urls" --connections 4
+is "$(field tls-handshakes)/$(field tls-resumed)" 4/3 "fetch --connections 4: the other three resume the first's session"
 kts_stop
 
 # ---- one connection -----------------------------------------------------------------
