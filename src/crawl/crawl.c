@@ -64,6 +64,7 @@ static void http_from_view(kr_http_opts_t *o, const kr_config_view_t *v);
 static void crawl_fail(kr_crawl_t *c, int err);
 static void dispatch(kr_crawl_t *c);
 static void on_idle(uv_idle_t *h);
+static void on_setup_wait(void *data);
 static void on_commit_timer(uv_timer_t *t);
 
 uint64_t kr_crawl_now(const kr_crawl_t *c) { return kr_clock_now_ms(&c->clock); }
@@ -503,6 +504,8 @@ static void http_from_config(kr_crawl_t *c, kr_http_opts_t *o) {
   o->pool_max_idle = idle_connections(g);
   o->tls_sessions = (uint32_t)kr_config_int(g, KR_CFG_HTTP_TLS_SESSIONS);
   o->setups_per_address = (uint32_t)kr_config_int(g, KR_CFG_HTTP_SETUPS_PER_ADDRESS);
+  o->on_setup_wait = on_setup_wait;
+  o->on_setup_wait_data = c;
   /* the WARC's certificate facts (proc_warc.c); the key takes a restart */
   o->tls_chain = kr_config_bool(g, KR_CFG_WARC_ENABLED);
 }
@@ -710,6 +713,7 @@ static void dispatch(kr_crawl_t *c) {
         break;
       }
       kr_curi_t *curi;
+      kr_frontier_set_waiting(c->frontier, c->http ? kr_http_client_setups_waiting(c->http) : 0);
       int rc = kr_frontier_next(c->frontier, kr_crawl_now(c), &curi);
       if (rc < 0) {
         crawl_fail(c, rc);
@@ -735,6 +739,14 @@ static void on_ready(kr_frontier_t *f, void *ud) {
 /* ---- the loop ------------------------------------------------------------------------ */
 
 void kr__crawl_fail(kr_crawl_t *c, int err) { crawl_fail(c, err); }
+
+/* A fetch waits for a connection setup slot at its server's address: it
+ * no longer counts against http.max-connections (dispatch tells the
+ * frontier), so another may be issued, on a later turn. */
+static void on_setup_wait(void *data) {
+  kr_crawl_t *c = data;
+  if (!c->stopping && !c->closing) uv_idle_start(&c->idle, on_idle);
+}
 
 void kr__crawl_cluster_hold(kr_crawl_t *c, int held) {
   c->cluster_held = held;

@@ -530,6 +530,7 @@ static void connect_addrs(kr_http_fetch_t *f, const struct sockaddr_storage *add
       f->queued_naddrs = n;
       f->queued_us = mono_us(c);
       set_state(f, FS_QUEUED); /* only the total timeout runs */
+      if (c->opts.on_setup_wait) c->opts.on_setup_wait(c->opts.on_setup_wait_data);
       return;
     }
     kr_setup_gate_leave(c->gate, &f->gate); /* arena full: connect, unbounded */

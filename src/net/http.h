@@ -82,6 +82,12 @@ typedef struct kr_http_opts {
    * their connect timeout starts when their connect does (setupgate.h).
    * The total timeout runs while they wait. 0 = no bound (default 16). */
   uint32_t setups_per_address;
+  /* Called when a fetch starts waiting for a setup slot (from inside the
+   * client, also from kr_http_fetch_start: note it, call nothing of the
+   * client): an owner bounding its fetches in flight may leave the
+   * waiting ones out (kr_http_client_setups_waiting). NULL: none. */
+  void (*on_setup_wait)(void *data);
+  void *on_setup_wait_data;
   const char *ca_file;           /* extra trusted CAs, PEM */
   /* 1: a new HTTPS connection's server certificates are encoded into
    * its first response's tls_chain (for the archive); 0 (default): not,
@@ -216,6 +222,8 @@ int kr_http_client_new(uv_loop_t *loop, kr_clock_t *clock, kr_dns_t *dns,
  * has run the close callbacks; run the loop until it has no handles. */
 void kr_http_client_close(kr_http_client_t *c);
 void kr_http_client_stats(const kr_http_client_t *c, kr_http_stats_t *out);
+/* Fetches waiting for a setup slot now (stats.setups_waiting), cheaply. */
+uint64_t kr_http_client_setups_waiting(const kr_http_client_t *c);
 /* With opts.read_budget: a new loop turn, called where the budget is
  * reset; the sockets left unread read again (kr_conn_env_turn). */
 void kr_http_client_turn(kr_http_client_t *c);

@@ -214,6 +214,12 @@ void kr_http_client_stats(const kr_http_client_t *c, kr_http_stats_t *out) {
   out->setups_waited = gs.waited;
 }
 
+uint64_t kr_http_client_setups_waiting(const kr_http_client_t *c) {
+  kr_setup_gate_stats_t gs;
+  kr_setup_gate_stats(c->gate, &gs);
+  return gs.waiting;
+}
+
 void kr__http_maybe_free_client(kr_http_client_t *c) {
   if (!c->closing || c->handles > 0 || c->env.live > 0) return;
   kr_tls_ctx_free(c->tls);

@@ -888,6 +888,8 @@ static int issue(kr_frontier_t *f, kr_hostq_t *h, uint64_t now, kr_curi_t **out)
   return 1;
 }
 
+void kr_frontier_set_waiting(kr_frontier_t *f, uint64_t n) { f->waiting = n; }
+
 int kr_frontier_next(kr_frontier_t *f, uint64_t now, kr_curi_t **out) {
   *out = NULL;
   if (kr__frontier_check_limits(f, now) || !documents_room(f)) return 0;
@@ -898,7 +900,8 @@ int kr_frontier_next(kr_frontier_t *f, uint64_t now, kr_curi_t **out) {
     f->wal_held = 1;
     return 0;
   }
-  if (f->in_flight >= f->opts.max_connections) return 0;
+  if (f->in_flight >= f->opts.max_connections + KR_MIN(f->waiting, f->opts.max_connections))
+    return 0;
   /* Bounded: each pass removes the front host from the list or issues. */
   for (size_t guard = f->nready + 1; f->ready_head && guard > 0; guard--) {
     kr_hostq_t *h = f->ready_head;

@@ -332,6 +332,12 @@ int kr_frontier_add_batch(kr_frontier_t *f, const kr_link_t *links, size_t n,
  * reached or, for max_document_download, filled by the URIs in flight,
  * 16 MiB of writes held back by a store drain), KR_EDB. */
 int kr_frontier_next(kr_frontier_t *f, uint64_t now, kr_curi_t **out);
+/* Of the URIs in flight, n hold no connection yet: they wait for a
+ * connection setup slot at their server's address (the HTTP client's
+ * setups-per-address). Up to max_connections of them do not count
+ * against max_connections, so a queue at one address does not keep
+ * other hosts waiting. The crawl keeps it current. */
+void kr_frontier_set_waiting(kr_frontier_t *f, uint64_t n);
 
 /* Complete an issued URI: update its row by outcome, add its discovered
  * links (same transaction), free its slot until now + politeness delay,

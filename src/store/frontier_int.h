@@ -41,6 +41,7 @@ struct kr_frontier {
   /* statistics and limits */
   kr_counts_t total;
   uint64_t in_flight;
+  uint64_t waiting;          /* of in_flight: no connection yet */
   uint64_t duplicates, rejected;
   uint64_t run_bytes, run_documents;
   uint64_t started_at;
