@@ -279,6 +279,12 @@ enum kr_cfg_type {
     "Names the shared crawl in Redis: the member streams are PREFIX:links:NODE.")         \
   X(CLUSTER_OUTBOX_MAX, "cluster", "outbox-max", INT, 0, "100000", "1..100000000", NONE, \
     "Links for other members kept while Redis is away, at most; at the bound new fetches wait until Redis takes them.") \
+  X(CLUSTER_SHARED_DEDUP, "cluster", "shared-dedup", BOOL, 0, "false", "", NONE,        \
+    "Share the digest index through Redis: a payload another member archived is written as a revisit of its record.") \
+  X(CLUSTER_SHARED_DEDUP_TTL, "cluster", "shared-dedup-ttl", DURATION, 0, "30d", "1h..3650d", \
+    NONE, "A payload shared in Redis is forgotten this long after it was first archived.") \
+  X(CLUSTER_SHARED_DEDUP_WAIT, "cluster", "shared-dedup-wait", DURATION, 0, "250ms",   \
+    "1ms..10s", NONE, "A visit waits this long at most for Redis's answer, then trusts the local index alone.") \
                                                                                        \
   X(STORE_COMMIT_INTERVAL, "store", "commit-interval", DURATION, 0, "50ms", "1ms..10s",  \
     NONE, "Finished URIs are committed to the state database at least this often.")   \

@@ -89,6 +89,7 @@ typedef struct kr_archive_host {
  * annotates and logs the visit from this, as Heritrix does). */
 typedef struct kr_archive_wrote {
   int revisit;                  /* 0: none (a response, or nothing) */
+  int far;                      /* its original is the exchange's far one */
   uint8_t digest[KR_SHA1_LEN];  /* with revisit */
 } kr_archive_wrote_t;
 #define KR_ARCHIVE_IDENTICAL 1    /* identical-payload-digest */
@@ -141,6 +142,16 @@ typedef struct kr_archive_exchange {
    * must be given back, fetched again). */
   void (*done)(void *ud, int rc);
   void *ud;
+  /* An original in another archive (a cluster member's WARC files, named
+   * through Redis), referred to when no original here holds the payload
+   * (with adaptive.dedupe); far_url.n 0: none. Not kept as this URI's
+   * original: the originals name only URIs of this state database. */
+  kr_slice_t far_url;
+  const char *far_rid;          /* its WARC-Record-ID */
+  uint64_t far_date_ms;         /* its WARC-Date */
+  /* A new original of payload digest d was written (a whole response
+   * record, id rid, WARC-Date date_ms); NULL: not wanted. */
+  void (*original)(void *ud, const uint8_t *d, uint64_t date_ms, const char *rid);
   kr_archive_wrote_t *wrote;    /* out (NULL: not wanted), set by
                                    kr_archive_submit once its revisit is
                                    written */

@@ -17,7 +17,9 @@
  *        stored original of this URI, or, with adaptive.dedupe, of
  *        another URI's (store: the originals in the uris rows, which
  *        only ever name records that were written, by URI, date and
- *        record id); the block is the response head;
+ *        record id), or, failing both, of the original in another
+ *        archive the client names (a cluster member's, shared through
+ *        Redis: x->far_*); the block is the response head;
  *      server-not-modified  the server said unchanged: a 304, with an
  *        empty block (as Heritrix 3 writes it: a 304 head in the block
  *        is what pywb and ReplayWeb.page would serve), or a mid-fetch
@@ -101,6 +103,7 @@ struct orig {
   const char *url;              /* in a->ourl */
   size_t url_len;
   char rid[KR_WARC_ID_SIZE];    /* its WARC-Record-ID */
+  int far;                      /* in another archive (the exchange's far_*) */
 };
 
 /* Note that the record rid holds the original of fp's payload d. (While
@@ -152,6 +155,20 @@ static int index_lookup(kr_archive_t *a, const kr_archive_exchange_t *x, const u
   return orig_take(a, &r, o);
 }
 
+/* The exchange's original in another archive, for payload digest d. */
+static int far_take(const kr_archive_exchange_t *x, const uint8_t *d, struct orig *o) {
+  memset(o, 0, sizeof *o);
+  if (!x->far_url.n || !x->far_rid || strlen(x->far_rid) >= sizeof o->rid || !x->far_date_ms)
+    return 0;
+  memcpy(o->digest, d, KR_SHA1_LEN);
+  o->url = x->far_url.p;
+  o->url_len = x->far_url.n;
+  snprintf(o->rid, sizeof o->rid, "%s", x->far_rid);
+  o->date = x->far_date_ms;
+  o->found = o->far = 1;
+  return 1;
+}
+
 /* The block digest of x's response record [head, k->mem], when the
  * client made it together with the payload's (kr_sha1_pair). */
 static const uint8_t *block_digest(const kr_archive_exchange_t *x) {
@@ -177,6 +194,7 @@ static enum rec_kind decide(kr_archive_t *a, const kr_archive_exchange_t *x, str
     rc = orig_lookup(a, x, o);
     if (rc == 1 && memcmp(o->digest, pd, KR_SHA1_LEN) == 0) return K_IDENTICAL;
     if (a->dedupe && index_lookup(a, x, pd, o) == 1) return K_IDENTICAL;
+    if (a->dedupe && far_take(x, pd, o)) return K_IDENTICAL;
   }
   /* The change digest (volatile sections stripped) said unchanged, the
    * payload says otherwise. */
@@ -262,8 +280,10 @@ static int response_done(kr_archive_t *a, const kr_archive_exchange_t *x,
   a->st_.responses++;
   if (rec->truncated) a->st_.truncated++;
   /* This record is now the original of the URI's payload. */
-  if (x->has_payload_digest && !rec->truncated)
+  if (x->has_payload_digest && !rec->truncated) {
     original_put(a, x, x->fp, x->payload_digest, x->fp, x->date_ms, rec->id);
+    if (x->original) x->original(x->ud, x->payload_digest, x->date_ms, rec->id);
+  }
   return visit_rest(a, x, rec->id);
 }
 
@@ -345,12 +365,15 @@ static int write_visit(kr_archive_t *a, const kr_archive_exchange_t *x) {
   if (rc) return rc;
   if (x->wrote) {
     x->wrote->revisit = kind == K_IDENTICAL ? KR_ARCHIVE_IDENTICAL : KR_ARCHIVE_NOT_MODIFIED;
+    x->wrote->far = o.far;
     memcpy(x->wrote->digest, o.digest, KR_SHA1_LEN);
   }
   if (kind == K_IDENTICAL) {
     a->st_.revisits_identical++;
-    /* a payload found under another URI becomes this URI's original */
-    if (o.ofp != x->fp || !x->visited) original_put(a, x, x->fp, o.digest, o.ofp, o.date, o.rid);
+    /* a payload found under another URI becomes this URI's original
+     * (not one in another archive: the originals name this state's URIs) */
+    if (!o.far && (o.ofp != x->fp || !x->visited))
+      original_put(a, x, x->fp, o.digest, o.ofp, o.date, o.rid);
   } else if (kind == K_NOT_MODIFIED) {
     a->st_.revisits_not_modified++;
   } else {

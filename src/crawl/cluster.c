@@ -36,6 +36,7 @@
  * stream reader, connections, state.
  */
 #include "cluster.h"
+#include "clusterdedup.h"
 
 #include <inttypes.h>
 #include <signal.h>
@@ -346,6 +347,7 @@ void kr__crawl_cluster_turn(kr_crawl_t *c) {
   kr_crawl_cluster_t *cl = c->cluster;
   if (!cl || cl->closing || !c->frontier) return;
   ack_committed(cl);
+  kr__xdedup_turn(c);
   /* rows not handed to Redis yet exist only when the outbox holds more
    * than the XADDs awaiting their reply */
   while (cl->wr_up && cl->xadds_out < XADD_WINDOW && cl->outbox_n > cl->xadds_out) {
@@ -646,6 +648,7 @@ static void connect_all(kr_crawl_cluster_t *cl) {
 void kr__crawl_cluster_stop(kr_crawl_t *c) {
   kr_crawl_cluster_t *cl = c->cluster;
   if (!cl || cl->closing) return;
+  kr__xdedup_stop(c);
   cl->closing = 1;
   if (cl->retry.loop && !uv_is_closing((uv_handle_t *)&cl->retry))
     uv_close((uv_handle_t *)&cl->retry, NULL);
@@ -687,3 +690,9 @@ void kr_crawl_cluster_state(const kr_crawl_t *c, kr_crawl_cluster_state_t *out) 
   out->outbox = cl->outbox_n;
   out->in_flight = cl->xadds_out;
 }
+
+struct redisAsyncContext *kr__crawl_cluster_redis(const kr_crawl_t *c) {
+  const kr_crawl_cluster_t *cl = c->cluster;
+  return cl && cl->wr_up && !cl->closing ? cl->wr : NULL;
+}
+

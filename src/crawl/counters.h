@@ -179,7 +179,22 @@ enum { KR_UNIT_COUNT = 0, KR_UNIT_BYTES = 1 };
   X(cluster_redis_lost, "kria_cluster_redis_lost_total", KR_UNIT_COUNT,                           \
     "Times the connection to Redis was lost.", 2, "; Redis lost %s times")                        \
   X(cluster_outbox_full, "kria_cluster_outbox_full_total", KR_UNIT_COUNT,                         \
-    "Times the outbox reached cluster.outbox-max and dispatch was held.", 2, ", outbox full %s times")
+    "Times the outbox reached cluster.outbox-max and dispatch was held.", 2, ", outbox full %s times") \
+  X(xdedup_lookups, "kria_cluster_dedup_lookups_total", KR_UNIT_COUNT,                            \
+    "Payloads the local index did not know, asked of Redis (cluster.shared-dedup: one GET each).", \
+    2, "; shared dedup: %s asked")                                                                \
+  X(xdedup_hits, "kria_cluster_dedup_hits_total", KR_UNIT_COUNT,                                  \
+    "Payloads Redis named an original of (a member's record): written as revisits of it.", 2,     \
+    ", %s known")                                                                                 \
+  X(xdedup_local_only, "kria_cluster_dedup_local_only_total", KR_UNIT_COUNT,                      \
+    "Payloads checked against the local index alone: Redis away, or no answer within "            \
+    "cluster.shared-dedup-wait.", 2, ", %s local only")                                           \
+  X(xdedup_published, "kria_cluster_dedup_published_total", KR_UNIT_COUNT,                        \
+    "Originals this member offered to Redis once committed (SET NX answered: the first writer "   \
+    "of a payload wins).", 2, ", %s originals published")                                        \
+  X(xdedup_unpublished, "kria_cluster_dedup_unpublished_total", KR_UNIT_COUNT,                    \
+    "Originals not shared: Redis refused the write (maxmemory), or the bound of those waiting "  \
+    "for Redis was reached.", 2, " (%s not)")
 
 /* Each counter's index: KR_CTR_issued, ... KR_CTR__N. */
 enum kr_crawl_counter {

@@ -74,6 +74,13 @@ typedef struct kr_fetch_adapt {
   uint8_t prior_digest[KR_SHA1_LEN]; /* of the URI's stored original */
   const char *dup_url;          /* identical payload stored under this URL (arena) */
   uint64_t dup_date;            /* ... at this time (epoch ms) */
+  int dup_miss;                 /* the local index knows no original of this
+                                   payload (checked for a changed URI) */
+  /* shared dedup (clusterdedup.c): another member's original of the
+   * payload, as Redis named it (arena); far_url NULL: none */
+  const char *far_url;
+  const char *far_rid;
+  uint64_t far_date;
 } kr_fetch_adapt_t;
 
 struct kr_fetch {

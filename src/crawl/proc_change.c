@@ -96,6 +96,8 @@ static void check_duplicate(kr_fetch_t *f) {
   else if (rc == 0 && !c->warc)
     rc = kr_store_digest_put(st, f->ad.payload_digest, KR_SHA1_LEN, f->curi->fp,
                              f->fetch_start_ms);
+  else if (rc == 0)
+    f->ad.dup_miss = 1; /* the cluster's shared index may know it (clusterdedup.c) */
   if (rc < 0)
     KR_LOG(KR_LOG_WARN, f->cf.url, "while looking up earlier payloads: %s", kr_strerror(rc));
 }

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "archive.h"
+#include "clusterdedup.h"
 #include "crawl.h"
 #include "internal.h"
 #include "log.h"
@@ -235,6 +236,12 @@ static void exchange_fill(kr_fetch_t *f, kr_archive_cap_t *cap, kr_archive_excha
   x->tls_facts = tls_facts(f);
   x->done = on_written;
   x->ud = f;
+  if (f->ad.far_url) { /* another member's original (clusterdedup.c) */
+    x->far_url = kr_slice_cstr(f->ad.far_url);
+    x->far_rid = f->ad.far_rid;
+    x->far_date_ms = f->ad.far_date;
+  }
+  if (f->crawl->xdedup) x->original = kr__xdedup_original;
 }
 
 /* ---- the processors --------------------------------------------------------------- */
@@ -298,7 +305,7 @@ static int run_visit(kr_archive_t *a, kr_fetch_t *f, kr_archive_cap_t *cap) {
   if (cap && !kr_archive_capture_claim(cap)) return KR_PROC_NEXT;
   if (!has_visit(f) || !kr_archive_writing(a)) return KR_PROC_NEXT;
   KR_TP_ENTER(KR_TP_WARC);
-  kr_archive_exchange_t x;
+  kr_archive_exchange_t x = {0}; /* what exchange_fill leaves unset: none */
   kr_archive_wrote_t w = {0};
   exchange_fill(f, cap, &x);
   x.wrote = &w;

@@ -16,7 +16,8 @@
  *   digest    digest
  *   change    change
  *   extract   extract-headers, extract-html, extract-css, extract-feed
- *   write     warc-dns, warc
+ *   write     xdedup (cluster.shared-dedup: the shared digest index asked,
+ *             the walk waits for Redis), warc-dns, warc
  *   post      digest-end and warc-late (with WARC on: a visit the walk
  *             left before write, its payload digest finished), robots-update,
  *             robots-sitemaps (the rules' Sitemap lines as links), outcome,
@@ -26,6 +27,7 @@
  */
 #include <string.h>
 
+#include "clusterdedup.h"
 #include "crawl.h"
 #include "internal.h"
 #include "procs.h"
@@ -74,6 +76,7 @@ static const chain_row_t chain_table[] = {
     {KR_PHASE_EXTRACT, &kr_proc_extract_html, html_only, NULL, NULL},
     {KR_PHASE_EXTRACT, &kr_proc_extract_css, css_only, NULL, NULL},
     {KR_PHASE_EXTRACT, &kr_proc_extract_feed, feeds_only, NULL, NULL},
+    {KR_PHASE_WRITE, &kr_proc_xdedup, kr__xdedup_setup, NULL, kr__xdedup_close},
     {KR_PHASE_WRITE, &kr_proc_warc_dns, warc_on, NULL, NULL},
     {KR_PHASE_WRITE, &kr_proc_warc, warc_on, NULL, NULL},
     {KR_PHASE_POST, &kr_proc_digest_end, warc_on, NULL, NULL},

@@ -28,6 +28,9 @@ extern const kr_processor_t kr_proc_extract_headers, kr_proc_extract_html,
     kr_proc_extract_css, kr_proc_extract_end;
 /* proc_feed.c: feeds and sitemaps, robots.txt sitemaps, changefreq hints */
 extern const kr_processor_t kr_proc_extract_feed, kr_proc_robots_sitemaps, kr_proc_feed_hints;
+/* clusterdedup.c: a payload the local index lacks asked of the cluster's
+ * shared index (Redis) */
+extern const kr_processor_t kr_proc_xdedup;
 /* proc_warc.c: WARC records */
 extern const kr_processor_t kr_proc_warc_dns, kr_proc_warc, kr_proc_warc_late;
 /* proc_post.c: the outcome, the crawl.log line, the URI back to the frontier */

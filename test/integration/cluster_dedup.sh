@@ -1,0 +1,214 @@
+#!/usr/bin/env bash
+# Shared dedup ([cluster] shared-dedup = true) between two kria members
+# through a real redis-server on loopback. Six hosts of one kts (a hosts
+# file) each serve their own / linking to /same, and /same is one payload
+# on every host: h1.test serves it at once, the others after 400 ms, so
+# h1's capture is the first anywhere and is published before any other.
+#  - every page fetched once across the members, every host by one;
+#  - one response record holds /same in all the members' WARC files;
+#    every other /same is an identical-payload-digest revisit of it, and
+#    the member that does not own h1.test wrote revisits whose
+#    WARC-Refers-To, -Target-URI and -Date name that record in the other
+#    member's WARC file (read with warcio.js);
+#  - Redis holds the digest's key, first writer's value, with a TTL
+#    (cluster.shared-dedup-ttl); the counters say asked and known;
+#  - without shared-dedup (the default) a member asks Redis nothing and
+#    writes /same in full once itself;
+#  - Redis down: a member crawls on with its local index alone (its own
+#    /same revisits refer to its own record), counted as local only.
+. "$(dirname "$0")/lib.sh"
+
+HERE=$KRIA_TOP/test/integration
+[ -x "$KRIA" ] && "$KRIA" crawl --help >/dev/null 2>&1 || bail "kria crawl is not built ($KRIA)"
+command -v redis-server >/dev/null && command -v redis-cli >/dev/null ||
+  bail "redis-server / redis-cli not installed (make deps)"
+if ! command -v node >/dev/null || [ ! -f "$HERE/node_modules/warcio/package.json" ]; then
+  skip "warcio.js not installed (npm ci in test/integration)" "shared dedup"
+  done_testing
+fi
+
+HOSTS="h1.test h2.test h3.test h4.test h5.test h6.test"
+SAME='<!DOCTYPE html><html><body><p id="marker">one payload on every host</p></body></html>'
+{
+  printf '[route "/robots.txt"]\nbody = User-agent: *\n\n'
+  for h in $HOSTS; do
+    printf '[route "/"]\nhost = %s\nbody = <a href="/same">index of %s</a>\n\n' "$h" "$h"
+    printf '[route "/same"]\nhost = %s\nbody = %s\n' "$h" "$SAME"
+    [ "$h" = h1.test ] || printf 'delay-ms = 400\n'
+    printf '\n'
+  done
+} >"$T/routes.ini"
+kts_start "$T/routes.ini" || bail "kts did not start"
+printf '127.0.0.1 %s\n' "$HOSTS" >"$T/hosts"
+for h in $HOSTS; do printf 'http://%s:%s/\n' "$h" "$KTS_PORT"; done >"$T/seeds.txt"
+NPAGES=$(($(wc -w <<<"$HOSTS") * 3)) # robots.txt, /, /same
+DIGEST=sha1:$(printf '%s' "$SAME" | sha1_b32 -)
+
+# ---- redis-server, members -------------------------------------------------------
+
+REDIS_PORT=
+redis_start() { # DIR: on a free loopback port, no persistence; waits (≤ 10 s)
+  local dir=$1 try
+  mkdir -p "$dir"
+  for try in 1 2 3 4 5; do
+    REDIS_PORT=$(random_port)
+    : >"$dir/redis.log"
+    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$dir" --save '' --appendonly no \
+      --daemonize no --logfile "$dir/redis.log" >/dev/null 2>&1 &
+    REDIS_PID=$!
+    _pids+=("$REDIS_PID")
+    if wait_until 10 redis_ready "$dir/redis.log"; then return 0; fi
+    kill -KILL "$REDIS_PID" 2>/dev/null
+    wait "$REDIS_PID" 2>/dev/null
+  done
+  return 1
+}
+redis_ready() { grep -q 'Ready to accept connections' "$1" && kill -0 "$REDIS_PID" 2>/dev/null; }
+rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
+
+conf() { # N DIR PREFIX SHARED: member nN's configuration, state in DIR/nN
+  loopback_conf "$T/seeds.txt" "$2/n$1"
+  cat <<EOF
+[dns]
+hosts-file = $T/hosts
+[status]
+listen = 127.0.0.1:0
+[warc]
+compress = none
+[cluster]
+redis = 127.0.0.1:$REDIS_PORT
+node = n$1
+nodes = n1, n2
+prefix = $3
+shared-dedup = $4
+EOF
+}
+declare -A KPID
+start() { # N DIR
+  "$KRIA" crawl -c "$2/n$1.conf" >>"$2/n$1.out" 2>>"$2/n$1.err" &
+  KPID[$1]=$!
+  _pids+=("${KPID[$1]}")
+}
+stop() { # N: SIGTERM, wait (≤ 10 s); the exit status
+  local p=${KPID[$1]}
+  kill -TERM "$p" 2>/dev/null
+  timeout 10 tail -s 0.05 --pid="$p" -f /dev/null || kill -KILL "$p" 2>/dev/null
+  wait "$p"
+}
+fetched() { cat "$1"/n?/logs/crawl.log 2>/dev/null | awk '{print $4}'; }
+all_fetched() { [ "$(fetched "$1" | sort -u | wc -l)" -ge "$2" ]; }
+metric() { # DIR N NAME
+  curl -s "http://$(cat "$1/n$2/status.addr")/metrics" | awk -v m="$3" '$1 == m {print $2}'
+}
+refs() { # DIR: warcrefs.mjs over every member's WARC files
+  (cd "$HERE" && node warcrefs.mjs "$1"/n?/warcs/*.warc) 2>"$1/refs.err"
+}
+# field K of the record lines of FILE whose column C is V
+col() { awk -F'\t' -v c="$2" -v v="$3" -v k="$4" '$c == v {print $k}' "$1"; }
+
+# ---- 1: two members, shared dedup -----------------------------------------------
+
+redis_start "$T/redis" || bail "redis-server did not start: $(tail -5 "$T/redis/redis.log")"
+D=$T/c1
+mkdir -p "$D"
+for n in 1 2; do conf "$n" "$D" dd1 true >"$D/n$n.conf"; done
+for n in 1 2; do start "$n" "$D"; done
+if wait_until 60 all_fetched "$D" "$NPAGES"; then ok "two members fetched all $NPAGES pages"
+else not_ok "two members fetched all $NPAGES pages (have $(fetched "$D" | sort -u | wc -l))"; fi
+is "$(fetched "$D" | sort | uniq -d | tr '\n' ' ')" "" "... none twice"
+for n in 1 2; do wait_until 10 test -s "$D/n$n/status.addr"; done
+hits2() { [ "$(($(metric "$D" 1 kria_cluster_dedup_hits_total) + $(metric "$D" 2 kria_cluster_dedup_hits_total)))" -ge 1 ]; }
+wait_until 10 hits2
+declare -A HITS ASKED LOCAL
+for n in 1 2; do
+  HITS[$n]=$(metric "$D" "$n" kria_cluster_dedup_hits_total)
+  ASKED[$n]=$(metric "$D" "$n" kria_cluster_dedup_lookups_total)
+  LOCAL[$n]=$(metric "$D" "$n" kria_cluster_dedup_local_only_total)
+done
+for n in 1 2; do
+  stop "$n"
+  is "$?" 0 "n$n stops cleanly"
+done
+
+o1=$(awk '{print $4}' "$D/n1/logs/crawl.log" | grep -c '^http://h1\.test:')
+if [ "$o1" -gt 0 ]; then X=n1 Y=n2; else X=n2 Y=n1; fi
+ny=$(awk '{print $4}' "$D/$Y/logs/crawl.log" | grep -c '/same$')
+check "the hosts are spread: $Y (not h1.test's owner $X) fetched /same of $ny hosts" test "$ny" -ge 1
+
+refs "$D" >"$D/refs"
+is "$?" 0 "warcio.js reads every member's WARC files"
+U1="http://h1.test:$KTS_PORT/same"
+awk -F'\t' -v u="/same" '$4 ~ u"$"' "$D/refs" >"$D/same"
+is "$(col "$D/same" 2 response 4 | tr '\n' ' ')" "$U1 " "one response record holds /same: h1.test's"
+is "$(col "$D/same" 2 response 1)" "$X" "... in the WARC files of $X, h1.test's owner"
+ORID=$(col "$D/same" 2 response 3)
+ODATE=$(col "$D/same" 2 response 5)
+is "$(col "$D/same" 2 response 6)" "$DIGEST" "... with the payload's digest"
+is "$(col "$D/same" 2 revisit 4 | wc -l)" 5 "the five other /same captures are revisits"
+is "$(col "$D/same" 2 revisit 7 | sort -u)" \
+  "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest" "... identical-payload-digest"
+is "$(col "$D/same" 2 revisit 6 | sort -u)" "$DIGEST" "... of the same payload digest"
+awk -F'\t' -v y="$Y" '$1 == y && $2 == "revisit"' "$D/same" >"$D/far"
+is "$(wc -l <"$D/far")" "$ny" "$Y wrote a revisit for each of its $ny /same"
+is "$(cut -f8 "$D/far" | sort -u)" "$ORID" "... each WARC-Refers-To the record id of $X's response"
+is "$(cut -f9 "$D/far" | sort -u)" "$U1" "... WARC-Refers-To-Target-URI its URI"
+is "$(cut -f10 "$D/far" | sort -u)" "$ODATE" "... WARC-Refers-To-Date its WARC-Date"
+is "$(awk -F'\t' -v x="$X" '$1 == x && $2 == "revisit"' "$D/same" | cut -f8 | grep -vxF "$ORID")" "" \
+  "$X's own /same revisits refer to it too (its local index)"
+like "$(grep -h '/same ' "$D/$Y/logs/crawl.log")" "duplicate:digest" "$Y's crawl.log says duplicate:digest"
+yn=${Y#n}
+check "$Y asked Redis (${ASKED[$yn]} lookups) and it knew the payload (${HITS[$yn]} known)" \
+  test "${HITS[$yn]}" -ge 1 -a "${ASKED[$yn]}" -ge "${HITS[$yn]}"
+is "${LOCAL[1]}+${LOCAL[2]}" "0+0" "no visit fell back on the local index alone"
+is "$(rcli --raw GET "dd1:dd:$DIGEST" | cut -d' ' -f1,3,4,5)" "1 $ORID $X $U1" \
+  "Redis holds the payload's original: first writer's record, member and URI"
+ttl=$(rcli PTTL "dd1:dd:$DIGEST")
+check "... with a TTL, cluster.shared-dedup-ttl (30 d: ${ttl} ms)" \
+  test "$ttl" -gt $((29 * 86400000)) -a "$ttl" -le $((30 * 86400000))
+
+# ---- 2: without shared-dedup ---------------------------------------------------------
+
+# one member alone (its own hosts; the others' wait in Redis): Redis is
+# asked nothing for the payload, and the member archives /same in full
+# once itself, however many hosts serve it
+D=$T/c2
+mkdir -p "$D"
+conf 1 "$D" dd2 false >"$D/n1.conf"
+start 1 "$D"
+own1=$(awk '{print $4}' "$T/c1/n1/logs/crawl.log" | wc -l)
+if wait_until 60 all_fetched "$D" "$own1"; then ok "shared-dedup off: n1 fetched its $own1 pages"
+else not_ok "shared-dedup off: n1 fetched its $own1 pages"; fi
+wait_until 10 test -s "$D/n1/status.addr"
+is "$(metric "$D" 1 kria_cluster_dedup_lookups_total)" 0 "... asked Redis nothing"
+is "$(rcli --scan --pattern 'dd2:dd:*' | wc -l)" 0 "... published nothing"
+stop 1 >/dev/null
+refs "$D" >"$D/refs"
+n1same=$(awk '{print $4}' "$D/n1/logs/crawl.log" | grep -c '/same$')
+if [ "$n1same" -gt 0 ]; then
+  is "$(awk -F'\t' '$2 == "response" && $4 ~ /\/same$/' "$D/refs" | wc -l)" 1 \
+    "... its /same archived in full once, its own index deduplicating the rest"
+fi
+
+# ---- 3: Redis down ----------------------------------------------------------------------
+
+kill -TERM "$REDIS_PID"
+wait "$REDIS_PID" 2>/dev/null
+D=$T/c3
+mkdir -p "$D"
+conf "${Y#n}" "$D" dd3 true >"$D/$Y.conf"
+start "${Y#n}" "$D"
+if wait_until 60 all_fetched "$D" "$((ny * 3))"; then ok "Redis down: $Y crawls its $((ny * 3)) pages all the same"
+else not_ok "Redis down: $Y crawls its $((ny * 3)) pages all the same"; fi
+like "$(cat "$D/$Y.err")" "Redis 127.0.0.1:$REDIS_PORT unreachable" "... having said Redis is away"
+wait_until 10 test -s "$D/$Y/status.addr"
+lo=$(metric "$D" "${Y#n}" kria_cluster_dedup_local_only_total)
+check "... its /same checked against the local index alone, counted ($lo)" test "$lo" -ge 1
+is "$(metric "$D" "${Y#n}" kria_cluster_dedup_lookups_total)" 0 "... no lookup sent"
+stop "${Y#n}" >/dev/null
+refs "$D" >"$D/refs"
+awk -F'\t' '$4 ~ /\/same$/' "$D/refs" >"$D/same"
+is "$(col "$D/same" 2 response 4 | wc -l)" 1 "... one /same archived in full"
+is "$(col "$D/same" 2 revisit 8 | sort -u)" "$(if [ "$ny" -gt 1 ]; then col "$D/same" 2 response 3; fi)" \
+  "... the others revisits of it (the local index)"
+
+done_testing
