@@ -168,6 +168,7 @@ struct rec {
   int type;
   char target[128], id[64], refers_to[64], refers_uri[128], profile[128];
   char pd[64], bd[64], concurrent[64], truncated[32], etag[64], lm[64], ctype[64];
+  char rdate[40], date[40];
   char block[8192];
   size_t block_len;
 };
@@ -196,6 +197,8 @@ static void read_file(const char *path) {
     field(h, "WARC-Record-ID", x->id, sizeof x->id);
     field(h, "WARC-Refers-To", x->refers_to, sizeof x->refers_to);
     field(h, "WARC-Refers-To-Target-URI", x->refers_uri, sizeof x->refers_uri);
+    field(h, "WARC-Refers-To-Date", x->rdate, sizeof x->rdate);
+    field(h, "WARC-Date", x->date, sizeof x->date);
     field(h, "WARC-Profile", x->profile, sizeof x->profile);
     field(h, "WARC-Payload-Digest", x->pd, sizeof x->pd);
     field(h, "WARC-Block-Digest", x->bd, sizeof x->bd);
@@ -772,6 +775,92 @@ static void test_processor(void **state) {
   assert_null(find(KR_WARC_REQUEST, "http://h/p", 0)); /* no HTTP exchange: none */
 }
 
+/* ---- an original in another archive ------------------------------------------------ */
+
+static int orig_calls;
+static char orig_rid[KR_WARC_ID_SIZE];
+static uint64_t orig_date;
+static uint8_t orig_digest[KR_SHA1_LEN];
+
+static void original_cb(void *ud, const uint8_t *d, uint64_t date_ms, const char *rid) {
+  orig_calls++;
+  snprintf(orig_rid, sizeof orig_rid, "%s", rid);
+  orig_date = date_ms;
+  memcpy(orig_digest, d, KR_SHA1_LEN);
+}
+
+/* A cluster member's original, named through Redis (x->far_*): referred
+ * to when no original here holds the payload, and not kept as the URI's
+ * original (this state database does not know its URI); an original
+ * here comes first; a new response is announced with its record id and
+ * date (x->original), a revisit is not. */
+static void test_far_original(void **state) {
+  (void)state;
+  clear_dir();
+  struct env e;
+  env_open(&e, "[adaptive]\ndedupe = true\n");
+  const char *ua = "http://h/a", *ub = "http://h/b", *far = "http://other.test/x";
+  const char *far_rid = "<urn:uuid:6d1b2c84-8f7e-4f3a-9a55-0c8e2b9f4d11>";
+  uri(&e, ua);
+  uri(&e, ub);
+  kr_archive_exchange_t x;
+  orig_calls = 0;
+
+  exchange(&e, &x, ua, "hello", 5); /* the far one: a revisit of it */
+  x.far_url = kr_slice_cstr(far);
+  x.far_rid = far_rid;
+  x.far_date_ms = 1690000000000ull;
+  x.original = original_cb;
+  kr_archive_wrote_t w = {0};
+  x.wrote = &w;
+  assert_int_equal(kr_archive_submit(e.a, &x), 0);
+  kr_archive_capture_end(e.a, x.cap);
+  assert_int_equal(w.revisit, KR_ARCHIVE_IDENTICAL);
+  assert_true(w.far);
+  assert_int_equal(orig_calls, 0);
+
+  exchange(&e, &x, ub, "hello", 5); /* no original here: a response, announced */
+  x.original = original_cb;
+  uint64_t bdate = x.date_ms;
+  assert_int_equal(kr_archive_submit(e.a, &x), 0);
+  kr_archive_capture_end(e.a, x.cap);
+  assert_int_equal(orig_calls, 1);
+  assert_true(orig_date == bdate);
+  assert_memory_equal(orig_digest, x.payload_digest, KR_SHA1_LEN);
+
+  kr_clock_advance(&e.clock, 1000);
+  exchange(&e, &x, ua, "hello", 5); /* b's original here comes first */
+  x.visited = 1;
+  x.far_url = kr_slice_cstr(far);
+  x.far_rid = far_rid;
+  x.far_date_ms = 1690000000000ull;
+  x.original = original_cb;
+  memset(&w, 0, sizeof w);
+  x.wrote = &w;
+  assert_int_equal(kr_archive_submit(e.a, &x), 0);
+  kr_archive_capture_end(e.a, x.cap);
+  assert_false(w.far);
+  assert_int_equal(orig_calls, 1);
+  kr_archive_stats_t s;
+  kr_archive_stats(e.a, &s);
+  assert_int_equal(s.responses, 1);
+  assert_int_equal(s.revisits_identical, 2);
+  env_close(&e);
+
+  read_all();
+  const struct rec *r1 = get(KR_WARC_REVISIT, ua), *rb = get(KR_WARC_RESPONSE, ub);
+  const struct rec *r2 = find(KR_WARC_REVISIT, ua, 1);
+  assert_string_equal(r1->refers_to, far_rid);
+  assert_string_equal(r1->refers_uri, far);
+  assert_string_equal(r1->rdate, "2023-07-22T04:26:40.000Z");
+  assert_non_null(strstr(r1->profile, "identical-payload-digest"));
+  assert_string_equal(rb->id, orig_rid);
+  assert_non_null(r2);
+  assert_string_equal(r2->refers_to, rb->id);
+  assert_string_equal(r2->refers_uri, ub);
+  assert_string_equal(r2->rdate, rb->date);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_records),
@@ -781,6 +870,7 @@ int main(void) {
       cmocka_unit_test(test_cancel),
       cmocka_unit_test(test_reload),
       cmocka_unit_test(test_processor),
+      cmocka_unit_test(test_far_original),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
