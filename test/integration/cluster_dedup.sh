@@ -14,6 +14,9 @@
 #    (cluster.shared-dedup-ttl); the counters say asked and known;
 #  - without shared-dedup (the default) a member asks Redis nothing and
 #    writes /same in full once itself;
+#  - Redis not answering (a proxy holding its requests): each lookup is given up after
+#    cluster.shared-dedup-wait, the crawl goes on, the late replies are
+#    dropped once Redis answers again;
 #  - Redis down: a member crawls on with its local index alone (its own
 #    /same revisits refer to its own record), counted as local only.
 . "$(dirname "$0")/lib.sh"
@@ -189,13 +192,47 @@ if [ "$n1same" -gt 0 ]; then
     "... its /same archived in full once, its own index deduplicating the rest"
 fi
 
-# ---- 3: Redis down ----------------------------------------------------------------------
+# ---- 3: Redis not answering -------------------------------------------------------------
+
+# Y reaches Redis through a proxy that holds what it sends (holdproxy.mjs):
+# the connection is up, nothing is answered. Every lookup waits
+# shared-dedup-wait, then its visit goes on with the local index. Once
+# the proxy lets go, the late replies find their visits gone on: they
+# are read (a heartbeat sent after them on the same connection reaches
+# Redis) and dropped.
+D=$T/c3
+mkdir -p "$D"
+yn=${Y#n}
+(cd "$HERE" && exec node holdproxy.mjs "$D/proxy.port" "$REDIS_PORT") 2>"$D/proxy.err" &
+PROXY_PID=$!
+_pids+=("$PROXY_PID")
+wait_until 10 test -s "$D/proxy.port" || bail "holdproxy.mjs did not start: $(cat "$D/proxy.err")"
+{ REDIS_PORT=$(cat "$D/proxy.port") conf "$yn" "$D" dd3 true; printf 'shared-dedup-wait = 50ms\n'; } >"$D/$Y.conf"
+start "$yn" "$D"
+if wait_until 60 all_fetched "$D" "$((ny * 3))"; then ok "Redis silent: $Y crawls its $((ny * 3)) pages all the same"
+else not_ok "Redis silent: $Y crawls its $((ny * 3)) pages all the same"; fi
+wait_until 10 test -s "$D/$Y/status.addr"
+asked=$(metric "$D" "$yn" kria_cluster_dedup_lookups_total)
+check "... each of its $asked lookups given up after the wait, counted as local only" \
+  test "$asked" -ge "$ny" -a "$(metric "$D" "$yn" kria_cluster_dedup_local_only_total)" = "$asked"
+is "$(metric "$D" "$yn" kria_cluster_dedup_hits_total)" 0 "... none known"
+is "$(rcli --scan --pattern 'dd3:*' | wc -l)" 0 "... nothing reached Redis"
+kill -USR2 "$PROXY_PID"
+beat_after() { [ "$(rcli HGET "dd3:member:$Y" fetched)" = "$((ny * 3))" ]; }
+check "the proxy lets go: the late replies are read (a later heartbeat came)" wait_until 10 beat_after
+is "$(metric "$D" "$yn" kria_cluster_dedup_hits_total)" 0 "... and dropped"
+stop "$yn"
+is "$?" 0 "$Y stops cleanly"
+kill -TERM "$PROXY_PID"
+wait "$PROXY_PID" 2>/dev/null
+
+# ---- 4: Redis down ----------------------------------------------------------------------
 
 kill -TERM "$REDIS_PID"
 wait "$REDIS_PID" 2>/dev/null
-D=$T/c3
+D=$T/c4
 mkdir -p "$D"
-conf "${Y#n}" "$D" dd3 true >"$D/$Y.conf"
+conf "${Y#n}" "$D" dd4 true >"$D/$Y.conf"
 start "${Y#n}" "$D"
 if wait_until 60 all_fetched "$D" "$((ny * 3))"; then ok "Redis down: $Y crawls its $((ny * 3)) pages all the same"
 else not_ok "Redis down: $Y crawls its $((ny * 3)) pages all the same"; fi
