@@ -10,21 +10,28 @@
 # With --delay MS every host is fetched at most once per MS (politeness
 # binding): the wall time from the start to the last page fetched is
 # reported as well, and fetches beyond one per URL (a page twice).
-#   bench/cluster/run.sh [--hosts N] [--pages N] [--reps R] [--delay MS]
+# With --dedup the cluster of three runs a second time with
+# cluster.shared-dedup = true ("dedup"): the same pages (the generated
+# site's page i is one payload on every host, as is every host's /), so
+# most captures are revisits, of another member's record or the member's
+# own; its Redis GETs and SETs per fetch and its records are reported
+# beside its CPU per fetch.
+#   bench/cluster/run.sh [--hosts N] [--pages N] [--reps R] [--delay MS] [--dedup]
 # Needs make deps (redis-server, GNU time) and a build (KRIA, default
 # build/kria). Servers are stopped by PID; every wait is bounded.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 KRIA=${KRIA:-$top/build/kria}
 KTS=${KTS:-$top/build/kts}
-HOSTS=60 PAGES=20 REPS=3 DELAY=0
+HOSTS=60 PAGES=20 REPS=3 DELAY=0 DEDUP=0
 while [ $# -gt 0 ]; do
   case $1 in
   --hosts) HOSTS=$2; shift 2 ;;
   --pages) PAGES=$2; shift 2 ;;
   --reps) REPS=$2; shift 2 ;;
   --delay) DELAY=$2; shift 2 ;;
-  *) echo "usage: $0 [--hosts N] [--pages N] [--reps R] [--delay MS]" >&2; exit 2 ;;
+  --dedup) DEDUP=1; shift ;;
+  *) echo "usage: $0 [--hosts N] [--pages N] [--reps R] [--delay MS] [--dedup]" >&2; exit 2 ;;
   esac
 done
 out=$top/bench/out/cluster
@@ -62,7 +69,7 @@ redis-server --port "$rport" --bind 127.0.0.1 --dir "$out" --save '' --appendonl
 pids+=($!)
 wait_for 10 grep -q 'Ready to accept' "$out/redis.log" || { echo "redis did not start"; exit 1; }
 
-conf() { # DIR [NODE [NODES]]
+conf() { # DIR [NODE [NODES [SHARED-DEDUP]]]
   cat <<EOC
 [http]
 allow-private-addresses = true
@@ -82,8 +89,13 @@ listen = 127.0.0.1:0
 [limits]
 max-time = 5m
 EOC
-  [ -n "${2:-}" ] && printf '[cluster]\nredis = 127.0.0.1:%s\nnode = %s\nnodes = %s\nprefix = %s\n' \
-    "$rport" "$2" "${3:-n1, n2, n3}" "$(basename "$(dirname "$1")")"
+  [ -n "${2:-}" ] && printf '[cluster]\nredis = 127.0.0.1:%s\nnode = %s\nnodes = %s\nprefix = %s\nshared-dedup = %s\n' \
+    "$rport" "$2" "${3:-n1, n2, n3}" "$(basename "$(dirname "$1")")" "${4:-false}"
+}
+# WARC records of a type (responses, identical-payload revisits), summed
+# over the crawls' summaries
+records() { # TYPE ERRFILES...
+  grep -h ' WARC: ' "${@:2}" | sed -n "s/.* \([0-9][0-9]*\) $1.*/\1/p" | awk '{s += $1} END {print s + 0}'
 }
 fetched() { cat "$@" 2>/dev/null | wc -l; }
 metric() { curl -s "http://$(cat "$1/status.addr")/metrics" | awk -v m="$2" '$1 == m {print $2}'; }
@@ -93,6 +105,58 @@ twice() { cat "$@" 2>/dev/null | awk '{print $4}' | sort | uniq -d | wc -l; }
 cpu_per() { # FETCHES TIMEFILES...: CPU-µs per fetch, user+sys summed
   local f=$1; shift
   awk -v f="$f" '{s += $1 + $2} END {printf "%.1f", s * 1e6 / f}' "$@"
+}
+
+three() { # NAME REP SHARED-DEDUP: a cluster of three members, a row
+  local name=$1 rep=$2 dd=$3
+  d=$out/$name$rep
+  mkdir -p "$d"
+  redis-cli -p "$rport" CONFIG RESETSTAT >/dev/null
+  t0=$(now)
+  for n in n1 n2 n3; do
+    conf "$d/$n" "$n" "n1, n2, n3" "$dd" >"$d/$n.conf"
+    /usr/bin/time -f '%U %S' -o "$d/$n.time" "$KRIA" crawl -c "$d/$n.conf" >/dev/null 2>"$d/$n.err" &
+    eval "pid_$n=$!"
+  done
+  all() { [ "$(fetched "$d"/n?/logs/crawl.log)" -ge "$total" ]; }
+  outbox_empty() {
+    local n
+    for n in n1 n2 n3; do [ "$(metric "$d/$n" kria_cluster_outbox_links)" = 0 ] || return 1; done
+  }
+  wait_for 300 all || echo "cluster rep $rep: not all fetched"
+  t1=$(now)
+  wait_for 30 outbox_empty
+  sent=0 recv=0
+  local known=0 alone=0
+  for n in n1 n2 n3; do
+    sent=$((sent + $(metric "$d/$n" kria_cluster_links_sent_total)))
+    known=$((known + $(metric "$d/$n" kria_cluster_dedup_hits_total)))
+    alone=$((alone + $(metric "$d/$n" kria_cluster_dedup_local_only_total)))
+  done
+  # cross-member links found: links whose owner is another member, before the dedup cache
+  stats=$(redis-cli -p "$rport" INFO commandstats)
+  calls() { sed -n "s/^cmdstat_$1:calls=\([0-9]*\).*/\1/p" <<<"$stats"; }
+  # a member does not end by itself (links may come): SIGTERM to kria,
+  # the child of /usr/bin/time
+  for n in n1 n2 n3; do eval "kill -TERM \$(ps --ppid \$pid_$n -o pid=)"; done
+  for n in n1 n2 n3; do eval "wait \$pid_$n"; done
+  f=$(fetched "$d"/n?/logs/crawl.log)
+  # every / links to every host's /: the cross-member links found are
+  # those of the hosts another member owns, on each / fetched
+  owners=$(for n in n1 n2 n3; do awk '{print $4}' "$d/$n/logs/crawl.log" | sed -E 's|^https?://([^:/]+).*|\1|' | sort -u | sed "s/^/$n /"; done)
+  xm=0
+  for n in n1 n2 n3; do
+    mine=$(grep -c "^$n " <<<"$owners")
+    xm=$((xm + mine * (HOSTS - mine)))
+  done
+  printf '%-8s %4s %8s %10s %8s %6s %9s %9s %6s %6s %6s %6s\n' "$name" "$rep" "$f" \
+    "$(cpu_per "$f" "$d"/n?.time)" "$(wall "$t0" "$t1")" "$(twice "$d"/n?/logs/crawl.log)" "$xm" "$sent" "$(calls xadd)" \
+    "$(calls xreadgroup)" "$(calls xack)" "$(calls xdel)"
+  [ "$dd" = true ] || return 0
+  per() { awk -v a="$1" -v f="$f" 'BEGIN {printf "%.3f", (a + 0) / f}'; }
+  printf '  %s rep %s: %s responses, %s identical-payload revisits; GET %s (%s/fetch): %s known, %s local only; SET %s (%s/fetch)\n' \
+    "$name" "$rep" "$(records responses "$d"/n?.err)" "$(records identical-payload "$d"/n?.err)" \
+    "$(calls get)" "$(per "$(calls get)")" "$known" "$alone" "$(calls set)" "$(per "$(calls set)")"
 }
 
 printf '%s hosts x %s pages (+ / and robots.txt): %s fetches a crawl\n' "$HOSTS" "$PAGES" "$total"
@@ -124,45 +188,7 @@ for rep in $(seq 1 "$REPS"); do
   f=$(fetched "$d/n1/logs/crawl.log")
   printf '%-8s %4s %8s %10s %8s %6s\n' one "$rep" "$f" "$(cpu_per "$f" "$d/time")" \
     "$(wall "$t0" "$t1")" "$(twice "$d/n1/logs/crawl.log")"
-  # cluster of three
-  d=$out/c$rep
-  mkdir -p "$d"
-  redis-cli -p "$rport" CONFIG RESETSTAT >/dev/null
-  t0=$(now)
-  for n in n1 n2 n3; do
-    conf "$d/$n" "$n" >"$d/$n.conf"
-    /usr/bin/time -f '%U %S' -o "$d/$n.time" "$KRIA" crawl -c "$d/$n.conf" >/dev/null 2>"$d/$n.err" &
-    eval "pid_$n=$!"
-  done
-  all() { [ "$(fetched "$d"/n?/logs/crawl.log)" -ge "$total" ]; }
-  outbox_empty() {
-    local n
-    for n in n1 n2 n3; do [ "$(metric "$d/$n" kria_cluster_outbox_links)" = 0 ] || return 1; done
-  }
-  wait_for 300 all || echo "cluster rep $rep: not all fetched"
-  t1=$(now)
-  wait_for 30 outbox_empty
-  sent=0 recv=0
-  for n in n1 n2 n3; do
-    sent=$((sent + $(metric "$d/$n" kria_cluster_links_sent_total)))
-  done
-  # cross-member links found: links whose owner is another member, before the dedup cache
-  stats=$(redis-cli -p "$rport" INFO commandstats)
-  calls() { sed -n "s/^cmdstat_$1:calls=\([0-9]*\).*/\1/p" <<<"$stats"; }
-  # a member does not end by itself (links may come): SIGTERM to kria,
-  # the child of /usr/bin/time
-  for n in n1 n2 n3; do eval "kill -TERM \$(ps --ppid \$pid_$n -o pid=)"; done
-  for n in n1 n2 n3; do eval "wait \$pid_$n"; done
-  f=$(fetched "$d"/n?/logs/crawl.log)
-  # every / links to every host's /: the cross-member links found are
-  # those of the hosts another member owns, on each / fetched
-  owners=$(for n in n1 n2 n3; do awk '{print $4}' "$d/$n/logs/crawl.log" | sed -E 's|^https?://([^:/]+).*|\1|' | sort -u | sed "s/^/$n /"; done)
-  xm=0
-  for n in n1 n2 n3; do
-    mine=$(grep -c "^$n " <<<"$owners")
-    xm=$((xm + mine * (HOSTS - mine)))
-  done
-  printf '%-8s %4s %8s %10s %8s %6s %9s %9s %6s %6s %6s %6s\n' cluster "$rep" "$f" \
-    "$(cpu_per "$f" "$d"/n?.time)" "$(wall "$t0" "$t1")" "$(twice "$d"/n?/logs/crawl.log)" "$xm" "$sent" "$(calls xadd)" \
-    "$(calls xreadgroup)" "$(calls xack)" "$(calls xdel)"
+  # cluster of three (and again with shared dedup)
+  three cluster "$rep" false
+  [ "$DEDUP" = 1 ] && three dedup "$rep" true
 done

@@ -16,7 +16,13 @@
  * An answer that names an original is handed to the WARC writer on the
  * fetch (f->ad.far_*): when no original here holds the payload, the
  * visit becomes an identical-payload-digest revisit of it. An answer
- * after the wait finds its visit gone on and is dropped.
+ * after the wait finds its visit gone on and is dropped. Such a revisit
+ * is not an original here (the local originals name only this state's
+ * URIs), so the answers are remembered in a small direct-mapped cache
+ * (FAR_SLOTS, by payload digest): a payload met again on this member's
+ * hosts (an asset shared by many sites) costs Redis nothing more in
+ * this run. What it remembers stays true: a record, once written, is
+ * not taken back, whatever becomes of the key in Redis.
  *
  * Publishing: each new original the WARC writer records (a whole 2xx
  * response with a payload digest; not robots.txt) is kept here and
@@ -51,7 +57,8 @@
 #include "log.h"
 #include "store.h"
 
-#define PUB_MAX 4096 /* originals waiting to be published (~250 bytes each) */
+#define PUB_MAX 4096   /* originals waiting to be published (~250 bytes each) */
+#define FAR_SLOTS 4096 /* Redis's answers remembered (~150 bytes each in use) */
 
 /* One GET out. */
 typedef struct lookup {
@@ -60,6 +67,14 @@ typedef struct lookup {
   uint64_t deadline;           /* loop time (ms) its visit waits until */
   struct lookup *prev, *next;  /* the waiting ones, oldest first */
 } lookup_t;
+
+/* An answer remembered: another member's original of payload digest d. */
+typedef struct far {
+  uint8_t d[KR_SHA1_LEN];
+  uint64_t date;               /* 0: a free slot */
+  char rid[KR_WARC_ID_SIZE];
+  char *url;
+} far_t;
 
 /* One original to publish. */
 typedef struct pub {
@@ -76,6 +91,7 @@ struct kr_xdedup {
   lookup_t *head, *tail;       /* waiting lookups */
   pub_t pub[PUB_MAX];
   size_t npub;
+  far_t *far;                  /* FAR_SLOTS, by the digest's first bytes */
   int stopped;
 };
 
@@ -96,6 +112,7 @@ int kr__xdedup_setup(kr_crawl_t *c, kr_processor_t *p) {
   x->node = kr_xstrdup(kr_config_str(g, KR_CFG_CLUSTER_NODE));
   x->wait_ms = (uint64_t)kr_config_ms(g, KR_CFG_CLUSTER_SHARED_DEDUP_WAIT);
   snprintf(x->ttl, sizeof x->ttl, "%lld", (long long)kr_config_ms(g, KR_CFG_CLUSTER_SHARED_DEDUP_TTL));
+  x->far = kr_xcalloc(FAR_SLOTS, sizeof *x->far);
   c->xdedup = x;
   p->data = c;
   return 0;
@@ -108,6 +125,8 @@ void kr__xdedup_close(kr_crawl_t *c) {
     free(x->pub[i].key);
     free(x->pub[i].val);
   }
+  for (size_t i = 0; i < FAR_SLOTS; i++) free(x->far[i].url);
+  free(x->far);
   free(x->prefix);
   free(x->node);
   free(x);
@@ -115,6 +134,44 @@ void kr__xdedup_close(kr_crawl_t *c) {
 }
 
 /* ---- asking -------------------------------------------------------------------- */
+
+static far_t *far_slot(kr_xdedup_t *x, const uint8_t *d) {
+  uint32_t h;
+  memcpy(&h, d, sizeof h); /* a SHA-1's bytes are as good as any hash */
+  return &x->far[h % FAR_SLOTS];
+}
+
+/* f's payload is another member's original: for the WARC writer (in f's
+ * arena). 0 when out of room. */
+static int far_use(kr_fetch_t *f, const char *url, size_t url_len, const char *rid,
+                   size_t rid_len, uint64_t date) {
+  char *u = kr_arena_strndup(&f->arena, url, url_len);
+  char *r = kr_arena_strndup(&f->arena, rid, rid_len);
+  if (!u || !r) return 0;
+  f->ad.far_url = u;
+  f->ad.far_rid = r;
+  f->ad.far_date = date;
+  f->crawl->st.xdedup_hits++;
+  return 1;
+}
+
+/* Remember o as the original of payload d (the slot's last one goes). */
+static void far_keep(kr_xdedup_t *x, const uint8_t *d, const kr_xdedup_orig_t *o) {
+  far_t *s = far_slot(x, d);
+  free(s->url);
+  memcpy(s->d, d, KR_SHA1_LEN);
+  memcpy(s->rid, o->rid.p, o->rid.n); /* < KR_WARC_ID_SIZE: decode checked */
+  s->rid[o->rid.n] = '\0';
+  s->url = kr_xstrndup(o->url.p, o->url.n);
+  s->date = o->date_ms;
+}
+
+/* A remembered answer for f's payload: 1 used. */
+static int far_known(kr_xdedup_t *x, kr_fetch_t *f) {
+  const far_t *s = far_slot(x, f->ad.payload_digest);
+  if (!s->date || memcmp(s->d, f->ad.payload_digest, KR_SHA1_LEN)) return 0;
+  return far_use(f, s->url, strlen(s->url), s->rid, strlen(s->rid), s->date);
+}
 
 static void unlink_lookup(kr_xdedup_t *x, lookup_t *l) {
   if (l->prev) l->prev->next = l->next;
@@ -158,13 +215,8 @@ static void answer(kr_xdedup_t *x, kr_fetch_t *f, const redisReply *r) {
   }
   kr_xdedup_orig_t o;
   if (r->type != REDIS_REPLY_STRING || !kr_xdedup_decode(r->str, r->len, &o)) return;
-  char *url = kr_arena_strndup(&f->arena, o.url.p, o.url.n);
-  char *rid = kr_arena_strndup(&f->arena, o.rid.p, o.rid.n);
-  if (!url || !rid) return;
-  f->ad.far_url = url;
-  f->ad.far_rid = rid;
-  f->ad.far_date = o.date_ms;
-  c->st.xdedup_hits++;
+  if (far_use(f, o.url.p, o.url.n, o.rid.p, o.rid.n, o.date_ms))
+    far_keep(x, f->ad.payload_digest, &o);
 }
 
 static void on_get(redisAsyncContext *ac, void *r, void *privdata) {
@@ -307,6 +359,7 @@ static int xdedup_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   /* the store only when the rest would ask */
   v.local = kr_xdedup_decide(&v) != KR_XDEDUP_SKIP && known_here(c, f);
   kr_xdedup_step_t step = kr_xdedup_decide(&v);
+  if (step != KR_XDEDUP_SKIP && far_known(x, f)) return KR_PROC_NEXT;
   if (step == KR_XDEDUP_ASK && ask(x, ac, f)) return KR_PROC_ASYNC;
   if (step != KR_XDEDUP_SKIP) c->st.xdedup_local_only++; /* away, or the GET not sent */
   return KR_PROC_NEXT;

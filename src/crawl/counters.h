@@ -184,8 +184,8 @@ enum { KR_UNIT_COUNT = 0, KR_UNIT_BYTES = 1 };
     "Payloads the local index did not know, asked of Redis (cluster.shared-dedup: one GET each).", \
     2, "; shared dedup: %s asked")                                                                \
   X(xdedup_hits, "kria_cluster_dedup_hits_total", KR_UNIT_COUNT,                                  \
-    "Payloads Redis named an original of (a member's record): written as revisits of it.", 2,     \
-    ", %s known")                                                                                 \
+    "Payloads another member archived (Redis's answer, or one remembered from an earlier answer): " \
+    "written as revisits of its record.", 2, ", %s known")                                       \
   X(xdedup_local_only, "kria_cluster_dedup_local_only_total", KR_UNIT_COUNT,                      \
     "Payloads checked against the local index alone: Redis away, or no answer within "            \
     "cluster.shared-dedup-wait.", 2, ", %s local only")                                           \

@@ -9,7 +9,8 @@
 #    every other /same is an identical-payload-digest revisit of it, and
 #    the member that does not own h1.test wrote revisits whose
 #    WARC-Refers-To, -Target-URI and -Date name that record in the other
-#    member's WARC file (read with warcio.js);
+#    member's WARC file (read with warcio.js); met again later, the
+#    payload is known from the answer remembered, Redis not asked again;
 #  - Redis holds the digest's key, first writer's value, with a TTL
 #    (cluster.shared-dedup-ttl); the counters say asked and known;
 #  - without shared-dedup (the default) a member asks Redis nothing and
@@ -120,23 +121,32 @@ if wait_until 60 all_fetched "$D" "$NPAGES"; then ok "two members fetched all $N
 else not_ok "two members fetched all $NPAGES pages (have $(fetched "$D" | sort -u | wc -l))"; fi
 is "$(fetched "$D" | sort | uniq -d | tr '\n' ' ')" "" "... none twice"
 for n in 1 2; do wait_until 10 test -s "$D/n$n/status.addr"; done
-hits2() { [ "$(($(metric "$D" 1 kria_cluster_dedup_hits_total) + $(metric "$D" 2 kria_cluster_dedup_hits_total)))" -ge 1 ]; }
-wait_until 10 hits2
+o1=$(awk '{print $4}' "$D/n1/logs/crawl.log" | grep -c '^http://h1\.test:')
+if [ "$o1" -gt 0 ]; then X=n1 Y=n2; else X=n2 Y=n1; fi
+xn=${X#n} yn=${Y#n}
+ny=$(awk '{print $4}' "$D/$Y/logs/crawl.log" | grep -c '/same$')
+check "the hosts are spread: $Y (not h1.test's owner $X) fetched /same of $ny hosts" test "$ny" -ge 1
 declare -A HITS ASKED LOCAL
 for n in 1 2; do
   HITS[$n]=$(metric "$D" "$n" kria_cluster_dedup_hits_total)
   ASKED[$n]=$(metric "$D" "$n" kria_cluster_dedup_lookups_total)
   LOCAL[$n]=$(metric "$D" "$n" kria_cluster_dedup_local_only_total)
 done
+# the payload met again on one of Y's hosts (a link by hand into Y's
+# stream): Y's own index does not hold it (its /same are revisits of X's
+# record), the answer Redis gave before does: no lookup
+UA="$(awk '{print $4}' "$D/$Y/logs/crawl.log" | grep '/same$' | head -1)?again=1"
+rcli XADD "dd1:links:$Y" '*' u "$UA" h L v 0 d 0 s test >/dev/null
+again_fetched() { fetched "$D" | grep -qxF "$UA"; }
+check "$Y fetches $UA" wait_until 20 again_fetched
+is "$(metric "$D" "$yn" kria_cluster_dedup_hits_total)" "$((HITS[$yn] + 1))" \
+  "... known to be $X's payload"
+is "$(metric "$D" "$yn" kria_cluster_dedup_lookups_total)" "${ASKED[$yn]}" \
+  "... from the answer remembered, without asking Redis again"
 for n in 1 2; do
   stop "$n"
   is "$?" 0 "n$n stops cleanly"
 done
-
-o1=$(awk '{print $4}' "$D/n1/logs/crawl.log" | grep -c '^http://h1\.test:')
-if [ "$o1" -gt 0 ]; then X=n1 Y=n2; else X=n2 Y=n1; fi
-ny=$(awk '{print $4}' "$D/$Y/logs/crawl.log" | grep -c '/same$')
-check "the hosts are spread: $Y (not h1.test's owner $X) fetched /same of $ny hosts" test "$ny" -ge 1
 
 refs "$D" >"$D/refs"
 is "$?" 0 "warcio.js reads every member's WARC files"
@@ -158,10 +168,12 @@ is "$(cut -f9 "$D/far" | sort -u)" "$U1" "... WARC-Refers-To-Target-URI its URI"
 is "$(cut -f10 "$D/far" | sort -u)" "$ODATE" "... WARC-Refers-To-Date its WARC-Date"
 is "$(awk -F'\t' -v x="$X" '$1 == x && $2 == "revisit"' "$D/same" | cut -f8 | grep -vxF "$ORID")" "" \
   "$X's own /same revisits refer to it too (its local index)"
+is "$(awk -F'\t' -v u="$UA" '$4 == u {print $2, $8}' "$D/refs")" "revisit $ORID" \
+  "... its revisit refers to $X's record too"
 like "$(grep -h '/same ' "$D/$Y/logs/crawl.log")" "duplicate:digest" "$Y's crawl.log says duplicate:digest"
-yn=${Y#n}
-check "$Y asked Redis (${ASKED[$yn]} lookups) and it knew the payload (${HITS[$yn]} known)" \
-  test "${HITS[$yn]}" -ge 1 -a "${ASKED[$yn]}" -ge "${HITS[$yn]}"
+is "${HITS[$yn]}" "$ny" "$Y knew each of its $ny /same as another member's (/metrics)"
+check "... having asked Redis (${ASKED[$yn]} lookups: its / pages, /same once or more)" \
+  test "${ASKED[$yn]}" -gt "$ny" -a "${ASKED[$yn]}" -le $((2 * ny))
 is "${LOCAL[1]}+${LOCAL[2]}" "0+0" "no visit fell back on the local index alone"
 is "$(rcli --raw GET "dd1:dd:$DIGEST" | cut -d' ' -f1,3,4,5)" "1 $ORID $X $U1" \
   "Redis holds the payload's original: first writer's record, member and URI"
@@ -178,7 +190,7 @@ D=$T/c2
 mkdir -p "$D"
 conf 1 "$D" dd2 false >"$D/n1.conf"
 start 1 "$D"
-own1=$(awk '{print $4}' "$T/c1/n1/logs/crawl.log" | wc -l)
+own1=$(awk '{print $4}' "$T/c1/n1/logs/crawl.log" | grep -cv 'again=')
 if wait_until 60 all_fetched "$D" "$own1"; then ok "shared-dedup off: n1 fetched its $own1 pages"
 else not_ok "shared-dedup off: n1 fetched its $own1 pages"; fi
 wait_until 10 test -s "$D/n1/status.addr"
@@ -202,7 +214,6 @@ fi
 # Redis) and dropped.
 D=$T/c3
 mkdir -p "$D"
-yn=${Y#n}
 (cd "$HERE" && exec node holdproxy.mjs "$D/proxy.port" "$REDIS_PORT") 2>"$D/proxy.err" &
 PROXY_PID=$!
 _pids+=("$PROXY_PID")
