@@ -77,8 +77,6 @@ conf() { # N DIR PREFIX SHARED: member nN's configuration, state in DIR/nN
 hosts-file = $T/hosts
 [status]
 listen = 127.0.0.1:0
-[warc]
-compress = none
 [cluster]
 redis = 127.0.0.1:$REDIS_PORT
 node = n$1
@@ -105,7 +103,7 @@ metric() { # DIR N NAME
   curl -s "http://$(cat "$1/n$2/status.addr")/metrics" | awk -v m="$3" '$1 == m {print $2}'
 }
 refs() { # DIR: warcrefs.mjs over every member's WARC files
-  (cd "$HERE" && node warcrefs.mjs "$1"/n?/warcs/*.warc) 2>"$1/refs.err"
+  (cd "$HERE" && node warcrefs.mjs "$1"/n?/warcs/*.warc.gz) 2>"$1/refs.err"
 }
 # field K of the record lines of FILE whose column C is V
 col() { awk -F'\t' -v c="$2" -v v="$3" -v k="$4" '$c == v {print $k}' "$1"; }
@@ -258,5 +256,28 @@ awk -F'\t' '$4 ~ /\/same$/' "$D/refs" >"$D/same"
 is "$(col "$D/same" 2 response 4 | wc -l)" 1 "... one /same archived in full"
 is "$(col "$D/same" 2 revisit 8 | sort -u)" "$(if [ "$ny" -gt 1 ]; then col "$D/same" 2 response 3; fi)" \
   "... the others revisits of it (the local index)"
+
+# ---- 5: replay across members ------------------------------------------------------
+
+# The two members' WARC files of the first crawl as one collection:
+# ReplayWeb.page (headless Chromium, replay.mjs) shows each /same capture
+# with the payload of h1.test's response, a revisit found by the URI and
+# date it refers to, in the other member's file. Last: without Chromium
+# the test ends here with a skip.
+. "$(dirname "$0")/replay_lib.bash"
+replay_prereqs
+mapfile -t warcs < <(ls "$T"/c1/n?/warcs/*.warc.gz | sort)
+"$KRIA" cdx "${warcs[@]}" >"$T/all.cdxj" 2>"$T/cdx.err"
+is "$?" 0 "kria cdx indexes both members' ${#warcs[@]} WARC files"
+"$KRIA" wacz "$T/c1.wacz" "${warcs[@]}" >"$T/wacz.out" 2>"$T/wacz.err"
+is "$?" 0 "kria wacz packs them as one collection"
+replay_run 120 replay --wacz "$T/c1.wacz" --cdx "$T/all.cdxj" --skip '(robots\.txt|:[0-9]+/)$' \
+  "${warcs[@]}"
+rc=$?
+is "$rc" 0 "replay.mjs ran to the end"
+[ "$rc" = 0 ] || diag "$(tail -20 "$T/replay.err")"
+replay_results "$T/replay.out"
+is "${REPLAY_KINDS[original]:-0}" 1 "h1.test's /same replays from its response"
+is "${REPLAY_KINDS[identical-cross-url]:-0}" 6 "... and the six revisits of it, $ny of them from $Y's files"
 
 done_testing
