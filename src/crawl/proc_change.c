@@ -28,8 +28,9 @@
  * revisit of that URI ("duplicate:digest", as Heritrix's
  * ContentDigestHistoryLoader says it, first of the line's; refers-to URI
  * and date are kept on the fetch for the WARC writer); an unknown one is
- * added to the index. Sections: trust, duplicates, revisits in crawl.log,
- * the processor.
+ * added to the index, or, with WARC files, noted as unknown here
+ * (dup_miss: a cluster's shared index may know it, clusterdedup.c).
+ * Sections: trust, duplicates, revisits in crawl.log, the processor.
  */
 #include <string.h>
 
