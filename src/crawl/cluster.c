@@ -695,4 +695,3 @@ struct redisAsyncContext *kr__crawl_cluster_redis(const kr_crawl_t *c) {
   const kr_crawl_cluster_t *cl = c->cluster;
   return cl && cl->wr_up && !cl->closing ? cl->wr : NULL;
 }
-

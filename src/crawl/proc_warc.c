@@ -305,7 +305,7 @@ static int run_visit(kr_archive_t *a, kr_fetch_t *f, kr_archive_cap_t *cap) {
   if (cap && !kr_archive_capture_claim(cap)) return KR_PROC_NEXT;
   if (!has_visit(f) || !kr_archive_writing(a)) return KR_PROC_NEXT;
   KR_TP_ENTER(KR_TP_WARC);
-  kr_archive_exchange_t x = {0}; /* what exchange_fill leaves unset: none */
+  kr_archive_exchange_t x = {0}; /* the far original, the original hook: unset unless filled */
   kr_archive_wrote_t w = {0};
   exchange_fill(f, cap, &x);
   x.wrote = &w;
