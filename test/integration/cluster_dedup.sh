@@ -11,6 +11,8 @@
 #    WARC-Refers-To, -Target-URI and -Date name that record in the other
 #    member's WARC file (read with warcio.js); met again later, the
 #    payload is known from the answer remembered, Redis not asked again;
+#    a second pass finds those /same unchanged: revisits of X's record
+#    again, not archived in full (Y's originals do not hold them);
 #  - Redis holds the digest's key, first writer's value, with a TTL
 #    (cluster.shared-dedup-ttl); the counters say asked and known;
 #  - without shared-dedup (the default) a member asks Redis nothing and
@@ -179,6 +181,23 @@ ttl=$(rcli PTTL "dd1:dd:$DIGEST")
 check "... with a TTL, cluster.shared-dedup-ttl (30 d: ${ttl} ms)" \
   test "$ttl" -gt $((29 * 86400000)) -a "$ttl" -le $((30 * 86400000))
 
+# a second pass of Y alone (--revisit-now): its /same are unchanged, and
+# their last records were revisits of X's, which Y's originals do not
+# hold: Redis is asked again (a new process remembers nothing) and the
+# new revisits refer to X's record too, none archived in full
+"$KRIA" crawl -c "$D/$Y.conf" --revisit-now >>"$D/$Y.out" 2>>"$D/$Y.err" &
+KPID[$yn]=$!
+_pids+=("${KPID[$yn]}")
+second_pass() { [ "$(awk '{print $4}' "$D/$Y/logs/crawl.log" | grep -c '/same')" -ge $((2 * (ny + 1))) ]; }
+check "$Y's second pass fetches its /same again" wait_until 30 second_pass
+stop "$yn"
+is "$?" 0 "... and stops cleanly"
+refs "$D" >"$D/refs2"
+awk -F'\t' -v y="$Y" '$1 == y && $4 ~ /\/same/' "$D/refs2" >"$D/far2"
+is "$(cut -f2 "$D/far2" | sort | uniq -c | awk '{print $1, $2}')" "$((2 * (ny + 1))) revisit" \
+  "... all $((2 * (ny + 1))) of $Y's /same captures are revisits"
+is "$(cut -f8 "$D/far2" | sort -u)" "$ORID" "... of $X's record"
+
 # ---- 2: without shared-dedup ---------------------------------------------------------
 
 # one member alone (its own hosts; the others' wait in Redis): Redis is
@@ -188,7 +207,7 @@ D=$T/c2
 mkdir -p "$D"
 conf 1 "$D" dd2 false >"$D/n1.conf"
 start 1 "$D"
-own1=$(awk '{print $4}' "$T/c1/n1/logs/crawl.log" | grep -cv 'again=')
+own1=$(awk '{print $4}' "$T/c1/n1/logs/crawl.log" | grep -v 'again=' | sort -u | wc -l)
 if wait_until 60 all_fetched "$D" "$own1"; then ok "shared-dedup off: n1 fetched its $own1 pages"
 else not_ok "shared-dedup off: n1 fetched its $own1 pages"; fi
 wait_until 10 test -s "$D/n1/status.addr"
@@ -261,8 +280,9 @@ is "$(col "$D/same" 2 revisit 8 | sort -u)" "$(if [ "$ny" -gt 1 ]; then col "$D/
 
 # The two members' WARC files of the first crawl as one collection:
 # ReplayWeb.page (headless Chromium, replay.mjs) shows each /same capture
-# with the payload of h1.test's response, a revisit found by the URI and
-# date it refers to, in the other member's file. Last: without Chromium
+# (Y's second pass included) with the payload of h1.test's response, a
+# revisit found by the URI and date it refers to, in the other member's
+# file. Last: without Chromium
 # the test ends here with a skip.
 . "$(dirname "$0")/replay_lib.bash"
 replay_prereqs
@@ -278,6 +298,7 @@ is "$rc" 0 "replay.mjs ran to the end"
 [ "$rc" = 0 ] || diag "$(tail -20 "$T/replay.err")"
 replay_results "$T/replay.out"
 is "${REPLAY_KINDS[original]:-0}" 1 "h1.test's /same replays from its response"
-is "${REPLAY_KINDS[identical-cross-url]:-0}" 6 "... and the six revisits of it, $ny of them from $Y's files"
+is "${REPLAY_KINDS[identical-cross-url]:-0}" $((6 + ny + 1)) \
+  "... and the $((6 + ny + 1)) revisits of it, $((2 * ny + 2)) of them from $Y's files"
 
 done_testing
