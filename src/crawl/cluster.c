@@ -347,7 +347,7 @@ void kr__crawl_cluster_turn(kr_crawl_t *c) {
   kr_crawl_cluster_t *cl = c->cluster;
   if (!cl || cl->closing || !c->frontier) return;
   ack_committed(cl);
-  kr__xdedup_turn(c);
+  kr__crawl_xdedup_turn(c);
   /* rows not handed to Redis yet exist only when the outbox holds more
    * than the XADDs awaiting their reply */
   while (cl->wr_up && cl->xadds_out < XADD_WINDOW && cl->outbox_n > cl->xadds_out) {
@@ -648,7 +648,7 @@ static void connect_all(kr_crawl_cluster_t *cl) {
 void kr__crawl_cluster_stop(kr_crawl_t *c) {
   kr_crawl_cluster_t *cl = c->cluster;
   if (!cl || cl->closing) return;
-  kr__xdedup_stop(c);
+  kr__crawl_xdedup_stop(c);
   cl->closing = 1;
   if (cl->retry.loop && !uv_is_closing((uv_handle_t *)&cl->retry))
     uv_close((uv_handle_t *)&cl->retry, NULL);

@@ -62,7 +62,7 @@
 
 /* One GET out. */
 typedef struct lookup {
-  struct kr_xdedup *x;
+  struct kr_crawl_xdedup *x;
   kr_fetch_t *f;               /* NULL once its visit went on without it */
   uint64_t deadline;           /* loop time (ms) its visit waits until */
   struct lookup *prev, *next;  /* the waiting ones, oldest first */
@@ -81,7 +81,7 @@ typedef struct pub {
   char *key, *val;
 } pub_t;
 
-struct kr_xdedup {
+struct kr_crawl_xdedup {
   kr_crawl_t *c;
   char *prefix, *node;
   uint64_t wait_ms;
@@ -97,7 +97,7 @@ struct kr_xdedup {
 
 /* ---- the module ----------------------------------------------------------------- */
 
-int kr__xdedup_setup(kr_crawl_t *c, kr_processor_t *p) {
+int kr__crawl_xdedup_setup(kr_crawl_t *c, kr_processor_t *p) {
   const kr_config_view_t *g = kr_config_global(c->cfg);
   if (!kr_config_str(g, KR_CFG_CLUSTER_REDIS)[0] || !kr_config_bool(g, KR_CFG_CLUSTER_SHARED_DEDUP))
     return 1;
@@ -106,7 +106,7 @@ int kr__xdedup_setup(kr_crawl_t *c, kr_processor_t *p) {
            "nothing to share");
     return 1;
   }
-  kr_xdedup_t *x = kr_xcalloc(1, sizeof *x);
+  kr_crawl_xdedup_t *x = kr_xcalloc(1, sizeof *x);
   x->c = c;
   x->prefix = kr_xstrdup(kr_config_str(g, KR_CFG_CLUSTER_PREFIX));
   x->node = kr_xstrdup(kr_config_str(g, KR_CFG_CLUSTER_NODE));
@@ -118,8 +118,8 @@ int kr__xdedup_setup(kr_crawl_t *c, kr_processor_t *p) {
   return 0;
 }
 
-void kr__xdedup_close(kr_crawl_t *c) {
-  kr_xdedup_t *x = c->xdedup;
+void kr__crawl_xdedup_close(kr_crawl_t *c) {
+  kr_crawl_xdedup_t *x = c->xdedup;
   if (!x) return;
   for (size_t i = 0; i < x->npub; i++) {
     free(x->pub[i].key);
@@ -135,7 +135,7 @@ void kr__xdedup_close(kr_crawl_t *c) {
 
 /* ---- asking -------------------------------------------------------------------- */
 
-static far_t *far_slot(kr_xdedup_t *x, const uint8_t *d) {
+static far_t *far_slot(kr_crawl_xdedup_t *x, const uint8_t *d) {
   uint32_t h;
   memcpy(&h, d, sizeof h); /* a SHA-1's bytes are as good as any hash */
   return &x->far[h % FAR_SLOTS];
@@ -156,7 +156,7 @@ static int far_use(kr_fetch_t *f, const char *url, size_t url_len, const char *r
 }
 
 /* Remember o as the original of payload d (the slot's last one goes). */
-static void far_keep(kr_xdedup_t *x, const uint8_t *d, const kr_xdedup_orig_t *o) {
+static void far_keep(kr_crawl_xdedup_t *x, const uint8_t *d, const kr_xdedup_orig_t *o) {
   far_t *s = far_slot(x, d);
   free(s->url);
   memcpy(s->d, d, KR_SHA1_LEN);
@@ -167,13 +167,13 @@ static void far_keep(kr_xdedup_t *x, const uint8_t *d, const kr_xdedup_orig_t *o
 }
 
 /* A remembered answer for f's payload: 1 used. */
-static int far_known(kr_xdedup_t *x, kr_fetch_t *f) {
+static int far_known(kr_crawl_xdedup_t *x, kr_fetch_t *f) {
   const far_t *s = far_slot(x, f->ad.payload_digest);
   if (!s->date || memcmp(s->d, f->ad.payload_digest, KR_SHA1_LEN)) return 0;
   return far_use(f, s->url, strlen(s->url), s->rid, strlen(s->rid), s->date);
 }
 
-static void unlink_lookup(kr_xdedup_t *x, lookup_t *l) {
+static void unlink_lookup(kr_crawl_xdedup_t *x, lookup_t *l) {
   if (l->prev) l->prev->next = l->next;
   else x->head = l->next;
   if (l->next) l->next->prev = l->prev;
@@ -182,7 +182,7 @@ static void unlink_lookup(kr_xdedup_t *x, lookup_t *l) {
 }
 
 /* l's visit goes on without the answer. */
-static void give_up(kr_xdedup_t *x, lookup_t *l) {
+static void give_up(kr_crawl_xdedup_t *x, lookup_t *l) {
   kr_fetch_t *f = l->f;
   unlink_lookup(x, l);
   l->f = NULL; /* the reply, when it comes, frees l */
@@ -192,7 +192,7 @@ static void give_up(kr_xdedup_t *x, lookup_t *l) {
 
 static void on_wait(uv_timer_t *t);
 
-static void arm(kr_xdedup_t *x) {
+static void arm(kr_crawl_xdedup_t *x) {
   if (!x->head || x->stopped) return;
   uint64_t now = uv_now(&x->c->loop);
   uv_timer_start(&x->timer, on_wait, x->head->deadline > now ? x->head->deadline - now : 0, 0);
@@ -200,14 +200,14 @@ static void arm(kr_xdedup_t *x) {
 
 /* The oldest visits waited long enough. */
 static void on_wait(uv_timer_t *t) {
-  kr_xdedup_t *x = t->data;
+  kr_crawl_xdedup_t *x = t->data;
   uint64_t now = uv_now(&x->c->loop);
   while (x->head && x->head->deadline <= now) give_up(x, x->head);
   arm(x);
 }
 
 /* Redis's answer for f: an original to refer to, or none. */
-static void answer(kr_xdedup_t *x, kr_fetch_t *f, const redisReply *r) {
+static void answer(kr_crawl_xdedup_t *x, kr_fetch_t *f, const redisReply *r) {
   kr_crawl_t *c = x->c;
   if (!r || r->type == REDIS_REPLY_ERROR) { /* lost or refused: as if away */
     c->st.xdedup_local_only++;
@@ -221,7 +221,7 @@ static void answer(kr_xdedup_t *x, kr_fetch_t *f, const redisReply *r) {
 
 static void on_get(redisAsyncContext *ac, void *r, void *privdata) {
   lookup_t *l = privdata;
-  kr_xdedup_t *x = l->x;
+  kr_crawl_xdedup_t *x = l->x;
   kr_fetch_t *f = l->f;
   (void)ac;
   if (f) {
@@ -234,7 +234,7 @@ static void on_get(redisAsyncContext *ac, void *r, void *privdata) {
 }
 
 /* GET f's payload: 1 sent (f waits), 0 not (Redis went away). */
-static int ask(kr_xdedup_t *x, redisAsyncContext *ac, kr_fetch_t *f) {
+static int ask(kr_crawl_xdedup_t *x, redisAsyncContext *ac, kr_fetch_t *f) {
   char key[256];
   if (!kr_xdedup_key(key, sizeof key, x->prefix, f->ad.payload_digest)) return 0;
   lookup_t *l = kr_xcalloc(1, sizeof *l);
@@ -260,8 +260,8 @@ static int ask(kr_xdedup_t *x, redisAsyncContext *ac, kr_fetch_t *f) {
   return 1;
 }
 
-void kr__xdedup_stop(kr_crawl_t *c) {
-  kr_xdedup_t *x = c->xdedup;
+void kr__crawl_xdedup_stop(kr_crawl_t *c) {
+  kr_crawl_xdedup_t *x = c->xdedup;
   if (!x || x->stopped) return;
   x->stopped = 1; /* the visits resumed here ask nothing more */
   while (x->head) give_up(x, x->head);
@@ -276,10 +276,10 @@ void kr__xdedup_stop(kr_crawl_t *c) {
 
 /* ---- publishing ---------------------------------------------------------------- */
 
-void kr__xdedup_original(void *ud, const uint8_t *d, uint64_t date_ms, const char *rid) {
+void kr__crawl_xdedup_original(void *ud, const uint8_t *d, uint64_t date_ms, const char *rid) {
   kr_fetch_t *f = ud;
   kr_crawl_t *c = f->crawl;
-  kr_xdedup_t *x = c->xdedup;
+  kr_crawl_xdedup_t *x = c->xdedup;
   const kr_http_resp_t *r = f->resp;
   if (!x || x->stopped || f->is_robots || !r || r->status < 200 || r->status >= 300) return;
   if (!kr_config_bool(kr_config_global(c->cfg), KR_CFG_ADAPTIVE_DEDUPE)) return;
@@ -296,7 +296,7 @@ void kr__xdedup_original(void *ud, const uint8_t *d, uint64_t date_ms, const cha
 }
 
 static void on_set(redisAsyncContext *ac, void *r, void *privdata) {
-  kr_xdedup_t *x = privdata;
+  kr_crawl_xdedup_t *x = privdata;
   const redisReply *reply = r;
   (void)ac;
   /* OK, or nil: another member was first */
@@ -306,8 +306,8 @@ static void on_set(redisAsyncContext *ac, void *r, void *privdata) {
     KR_LOG(KR_LOG_DEBUG, NULL, "cluster: shared dedup: Redis refused an original: %s", reply->str);
 }
 
-void kr__xdedup_turn(kr_crawl_t *c) {
-  kr_xdedup_t *x = c->xdedup;
+void kr__crawl_xdedup_turn(kr_crawl_t *c) {
+  kr_crawl_xdedup_t *x = c->xdedup;
   if (!x || x->stopped || !x->npub) return;
   /* committed: no transaction open and no write kept back for a sync */
   kr_store_t *st = kr_frontier_store(c->frontier);
@@ -342,7 +342,7 @@ static int known_here(kr_crawl_t *c, kr_fetch_t *f) {
 static int xdedup_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_fetch_t *f = container_of(cf, kr_fetch_t, cf);
   kr_crawl_t *c = self->data;
-  kr_xdedup_t *x = c->xdedup;
+  kr_crawl_xdedup_t *x = c->xdedup;
   const kr_http_resp_t *r = f->resp;
   if (!x || x->stopped || !f->curi || f->decided || f->disp != KR_DISP_FINISH || !r ||
       !r->status || !kr_archive_writing(c->warc))

@@ -305,7 +305,7 @@ struct kr_crawl {
   struct kr_scopestate_walk *scope_walk; /* a revival after a reload, in steps */
   struct kr_websub *websub;     /* WebSub subscriptions (websub.c), NULL when off */
   struct kr_crawl_cluster *cluster;   /* [cluster] (cluster.c), NULL when crawling alone */
-  struct kr_xdedup *xdedup;     /* cluster.shared-dedup (clusterdedup.c), NULL when off */
+  struct kr_crawl_xdedup *xdedup;     /* cluster.shared-dedup (clusterdedup.c), NULL when off */
   int cluster_held;             /* dispatch held: the cluster's outbox is full */
 };
 

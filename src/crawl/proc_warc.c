@@ -241,7 +241,7 @@ static void exchange_fill(kr_fetch_t *f, kr_archive_cap_t *cap, kr_archive_excha
     x->far_rid = f->ad.far_rid;
     x->far_date_ms = f->ad.far_date;
   }
-  if (f->crawl->xdedup) x->original = kr__xdedup_original;
+  if (f->crawl->xdedup) x->original = kr__crawl_xdedup_original;
 }
 
 /* ---- the processors --------------------------------------------------------------- */

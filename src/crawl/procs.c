@@ -76,7 +76,7 @@ static const chain_row_t chain_table[] = {
     {KR_PHASE_EXTRACT, &kr_proc_extract_html, html_only, NULL, NULL},
     {KR_PHASE_EXTRACT, &kr_proc_extract_css, css_only, NULL, NULL},
     {KR_PHASE_EXTRACT, &kr_proc_extract_feed, feeds_only, NULL, NULL},
-    {KR_PHASE_WRITE, &kr_proc_xdedup, kr__xdedup_setup, NULL, kr__xdedup_close},
+    {KR_PHASE_WRITE, &kr_proc_xdedup, kr__crawl_xdedup_setup, NULL, kr__crawl_xdedup_close},
     {KR_PHASE_WRITE, &kr_proc_warc_dns, warc_on, NULL, NULL},
     {KR_PHASE_WRITE, &kr_proc_warc, warc_on, NULL, NULL},
     {KR_PHASE_POST, &kr_proc_digest_end, warc_on, NULL, NULL},
