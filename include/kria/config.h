@@ -294,7 +294,7 @@ enum kr_cfg_type {
   X(WARC_ENABLED, "warc", "enabled", BOOL, 0, "true", "", NONE,                         \
     "Write WARC files (into crawl.warc-dir).")                                          \
   X(WARC_PREFIX, "warc", "prefix", STRING, 0, "kria", "", NAME,                          \
-    "File names are PREFIX-YYYYMMDDhhmmssSSS-SERIAL-HOST.warc.gz.")                     \
+    "File names are PREFIX-YYYYMMDDhhmmssSSS-SERIAL-HOST.warc.gz (HOST-NODE with [cluster]).")                     \
   X(WARC_COMPRESS, "warc", "compress", ENUM, 0, "gzip", "gzip|none", NONE,               \
     "gzip: each record is its own gzip member (.warc.gz); none: plain .warc.")         \
   X(WARC_LEVEL, "warc", "level", INT, 0, "1", "1..9", NONE,                              \

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
+#include <unistd.h>
 
 #include "archive_impl.h"
 #include "internal.h"
@@ -167,6 +168,16 @@ void kr__archive_wopts(const kr_archive_t *a, struct kr__archive_wopts *x) {
                             [KR_CFG_DURABILITY_RECORD] = KR_WARC_SYNC_RECORD};
   o->durability = dur[kr_config_enum(g, KR_CFG_WARC_DURABILITY)];
   o->clock = a->host.clock;
+  /* Members of a cluster may share a machine and a millisecond: the
+   * member's name in the file names keeps their WARC files apart where
+   * they meet, in one collection (pywb, a WACZ). */
+  const char *node = kr_config_str(g, KR_CFG_CLUSTER_NODE);
+  if (node[0]) {
+    char hn[64] = "";
+    if (gethostname(hn, sizeof hn - 1)) snprintf(hn, sizeof hn, "localhost");
+    snprintf(x->host, sizeof x->host, "%.31s-%s", hn, node); /* names cut at 64 */
+    o->host = x->host;
+  }
   const char *op = kr_config_str(g, KR_CFG_WARC_OPERATOR);
   if (!op[0]) op = kr_config_str(g, KR_CFG_CRAWL_CONTACT_URL);
   snprintf(x->level, sizeof x->level, "%d", o->writer.gzip ? o->writer.level : 0);

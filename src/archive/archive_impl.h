@@ -92,6 +92,7 @@ struct kr_archive {
 struct kr__archive_wopts {
   kr_warcfile_opts_t o;
   char level[16], size[32];
+  char host[128]; /* the file names' HOST: the machine's, and the member's in a cluster */
   kr_warc_field_t extra[7];
 };
 
