@@ -106,7 +106,7 @@ $(B)/test/%: $(B)/test/unit/%.o $(UNIT_SUPPORT_OBJS) $(B)/libkria.a
 # The unit tests of the pure modules link the core library alone: a core
 # module that reaches for a loop-bound symbol (the log, the clock, the
 # store) stops linking here, beside the compile-time -Iinclude.
-CORE_UNIT := addrpolicy arc cluster config digest estimate extract feed fp hoststate inflate robots sched scope \
+CORE_UNIT := addrpolicy arc cluster clustermove config digest estimate extract feed fp hoststate inflate robots sched scope \
   seeds seen prior signal strip surt url validators wait websub wheel xdedup
 CORE_UNIT_BINS := $(CORE_UNIT:%=$(B)/test/test_%)
 $(CORE_UNIT_BINS): $(B)/test/%: $(B)/test/unit/%.o $(UNIT_SUPPORT_OBJS) $(B)/libkria-core.a

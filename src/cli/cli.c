@@ -30,6 +30,7 @@ static const struct command commands[] = {
     {"simulate", kr_cmd_simulate, "[--trace FILE | --urls N --hosts H] ...  compare revisit policies"},
     {"status", kr_cmd_status, "[--addr IP:PORT | -s DIR | -c FILE]  what a crawl is doing"},
     {"report", kr_cmd_report, "hosts | frontier | uri URL  host queues, frontier, one URI"},
+    {"cluster", kr_cmd_cluster, "rebalance -c FILE --nodes LIST  change a cluster's members"},
 };
 
 void kr_cli_error(int err, const char *fmt, ...) {

@@ -25,5 +25,6 @@ int kr_cmd_simulate(int argc, char **argv);
 int kr_cmd_status(int argc, char **argv);
 int kr_cmd_report(int argc, char **argv);
 int kr_cmd_demo(int argc, char **argv);
+int kr_cmd_cluster(int argc, char **argv);
 
 #endif

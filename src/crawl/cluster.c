@@ -38,6 +38,8 @@
 #include "cluster.h"
 #include "clusterdedup.h"
 
+#include "clusterepoch.h"
+
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -68,6 +70,7 @@
 struct kr_crawl_cluster {
   kr_crawl_t *c;
   kr_cluster_members_t members;
+  uint64_t epoch;               /* of the member list (clusterepoch.h) */
   int self;                     /* this member's index */
   char **streams;               /* PREFIX:links:NAME, per member */
   char *group;                  /* the consumer group: PREFIX */
@@ -105,6 +108,7 @@ static void connect_all(kr_crawl_cluster_t *cl);
 static void read_next(kr_crawl_cluster_t *cl);
 static void hold(kr_crawl_cluster_t *cl, int held);
 static void on_beat(uv_timer_t *t);
+static void on_epoch(redisAsyncContext *ac, void *r, void *privdata);
 
 /* ---- hiredis on the loop -------------------------------------------------------- */
 
@@ -185,14 +189,14 @@ int kr__crawl_cluster_open(kr_crawl_t *c, char *err, size_t errlen) {
   kr_crawl_cluster_t *cl = kr_xcalloc(1, sizeof *cl);
   cl->c = c;
   c->cluster = cl;
-  const char **names = kr_xcalloc(nn, sizeof *names);
-  for (size_t i = 0; i < nn; i++) names[i] = kr_config_list_item(g, KR_CFG_CLUSTER_NODES, i);
-  int rc = kr_cluster_members_init(&cl->members, names, nn);
-  free(names);
-  if (rc) return cfg_fail(err, errlen, "cluster.nodes names a member twice (or too many: 256)");
+  /* cluster.nodes, or the list a membership change made (clusterepoch.h) */
+  int rc = kr__cluster_epoch_open(c, &cl->members, &cl->epoch, err, errlen);
+  if (rc) return rc;
+  nn = cl->members.n;
   cl->self = kr_cluster_member_index(&cl->members, node, strlen(node));
   if (cl->self < 0) {
-    snprintf(err, errlen, "cluster: cluster.node = %s is not among cluster.nodes", node);
+    snprintf(err, errlen, "cluster: cluster.node = %s is not among cluster.nodes (or the cluster's "
+             "members since its last rebalance)", node);
     return KR_ECONFIG;
   }
   if (kr_cluster_parse_redis(redis, cl->host, sizeof cl->host, &cl->port))
@@ -318,13 +322,10 @@ static void on_xadd(redisAsyncContext *ac, void *r, void *privdata) {
 
 static int send_row(void *ud, const kr_store_outbox_t *o) {
   kr_crawl_cluster_t *cl = ud;
-  int m = kr_cluster_member_index(&cl->members, o->member, strlen(o->member));
+  /* the owner now: the members may have changed since the row was written */
+  int m = kr_cluster_owner_of_url(&cl->members, o->url, o->url_len);
   cl->sent_upto = o->id;
-  if (m < 0) { /* a member no longer listed: kept for a later session's rebalance */
-    KR_LOG(KR_LOG_WARN, o->url, "cluster: in the outbox for %s, not among cluster.nodes: kept",
-           o->member);
-    return 0;
-  }
+  if (m < 0) m = cl->self; /* no host: the owner's frontier refuses it, as it would here */
   char via[24], dir[8];
   snprintf(via, sizeof via, "%" PRIu64, o->via);
   snprintf(dir, sizeof dir, "%d", o->directive);
@@ -392,7 +393,10 @@ static int take_entry(kr_crawl_cluster_t *cl, const redisReply *fields, uint64_t
                  .directive = d ? atoi(d->str) : KR_DIRECTIVE_NORMAL};
   if (l.directive < KR_DIRECTIVE_NORMAL || l.directive > KR_DIRECTIVE_HIGH)
     l.directive = KR_DIRECTIVE_NORMAL;
-  int rc = kr_frontier_add(c->frontier, &l, now);
+  /* sent under an older member list: on to its owner now */
+  int rc = kr__crawl_cluster_divert(c, &l);
+  if (rc) return rc < 0 ? rc : 0;
+  rc = kr_frontier_add(c->frontier, &l, now);
   if (rc == KR_EDB) return rc;
   if (rc == KR_FRONTIER_HELD) return 0;
   if (rc == 0) c->st.cluster_duplicates++;
@@ -537,9 +541,19 @@ static void beat(kr_crawl_cluster_t *cl) {
   snprintf(ttl, sizeof ttl, "%d", HEARTBEAT_TTL_MS);
   const char *ex[] = {"PEXPIRE", cl->beat_key, ttl};
   redisAsyncCommandArgv(cl->wr, NULL, NULL, 3, ex, NULL);
+  redisAsyncCommand(cl->wr, on_epoch, NULL, "HGET %s:members epoch", cl->group);
 }
 
 static void on_beat(uv_timer_t *t) { beat(t->data); }
+
+/* The cluster's epoch, read with every heartbeat (clusterepoch.h). */
+static void on_epoch(redisAsyncContext *ac, void *r, void *privdata) {
+  kr_crawl_cluster_t *cl = ac->data;
+  redisReply *reply = r;
+  (void)privdata;
+  if (!reply || cl->closing || !cl->c->frontier) return;
+  kr__cluster_epoch_seen(cl->c, cl->epoch, reply->type == REDIS_REPLY_STRING ? reply->str : NULL);
+}
 
 /* ---- connections ----------------------------------------------------------------------- */
 

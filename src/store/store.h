@@ -569,4 +569,45 @@ int kr_store_disregarded_page(kr_store_t *st, int status, const char *after, siz
                               const char *below, size_t below_len, size_t max,
                               void (*fn)(void *ud, const kr_uri_row_t *r), void *ud);
 
+/* ---- hosts moving to another cluster member (store_move.c) ------------------------ */
+
+/* One column's value, typed as SQLite holds it. */
+typedef struct kr_store_val {
+  const char *col;          /* column name */
+  int type;                 /* SQLITE_INTEGER, _FLOAT, _TEXT, _BLOB or _NULL */
+  int64_t i;
+  double d;
+  const void *p;            /* text (not NUL-terminated) or blob */
+  size_t n;
+} kr_store_val_t;
+#define KR_STORE_MOVE_COLS 64
+
+/* 1 when the host queue name is to move (or be dropped). */
+typedef int (*kr_store_move_keep_fn)(void *ud, const char *name, size_t len);
+/* One row of table ("uris", then "hosts") of host; values valid during
+ * the call. < 0 stops with that value. */
+typedef int (*kr_store_move_row_fn)(void *ud, const char *table, const char *host,
+                                    const kr_store_val_t *v, size_t n);
+/* For a store no crawl runs on (`kria cluster rebalance`). Every host
+ * keep answers 1 for: each of its uris rows (every column but host_id),
+ * then its hosts row (every column but id). 0, KR_EDB or fn's value. */
+int kr_store_move_export(kr_store_t *st, kr_store_move_keep_fn keep, kr_store_move_row_fn fn,
+                         void *ud);
+/* The import's one transaction: begin, put rows as export gave them
+ * (a URI replaces the row of the same fp; a host row, coming after its
+ * URIs, sets its columns and counts its rows here), meta, commit or
+ * roll back. 0, KR_EINVAL (a column this schema has not), KR_EDB. */
+int kr_store_move_begin(kr_store_t *st);
+int kr_store_move_put(kr_store_t *st, const char *table, const char *host,
+                      const kr_store_val_t *v, size_t n);
+int kr_store_move_meta(kr_store_t *st, const char *key, const char *value);
+int kr_store_move_commit(kr_store_t *st);
+void kr_store_move_rollback(kr_store_t *st);
+/* Inside that transaction: delete every host keep answers 1 for, with
+ * its URIs. Their number, or KR_EDB. */
+int64_t kr_store_move_drop(kr_store_t *st, kr_store_move_keep_fn keep, void *ud);
+/* Inside that transaction: delete the outbox rows up to id upto (sent).
+ * 0 or KR_EDB. */
+int kr_store_move_outbox_clear(kr_store_t *st, int64_t upto);
+
 #endif

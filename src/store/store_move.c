@@ -1,0 +1,263 @@
+/*
+ * Hosts moving to another member of a cluster (`kria cluster rebalance`,
+ * src/cli/cmd_cluster.c): a host's state leaves one state database as
+ * typed column values and enters another's in one transaction. The
+ * columns travel by name, so the two sides agree on what they mean as
+ * long as they run the same schema (the importer refuses a column it
+ * does not have). Only for a store no crawl runs on: the frontier in
+ * memory would not know of the rows.
+ *
+ * Sections: values, export, import, dropping what left.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "log.h"
+#include "store_int.h"
+
+/* ---- values -------------------------------------------------------------------------- */
+
+static void val_of(sqlite3_stmt *s, int i, kr_store_val_t *v) {
+  v->col = sqlite3_column_name(s, i);
+  v->type = sqlite3_column_type(s, i);
+  switch (v->type) {
+  case SQLITE_INTEGER: v->i = sqlite3_column_int64(s, i); break;
+  case SQLITE_FLOAT: v->d = sqlite3_column_double(s, i); break;
+  case SQLITE_TEXT:
+  case SQLITE_BLOB:
+    v->p = v->type == SQLITE_TEXT ? (const void *)sqlite3_column_text(s, i) : sqlite3_column_blob(s, i);
+    v->n = (size_t)sqlite3_column_bytes(s, i);
+    break;
+  default: v->type = SQLITE_NULL;
+  }
+}
+
+static void bind_val(sqlite3_stmt *s, int i, const kr_store_val_t *v) {
+  switch (v->type) {
+  case SQLITE_INTEGER: sqlite3_bind_int64(s, i, v->i); break;
+  case SQLITE_FLOAT: sqlite3_bind_double(s, i, v->d); break;
+  case SQLITE_TEXT: sqlite3_bind_text(s, i, v->p ? v->p : "", (int)v->n, SQLITE_TRANSIENT); break;
+  case SQLITE_BLOB: sqlite3_bind_blob(s, i, v->p ? v->p : "", (int)v->n, SQLITE_TRANSIENT); break;
+  default: sqlite3_bind_null(s, i);
+  }
+}
+
+/* ---- export -------------------------------------------------------------------------- */
+
+int kr_store_move_export(kr_store_t *st, kr_store_move_keep_fn keep, kr_store_move_row_fn fn,
+                         void *ud) {
+  if (kr_store_commit(st)) return KR_EDB;
+  sqlite3_stmt *hs = NULL, *us = NULL;
+  int rc = 0;
+  if (sqlite3_prepare_v2(st->db, "SELECT * FROM hosts ORDER BY id", -1, &hs, NULL) != SQLITE_OK ||
+      sqlite3_prepare_v2(st->db, "SELECT * FROM uris WHERE host_id = ?1", -1, &us, NULL) !=
+          SQLITE_OK) {
+    rc = kr__store_db_err(st, "reading hosts to move");
+    goto out;
+  }
+  kr_store_val_t v[KR_STORE_MOVE_COLS];
+  int step;
+  while ((step = sqlite3_step(hs)) == SQLITE_ROW) {
+    const char *name = (const char *)sqlite3_column_text(hs, 1);
+    size_t len = (size_t)sqlite3_column_bytes(hs, 1);
+    if (!name || !keep(ud, name, len)) continue;
+    /* the URIs first, the host row last: its arrival says the host is complete */
+    sqlite3_bind_int64(us, 1, sqlite3_column_int64(hs, 0));
+    while ((step = sqlite3_step(us)) == SQLITE_ROW) {
+      int n = 0, cols = sqlite3_column_count(us);
+      for (int i = 0; i < cols && n < KR_STORE_MOVE_COLS; i++)
+        if (strcmp(sqlite3_column_name(us, i), "host_id")) val_of(us, i, &v[n++]);
+      if ((rc = fn(ud, "uris", name, v, (size_t)n)) < 0) goto out;
+    }
+    sqlite3_reset(us);
+    if (step != SQLITE_DONE) {
+      rc = kr__store_db_err(st, "reading the URIs of a host to move");
+      goto out;
+    }
+    int n = 0, cols = sqlite3_column_count(hs);
+    for (int i = 0; i < cols && n < KR_STORE_MOVE_COLS; i++)
+      if (strcmp(sqlite3_column_name(hs, i), "id")) val_of(hs, i, &v[n++]);
+    if ((rc = fn(ud, "hosts", name, v, (size_t)n)) < 0) goto out;
+  }
+  if (step != SQLITE_DONE) rc = kr__store_db_err(st, "reading hosts to move");
+out:
+  sqlite3_finalize(hs);
+  sqlite3_finalize(us);
+  return rc;
+}
+
+/* ---- import -------------------------------------------------------------------------- */
+
+static int exec1(kr_store_t *st, const char *sql, const char *what) {
+  char *msg = NULL;
+  if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) == SQLITE_OK) return 0;
+  sqlite3_free(msg);
+  return kr__store_db_err(st, what);
+}
+
+int kr_store_move_begin(kr_store_t *st) {
+  if (kr_store_commit(st)) return KR_EDB;
+  return exec1(st, "BEGIN IMMEDIATE", "beginning a move");
+}
+
+int kr_store_move_commit(kr_store_t *st) { return exec1(st, "COMMIT", "committing a move"); }
+
+void kr_store_move_rollback(kr_store_t *st) { (void)exec1(st, "ROLLBACK", "rolling a move back"); }
+
+/* 1 when table has column col (a name from the wire: checked before it
+ * goes into SQL text). */
+static int has_column(kr_store_t *st, const char *table, const char *col) {
+  for (const char *p = col; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')) return 0;
+  char sql[128];
+  snprintf(sql, sizeof sql, "SELECT 1 FROM pragma_table_info('%s') WHERE name = ?1", table);
+  sqlite3_stmt *s;
+  if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK) return 0;
+  sqlite3_bind_text(s, 1, col, -1, SQLITE_STATIC);
+  int yes = sqlite3_step(s) == SQLITE_ROW;
+  sqlite3_finalize(s);
+  return yes;
+}
+
+/* The id of host name, its row created when absent. 0 or KR_EDB. */
+static int host_id(kr_store_t *st, const char *name, int64_t *id) {
+  sqlite3_stmt *s;
+  if (sqlite3_prepare_v2(st->db,
+                         "INSERT INTO hosts(name) VALUES (?1) ON CONFLICT(name) DO UPDATE SET "
+                         "name = excluded.name RETURNING id",
+                         -1, &s, NULL) != SQLITE_OK)
+    return kr__store_db_err(st, "adding a moved host");
+  sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+  int rc = sqlite3_step(s) == SQLITE_ROW ? 0 : KR_EDB;
+  if (!rc) *id = sqlite3_column_int64(s, 0);
+  sqlite3_finalize(s);
+  return rc ? kr__store_db_err(st, "adding a moved host") : 0;
+}
+
+int kr_store_move_put(kr_store_t *st, const char *table, const char *host,
+                      const kr_store_val_t *v, size_t n) {
+  int is_host = strcmp(table, "hosts") == 0;
+  if (!is_host && strcmp(table, "uris") != 0) return KR_EINVAL;
+  if (n == 0 || n > KR_STORE_MOVE_COLS) return KR_EINVAL;
+  int64_t id = 0;
+  int rc = host_id(st, host, &id);
+  if (rc) return rc;
+  kr_buf_t sql;
+  kr_buf_init(&sql, 1u << 16);
+  int bad = 0;
+  if (is_host) { /* every column but the name, then the counts the rows make */
+    kr_buf_append_str(&sql, "UPDATE hosts SET ");
+    int first = 1;
+    for (size_t i = 0; i < n; i++) {
+      if (!has_column(st, table, v[i].col)) bad = 1;
+      if (!strcmp(v[i].col, "name")) continue;
+      kr_buf_printf(&sql, "%s%s = ?%zu", first ? "" : ", ", v[i].col, i + 2);
+      first = 0;
+    }
+    kr_buf_append_str(&sql, " WHERE id = ?1");
+  } else {
+    kr_buf_append_str(&sql, "INSERT OR REPLACE INTO uris(host_id");
+    for (size_t i = 0; i < n; i++) {
+      if (!has_column(st, table, v[i].col)) bad = 1;
+      kr_buf_printf(&sql, ", %s", v[i].col);
+    }
+    kr_buf_append_str(&sql, ") VALUES (?1");
+    for (size_t i = 0; i < n; i++) kr_buf_printf(&sql, ", ?%zu", i + 2);
+    kr_buf_append_str(&sql, ")");
+  }
+  if (bad) {
+    kr_buf_free(&sql);
+    KR_LOG(KR_LOG_ERROR, st->path, "a moved %s row has a column this schema does not: "
+           "every member must run the same kria", is_host ? "host" : "URI");
+    return KR_EINVAL;
+  }
+  kr_buf_append(&sql, "", 1);
+  sqlite3_stmt *s;
+  if (sqlite3_prepare_v2(st->db, (const char *)sql.data, -1, &s, NULL) != SQLITE_OK) {
+    kr_buf_free(&sql);
+    return kr__store_db_err(st, "preparing a moved row");
+  }
+  kr_buf_free(&sql);
+  sqlite3_bind_int64(s, 1, id);
+  for (size_t i = 0; i < n; i++) bind_val(s, (int)i + 2, &v[i]);
+  rc = sqlite3_step(s) == SQLITE_DONE ? 0 : kr__store_db_err(st, "writing a moved row");
+  sqlite3_finalize(s);
+  if (rc || !is_host) return rc;
+  /* the host row comes last: its counts are those of the rows it has
+   * here now (a URI this member knew already counts once) */
+  if (sqlite3_prepare_v2(st->db,
+                         "UPDATE hosts SET discovered = (SELECT count(*) FROM uris WHERE "
+                         "host_id = ?1), queued = (SELECT count(*) FROM uris WHERE host_id = ?1 "
+                         "AND next_at < " NEVER_SQL ") WHERE id = ?1",
+                         -1, &s, NULL) != SQLITE_OK)
+    return kr__store_db_err(st, "counting a moved host");
+  sqlite3_bind_int64(s, 1, id);
+  rc = sqlite3_step(s) == SQLITE_DONE ? 0 : kr__store_db_err(st, "counting a moved host");
+  sqlite3_finalize(s);
+  return rc;
+}
+
+int kr_store_move_meta(kr_store_t *st, const char *key, const char *value) {
+  sqlite3_stmt *s;
+  if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)", -1,
+                         &s, NULL) != SQLITE_OK)
+    return kr__store_db_err(st, "writing meta");
+  sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+  sqlite3_bind_text(s, 2, value, -1, SQLITE_STATIC);
+  int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : kr__store_db_err(st, "writing meta");
+  sqlite3_finalize(s);
+  return rc;
+}
+
+/* ---- dropping what left ---------------------------------------------------------------- */
+
+int64_t kr_store_move_drop(kr_store_t *st, kr_store_move_keep_fn keep, void *ud) {
+  sqlite3_stmt *hs = NULL, *du = NULL, *dh = NULL;
+  int64_t dropped = 0;
+  if (sqlite3_prepare_v2(st->db, "SELECT id, name FROM hosts", -1, &hs, NULL) != SQLITE_OK ||
+      sqlite3_prepare_v2(st->db, "DELETE FROM uris WHERE host_id = ?1", -1, &du, NULL) !=
+          SQLITE_OK ||
+      sqlite3_prepare_v2(st->db, "DELETE FROM hosts WHERE id = ?1", -1, &dh, NULL) != SQLITE_OK) {
+    dropped = kr__store_db_err(st, "dropping moved hosts");
+    goto out;
+  }
+  /* the ids first: no row deleted under the cursor that reads them */
+  int64_t *ids = NULL;
+  size_t n = 0, cap = 0;
+  while (sqlite3_step(hs) == SQLITE_ROW) {
+    const char *name = (const char *)sqlite3_column_text(hs, 1);
+    if (!name || !keep(ud, name, (size_t)sqlite3_column_bytes(hs, 1))) continue;
+    if (n == cap) ids = kr_xrealloc(ids, (cap = cap ? cap * 2 : 64) * sizeof *ids);
+    ids[n++] = sqlite3_column_int64(hs, 0);
+  }
+  for (size_t i = 0; i < n; i++) {
+    sqlite3_bind_int64(du, 1, ids[i]);
+    sqlite3_bind_int64(dh, 1, ids[i]);
+    if (sqlite3_step(du) != SQLITE_DONE || sqlite3_step(dh) != SQLITE_DONE) {
+      dropped = kr__store_db_err(st, "dropping moved hosts");
+      break;
+    }
+    sqlite3_reset(du);
+    sqlite3_reset(dh);
+    dropped++;
+  }
+  free(ids);
+out:
+  sqlite3_finalize(hs);
+  sqlite3_finalize(du);
+  sqlite3_finalize(dh);
+  return dropped;
+}
+
+int kr_store_move_outbox_clear(kr_store_t *st, int64_t upto) {
+  sqlite3_stmt *s;
+  if (sqlite3_prepare_v2(st->db, "DELETE FROM outbox WHERE id <= ?1", -1, &s, NULL) != SQLITE_OK)
+    return kr__store_db_err(st, "clearing the outbox");
+  sqlite3_bind_int64(s, 1, upto);
+  int rc = sqlite3_step(s) == SQLITE_DONE ? 0 : kr__store_db_err(st, "clearing the outbox");
+  sqlite3_finalize(s);
+  return rc;
+}

@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# Membership changes of a cluster (`kria cluster rebalance`) with a real
+# redis-server on loopback and kts serving eight hosts (names in kria's
+# hosts file), each page linking within its host, crawled with revisits
+# (a 1 s wait) by three members:
+#  - a start naming a member the cluster does not have is refused;
+#  - running members stop by themselves once a move begins (the epoch in
+#    Redis passed theirs); the rebalance waits for their state
+#    directories;
+#  - adding n4: the hosts it wins leave their old owner's database and
+#    arrive in n4's with their rows unchanged (visits, next visit times,
+#    first seen, history) and their learned host state; every other host
+#    stays where it was; no URI lost or doubled; all four agree on epoch 1;
+#  - a copy of a state directory from before the move is refused at the
+#    start (the cluster moved on without it); a second rebalance with the
+#    same list is a no-op;
+#  - four members crawl on: the moved hosts are revisited by n4 (visits go
+#    on from their moved count, first seen kept: not refetched from
+#    scratch), and in the crawl logs no host is ever fetched by two
+#    members in overlapping periods;
+#  - removing n2 (epoch 2, the members stopped first): its hosts go to
+#    the others, it keeps none, and it is refused at its start;
+#    the three crawl on, n2's former hosts continuing from their state.
+. "$(dirname "$0")/lib.sh"
+
+[ -x "$KRIA" ] && "$KRIA" crawl --help >/dev/null 2>&1 || bail "kria crawl is not built ($KRIA)"
+command -v redis-server >/dev/null && command -v redis-cli >/dev/null ||
+  bail "redis-server / redis-cli not installed (make deps)"
+command -v sqlite3 >/dev/null || bail "sqlite3 not installed"
+
+HOSTS="h1.test h2.test h3.test h4.test h5.test h6.test h7.test h8.test"
+{ no_robots_route; cat <<'EOF'; } >"$T/routes.ini"
+[route "/"]
+body = <a href="/a">a</a> <a href="/b">b</a>
+
+[route "/a"]
+body = <a href="/c">c</a>
+
+[route "/b"]
+body = b
+
+[route "/c"]
+body = c
+EOF
+kts_start "$T/routes.ini" || bail "kts did not start"
+printf '127.0.0.1 %s\n' "$HOSTS" >"$T/hosts"
+for h in $HOSTS; do printf 'http://%s:%s/\n' "$h" "$KTS_PORT"; done >"$T/seeds.txt"
+NURIS=$(($(wc -w <<<"$HOSTS") * 5)) # robots.txt, /, /a, /b, /c
+
+REDIS_PORT=
+redis_start() {
+  local dir=$1 try
+  mkdir -p "$dir"
+  for try in 1 2 3 4 5; do
+    REDIS_PORT=$(random_port)
+    : >"$dir/redis.log"
+    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$dir" --save '' \
+      --appendonly yes --appendfsync always --daemonize no --logfile "$dir/redis.log" \
+      >/dev/null 2>&1 &
+    REDIS_PID=$!
+    _pids+=("$REDIS_PID")
+    if wait_until 10 grep -q 'Ready to accept connections' "$dir/redis.log"; then return 0; fi
+    kill -KILL "$REDIS_PID" 2>/dev/null
+    wait "$REDIS_PID" 2>/dev/null
+  done
+  return 1
+}
+rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
+redis_start "$T/redis" || bail "redis-server did not start"
+
+D=$T/c
+mkdir -p "$D"
+conf() { # N: member nN, first members n1, n2, n3
+  revisit_conf "$T/seeds.txt" "$D/n$1"
+  wait_conf all '' 1s default-wait=1s max-wait=2s
+  cat <<EOF
+[dns]
+hosts-file = $T/hosts
+[cluster]
+redis = 127.0.0.1:$REDIS_PORT
+node = n$1
+nodes = n1, n2, n3
+prefix = rb
+EOF
+}
+for n in 1 2 3 4; do conf "$n" >"$D/n$n.conf"; done
+declare -A KPID
+start() { "$KRIA" crawl -c "$D/n$1.conf" >>"$D/n$1.out" 2>>"$D/n$1.err" & KPID[$1]=$!; _pids+=("${KPID[$1]}"); }
+ended() { ! kill -0 "${KPID[$1]}" 2>/dev/null; }
+stop() { kill -TERM "${KPID[$1]}" 2>/dev/null; wait_until 10 ended "$1" || kill -KILL "${KPID[$1]}"; wait "${KPID[$1]}"; }
+db() { sqlite3 -cmd ".timeout 5000" "$D/n$1/kria.db" "$2"; }
+# every URI row of members "$@": "URL visits next_at first_seen hex(history) nN"
+rows() {
+  local n
+  for n in "$@"; do
+    [ -f "$D/n$n/kria.db" ] &&
+      db "$n" "SELECT url, visits, next_at, first_seen, hex(history), 'n$n' FROM uris" | tr '|' ' '
+  done | sort
+}
+hostsof() { db "$1" "SELECT name FROM hosts ORDER BY name" | sed 's/:.*//' | tr '\n' ' '; }
+NPAGES=$(($(wc -w <<<"$HOSTS") * 4))
+visited_twice() { # every page (robots.txt aside) visited at least twice
+  [ "$(rows "$@" | awk '$1 !~ /robots/ && $2 >= 2' | wc -l)" -ge "$NPAGES" ]
+}
+fetched() { cat "$D"/n?/logs/crawl.log 2>/dev/null | awk '{print $4}'; }
+# no host fetched by two members in overlapping periods: per host and
+# member the first and last crawl.log time; sorted by first time, each
+# period must end before the next member's begins
+no_overlap() {
+  local n
+  for n in 1 2 3 4; do
+    awk -v m="n$n" '{ h = $4; sub(/^https?:\/\//, "", h); sub(/[:\/].*/, "", h); print h, $1, m }' \
+      "$D/n$n/logs/crawl.log" 2>/dev/null
+  done | sort -k1,1 -k2,2 | awk '
+    { if (!($1 SUBSEP $3 in first)) { first[$1 SUBSEP $3] = $2; order[$1] = order[$1] " " $3 }
+      last[$1 SUBSEP $3] = $2 }
+    END { for (h in order) { n = split(order[h], m, " ");
+            for (i = 1; i < n; i++) if (last[h SUBSEP m[i]] >= first[h SUBSEP m[i + 1]]) print h } }'
+}
+
+# ---- 1: three members crawl with revisits; a start outside the list is refused ----
+
+for n in 1 2 3; do start "$n"; done
+check "three members visit each of the $NPAGES pages twice" wait_until 60 visited_twice 1 2 3
+"$KRIA" crawl -c "$D/n4.conf" >"$D/n4.refused" 2>&1
+check "n4, not yet a member, is refused at its start" test "$?" -ne 0
+like "$(cat "$D/n4.refused")" "cluster.node = n4 is not among cluster.nodes" "... saying why"
+
+# ---- 2: adding n4 while the three run ---------------------------------------------
+
+declare -A RB
+rebalance() { # N NODES: kria cluster rebalance for nN in the background (RB[N])
+  "$KRIA" cluster rebalance -c "$D/n$1.conf" --nodes "$2" --wait 60 >"$D/rb$1.out" 2>"$D/rb$1.err" &
+  RB[$1]=$!
+  _pids+=("${RB[$1]}")
+}
+rb_wait() { # N...: 0 when each rebalance exited 0
+  local n rc=0
+  for n in "$@"; do wait "${RB[$n]}" || { rc=1; diag "n$n: $(cat "$D/rb$n.err")"; }; done
+  return $rc
+}
+rebalance 1 n1,n2,n3,n4
+for n in 2 3; do
+  wait_until 10 ended "$n"
+  check "n$n stops by itself once the move begins" ended "$n"
+done
+wait "${KPID[1]}"; wait "${KPID[2]}"; wait "${KPID[3]}"
+like "$(cat "$D/n2.err")" "the members change \(epoch 1" "... saying why"
+rows 1 2 3 >"$D/before1"
+hostsof 1 >"$D/n1.hosts0"
+cp -r "$D/n3" "$D/old3"
+for n in 2 3 4; do rebalance "$n" n1,n2,n3,n4; done
+check "the rebalance of each of the four members ends well" rb_wait 1 2 3 4
+rows 1 2 3 4 >"$D/after1"
+is "$(awk '{print $1}' "$D/after1" | sort | uniq -d | wc -l)" 0 "no URI in two members' state"
+is "$(awk '{print $1, $2, $3, $4, $5}' "$D/after1")" "$(awk '{print $1, $2, $3, $4, $5}' "$D/before1")" \
+  "every URI kept with its visits, next visit time, first seen and history ($NURIS URIs)"
+moved=$(join -j1 <(awk '{print $1, $6}' "$D/before1") <(awk '{print $1, $6}' "$D/after1") |
+  awk '$2 != $3 {print $3}' | sort -u | tr '\n' ' ')
+is "$moved" "n4 " "URIs moved only to n4"
+nmoved=$(awk '$6 == "n4"' "$D/after1" | wc -l)
+check "n4 won some hosts ($nmoved URIs: $(hostsof 4))" test "$nmoved" -gt 0
+check "... and their learned host state" test "$(db 4 'SELECT count(*) FROM hosts WHERE learned IS NOT NULL')" -gt 0
+is "$(db 4 "SELECT sum(discovered) FROM hosts")" "$nmoved" "... n4's host counts match its rows"
+for n in 1 2 3 4; do
+  is "$(db "$n" "SELECT value FROM meta WHERE key = 'cluster.epoch'")" 1 "n$n is at epoch 1"
+done
+is "$(rcli HGET rb:members nodes)/$(rcli HGET rb:members state)" "n1,n2,n3,n4/stable" "Redis: the members, the move over"
+is "$(rcli --raw KEYS 'rb:move:1:to:*' | grep -c .)" 0 "... its streams removed"
+sed -i "s|$D/n3|$D/old3|" "$D/n3.conf"
+"$KRIA" crawl -c "$D/n3.conf" >"$D/old3.err" 2>&1
+check "a state directory from before the move is refused at its start" test "$?" -ne 0
+like "$(cat "$D/old3.err")" "the members changed \(epoch 1: n1,n2,n3,n4\)" "... saying why"
+sed -i "s|$D/old3|$D/n3|" "$D/n3.conf"
+"$KRIA" cluster rebalance -c "$D/n1.conf" --nodes n4,n3,n2,n1 >"$D/rb.same" 2>&1
+is "$?" 0 "a rebalance to the same members is a no-op"
+like "$(cat "$D/rb.same")" "nothing to move" "... saying so"
+
+# ---- 3: four members crawl on -------------------------------------------------------
+
+mark=$(date +%s%3N)
+for n in 1 2 3 4; do start "$n"; done
+n4_revisited() { # every URI moved to n4 visited again there
+  [ "$(join -j1 <(awk '$6 == "n4" {print $1, $2}' "$D/after1") \
+        <(db 4 "SELECT url, visits FROM uris" | tr '|' ' ' | sort) | awk '$3 > $2' | wc -l)" -ge "$nmoved" ]
+}
+check "n4 revisits the hosts it won, visits going on from their moved count" wait_until 30 n4_revisited
+like "$(cat "$D/n4.err")" "cluster: cluster.nodes \(n1,n2,n3\) is not the cluster's list" \
+  "n4's config still names the first members: it says so and crawls with the cluster's"
+is "$(join -j1 <(awk '$6 == "n4" {print $1, $4}' "$D/after1") \
+       <(db 4 "SELECT url, first_seen FROM uris" | tr '|' ' ' | sort) | awk '$2 != $3' | wc -l)" 0 \
+  "... their first-seen times kept (not found afresh)"
+is "$(no_overlap | tr '\n' ' ')" "" "no host fetched by two members in overlapping periods"
+
+# ---- 4: removing n2 ---------------------------------------------------------------
+
+for n in 1 2 3 4; do stop "$n" >/dev/null; done
+rows 1 2 3 4 >"$D/mid"
+for n in 1 2 3 4; do rebalance "$n" n1,n3,n4; done
+check "the rebalance removing n2 ends well on all four" rb_wait 1 2 3 4
+rows 1 2 3 4 >"$D/after2"
+is "$(db 2 'SELECT count(*) FROM uris')/$(db 2 'SELECT count(*) FROM hosts')" "0/0" "n2 keeps no host"
+is "$(awk '{print $1}' "$D/after2" | tr '\n' ' ')" "$(awk '{print $1}' "$D/mid" | tr '\n' ' ')" \
+  "no URI lost or doubled"
+is "$(awk '{print $1, $2, $4, $5}' "$D/after2")" "$(awk '{print $1, $2, $4, $5}' "$D/mid")" \
+  "... each with its visits, first seen and history"
+gone=$(awk '$6 == "n2" {print $1}' "$D/mid" | wc -l)
+check "n2's $gone URIs went to the others" test "$gone" -gt 0
+"$KRIA" crawl -c "$D/n2.conf" >"$D/n2.refused" 2>&1
+check "n2, removed, is refused at its start" test "$?" -ne 0
+for n in 1 3 4; do start "$n"; done
+n2_revisited() {
+  [ "$(join -j1 <(awk '$6 == "n2" {print $1, $2}' "$D/mid") <(rows 1 3 4 | awk '{print $1, $2}') |
+        awk '$3 > $2' | wc -l)" -ge "$gone" ]
+}
+check "n2's former hosts are revisited by their new owners, from their state" wait_until 30 n2_revisited
+is "$(no_overlap | tr '\n' ' ')" "" "no host fetched by two members in overlapping periods"
+for n in 1 3 4; do stop "$n" >/dev/null; done
+is "$(rcli HGET rb:members epoch)" 2 "Redis: epoch 2"
+diag "moved to n4: $nmoved URIs; from n2: $gone URIs; crawl.log lines: $(fetched | wc -l); since the first move: $(( $(date +%s%3N) - mark )) ms"
+
+kill -TERM "$REDIS_PID"
+wait "$REDIS_PID" 2>/dev/null
+done_testing
