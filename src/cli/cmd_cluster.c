@@ -609,6 +609,12 @@ static int rebalance(int argc, char **argv) {
     kr_cli_error(KR_ECONFIG, "%s: [cluster] needs redis and node", path);
     goto out;
   }
+  /* a queue by address mixes sites its name does not tell */
+  if (kr_config_enum(g, KR_CFG_POLITENESS_QUEUE_ASSIGNMENT) == KR_CFG_QUEUE_BY_IP) {
+    kr_cli_error(KR_ECONFIG, "%s: politeness.queue-assignment = ip: a queue's hosts cannot be "
+                 "told from its name, so they cannot be moved (not supported)", path);
+    goto out;
+  }
   struct timeval tv = {2, 0};
   m.r = port ? redisConnectWithTimeout(host, port, tv) : redisConnectUnixWithTimeout(host, tv);
   if (!m.r || m.r->err) {

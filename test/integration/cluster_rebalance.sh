@@ -18,8 +18,11 @@
 #    on from their moved count, first seen kept: not refetched from
 #    scratch), and in the crawl logs no host is ever fetched by two
 #    members in overlapping periods;
-#  - removing n2 (epoch 2, the members stopped first): its hosts go to
-#    the others, it keeps none, and it is refused at its start;
+#  - removing n2 (epoch 2, the members stopped first), with n2's rebalance
+#    and redis-server SIGKILLed once n2 sent its hosts: the move survives
+#    in Redis's append-only file, n2's crawl refuses to start half-moved,
+#    every step runs again; n2's hosts go to the others, it keeps none,
+#    and it is refused at its start;
 #    the three crawl on, n2's former hosts continuing from their state.
 . "$(dirname "$0")/lib.sh"
 
@@ -52,7 +55,7 @@ redis_start() {
   local dir=$1 try
   mkdir -p "$dir"
   for try in 1 2 3 4 5; do
-    REDIS_PORT=$(random_port)
+    [ -n "$REDIS_PORT" ] && [ "$try" = 1 ] || REDIS_PORT=$(random_port)
     : >"$dir/redis.log"
     redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$dir" --save '' \
       --appendonly yes --appendfsync always --daemonize no --logfile "$dir/redis.log" \
@@ -196,8 +199,22 @@ is "$(no_overlap | tr '\n' ' ')" "" "no host fetched by two members in overlappi
 
 for n in 1 2 3 4; do stop "$n" >/dev/null; done
 rows 1 2 3 4 >"$D/mid"
+# n2's rebalance is killed once it has sent its hosts, and Redis with it;
+# Redis restarts from its append-only file, and every step runs again
+rebalance 2 n1,n3,n4
+exported() { [ "$(rcli SISMEMBER rb:move:2:exported n2)" = 1 ]; }
+check "n2 sends its hosts (waiting for the others)" wait_until 20 exported
+kill -KILL "${RB[2]}" "$REDIS_PID"
+wait "${RB[2]}" "$REDIS_PID" 2>/dev/null
+redis_start "$T/redis" || bail "redis-server did not restart"
+is "$(rcli HGET rb:members state)" moving "after SIGKILL of the rebalance and of Redis, the move is still recorded"
+check "... and what n2 sent is kept ($(($(rcli XLEN rb:move:2:to:n1) + $(rcli XLEN rb:move:2:to:n3) + $(rcli XLEN rb:move:2:to:n4))) rows)" \
+  test "$(($(rcli XLEN rb:move:2:to:n1) + $(rcli XLEN rb:move:2:to:n3) + $(rcli XLEN rb:move:2:to:n4)))" -gt 0
+"$KRIA" crawl -c "$D/n2.conf" >"$D/n2.moving" 2>&1
+check "n2's crawl refuses to start with its part unfinished" test "$?" -ne 0
+like "$(cat "$D/n2.moving")" "move to epoch 2 is unfinished" "... saying so"
 for n in 1 2 3 4; do rebalance "$n" n1,n3,n4; done
-check "the rebalance removing n2 ends well on all four" rb_wait 1 2 3 4
+check "the rebalance removing n2 ends well on all four (n2's run again)" rb_wait 1 2 3 4
 rows 1 2 3 4 >"$D/after2"
 is "$(db 2 'SELECT count(*) FROM uris')/$(db 2 'SELECT count(*) FROM hosts')" "0/0" "n2 keeps no host"
 is "$(awk '{print $1}' "$D/after2" | tr '\n' ' ')" "$(awk '{print $1}' "$D/mid" | tr '\n' ' ')" \

@@ -10,7 +10,8 @@
  * writes gathered by the store's VFS; the seeds in force and the pages
  * of disregarded URIs (the scope kept in the state) and the migration
  * to them from version 6; the hosts' learned-state records and the
- * migration of a version-8 database to them. */
+ * migration of a version-8 database to them; hosts moving to another
+ * cluster member (export, import in one transaction, drop). */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -2052,6 +2053,124 @@ static void migrates_v6_seeds(void **state) {
   assert_int_equal(sql_int("SELECT count(*) FROM sqlite_master WHERE name = 'uris_disregarded'"), 1);
 }
 
+/* ---- hosts moving to another member (store_move.c) ------------------------------- */
+
+/* The rows export gave, deep-copied: [table, host, values...]. */
+typedef struct moved_row {
+  char table[8], host[32];
+  kr_store_val_t v[KR_STORE_MOVE_COLS];
+  size_t n;
+} moved_row_t;
+static moved_row_t moved[16];
+static size_t nmoved;
+
+static int keep_a(void *ud, const char *name, size_t len) {
+  (void)ud;
+  return len == 9 && !memcmp(name, "a.example", 9);
+}
+
+static int collect_row(void *ud, const char *table, const char *host, const kr_store_val_t *v,
+                       size_t n) {
+  (void)ud;
+  assert_true(nmoved < sizeof moved / sizeof moved[0]);
+  moved_row_t *m = &moved[nmoved++];
+  snprintf(m->table, sizeof m->table, "%s", table);
+  snprintf(m->host, sizeof m->host, "%s", host);
+  m->n = n;
+  for (size_t i = 0; i < n; i++) {
+    m->v[i] = v[i];
+    m->v[i].col = strdup(v[i].col);
+    if (v[i].type == SQLITE_TEXT || v[i].type == SQLITE_BLOB) {
+      void *p = malloc(v[i].n + 1);
+      memcpy(p, v[i].p, v[i].n);
+      m->v[i].p = p;
+    }
+  }
+  return 0;
+}
+
+static void moved_free(void) {
+  for (size_t r = 0; r < nmoved; r++)
+    for (size_t i = 0; i < moved[r].n; i++) {
+      free((void *)moved[r].v[i].col);
+      if (moved[r].v[i].type == SQLITE_TEXT || moved[r].v[i].type == SQLITE_BLOB)
+        free((void *)moved[r].v[i].p);
+    }
+  nmoved = 0;
+}
+
+/* A host leaves one state database with its URIs (every column, the
+ * history BLOB included) and its host row (the learned record, the
+ * counts), URIs first; it enters another in one transaction, replacing
+ * a URI that one knew already and counting its rows there; a column the
+ * schema has not is refused; the host is dropped from the first, the
+ * other host kept. */
+static void moves_hosts(void **state) {
+  (void)state;
+  kr_store_t *st = open_ok(NULL);
+  int64_t ha, hb;
+  assert_int_equal(kr_store_host_insert(st, "a.example", 9, &ha), 0);
+  assert_int_equal(kr_store_host_insert(st, "b.example", 9, &hb), 0);
+  static const uint8_t hist[] = {1, 2, 3, 0, 250};
+  kr_uri_row_t a1 = row("http://a.example/1", ha, 0, 5000), a2 = row("http://a.example/2", ha, 0, KR_NEVER);
+  kr_uri_row_t b1 = row("http://b.example/1", hb, 0, 7000);
+  assert_int_equal(kr_store_uri_insert(st, &a1), 1);
+  assert_int_equal(kr_store_uri_insert(st, &a2), 1);
+  assert_int_equal(kr_store_uri_insert(st, &b1), 1);
+  a1.visits = 7, a1.history = hist, a1.history_len = sizeof hist;
+  assert_true(kr_store_uri_update(st, &a1) >= 0);
+  static const uint8_t rec[] = {9, 8, 7};
+  assert_int_equal(kr_store_host_set_learned(st, ha, rec, sizeof rec), 0);
+  assert_int_equal(kr_store_commit(st), 0);
+  nmoved = 0;
+  assert_int_equal(kr_store_move_export(st, keep_a, collect_row, NULL), 0);
+  assert_int_equal(nmoved, 3);
+  assert_string_equal(moved[0].table, "uris");
+  assert_string_equal(moved[2].table, "hosts");
+  assert_string_equal(moved[2].host, "a.example");
+  assert_int_equal(kr_store_close(st), 0);
+
+  /* the new owner knew a.example/1 already (a link it was sent) */
+  char first[300];
+  snprintf(first, sizeof first, "%s", sdir);
+  snprintf(sdir, sizeof sdir, "%s/other", tmpdir);
+  st = open_ok(NULL);
+  int64_t ho;
+  assert_int_equal(kr_store_host_insert(st, "a.example", 9, &ho), 0);
+  kr_uri_row_t known = row("http://a.example/1", ho, 0, 1);
+  known.first_seen = 99999;
+  assert_int_equal(kr_store_uri_insert(st, &known), 1);
+  assert_int_equal(kr_store_move_begin(st), 0);
+  for (size_t r = 0; r < nmoved; r++)
+    assert_int_equal(kr_store_move_put(st, moved[r].table, moved[r].host, moved[r].v, moved[r].n), 0);
+  kr_store_val_t bad = {.col = "no_such_column", .type = SQLITE_INTEGER, .i = 1};
+  assert_int_equal(kr_store_move_put(st, "uris", "a.example", &bad, 1), KR_EINVAL);
+  assert_int_equal(kr_store_move_meta(st, "cluster.epoch", "1"), 0);
+  assert_int_equal(kr_store_move_commit(st), 0);
+  assert_int_equal(kr_store_close(st), 0);
+  assert_int_equal(sql_int("SELECT count(*) FROM uris"), 2);
+  assert_int_equal(sql_int("SELECT visits FROM uris WHERE url = 'http://a.example/1'"), 7);
+  assert_int_equal(sql_int("SELECT next_at FROM uris WHERE url = 'http://a.example/1'"), 5000);
+  assert_int_equal(sql_int("SELECT first_seen FROM uris WHERE url = 'http://a.example/1'"), 1000);
+  assert_string_equal(sql_text("SELECT hex(history) FROM uris WHERE url = 'http://a.example/1'"),
+                      "01020300FA");
+  assert_string_equal(sql_text("SELECT hex(learned) FROM hosts"), "090807");
+  assert_int_equal(sql_int("SELECT discovered FROM hosts"), 2);
+  assert_int_equal(sql_int("SELECT queued FROM hosts"), 1);
+  assert_string_equal(sql_text("SELECT value FROM meta WHERE key = 'cluster.epoch'"), "1");
+  moved_free();
+
+  /* the old owner drops it, keeps the other */
+  snprintf(sdir, sizeof sdir, "%s", first);
+  st = open_ok(NULL);
+  assert_int_equal(kr_store_move_begin(st), 0);
+  assert_int_equal(kr_store_move_drop(st, keep_a, NULL), 1);
+  assert_int_equal(kr_store_move_commit(st), 0);
+  assert_int_equal(kr_store_close(st), 0);
+  assert_string_equal(sql_text("SELECT group_concat(name) FROM hosts"), "b.example");
+  assert_int_equal(sql_int("SELECT count(*) FROM uris"), 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(fresh_schema, setup, teardown),
@@ -2091,6 +2210,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(seeds_in_force, setup, teardown),
       cmocka_unit_test_setup_teardown(disregarded_pages, setup, teardown),
       cmocka_unit_test_setup_teardown(migrates_v6_seeds, setup, teardown),
+      cmocka_unit_test_setup_teardown(moves_hosts, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
