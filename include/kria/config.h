@@ -274,7 +274,7 @@ enum kr_cfg_type {
   X(CLUSTER_NODE, "cluster", "node", STRING, 0, "", "", MEMBER,                           \
     "This instance's name among cluster.nodes (letters, digits, '.', '_', '-').")        \
   X(CLUSTER_NODES, "cluster", "nodes", LIST, 0, "", "", MEMBER,                           \
-    "Every member's name, this one's included, the same list on every member: each host belongs to one of them.") \
+    "Every member's name, this one's included, the same list on every member: each host belongs to one of them. The first list: once kria cluster rebalance changed the members, the cluster's list in Redis is in force.") \
   X(CLUSTER_PREFIX, "cluster", "prefix", STRING, 0, "kria", "", NAME,                     \
     "Names the shared crawl in Redis: the member streams are PREFIX:links:NODE.")         \
   X(CLUSTER_OUTBOX_MAX, "cluster", "outbox-max", INT, 0, "100000", "1..100000000", NONE, \

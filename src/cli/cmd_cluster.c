@@ -139,7 +139,7 @@ static int set_covers(move_t *m, const char *key, const kr_cluster_members_t *wa
 }
 
 /* Wait (polling twice a second, at most wait_s) until set key covers
- * want. 0, 3 on timeout (told), 2 on an error. */
+ * want. 0, or 2 on timeout or an error (told). */
 static int wait_for(move_t *m, const char *what, const char *key, const kr_cluster_members_t *want,
                     const char *skip_key, int wait_s) {
   const char *missing = NULL, *told = NULL;
@@ -156,7 +156,7 @@ static int wait_for(move_t *m, const char *what, const char *key, const kr_clust
   kr_cli_error(KR_ETOTAL_TIMEOUT, "%s has not %s: run `kria cluster rebalance` with the same "
                "--nodes on it (or, if it is gone for good, --forget %s), then run this again",
                missing, what, missing);
-  return 3;
+  return 2;
 }
 
 /* ---- links: the stream and the outbox -------------------------------------------------- */
@@ -506,7 +506,7 @@ static int sismember(move_t *m, const char *set, const char *name) {
   return yes;
 }
 
-/* Steps (1) to (6) of the file's comment for this member. 0, 2, 3. */
+/* Steps (1) to (6) of the file's comment for this member. 0 or 2. */
 static int run_move(move_t *m, int wait_s) {
   char key[4][256];
   static const char *const sets[] = {"exported", "imported", "finished", "forgotten"};
