@@ -459,7 +459,7 @@ static int find_move(move_t *m, const kr_config_view_t *g, const kr_cluster_memb
     freeReplyObject(h);
   }
   free(key);
-  if (!ret) kr_cluster_members_format(&m->next, m->next_list, sizeof m->next_list);
+  if (ret != 2) kr_cluster_members_format(&m->next, m->next_list, sizeof m->next_list);
   return ret;
 }
 
@@ -506,6 +506,18 @@ static int sismember(move_t *m, const char *set, const char *name) {
   return yes;
 }
 
+static int count_host(void *ud, const kr_host_row_t *h) {
+  (void)h;
+  ++*(size_t *)ud;
+  return 0;
+}
+
+/* 1 when the state database has no host (a member starting afresh). */
+static int is_fresh(kr_store_t *st) {
+  size_t n = 0;
+  return kr_store_hosts_each(st, count_host, &n) == 0 && n == 0;
+}
+
 /* Steps (1) to (6) of the file's comment for this member. 0 or 2. */
 static int run_move(move_t *m, int wait_s) {
   char key[4][256];
@@ -520,7 +532,8 @@ static int run_move(move_t *m, int wait_s) {
     printf("%s: already at epoch %" PRIu64 " (members %s)\n", m->self, m->epoch, m->next_list);
     return 0;
   }
-  if (mine + 1 != m->epoch) {
+  /* a member added with a fresh state directory may come from any epoch */
+  if (mine + 1 != m->epoch && (in(&m->prev, m->self) || !is_fresh(m->st))) {
     kr_cli_error(KR_EINVAL, "this member's state is at epoch %" PRIu64 ", the move goes from %"
                  PRIu64 " to %" PRIu64 ": it missed a move (start it afresh)", mine,
                  m->epoch - 1, m->epoch);
@@ -569,6 +582,8 @@ static int run_move(move_t *m, int wait_s) {
     cmd(m, "HSET %s:members state stable", m->prefix);
     for (size_t i = 0; i < m->next.n; i++)
       cmd(m, "DEL %s:move:%" PRIu64 ":to:%s", m->prefix, m->epoch, m->next.v[i].name);
+    /* the sets answer a late run for a while, then go (day 200: no pile) */
+    for (int i = 0; i < 4; i++) cmd(m, "EXPIRE %s %d", key[i], 7 * 86400);
   }
   return 0;
 }
@@ -643,6 +658,15 @@ static int rebalance(int argc, char **argv) {
     fprintf(stderr, "kria: cluster: %s forgotten: its hosts start afresh at their new owners\n",
             forget[i]);
   }
+  if (m.epoch) { /* a member given up must not come back with its old state */
+    char fk[256];
+    snprintf(fk, sizeof fk, "%s:move:%" PRIu64 ":forgotten", m.prefix, m.epoch);
+    if (sismember(&m, fk, m.self)) {
+      kr_cli_error(KR_EINVAL, "%s was forgotten in the move to epoch %" PRIu64 ": its state is "
+                   "stale (start it afresh)", m.self, m.epoch);
+      goto out;
+    }
+  }
   if (!(m.st = open_state(kr_config_str(g, KR_CFG_CRAWL_STATE_DIR), wait_s))) goto out;
   if (found == 1) {
     char buf[64];
@@ -652,6 +676,16 @@ static int rebalance(int argc, char **argv) {
       printf("%s: members are %s already (epoch %" PRIu64 "): nothing to move\n", m.self,
              nodes, m.epoch);
       ret = 0;
+    } else if (in(&m.next, m.self) && is_fresh(m.st)) { /* a member's state started afresh */
+      char num[24];
+      snprintf(num, sizeof num, "%" PRIu64, m.epoch);
+      if (kr_store_move_begin(m.st) || kr_store_move_meta(m.st, "cluster.epoch", num) ||
+          kr_store_move_meta(m.st, "cluster.nodes", m.next_list) || kr_store_move_commit(m.st)) {
+        kr_store_move_rollback(m.st);
+      } else {
+        printf("%s: an empty state joins the cluster at epoch %" PRIu64 "\n", m.self, m.epoch);
+        ret = 0;
+      }
     } else {
       kr_cli_error(KR_EINVAL, "this member's state is at epoch %" PRIu64 ", the cluster at %"
                    PRIu64 ": it missed a move (start it afresh)", mine, m.epoch);

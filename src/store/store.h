@@ -584,13 +584,14 @@ typedef struct kr_store_val {
 
 /* 1 when the host queue name is to move (or be dropped). */
 typedef int (*kr_store_move_keep_fn)(void *ud, const char *name, size_t len);
-/* One row of table ("uris", then "hosts") of host; values valid during
+/* One row of table ("uris", "robots", then "hosts") of host; values valid during
  * the call. < 0 stops with that value. */
 typedef int (*kr_store_move_row_fn)(void *ud, const char *table, const char *host,
                                     const kr_store_val_t *v, size_t n);
 /* For a store no crawl runs on (`kria cluster rebalance`). Every host
  * keep answers 1 for: each of its uris rows (every column but host_id),
- * then its hosts row (every column but id). 0, KR_EDB or fn's value. */
+ * its robots rows (by origin, http and https), then its hosts row (every
+ * column but id). 0, KR_EDB or fn's value. */
 int kr_store_move_export(kr_store_t *st, kr_store_move_keep_fn keep, kr_store_move_row_fn fn,
                          void *ud);
 /* The import's one transaction: begin, put rows as export gave them
@@ -604,7 +605,7 @@ int kr_store_move_meta(kr_store_t *st, const char *key, const char *value);
 int kr_store_move_commit(kr_store_t *st);
 void kr_store_move_rollback(kr_store_t *st);
 /* Inside that transaction: delete every host keep answers 1 for, with
- * its URIs. Their number, or KR_EDB. */
+ * its URIs and robots rows. Their number, or KR_EDB. */
 int64_t kr_store_move_drop(kr_store_t *st, kr_store_move_keep_fn keep, void *ud);
 /* Inside that transaction: delete the outbox rows up to id upto (sent).
  * 0 or KR_EDB. */

@@ -18,6 +18,13 @@
 #include "log.h"
 #include "store_int.h"
 
+/* The robots.txt rows of host queue ?1 (its name) or of host id ?1: by
+ * origin, http and https (a queue by host is named host[:port]). */
+#define ROBOTS_OF_HOST "origin IN ('http://' || ?1, 'https://' || ?1)"
+#define ROBOTS_OF_HOST_ID                                                            \
+  "origin IN (SELECT 'http://' || name FROM hosts WHERE id = ?1 UNION ALL SELECT " \
+  "'https://' || name FROM hosts WHERE id = ?1)"
+
 /* ---- values -------------------------------------------------------------------------- */
 
 static void val_of(sqlite3_stmt *s, int i, kr_store_val_t *v) {
@@ -50,10 +57,12 @@ static void bind_val(sqlite3_stmt *s, int i, const kr_store_val_t *v) {
 int kr_store_move_export(kr_store_t *st, kr_store_move_keep_fn keep, kr_store_move_row_fn fn,
                          void *ud) {
   if (kr_store_commit(st)) return KR_EDB;
-  sqlite3_stmt *hs = NULL, *us = NULL;
+  sqlite3_stmt *hs = NULL, *us = NULL, *rs = NULL;
   int rc = 0;
   if (sqlite3_prepare_v2(st->db, "SELECT * FROM hosts ORDER BY id", -1, &hs, NULL) != SQLITE_OK ||
       sqlite3_prepare_v2(st->db, "SELECT * FROM uris WHERE host_id = ?1", -1, &us, NULL) !=
+          SQLITE_OK ||
+      sqlite3_prepare_v2(st->db, "SELECT * FROM robots WHERE " ROBOTS_OF_HOST, -1, &rs, NULL) !=
           SQLITE_OK) {
     rc = kr__store_db_err(st, "reading hosts to move");
     goto out;
@@ -77,6 +86,18 @@ int kr_store_move_export(kr_store_t *st, kr_store_move_keep_fn keep, kr_store_mo
       rc = kr__store_db_err(st, "reading the URIs of a host to move");
       goto out;
     }
+    /* its robots.txt, so the new owner need not fetch it again */
+    sqlite3_bind_text(rs, 1, name, (int)len, SQLITE_TRANSIENT);
+    while ((step = sqlite3_step(rs)) == SQLITE_ROW) {
+      int n = 0, cols = sqlite3_column_count(rs);
+      for (int i = 0; i < cols && n < KR_STORE_MOVE_COLS; i++) val_of(rs, i, &v[n++]);
+      if ((rc = fn(ud, "robots", name, v, (size_t)n)) < 0) goto out;
+    }
+    sqlite3_reset(rs);
+    if (step != SQLITE_DONE) {
+      rc = kr__store_db_err(st, "reading the robots.txt of a host to move");
+      goto out;
+    }
     int n = 0, cols = sqlite3_column_count(hs);
     for (int i = 0; i < cols && n < KR_STORE_MOVE_COLS; i++)
       if (strcmp(sqlite3_column_name(hs, i), "id")) val_of(hs, i, &v[n++]);
@@ -86,6 +107,7 @@ int kr_store_move_export(kr_store_t *st, kr_store_move_keep_fn keep, kr_store_mo
 out:
   sqlite3_finalize(hs);
   sqlite3_finalize(us);
+  sqlite3_finalize(rs);
   return rc;
 }
 
@@ -139,8 +161,8 @@ static int host_id(kr_store_t *st, const char *name, int64_t *id) {
 
 int kr_store_move_put(kr_store_t *st, const char *table, const char *host,
                       const kr_store_val_t *v, size_t n) {
-  int is_host = strcmp(table, "hosts") == 0;
-  if (!is_host && strcmp(table, "uris") != 0) return KR_EINVAL;
+  int is_host = strcmp(table, "hosts") == 0, is_robots = strcmp(table, "robots") == 0;
+  if (!is_host && !is_robots && strcmp(table, "uris") != 0) return KR_EINVAL;
   if (n == 0 || n > KR_STORE_MOVE_COLS) return KR_EINVAL;
   int64_t id = 0;
   int rc = host_id(st, host, &id);
@@ -158,20 +180,20 @@ int kr_store_move_put(kr_store_t *st, const char *table, const char *host,
       first = 0;
     }
     kr_buf_append_str(&sql, " WHERE id = ?1");
-  } else {
-    kr_buf_append_str(&sql, "INSERT OR REPLACE INTO uris(host_id");
+  } else { /* a URI (with the host's id here), or a robots.txt by origin */
+    kr_buf_printf(&sql, "INSERT OR REPLACE INTO %s(%s", table, is_robots ? "" : "host_id");
     for (size_t i = 0; i < n; i++) {
       if (!has_column(st, table, v[i].col)) bad = 1;
-      kr_buf_printf(&sql, ", %s", v[i].col);
+      kr_buf_printf(&sql, "%s%s", i || !is_robots ? ", " : "", v[i].col);
     }
-    kr_buf_append_str(&sql, ") VALUES (?1");
-    for (size_t i = 0; i < n; i++) kr_buf_printf(&sql, ", ?%zu", i + 2);
+    kr_buf_append_str(&sql, is_robots ? ") VALUES (" : ") VALUES (?1");
+    for (size_t i = 0; i < n; i++) kr_buf_printf(&sql, "%s?%zu", i || !is_robots ? ", " : "", i + 2);
     kr_buf_append_str(&sql, ")");
   }
   if (bad) {
     kr_buf_free(&sql);
     KR_LOG(KR_LOG_ERROR, st->path, "a moved %s row has a column this schema does not: "
-           "every member must run the same kria", is_host ? "host" : "URI");
+           "every member must run the same kria", table);
     return KR_EINVAL;
   }
   kr_buf_append(&sql, "", 1);
@@ -215,12 +237,14 @@ int kr_store_move_meta(kr_store_t *st, const char *key, const char *value) {
 /* ---- dropping what left ---------------------------------------------------------------- */
 
 int64_t kr_store_move_drop(kr_store_t *st, kr_store_move_keep_fn keep, void *ud) {
-  sqlite3_stmt *hs = NULL, *du = NULL, *dh = NULL;
+  sqlite3_stmt *hs = NULL, *du = NULL, *dh = NULL, *dr = NULL;
   int64_t dropped = 0;
   if (sqlite3_prepare_v2(st->db, "SELECT id, name FROM hosts", -1, &hs, NULL) != SQLITE_OK ||
       sqlite3_prepare_v2(st->db, "DELETE FROM uris WHERE host_id = ?1", -1, &du, NULL) !=
           SQLITE_OK ||
-      sqlite3_prepare_v2(st->db, "DELETE FROM hosts WHERE id = ?1", -1, &dh, NULL) != SQLITE_OK) {
+      sqlite3_prepare_v2(st->db, "DELETE FROM hosts WHERE id = ?1", -1, &dh, NULL) != SQLITE_OK ||
+      sqlite3_prepare_v2(st->db,
+                         "DELETE FROM robots WHERE " ROBOTS_OF_HOST_ID, -1, &dr, NULL) != SQLITE_OK) {
     dropped = kr__store_db_err(st, "dropping moved hosts");
     goto out;
   }
@@ -236,12 +260,16 @@ int64_t kr_store_move_drop(kr_store_t *st, kr_store_move_keep_fn keep, void *ud)
   for (size_t i = 0; i < n; i++) {
     sqlite3_bind_int64(du, 1, ids[i]);
     sqlite3_bind_int64(dh, 1, ids[i]);
-    if (sqlite3_step(du) != SQLITE_DONE || sqlite3_step(dh) != SQLITE_DONE) {
+    sqlite3_bind_int64(dr, 1, ids[i]);
+    /* its robots.txt first: the host's name is read from its row */
+    if (sqlite3_step(dr) != SQLITE_DONE || sqlite3_step(du) != SQLITE_DONE ||
+        sqlite3_step(dh) != SQLITE_DONE) {
       dropped = kr__store_db_err(st, "dropping moved hosts");
       break;
     }
     sqlite3_reset(du);
     sqlite3_reset(dh);
+    sqlite3_reset(dr);
     dropped++;
   }
   free(ids);
@@ -249,6 +277,7 @@ out:
   sqlite3_finalize(hs);
   sqlite3_finalize(du);
   sqlite3_finalize(dh);
+  sqlite3_finalize(dr);
   return dropped;
 }
 

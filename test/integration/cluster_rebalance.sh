@@ -16,14 +16,17 @@
 #    same list is a no-op;
 #  - four members crawl on: the moved hosts are revisited by n4 (visits go
 #    on from their moved count, first seen kept: not refetched from
-#    scratch), and in the crawl logs no host is ever fetched by two
-#    members in overlapping periods;
+#    scratch), and in the crawl logs no host is fetched by two members
+#    between two moves (crawls run only there);
 #  - removing n2 (epoch 2, the members stopped first), with n2's rebalance
 #    and redis-server SIGKILLed once n2 sent its hosts: the move survives
 #    in Redis's append-only file, n2's crawl refuses to start half-moved,
 #    every step runs again; n2's hosts go to the others, it keeps none,
 #    and it is refused at its start;
-#    the three crawl on, n2's former hosts continuing from their state.
+#    the three crawl on, n2's former hosts continuing from their state;
+#  - n4 gone for good is given up (--forget) as n5 joins with an empty
+#    state directory: the move completes without n4, whose hosts start
+#    afresh at their new owners; n4's own rebalance and crawl are refused.
 . "$(dirname "$0")/lib.sh"
 
 [ -x "$KRIA" ] && "$KRIA" crawl --help >/dev/null 2>&1 || bail "kria crawl is not built ($KRIA)"
@@ -106,25 +109,25 @@ visited_twice() { # every page (robots.txt aside) visited at least twice
   [ "$(rows "$@" | awk '$1 !~ /robots/ && $2 >= 2' | wc -l)" -ge "$NPAGES" ]
 }
 fetched() { cat "$D"/n?/logs/crawl.log 2>/dev/null | awk '{print $4}'; }
-# no host fetched by two members in overlapping periods: per host and
-# member the first and last crawl.log time; sorted by first time, each
-# period must end before the next member's begins
-no_overlap() {
+# crawl.log's time of now (its lines sort by it as text)
+now_log() { date -u +%Y-%m-%dT%H:%M:%S.%3NZ; }
+# the hosts two members fetched since SINCE (a crawl.log time): crawls
+# run only between the moves, so within one such period a host must
+# have one member only, and the periods follow one another
+two_members() {
   local n
-  for n in 1 2 3 4; do
-    awk -v m="n$n" '{ h = $4; sub(/^https?:\/\//, "", h); sub(/[:\/].*/, "", h); print h, $1, m }' \
+  for n in 1 2 3 4 5; do
+    awk -v m="n$n" -v t="$1" '$1 >= t { h = $4; sub(/^https?:\/\//, "", h); sub(/[:\/].*/, "", h); print h, m }' \
       "$D/n$n/logs/crawl.log" 2>/dev/null
-  done | sort -k1,1 -k2,2 | awk '
-    { if (!($1 SUBSEP $3 in first)) { first[$1 SUBSEP $3] = $2; order[$1] = order[$1] " " $3 }
-      last[$1 SUBSEP $3] = $2 }
-    END { for (h in order) { n = split(order[h], m, " ");
-            for (i = 1; i < n; i++) if (last[h SUBSEP m[i]] >= first[h SUBSEP m[i + 1]]) print h } }'
+  done | sort -u | awk '{ c[$1]++ } END { for (h in c) if (c[h] > 1) print h }'
 }
 
 # ---- 1: three members crawl with revisits; a start outside the list is refused ----
 
+since=$(now_log)
 for n in 1 2 3; do start "$n"; done
 check "three members visit each of the $NPAGES pages twice" wait_until 60 visited_twice 1 2 3
+is "$(two_members "$since" | tr '\n' ' ')" "" "no host fetched by two members"
 "$KRIA" crawl -c "$D/n4.conf" >"$D/n4.refused" 2>&1
 check "n4, not yet a member, is refused at its start" test "$?" -ne 0
 like "$(cat "$D/n4.refused")" "cluster.node = n4 is not among cluster.nodes" "... saying why"
@@ -132,8 +135,8 @@ like "$(cat "$D/n4.refused")" "cluster.node = n4 is not among cluster.nodes" "..
 # ---- 2: adding n4 while the three run ---------------------------------------------
 
 declare -A RB
-rebalance() { # N NODES: kria cluster rebalance for nN in the background (RB[N])
-  "$KRIA" cluster rebalance -c "$D/n$1.conf" --nodes "$2" --wait 60 >"$D/rb$1.out" 2>"$D/rb$1.err" &
+rebalance() { # N NODES [ARG...]: kria cluster rebalance for nN in the background (RB[N])
+  "$KRIA" cluster rebalance -c "$D/n$1.conf" --nodes "$2" --wait 60 "${@:3}" >"$D/rb$1.out" 2>"$D/rb$1.err" &
   RB[$1]=$!
   _pids+=("${RB[$1]}")
 }
@@ -182,18 +185,22 @@ like "$(cat "$D/rb.same")" "nothing to move" "... saying so"
 # ---- 3: four members crawl on -------------------------------------------------------
 
 mark=$(date +%s%3N)
+since=$(now_log)
 for n in 1 2 3 4; do start "$n"; done
-n4_revisited() { # every URI moved to n4 visited again there
-  [ "$(join -j1 <(awk '$6 == "n4" {print $1, $2}' "$D/after1") \
-        <(db 4 "SELECT url, visits FROM uris" | tr '|' ' ' | sort) | awk '$3 > $2' | wc -l)" -ge "$nmoved" ]
+# "URL visits-before visits-now" of the URIs moved to n4
+n4_visits() {
+  join -j1 <(awk '$6 == "n4" {print $1, $2}' "$D/after1") <(db 4 "SELECT url, visits FROM uris" | tr '|' ' ' | sort)
 }
-check "n4 revisits the hosts it won, visits going on from their moved count" wait_until 30 n4_revisited
+npmoved=$(awk '$6 == "n4" && $1 !~ /robots/' "$D/after1" | wc -l)
+n4_revisited() { [ "$(n4_visits | awk '$1 !~ /robots/ && $3 > $2' | wc -l)" -ge "$npmoved" ]; }
+check "n4 revisits the $npmoved pages it won, visits going on from their moved count" wait_until 30 n4_revisited
+is "$(n4_visits | awk '$1 ~ /robots/ && $3 != $2' | wc -l)" 0 "... their robots.txt moved along, not fetched again"
 like "$(cat "$D/n4.err")" "cluster: cluster.nodes \(n1,n2,n3\) is not the cluster's list" \
   "n4's config still names the first members: it says so and crawls with the cluster's"
 is "$(join -j1 <(awk '$6 == "n4" {print $1, $4}' "$D/after1") \
        <(db 4 "SELECT url, first_seen FROM uris" | tr '|' ' ' | sort) | awk '$2 != $3' | wc -l)" 0 \
   "... their first-seen times kept (not found afresh)"
-is "$(no_overlap | tr '\n' ' ')" "" "no host fetched by two members in overlapping periods"
+is "$(two_members "$since" | tr '\n' ' ')" "" "no host fetched by two members since the move"
 
 # ---- 4: removing n2 ---------------------------------------------------------------
 
@@ -225,15 +232,41 @@ gone=$(awk '$6 == "n2" {print $1}' "$D/mid" | wc -l)
 check "n2's $gone URIs went to the others" test "$gone" -gt 0
 "$KRIA" crawl -c "$D/n2.conf" >"$D/n2.refused" 2>&1
 check "n2, removed, is refused at its start" test "$?" -ne 0
+since=$(now_log)
 for n in 1 3 4; do start "$n"; done
 n2_revisited() {
-  [ "$(join -j1 <(awk '$6 == "n2" {print $1, $2}' "$D/mid") <(rows 1 3 4 | awk '{print $1, $2}') |
-        awk '$3 > $2' | wc -l)" -ge "$gone" ]
+  [ "$(join -j1 <(awk '$6 == "n2" && $1 !~ /robots/ {print $1, $2}' "$D/mid") <(rows 1 3 4 | awk '{print $1, $2}') |
+        awk '$3 > $2' | wc -l)" -ge "$(awk '$6 == "n2" && $1 !~ /robots/' "$D/mid" | wc -l)" ]
 }
 check "n2's former hosts are revisited by their new owners, from their state" wait_until 30 n2_revisited
-is "$(no_overlap | tr '\n' ' ')" "" "no host fetched by two members in overlapping periods"
+is "$(two_members "$since" | tr '\n' ' ')" "" "no host fetched by two members since the move"
 for n in 1 3 4; do stop "$n" >/dev/null; done
 is "$(rcli HGET rb:members epoch)" 2 "Redis: epoch 2"
+
+# ---- 5: n4 gone for good (--forget), n5 added with an empty state ----------------------
+
+conf 5 >"$D/n5.conf"
+lost=$(db 4 "SELECT count(*) FROM uris")
+mark5=$(date +%s%3N)
+rebalance 1 n1,n3,n5
+rebalance 3 n1,n3,n5 --forget n4
+rebalance 5 n1,n3,n5
+check "the rebalance giving up n4 and adding n5 (an empty state) ends well on all three" rb_wait 1 3 5
+like "$(cat "$D/rb3.err")" "n4 forgotten: its hosts start afresh" "... saying what giving up n4 costs"
+"$KRIA" cluster rebalance -c "$D/n4.conf" --nodes n1,n3,n5 >"$D/rb4.out" 2>"$D/rb4.err"
+check "n4's own rebalance is refused afterwards" test "$?" -ne 0
+like "$(cat "$D/rb4.err")" "n4 was forgotten in the move to epoch 3" "... saying why"
+"$KRIA" crawl -c "$D/n4.conf" >"$D/n4.refused" 2>&1
+check "... and its crawl" test "$?" -ne 0
+since=$(now_log)
+for n in 1 3 5; do start "$n"; done
+afresh() { # every URL n4 had is known again, found anew, and fetched
+  [ "$(join -j1 <(db 4 "SELECT url FROM uris" | sort) <(rows 1 3 5 | awk -v t="$mark5" '$4 >= t && $2 >= 1 {print $1}') |
+        wc -l)" -ge "$lost" ]
+}
+check "n4's $lost URIs start afresh at their new owners (found anew, fetched)" wait_until 30 afresh
+is "$(two_members "$since" | tr '\n' ' ')" "" "no host fetched by two members since the move"
+for n in 1 3 5; do stop "$n" >/dev/null; done
 diag "moved to n4: $nmoved URIs; from n2: $gone URIs; crawl.log lines: $(fetched | wc -l); since the first move: $(( $(date +%s%3N) - mark )) ms"
 
 kill -TERM "$REDIS_PID"

@@ -2102,9 +2102,10 @@ static void moved_free(void) {
 /* A host leaves one state database with its URIs (every column, the
  * history BLOB included) and its host row (the learned record, the
  * counts), URIs first; it enters another in one transaction, replacing
- * a URI that one knew already and counting its rows there; a column the
- * schema has not is refused; the host is dropped from the first, the
- * other host kept. */
+ * a URI that one knew already and counting its rows there, its robots.txt
+ * along (the new owner need not fetch it again); a column the schema has
+ * not is refused; the host is dropped from the first with its robots.txt,
+ * the other host kept. */
 static void moves_hosts(void **state) {
   (void)state;
   kr_store_t *st = open_ok(NULL);
@@ -2121,13 +2122,17 @@ static void moves_hosts(void **state) {
   assert_true(kr_store_uri_update(st, &a1) >= 0);
   static const uint8_t rec[] = {9, 8, 7};
   assert_int_equal(kr_store_host_set_learned(st, ha, rec, sizeof rec), 0);
+  kr_store_robots_t rb = {.expires = 77, .status = 200, .body = "User-agent: *", .body_len = 13};
+  assert_int_equal(kr_store_robots_put(st, "http://a.example", 16, &rb), 0);
+  assert_int_equal(kr_store_robots_put(st, "http://b.example", 16, &rb), 0);
   assert_int_equal(kr_store_commit(st), 0);
   nmoved = 0;
   assert_int_equal(kr_store_move_export(st, keep_a, collect_row, NULL), 0);
-  assert_int_equal(nmoved, 3);
+  assert_int_equal(nmoved, 4);
   assert_string_equal(moved[0].table, "uris");
-  assert_string_equal(moved[2].table, "hosts");
-  assert_string_equal(moved[2].host, "a.example");
+  assert_string_equal(moved[2].table, "robots");
+  assert_string_equal(moved[3].table, "hosts");
+  assert_string_equal(moved[3].host, "a.example");
   assert_int_equal(kr_store_close(st), 0);
 
   /* the new owner knew a.example/1 already (a link it was sent) */
@@ -2158,6 +2163,8 @@ static void moves_hosts(void **state) {
   assert_int_equal(sql_int("SELECT discovered FROM hosts"), 2);
   assert_int_equal(sql_int("SELECT queued FROM hosts"), 1);
   assert_string_equal(sql_text("SELECT value FROM meta WHERE key = 'cluster.epoch'"), "1");
+  assert_string_equal(sql_text("SELECT origin || ' ' || expires || ' ' || body FROM robots"),
+                      "http://a.example 77 User-agent: *");
   moved_free();
 
   /* the old owner drops it, keeps the other */
@@ -2168,6 +2175,7 @@ static void moves_hosts(void **state) {
   assert_int_equal(kr_store_move_commit(st), 0);
   assert_int_equal(kr_store_close(st), 0);
   assert_string_equal(sql_text("SELECT group_concat(name) FROM hosts"), "b.example");
+  assert_string_equal(sql_text("SELECT group_concat(origin) FROM robots"), "http://b.example");
   assert_int_equal(sql_int("SELECT count(*) FROM uris"), 1);
 }
 
