@@ -518,19 +518,35 @@ static int is_fresh(kr_store_t *st) {
   return kr_store_hosts_each(st, count_host, &n) == 0 && n == 0;
 }
 
+/* This member's part is done (key: the move's sets, as in run_move):
+ * said in Redis; the last member to say it marks the move over. 0 or 2. */
+static int finished(move_t *m, char key[4][256]) {
+  if (cmd(m, "SADD %s %s", key[2], m->self)) return 2;
+  const char *missing;
+  if (set_covers(m, key[2], &m->prev, key[3], &missing) == 1 &&
+      set_covers(m, key[2], &m->next, NULL, &missing) == 1) {
+    cmd(m, "HSET %s:members state stable", m->prefix);
+    for (size_t i = 0; i < m->next.n; i++)
+      cmd(m, "DEL %s:move:%" PRIu64 ":to:%s", m->prefix, m->epoch, m->next.v[i].name);
+    /* the sets answer a late run for a while, then go (day 200: no pile) */
+    for (int i = 0; i < 4; i++) cmd(m, "EXPIRE %s %d", key[i], 7 * 86400);
+  }
+  return 0;
+}
+
 /* Steps (1) to (6) of the file's comment for this member. 0 or 2. */
 static int run_move(move_t *m, int wait_s) {
   char key[4][256];
   static const char *const sets[] = {"exported", "imported", "finished", "forgotten"};
   for (int i = 0; i < 4; i++)
     snprintf(key[i], sizeof key[i], "%s:move:%" PRIu64 ":%s", m->prefix, m->epoch, sets[i]);
-  const char *exported = key[0], *imported = key[1], *finished = key[2], *forgotten = key[3];
+  const char *exported = key[0], *imported = key[1], *forgotten = key[3];
   char buf[64];
   uint64_t mine = kr_store_meta_get(m->st, "cluster.epoch", buf, sizeof buf) == 1
                       ? strtoull(buf, NULL, 10) : 0;
-  if (mine == m->epoch) {
+  if (mine == m->epoch) { /* killed after its last commit, maybe: say it again */
     printf("%s: already at epoch %" PRIu64 " (members %s)\n", m->self, m->epoch, m->next_list);
-    return 0;
+    return finished(m, key);
   }
   /* a member added with a fresh state directory may come from any epoch */
   if (mine + 1 != m->epoch && (in(&m->prev, m->self) || !is_fresh(m->st))) {
@@ -573,19 +589,9 @@ static int run_move(move_t *m, int wait_s) {
     kr_store_move_rollback(m->st);
     return 2;
   }
-  if (cmd(m, "SADD %s %s", finished, m->self)) return 2;
   printf("%s: at epoch %" PRIu64 " (members %s), %" PRId64 " hosts handed over dropped\n", m->self,
          m->epoch, m->next_list, dropped);
-  const char *missing;
-  if (set_covers(m, finished, &m->prev, forgotten, &missing) == 1 &&
-      set_covers(m, finished, &m->next, NULL, &missing) == 1) {
-    cmd(m, "HSET %s:members state stable", m->prefix);
-    for (size_t i = 0; i < m->next.n; i++)
-      cmd(m, "DEL %s:move:%" PRIu64 ":to:%s", m->prefix, m->epoch, m->next.v[i].name);
-    /* the sets answer a late run for a while, then go (day 200: no pile) */
-    for (int i = 0; i < 4; i++) cmd(m, "EXPIRE %s %d", key[i], 7 * 86400);
-  }
-  return 0;
+  return finished(m, key);
 }
 
 static int rebalance(int argc, char **argv) {

@@ -34,6 +34,7 @@
 #include "cli.h"
 #include "internal.h"
 #include "kria/cluster.h"
+#include "kria/clustermove.h"
 #include "kria/config.h"
 #include "kria/fp.h"
 #include "kria/hoststate.h"
@@ -645,7 +646,13 @@ static int cluster_status(const char *path, int json) {
     return 2;
   }
   redisSetTimeout(rc2, tv);
-  size_t n = kr_config_list_len(g, KR_CFG_CLUSTER_NODES);
+  /* the members since the last `kria cluster rebalance`, else cluster.nodes */
+  kr_cluster_members_t moved = {0};
+  redisReply *mr = redisCommand(rc2, "HGET %s:members nodes", prefix);
+  if (mr && mr->type == REDIS_REPLY_STRING && kr_cluster_members_parse(&moved, mr->str) != 0)
+    moved.n = 0;
+  if (mr) freeReplyObject(mr);
+  size_t n = moved.n ? moved.n : kr_config_list_len(g, KR_CFG_CLUSTER_NODES);
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   long long now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
@@ -655,7 +662,7 @@ static int cluster_status(const char *path, int json) {
               "fetched", "hosts", "uris", "queued", "sent", "received", "acked", "outbox", "held",
               "stream", "pending");
   for (size_t i = 0; i < n; i++) {
-    const char *node = kr_config_list_item(g, KR_CFG_CLUSTER_NODES, i);
+    const char *node = moved.n ? moved.v[i].name : kr_config_list_item(g, KR_CFG_CLUSTER_NODES, i);
     redisReply *hb = redisCommand(rc2, "HGETALL %s:member:%s", prefix, node);
     redisReply *xl = redisCommand(rc2, "XLEN %s:links:%s", prefix, node);
     redisReply *xp = redisCommand(rc2, "XPENDING %s:links:%s %s", prefix, node, prefix);
@@ -663,6 +670,7 @@ static int cluster_status(const char *path, int json) {
       kr_cli_error(KR_ENET, "Redis %s: %s", redis, rc2->errstr);
       freeReplyObject(hb), freeReplyObject(xl), freeReplyObject(xp);
       redisFree(rc2);
+      kr_cluster_members_free(&moved);
       kr_config_free(cfg);
       return 2;
     }
@@ -704,6 +712,7 @@ static int cluster_status(const char *path, int json) {
   if (json) printf("],\"seen\":%zu}\n", seen);
   else printf("cluster %s on Redis %s: %zu members, %zu seen in the last 10 s\n", prefix, redis, n, seen);
   redisFree(rc2);
+  kr_cluster_members_free(&moved);
   kr_config_free(cfg);
   return 0;
 }

@@ -14,7 +14,7 @@
 #  - a copy of a state directory from before the move is refused at the
 #    start (the cluster moved on without it); a second rebalance with the
 #    same list is a no-op;
-#  - four members crawl on: the moved hosts are revisited by n4 (visits go
+#  - four members crawl on (kria status --cluster lists the four): the moved hosts are revisited by n4 (visits go
 #    on from their moved count, first seen kept: not refetched from
 #    scratch), and in the crawl logs no host is fetched by two members
 #    between two moves (crawls run only there);
@@ -195,6 +195,8 @@ npmoved=$(awk '$6 == "n4" && $1 !~ /robots/' "$D/after1" | wc -l)
 n4_revisited() { [ "$(n4_visits | awk '$1 !~ /robots/ && $3 > $2' | wc -l)" -ge "$npmoved" ]; }
 check "n4 revisits the $npmoved pages it won, visits going on from their moved count" wait_until 30 n4_revisited
 is "$(n4_visits | awk '$1 ~ /robots/ && $3 != $2' | wc -l)" 0 "... their robots.txt moved along, not fetched again"
+like "$("$KRIA" status --cluster -c "$D/n1.conf")" "cluster rb on Redis [0-9.:]+: 4 members" \
+  "kria status --cluster lists the cluster's four members (n1's config names three)"
 like "$(cat "$D/n4.err")" "cluster: cluster.nodes \(n1,n2,n3\) is not the cluster's list" \
   "n4's config still names the first members: it says so and crawls with the cluster's"
 is "$(join -j1 <(awk '$6 == "n4" {print $1, $4}' "$D/after1") \
