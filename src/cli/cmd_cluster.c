@@ -253,12 +253,13 @@ static int flush_outbox(move_t *m) {
     if (n == 0) break;
   }
   if (!m->outbox_upto) return 0;
-  if (kr_store_move_begin(m->st)) return -1;
-  if (kr_store_move_outbox_clear(m->st, m->outbox_upto) || kr_store_move_commit(m->st)) {
-    kr_store_move_rollback(m->st);
+  kr_store_move_t *mv;
+  if (kr_store_move_begin(m->st, &mv)) return -1;
+  if (kr_store_move_outbox_clear(mv, m->outbox_upto)) {
+    kr_store_move_rollback(mv);
     return -1;
   }
-  return 0;
+  return kr_store_move_commit(mv) ? -1 : 0;
 }
 
 /* ---- rows ------------------------------------------------------------------------------ */
@@ -319,7 +320,7 @@ static int send_row(void *ud, const char *table, const char *host, const kr_stor
 }
 
 /* One stream entry's row into the open import transaction. */
-static int take_row(move_t *m, const redisReply *f) {
+static int take_row(move_t *m, kr_store_move_t *mv, const redisReply *f) {
   const redisReply *t = field(f, "@t"), *h = field(f, "@h");
   if (!t || !h) return 0;
   kr_store_val_t v[KR_STORE_MOVE_COLS];
@@ -341,7 +342,7 @@ static int take_row(move_t *m, const redisReply *f) {
     default: c->type = SQLITE_NULL;
     }
   }
-  int rc = kr_store_move_put(m->st, t->str, h->str, v, n);
+  int rc = kr_store_move_put(mv, t->str, h->str, v, n);
   if (!rc) {
     m->rows++;
     if (!strcmp(t->str, "hosts")) m->hosts++;
@@ -353,7 +354,8 @@ static int take_row(move_t *m, const redisReply *f) {
 static int import(move_t *m) {
   char *key = kr_xasprintf("%s:move:%" PRIu64 ":to:%s", m->prefix, m->epoch, m->self);
   char from[64] = "-";
-  int rc = kr_store_move_begin(m->st) ? -1 : 0;
+  kr_store_move_t *mv = NULL;
+  int rc = kr_store_move_begin(m->st, &mv) ? -1 : 0;
   while (!rc) {
     redisReply *rep = redisCommand(m->r, "XRANGE %s %s + COUNT %d", key, from, READ_COUNT);
     if (redis_failed(m, rep) || rep->type != REDIS_REPLY_ARRAY) {
@@ -365,14 +367,14 @@ static int import(move_t *m) {
     for (size_t i = 0; i < n && !rc; i++) {
       const redisReply *e = rep->element[i];
       snprintf(from, sizeof from, "(%s", e->element[0]->str);
-      if (take_row(m, e->element[1])) rc = -1;
+      if (take_row(m, mv, e->element[1])) rc = -1;
     }
     freeReplyObject(rep);
     if (n < READ_COUNT) break;
   }
   free(key);
-  if (!rc && kr_store_move_commit(m->st)) rc = -1;
-  if (rc) kr_store_move_rollback(m->st);
+  if (rc) kr_store_move_rollback(mv);
+  else if (kr_store_move_commit(mv)) rc = -1;
   return rc;
 }
 
@@ -506,6 +508,19 @@ static int sismember(move_t *m, const char *set, const char *name) {
   return yes;
 }
 
+/* n key/value pairs into the state database's meta, in one transaction.
+ * 0 or -1. */
+static int set_meta(kr_store_t *st, const char *const *kv, size_t n) {
+  kr_store_move_t *mv;
+  if (kr_store_move_begin(st, &mv)) return -1;
+  for (size_t i = 0; i < n; i++)
+    if (kr_store_move_meta(mv, kv[2 * i], kv[2 * i + 1])) {
+      kr_store_move_rollback(mv);
+      return -1;
+    }
+  return kr_store_move_commit(mv) ? -1 : 0;
+}
+
 static int count_host(void *ud, const kr_host_row_t *h) {
   (void)h;
   ++*(size_t *)ud;
@@ -561,9 +576,7 @@ static int run_move(move_t *m, int wait_s) {
     return 2;
   }
   snprintf(buf, sizeof buf, "%" PRIu64, m->epoch);
-  if (kr_store_move_begin(m->st) || kr_store_move_meta(m->st, "cluster.moving", buf) ||
-      kr_store_move_commit(m->st))
-    return 2;
+  if (set_meta(m->st, (const char *[]){"cluster.moving", buf}, 1)) return 2;
   if (in(&m->prev, m->self) && !sismember(m, exported, m->self)) {
     if (forward_stream(m, m->self) || flush_outbox(m) ||
         kr_store_move_export(m->st, leaves, send_row, m) || pipe_drain(m, 0) || m->failed ||
@@ -582,13 +595,15 @@ static int run_move(move_t *m, int wait_s) {
   }
   if ((rc = wait_for(m, "imported", imported, &m->next, NULL, wait_s))) return rc;
   int64_t dropped = -1;
-  if (kr_store_move_begin(m->st) || (dropped = kr_store_move_drop(m->st, leaves, m)) < 0 ||
-      kr_store_move_meta(m->st, "cluster.epoch", buf) ||
-      kr_store_move_meta(m->st, "cluster.moving", "0") ||
-      kr_store_move_meta(m->st, "cluster.nodes", m->next_list) || kr_store_move_commit(m->st)) {
-    kr_store_move_rollback(m->st);
+  kr_store_move_t *mv;
+  if (kr_store_move_begin(m->st, &mv)) return 2;
+  if ((dropped = kr_store_move_drop(mv, leaves, m)) < 0 ||
+      kr_store_move_meta(mv, "cluster.epoch", buf) || kr_store_move_meta(mv, "cluster.moving", "0") ||
+      kr_store_move_meta(mv, "cluster.nodes", m->next_list)) {
+    kr_store_move_rollback(mv);
     return 2;
   }
+  if (kr_store_move_commit(mv)) return 2;
   printf("%s: at epoch %" PRIu64 " (members %s), %" PRId64 " hosts handed over dropped\n", m->self,
          m->epoch, m->next_list, dropped);
   return finished(m, key);
@@ -685,10 +700,7 @@ static int rebalance(int argc, char **argv) {
     } else if (in(&m.next, m.self) && is_fresh(m.st)) { /* a member's state started afresh */
       char num[24];
       snprintf(num, sizeof num, "%" PRIu64, m.epoch);
-      if (kr_store_move_begin(m.st) || kr_store_move_meta(m.st, "cluster.epoch", num) ||
-          kr_store_move_meta(m.st, "cluster.nodes", m.next_list) || kr_store_move_commit(m.st)) {
-        kr_store_move_rollback(m.st);
-      } else {
+      if (!set_meta(m.st, (const char *[]){"cluster.epoch", num, "cluster.nodes", m.next_list}, 2)) {
         printf("%s: an empty state joins the cluster at epoch %" PRIu64 "\n", m.self, m.epoch);
         ret = 0;
       }

@@ -594,21 +594,22 @@ typedef int (*kr_store_move_row_fn)(void *ud, const char *table, const char *hos
  * column but id). 0, KR_EDB or fn's value. */
 int kr_store_move_export(kr_store_t *st, kr_store_move_keep_fn keep, kr_store_move_row_fn fn,
                          void *ud);
-/* The import's one transaction: begin, put rows as export gave them
- * (a URI replaces the row of the same fp; a host row, coming after its
- * URIs, sets its columns and counts its rows here), meta, commit or
- * roll back. 0, KR_EINVAL (a column this schema has not), KR_EDB. */
-int kr_store_move_begin(kr_store_t *st);
-int kr_store_move_put(kr_store_t *st, const char *table, const char *host,
+/* The import's one transaction (the store's own transactions committed
+ * first): begin, put rows as export gave them (a URI replaces the row of
+ * the same fp; a host row, coming after its URIs, sets its columns and
+ * counts its rows here), meta, drop, then commit or roll back (either
+ * frees mv). 0, KR_EINVAL (a row that does not fit this schema), KR_EDB. */
+typedef struct kr_store_move kr_store_move_t;
+int kr_store_move_begin(kr_store_t *st, kr_store_move_t **mv);
+int kr_store_move_put(kr_store_move_t *mv, const char *table, const char *host,
                       const kr_store_val_t *v, size_t n);
-int kr_store_move_meta(kr_store_t *st, const char *key, const char *value);
-int kr_store_move_commit(kr_store_t *st);
-void kr_store_move_rollback(kr_store_t *st);
-/* Inside that transaction: delete every host keep answers 1 for, with
- * its URIs and robots rows. Their number, or KR_EDB. */
-int64_t kr_store_move_drop(kr_store_t *st, kr_store_move_keep_fn keep, void *ud);
-/* Inside that transaction: delete the outbox rows up to id upto (sent).
- * 0 or KR_EDB. */
-int kr_store_move_outbox_clear(kr_store_t *st, int64_t upto);
+int kr_store_move_meta(kr_store_move_t *mv, const char *key, const char *value);
+int kr_store_move_commit(kr_store_move_t *mv);
+void kr_store_move_rollback(kr_store_move_t *mv);
+/* Delete every host keep answers 1 for, with its URIs and robots rows.
+ * Their number, or KR_EDB. */
+int64_t kr_store_move_drop(kr_store_move_t *mv, kr_store_move_keep_fn keep, void *ud);
+/* Delete the outbox rows up to id upto (sent). 0 or KR_EDB. */
+int kr_store_move_outbox_clear(kr_store_move_t *mv, int64_t upto);
 
 #endif

@@ -113,6 +113,21 @@ out:
 
 /* ---- import -------------------------------------------------------------------------- */
 
+/* The import's transaction, its statements prepared once per shape of
+ * row (a table and its columns in order: every row of an export has the
+ * same) and the last host's id: a move of a million rows prepares a
+ * handful of statements. */
+struct kr_store_move {
+  kr_store_t *st;
+  struct shape {
+    char *sig;                 /* "table|col,col,..." */
+    sqlite3_stmt *s;
+  } shapes[3];                 /* uris, robots, hosts */
+  sqlite3_stmt *host_id, *host_count;
+  char *host;                  /* the last host's name ... */
+  int64_t id;                  /* ... and its id */
+};
+
 static int exec1(kr_store_t *st, const char *sql, const char *what) {
   char *msg = NULL;
   if (sqlite3_exec(st->db, sql, NULL, NULL, &msg) == SQLITE_OK) return 0;
@@ -120,109 +135,165 @@ static int exec1(kr_store_t *st, const char *sql, const char *what) {
   return kr__store_db_err(st, what);
 }
 
-int kr_store_move_begin(kr_store_t *st) {
-  if (kr_store_commit(st)) return KR_EDB;
-  return exec1(st, "BEGIN IMMEDIATE", "beginning a move");
+static void move_free(kr_store_move_t *mv) {
+  for (size_t i = 0; i < ARRAY_SIZE(mv->shapes); i++) {
+    free(mv->shapes[i].sig);
+    sqlite3_finalize(mv->shapes[i].s);
+  }
+  sqlite3_finalize(mv->host_id);
+  sqlite3_finalize(mv->host_count);
+  free(mv->host);
+  free(mv);
 }
 
-int kr_store_move_commit(kr_store_t *st) { return exec1(st, "COMMIT", "committing a move"); }
+int kr_store_move_begin(kr_store_t *st, kr_store_move_t **out) {
+  *out = NULL;
+  if (kr_store_commit(st)) return KR_EDB;
+  int rc = exec1(st, "BEGIN IMMEDIATE", "beginning a move");
+  if (rc) return rc;
+  kr_store_move_t *mv = kr_xcalloc(1, sizeof *mv);
+  mv->st = st;
+  *out = mv;
+  return 0;
+}
 
-void kr_store_move_rollback(kr_store_t *st) { (void)exec1(st, "ROLLBACK", "rolling a move back"); }
+int kr_store_move_commit(kr_store_move_t *mv) {
+  int rc = exec1(mv->st, "COMMIT", "committing a move");
+  if (rc) (void)exec1(mv->st, "ROLLBACK", "rolling a move back");
+  move_free(mv);
+  return rc;
+}
 
-/* 1 when table has column col (a name from the wire: checked before it
- * goes into SQL text). */
-static int has_column(kr_store_t *st, const char *table, const char *col) {
+void kr_store_move_rollback(kr_store_move_t *mv) {
+  if (!mv) return;
+  (void)exec1(mv->st, "ROLLBACK", "rolling a move back");
+  move_free(mv);
+}
+
+/* A column name from the wire goes into SQL text: lowercase, digits, '_'
+ * only (SQLite's prepare then refuses one the table has not). */
+static int is_column_name(const char *col) {
+  if (!*col) return 0;
   for (const char *p = col; *p; p++)
     if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')) return 0;
-  char sql[128];
-  snprintf(sql, sizeof sql, "SELECT 1 FROM pragma_table_info('%s') WHERE name = ?1", table);
-  sqlite3_stmt *s;
-  if (sqlite3_prepare_v2(st->db, sql, -1, &s, NULL) != SQLITE_OK) return 0;
-  sqlite3_bind_text(s, 1, col, -1, SQLITE_STATIC);
-  int yes = sqlite3_step(s) == SQLITE_ROW;
-  sqlite3_finalize(s);
-  return yes;
+  return 1;
 }
 
 /* The id of host name, its row created when absent. 0 or KR_EDB. */
-static int host_id(kr_store_t *st, const char *name, int64_t *id) {
-  sqlite3_stmt *s;
-  if (sqlite3_prepare_v2(st->db,
+static int host_id(kr_store_move_t *mv, const char *name, int64_t *id) {
+  if (mv->host && !strcmp(mv->host, name)) {
+    *id = mv->id;
+    return 0;
+  }
+  kr_store_t *st = mv->st;
+  if (!mv->host_id &&
+      sqlite3_prepare_v2(st->db,
                          "INSERT INTO hosts(name) VALUES (?1) ON CONFLICT(name) DO UPDATE SET "
                          "name = excluded.name RETURNING id",
-                         -1, &s, NULL) != SQLITE_OK)
+                         -1, &mv->host_id, NULL) != SQLITE_OK)
     return kr__store_db_err(st, "adding a moved host");
-  sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
-  int rc = sqlite3_step(s) == SQLITE_ROW ? 0 : KR_EDB;
-  if (!rc) *id = sqlite3_column_int64(s, 0);
-  sqlite3_finalize(s);
-  return rc ? kr__store_db_err(st, "adding a moved host") : 0;
+  sqlite3_bind_text(mv->host_id, 1, name, -1, SQLITE_STATIC);
+  int rc = sqlite3_step(mv->host_id) == SQLITE_ROW ? 0 : KR_EDB;
+  if (!rc) *id = sqlite3_column_int64(mv->host_id, 0);
+  while (!rc && sqlite3_step(mv->host_id) == SQLITE_ROW) {} /* RETURNING: run to the end */
+  sqlite3_reset(mv->host_id);
+  if (rc) return kr__store_db_err(st, "adding a moved host");
+  free(mv->host);
+  mv->host = kr_xstrdup(name);
+  mv->id = *id;
+  return 0;
 }
 
-int kr_store_move_put(kr_store_t *st, const char *table, const char *host,
-                      const kr_store_val_t *v, size_t n) {
-  int is_host = strcmp(table, "hosts") == 0, is_robots = strcmp(table, "robots") == 0;
-  if (!is_host && !is_robots && strcmp(table, "uris") != 0) return KR_EINVAL;
-  if (n == 0 || n > KR_STORE_MOVE_COLS) return KR_EINVAL;
-  int64_t id = 0;
-  int rc = host_id(st, host, &id);
-  if (rc) return rc;
-  kr_buf_t sql;
+/* The statement for rows of this shape: the cached one, or a new one.
+ * NULL with *rc (KR_EINVAL: a column this schema has not). */
+static sqlite3_stmt *shape_stmt(kr_store_move_t *mv, int t, const char *table,
+                                const kr_store_val_t *v, size_t n, int *rc) {
+  kr_buf_t sig, sql;
+  kr_buf_init(&sig, 1u << 16);
   kr_buf_init(&sql, 1u << 16);
+  kr_buf_printf(&sig, "%s|", table);
+  for (size_t i = 0; i < n; i++) kr_buf_printf(&sig, "%s,", v[i].col);
+  kr_buf_append(&sig, "", 1);
+  struct shape *sh = &mv->shapes[t];
+  if (sh->sig && !strcmp(sh->sig, (const char *)sig.data)) {
+    kr_buf_free(&sig);
+    kr_buf_free(&sql);
+    return sh->s;
+  }
   int bad = 0;
-  if (is_host) { /* every column but the name, then the counts the rows make */
+  for (size_t i = 0; i < n; i++) bad |= !is_column_name(v[i].col);
+  if (t == 2) { /* hosts: every column but the name */
     kr_buf_append_str(&sql, "UPDATE hosts SET ");
     int first = 1;
     for (size_t i = 0; i < n; i++) {
-      if (!has_column(st, table, v[i].col)) bad = 1;
       if (!strcmp(v[i].col, "name")) continue;
       kr_buf_printf(&sql, "%s%s = ?%zu", first ? "" : ", ", v[i].col, i + 2);
       first = 0;
     }
     kr_buf_append_str(&sql, " WHERE id = ?1");
   } else { /* a URI (with the host's id here), or a robots.txt by origin */
-    kr_buf_printf(&sql, "INSERT OR REPLACE INTO %s(%s", table, is_robots ? "" : "host_id");
-    for (size_t i = 0; i < n; i++) {
-      if (!has_column(st, table, v[i].col)) bad = 1;
-      kr_buf_printf(&sql, "%s%s", i || !is_robots ? ", " : "", v[i].col);
-    }
-    kr_buf_append_str(&sql, is_robots ? ") VALUES (" : ") VALUES (?1");
-    for (size_t i = 0; i < n; i++) kr_buf_printf(&sql, "%s?%zu", i || !is_robots ? ", " : "", i + 2);
+    int uris = t == 0;
+    kr_buf_printf(&sql, "INSERT OR REPLACE INTO %s(%s", table, uris ? "host_id" : "");
+    for (size_t i = 0; i < n; i++) kr_buf_printf(&sql, "%s%s", i || uris ? ", " : "", v[i].col);
+    kr_buf_append_str(&sql, uris ? ") VALUES (?1" : ") VALUES (");
+    for (size_t i = 0; i < n; i++) kr_buf_printf(&sql, "%s?%zu", i || uris ? ", " : "", i + 2);
     kr_buf_append_str(&sql, ")");
   }
-  if (bad) {
-    kr_buf_free(&sql);
-    KR_LOG(KR_LOG_ERROR, st->path, "a moved %s row has a column this schema does not: "
-           "every member must run the same kria", table);
-    return KR_EINVAL;
-  }
   kr_buf_append(&sql, "", 1);
-  sqlite3_stmt *s;
-  if (sqlite3_prepare_v2(st->db, (const char *)sql.data, -1, &s, NULL) != SQLITE_OK) {
+  sqlite3_stmt *s = NULL;
+  if (bad || sqlite3_prepare_v2(mv->st->db, (const char *)sql.data, -1, &s, NULL) != SQLITE_OK) {
+    KR_LOG(KR_LOG_ERROR, mv->st->path, "a moved %s row does not fit this schema (%s): every "
+           "member must run the same kria", table, bad ? "a bad column name" : sqlite3_errmsg(mv->st->db));
+    kr_buf_free(&sig);
     kr_buf_free(&sql);
-    return kr__store_db_err(st, "preparing a moved row");
+    *rc = KR_EINVAL;
+    return NULL;
   }
+  free(sh->sig);
+  sqlite3_finalize(sh->s);
+  sh->sig = kr_xstrdup((const char *)sig.data);
+  sh->s = s;
+  kr_buf_free(&sig);
   kr_buf_free(&sql);
+  return s;
+}
+
+int kr_store_move_put(kr_store_move_t *mv, const char *table, const char *host,
+                      const kr_store_val_t *v, size_t n) {
+  static const char *const tables[] = {"uris", "robots", "hosts"};
+  int t = -1;
+  for (int i = 0; i < 3; i++)
+    if (!strcmp(table, tables[i])) t = i;
+  if (t < 0 || n == 0 || n > KR_STORE_MOVE_COLS) return KR_EINVAL;
+  kr_store_t *st = mv->st;
+  int64_t id = 0;
+  int rc = host_id(mv, host, &id);
+  if (rc) return rc;
+  sqlite3_stmt *s = shape_stmt(mv, t, table, v, n, &rc);
+  if (!s) return rc;
   sqlite3_bind_int64(s, 1, id);
   for (size_t i = 0; i < n; i++) bind_val(s, (int)i + 2, &v[i]);
   rc = sqlite3_step(s) == SQLITE_DONE ? 0 : kr__store_db_err(st, "writing a moved row");
-  sqlite3_finalize(s);
-  if (rc || !is_host) return rc;
+  sqlite3_reset(s);
+  sqlite3_clear_bindings(s);
+  if (rc || t != 2) return rc;
   /* the host row comes last: its counts are those of the rows it has
    * here now (a URI this member knew already counts once) */
-  if (sqlite3_prepare_v2(st->db,
+  if (!mv->host_count &&
+      sqlite3_prepare_v2(st->db,
                          "UPDATE hosts SET discovered = (SELECT count(*) FROM uris WHERE "
                          "host_id = ?1), queued = (SELECT count(*) FROM uris WHERE host_id = ?1 "
                          "AND next_at < " NEVER_SQL ") WHERE id = ?1",
-                         -1, &s, NULL) != SQLITE_OK)
+                         -1, &mv->host_count, NULL) != SQLITE_OK)
     return kr__store_db_err(st, "counting a moved host");
-  sqlite3_bind_int64(s, 1, id);
-  rc = sqlite3_step(s) == SQLITE_DONE ? 0 : kr__store_db_err(st, "counting a moved host");
-  sqlite3_finalize(s);
+  sqlite3_bind_int64(mv->host_count, 1, id);
+  rc = sqlite3_step(mv->host_count) == SQLITE_DONE ? 0 : kr__store_db_err(st, "counting a moved host");
+  sqlite3_reset(mv->host_count);
   return rc;
 }
 
-int kr_store_move_meta(kr_store_t *st, const char *key, const char *value) {
+int kr_store_move_meta(kr_store_move_t *mv, const char *key, const char *value) {
+  kr_store_t *st = mv->st;
   sqlite3_stmt *s;
   if (sqlite3_prepare_v2(st->db, "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)", -1,
                          &s, NULL) != SQLITE_OK)
@@ -236,7 +307,8 @@ int kr_store_move_meta(kr_store_t *st, const char *key, const char *value) {
 
 /* ---- dropping what left ---------------------------------------------------------------- */
 
-int64_t kr_store_move_drop(kr_store_t *st, kr_store_move_keep_fn keep, void *ud) {
+int64_t kr_store_move_drop(kr_store_move_t *mv, kr_store_move_keep_fn keep, void *ud) {
+  kr_store_t *st = mv->st;
   sqlite3_stmt *hs = NULL, *du = NULL, *dh = NULL, *dr = NULL;
   int64_t dropped = 0;
   if (sqlite3_prepare_v2(st->db, "SELECT id, name FROM hosts", -1, &hs, NULL) != SQLITE_OK ||
@@ -281,7 +353,8 @@ out:
   return dropped;
 }
 
-int kr_store_move_outbox_clear(kr_store_t *st, int64_t upto) {
+int kr_store_move_outbox_clear(kr_store_move_t *mv, int64_t upto) {
+  kr_store_t *st = mv->st;
   sqlite3_stmt *s;
   if (sqlite3_prepare_v2(st->db, "DELETE FROM outbox WHERE id <= ?1", -1, &s, NULL) != SQLITE_OK)
     return kr__store_db_err(st, "clearing the outbox");

@@ -2145,13 +2145,17 @@ static void moves_hosts(void **state) {
   kr_uri_row_t known = row("http://a.example/1", ho, 0, 1);
   known.first_seen = 99999;
   assert_int_equal(kr_store_uri_insert(st, &known), 1);
-  assert_int_equal(kr_store_move_begin(st), 0);
+  kr_store_move_t *mv;
+  assert_int_equal(kr_store_move_begin(st, &mv), 0);
   for (size_t r = 0; r < nmoved; r++)
-    assert_int_equal(kr_store_move_put(st, moved[r].table, moved[r].host, moved[r].v, moved[r].n), 0);
+    assert_int_equal(kr_store_move_put(mv, moved[r].table, moved[r].host, moved[r].v, moved[r].n), 0);
   kr_store_val_t bad = {.col = "no_such_column", .type = SQLITE_INTEGER, .i = 1};
-  assert_int_equal(kr_store_move_put(st, "uris", "a.example", &bad, 1), KR_EINVAL);
-  assert_int_equal(kr_store_move_meta(st, "cluster.epoch", "1"), 0);
-  assert_int_equal(kr_store_move_commit(st), 0);
+  assert_int_equal(kr_store_move_put(mv, "uris", "a.example", &bad, 1), KR_EINVAL);
+  bad.col = "url); DROP TABLE uris; --";
+  assert_int_equal(kr_store_move_put(mv, "uris", "a.example", &bad, 1), KR_EINVAL);
+  assert_int_equal(kr_store_move_put(mv, "meta", "a.example", &bad, 1), KR_EINVAL);
+  assert_int_equal(kr_store_move_meta(mv, "cluster.epoch", "1"), 0);
+  assert_int_equal(kr_store_move_commit(mv), 0);
   assert_int_equal(kr_store_close(st), 0);
   assert_int_equal(sql_int("SELECT count(*) FROM uris"), 2);
   assert_int_equal(sql_int("SELECT visits FROM uris WHERE url = 'http://a.example/1'"), 7);
@@ -2170,9 +2174,9 @@ static void moves_hosts(void **state) {
   /* the old owner drops it, keeps the other */
   snprintf(sdir, sizeof sdir, "%s", first);
   st = open_ok(NULL);
-  assert_int_equal(kr_store_move_begin(st), 0);
-  assert_int_equal(kr_store_move_drop(st, keep_a, NULL), 1);
-  assert_int_equal(kr_store_move_commit(st), 0);
+  assert_int_equal(kr_store_move_begin(st, &mv), 0);
+  assert_int_equal(kr_store_move_drop(mv, keep_a, NULL), 1);
+  assert_int_equal(kr_store_move_commit(mv), 0);
   assert_int_equal(kr_store_close(st), 0);
   assert_string_equal(sql_text("SELECT group_concat(name) FROM hosts"), "b.example");
   assert_string_equal(sql_text("SELECT group_concat(origin) FROM robots"), "http://b.example");
