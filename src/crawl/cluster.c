@@ -190,7 +190,7 @@ int kr__crawl_cluster_open(kr_crawl_t *c, char *err, size_t errlen) {
   cl->c = c;
   c->cluster = cl;
   /* cluster.nodes, or the list a membership change made (clusterepoch.h) */
-  int rc = kr__cluster_epoch_open(c, &cl->members, &cl->epoch, err, errlen);
+  int rc = kr__crawl_epoch_open(c, &cl->members, &cl->epoch, err, errlen);
   if (rc) return rc;
   nn = cl->members.n;
   cl->self = kr_cluster_member_index(&cl->members, node, strlen(node));
@@ -552,7 +552,7 @@ static void on_epoch(redisAsyncContext *ac, void *r, void *privdata) {
   redisReply *reply = r;
   (void)privdata;
   if (!reply || cl->closing || !cl->c->frontier) return;
-  kr__cluster_epoch_seen(cl->c, cl->epoch, reply->type == REDIS_REPLY_STRING ? reply->str : NULL);
+  kr__crawl_epoch_seen(cl->c, cl->epoch, reply->type == REDIS_REPLY_STRING ? reply->str : NULL);
 }
 
 /* ---- connections ----------------------------------------------------------------------- */

@@ -53,7 +53,7 @@ static uint64_t meta_u64(kr_store_t *st, const char *key) {
   return kr_store_meta_get(st, key, buf, sizeof buf) == 1 ? strtoull(buf, NULL, 10) : 0;
 }
 
-int kr__cluster_epoch_open(kr_crawl_t *c, kr_cluster_members_t *m, uint64_t *epoch, char *err,
+int kr__crawl_epoch_open(kr_crawl_t *c, kr_cluster_members_t *m, uint64_t *epoch, char *err,
                            size_t errlen) {
   const kr_config_view_t *g = kr_config_global(c->cfg);
   kr_store_t *st = kr_frontier_store(c->frontier);
@@ -111,7 +111,7 @@ out:
   return rc;
 }
 
-void kr__cluster_epoch_seen(kr_crawl_t *c, uint64_t mine, const char *redis_epoch) {
+void kr__crawl_epoch_seen(kr_crawl_t *c, uint64_t mine, const char *redis_epoch) {
   uint64_t e = redis_epoch && redis_epoch[0] ? strtoull(redis_epoch, NULL, 10) : 0;
   if (e <= mine || c->fatal) return;
   KR_LOG(KR_LOG_ERROR, NULL, "cluster: the members change (epoch %" PRIu64 ", this crawl runs "

@@ -19,10 +19,10 @@ struct kr_crawl;
  * *epoch; reads Redis once (at most a second). 0, or KR_ECONFIG with the
  * reason in err (a move unfinished here, the cluster moved on without
  * this member, Redis lost the cluster's record, a bad list). */
-int kr__cluster_epoch_open(struct kr_crawl *c, kr_cluster_members_t *m, uint64_t *epoch,
+int kr__crawl_epoch_open(struct kr_crawl *c, kr_cluster_members_t *m, uint64_t *epoch,
                            char *err, size_t errlen);
 /* The cluster's epoch as a heartbeat read it (NULL or "": never moved):
  * past mine, the crawl stops (its hosts may be moving). */
-void kr__cluster_epoch_seen(struct kr_crawl *c, uint64_t mine, const char *redis_epoch);
+void kr__crawl_epoch_seen(struct kr_crawl *c, uint64_t mine, const char *redis_epoch);
 
 #endif
