@@ -588,10 +588,11 @@ typedef int (*kr_store_move_keep_fn)(void *ud, const char *name, size_t len);
  * the call. < 0 stops with that value. */
 typedef int (*kr_store_move_row_fn)(void *ud, const char *table, const char *host,
                                     const kr_store_val_t *v, size_t n);
-/* For a store no crawl runs on (`kria cluster rebalance`). Every host
- * keep answers 1 for: each of its uris rows (every column but host_id),
- * its robots rows (by origin, http and https), then its hosts row (every
- * column but id). 0, KR_EDB or fn's value. */
+/* For a store no crawl runs on (`kria cluster rebalance`). Of every host
+ * keep answers 1 for: each uris row (every column but host_id; one pass
+ * over the table, hosts interleaved), then per host its robots rows (by
+ * origin, http and https) and its hosts row (every column but id), so a
+ * host's row comes after all its URIs. 0, KR_EDB or fn's value. */
 int kr_store_move_export(kr_store_t *st, kr_store_move_keep_fn keep, kr_store_move_row_fn fn,
                          void *ud);
 /* The import's one transaction (the store's own transactions committed

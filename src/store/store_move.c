@@ -18,12 +18,9 @@
 #include "log.h"
 #include "store_int.h"
 
-/* The robots.txt rows of host queue ?1 (its name) or of host id ?1: by
- * origin, http and https (a queue by host is named host[:port]). */
+/* The robots.txt rows of host queue ?1 (its name): by origin, http and
+ * https (a queue by host is named host[:port]). */
 #define ROBOTS_OF_HOST "origin IN ('http://' || ?1, 'https://' || ?1)"
-#define ROBOTS_OF_HOST_ID                                                            \
-  "origin IN (SELECT 'http://' || name FROM hosts WHERE id = ?1 UNION ALL SELECT " \
-  "'https://' || name FROM hosts WHERE id = ?1)"
 
 /* ---- values -------------------------------------------------------------------------- */
 
@@ -54,60 +51,113 @@ static void bind_val(sqlite3_stmt *s, int i, const kr_store_val_t *v) {
 
 /* ---- export -------------------------------------------------------------------------- */
 
-int kr_store_move_export(kr_store_t *st, kr_store_move_keep_fn keep, kr_store_move_row_fn fn,
-                         void *ud) {
-  if (kr_store_commit(st)) return KR_EDB;
-  sqlite3_stmt *hs = NULL, *us = NULL, *rs = NULL;
-  int rc = 0;
-  if (sqlite3_prepare_v2(st->db, "SELECT * FROM hosts ORDER BY id", -1, &hs, NULL) != SQLITE_OK ||
-      sqlite3_prepare_v2(st->db, "SELECT * FROM uris WHERE host_id = ?1", -1, &us, NULL) !=
-          SQLITE_OK ||
-      sqlite3_prepare_v2(st->db, "SELECT * FROM robots WHERE " ROBOTS_OF_HOST, -1, &rs, NULL) !=
-          SQLITE_OK) {
-    rc = kr__store_db_err(st, "reading hosts to move");
-    goto out;
-  }
-  kr_store_val_t v[KR_STORE_MOVE_COLS];
+/* The hosts keep answers 1 for, by id (ascending: hosts are read in id
+ * order), with their names. */
+typedef struct kept {
+  int64_t *ids;
+  char **names;
+  size_t n, cap;
+} kept_t;
+
+static void kept_free(kept_t *k) {
+  for (size_t i = 0; i < k->n; i++) free(k->names[i]);
+  free(k->ids);
+  free(k->names);
+}
+
+static int kept_read(kr_store_t *st, kr_store_move_keep_fn keep, void *ud, kept_t *k) {
+  sqlite3_stmt *hs;
+  memset(k, 0, sizeof *k);
+  if (sqlite3_prepare_v2(st->db, "SELECT id, name FROM hosts ORDER BY id", -1, &hs, NULL) !=
+      SQLITE_OK)
+    return kr__store_db_err(st, "reading hosts to move");
   int step;
   while ((step = sqlite3_step(hs)) == SQLITE_ROW) {
     const char *name = (const char *)sqlite3_column_text(hs, 1);
     size_t len = (size_t)sqlite3_column_bytes(hs, 1);
     if (!name || !keep(ud, name, len)) continue;
-    /* the URIs first, the host row last: its arrival says the host is complete */
-    sqlite3_bind_int64(us, 1, sqlite3_column_int64(hs, 0));
-    while ((step = sqlite3_step(us)) == SQLITE_ROW) {
-      int n = 0, cols = sqlite3_column_count(us);
-      for (int i = 0; i < cols && n < KR_STORE_MOVE_COLS; i++)
-        if (strcmp(sqlite3_column_name(us, i), "host_id")) val_of(us, i, &v[n++]);
-      if ((rc = fn(ud, "uris", name, v, (size_t)n)) < 0) goto out;
+    if (k->n == k->cap) {
+      k->cap = k->cap ? k->cap * 2 : 64;
+      k->ids = kr_xrealloc(k->ids, k->cap * sizeof *k->ids);
+      k->names = kr_xrealloc(k->names, k->cap * sizeof *k->names);
     }
-    sqlite3_reset(us);
-    if (step != SQLITE_DONE) {
-      rc = kr__store_db_err(st, "reading the URIs of a host to move");
-      goto out;
-    }
-    /* its robots.txt, so the new owner need not fetch it again */
-    sqlite3_bind_text(rs, 1, name, (int)len, SQLITE_TRANSIENT);
+    k->ids[k->n] = sqlite3_column_int64(hs, 0);
+    k->names[k->n++] = kr_xstrndup(name, len);
+  }
+  sqlite3_finalize(hs);
+  return step == SQLITE_DONE ? 0 : kr__store_db_err(st, "reading hosts to move");
+}
+
+/* The index of host id among the kept, -1 when it is not. */
+static long kept_find(const kept_t *k, int64_t id) {
+  size_t lo = 0, hi = k->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (k->ids[mid] < id) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < k->n && k->ids[lo] == id ? (long)lo : -1;
+}
+
+int kr_store_move_export(kr_store_t *st, kr_store_move_keep_fn keep, kr_store_move_row_fn fn,
+                         void *ud) {
+  if (kr_store_commit(st)) return KR_EDB;
+  kept_t k;
+  int rc = kept_read(st, keep, ud, &k);
+  sqlite3_stmt *us = NULL, *rs = NULL, *hs = NULL;
+  if (rc || !k.n) goto out;
+  /* one pass over the URIs whatever the number of hosts (the queue index
+   * is partial: a lookup by host would scan the table once per host) */
+  if (sqlite3_prepare_v2(st->db, "SELECT * FROM uris", -1, &us, NULL) != SQLITE_OK ||
+      sqlite3_prepare_v2(st->db, "SELECT * FROM robots WHERE " ROBOTS_OF_HOST, -1, &rs, NULL) !=
+          SQLITE_OK ||
+      sqlite3_prepare_v2(st->db, "SELECT * FROM hosts WHERE id = ?1", -1, &hs, NULL) !=
+          SQLITE_OK) {
+    rc = kr__store_db_err(st, "reading hosts to move");
+    goto out;
+  }
+  kr_store_val_t v[KR_STORE_MOVE_COLS];
+  int cols = sqlite3_column_count(us), hcol = -1, step;
+  for (int i = 0; i < cols; i++)
+    if (!strcmp(sqlite3_column_name(us, i), "host_id")) hcol = i;
+  while ((step = sqlite3_step(us)) == SQLITE_ROW) {
+    long h = kept_find(&k, sqlite3_column_int64(us, hcol));
+    if (h < 0) continue;
+    int n = 0;
+    for (int i = 0; i < cols && n < KR_STORE_MOVE_COLS; i++)
+      if (i != hcol) val_of(us, i, &v[n++]);
+    if ((rc = fn(ud, "uris", k.names[h], v, (size_t)n)) < 0) goto out;
+  }
+  if (step != SQLITE_DONE) {
+    rc = kr__store_db_err(st, "reading the URIs of hosts to move");
+    goto out;
+  }
+  /* then each host's robots.txt (so the new owner need not fetch it
+   * again) and its row, last: the importer counts its URIs then */
+  for (size_t h = 0; h < k.n; h++) {
+    sqlite3_bind_text(rs, 1, k.names[h], -1, SQLITE_STATIC);
     while ((step = sqlite3_step(rs)) == SQLITE_ROW) {
-      int n = 0, cols = sqlite3_column_count(rs);
-      for (int i = 0; i < cols && n < KR_STORE_MOVE_COLS; i++) val_of(rs, i, &v[n++]);
-      if ((rc = fn(ud, "robots", name, v, (size_t)n)) < 0) goto out;
+      int n = 0, rcols = sqlite3_column_count(rs);
+      for (int i = 0; i < rcols && n < KR_STORE_MOVE_COLS; i++) val_of(rs, i, &v[n++]);
+      if ((rc = fn(ud, "robots", k.names[h], v, (size_t)n)) < 0) goto out;
     }
     sqlite3_reset(rs);
-    if (step != SQLITE_DONE) {
-      rc = kr__store_db_err(st, "reading the robots.txt of a host to move");
+    sqlite3_bind_int64(hs, 1, k.ids[h]);
+    if (step != SQLITE_DONE || sqlite3_step(hs) != SQLITE_ROW) {
+      rc = kr__store_db_err(st, "reading a host to move");
       goto out;
     }
-    int n = 0, cols = sqlite3_column_count(hs);
-    for (int i = 0; i < cols && n < KR_STORE_MOVE_COLS; i++)
+    int n = 0, hcols = sqlite3_column_count(hs);
+    for (int i = 0; i < hcols && n < KR_STORE_MOVE_COLS; i++)
       if (strcmp(sqlite3_column_name(hs, i), "id")) val_of(hs, i, &v[n++]);
-    if ((rc = fn(ud, "hosts", name, v, (size_t)n)) < 0) goto out;
+    if ((rc = fn(ud, "hosts", k.names[h], v, (size_t)n)) < 0) goto out;
+    sqlite3_reset(hs);
   }
-  if (step != SQLITE_DONE) rc = kr__store_db_err(st, "reading hosts to move");
 out:
-  sqlite3_finalize(hs);
   sqlite3_finalize(us);
   sqlite3_finalize(rs);
+  sqlite3_finalize(hs);
+  kept_free(&k);
   return rc;
 }
 
@@ -309,48 +359,38 @@ int kr_store_move_meta(kr_store_move_t *mv, const char *key, const char *value) 
 
 int64_t kr_store_move_drop(kr_store_move_t *mv, kr_store_move_keep_fn keep, void *ud) {
   kr_store_t *st = mv->st;
-  sqlite3_stmt *hs = NULL, *du = NULL, *dh = NULL, *dr = NULL;
-  int64_t dropped = 0;
-  if (sqlite3_prepare_v2(st->db, "SELECT id, name FROM hosts", -1, &hs, NULL) != SQLITE_OK ||
-      sqlite3_prepare_v2(st->db, "DELETE FROM uris WHERE host_id = ?1", -1, &du, NULL) !=
-          SQLITE_OK ||
-      sqlite3_prepare_v2(st->db, "DELETE FROM hosts WHERE id = ?1", -1, &dh, NULL) != SQLITE_OK ||
-      sqlite3_prepare_v2(st->db,
-                         "DELETE FROM robots WHERE " ROBOTS_OF_HOST_ID, -1, &dr, NULL) != SQLITE_OK) {
-    dropped = kr__store_db_err(st, "dropping moved hosts");
-    goto out;
+  kept_t k;
+  int64_t rc = kept_read(st, keep, ud, &k);
+  if (rc || !k.n) {
+    kept_free(&k);
+    return rc;
   }
-  /* the ids first: no row deleted under the cursor that reads them */
-  int64_t *ids = NULL;
-  size_t n = 0, cap = 0;
-  while (sqlite3_step(hs) == SQLITE_ROW) {
-    const char *name = (const char *)sqlite3_column_text(hs, 1);
-    if (!name || !keep(ud, name, (size_t)sqlite3_column_bytes(hs, 1))) continue;
-    if (n == cap) ids = kr_xrealloc(ids, (cap = cap ? cap * 2 : 64) * sizeof *ids);
-    ids[n++] = sqlite3_column_int64(hs, 0);
+  /* the ids in a table of their own, then one statement per table: one
+   * pass over the URIs, not one per host */
+  sqlite3_stmt *ins = NULL;
+  rc = exec1(st, "CREATE TEMP TABLE IF NOT EXISTS moved_hosts(id INTEGER PRIMARY KEY);"
+                 "DELETE FROM moved_hosts", "dropping moved hosts");
+  if (!rc && sqlite3_prepare_v2(st->db, "INSERT INTO moved_hosts(id) VALUES (?1)", -1, &ins,
+                                NULL) != SQLITE_OK)
+    rc = kr__store_db_err(st, "dropping moved hosts");
+  for (size_t i = 0; !rc && i < k.n; i++) {
+    sqlite3_bind_int64(ins, 1, k.ids[i]);
+    if (sqlite3_step(ins) != SQLITE_DONE) rc = kr__store_db_err(st, "dropping moved hosts");
+    sqlite3_reset(ins);
   }
-  for (size_t i = 0; i < n; i++) {
-    sqlite3_bind_int64(du, 1, ids[i]);
-    sqlite3_bind_int64(dh, 1, ids[i]);
-    sqlite3_bind_int64(dr, 1, ids[i]);
-    /* its robots.txt first: the host's name is read from its row */
-    if (sqlite3_step(dr) != SQLITE_DONE || sqlite3_step(du) != SQLITE_DONE ||
-        sqlite3_step(dh) != SQLITE_DONE) {
-      dropped = kr__store_db_err(st, "dropping moved hosts");
-      break;
-    }
-    sqlite3_reset(du);
-    sqlite3_reset(dh);
-    sqlite3_reset(dr);
-    dropped++;
-  }
-  free(ids);
-out:
-  sqlite3_finalize(hs);
-  sqlite3_finalize(du);
-  sqlite3_finalize(dh);
-  sqlite3_finalize(dr);
-  return dropped;
+  sqlite3_finalize(ins);
+  if (!rc)
+    rc = exec1(st,
+               "DELETE FROM robots WHERE origin IN (SELECT 'http://' || name FROM hosts WHERE id "
+               "IN moved_hosts UNION ALL SELECT 'https://' || name FROM hosts WHERE id IN "
+               "moved_hosts);"
+               "DELETE FROM uris WHERE host_id IN moved_hosts;"
+               "DELETE FROM hosts WHERE id IN moved_hosts;"
+               "DELETE FROM moved_hosts",
+               "dropping moved hosts");
+  int64_t n = (int64_t)k.n;
+  kept_free(&k);
+  return rc ? rc : n;
 }
 
 int kr_store_move_outbox_clear(kr_store_move_t *mv, int64_t upto) {
