@@ -35,6 +35,7 @@
 #include "internal.h"
 #include "kria/cluster.h"
 #include "kria/clustermove.h"
+#include "clusterpage.h"
 #include "kria/config.h"
 #include "kria/fp.h"
 #include "kria/hoststate.h"
@@ -601,14 +602,6 @@ out:
 
 /* ---- the cluster --------------------------------------------------------------------------- */
 
-/* A heartbeat's fields (src/crawl/cluster.c writes them), in table order. */
-static const char *const beat_fields[] = {"fetched", "hosts", "uris", "queued", "sent",
-                                          "received", "acked", "outbox", "held"};
-
-static long long reply_int(redisReply *r) {
-  return r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
-}
-
 /* FILE's configuration, loaded and finished; NULL with its errors told. */
 static kr_config_t *load_config(const char *path) {
   kr_config_t *cfg = kr_config_new();
@@ -622,99 +615,62 @@ static kr_config_t *load_config(const char *path) {
 }
 
 /* Every member of FILE's [cluster]: its heartbeat (absent: not seen in
- * the last 10 s) and its stream (entries, pending). 0, 2 (no cluster,
- * no Redis). */
+ * the last 10 s) and its stream (entries, pending), read in one pipeline
+ * and printed as the console's cluster page has them (clusterpage.h).
+ * 0, 2 (no cluster, no Redis). */
 static int cluster_status(const char *path, int json) {
   kr_config_t *cfg = load_config(path);
   if (!cfg) return 2;
-  const kr_config_view_t *g = kr_config_global(cfg);
-  const char *redis = kr_config_str(g, KR_CFG_CLUSTER_REDIS);
-  const char *prefix = kr_config_str(g, KR_CFG_CLUSTER_PREFIX);
+  kr_clusterview_t v;
   char host[256];
   int port;
-  if (!redis[0] || kr_cluster_parse_redis(redis, host, sizeof host, &port)) {
+  if (kr_clusterview_init(&v, cfg) || kr_cluster_parse_redis(v.redis, host, sizeof host, &port)) {
     kr_cli_error(KR_ECONFIG, "%s: no [cluster] redis to ask", path);
+    kr_clusterview_free(&v);
     kr_config_free(cfg);
     return 2;
   }
+  kr_config_free(cfg);
+  int ret = 2;
   struct timeval tv = {2, 0};
-  redisContext *rc2 = port ? redisConnectWithTimeout(host, port, tv) : redisConnectUnixWithTimeout(host, tv);
-  if (!rc2 || rc2->err) {
-    kr_cli_error(KR_ENET, "cannot reach Redis %s: %s", redis, rc2 ? rc2->errstr : "out of memory");
-    if (rc2) redisFree(rc2);
-    kr_config_free(cfg);
-    return 2;
+  redisContext *rc = port ? redisConnectWithTimeout(host, port, tv) : redisConnectUnixWithTimeout(host, tv);
+  if (!rc || rc->err) {
+    kr_cli_error(KR_ENET, "cannot reach Redis %s: %s", v.redis, rc ? rc->errstr : "out of memory");
+    goto out;
   }
-  redisSetTimeout(rc2, tv);
-  /* the members since the last `kria cluster rebalance`, else cluster.nodes */
-  kr_cluster_members_t moved = {0};
-  redisReply *mr = redisCommand(rc2, "HGET %s:members nodes", prefix);
-  if (mr && mr->type == REDIS_REPLY_STRING && kr_cluster_members_parse(&moved, mr->str) != 0)
-    moved.n = 0;
-  if (mr) freeReplyObject(mr);
-  size_t n = moved.n ? moved.n : kr_config_list_len(g, KR_CFG_CLUSTER_NODES);
+  redisSetTimeout(rc, tv);
+  for (size_t i = 0; i < v.n; i++)
+    for (int k = 0; k < KR_CLUSTERVIEW_CMDS; k++) {
+      const char *argv[4];
+      kr_clusterview_bufs_t bufs;
+      int argc = kr_clusterview_cmd(&v, i, k, argv, bufs);
+      redisAppendCommandArgv(rc, argc, argv, NULL);
+    }
+  for (size_t i = 0; i < v.n; i++)
+    for (int k = 0; k < KR_CLUSTERVIEW_CMDS; k++) {
+      void *r = NULL;
+      if (redisGetReply(rc, &r) != REDIS_OK) {
+        kr_cli_error(KR_ENET, "Redis %s: %s", v.redis, rc->errstr);
+        goto out;
+      }
+      kr_clusterview_take(&v.m[i], k, r);
+      freeReplyObject(r);
+    }
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  long long now = (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-  size_t seen = 0;
-  if (json) printf("{\"prefix\":\"%s\",\"redis\":\"%s\",\"members\":[", prefix, redis);
-  else printf("%-16s %10s %9s %6s %9s %9s %8s %8s %8s %7s %4s %7s %7s\n", "member", "seen",
-              "fetched", "hosts", "uris", "queued", "sent", "received", "acked", "outbox", "held",
-              "stream", "pending");
-  for (size_t i = 0; i < n; i++) {
-    const char *node = moved.n ? moved.v[i].name : kr_config_list_item(g, KR_CFG_CLUSTER_NODES, i);
-    redisReply *hb = redisCommand(rc2, "HGETALL %s:member:%s", prefix, node);
-    redisReply *xl = redisCommand(rc2, "XLEN %s:links:%s", prefix, node);
-    redisReply *xp = redisCommand(rc2, "XPENDING %s:links:%s %s", prefix, node, prefix);
-    if (!hb || !xl || !xp) {
-      kr_cli_error(KR_ENET, "Redis %s: %s", redis, rc2->errstr);
-      freeReplyObject(hb), freeReplyObject(xl), freeReplyObject(xp);
-      redisFree(rc2);
-      kr_cluster_members_free(&moved);
-      kr_config_free(cfg);
-      return 2;
-    }
-    long long val[ARRAY_SIZE(beat_fields)], at = -1;
-    for (size_t k = 0; k < ARRAY_SIZE(beat_fields); k++) val[k] = -1;
-    for (size_t j = 0; hb->type == REDIS_REPLY_ARRAY && j + 1 < hb->elements; j += 2) {
-      const char *f = hb->element[j]->str, *v = hb->element[j + 1]->str;
-      if (!f || !v) continue;
-      if (!strcmp(f, "at")) at = atoll(v);
-      for (size_t k = 0; k < ARRAY_SIZE(beat_fields); k++)
-        if (!strcmp(f, beat_fields[k])) val[k] = atoll(v);
-    }
-    long long pending = xp->type == REDIS_REPLY_ARRAY && xp->elements ? reply_int(xp->element[0]) : -1;
-    long long stream = reply_int(xl);
-    if (at >= 0) seen++;
-    if (json) {
-      printf("%s{\"node\":\"%s\",\"seen_ms_ago\":%lld", i ? "," : "", node,
-             at >= 0 ? (now > at ? now - at : 0) : -1);
-      for (size_t k = 0; k < ARRAY_SIZE(beat_fields); k++)
-        printf(",\"%s\":%lld", beat_fields[k], val[k]);
-      printf(",\"stream\":%lld,\"pending\":%lld}", stream, pending);
-    } else {
-      char ago[32];
-      if (at >= 0) snprintf(ago, sizeof ago, "%.1f s ago", (double)(now > at ? now - at : 0) / 1000.0);
-      else snprintf(ago, sizeof ago, "not seen");
-      printf("%-16s %10s", node, ago);
-      static const int w[] = {9, 6, 9, 9, 8, 8, 8, 7, 4};
-      for (size_t k = 0; k < ARRAY_SIZE(beat_fields); k++) {
-        if (val[k] >= 0) printf(" %*lld", w[k], val[k]);
-        else printf(" %*s", w[k], "-");
-      }
-      if (stream >= 0) printf(" %7lld", stream);
-      else printf(" %7s", "-");
-      if (pending >= 0) printf(" %7lld\n", pending);
-      else printf(" %7s\n", "-"); /* no group yet: the member never connected */
-    }
-    freeReplyObject(hb), freeReplyObject(xl), freeReplyObject(xp);
-  }
-  if (json) printf("],\"seen\":%zu}\n", seen);
-  else printf("cluster %s on Redis %s: %zu members, %zu seen in the last 10 s\n", prefix, redis, n, seen);
-  redisFree(rc2);
-  kr_cluster_members_free(&moved);
-  kr_config_free(cfg);
-  return 0;
+  uint64_t now = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+  v.taken = now;
+  kr_buf_t b;
+  kr_buf_init(&b, 1u << 24);
+  if (json) kr_clusterpage_json(&v, now, &b), kr_buf_append(&b, "\n", 1);
+  else kr_clusterpage_text(&v, now, &b);
+  fwrite(b.data, 1, b.len, stdout);
+  kr_buf_free(&b);
+  ret = 0;
+out:
+  if (rc) redisFree(rc);
+  kr_clusterview_free(&v);
+  return ret;
 }
 
 /* ---- arguments ------------------------------------------------------------------------ */

@@ -16,6 +16,7 @@
  */
 #include "crawl.h"
 #include "cluster.h"
+#include "clusterview.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -1455,6 +1456,7 @@ void kr_crawl_free(kr_crawl_t *c) {
   }
   kr__crawl_websub_free(c); /* after the loop ran the cancelled requests' ends */
   kr__crawl_cluster_free(c);
+  kr__crawl_cluster_view_free(c); /* its replies came (NULL) when the connections went */
   if (c->nprocs) kr_chain_free(&c->chain);
   kr__crawl_chain_close(c); /* what the processor modules keep for the crawl */
   kr_scope_free(c->scope);

@@ -307,6 +307,7 @@ struct kr_crawl {
   struct kr_crawl_cluster *cluster;   /* [cluster] (cluster.c), NULL when crawling alone */
   struct kr_crawl_xdedup *xdedup;     /* cluster.shared-dedup (clusterdedup.c), NULL when off */
   int cluster_held;             /* dispatch held: the cluster's outbox is full */
+  struct kr_clusterview_reader *cluster_view; /* the members' heartbeats (clusterview.c) */
 };
 
 /* Settings for host (ASCII, any case). Never NULL. */

@@ -1,7 +1,8 @@
 /*
  * The status server's pages (see status.h for the server and its limits,
  * service.h for what feeds them): GET / (the console), /status (JSON),
- * /metrics (Prometheus text format 0.0.4), /hosts, /frontier, /uri?url=;
+ * /metrics (Prometheus text format 0.0.4), /hosts, /frontier, /uri?url=,
+ * /cluster and /cluster.json (clusterpage.c);
  * POST /pause, /resume, /stop (the server has checked the token before
  * any POST gets here). Every page is built synchronously from memory —
  * counters, the host summary cached for a second, the last census — but
@@ -23,6 +24,8 @@
 #include <unistd.h>
 
 #include "kria/version.h"
+#include "clusterpage.h"
+#include "console.h"
 #include "counterviews.h"
 #include "cluster.h"
 #include "crawl.h"
@@ -1152,41 +1155,7 @@ static const char console_html[] =
     "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
     "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\n"
     "<title>kria console</title>\n<style>\n"
-    ":root{--bg:#0f1419;--panel:#182129;--line:#26313b;--fg:#d9e0e6;--mute:#8b98a5;"
-    "--acc:#4fb3d9;--ok:#7bc96f;--warn:#e3b341;--bad:#f47067}\n"
-    "*{box-sizing:border-box}\n"
-    "body{margin:0;font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;"
-    "background:var(--bg);color:var(--fg)}\n"
-    "header{display:flex;flex-wrap:wrap;gap:14px;align-items:baseline;padding:14px 22px;"
-    "border-bottom:1px solid var(--line)}\n"
-    "h1{font-size:20px;margin:0;letter-spacing:.02em}\n"
-    ".pill{padding:1px 10px;border-radius:10px;font-weight:600;font-size:13px;background:var(--line)}\n"
-    ".running{background:#1f3b2a;color:var(--ok)}.paused{background:#3d3419;color:var(--warn)}"
-    ".stopping{background:#40201f;color:var(--bad)}\n"
-    ".mute{color:var(--mute)}\n"
-    "main{display:grid;grid-template-columns:repeat(auto-fill,minmax(360px,1fr));gap:14px;"
-    "padding:14px 22px}\n"
-    ".tiles{grid-column:1/-1;display:grid;grid-template-columns:repeat(auto-fill,minmax(112px,1fr));"
-    "gap:10px}\n"
-    ".tile{background:var(--panel);border-radius:8px;padding:10px 12px}\n"
-    ".tile b{display:block;font-size:22px;font-variant-numeric:tabular-nums}\n"
-    ".tile span{color:var(--mute);font-size:12px}\n"
-    "section{background:var(--panel);border-radius:8px;padding:12px 14px;min-height:120px}\n"
-    "h2{font-size:12px;margin:0 0 10px;color:var(--mute);font-weight:600;text-transform:uppercase;"
-    "letter-spacing:.06em}\n"
-    ".row{display:grid;grid-template-columns:84px 1fr 64px;gap:8px;align-items:center;margin:4px 0;"
-    "font-size:13px}\n"
-    ".row .n{text-align:right;color:var(--mute);font-variant-numeric:tabular-nums}\n"
-    ".bar{height:12px;background:var(--acc);border-radius:3px;min-width:1px}\n"
-    ".cols{display:flex;align-items:flex-end;gap:2px;height:110px;border-bottom:1px solid var(--line)}\n"
-    ".cols div{flex:1;background:var(--acc);min-height:1px;border-radius:2px 2px 0 0}\n"
-    "table{width:100%;border-collapse:collapse;font-size:13px;font-variant-numeric:tabular-nums}\n"
-    "th{color:var(--mute);font-weight:600;font-size:12px}\n"
-    "td,th{padding:3px 6px;text-align:right;border-bottom:1px solid var(--line)}\n"
-    "td:first-child,th:first-child{text-align:left;max-width:170px;overflow:hidden;"
-    "text-overflow:ellipsis;white-space:nowrap}\n"
-    ".bad{color:var(--bad)}.ok{color:var(--ok)}\n"
-    "footer{padding:4px 22px 16px;color:var(--mute);font-size:12px}\n"
+    KR_CONSOLE_STYLE
     "</style></head><body>\n"
     "<header><h1>kria</h1><span id=\"name\" class=\"mute\"></span>"
     "<span id=\"state\" class=\"pill\">&hellip;</span><span id=\"uptime\" class=\"mute\"></span>"
@@ -1206,18 +1175,10 @@ static const char console_html[] =
     "<tbody id=\"vt\"></tbody></table><p class=\"mute\" id=\"vt-note\"></p></section>\n"
     "</main>\n<footer>Refreshes every 5 s from <a class=\"mute\" href=\"status\">/status</a> &middot; "
     "<a class=\"mute\" href=\"metrics\">/metrics</a> &middot; <a class=\"mute\" href=\"hosts\">/hosts</a> "
-    "&middot; <a class=\"mute\" href=\"frontier\">/frontier</a> &middot; <span id=\"ver\"></span></footer>\n"
+    "&middot; <a class=\"mute\" href=\"frontier\">/frontier</a> &middot; <a class=\"mute\" href=\"cluster\">"
+    "cluster</a> &middot; <span id=\"ver\"></span></footer>\n"
     "<script>\n'use strict';\n"
-    "const $=id=>document.getElementById(id);\n"
-    "function el(t,c,x){const e=document.createElement(t);if(c)e.className=c;"
-    "if(x!=null)e.textContent=x;return e}\n"
-    "function num(n){if(n==null)return'n/a';if(n>=1e9)return(n/1e9).toFixed(1)+'G';"
-    "if(n>=1e6)return(n/1e6).toFixed(1)+'M';if(n>=1e4)return(n/1e3).toFixed(1)+'k';"
-    "return String(Math.round(n*10)/10)}\n"
-    "function dur(ms){if(ms==null)return'n/a';const s=ms/1e3;if(s<1)return'< 1 s';"
-    "if(s<60)return Math.round(s)+' s';if(s<3600)return Math.floor(s/60)+' min '+Math.round(s%60)+' s';"
-    "if(s<86400)return Math.floor(s/3600)+' h '+Math.round(s%3600/60)+' min';"
-    "return Math.floor(s/86400)+' d '+Math.round(s%86400/3600)+' h'}\n"
+    KR_CONSOLE_JS
     "const BINS=[[0,'< 1 min'],[6e4,'1-10 min'],[6e5,'10-60 min'],[36e5,'1-6 h'],[216e5,'6-24 h'],"
     "[864e5,'1-3 d'],[2592e5,'3-7 d'],[6048e5,'7-28 d'],[24192e5,'28 d +']];\n"
     "function binned(h){const o=BINS.map(b=>[b[1],0]);for(const[lo,n]of h||[]){let i=BINS.length-1;"
@@ -1230,8 +1191,6 @@ static const char console_html[] =
     "function cols(id,vals,tip){const box=$(id);box.replaceChildren();const max=Math.max(1e-9,...vals);"
     "vals.forEach((v,i)=>{const d=el('div');d.style.height=(100*v/max)+'%';d.title=tip(v,i);"
     "box.append(d)})}\n"
-    "function tile(l,v,sub){const t=el('div','tile');t.append(el('b',null,v));t.append(el('span',null,l));"
-    "if(sub)t.append(el('div','mute',sub));return t}\n"
     "function render(s){\n"
     "$('name').textContent=s.crawl_name+' \\u00b7 pid '+s.pid;const st=$('state');st.textContent=s.state;"
     "st.className='pill '+s.state;$('uptime').textContent='up '+dur(s.uptime_ms);"
@@ -1270,7 +1229,7 @@ static const char console_html[] =
     "refresh();setInterval(refresh,5000);\n"
     "</script></body></html>\n";
 
-static const char console_headers[] =
+const char kr__console_headers[] =
     "Content-Security-Policy: default-src 'none'; script-src 'unsafe-inline'; style-src "
     "'unsafe-inline'; connect-src 'self'; img-src 'none'; base-uri 'none'; form-action 'none'; "
     "frame-ancestors 'none'\r\nReferrer-Policy: no-referrer\r\n";
@@ -1368,7 +1327,7 @@ static void handle(void *ud, const kr_status_req_t *req, kr_status_resp_t *resp)
   int st = 200;
   if (path_is(req->path, "/") || path_is(req->path, "/index.html")) {
     resp->content_type = "text/html; charset=utf-8";
-    resp->headers = console_headers;
+    resp->headers = kr__console_headers;
     kr_buf_append(resp->body, console_html, sizeof console_html - 1);
   } else if (path_is(req->path, "/status")) {
     if (want_text(req)) {
@@ -1388,7 +1347,15 @@ static void handle(void *ud, const kr_status_req_t *req, kr_status_resp_t *resp)
     page_frontier(s, req, resp);
   } else if (path_is(req->path, "/uri")) {
     page_uri(s, req, resp);
+  } else if (path_is(req->path, "/cluster")) {
+    resp->content_type = "text/html; charset=utf-8";
+    resp->headers = kr__console_headers;
+    kr_buf_append(resp->body, kr__clusterpage_html, kr__clusterpage_len);
+  } else if (path_is(req->path, "/cluster.json")) { /* asking starts the next reading */
+    kr_clusterpage_json(kr_crawl_cluster_view(c), kr_crawl_now(c), resp->body);
+    kr_buf_append(resp->body, "\n", 1);
   } else {
-    error_json(resp, 404, "no such page: try /, /status, /metrics, /hosts, /frontier, /uri?url=");
+    error_json(resp, 404, "no such page: try /, /status, /metrics, /hosts, /frontier, /uri?url=, "
+                          "/cluster");
   }
 }

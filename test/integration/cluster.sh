@@ -26,6 +26,7 @@
 # with an append-only file fsynced per write (what keeps a confirmed link
 # across a crash of Redis), and is stopped by its PID.
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/cluster_lib.bash"
 
 [ -x "$KRIA" ] && "$KRIA" crawl --help >/dev/null 2>&1 || bail "kria crawl is not built ($KRIA)"
 command -v redis-server >/dev/null && command -v redis-cli >/dev/null ||
@@ -64,33 +65,6 @@ for h in $HOSTS; do printf 'http://%s:%s/\n' "$h" "$KTS_PORT"; done >"$T/seeds.t
 # robots.txt, /, /a, /b, /c of each host
 NPAGES=$(($(wc -w <<<"$HOSTS") * 5))
 
-# ---- redis-server -----------------------------------------------------------
-
-# redis_start DIR: redis-server on a free loopback port (REDIS_PORT kept
-# across restarts), its files in DIR; waits (≤ 10 s) until it answers.
-REDIS_PORT=
-redis_start() {
-  local dir=$1 try
-  mkdir -p "$dir"
-  for try in 1 2 3 4 5; do
-    [ -n "$REDIS_PORT" ] && [ "$try" = 1 ] || REDIS_PORT=$(random_port)
-    : >"$dir/redis.log"
-    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$dir" --save '' \
-      --appendonly yes --appendfsync always --daemonize no --logfile "$dir/redis.log" \
-      --protected-mode yes >/dev/null 2>&1 &
-    REDIS_PID=$!
-    _pids+=("$REDIS_PID")
-    if wait_until 10 redis_ready "$dir/redis.log"; then return 0; fi
-    kill -KILL "$REDIS_PID" 2>/dev/null
-    wait "$REDIS_PID" 2>/dev/null
-  done
-  return 1
-}
-redis_ready() {
-  grep -q 'Ready to accept connections' "$1" && kill -0 "$REDIS_PID" 2>/dev/null
-}
-rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
-
 # ---- kria instances ---------------------------------------------------------
 
 # conf N DIR PREFIX: member nN's configuration, state in DIR/nN.
@@ -112,22 +86,6 @@ prefix = $prefix
 EOF
 }
 
-# start N DIR: start member nN in the background (KPID[N]); its stderr
-# in DIR/nN.err.
-declare -A KPID
-start() {
-  local n=$1 dir=$2
-  "$KRIA" crawl -c "$dir/n$n.conf" >>"$dir/n$n.out" 2>>"$dir/n$n.err" &
-  KPID[$n]=$!
-  _pids+=("${KPID[$n]}")
-}
-# stop N [SIG]: SIGTERM (or SIG), wait (≤ 10 s); the exit status.
-stop() {
-  local p=${KPID[$1]}
-  kill "-${2:-TERM}" "$p" 2>/dev/null
-  timeout 10 tail -s 0.05 --pid="$p" -f /dev/null || kill -KILL "$p" 2>/dev/null
-  wait "$p"
-}
 # the URLs fetched by all members of DIR, one line per fetch
 fetched() { cat "$1"/n?/logs/crawl.log 2>/dev/null | awk '{print $4}'; }
 all_fetched() { [ "$(fetched "$1" | sort -u | wc -l)" -ge "$NPAGES" ]; }
@@ -139,10 +97,6 @@ owners() {
     awk '{print $4}' "$1/n$n/logs/crawl.log" 2>/dev/null | sed -E 's|^https?://([^:/]+).*|\1|' |
       sort -u | sed "s/\$/ n$n/"
   done | sort
-}
-status_url() { cat "$1/n$2/status.addr" 2>/dev/null; }
-metric() { # DIR N NAME
-  curl -s "http://$(status_url "$1" "$2")/metrics" | awk -v m="$3" '$1 == m {print $2}'
 }
 
 # ---- 0: the [cluster] keys are checked at the start ------------------------------
