@@ -1018,6 +1018,12 @@ static pcre2_code *compile(const char *pat) {
   return r;
 }
 
+int kr_crawl_add_seed(kr_crawl_t *c, const kr_link_t *l, uint64_t now) {
+  int rc = kr__crawl_cluster_divert(c, l); /* another member's: to its stream */
+  if (rc) return rc == 1 ? KR_CRAWL_SEED_SENT : rc;
+  return kr_frontier_add(c->frontier, l, now);
+}
+
 /* The scope of a start: the seeds file's seeds, or with crawl.seeds
  * empty those kept in the state database (scopestate.h). A start that
  * would put out of scope hosts with URIs is refused unless allowed; then
@@ -1091,9 +1097,8 @@ static int add_seeds(kr_crawl_t *c, char *err, size_t errlen) {
   for (size_t i = 0; i < seeds.n; i++) {
     kr_link_t l = {.url = seeds.v[i].url, .url_len = seeds.v[i].len, .hop_path = "",
                    .directive = KR_DIRECTIVE_NORMAL};
-    rc = kr__crawl_cluster_divert(c, &l); /* another member's: to its stream */
-    if (rc == 0) rc = kr_frontier_add(c->frontier, &l, now);
-    else if (rc == 1) continue;
+    rc = kr_crawl_add_seed(c, &l, now);
+    if (rc == KR_CRAWL_SEED_SENT) continue;
     if (rc == KR_EDB) {
       snprintf(err, errlen, "%s: cannot add the seeds", kr_store_path(st));
       goto out;

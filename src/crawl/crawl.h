@@ -326,6 +326,13 @@ void kr__crawl_websub_free(kr_crawl_t *c);
  * subscribe to its topic unless it is. */
 void kr__crawl_websub_discovered(kr_crawl_t *c, const kr_url_t *feed, kr_slice_t hub, kr_slice_t self);
 
+/* Add a seed (at the start, at a reload): with [cluster], a seed whose
+ * host another member owns goes to that member's stream (through the
+ * outbox) and is not crawled here: KR_CRAWL_SEED_SENT; else as
+ * kr_frontier_add. */
+#define KR_CRAWL_SEED_SENT 3
+int kr_crawl_add_seed(kr_crawl_t *c, const kr_link_t *l, uint64_t now);
+
 /* cluster.c: hold dispatch (the outbox is at its bound) or let it go on. */
 void kr__crawl_cluster_hold(kr_crawl_t *c, int held);
 /* Stop the crawl on a fatal error of the store (err: KR_EDB). */

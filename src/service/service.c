@@ -617,12 +617,13 @@ static void reload(kr_service_t *s) {
     kr_frontier_host_set_opts(c->frontier, h, &hc->fopts, now);
     nhosts++;
   }
-  size_t added = 0, held = 0;
+  size_t added = 0, held = 0, sent = 0;
   for (size_t i = 0; i < seeds.n; i++) {
     kr_link_t l = {.url = seeds.v[i].url, .url_len = seeds.v[i].len, .hop_path = "",
                    .directive = KR_DIRECTIVE_NORMAL};
-    int arc = kr_frontier_add(c->frontier, &l, now);
-    if (arc == KR_FRONTIER_HELD) held++;
+    int arc = kr_crawl_add_seed(c, &l, now); /* another member's: to its owner */
+    if (arc == KR_CRAWL_SEED_SENT) sent++;
+    else if (arc == KR_FRONTIER_HELD) held++;
     else if (arc > 0) added++;
     else if (arc == KR_EDB) /* the next commit fails as well and stops the crawl */
       KR_LOG(KR_LOG_ERROR, seeds.v[i].url, "reload: cannot add the seed: %s", kr_strerror(arc));
@@ -654,8 +655,11 @@ static void reload(kr_service_t *s) {
   /* Seeds held back (a drain, a commit waiting for the WARC sync) are
    * added once applied, new or known then:
    * not counted as new here. */
-  char heldmsg[64] = "";
+  char heldmsg[96] = "";
   if (held) snprintf(heldmsg, sizeof heldmsg, ", %zu held back", held);
+  if (sent) /* [cluster]: their hosts are other members' */
+    snprintf(heldmsg + strlen(heldmsg), sizeof heldmsg - strlen(heldmsg),
+             ", %zu sent to their owners", sent);
   KR_LOG(KR_LOG_NOTICE, s->config_path,
          "reloaded: %zu seeds (%zu new%s), settings applied to %zu host queues", nseeds, added,
          heldmsg, nhosts);
