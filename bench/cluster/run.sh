@@ -16,14 +16,26 @@
 # most captures are revisits, of another member's record or the member's
 # own; its Redis GETs and SETs per fetch and its records are reported
 # beside its CPU per fetch.
+# A member can be the bottleneck instead of politeness, as in a real
+# deployment whose instance cannot keep every host busy: --max-conns N
+# caps each instance's fetches in flight (http.max-connections) and
+# --server-ms MS makes every response take MS (kts delay-ms, a slow
+# site), so one instance fetches at most N / MS pages a millisecond
+# whatever the number of hosts. "share" is the biggest member's part of
+# the fetches: the domain split's own bound on the cluster's speed-up.
+# --no-one leaves out the cluster of one. Redis's side of the cluster
+# run: commands of every kind (cmds: XADDs, reads, acknowledgements,
+# heartbeats, connections' set-up), and bytes it received and sent (in_B,
+# out_B; INFO stats), all counted from the start of the run.
 #   bench/cluster/run.sh [--hosts N] [--pages N] [--reps R] [--delay MS] [--dedup]
+#                        [--max-conns N] [--server-ms MS] [--no-one]
 # Needs make deps (redis-server, GNU time) and a build (KRIA, default
 # build/kria). Servers are stopped by PID; every wait is bounded.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 KRIA=${KRIA:-$top/build/kria}
 KTS=${KTS:-$top/build/kts}
-HOSTS=60 PAGES=20 REPS=3 DELAY=0 DEDUP=0
+HOSTS=60 PAGES=20 REPS=3 DELAY=0 DEDUP=0 MAXCONNS=4096 SERVER_MS=0 ONE=1
 while [ $# -gt 0 ]; do
   case $1 in
   --hosts) HOSTS=$2; shift 2 ;;
@@ -31,7 +43,11 @@ while [ $# -gt 0 ]; do
   --reps) REPS=$2; shift 2 ;;
   --delay) DELAY=$2; shift 2 ;;
   --dedup) DEDUP=1; shift ;;
-  *) echo "usage: $0 [--hosts N] [--pages N] [--reps R] [--delay MS] [--dedup]" >&2; exit 2 ;;
+  --max-conns) MAXCONNS=$2; shift 2 ;;
+  --server-ms) SERVER_MS=$2; shift 2 ;;
+  --no-one) ONE=0; shift ;;
+  *) echo "usage: $0 [--hosts N] [--pages N] [--reps R] [--delay MS] [--dedup] [--max-conns N] [--server-ms MS] [--no-one]" >&2
+     exit 2 ;;
   esac
 done
 out=$top/bench/out/cluster
@@ -51,9 +67,11 @@ wait_for() { # SECONDS CMD...: poll every 50 ms, bounded
   echo '[route "/"]'
   echo 'body = <a href="/p/0">site</a>'
   for i in $(seq 1 "$HOSTS"); do echo "body = <a href=\"http://h$i.test:{port}/\">h$i</a>"; done
+  [ "$SERVER_MS" -gt 0 ] && echo "delay-ms = $SERVER_MS"
   echo '[site "/p/"]'
   echo "pages = $PAGES"
   echo 'links = 3'
+  [ "$SERVER_MS" -gt 0 ] && echo "delay-ms = $SERVER_MS"
 } >"$out/routes.ini"
 "$KTS" -c "$out/routes.ini" >"$out/kts.out" 2>"$out/kts.err" &
 pids+=($!)
@@ -73,6 +91,7 @@ conf() { # DIR [NODE [NODES [SHARED-DEDUP]]]
   cat <<EOC
 [http]
 allow-private-addresses = true
+max-connections = $MAXCONNS
 [crawl]
 seeds = $out/seeds
 state-dir = $1
@@ -136,6 +155,10 @@ three() { # NAME REP SHARED-DEDUP: a cluster of three members, a row
   # cross-member links found: links whose owner is another member, before the dedup cache
   stats=$(redis-cli -p "$rport" INFO commandstats)
   calls() { sed -n "s/^cmdstat_$1:calls=\([0-9]*\).*/\1/p" <<<"$stats"; }
+  cmds=$(sed -n 's/^cmdstat_[^:]*:calls=\([0-9]*\).*/\1/p' <<<"$stats" | awk '{s += $1} END {print s}')
+  net=$(redis-cli -p "$rport" INFO stats | tr -d '\r')
+  net_in=$(sed -n 's/^total_net_input_bytes://p' <<<"$net")
+  net_out=$(sed -n 's/^total_net_output_bytes://p' <<<"$net")
   # a member does not end by itself (links may come): SIGTERM to kria,
   # the child of /usr/bin/time
   for n in n1 n2 n3; do eval "kill -TERM \$(ps --ppid \$pid_$n -o pid=)"; done
@@ -149,9 +172,11 @@ three() { # NAME REP SHARED-DEDUP: a cluster of three members, a row
     mine=$(grep -c "^$n " <<<"$owners")
     xm=$((xm + mine * (HOSTS - mine)))
   done
-  printf '%-8s %4s %8s %10s %8s %6s %9s %9s %6s %6s %6s %6s\n' "$name" "$rep" "$f" \
+  share=$(for n in n1 n2 n3; do fetched "$d/$n/logs/crawl.log"; done |
+    awk -v f="$f" '$1 > m {m = $1} END {printf "%.3f", m / f}')
+  printf '%-8s %4s %8s %10s %8s %6s %9s %9s %6s %6s %6s %6s %6s %6s %8s %8s\n' "$name" "$rep" "$f" \
     "$(cpu_per "$f" "$d"/n?.time)" "$(wall "$t0" "$t1")" "$(twice "$d"/n?/logs/crawl.log)" "$xm" "$sent" "$(calls xadd)" \
-    "$(calls xreadgroup)" "$(calls xack)" "$(calls xdel)"
+    "$(calls xreadgroup)" "$(calls xack)" "$(calls xdel)" "$share" "$cmds" "$net_in" "$net_out"
   [ "$dd" = true ] || return 0
   per() { awk -v a="$1" -v f="$f" 'BEGIN {printf "%.3f", (a + 0) / f}'; }
   printf '  %s rep %s: %s responses, %s identical-payload revisits; GET %s (%s/fetch): %s known, %s local only; SET %s (%s/fetch)\n' \
@@ -160,7 +185,9 @@ three() { # NAME REP SHARED-DEDUP: a cluster of three members, a row
 }
 
 printf '%s hosts x %s pages (+ / and robots.txt): %s fetches a crawl\n' "$HOSTS" "$PAGES" "$total"
-printf '%-8s %4s %8s %10s %8s %6s %9s %9s %6s %6s %6s %6s\n' run rep fetches cpu_us/f wall_s twice xmember sent xadd xread xack xdel
+printf 'max-connections %s per instance, politeness %s ms, every response %s ms\n' "$MAXCONNS" "$DELAY" "$SERVER_MS"
+printf '%-8s %4s %8s %10s %8s %6s %9s %9s %6s %6s %6s %6s %6s %6s %8s %8s\n' run rep fetches cpu_us/f wall_s \
+  twice xmember sent xadd xread xack xdel share cmds in_B out_B
 for rep in $(seq 1 "$REPS"); do
   # alone
   d=$out/alone$rep
@@ -174,6 +201,7 @@ for rep in $(seq 1 "$REPS"); do
     "$(wall "$t0" "$t1")" "$(twice "$d/s/logs/crawl.log")"
   # a cluster of one: every link its own (ownership computed, Redis
   # connected, nothing sent); it waits for links at the end: SIGTERM
+  if [ "$ONE" = 1 ]; then
   d=$out/one$rep
   mkdir -p "$d"
   conf "$d/n1" n1 n1 >"$d/n1.conf"
@@ -188,6 +216,7 @@ for rep in $(seq 1 "$REPS"); do
   f=$(fetched "$d/n1/logs/crawl.log")
   printf '%-8s %4s %8s %10s %8s %6s\n' one "$rep" "$f" "$(cpu_per "$f" "$d/time")" \
     "$(wall "$t0" "$t1")" "$(twice "$d/n1/logs/crawl.log")"
+  fi
   # cluster of three (and again with shared dedup)
   three cluster "$rep" false
   [ "$DEDUP" = 1 ] && three dedup "$rep" true
