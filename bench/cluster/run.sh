@@ -81,11 +81,17 @@ port=$(sed -n 's/^listening .*:\([0-9]*\)$/\1/p' "$out/kts.out")
 for i in $(seq 1 "$HOSTS"); do echo "http://h$i.test:$port/"; done >"$out/seeds"
 total=$((HOSTS * (PAGES + 2)))
 
-rport=$((20000 + RANDOM % 30000))
-redis-server --port "$rport" --bind 127.0.0.1 --dir "$out" --save '' --appendonly yes \
-  --appendfsync always --logfile "$out/redis.log" >/dev/null 2>&1 &
-pids+=($!)
-wait_for 10 grep -q 'Ready to accept' "$out/redis.log" || { echo "redis did not start"; exit 1; }
+redis_up() { grep -q 'Ready to accept' "$out/redis.log" && kill -0 "$rpid"; }
+for try in 1 2 3 4 5; do # a port taken: another one
+  rport=$((20000 + RANDOM % 30000))
+  : >"$out/redis.log"
+  redis-server --port "$rport" --bind 127.0.0.1 --dir "$out" --save '' --appendonly yes \
+    --appendfsync always --logfile "$out/redis.log" >/dev/null 2>&1 &
+  rpid=$!
+  pids+=("$rpid")
+  wait_for 10 redis_up && break
+  [ "$try" = 5 ] && { echo "redis did not start: $(tail -2 "$out/redis.log")"; exit 1; }
+done
 
 conf() { # DIR [NODE [NODES [SHARED-DEDUP]]]
   cat <<EOC
