@@ -176,6 +176,7 @@ const kr_clusterview_t *kr_crawl_cluster_view(kr_crawl_t *c) {
         vw->slots[i * KR_CLUSTERVIEW_CMDS + (size_t)k] = (view_slot_t){vw, i, k};
   }
   view_read(vw);
+  vw->shown.redis_down = !kr__crawl_cluster_redis(c);
   return &vw->shown;
 }
 

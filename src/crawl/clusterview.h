@@ -56,6 +56,7 @@ typedef struct kr_clusterview {
   size_t n;                      /* the members of cluster.nodes, in its order */
   kr_clusterview_member_t *m;
   uint64_t taken;                /* when it was read (ms), 0: never */
+  int redis_down;                /* the crawl's: Redis unreachable now (the figures are older) */
 } kr_clusterview_t;
 
 /* The members of cfg's [cluster], nothing read yet. 0, or KR_EINVAL when

@@ -80,6 +80,8 @@ void kr_clusterpage_json(const kr_clusterview_t *v, uint64_t now, kr_buf_t *out)
   json_str(out, "prefix", v->prefix);
   json_str(out, "redis", v->redis);
   json_str(out, "node", v->self);
+  json_key(out, 0, "redis_up");
+  kr_buf_append_str(out, v->redis_down ? "false" : "true");
   json_num(out, "taken_ms_ago", v->taken ? age((int64_t)v->taken, now) : -1);
   json_key(out, 0, "members");
   kr_buf_append_str(out, "[");
@@ -146,6 +148,7 @@ const char kr__clusterpage_html[] =
     "$('name').textContent=v.prefix+' on Redis '+v.redis+(v.node?' \\u00b7 this is '+v.node:'');\n"
     "$('taken').textContent=v.taken_ms_ago==null?'first reading pending':"
     "'read '+dur(v.taken_ms_ago)+' ago';\n"
+    "if(!v.redis_up)$('err').textContent='Redis unreachable: the figures are from the last reading';\n"
     "const t=v.totals;\n"
     "$('tiles').replaceChildren(tile('members seen',v.seen+' / '+t.members),"
     "tile('fetched',num(t.fetched)),tile('hosts',num(t.hosts)),tile('links sent',num(t.sent)),"
@@ -160,7 +163,7 @@ const char kr__clusterpage_html[] =
     "$('note').textContent=v.missing.length?'expected but missing (no heartbeat in 10 s): '+"
     "v.missing.join(', '):'every member of cluster.nodes is seen'}\n"
     "async function refresh(){try{const r=await fetch('cluster.json',{cache:'no-store'});"
-    "if(!r.ok)throw new Error('HTTP '+r.status);render(await r.json());$('err').textContent=''}"
+    "if(!r.ok)throw new Error('HTTP '+r.status);$('err').textContent='';render(await r.json())}"
     "catch(e){$('err').textContent='cluster view unavailable: '+e.message}}\n"
     "refresh();setInterval(refresh,2000);\n"
     "</script></body></html>\n";

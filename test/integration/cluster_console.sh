@@ -12,7 +12,8 @@
 #    test-artifacts/cluster.png for a person to look at);
 #  - n3 stopped and its heartbeat gone (deleted: the 10 s TTL would do it
 #    later): n1's JSON and page say n3 is expected but missing;
-#  - a crawl without [cluster]: its page and JSON say it runs alone.
+#  - a crawl without [cluster]: its page and JSON say it runs alone;
+#  - Redis killed: n1's JSON says so and still holds the last reading.
 # Skipped without chromium or node (make deps installs them).
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster_lib.bash"
@@ -175,6 +176,13 @@ is "$(js 'v.tiles["members seen"] + " | " + v.note' <"$T/p2a.json")" \
   "2 / 3 | expected but missing (no heartbeat in 10 s): n3" "... 2 / 3 seen, n3 named as missing"
 is "$(js 'v.waited + " " + v.rows.length + " " + v.name' <"$T/p2b.json")" "true 0 this crawl runs alone" \
   "the lone crawl's page says it runs alone, no members"
+
+# Redis gone: the last reading is still shown, said to be old
+kill -KILL "$REDIS_PID"
+wait "$REDIS_PID" 2>/dev/null
+redis_down() { [ "$(view 1 | js 'v.redis_up + " " + v.seen')" = "false 2" ]; }
+check "Redis killed: n1's /cluster.json says Redis is down, with the last reading (2 seen)" \
+  wait_until 10 redis_down
 
 kill -TERM "$SOLO"
 timeout 10 tail -s 0.05 --pid="$SOLO" -f /dev/null

@@ -149,6 +149,7 @@ static void json_figures(void **state) {
   assert_true(json_object_get_boolean(GET(o, "on")));
   assert_string_equal(json_object_get_string(GET(o, "prefix")), "p.1");
   assert_string_equal(json_object_get_string(GET(o, "node")), "b");
+  assert_true(json_object_get_boolean(GET(o, "redis_up")));
   assert_int_equal(json_object_get_int(GET(o, "taken_ms_ago")), 200);
   assert_int_equal(json_object_get_int(GET(o, "seen")), 2);
   json_object *missing = GET(o, "missing");
