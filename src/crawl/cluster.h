@@ -43,8 +43,9 @@ void kr__crawl_cluster_stop(struct kr_crawl *c);
 void kr__crawl_cluster_free(struct kr_crawl *c);
 void kr_crawl_cluster_state(const struct kr_crawl *c, kr_crawl_cluster_state_t *out);
 
-/* For shared dedup (clusterdedup.c): the connection it sends on, the
- * link writer's; NULL while it is down or closing. */
+/* For shared dedup (clusterdedup.c) and the members' view
+ * (clusterview.c): the connection they send on, the link writer's; NULL
+ * while it is down or closing. */
 struct redisAsyncContext;
 struct redisAsyncContext *kr__crawl_cluster_redis(const struct kr_crawl *c);
 
