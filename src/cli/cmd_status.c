@@ -639,6 +639,14 @@ static int cluster_status(const char *path, int json) {
     goto out;
   }
   redisSetTimeout(rc, tv);
+  /* the members since the last `kria cluster rebalance`, else cluster.nodes */
+  redisReply *mr = redisCommand(rc, "HGET %s:members nodes", v.prefix);
+  kr_cluster_members_t moved = {0};
+  if (mr && mr->type == REDIS_REPLY_STRING && kr_cluster_members_parse(&moved, mr->str) == 0 &&
+      moved.n)
+    kr_clusterview_set_members(&v, &moved);
+  kr_cluster_members_free(&moved);
+  if (mr) freeReplyObject(mr);
   for (size_t i = 0; i < v.n; i++)
     for (int k = 0; k < KR_CLUSTERVIEW_CMDS; k++) {
       const char *argv[4];

@@ -709,3 +709,7 @@ struct redisAsyncContext *kr__crawl_cluster_redis(const kr_crawl_t *c) {
   const kr_crawl_cluster_t *cl = c->cluster;
   return cl && cl->wr_up && !cl->closing ? cl->wr : NULL;
 }
+
+const kr_cluster_members_t *kr__crawl_cluster_members(const kr_crawl_t *c) {
+  return c->cluster ? &c->cluster->members : NULL;
+}

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "frontier.h"
+#include "kria/cluster.h"
 
 struct kr_crawl;
 typedef struct kr_crawl_cluster kr_crawl_cluster_t;
@@ -48,5 +49,8 @@ void kr_crawl_cluster_state(const struct kr_crawl *c, kr_crawl_cluster_state_t *
  * while it is down or closing. */
 struct redisAsyncContext;
 struct redisAsyncContext *kr__crawl_cluster_redis(const struct kr_crawl *c);
+/* The members this crawl shares its hosts with (clusterepoch.h); NULL
+ * without [cluster]. */
+const kr_cluster_members_t *kr__crawl_cluster_members(const struct kr_crawl *c);
 
 #endif

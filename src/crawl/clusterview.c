@@ -58,6 +58,16 @@ int kr_clusterview_init(kr_clusterview_t *v, const kr_config_t *cfg) {
   return 0;
 }
 
+void kr_clusterview_set_members(kr_clusterview_t *v, const kr_cluster_members_t *ms) {
+  free(v->m);
+  v->n = ms->n;
+  v->m = kr_xcalloc(v->n ? v->n : 1, sizeof *v->m);
+  for (size_t i = 0; i < v->n; i++) {
+    snprintf(v->m[i].name, sizeof v->m[i].name, "%s", ms->v[i].name);
+    kr_clusterview_clear(&v->m[i]);
+  }
+}
+
 void kr_clusterview_free(kr_clusterview_t *v) {
   free(v->prefix);
   free(v->redis);
@@ -170,6 +180,11 @@ const kr_clusterview_t *kr_crawl_cluster_view(kr_crawl_t *c) {
     vw->c = c;
     kr_clusterview_init(&vw->shown, c->cfg);
     kr_clusterview_init(&vw->next, c->cfg);
+    const kr_cluster_members_t *ms = kr__crawl_cluster_members(c);
+    if (ms && ms->n) { /* the crawl's members: a rebalance may have changed cluster.nodes' */
+      kr_clusterview_set_members(&vw->shown, ms);
+      kr_clusterview_set_members(&vw->next, ms);
+    }
     vw->slots = kr_xcalloc(vw->next.n * KR_CLUSTERVIEW_CMDS + 1, sizeof *vw->slots);
     for (size_t i = 0; i < vw->next.n; i++)
       for (int k = 0; k < KR_CLUSTERVIEW_CMDS; k++)

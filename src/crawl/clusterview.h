@@ -63,6 +63,10 @@ typedef struct kr_clusterview {
  * cfg has no cluster.redis. */
 int kr_clusterview_init(kr_clusterview_t *v, const kr_config_t *cfg);
 void kr_clusterview_free(kr_clusterview_t *v);
+/* The members since the last `kria cluster rebalance` (Redis's
+ * PREFIX:members, or the crawl's list) in place of cluster.nodes;
+ * nothing read yet. */
+void kr_clusterview_set_members(kr_clusterview_t *v, const kr_cluster_members_t *ms);
 /* Forget member i's figures (before reading them again). */
 void kr_clusterview_clear(kr_clusterview_member_t *m);
 /* Command k (0 .. KR_CLUSTERVIEW_CMDS) for member i: argv[0..argc),

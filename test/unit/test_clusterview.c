@@ -18,6 +18,7 @@
 
 #include "clusterpage.h"
 #include "clusterview.h"
+#include "kria/clustermove.h"
 #include "kria/config.h"
 #include "kria/error.h"
 
@@ -93,6 +94,26 @@ static void commands(void **state) {
   assert_string_equal(argv[0], "XPENDING");
   assert_string_equal(argv[1], "p.1:links:b");
   assert_string_equal(argv[2], "p.1"); /* the group */
+  kr_clusterview_free(&v);
+}
+
+/* after `kria cluster rebalance` the members are Redis's list, not
+ * cluster.nodes': the readers ask for the new ones */
+static void members_replaced(void **state) {
+  (void)state;
+  kr_clusterview_t v;
+  view_of(&v);
+  kr_cluster_members_t ms = {0};
+  assert_int_equal(kr_cluster_members_parse(&ms, "a,c,d,e"), 0);
+  kr_clusterview_set_members(&v, &ms);
+  kr_cluster_members_free(&ms);
+  assert_int_equal(v.n, 4);
+  assert_string_equal(v.m[3].name, "e");
+  assert_int_equal(v.m[3].at, -1);
+  const char *argv[4];
+  kr_clusterview_bufs_t bufs;
+  assert_int_equal(kr_clusterview_cmd(&v, 2, 0, argv, bufs), 2);
+  assert_string_equal(argv[1], "p.1:member:d");
   kr_clusterview_free(&v);
 }
 
@@ -208,6 +229,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(no_cluster_refused),
       cmocka_unit_test(commands),
+      cmocka_unit_test(members_replaced),
       cmocka_unit_test(json_figures),
       cmocka_unit_test(text_table),
   };
