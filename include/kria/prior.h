@@ -37,7 +37,10 @@
  *             history first rests on min_obs observations: ln lambda_i
  *             with a sampling variance of about 2 / min_obs (one
  *             observation at x ~ ln 2 changes per visit carries Fisher
- *             information ~1/2 about ln lambda).
+ *             information ~1/2 about ln lambda). min_obs 3: a host
+ *             without usable ages learns its spread of rates within a
+ *             day or two of its first pass (6 measured worse in `kria
+ *             simulate` on every world, bench/RESULTS.md).
  *             Where a group has usable ages they replace its history
  *             samples, which depend on the intervals the policy chose (a
  *             page unchanged over six visits says only that its rate is
@@ -61,12 +64,19 @@
  *   rate   exp(m + tau^2 / 2): the mean rate, the changes a URI of the
  *          group is expected to make (the median exp(m) is lower for a
  *          broad group; it measured slightly worse in kria simulate)
+ *   tau2   the log-normal itself: the estimator judges a URI's first
+ *          observations by the posterior mean under it (estimate.h
+ *          "posterior"), so a class of near-equal pages (tau = 0.3)
+ *          holds its URIs near the class and rates spread over three
+ *          decades (tau^2 ~ 3.6) let each URI's history speak at once
  *   weight 2 / tau^2 pseudo-observations (James-Stein: n_i observations
  *          give ln lambda_i a variance ~2 / n_i, so the group counts as
- *          2 / tau^2 of them), within [weight_min, weight_max]
- * A class of near-equal pages (tau = 0.3) holds its URIs near the class
- * for ~16 visits (weight_max); rates spread over three decades (tau^2 ~ 3.6) let each
- * URI's history speak after one visit. A pool that has learned nothing
+ *          2 / tau^2 of them), within [weight_min, weight_max], for the
+ *          estimator once the posterior's observations are past:
+ *          weight_max 0.5, since a log-normal fitted to the group can be
+ *          far from a page in the group's tail (16 measured worse on the
+ *          Weibull world of `kria simulate`, bench/RESULTS.md).
+ * A pool that has learned nothing
  * gives the evaluator's prior and weight unchanged.
  *
  * ---- Bounds -----------------------------------------------------------------
@@ -134,8 +144,8 @@ typedef struct kr_prior_params {
   double group_k;     /* samples a parent is worth (4) */
   double max_n;       /* samples before a group's sums halve (4096) */
   double weight_min;  /* a URI's prior weight, at least (0.25) */
-  double weight_max;  /* and at most (16) */
-  double min_obs;     /* observations of a URI's history sample (6) */
+  double weight_max;  /* and at most (0.5) */
+  double min_obs;     /* observations of a URI's history sample (3) */
   double lm_verified; /* changed revisits whose ages fit, to verify (3) */
   double unverified_wait; /* s: the longest first wait unverified ages
                              may give (86400) */
@@ -183,6 +193,8 @@ typedef struct kr_prior_est {
   double weight;   /* its prior_weight */
   double evidence; /* samples the chain rests on (all levels) */
   int level;       /* deepest group with samples: 0 root, 1 host, 2 type, 3 template */
+  double tau2;     /* the variance of ln lambda around it (log-normal); 0
+                      when nothing was learned */
 } kr_prior_est_t;
 
 /* The informed prior of a URI of type/template with history h (NULL:

@@ -218,6 +218,9 @@ void kr_est_params_default(kr_est_params_t *p) {
   p->no_lm_factor = sqrt(2.0);
   p->depth_halving = 0.0;
   p->x_min = log(2.0);
+  p->prior_tau2 = 0.0;
+  p->posterior_obs = 16;
+  p->posterior_widen = 1.0;
 }
 
 double kr_est_naive(unsigned n, unsigned x, double interval_s) {
@@ -330,10 +333,10 @@ int kr_est_ml(const kr_est_obs_t *o, size_t n, double smoothing, double prior_ra
   return 0;
 }
 
-int kr_est_lm(const kr_est_params_t *p, const kr_est_obs_t *o, size_t n, double prior_rate,
-              double prior_weight, double *lambda) {
-  if (!p || (n && !o) || !(prior_weight >= 0) || !isfinite(prior_weight)) return KR_EINVAL;
-  if (prior_weight > 0 && !(prior_rate > 0 && isfinite(prior_rate))) return KR_EINVAL;
+/* The last-modified sums of o: changed visits x, time known free of
+ * change total, all the time; KR_EINVAL when the ages are unusable. */
+static int lm_sums(const kr_est_params_t *p, const kr_est_obs_t *o, size_t n, double *x_out,
+                   double *total_out, double *all_out) {
   double x = 0, total = 0, all = 0;
   for (size_t i = 0; i < n; i++) {
     double t = o[i].t, a = o[i].age;
@@ -349,6 +352,16 @@ int kr_est_lm(const kr_est_params_t *p, const kr_est_obs_t *o, size_t n, double 
     }
   }
   if (x == 0) return KR_EINVAL; /* nothing the ages could add */
+  *x_out = x, *total_out = total, *all_out = all;
+  return 0;
+}
+
+int kr_est_lm(const kr_est_params_t *p, const kr_est_obs_t *o, size_t n, double prior_rate,
+              double prior_weight, double *lambda) {
+  if (!p || (n && !o) || !(prior_weight >= 0) || !isfinite(prior_weight)) return KR_EINVAL;
+  if (prior_weight > 0 && !(prior_rate > 0 && isfinite(prior_rate))) return KR_EINVAL;
+  double x, total, all;
+  if (lm_sums(p, o, n, &x, &total, &all)) return KR_EINVAL;
   double k;
   if (x >= (double)n) k = 1.0;
   else k = 1.0 + x / ((double)n * log1p(-x / (double)n));
@@ -359,6 +372,51 @@ int kr_est_lm(const kr_est_params_t *p, const kr_est_obs_t *o, size_t n, double 
   double num = x - k + w * p0, den = total + (w > 0 ? w * p0 / prior_rate : 0.0);
   if (!(den > 0)) return KR_EINVAL;
   *lambda = num > 0 ? num / den : 0.0;
+  return 0;
+}
+
+#define POST_GRID 61 /* points over the prior's +-6 standard deviations: trapezoids
+                      * on a smooth bell, within 1e-3 of a fine integral */
+
+int kr_est_posterior(const kr_est_params_t *p, const kr_est_obs_t *o, size_t n,
+                     double prior_rate, double tau2, double *lambda) {
+  if (!p || (n && !o) || !(prior_rate > 0) || !isfinite(prior_rate) || !(tau2 > 0) ||
+      !isfinite(tau2))
+    return KR_EINVAL;
+  for (size_t i = 0; i < n; i++)
+    if (!(o[i].t > 0) || !isfinite(o[i].t)) return KR_EINVAL;
+  /* usable ages: the likelihood of the last-modified estimator, x ln
+   * lambda - lambda T; otherwise each changed interval 1 - e^(-lambda t),
+   * each unchanged one e^(-lambda t) */
+  double x = 0, total = 0, all = 0, unchanged = 0;
+  int ages = p->use_last_modified && lm_sums(p, o, n, &x, &total, &all) == 0;
+  if (!ages)
+    for (size_t i = 0; i < n; i++)
+      if (!o[i].changed) unchanged += o[i].t;
+  double sd = sqrt(tau2), m = log(prior_rate) - tau2 / 2; /* mean rate exp(m + tau2/2) */
+  double step = 12.0 * sd / (POST_GRID - 1);
+  double lp[POST_GRID], best = -INFINITY;
+  for (int j = 0; j < POST_GRID; j++) {
+    double u = m - 6.0 * sd + step * j, l = exp(u), z = (u - m) / sd;
+    double v = -0.5 * z * z;
+    if (ages) {
+      v += x * u - l * total;
+    } else {
+      v -= l * unchanged;
+      for (size_t i = 0; i < n; i++)
+        if (o[i].changed) v += log(-expm1(-l * o[i].t));
+    }
+    lp[j] = v;
+    if (v > best) best = v;
+  }
+  if (!isfinite(best)) return KR_EINVAL;
+  double num = 0, den = 0;
+  for (int j = 0; j < POST_GRID; j++) {
+    double wgt = exp(lp[j] - best);
+    num += wgt * exp(m - 6.0 * sd + step * j);
+    den += wgt;
+  }
+  *lambda = num / den;
   return 0;
 }
 
@@ -391,6 +449,11 @@ void kr_est_rate(const kr_est_params_t *p, const kr_vhist_t *h, double prior_rat
   if (n == 0) {
     out->method = KR_EST_PRIOR;
     lambda = prior;
+  } else if (p->prior_tau2 > 0 && (double)n <= p->posterior_obs &&
+             kr_est_posterior(p, o, n, prior,
+                              p->prior_tau2 + (p->posterior_widen > 0 ? p->posterior_widen : 0.0),
+                              &lambda) == 0) {
+    out->method = KR_EST_POSTERIOR;
   } else if (p->use_last_modified && kr_est_lm(p, o, n, prior, w, &lambda) == 0) {
     out->method = KR_EST_LM;
   } else {
@@ -406,6 +469,7 @@ const char *kr_est_method_name(kr_est_method_t m) {
   case KR_EST_REGULAR: return "regular";
   case KR_EST_ML: return "ml";
   case KR_EST_LM: return "last-modified";
+  case KR_EST_POSTERIOR: return "posterior";
   }
   return "?";
 }

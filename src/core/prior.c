@@ -277,8 +277,8 @@ void kr_prior_params_default(kr_prior_params_t *pp) {
   pp->group_k = 4;
   pp->max_n = 4096;
   pp->weight_min = 0.25;
-  pp->weight_max = 16;
-  pp->min_obs = 6;
+  pp->weight_max = 0.5;
+  pp->min_obs = 3;
   pp->lm_verified = 3;
   pp->unverified_wait = 86400;
 }
@@ -426,6 +426,7 @@ void kr_prior_estimate(const kr_prior_pool_t *p, const kr_prior_params_t *pp,
   out->weight = default_weight;
   out->evidence = 0;
   out->level = 0;
+  out->tau2 = 0;
   if (!p) return;
   chain_t c;
   chain_solve(p, pp, type, tmpl, root_rate, root_tau2_of(default_weight), &c);
@@ -454,6 +455,7 @@ void kr_prior_estimate(const kr_prior_pool_t *p, const kr_prior_params_t *pp,
   if (w < pp->weight_min) w = pp->weight_min;
   if (w > pp->weight_max) w = pp->weight_max;
   out->weight = w;
+  out->tau2 = v;
 }
 
 static void stat_add(kr_prior_stat_t *s, int first, int has_age, double age_l, int lm_check,

@@ -111,7 +111,7 @@ static void uri_prior(kr_fetch_t *f, kr_slice_t ct, const kr_wait_params_t *p,
   const kr_curi_t *u = f->curi;
   up->root = kr_est_prior(&hc->est, p->initial_ms, hints);
   up->pool = NULL;
-  up->est = (kr_prior_est_t){up->root, hc->est.prior_weight, 0, 0};
+  up->est = (kr_prior_est_t){up->root, hc->est.prior_weight, 0, 0, 0};
   if (!hc->informed_priors) return;
   up->pool = &kr__adapt_host(f->crawl, u->host, hc->est.x_min)->prior;
   kr_prior_params_default(&up->pp);
@@ -175,6 +175,8 @@ static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *
   c->st.waits_poisson++;
   kr_est_params_t ep = hc->est;
   ep.prior_weight = up.est.weight;
+  ep.prior_tau2 = up.est.tau2; /* informed: the first observations judged by
+                                  the posterior (estimate.h) */
   /* The host's changes-per-visit target within its politeness budget. */
   struct kr_adapt_host *ah = kr__adapt_host(c, u->host, hc->est.x_min);
   kr_plan_host_set_objective(&ah->alloc, (kr_plan_objective_t)hc->objective);

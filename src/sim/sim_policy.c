@@ -61,6 +61,7 @@ int64_t kr__sim_next_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t *c, 
       kr_prior_observe(&sh->prior, &pp, &r->ep, s->ptype, s->ptmpl, &h, prior);
     prior = pe.rate;
     ep.prior_weight = pe.weight;
+    ep.prior_tau2 = pe.tau2; /* the first observations: the posterior */
   }
   if (r->policy == KR_SIM_MULTIPLICATIVE) {
     int64_t prev = c->visits ? (int64_t)c->wait_ms : 0;

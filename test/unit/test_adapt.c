@@ -1020,7 +1020,7 @@ static void wait_objective(void **state) {
 }
 
 /* Informed priors (adaptive.informed-priors): once a dozen images of a
- * host were seen unchanged on six visits a day apart, a newly discovered
+ * host were seen unchanged on three visits a day apart (prior.h min_obs), a newly discovered
  * image of the same path template waits far longer than the image
  * evaluator's initial-wait (200 s, multiplicative), and so does one of
  * another template (its type's prior); without the key it waits
@@ -1032,12 +1032,12 @@ static void wait_informed_prior(void **state) {
     snprintf(path, sizeof path, "/img/%d.png", i);
     visit(x, H_POISSON, path);
     x->hc.informed_priors = 1;
-    stored(x, 6, "img", NULL, 0, DAY, DAY);
+    stored(x, 3, "img", NULL, 0, DAY, DAY);
     x->u.content_type = "image/png";
     x->u.content_type_len = 9;
     uint8_t tmp[KR_VHIST_BYTES];
     size_t hl = 0;
-    for (int k = 0; k < 6; k++) {
+    for (int k = 0; k < 3; k++) {
       kr_vhist_visit_t v = {.interval_s = k ? 86400 : 0,
                             .state = k ? KR_CONTENT_UNCHANGED : KR_CONTENT_CHANGED,
                             .age_s = -1};
@@ -1068,6 +1068,50 @@ static void wait_informed_prior(void **state) {
     else
       assert_int_equal(w, 200 * SEC);
   }
+}
+
+/* Informed priors with poisson: once the host's pages of a template were
+ * seen, a page of that template with few observations of its own is
+ * judged by the posterior under its group's log-normal (estimate.h,
+ * KR_EST_POSTERIOR), as `kria simulate` does; without the key by the
+ * pseudo-observation prior (ML). */
+static void wait_informed_posterior(void **state) {
+  fx_t *x = *state;
+  size_t hl = 0;
+  for (int i = 0; i < 13; i++) {
+    int on = i < 12 ? 1 : 0;
+    char path[32];
+    snprintf(path, sizeof path, "/a/%d.html", i < 12 ? i : 4242);
+    visit(x, H_POISSON, path);
+    x->hc.informed_priors = on;
+    int visits = i < 12 ? 3 : 2; /* three observations with this visit: the pool's
+                                    sample (prior.h min_obs); the last two */
+    stored(x, (unsigned)visits, "page", NULL, 0, DAY, DAY);
+    uint8_t tmp[KR_VHIST_BYTES];
+    hl = 0;
+    for (int k = 0; k < visits; k++) {
+      kr_vhist_visit_t v = {.interval_s = k ? 86400 : 0,
+                            .state = k ? KR_CONTENT_UNCHANGED : KR_CONTENT_CHANGED,
+                            .age_s = -1};
+      hl = kr_vhist_push(x->hist, hl, &v, tmp, NULL);
+      memcpy(x->hist, tmp, hl);
+    }
+    x->u.history = x->hist;
+    x->u.history_len = hl;
+    header(x, "Content-Type", "text/html");
+    fetch_body(x, "page");
+    decide(x);
+  }
+  assert_false(has_annot(x, "wait:text/poisson/posterior")); /* the key off */
+  visit(x, H_POISSON, "/a/4243.html");
+  x->hc.informed_priors = 1;
+  stored(x, 2, "page", NULL, 0, DAY, DAY);
+  x->u.history = x->hist;
+  x->u.history_len = hl;
+  header(x, "Content-Type", "text/html");
+  fetch_body(x, "page");
+  decide(x);
+  assert_true(has_annot(x, "wait:text/poisson/posterior"));
 }
 
 /* ---- revisit: pulled forward ------------------------------------------------------------ */
@@ -1234,6 +1278,7 @@ int main(void) {
       FX(wait_catch_all),
       FX(wait_poisson),
       FX(wait_informed_prior),
+      FX(wait_informed_posterior),
       FX(wait_objective),
       FX(embeds_refreshed),
       FX(feed_items_pulled),

@@ -540,6 +540,111 @@ static void lm_small_n(void **state) {
   }
 }
 
+/* The posterior of ln lambda under a log-normal prior, integrated
+ * finely (trapezoids over +-10 standard deviations): the reference for
+ * kr_est_posterior's grid. With age_t > 0 the likelihood is the ages'
+ * (x changes over age_t seconds free of change), o is not read. */
+static double posterior_reference_ages(const kr_est_obs_t *o, size_t n, double prior, double tau2,
+                                       double x, double age_t) {
+  double sd = sqrt(tau2), m = log(prior) - tau2 / 2, num = 0, den = 0;
+  for (int j = 0; j <= 20000; j++) {
+    double u = m - 10 * sd + 20 * sd * j / 20000, l = exp(u), lp = -0.5 * (u - m) * (u - m) / tau2;
+    if (age_t > 0) lp += x * u - l * age_t;
+    else
+      for (size_t i = 0; i < n; i++) lp += o[i].changed ? log(-expm1(-l * o[i].t)) : -l * o[i].t;
+    double w = exp(lp) * (j == 0 || j == 20000 ? 0.5 : 1);
+    num += w * l;
+    den += w;
+  }
+  return num / den;
+}
+
+static double posterior_reference(const kr_est_obs_t *o, size_t n, double prior, double tau2) {
+  return posterior_reference_ages(o, n, prior, tau2, 0, 0);
+}
+
+/* The posterior mean under an informed (log-normal) prior: the prior's
+ * mean rate without data, the exact posterior mean with few data, the
+ * data's answer when they are many; for a page unchanged over several
+ * visits a rate far below the uninformed prior's (one pseudo-change per
+ * mean interval at the evaluator's fast lambda0: waits that only
+ * double). */
+static void posterior_estimator(void **state) {
+  (void)state;
+  kr_est_params_t ep;
+  kr_est_params_default(&ep);
+  assert_true(ep.prior_tau2 == 0); /* off unless an informed prior sets it */
+  double lam, prior = 1.0 / 86400, tau2 = 3.6; /* daily on average, three decades */
+  assert_int_equal(kr_est_posterior(&ep, NULL, 0, prior, tau2, &lam), 0);
+  assert_true(rel(lam, prior) < 0.01);
+
+  /* unchanged after 6 h, 12 h, 1 d and 2 d */
+  kr_est_obs_t slow[4] = {{21600, 0, -1}, {43200, 0, -1}, {86400, 0, -1}, {172800, 0, -1}};
+  double post, ml, uninformed;
+  assert_int_equal(kr_est_posterior(&ep, slow, 4, prior, tau2, &post), 0);
+  assert_true(rel(post, posterior_reference(slow, 4, prior, tau2)) < 1e-3);
+  assert_int_equal(kr_est_ml(slow, 4, ep.smoothing, log(2.0) / 20, 1.0, &uninformed), 0);
+  assert_true(post < 0.5 * uninformed); /* ~10 days against ~5 */
+  kr_est_obs_t mixed[3] = {{21600, 1, -1}, {3600, 0, -1}, {7200, 1, -1}};
+  assert_int_equal(kr_est_posterior(&ep, mixed, 3, prior, tau2, &lam), 0);
+  assert_true(rel(lam, posterior_reference(mixed, 3, prior, tau2)) < 1e-3);
+  assert_int_equal(kr_est_ml(slow, 4, ep.smoothing, prior, 0.5, &ml), 0);
+  /* through kr_est_rate: the posterior for the first posterior_obs
+   * observations once an informed prior gives tau2, the ML without */
+  kr_vhist_t h;
+  kr_vhist_init(&h);
+  kr_vhist_visit_t v0 = {0, KR_CONTENT_CHANGED, -1};
+  kr_vhist_append(&h, &v0);
+  for (int i = 0; i < 4; i++) {
+    kr_vhist_visit_t v = {(int64_t)slow[i].t, KR_CONTENT_UNCHANGED, -1};
+    kr_vhist_append(&h, &v);
+  }
+  kr_est_result_t r;
+  ep.prior_weight = 0.5;
+  kr_est_rate(&ep, &h, prior, &r);
+  assert_int_equal(r.method, KR_EST_ML);
+  assert_true(rel(r.lambda, ml) < 1e-9);
+  ep.prior_tau2 = tau2;
+  kr_est_rate(&ep, &h, prior, &r);
+  assert_int_equal(r.method, KR_EST_POSTERIOR);
+  assert_string_equal(kr_est_method_name(r.method), "posterior");
+  double widened; /* the group's spread, widened (estimate.h) */
+  assert_true(ep.posterior_widen == 1.0);
+  assert_int_equal(kr_est_posterior(&ep, slow, 4, prior, tau2 + 1.0, &widened), 0);
+  assert_true(rel(r.lambda, widened) < 1e-12);
+  ep.posterior_obs = 3; /* more observations than that: the ML again */
+  kr_est_rate(&ep, &h, prior, &r);
+  assert_int_equal(r.method, KR_EST_ML);
+  ep.posterior_obs = 16;
+
+  /* many regular visits: near the data's answer (bias-reduced), the
+   * prior 3 standard deviations away pulling it a little */
+  kr_est_obs_t many[16];
+  for (int i = 0; i < 16; i++) many[i] = (kr_est_obs_t){3600, i % 2, -1};
+  assert_int_equal(kr_est_posterior(&ep, many, 16, prior, tau2, &post), 0);
+  assert_true(rel(post, posterior_reference(many, 16, prior, tau2)) < 1e-3);
+  double br = kr_est_bias_reduced(16, 8, 3600);
+  assert_true(post < br && post > 0.7 * br);
+  /* usable ages: their likelihood, 4 changes over the 4 x 1800 + 4 x
+   * 3600 s known free of change */
+  kr_est_obs_t aged[8];
+  for (int i = 0; i < 8; i++) aged[i] = (kr_est_obs_t){3600, i % 2, i % 2 ? 1800 : 3700};
+  assert_int_equal(kr_est_posterior(&ep, aged, 8, prior, tau2, &post), 0);
+  assert_true(rel(post, posterior_reference_ages(NULL, 0, prior, tau2, 4, 4 * 1800 + 4 * 3600)) < 1e-3);
+  ep.use_last_modified = 0; /* ages off: the intervals' likelihood */
+  assert_int_equal(kr_est_posterior(&ep, aged, 8, prior, tau2, &post), 0);
+  assert_true(rel(post, posterior_reference(aged, 8, prior, tau2)) < 1e-3);
+  ep.use_last_modified = 1;
+
+  /* invalid */
+  assert_int_equal(kr_est_posterior(&ep, slow, 4, 0, tau2, &post), KR_EINVAL);
+  assert_int_equal(kr_est_posterior(&ep, slow, 4, prior, 0, &post), KR_EINVAL);
+  assert_int_equal(kr_est_posterior(&ep, slow, 4, prior, NAN, &post), KR_EINVAL);
+  kr_est_obs_t bad = {-1, 0, -1};
+  assert_int_equal(kr_est_posterior(&ep, &bad, 1, prior, tau2, &post), KR_EINVAL);
+  assert_int_equal(kr_est_posterior(NULL, slow, 4, prior, tau2, &post), KR_EINVAL);
+}
+
 static void rate_and_prior(void **state) {
   (void)state;
   kr_est_params_t ep;
@@ -1284,6 +1389,7 @@ int main(void) {
       cmocka_unit_test(ml_matches_bias_reduced), cmocka_unit_test(ml_irregular),
       cmocka_unit_test(ml_edges),           cmocka_unit_test(lm_estimator),
       cmocka_unit_test(lm_small_n),         cmocka_unit_test(rate_and_prior),
+      cmocka_unit_test(posterior_estimator),
       cmocka_unit_test(prior_fades),        cmocka_unit_test(h_function),
       cmocka_unit_test(versions_optimum),   cmocka_unit_test(freshness_shape),
       cmocka_unit_test(solve_edges),        cmocka_unit_test(host_sketch),
