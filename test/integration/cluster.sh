@@ -210,11 +210,14 @@ for n in 1 2 3; do start "$n" "$D"; done
 # the member that owns h2.test (as in the first crawl) is killed
 victim=${own#n}
 check "the crawl is under way (some fetches)" wait_until 30 fetched_at_least "$D" 6
+survivor=$((victim % 3 + 1))
+# a member that never reached Redis logs it "unreachable", not "lost"
+connected() { grep -q "cluster: Redis 127.0.0.1:$REDIS_PORT connected" "$D/n$survivor.err"; }
+check "n$survivor is connected to Redis before the kill" wait_until 10 connected
 kill -KILL "${KPID[$victim]}" "$REDIS_PID"
 wait "${KPID[$victim]}" "$REDIS_PID" 2>/dev/null
 partial=$(fetched "$D" | sort -u | wc -l)
 diag "killed n$victim and redis-server after $partial of $NPAGES pages"
-survivor=$((victim % 3 + 1))
 lost() { grep -q "cluster: Redis 127.0.0.1:$REDIS_PORT lost" "$D/n$survivor.err"; }
 check "n$survivor logs the loss of Redis" wait_until 10 lost
 redis_start "$T/redis1" || bail "redis-server did not restart"
