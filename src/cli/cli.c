@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "internal.h"
+#include "kria/config.h"
+#include "kria/error.h"
 #include "log.h"
 
 struct command {
@@ -41,6 +43,17 @@ void kr_cli_error(int err, const char *fmt, ...) {
   va_end(ap);
   fprintf(stderr, "%skria: error: %s: %s\n", kr_log_journal() ? "<3>" : "",
           err < 0 ? kr_err_name(err) : "usage", msg);
+}
+
+kr_config_t *kr_cli_load_config(const char *path) {
+  kr_config_t *cfg = kr_config_new();
+  int rc = kr_config_load_file(cfg, path);
+  if (!rc) rc = kr_config_finish(cfg);
+  if (!rc) return cfg;
+  for (size_t i = 0; i < kr_config_error_count(cfg); i++)
+    kr_cli_error(KR_ECONFIG, "%s", kr_config_error(cfg, i));
+  kr_config_free(cfg);
+  return NULL;
 }
 
 static void usage(FILE *f) {

@@ -14,6 +14,9 @@ int kr_cli_main(int argc, char **argv);
  * when err < 0, else the literal "usage"), with <3> before it when stderr
  * is the journal (see log.h). */
 void kr_cli_error(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* FILE's configuration, loaded and finished; NULL with its errors told. */
+struct kr_config;
+struct kr_config *kr_cli_load_config(const char *path);
 
 int kr_cmd_url(int argc, char **argv);
 int kr_cmd_fetch(int argc, char **argv);

@@ -467,17 +467,6 @@ static int find_move(move_t *m, const kr_config_view_t *g, const kr_cluster_memb
 
 /* ---- the command ----------------------------------------------------------------------- */
 
-static kr_config_t *load_config(const char *path) {
-  kr_config_t *cfg = kr_config_new();
-  int rc = kr_config_load_file(cfg, path);
-  if (!rc) rc = kr_config_finish(cfg);
-  if (!rc) return cfg;
-  for (size_t i = 0; i < kr_config_error_count(cfg); i++)
-    kr_cli_error(KR_ECONFIG, "%s", kr_config_error(cfg, i));
-  kr_config_free(cfg);
-  return NULL;
-}
-
 /* The state directory, once its crawl let go of it (at most wait_s). */
 static kr_store_t *open_state(const char *dir, int wait_s) {
   kr_store_opts_t o;
@@ -633,7 +622,7 @@ static int rebalance(int argc, char **argv) {
                  nodes);
     return 64;
   }
-  kr_config_t *cfg = load_config(path);
+  kr_config_t *cfg = kr_cli_load_config(path);
   if (!cfg) return kr_cluster_members_free(&want), 2;
   const kr_config_view_t *g = kr_config_global(cfg);
   move_t m = {.redis = kr_config_str(g, KR_CFG_CLUSTER_REDIS),

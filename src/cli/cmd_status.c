@@ -602,24 +602,12 @@ out:
 
 /* ---- the cluster --------------------------------------------------------------------------- */
 
-/* FILE's configuration, loaded and finished; NULL with its errors told. */
-static kr_config_t *load_config(const char *path) {
-  kr_config_t *cfg = kr_config_new();
-  int rc = kr_config_load_file(cfg, path);
-  if (!rc) rc = kr_config_finish(cfg);
-  if (!rc) return cfg;
-  for (size_t i = 0; i < kr_config_error_count(cfg); i++)
-    kr_cli_error(KR_ECONFIG, "%s", kr_config_error(cfg, i));
-  kr_config_free(cfg);
-  return NULL;
-}
-
 /* Every member of FILE's [cluster]: its heartbeat (absent: not seen in
  * the last 10 s) and its stream (entries, pending), read in one pipeline
  * and printed as the console's cluster page has them (clusterpage.h).
  * 0, 2 (no cluster, no Redis). */
 static int cluster_status(const char *path, int json) {
-  kr_config_t *cfg = load_config(path);
+  kr_config_t *cfg = kr_cli_load_config(path);
   if (!cfg) return 2;
   kr_clusterview_t v;
   char host[256];
@@ -732,7 +720,7 @@ static int resolve_where(where_t *w) {
     return 64;
   }
   if (w->config) {
-    kr_config_t *cfg = load_config(w->config);
+    kr_config_t *cfg = kr_cli_load_config(w->config);
     if (!cfg) return 2;
     const kr_config_view_t *g = kr_config_global(cfg);
     const char *listen = kr_config_str(g, KR_CFG_STATUS_LISTEN);
