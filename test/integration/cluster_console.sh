@@ -52,21 +52,7 @@ NPAGES=$(($(wc -w <<<"$HOSTS") * 3)) # robots.txt, /, /a
 redis_start "$T/redis" || bail "redis-server did not start: $(tail -5 "$T/redis/redis.log")"
 D=$T/c
 mkdir -p "$D"
-for n in 1 2 3; do
-  { loopback_conf "$T/seeds.txt" "$D/n$n"
-    cat <<EOF
-[dns]
-hosts-file = $T/hosts
-[status]
-listen = 127.0.0.1:0
-[cluster]
-redis = 127.0.0.1:$REDIS_PORT
-node = n$n
-nodes = n1, n2, n3
-prefix = view
-EOF
-  } >"$D/n$n.conf"
-done
+for n in 1 2 3; do member_conf "$n" "$T/seeds.txt" "$D" view >"$D/n$n.conf"; done
 for n in 1 2 3; do start "$n" "$D"; done
 fetches() { cat "$D"/n?/logs/crawl.log 2>/dev/null | wc -l; }
 all_fetched() { [ "$(fetches)" -ge "$NPAGES" ]; }

@@ -52,58 +52,14 @@ DIGEST=sha1:$(printf '%s' "$SAME" | sha1_b32 -)
 
 # ---- redis-server, members -------------------------------------------------------
 
-REDIS_PORT=
-redis_start() { # DIR: on a free loopback port, no persistence; waits (≤ 10 s)
-  local dir=$1 try
-  mkdir -p "$dir"
-  for try in 1 2 3 4 5; do
-    REDIS_PORT=$(random_port)
-    : >"$dir/redis.log"
-    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$dir" --save '' --appendonly no \
-      --daemonize no --logfile "$dir/redis.log" >/dev/null 2>&1 &
-    REDIS_PID=$!
-    _pids+=("$REDIS_PID")
-    if wait_until 10 redis_ready "$dir/redis.log"; then return 0; fi
-    kill -KILL "$REDIS_PID" 2>/dev/null
-    wait "$REDIS_PID" 2>/dev/null
-  done
-  return 1
-}
-redis_ready() { grep -q 'Ready to accept connections' "$1" && kill -0 "$REDIS_PID" 2>/dev/null; }
-rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
+. "$(dirname "$0")/cluster_lib.bash" # redis_start, rcli, start, stop, metric
 
 conf() { # N DIR PREFIX SHARED: member nN's configuration, state in DIR/nN
-  loopback_conf "$T/seeds.txt" "$2/n$1"
-  cat <<EOF
-[dns]
-hosts-file = $T/hosts
-[status]
-listen = 127.0.0.1:0
-[cluster]
-redis = 127.0.0.1:$REDIS_PORT
-node = n$1
-nodes = n1, n2
-prefix = $3
-shared-dedup = $4
-EOF
-}
-declare -A KPID
-start() { # N DIR
-  "$KRIA" crawl -c "$2/n$1.conf" >>"$2/n$1.out" 2>>"$2/n$1.err" &
-  KPID[$1]=$!
-  _pids+=("${KPID[$1]}")
-}
-stop() { # N: SIGTERM, wait (≤ 10 s); the exit status
-  local p=${KPID[$1]}
-  kill -TERM "$p" 2>/dev/null
-  timeout 10 tail -s 0.05 --pid="$p" -f /dev/null || kill -KILL "$p" 2>/dev/null
-  wait "$p"
+  member_conf "$1" "$T/seeds.txt" "$2" "$3" "n1, n2"
+  echo "shared-dedup = $4"
 }
 fetched() { cat "$1"/n?/logs/crawl.log 2>/dev/null | awk '{print $4}'; }
 all_fetched() { [ "$(fetched "$1" | sort -u | wc -l)" -ge "$2" ]; }
-metric() { # DIR N NAME
-  curl -s "http://$(cat "$1/n$2/status.addr")/metrics" | awk -v m="$3" '$1 == m {print $2}'
-}
 refs() { # DIR: warcrefs.mjs over every member's WARC files
   (cd "$HERE" && node warcrefs.mjs "$1"/n?/warcs/*.warc.gz) 2>"$1/refs.err"
 }

@@ -30,6 +30,25 @@ rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
 
 # ---- kria members ---------------------------------------------------------
 
+# member_conf N SEEDS DIR PREFIX [NODES]: member nN's configuration on
+# loopback (state in DIR/nN), host names from $T/hosts, a status server on
+# a free port, in the cluster PREFIX of NODES ("n1, n2, n3"); [cluster]
+# comes last, so a caller may append keys of its own to it.
+member_conf() {
+  loopback_conf "$2" "$3/n$1"
+  cat <<EOF
+[dns]
+hosts-file = $T/hosts
+[status]
+listen = 127.0.0.1:0
+[cluster]
+redis = 127.0.0.1:$REDIS_PORT
+node = n$1
+nodes = ${5:-n1, n2, n3}
+prefix = $4
+EOF
+}
+
 # start N DIR: start member nN in the background (KPID[N]); its stderr
 # in DIR/nN.err.
 declare -A KPID

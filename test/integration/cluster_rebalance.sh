@@ -53,25 +53,7 @@ printf '127.0.0.1 %s\n' "$HOSTS" >"$T/hosts"
 for h in $HOSTS; do printf 'http://%s:%s/\n' "$h" "$KTS_PORT"; done >"$T/seeds.txt"
 NURIS=$(($(wc -w <<<"$HOSTS") * 5)) # robots.txt, /, /a, /b, /c
 
-REDIS_PORT=
-redis_start() {
-  local dir=$1 try
-  mkdir -p "$dir"
-  for try in 1 2 3 4 5; do
-    [ -n "$REDIS_PORT" ] && [ "$try" = 1 ] || REDIS_PORT=$(random_port)
-    : >"$dir/redis.log"
-    redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$dir" --save '' \
-      --appendonly yes --appendfsync always --daemonize no --logfile "$dir/redis.log" \
-      >/dev/null 2>&1 &
-    REDIS_PID=$!
-    _pids+=("$REDIS_PID")
-    if wait_until 10 grep -q 'Ready to accept connections' "$dir/redis.log"; then return 0; fi
-    kill -KILL "$REDIS_PID" 2>/dev/null
-    wait "$REDIS_PID" 2>/dev/null
-  done
-  return 1
-}
-rcli() { redis-cli -p "$REDIS_PORT" "$@"; }
+. "$(dirname "$0")/cluster_lib.bash" # redis_start, rcli
 redis_start "$T/redis" || bail "redis-server did not start"
 
 D=$T/c

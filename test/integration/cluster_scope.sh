@@ -43,19 +43,7 @@ D=$T/c
 mkdir -p "$D"
 for n in 1 2 3; do
   seed h2.test >"$D/seeds$n.txt"
-  { loopback_conf "$D/seeds$n.txt" "$D/n$n"
-    cat <<EOF
-[dns]
-hosts-file = $T/hosts
-[status]
-listen = 127.0.0.1:0
-[cluster]
-redis = 127.0.0.1:$REDIS_PORT
-node = n$n
-nodes = n1, n2, n3
-prefix = scope
-EOF
-  } >"$D/n$n.conf"
+  member_conf "$n" "$D/seeds$n.txt" "$D" scope >"$D/n$n.conf"
 done
 for n in 1 2 3; do start "$n" "$D"; done
 # fetched N [STATUS-ERE]: the URLs member nN fetched (crawl.log lines of a
