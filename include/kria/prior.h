@@ -30,8 +30,13 @@
  *             host's first pass: new URIs are served before any revisit,
  *             so waiting for verification would learn nothing from it),
  *             a prior from ages gives a first wait of at most
- *             unverified_wait: a server whose Last-Modified never moves
- *             looks like a static site until a revisit catches it.
+ *             unverified_wait (2 days): a server whose Last-Modified never
+ *             moves looks like a static site until a revisit catches it;
+ *             a day at most (unjudged_wait) while the host has fewer than
+ *             8 ages, before one date for every page can be told from
+ *             ages spread by changes. The longer bound spares the second
+ *             pass the slow pages (`kria simulate`, bench/RESULTS.md
+ *             "Learning fast, third step").
  *   histories the URI's own estimate (estimate.h kr_est_rate, pulled only
  *             weight_min toward the evaluator's prior) once, when its
  *             history first rests on min_obs observations: ln lambda_i
@@ -148,7 +153,8 @@ typedef struct kr_prior_params {
   double min_obs;     /* observations of a URI's history sample (3) */
   double lm_verified; /* changed revisits whose ages fit, to verify (3) */
   double unverified_wait; /* s: the longest first wait unverified ages
-                             may give (86400) */
+                             may give once their spread is judged (2 d) */
+  double unjudged_wait;   /* s: and before it is (86400) */
 } kr_prior_params_t;
 
 void kr_prior_params_default(kr_prior_params_t *pp);

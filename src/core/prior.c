@@ -280,7 +280,8 @@ void kr_prior_params_default(kr_prior_params_t *pp) {
   pp->weight_max = 0.5;
   pp->min_obs = 3;
   pp->lm_verified = 3;
-  pp->unverified_wait = 86400;
+  pp->unverified_wait = 2 * 86400;
+  pp->unjudged_wait = 86400;
 }
 
 void kr_prior_pool_init(kr_prior_pool_t *p) { memset(p, 0, sizeof *p); }
@@ -447,8 +448,10 @@ void kr_prior_estimate(const kr_prior_pool_t *p, const kr_prior_params_t *pp,
   /* ages not yet checked (the first pass of a host: no revisits yet) are
    * used, but may only bring a URI back within unverified_wait: a server
    * whose Last-Modified never moves looks like a static site until a
-   * revisit finds the content changed under an old date */
-  double floor_rate = log(2.0) / (pp->unverified_wait > 0 ? pp->unverified_wait : 86400);
+   * revisit finds the content changed under an old date; within
+   * unjudged_wait while too few ages say whether they spread at all */
+  double cap = p->host.a_n >= AGE_SPREAD_N ? pp->unverified_wait : pp->unjudged_wait;
+  double floor_rate = log(2.0) / (cap > 0 ? cap : 86400);
   if (c.ages == 1 && p->host.a_n > 0 && rate < floor_rate) rate = floor_rate;
   out->rate = clean_root(rate);
   double w = 2.0 / v;
