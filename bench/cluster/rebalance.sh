@@ -16,6 +16,8 @@
 # build/kria). Redis runs with appendfsync always, as the README asks.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/bench/lib/common.sh"
+. "$top/bench/lib/redis.sh"
 KRIA=${KRIA:-$top/build/kria}
 HOSTS=300 URIS=300
 while [ $# -gt 0 ]; do
@@ -30,16 +32,9 @@ rm -rf "$out" && mkdir -p "$out"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done; wait 2>/dev/null; }
 trap cleanup EXIT
-wait_for() { # SECONDS CMD...: poll every 50 ms, bounded
-  local end=$((SECONDS + $1)); shift
-  while ((SECONDS <= end)); do "$@" 2>/dev/null && return 0; sleep 0.05; done
-  return 1
-}
-port=$((20000 + RANDOM % 30000))
-redis-server --port "$port" --bind 127.0.0.1 --dir "$out" --save '' --appendonly yes \
-  --appendfsync always --daemonize no --logfile "$out/redis.log" >/dev/null 2>&1 &
-pids+=($!)
-wait_for 10 grep -q 'Ready to accept connections' "$out/redis.log" || { echo "redis did not start" >&2; exit 1; }
+kb_redis_start "$out" || { echo "redis did not start" >&2; exit 1; }
+port=$KB_REDIS_PORT
+pids+=("$KB_REDIS_PID")
 rcli() { redis-cli -p "$port" "$@"; }
 mem() { rcli INFO memory | awk -F: '$1 == "used_memory_peak" {print $2+0}'; }
 

@@ -33,6 +33,8 @@
 # build/kria). Servers are stopped by PID; every wait is bounded.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/bench/lib/common.sh"
+. "$top/bench/lib/redis.sh"
 KRIA=${KRIA:-$top/build/kria}
 KTS=${KTS:-$top/build/kts}
 HOSTS=60 PAGES=20 REPS=3 DELAY=0 DEDUP=0 MAXCONNS=4096 SERVER_MS=0 ONE=1
@@ -55,11 +57,6 @@ rm -rf "$out" && mkdir -p "$out"
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done; wait 2>/dev/null; }
 trap cleanup EXIT
-wait_for() { # SECONDS CMD...: poll every 50 ms, bounded
-  local end=$((SECONDS + $1)); shift
-  while ((SECONDS <= end)); do "$@" 2>/dev/null && return 0; sleep 0.05; done
-  return 1
-}
 
 {
   echo '[route "/robots.txt"]'
@@ -75,23 +72,15 @@ wait_for() { # SECONDS CMD...: poll every 50 ms, bounded
 } >"$out/routes.ini"
 "$KTS" -c "$out/routes.ini" >"$out/kts.out" 2>"$out/kts.err" &
 pids+=($!)
-wait_for 10 grep -q '^listening' "$out/kts.out" || { echo "kts did not start"; exit 1; }
+kb_wait_for 10 grep -q '^listening' "$out/kts.out" || { echo "kts did not start"; exit 1; }
 port=$(sed -n 's/^listening .*:\([0-9]*\)$/\1/p' "$out/kts.out")
 { printf '127.0.0.1'; for i in $(seq 1 "$HOSTS"); do printf ' h%d.test' "$i"; done; echo; } >"$out/hosts"
 for i in $(seq 1 "$HOSTS"); do echo "http://h$i.test:$port/"; done >"$out/seeds"
 total=$((HOSTS * (PAGES + 2)))
 
-redis_up() { grep -q 'Ready to accept' "$out/redis.log" && kill -0 "$rpid"; }
-for try in 1 2 3 4 5; do # a port taken: another one
-  rport=$((20000 + RANDOM % 30000))
-  : >"$out/redis.log"
-  redis-server --port "$rport" --bind 127.0.0.1 --dir "$out" --save '' --appendonly yes \
-    --appendfsync always --logfile "$out/redis.log" >/dev/null 2>&1 &
-  rpid=$!
-  pids+=("$rpid")
-  wait_for 10 redis_up && break
-  [ "$try" = 5 ] && { echo "redis did not start: $(tail -2 "$out/redis.log")"; exit 1; }
-done
+kb_redis_start "$out" || { echo "redis did not start: $(tail -2 "$out/redis.log")"; exit 1; }
+rport=$KB_REDIS_PORT
+pids+=("$KB_REDIS_PID")
 
 conf() { # DIR [NODE [NODES [SHARED-DEDUP]]]
   cat <<EOC
@@ -148,9 +137,9 @@ three() { # NAME REP SHARED-DEDUP: a cluster of three members, a row
     local n
     for n in n1 n2 n3; do [ "$(metric "$d/$n" kria_cluster_outbox_links)" = 0 ] || return 1; done
   }
-  wait_for 300 all || echo "cluster rep $rep: not all fetched"
+  kb_wait_for 300 all || echo "cluster rep $rep: not all fetched"
   t1=$(now)
-  wait_for 30 outbox_empty
+  kb_wait_for 30 outbox_empty
   sent=0 recv=0
   local known=0 alone=0
   for n in n1 n2 n3; do
@@ -215,7 +204,7 @@ for rep in $(seq 1 "$REPS"); do
   /usr/bin/time -f '%U %S' -o "$d/time" "$KRIA" crawl -c "$d/n1.conf" >/dev/null 2>"$d/err" &
   tp=$!
   one_done() { [ "$(fetched "$d/n1/logs/crawl.log")" -ge "$total" ]; }
-  wait_for 300 one_done || echo "one rep $rep: not all fetched"
+  kb_wait_for 300 one_done || echo "one rep $rep: not all fetched"
   t1=$(now)
   kill -TERM "$(ps --ppid "$tp" -o pid=)"
   wait "$tp"

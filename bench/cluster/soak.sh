@@ -12,6 +12,8 @@
 # stopped by PID; every wait is a bounded poll of crawl.log.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/bench/lib/common.sh"
+. "$top/bench/lib/redis.sh"
 KRIA=${KRIA:-$top/build/kria}
 KTS=${KTS:-$top/build/kts}
 HOSTS=60 PAGES=40 KILLS=20 STEP=50
@@ -34,11 +36,6 @@ cleanup() {
   wait 2>/dev/null
 }
 trap cleanup EXIT
-wait_for() { # SECONDS CMD...: poll every 50 ms, bounded
-  local end=$((SECONDS + $1)); shift
-  while ((SECONDS <= end)); do "$@" 2>/dev/null && return 0; sleep 0.05; done
-  return 1
-}
 
 # page i of a host links to page i+1 of the next host and of the one
 # after, and to its own page i+1: every page reachable, most links cross
@@ -58,18 +55,14 @@ awk -v H="$HOSTS" '{ while (match($0, /@[0-9]+/)) { k = substr($0, RSTART + 1, R
   "$out/routes.tmpl" >"$out/routes.ini"
 "$KTS" -c "$out/routes.ini" >"$out/kts.out" 2>"$out/kts.err" &
 KTSPID=$!
-wait_for 10 grep -q '^listening' "$out/kts.out" || { echo "kts did not start"; exit 1; }
+kb_wait_for 10 grep -q '^listening' "$out/kts.out" || { echo "kts did not start"; exit 1; }
 port=$(sed -n 's/^listening .*:\([0-9]*\)$/\1/p' "$out/kts.out")
 { printf '127.0.0.1'; for i in $(seq 1 "$HOSTS"); do printf ' h%d.test' "$i"; done; echo; } >"$out/hosts"
 for i in $(seq 1 "$HOSTS"); do echo "http://h$i.test:$port/p0"; done >"$out/seeds"
 
-rport=$((20000 + RANDOM % 30000))
-redis_start() {
-  : >"$out/redis.log"
-  redis-server --port "$rport" --bind 127.0.0.1 --dir "$out" --save '' --appendonly yes \
-    --appendfsync always --logfile "$out/redis.log" >/dev/null 2>&1 &
-  RPID=$!
-  wait_for 10 grep -q 'Ready to accept' "$out/redis.log"
+redis_start() { # at the same port after a kill
+  kb_redis_start "$out" ${rport:-} || return 1
+  rport=$KB_REDIS_PORT RPID=$KB_REDIS_PID
 }
 redis_start || { echo "redis did not start"; exit 1; }
 
@@ -111,7 +104,7 @@ redis_kills=0 kills=0
 for kill in $(seq 1 "$KILLS"); do
   target=$(($(nfetched) + STEP))
   more() { [ "$(nfetched)" -ge "$target" ] || all; }
-  wait_for 120 more || { echo "kill $kill: stuck at $(nfetched) fetches"; break; }
+  kb_wait_for 120 more || { echo "kill $kill: stuck at $(nfetched) fetches"; break; }
   all && { echo "the crawl ended before kill $kill"; break; }
   kills=$kill
   n=$((RANDOM % 3 + 1))
@@ -128,7 +121,7 @@ for kill in $(seq 1 "$KILLS"); do
   start "$n"
   echo "kill $kill: $what at $(nfetched) fetches"
 done
-wait_for 600 all
+kb_wait_for 600 all
 for n in 1 2 3; do kill -TERM "${KPID[$n]}"; done
 for n in 1 2 3; do wait "${KPID[$n]}"; done
 KPID=()
