@@ -44,6 +44,7 @@
 #include <sqlite3.h>
 
 #include "cli.h"
+#include "cluster.h"
 #include "internal.h"
 #include "kria/cluster.h"
 #include "kria/clustermove.h"
@@ -628,9 +629,8 @@ static int rebalance(int argc, char **argv) {
   move_t m = {.redis = kr_config_str(g, KR_CFG_CLUSTER_REDIS),
               .prefix = kr_config_str(g, KR_CFG_CLUSTER_PREFIX),
               .self = kr_config_str(g, KR_CFG_CLUSTER_NODE)};
-  char host[256];
-  int port, ret = 2;
-  if (!m.redis[0] || !m.self[0] || kr_cluster_parse_redis(m.redis, host, sizeof host, &port)) {
+  int ret = 2;
+  if (!m.redis[0] || !m.self[0]) {
     kr_cli_error(KR_ECONFIG, "%s: [cluster] needs redis and node", path);
     goto out;
   }
@@ -640,10 +640,9 @@ static int rebalance(int argc, char **argv) {
                  "told from its name, so they cannot be moved (not supported)", path);
     goto out;
   }
-  struct timeval tv = {2, 0};
-  m.r = port ? redisConnectWithTimeout(host, port, tv) : redisConnectUnixWithTimeout(host, tv);
+  m.r = kr_crawl_cluster_redis_blocking(m.redis, 2);
   if (!m.r || m.r->err) {
-    kr_cli_error(KR_ENET, "cannot reach Redis %s: %s", m.redis, m.r ? m.r->errstr : "no memory");
+    kr_cli_error(KR_ENET, "cannot reach Redis %s: %s", m.redis, m.r ? m.r->errstr : "bad address");
     goto out;
   }
   redisSetTimeout(m.r, (struct timeval){30, 0});

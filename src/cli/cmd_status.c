@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "cluster.h"
 #include "internal.h"
 #include "kria/cluster.h"
 #include "kria/clustermove.h"
@@ -610,9 +611,7 @@ static int cluster_status(const char *path, int json) {
   kr_config_t *cfg = kr_cli_load_config(path);
   if (!cfg) return 2;
   kr_clusterview_t v;
-  char host[256];
-  int port;
-  if (kr_clusterview_init(&v, cfg) || kr_cluster_parse_redis(v.redis, host, sizeof host, &port)) {
+  if (kr_clusterview_init(&v, cfg)) {
     kr_cli_error(KR_ECONFIG, "%s: no [cluster] redis to ask", path);
     kr_clusterview_free(&v);
     kr_config_free(cfg);
@@ -620,13 +619,11 @@ static int cluster_status(const char *path, int json) {
   }
   kr_config_free(cfg);
   int ret = 2;
-  struct timeval tv = {2, 0};
-  redisContext *rc = port ? redisConnectWithTimeout(host, port, tv) : redisConnectUnixWithTimeout(host, tv);
+  redisContext *rc = kr_crawl_cluster_redis_blocking(v.redis, 2);
   if (!rc || rc->err) {
-    kr_cli_error(KR_ENET, "cannot reach Redis %s: %s", v.redis, rc ? rc->errstr : "out of memory");
+    kr_cli_error(KR_ENET, "cannot reach Redis %s: %s", v.redis, rc ? rc->errstr : "bad address");
     goto out;
   }
-  redisSetTimeout(rc, tv);
   /* the members since the last `kria cluster rebalance`, else cluster.nodes */
   redisReply *mr = redisCommand(rc, "HGET %s:members nodes", v.prefix);
   kr_cluster_members_t moved = {0};

@@ -710,6 +710,17 @@ struct redisAsyncContext *kr__crawl_cluster_redis(const kr_crawl_t *c) {
   return cl && cl->wr_up && !cl->closing ? cl->wr : NULL;
 }
 
+redisContext *kr_crawl_cluster_redis_blocking(const char *redis, int timeout_s) {
+  char host[256];
+  int port;
+  if (kr_cluster_parse_redis(redis, host, sizeof host, &port)) return NULL;
+  struct timeval tv = {timeout_s, 0};
+  redisContext *r = port ? redisConnectWithTimeout(host, port, tv)
+                         : redisConnectUnixWithTimeout(host, tv);
+  if (r && !r->err) redisSetTimeout(r, tv);
+  return r;
+}
+
 const kr_cluster_members_t *kr__crawl_cluster_members(const kr_crawl_t *c) {
   return c->cluster ? &c->cluster->members : NULL;
 }

@@ -49,6 +49,13 @@ void kr_crawl_cluster_state(const struct kr_crawl *c, kr_crawl_cluster_state_t *
  * while it is down or closing. */
 struct redisAsyncContext;
 struct redisAsyncContext *kr__crawl_cluster_redis(const struct kr_crawl *c);
+/* A blocking connection to cluster.redis (HOST:PORT, [V6]:PORT or a
+ * socket path) for the short reads outside the loop (kria status, kria
+ * cluster, the start's epoch check): connecting and each reply bounded by
+ * timeout_s. NULL when the address does not parse (or no memory); else
+ * the caller checks ->err and redisFree()s it. */
+struct redisContext;
+struct redisContext *kr_crawl_cluster_redis_blocking(const char *redis, int timeout_s);
 /* The members this crawl shares its hosts with (clusterepoch.h); NULL
  * without [cluster]. */
 const kr_cluster_members_t *kr__crawl_cluster_members(const struct kr_crawl *c);

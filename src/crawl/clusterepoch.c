@@ -6,6 +6,7 @@
  * which runs while no crawl does.
  */
 #include "clusterepoch.h"
+#include "cluster.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -26,16 +27,10 @@
  * reached, 0 when it has none; nodes its list ("" when none). */
 static void read_record(const char *redis, const char *prefix, int64_t *epoch, char *nodes,
                         size_t nodeslen) {
-  char host[256];
-  int port;
   *epoch = -1;
   nodes[0] = 0;
-  if (kr_cluster_parse_redis(redis, host, sizeof host, &port)) return;
-  struct timeval tv = {1, 0};
-  redisContext *r = port ? redisConnectWithTimeout(host, port, tv)
-                         : redisConnectUnixWithTimeout(host, tv);
+  redisContext *r = kr_crawl_cluster_redis_blocking(redis, 1);
   if (r && !r->err) {
-    redisSetTimeout(r, tv);
     redisReply *rep = redisCommand(r, "HMGET %s:members epoch nodes", prefix);
     if (rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2) {
       *epoch = rep->element[0]->type == REDIS_REPLY_STRING
