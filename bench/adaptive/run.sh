@@ -23,7 +23,7 @@
 #   --oracle  also run the oracle diagnostic (poisson's allocator fed the
 #             true change rates): how far estimation is from its bound
 #   --worlds  instead: every world (log-uniform, weibull, shifting, cycles,
-#             importance) over --seeds seeds (10), fixed, multiplicative,
+#             importance, lying: every host's validators lie) over --seeds seeds (10), fixed, multiplicative,
 #             poisson and the oracle (the reference), default 10,000 URIs on
 #             10 hosts with the politeness delay scaled so that each URI
 #             has the budget of the main run (100,000 URIs, 10 hosts, 2 s):
@@ -95,12 +95,13 @@ if [ "$WORLDS" = 1 ]; then
 	STATE=/dev/shm
 	[ -d "$STATE" ] && [ -w "$STATE" ] || STATE=${TMPDIR:-/tmp}
 	# name and options of each world (see bench/adaptive/README.md)
-	WORLD_NAMES=(log-uniform weibull shifting cycles importance)
+	WORLD_NAMES=(log-uniform weibull shifting cycles importance lying)
 	WORLD_OPTS=("--mix 1h..30d"
 		"--mix weibull:0.8:5d"
 		"--shift share=0.3,at=10d,redraw"
 		"--cycles daily:0.8@14,weekly:0.5@wed"
-		"--importance pareto:1.5")
+		"--importance pareto:1.5"
+		"--mix 1h..30d --validators lying=1")
 	COMMON=(simulate --urls "$URLS" --hosts "$HOSTS" --days "$DAYS" --delay "$DELAY" --seed "$SEED"
 		--seeds "$SEEDS" --policy oracle,fixed,multiplicative,poisson --ref oracle
 		--jobs "$JOBS" --state-dir "$STATE" --json)
