@@ -221,6 +221,7 @@ void kr_est_params_default(kr_est_params_t *p) {
   p->prior_tau2 = 0.0;
   p->posterior_obs = 16;
   p->posterior_widen = 1.0;
+  p->shift_llr = 12.0;
 }
 
 double kr_est_naive(unsigned n, unsigned x, double interval_s) {
@@ -420,6 +421,64 @@ int kr_est_posterior(const kr_est_params_t *p, const kr_est_obs_t *o, size_t n,
   return 0;
 }
 
+/* ---- change of rate ------------------------------------------------------------ */
+
+#define SHIFT_GRID 16      /* rates tried per segment (log-spaced, refined) */
+#define SHIFT_MIN_OBS 8    /* observations on each side of a split */
+#define SHIFT_MIN_SPAN_S (3 * 86400.0) /* time after it */
+
+/* The largest value of a log-likelihood sampled on an even grid: the
+ * best point, refined by the parabola through it and its neighbours
+ * (the log-likelihood is smooth and concave in ln lambda). */
+static double grid_max(const double *v, int g) {
+  int j = 0;
+  for (int i = 1; i < g; i++)
+    if (v[i] > v[j]) j = i;
+  if (j == 0 || j == g - 1) return v[j];
+  double a = v[j - 1], b = v[j], c = v[j + 1], d = a - 2 * b + c;
+  if (!(d < 0)) return b;
+  return b - (a - c) * (a - c) / (8 * d);
+}
+
+double kr_est_shift(const kr_est_obs_t *o, size_t n, size_t *split) {
+  *split = 0;
+  if (n > KR_VHIST_MAX) n = KR_VHIST_MAX;
+  if (!o || n < 2 * SHIFT_MIN_OBS) return 0.0;
+  double total = 0, tmin = INFINITY;
+  for (size_t i = 0; i < n; i++) {
+    if (!(o[i].t > 0) || !isfinite(o[i].t)) return 0.0;
+    total += o[i].t;
+    if (o[i].t < tmin) tmin = o[i].t;
+  }
+  double first = 0; /* the time before the earliest split */
+  for (size_t i = 0; i < SHIFT_MIN_OBS; i++) first += o[i].t;
+  if (total - first < SHIFT_MIN_SPAN_S) return 0.0; /* no split has 3 days after it */
+  /* from a rate whose whole history expects 0.05 changes to one whose
+   * shortest interval expects 8: a segment all unchanged or all changed
+   * reaches its supremum at the grid's edge within 0.05 nats */
+  double ulo = log(0.05 / total), uhi = log(8.0 / tmin);
+  double step = (uhi - ulo) / (SHIFT_GRID - 1), lam[SHIFT_GRID];
+  for (int g = 0; g < SHIFT_GRID; g++) lam[g] = exp(ulo + step * g);
+  /* cum[i][g]: log-likelihood of the first i observations at lam[g] */
+  double cum[KR_VHIST_MAX + 1][SHIFT_GRID];
+  for (int g = 0; g < SHIFT_GRID; g++) cum[0][g] = 0;
+  for (size_t i = 0; i < n; i++)
+    for (int g = 0; g < SHIFT_GRID; g++) {
+      double x = lam[g] * o[i].t;
+      cum[i + 1][g] = cum[i][g] + (o[i].changed ? log(-expm1(-x)) : -x);
+    }
+  double whole = grid_max(cum[n], SHIFT_GRID), best = 0, after_t = 0;
+  for (size_t k = n - 1; k >= SHIFT_MIN_OBS; k--) {
+    after_t += o[k].t; /* the time of observations k..n-1 */
+    if (n - k < SHIFT_MIN_OBS || after_t < SHIFT_MIN_SPAN_S) continue;
+    double after[SHIFT_GRID];
+    for (int g = 0; g < SHIFT_GRID; g++) after[g] = cum[n][g] - cum[k][g];
+    double llr = grid_max(cum[k], SHIFT_GRID) + grid_max(after, SHIFT_GRID) - whole;
+    if (llr > best) best = llr, *split = k;
+  }
+  return best;
+}
+
 static int is_regular(const kr_est_obs_t *o, size_t n, double tol) {
   double sum = 0;
   for (size_t i = 0; i < n; i++) sum += o[i].t;
@@ -441,8 +500,19 @@ void kr_est_rate(const kr_est_params_t *p, const kr_vhist_t *h, double prior_rat
   double s = isfinite(p->smoothing) && p->smoothing > 0 ? p->smoothing : 0.0;
   kr_est_obs_t o[KR_VHIST_MAX];
   size_t n = h ? kr_vhist_observations(h, o, KR_VHIST_MAX) : 0;
+  const kr_est_obs_t *ob = o;
+  out->dropped = 0;
+  /* a change of rate: judge the URI by what came after it (estimate.h) */
+  if (p->prior_tau2 > 0 && p->shift_llr > 0) {
+    size_t split;
+    if (kr_est_shift(o, n, &split) > p->shift_llr) {
+      ob = o + split;
+      n -= split;
+      out->dropped = (unsigned)split;
+    }
+  }
   unsigned x = 0;
-  for (size_t i = 0; i < n; i++) x += (unsigned)o[i].changed;
+  for (size_t i = 0; i < n; i++) x += (unsigned)ob[i].changed;
   out->observations = (unsigned)n;
   out->changes = x;
   double lambda;
@@ -450,15 +520,15 @@ void kr_est_rate(const kr_est_params_t *p, const kr_vhist_t *h, double prior_rat
     out->method = KR_EST_PRIOR;
     lambda = prior;
   } else if (p->prior_tau2 > 0 && (double)n <= p->posterior_obs &&
-             kr_est_posterior(p, o, n, prior,
+             kr_est_posterior(p, ob, n, prior,
                               p->prior_tau2 + (p->posterior_widen > 0 ? p->posterior_widen : 0.0),
                               &lambda) == 0) {
     out->method = KR_EST_POSTERIOR;
-  } else if (p->use_last_modified && kr_est_lm(p, o, n, prior, w, &lambda) == 0) {
+  } else if (p->use_last_modified && kr_est_lm(p, ob, n, prior, w, &lambda) == 0) {
     out->method = KR_EST_LM;
   } else {
-    out->method = is_regular(o, n, p->regular_tolerance) ? KR_EST_REGULAR : KR_EST_ML;
-    if (kr_est_ml(o, n, s, prior, w, &lambda) < 0) lambda = LAMBDA_MAX;
+    out->method = is_regular(ob, n, p->regular_tolerance) ? KR_EST_REGULAR : KR_EST_ML;
+    if (kr_est_ml(ob, n, s, prior, w, &lambda) < 0) lambda = LAMBDA_MAX;
   }
   out->lambda = clampd(lambda, LAMBDA_MIN, LAMBDA_MAX);
 }

@@ -645,6 +645,152 @@ static void posterior_estimator(void **state) {
   assert_int_equal(kr_est_posterior(NULL, slow, 4, prior, tau2, &post), KR_EINVAL);
 }
 
+/* ---- change of rate ---------------------------------------------------------- */
+
+/* A history of n visits t apart (jittered by +-50 %) of a page changing
+ * at rate lam1 for the first n1 visits and lam2 after. */
+static void shift_history(kr_vhist_t *h, double lam1, double lam2, int n1, int n, double t) {
+  page_t pg;
+  page_init(&pg, lam1);
+  kr_vhist_init(h);
+  kr_vhist_visit_t v0 = {0, KR_CONTENT_CHANGED, -1};
+  kr_vhist_append(h, &v0);
+  for (int i = 0; i < n; i++) {
+    if (i == n1) { /* memoryless: the next change at the new rate from now */
+      pg.lambda = lam2;
+      pg.next_change = pg.now + expo(lam2);
+    }
+    double dt = t * (0.5 + unif());
+    int c = page_visit(&pg, dt, NULL);
+    kr_vhist_visit_t v = {(int64_t)ceil(dt), c ? KR_CONTENT_CHANGED : KR_CONTENT_UNCHANGED, -1};
+    kr_vhist_append(h, &v);
+  }
+}
+
+static size_t shift_split(const kr_vhist_t *h, double *llr) {
+  kr_est_obs_t o[KR_VHIST_MAX];
+  size_t n = kr_vhist_observations(h, o, KR_VHIST_MAX), split;
+  *llr = kr_est_shift(o, n, &split);
+  return split;
+}
+
+/* A clear change of rate splits the history where it happened, and with
+ * an informed prior the estimate then rests on what came after. */
+static void shift_detected(void **state) {
+  (void)state;
+  kr_est_params_t ep;
+  kr_est_params_default(&ep);
+  assert_true(ep.shift_llr > 0);
+  const double day = 86400;
+  int slower = 0, faster = 0;
+  for (int k = 0; k < 20; k++) {
+    seed(100 + (uint64_t)k);
+    kr_vhist_t h;
+    double llr;
+    /* a page changing twice a day, visited daily, becomes a monthly one */
+    shift_history(&h, 2 / day, 1 / (30 * day), 44, 64, day);
+    size_t split = shift_split(&h, &llr);
+    if (llr > ep.shift_llr && split >= 40 && split <= 48) slower++;
+    /* a weekly one visited every 3 days becomes a 6-hourly one */
+    shift_history(&h, 1 / (7 * day), 4 / day, 44, 64, 3 * day);
+    split = shift_split(&h, &llr);
+    if (llr > ep.shift_llr && split >= 40 && split <= 48) faster++;
+  }
+  print_message("# change of rate: %d of 20 slower, %d of 20 faster pages split\n", slower, faster);
+  assert_true(slower >= 18);
+  assert_true(faster >= 16);
+
+  /* through kr_est_rate: only with an informed prior (tau2 > 0) */
+  seed(7);
+  kr_vhist_t h;
+  shift_history(&h, 2 / day, 1 / (30 * day), 44, 64, day);
+  double llr;
+  size_t split = shift_split(&h, &llr);
+  assert_true(llr > ep.shift_llr);
+  kr_est_result_t r;
+  kr_est_rate(&ep, &h, 1 / day, &r);
+  assert_int_equal(r.dropped, 0);
+  assert_true(r.lambda > 0.25 / day); /* mixed: still about half the old rate */
+  ep.prior_tau2 = 2.0;
+  kr_est_rate(&ep, &h, 1 / day, &r);
+  assert_int_equal(r.dropped, split);
+  assert_int_equal(r.observations, 64 - split);
+  assert_int_equal(r.method, KR_EST_ML); /* 20 observations: past the posterior */
+  assert_true(r.lambda < 0.1 / day);
+  ep.shift_llr = 0; /* off */
+  kr_est_rate(&ep, &h, 1 / day, &r);
+  assert_int_equal(r.dropped, 0);
+  /* too short to split */
+  assert_true(kr_est_shift(NULL, 0, &split) == 0 && split == 0);
+  kr_est_obs_t o[KR_VHIST_MAX];
+  size_t n = kr_vhist_observations(&h, o, KR_VHIST_MAX);
+  assert_true(kr_est_shift(o + n - 15, 15, &split) == 0 && split == 0); /* 8 a side */
+}
+
+/* A page whose rate does not change: the test almost never fires. */
+static void shift_stationary(void **state) {
+  (void)state;
+  kr_est_params_t ep;
+  kr_est_params_default(&ep);
+  const double day = 86400;
+  int fired = 0;
+  double top = 0;
+  for (int k = 0; k < 500; k++) {
+    seed(1000 + (uint64_t)k);
+    kr_vhist_t h;
+    double rate = exp(-3.0 + 6.0 * unif()) / day, llr;
+    shift_history(&h, rate, rate, 64, 64, 1 / rate); /* about one change a visit */
+    shift_split(&h, &llr);
+    fired += llr > ep.shift_llr;
+    if (llr > top) top = llr;
+  }
+  print_message("# change of rate, stationary pages: %d of 500 split (largest ratio %.1f)\n", fired,
+                top);
+  assert_true(top > 0); /* the test ran */
+  assert_true(fired <= 2);
+}
+
+/* A page whose rate swings daily (x 1 +- 0.8, peak 14:00) and weekly
+ * (x 1 +- 0.5), visited about every 6 hours as the cycles world does
+ * (`kria simulate --cycles daily:0.8@14,weekly:0.5@wed`): its history is
+ * one stationary rate seen through the swings, not a change. */
+static void shift_cyclic(void **state) {
+  (void)state;
+  kr_est_params_t ep;
+  kr_est_params_default(&ep);
+  const double day = 86400, week = 7 * day;
+  int fired = 0;
+  double top = 0;
+  for (int k = 0; k < 200; k++) {
+    seed(5000 + (uint64_t)k);
+    double base = 4 / day, max = base * 1.8 * 1.5, now = unif() * week, last = now;
+    kr_vhist_t h;
+    kr_vhist_init(&h);
+    kr_vhist_visit_t v0 = {0, KR_CONTENT_CHANGED, -1};
+    kr_vhist_append(&h, &v0);
+    for (int i = 0; i < 64; i++) {
+      double next = now + day / 4 * (0.5 + unif());
+      int changed = 0;
+      /* the changes in (now, next]: thinning of a Poisson process at max */
+      for (double c = now + expo(max); c <= next; c += expo(max)) {
+        double d = cos(2 * M_PI * (c / day - 14.0 / 24)), w = cos(2 * M_PI * (c / week - 3.0 / 7));
+        if (unif() * max < base * (1 + 0.8 * d) * (1 + 0.5 * w)) changed = 1;
+      }
+      kr_vhist_visit_t v = {(int64_t)ceil(next - last),
+                            changed ? KR_CONTENT_CHANGED : KR_CONTENT_UNCHANGED, -1};
+      kr_vhist_append(&h, &v);
+      last = now = next;
+    }
+    double llr;
+    shift_split(&h, &llr);
+    fired += llr > ep.shift_llr;
+    if (llr > top) top = llr;
+  }
+  print_message("# change of rate, cyclic pages: %d of 200 split (largest ratio %.1f)\n", fired, top);
+  assert_true(top > 0);
+  assert_true(fired <= 2);
+}
+
 static void rate_and_prior(void **state) {
   (void)state;
   kr_est_params_t ep;
@@ -1390,6 +1536,8 @@ int main(void) {
       cmocka_unit_test(ml_edges),           cmocka_unit_test(lm_estimator),
       cmocka_unit_test(lm_small_n),         cmocka_unit_test(rate_and_prior),
       cmocka_unit_test(posterior_estimator),
+      cmocka_unit_test(shift_detected),     cmocka_unit_test(shift_stationary),
+      cmocka_unit_test(shift_cyclic),
       cmocka_unit_test(prior_fades),        cmocka_unit_test(h_function),
       cmocka_unit_test(versions_optimum),   cmocka_unit_test(freshness_shape),
       cmocka_unit_test(solve_edges),        cmocka_unit_test(host_sketch),
