@@ -51,6 +51,22 @@
  * Verification needs no extra fetch: pulled visits check precision, the
  * regular and sampled ones recall.
  *
+ * ---- Budget (kr_sig_host_fetched, kr_sig_host_budget) -----------------------
+ * A pulled visit takes one of the host's slots like any other, but the
+ * allocator (estimate.h) plans only the regular visits: given the whole
+ * politeness budget, its plan asks for more than the pulls leave, and
+ * every regular visit runs late by the queue that builds (the same
+ * lateness for a page waiting an hour as for one waiting a month, so the
+ * fast pages lose most). The host keeps the share of its fetches that
+ * came for a believed signal (a running mean over the first
+ * KR_SIG_PULL_WINDOW, then an exponential one over about as many), and
+ * the allocator is given budget x (1 - share) with its realised-rate
+ * feedback fed the regular fetches only. `kria simulate` (20,000 URIs, 2
+ * hosts, signals on 30 % of the pages) measured the regular visits late
+ * by ~24 min with the whole budget and ~5 min with the share taken out
+ * (bench/RESULTS.md "Change signals, second step"). No signals, no
+ * pulls: the budget is the whole one, bit for bit.
+ *
  * ---- History ---------------------------------------------------------------
  * A visit that came for a believed signal (signalled, and the host's
  * signals pull) is no observation of the change process: it was made
@@ -109,10 +125,15 @@ typedef struct kr_sig_rel {
   uint32_t verified;  /* visits that gave a TP, FP or FN (saturating) */
 } kr_sig_rel_t;
 
-/* One host's reliability, per source: 60 bytes in memory. */
+/* One host's reliability, per source, and the share of its fetches
+ * pulled (in memory only: not encoded, relearned after a restart). */
 typedef struct kr_sig_host {
   kr_sig_rel_t src[KR_SIG_SOURCES];
+  float pulled;     /* share of the fetches that came for a believed signal */
+  uint32_t fetched; /* fetches counted into it (saturating at the window) */
 } kr_sig_host_t;
+
+#define KR_SIG_PULL_WINDOW 1000 /* fetches: the share's memory */
 
 static inline void kr_sig_host_init(kr_sig_host_t *h) { *h = (kr_sig_host_t){0}; }
 
@@ -153,6 +174,13 @@ static inline int kr_sig_is_news(int64_t claim_s, int64_t prev_visit_s) {
 static inline int64_t kr_sig_claim_ms(int64_t s) {
   return s <= 0 ? 0 : s > INT64_MAX / 1000 ? INT64_MAX : s * 1000;
 }
+/* A fetch of the host took one of its slots; pulled: it came for a
+ * believed signal (the visit kept out of the history). */
+void kr_sig_host_fetched(kr_sig_host_t *h, int pulled);
+/* What the allocator may plan of the host's budget (fetches/s): budget x
+ * (1 - the pulled share), at least a tenth of it. Exactly budget while
+ * nothing was pulled. */
+double kr_sig_host_budget(const kr_sig_host_t *h, double budget);
 /* "lastmod", "feed", "websub". */
 const char *kr_sig_source_name(kr_sig_source_t s);
 

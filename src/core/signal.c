@@ -2,8 +2,9 @@
  * Change signals as evidence (see include/kria/signal.h): the per-host,
  * per-source reliability counts, their Beta posteriors and lower bounds,
  * the two decisions a trusted signal drives (pull forward, stretch the
- * regular wait), and the versioned encoding another module persists.
- * Sections: counts, posteriors, decisions, encoding.
+ * regular wait), the share of a host's fetches pulled and what it
+ * leaves the allocator, and the versioned encoding another module
+ * persists. Sections: counts, posteriors, decisions, budget, encoding.
  */
 #include "kria/signal.h"
 
@@ -96,6 +97,19 @@ double kr_sig_stretch(const kr_sig_rel_t *r, const kr_sig_params_t *p, uint64_t 
   if (kr_vtrust_is_sample(p->sample_rate, fp ^ UINT64_C(0x5167a15e5167a15e), visit)) return 1;
   double s = rec < 1 ? 1 / (1 - rec) : p->max_stretch;
   return s < p->max_stretch ? s : p->max_stretch;
+}
+
+/* ---- budget ------------------------------------------------------------------------- */
+
+void kr_sig_host_fetched(kr_sig_host_t *h, int pulled) {
+  if (h->fetched < KR_SIG_PULL_WINDOW) h->fetched++;
+  h->pulled += ((pulled ? 1.0f : 0.0f) - h->pulled) / (float)h->fetched;
+}
+
+double kr_sig_host_budget(const kr_sig_host_t *h, double budget) {
+  double s = h->pulled;
+  if (!(s > 0)) return budget; /* NaN too */
+  return budget * (s < 0.9 ? 1 - s : 0.1); /* a tenth stays planned */
 }
 
 /* ---- encoding ------------------------------------------------------------------------ */

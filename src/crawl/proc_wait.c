@@ -27,7 +27,10 @@
  *                   valence / (fetch + delay) x
  *                   adaptive.budget-utilisation, corrected by the
  *                   host's realised fetch rate (every fetch of a host
- *                   with an allocator is counted, estimate.h).
+ *                   with an allocator is counted, estimate.h); the
+ *                   visits pulled forward by believed change signals
+ *                   are counted apart, and their share of the fetches
+ *                   is taken out of the budget (signal.h "budget").
  * With adaptive.informed-priors both policies start from the URI's
  * informed prior (kria/prior.h): its host's pool of evidence by path
  * template and content type gives poisson its prior rate and weight and
@@ -177,11 +180,13 @@ static int64_t decide_wait(kr_fetch_t *f, kr_content_t state, const kr_vhist_t *
   ep.prior_weight = up.est.weight;
   ep.prior_tau2 = up.est.tau2; /* informed: the first observations judged by
                                   the posterior (estimate.h) */
-  /* The host's changes-per-visit target within its politeness budget. */
+  /* The host's changes-per-visit target within its politeness budget,
+   * less what the pulled visits take (signal.h "budget"). */
   struct kr_adapt_host *ah = kr__adapt_host(c, u->host, hc->est.x_min);
   kr_plan_host_set_objective(&ah->alloc, (kr_plan_objective_t)hc->objective);
   int cls = kr_plan_host_class(&ah->alloc, p.min_ms, p.max_ms);
-  if (kr_plan_host_maybe_solve(&ah->alloc, host_budget(f), ALLOC_SOLVE_EVERY))
+  if (kr_plan_host_maybe_solve(&ah->alloc, kr_sig_host_budget(&ah->sig, host_budget(f)),
+                               ALLOC_SOLVE_EVERY))
     kr__adapt_host_changed(c, ah);
   /* The sketch holds only estimates resting on an observation
    * (estimate.h): a URI at its prior would inflate x while the first
@@ -242,19 +247,25 @@ static int revisit_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
   kr_crawl_t *c = self->data;
   const kr_curi_t *u = f->curi;
   uint64_t now = kr_crawl_now(c);
+  int visit = u && f->disp == KR_DISP_FINISH && f->outcome.kind == KR_OUTCOME_SUCCESS &&
+              !f->is_robots;
+  kr_content_t state = visit ? (kr_content_t)f->ad.content : KR_CONTENT_UNKNOWN;
+  /* verified first: a visit that came for a believed claim is no
+   * observation of the change process (signal.h "history") */
+  int observed = !visit || !kr__verify_claim(f, state);
   /* Any fetch that took one of the host's slots (robots.txt, errors,
-   * first visits too) feeds its allocator's realised rate. */
+   * first visits too): the pulled ones are the signals' share, the
+   * others feed the allocator's realised rate (signal.h "budget"). */
   if (u && u->host && f->disp == KR_DISP_FINISH && !f->decided && f->fetch_start_ms) {
     struct kr_adapt_host *ah = kr__adapt_host_find(c, u->host);
     if (ah) {
       double gain = ah->alloc.gain;
-      kr_plan_host_fetched(&ah->alloc, (int64_t)now);
+      kr_sig_host_fetched(&ah->sig, !observed);
+      if (observed) kr_plan_host_fetched(&ah->alloc, (int64_t)now);
       if (ah->alloc.gain != gain) kr__adapt_host_changed(c, ah);
     }
   }
-  if (!u || f->disp != KR_DISP_FINISH || f->outcome.kind != KR_OUTCOME_SUCCESS || f->is_robots)
-    return KR_PROC_NEXT;
-  kr_content_t state = (kr_content_t)f->ad.content;
+  if (!visit) return KR_PROC_NEXT;
   if (!f->ad.visits) { /* change did not run (no response body path) */
     f->ad.visits = u->visits + 1;
     f->ad.versions = u->visits == 0 ? 1 : u->versions;
@@ -267,7 +278,6 @@ static int revisit_run(kr_chain_fetch_t *cf, kr_processor_t *self) {
                         .age_s = state == KR_CONTENT_UNKNOWN ? -1 : version_age(f->resp)};
   kr_vhist_t h;
   wait_ctx_t *x = kr_chain_ctx(cf, self);
-  int observed = !kr__verify_claim(f, state);
   if (!observed) {
     /* it came for a believed claim: no observation of the change process
      * (signal.h "history"), the history stays as the regular visits left it */

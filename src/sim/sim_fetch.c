@@ -786,10 +786,12 @@ static void finish_visit(run_t *r, visit_t *v) {
   int64_t age_s = v->lm && v->ti / 1000 >= v->lm ? v->ti / 1000 - v->lm : -1;
   uint8_t hist[KR_VHIST_BYTES];
   size_t hist_len = 0;
-  /* every fetch takes one of the host's slots: the allocator's
-   * realised-rate feedback (estimate.h), as proc_wait.c does */
-  kr_plan_host_fetched(&sh->alloc, now);
   kr__sim_signal_visit(r, v->fx->uri, s, sh, c, v->st); /* verified; s->stretch */
+  /* every fetch takes one of the host's slots: the pulled ones are the
+   * signals' share, the others the allocator's realised-rate feedback
+   * (signal.h "budget", estimate.h), as proc_wait.c does */
+  kr_sig_host_fetched(&sh->sig, s->sig_visit);
+  if (!s->sig_visit) kr_plan_host_fetched(&sh->alloc, now);
   if (r->policy == KR_SIM_ORACLE && s->cls >= 0 && v->u->shift_at != KR__SIM_NEVER) {
     /* the oracle knows the rate in force (sim.h): its host's sketch too */
     double l = KR_MAX(kr__sim_true_rate(r->w, v->u, r->end - r->t0, v->off), 1e-12);

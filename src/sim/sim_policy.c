@@ -78,7 +78,9 @@ int64_t kr__sim_next_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t *c, 
     return planned;
   }
   if (r->policy == KR_SIM_ORACLE) {
-    double budget = kr_plan_budget((int)sh->valence, (int64_t)sh->cycle_ms, sh->utilisation);
+    /* what the pulled visits leave (signal.h "budget") */
+    double budget = kr_sig_host_budget(
+        &sh->sig, kr_plan_budget((int)sh->valence, (int64_t)sh->cycle_ms, sh->utilisation));
     kr_plan_host_maybe_solve(&sh->alloc, budget, r->o->solve_every);
     double lambda = s->lambda > 0 ? s->lambda : 1e-12;
     if (s->sig) { /* with signals: the true rate of the changes they miss */
@@ -90,7 +92,8 @@ int64_t kr__sim_next_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t *c, 
     double x = kr_plan_host_x_for(&sh->alloc, lambda);
     return kr_wait_clamp(&p, (int64_t)KR_MIN(x / lambda * 1000.0, 9e18));
   }
-  double budget = kr_plan_budget((int)sh->valence, (int64_t)sh->cycle_ms, sh->utilisation);
+  double budget = kr_sig_host_budget(
+      &sh->sig, kr_plan_budget((int)sh->valence, (int64_t)sh->cycle_ms, sh->utilisation));
   kr_plan_host_maybe_solve(&sh->alloc, budget, r->o->solve_every);
   kr_wait_info_t info;
   int64_t wait = kr_wait_poisson_prior_host(&p, &ep, &h, st, prior, &sh->alloc, &info);

@@ -7,7 +7,8 @@
  * sample, and the encoding: round trip, every truncation, a wrong
  * version or source count, the older layout of two sources (read, the
  * WebSub source fresh) and a newer one's extra source (skipped), a count
- * out of range, random bytes. */
+ * out of range, random bytes; the share of a host's fetches pulled and
+ * the budget it leaves the allocator. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -157,6 +158,38 @@ static void stretch(void **state) {
   assert_true(kr_sig_stretch(&r, &p, 42, 1) == 1);
 }
 
+/* The pulled share: a running mean over the first fetches, then an
+ * exponential one that follows a change within a few windows; the
+ * budget it leaves the allocator, exactly the whole without pulls, at
+ * least a tenth; and it is not encoded (relearned after a restart). */
+static void budget(void **state) {
+  (void)state;
+  kr_sig_host_t h;
+  kr_sig_host_init(&h);
+  assert_true(kr_sig_host_budget(&h, 0.5) == 0.5);
+  for (int i = 0; i < 5000; i++) kr_sig_host_fetched(&h, 0);
+  assert_true(h.pulled == 0 && kr_sig_host_budget(&h, 0.5) == 0.5); /* bit for bit */
+  kr_sig_host_init(&h);
+  for (int i = 0; i < 40; i++) kr_sig_host_fetched(&h, i % 4 == 0); /* 1 in 4 */
+  assert_true(fabs(h.pulled - 0.25) < 1e-5);                        /* the plain mean */
+  assert_true(fabs(kr_sig_host_budget(&h, 2.0) - 1.5) < 1e-4);
+  /* the share moves to 1 in 10: within 0.01 of it after 5 windows */
+  for (int i = 0; i < 5 * KR_SIG_PULL_WINDOW; i++) kr_sig_host_fetched(&h, i % 10 == 0);
+  assert_true(fabs(h.pulled - 0.1) < 0.01);
+  assert_int_equal(h.fetched, KR_SIG_PULL_WINDOW);
+  /* everything pulled: a tenth stays planned */
+  for (int i = 0; i < 20 * KR_SIG_PULL_WINDOW; i++) kr_sig_host_fetched(&h, 1);
+  assert_true(fabs(kr_sig_host_budget(&h, 2.0) - 0.2) < 1e-3);
+  h.pulled = NAN;
+  assert_true(kr_sig_host_budget(&h, 2.0) == 2.0);
+  uint8_t b[KR_SIG_HOST_BYTES];
+  h.pulled = 0.5f;
+  kr_sig_host_encode(&h, b);
+  kr_sig_host_t g;
+  assert_int_equal(kr_sig_host_decode(&g, b, sizeof b), 0);
+  assert_true(g.pulled == 0 && g.fetched == 0);
+}
+
 static void encoding(void **state) {
   (void)state;
   kr_sig_params_t p;
@@ -250,7 +283,7 @@ static void encoding(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(verdicts), cmocka_unit_test(hosts),    cmocka_unit_test(recovery),
-      cmocka_unit_test(stretch),  cmocka_unit_test(encoding),
+      cmocka_unit_test(stretch),  cmocka_unit_test(budget),     cmocka_unit_test(encoding),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
