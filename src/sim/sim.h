@@ -471,7 +471,9 @@ void kr_sim_world_uri(const kr_sim_world_t *w, size_t i, kr_sim_uri_info_t *out)
  * regular wait of a page whose host's signals have a trusted recall
  * (kr_sig_stretch; the allocator's sketch counts the page at lambda /
  * stretch). A visit made for a believed signal stays out of the page's
- * visit history (signal.h "History"). Policies: multiplicative is pulled
+ * visit history (signal.h "History"), and the share of a host's fetches
+ * made for believed signals leaves its allocator's budget (signal.h
+ * "Budget", kr_sig_host_budget, for poisson and the oracle). Policies: multiplicative is pulled
  * forward, poisson pulled and stretched, the oracle too with the true
  * rates (the ceiling with signals; without --signals it is the no-signal
  * ceiling); fixed ignores them. */
