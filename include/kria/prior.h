@@ -73,7 +73,15 @@
  *          observations by the posterior mean under it (estimate.h
  *          "posterior"), so a class of near-equal pages (tau = 0.3)
  *          holds its URIs near the class and rates spread over three
- *          decades (tau^2 ~ 3.6) let each URI's history speak at once
+ *          decades (tau^2 ~ 3.6) let each URI's history speak at once.
+ *          Only while the host's first-visit ages are in use (0
+ *          otherwise: the pseudo-observation prior alone): a log-normal
+ *          fitted to history samples is censored by the intervals the
+ *          policy chose (a page that changed at each of its first three
+ *          visits says only that its rate is above about one over
+ *          them), too narrow, and its tail held the fast pages back
+ *          (`kria simulate`, all-lying world, first 3 days 0.876 ->
+ *          0.882; bench/RESULTS.md "The first three days")
  *   weight 2 / tau^2 pseudo-observations (James-Stein: n_i observations
  *          give ln lambda_i a variance ~2 / n_i, so the group counts as
  *          2 / tau^2 of them), within [weight_min, weight_max], for the
@@ -200,7 +208,7 @@ typedef struct kr_prior_est {
   double evidence; /* samples the chain rests on (all levels) */
   int level;       /* deepest group with samples: 0 root, 1 host, 2 type, 3 template */
   double tau2;     /* the variance of ln lambda around it (log-normal); 0
-                      when nothing was learned */
+                      when nothing was learned or no ages are in use */
 } kr_prior_est_t;
 
 /* The informed prior of a URI of type/template with history h (NULL:

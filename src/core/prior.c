@@ -458,7 +458,12 @@ void kr_prior_estimate(const kr_prior_pool_t *p, const kr_prior_params_t *pp,
   if (w < pp->weight_min) w = pp->weight_min;
   if (w > pp->weight_max) w = pp->weight_max;
   out->weight = w;
-  out->tau2 = v;
+  /* the posterior only under a log-normal fitted to first-visit ages: one
+   * fitted to history samples is censored by the intervals the policy
+   * chose (a page that changed at each of its first visits says only
+   * that its rate is above about one over them), and its narrow tail
+   * holds the fast pages back (prior.h "Estimate") */
+  out->tau2 = c.ages && p->host.a_n > 0 ? v : 0;
 }
 
 static void stat_add(kr_prior_stat_t *s, int first, int has_age, double age_l, int lm_check,

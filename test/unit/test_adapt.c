@@ -1071,9 +1071,10 @@ static void wait_informed_prior(void **state) {
 }
 
 /* Informed priors with poisson: once the host's pages of a template were
- * seen, a page of that template with few observations of its own is
- * judged by the posterior under its group's log-normal (estimate.h,
- * KR_EST_POSTERIOR), as `kria simulate` does; without the key by the
+ * seen and its Last-Modified ages are in use, a page of that template
+ * with few observations of its own is judged by the posterior under its
+ * group's log-normal (estimate.h, KR_EST_POSTERIOR), as `kria simulate`
+ * does; without the key, or with history samples alone, by the
  * pseudo-observation prior (ML). */
 static void wait_informed_posterior(void **state) {
   fx_t *x = *state;
@@ -1103,7 +1104,35 @@ static void wait_informed_posterior(void **state) {
     decide(x);
   }
   assert_false(has_annot(x, "wait:text/poisson/posterior")); /* the key off */
+  /* a pool of history samples only: no posterior (prior.h: such a fit is
+   * censored by the intervals visited), the pseudo-observation prior */
   visit(x, H_POISSON, "/a/4243.html");
+  x->hc.informed_priors = 1;
+  stored(x, 2, "page", NULL, 0, DAY, DAY);
+  x->u.history = x->hist;
+  x->u.history_len = hl;
+  header(x, "Content-Type", "text/html");
+  fetch_body(x, "page");
+  decide(x);
+  assert_false(has_annot(x, "wait:text/poisson/posterior"));
+  /* first visits whose Last-Modified ages spread as changes spread them:
+   * the host's ages are in use, and the posterior judges the page */
+  for (int i = 0; i < 12; i++) {
+    char path[32], date[KR_HTTP_DATE_SIZE], lm[KR_HTTP_DATE_SIZE];
+    snprintf(path, sizeof path, "/a/new%d.html", i);
+    visit(x, H_POISSON, path);
+    x->hc.informed_priors = 1;
+    int64_t t = (int64_t)(now_ms(x) / 1000);
+    int64_t age = (int64_t)(-log(1.0 - (i + 0.5) / 12) * 5 * 86400) + 60;
+    http_date(date, t);
+    http_date(lm, t - age);
+    header(x, "Content-Type", "text/html");
+    header(x, "Date", date);
+    header(x, "Last-Modified", lm);
+    fetch_body(x, "page");
+    decide(x);
+  }
+  visit(x, H_POISSON, "/a/4244.html");
   x->hc.informed_priors = 1;
   stored(x, 2, "page", NULL, 0, DAY, DAY);
   x->u.history = x->hist;
