@@ -149,7 +149,8 @@
  * is thus proportional to lambda (and clamped). When the budget does not
  * bind, mu stays at its floor h(x_min): a fetch must have a marginal
  * value of at least h(ln 2) = 0.153 versions (without a floor every URI
- * would sit at min-wait).
+ * would sit at min-wait); a URI seen changing aims a little below it
+ * while the budget is spare (kr_plan_host_slack_factor).
  * Objective KR_PLAN_FRESHNESS maximises sum_i F_i instead (Cho &
  * Garcia-Molina, "Synchronizing a database to improve freshness", 2000):
  * dF/df = h(lambda/f)/lambda = mu gives x_i = h^-1(mu lambda_i), which
@@ -520,6 +521,16 @@ int kr_plan_host_maybe_solve(kr_plan_host_t *h, double budget, uint32_t every);
 void kr_plan_host_fetched(kr_plan_host_t *h, int64_t now_ms);
 /* The x to give kr_wait_poisson (versions objective). */
 static inline double kr_plan_host_x(const kr_plan_host_t *h) { return h->x; }
+/* While the budget does not bind (every URI at x_min fits it), the spare
+ * fetches go to the URIs seen changing: the factor on x for a URI whose
+ * history holds `changes` changes, KR_PLAN_SLACK_SPEND when the host is
+ * slack and changes > 0, else 1 (versions objective). A page never seen
+ * changing keeps the floor, so a static site is not revisited any
+ * faster; a changing one gets at most 1 / KR_PLAN_SLACK_SPEND the
+ * fetches (`kria simulate`, cycles world, whose weekly low phase leaves
+ * the host slack: bench/RESULTS.md "The first three days"). */
+#define KR_PLAN_SLACK_SPEND 0.85
+double kr_plan_host_slack_factor(const kr_plan_host_t *h, unsigned changes);
 /* The objective the host solves for (an unknown one acts as versions);
  * a different one than before is solved for at the next maybe_solve. */
 void kr_plan_host_set_objective(kr_plan_host_t *h, kr_plan_objective_t obj);

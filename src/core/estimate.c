@@ -1037,6 +1037,11 @@ double kr_plan_host_x_for(const kr_plan_host_t *h, double lambda) {
   return k_inv(h->objective, h->mu * lambda); /* may be below x_min, or +inf */
 }
 
+double kr_plan_host_slack_factor(const kr_plan_host_t *h, unsigned changes) {
+  if (h->objective != KR_PLAN_VERSIONS || h->state != KR_PLAN_SLACK || !changes) return 1.0;
+  return KR_PLAN_SLACK_SPEND;
+}
+
 int kr_plan_host_maybe_solve(kr_plan_host_t *h, double budget, uint32_t every) {
   int moved = !h->solved || (budget > 0) != (h->budget > 0) ||
               (budget > 0 && fabs(budget - h->budget) > 0.1 * h->budget);

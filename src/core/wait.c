@@ -137,6 +137,7 @@ static int64_t poisson(const kr_wait_params_t *p, const kr_est_params_t *ep, con
     x = host ? kr_plan_host_x(host) : host_x;
     double x_min = ep->x_min > 0 && isfinite(ep->x_min) ? ep->x_min : log(2.0);
     if (!(x >= x_min)) x = x_min; /* also NaN */
+    if (host) x *= kr_plan_host_slack_factor(host, r.changes); /* slack: to pages seen changing */
   }
   info->x = x;
   double ms = x / r.lambda * 1000.0; /* lambda > 0 always */

@@ -1189,6 +1189,18 @@ static void host_sketch(void **state) {
   kr_plan_host_solve(&h, 1e9);
   assert_int_equal(h.state, KR_PLAN_SLACK);
   assert_true(kr_plan_host_x(&h) == log(2.0));
+  /* the spare budget goes to the pages seen changing, never to one that
+   * has not (a static site keeps the floor), and only while slack */
+  assert_true(kr_plan_host_slack_factor(&h, 1) == KR_PLAN_SLACK_SPEND);
+  assert_true(KR_PLAN_SLACK_SPEND < 1 && KR_PLAN_SLACK_SPEND > 0.5);
+  assert_true(kr_plan_host_slack_factor(&h, 0) == 1.0);
+  kr_plan_host_set_objective(&h, KR_PLAN_FRESHNESS); /* its own x (x_for) */
+  assert_true(kr_plan_host_slack_factor(&h, 1) == 1.0);
+  kr_plan_host_set_objective(&h, KR_PLAN_VERSIONS);
+  kr_plan_host_solve(&h, B);
+  assert_int_equal(h.state, KR_PLAN_BINDS);
+  assert_true(kr_plan_host_slack_factor(&h, 5) == 1.0); /* binding: every fetch planned */
+  kr_plan_host_solve(&h, 1e9);
   /* a tiny one: over, every URI at max-wait */
   kr_plan_host_solve(&h, 1e-9);
   assert_int_equal(h.state, KR_PLAN_OVER);

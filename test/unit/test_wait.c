@@ -359,6 +359,18 @@ static void poisson_host_objective(void **state) {
   /* no host: x_min */
   kr_wait_poisson_host(&p, &ep, &h, KR_CONTENT_CHANGED, NULL, NULL, &b);
   assert_true(b.x == ep.x_min);
+  /* a slack host (versions): a page seen changing below the floor, one
+   * never seen changing at it (estimate.h kr_plan_host_slack_factor) */
+  kr_plan_host_set_objective(&host, KR_PLAN_VERSIONS);
+  kr_plan_host_solve(&host, 1e9);
+  kr_wait_poisson_host(&p, &ep, &h, KR_CONTENT_CHANGED, NULL, &host, &b);
+  assert_true(b.x == ep.x_min * KR_PLAN_SLACK_SPEND);
+  kr_vhist_t still;
+  kr_vhist_init(&still);
+  add(&still, 0, KR_CONTENT_CHANGED);
+  for (int i = 0; i < 6; i++) add(&still, 3600, KR_CONTENT_UNCHANGED);
+  kr_wait_poisson_host(&p, &ep, &still, KR_CONTENT_UNCHANGED, NULL, &host, &b);
+  assert_true(b.x == ep.x_min);
 }
 
 /* ---- one simulated host ------------------------------------------------------ */
