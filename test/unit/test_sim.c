@@ -1455,11 +1455,15 @@ static void signals_raise_capture(void **state) {
   o.signals.adv_share = 1;
   o.signals.adv_mode = KR_SIM_ADV_NOW;
   run(w, &o, KR_SIM_POISSON, &now, NULL);
-  fprintf(stderr, "# signals always now: capture %.4f (%" PRIu64 " pulled)\n",
-          kr_sim_capture_ratio(&now.all), now.sig.pulled);
+  fprintf(stderr, "# signals always now: capture %.4f (%" PRIu64 " pulled, %" PRIu64 " stretched of %" PRIu64 " fetches)\n",
+          kr_sim_capture_ratio(&now.all), now.sig.pulled, now.sig.stretched, now.all.fetches);
   assert_true(kr_sim_capture_ratio(&now.all) >= 0.99 * c0);
   assert_int_equal(now.sig.hosts_pulling, 0);
-  assert_int_equal(now.sig.stretched, 0);
+  /* a liar can look honest for a moment on long regular intervals (most
+   * of them did change): a few stretched visits, but never trusted for
+   * long, and not at the end */
+  assert_true(now.sig.stretched * 1000 < now.all.fetches);
+  assert_int_equal(now.sig.hosts_stretching, 0);
   o.signals.adv_mode = KR_SIM_ADV_NEVER;
   run(w, &o, KR_SIM_POISSON, &never, NULL);
   assert_int_equal(never.sig.seen, 0);
