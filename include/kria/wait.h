@@ -69,7 +69,8 @@ typedef struct kr_wait_params {
 struct kr_cfg_wait; /* include/kria/config.h */
 
 /* The thesis' catch-all evaluator (Figure 12): initial 1000 s, default
- * 3 d, min 1000 s, max 28 d, factors 1.5, no overdue, multiplicative. */
+ * 3 d, min 1000 s, max 28 d, factors 1.5, no overdue, with the default
+ * policy, poisson (the thesis' was multiplicative). */
 void kr_wait_params_default(kr_wait_params_t *p);
 /* Copy one [wait "NAME"] evaluator as a config view sees it. */
 void kr_wait_params_from_config(kr_wait_params_t *p, const struct kr_cfg_wait *w);

@@ -23,7 +23,7 @@ void kr_wait_params_default(kr_wait_params_t *p) {
   p->changed_factor = 1.5;
   p->unchanged_factor = 1.5;
   p->use_overdue = 0;
-  p->policy = KR_WAIT_MULTIPLICATIVE;
+  p->policy = KR_WAIT_POISSON; /* the schema's default (config.h) */
 }
 
 void kr_wait_params_from_config(kr_wait_params_t *p, const struct kr_cfg_wait *w) {

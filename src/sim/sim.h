@@ -271,7 +271,7 @@
  *    quarter and over its last; a host fails when either last-quarter mean
  *    is more than 1.5 x its second-quarter mean + 10 min. Samples while
  *    the host is down or within B of its recovery are left out (that is
- *    invariant 2's). Meant for the default policy (multiplicative).
+ *    invariant 2's). Meant for the thesis' multiplicative policy.
  * Also reported: what the events did (connects refused, busy and dead
  * answers, robots.txt fetches, -61 and -9998 outcomes, relaxed pages
  * answered again, pages born and visited, links) and the live URIs the
