@@ -7,7 +7,9 @@
 # end near 40 / 18 s instead of 1 s; the live host list (kria report
 # hosts) shows the plan at about 100 % of the capacity and the thesis'
 # waits far above it. With capacity-plan = false none is raised. The
-# crawl ends itself after 160 fetches (limits).
+# crawl ends itself after 160 fetches (limits). The evaluator sets
+# policy = multiplicative (the default is poisson, whose allocator has a
+# budget of its own).
 . "$(dirname "$0")/lib.sh"
 
 [ -x "$KRIA" ] && "$KRIA" crawl --help >/dev/null 2>&1 || bail "kria crawl is not built ($KRIA)"
@@ -51,6 +53,7 @@ initial-wait = 1s
 default-wait = 1s
 min-wait = 1s
 max-wait = 1h
+policy = multiplicative
 EOF
   timeout 120 "$KRIA" crawl -c "$T/$1.conf" >"$T/$1.out" 2>"$T/$1.err" &
   KPID=$!

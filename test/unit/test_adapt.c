@@ -122,6 +122,7 @@ static const char conf_fmt[] =
     "enabled = false\n"
     "[adaptive]\n"
     "hint-depth-halving = 0\n"
+    "informed-priors = false\n" /* the tests of the priors turn them on */
     "[host \"strip.example\"]\n"
     "adaptive.digest-strip = <i>[^<]*</i>\n"
     "adaptive.digest-strip-max-size = 1KiB\n"
@@ -174,6 +175,14 @@ static int fx_setup(void **state) {
   snprintf(conf, sizeof conf, conf_fmt, x->dir);
   x->cfg = kr_config_new();
   assert_int_equal(kr_config_load_string(x->cfg, "adapt.conf", conf, strlen(conf)), 0);
+  /* The built-in evaluators with the thesis' policy (the default is
+   * poisson): the host sections above still override it, as
+   * poisson.example does for text. */
+  static const char *const thesis[] = {"wait.text.policy=multiplicative",
+                                       "wait.image.policy=multiplicative",
+                                       "wait.default.policy=multiplicative"};
+  for (size_t i = 0; i < sizeof thesis / sizeof *thesis; i++)
+    assert_int_equal(kr_config_set(x->cfg, thesis[i]), 0);
   assert_int_equal(kr_config_finish(x->cfg), 0);
   kr_crawl_opts_t o = {.no_signals = 1};
   int rc = kr_crawl_new(x->cfg, &o, &x->c, err, sizeof err);

@@ -727,7 +727,8 @@ static void default_wait_evaluators_are_figure_12(void **state) {
     assert_int_equal(w->default_wait_ms, 259200000LL);
     assert_true(w->changed_factor == 1.5 && w->unchanged_factor == 1.5);
     assert_int_equal(w->use_overdue_time, 0);
-    assert_int_equal(w->policy, KR_CFG_POLICY_MULTIPLICATIVE);
+    /* the policy is not the thesis' (multiplicative) but poisson */
+    assert_int_equal(w->policy, KR_CFG_POLICY_POISSON);
   }
   assert_null(kr_config_wait(g, 3));
   assert_string_equal(kr_config_wait_match(g, NULL, "text/html; charset=utf-8", 24)->name, "text");
@@ -737,6 +738,45 @@ static void default_wait_evaluators_are_figure_12(void **state) {
   assert_string_equal(kr_config_wait_match(g, NULL, NULL, 0)->name, "default");
   /* the length is honoured: "image/png" cut to "imag" is not an image */
   assert_string_equal(kr_config_wait_match(g, NULL, "image/png", 4)->name, "default");
+  kr_config_free(cfg);
+}
+
+/* The defaults follow the measurements (bench/RESULTS.md, "## adaptive"):
+ * poisson for every evaluator, built-in or configured without a policy
+ * key, and informed priors on; the thesis' policy and the evaluator's
+ * initial-wait for every URI are one key away, per evaluator, per host or
+ * with -o. */
+static void defaults_are_poisson_with_informed_priors(void **state) {
+  (void)state;
+  kr_config_t *cfg = load_ok("");
+  const kr_config_view_t *g = kr_config_global(cfg);
+  assert_int_equal(kr_config_bool(g, KR_CFG_ADAPTIVE_INFORMED_PRIORS), 1);
+  assert_string_equal(kr_config_key_default(KR_CFG_ADAPTIVE_INFORMED_PRIORS), "true");
+  assert_string_equal(kr_config_wait_key_default(KR_CFG_WAIT_POLICY), "poisson");
+  for (size_t i = 0; i < kr_config_wait_count(g); i++)
+    assert_int_equal(kr_config_wait(g, i)->policy, KR_CFG_POLICY_POISSON);
+  kr_config_free(cfg);
+
+  /* a configured evaluator without the key; the thesis' policy set in one
+   * evaluator, for one host, and with -o */
+  cfg = kr_config_new();
+  static const char text[] = "[adaptive]\ninformed-priors = false\n"
+                             "[wait \"html\"]\ncontent-type = ^text/html\n"
+                             "[wait \"thesis\"]\npolicy = multiplicative\n"
+                             "[wait \"rest\"]\n"
+                             "[host \"old.example\"]\nwait.html.policy = multiplicative\n"
+                             "adaptive.informed-priors = true\n";
+  assert_int_equal(kr_config_load_string(cfg, "t.conf", text, sizeof text - 1), 0);
+  assert_int_equal(kr_config_set(cfg, "wait.rest.policy=multiplicative"), 0);
+  assert_int_equal(kr_config_finish(cfg), 0);
+  g = kr_config_global(cfg);
+  assert_int_equal(kr_config_bool(g, KR_CFG_ADAPTIVE_INFORMED_PRIORS), 0);
+  assert_int_equal(kr_config_wait(g, 0)->policy, KR_CFG_POLICY_POISSON);
+  assert_int_equal(kr_config_wait(g, 1)->policy, KR_CFG_POLICY_MULTIPLICATIVE);
+  assert_int_equal(kr_config_wait(g, 2)->policy, KR_CFG_POLICY_MULTIPLICATIVE);
+  const kr_config_view_t *h = kr_config_view(cfg, "www.old.example", 15);
+  assert_int_equal(kr_config_wait(h, 0)->policy, KR_CFG_POLICY_MULTIPLICATIVE);
+  assert_int_equal(kr_config_bool(h, KR_CFG_ADAPTIVE_INFORMED_PRIORS), 1);
   kr_config_free(cfg);
 }
 
@@ -769,7 +809,7 @@ static void wait_sections_keep_file_order(void **state) {
   assert_string_equal(b.data, "(?i)^application/pdf");
   kr_buf_reset(&b);
   assert_int_equal(kr_config_format_wait(g, 0, KR_CFG_WAIT_POLICY, &b), 0);
-  assert_string_equal(b.data, "multiplicative");
+  assert_string_equal(b.data, "poisson"); /* not set: the schema's default */
   kr_buf_free(&b);
   kr_config_free(cfg);
 
@@ -1182,6 +1222,7 @@ int main(void) {
       cmocka_unit_test(overrides_resolve_up_the_domain_chain),
       cmocka_unit_test(long_host_names_are_not_cut),
       cmocka_unit_test(default_wait_evaluators_are_figure_12),
+      cmocka_unit_test(defaults_are_poisson_with_informed_priors),
       cmocka_unit_test(wait_sections_keep_file_order),
       cmocka_unit_test(command_line_overrides),
       cmocka_unit_test(hostile_lines),

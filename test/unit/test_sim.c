@@ -286,8 +286,12 @@ static void deterministic(void **state) {
   kr_sim_world_free(w2);
 }
 
-/* One evaluator with clear clamps for the adaptation tests. */
+/* One evaluator with clear clamps for the adaptation tests, its
+ * initial-wait the first wait of every URI (informed priors, on by
+ * default, have tests of their own below). */
 static const char *one_wait =
+    "[adaptive]\n"
+    "informed-priors = false\n"
     "[wait \"all\"]\n"
     "initial-wait = 1d\n"
     "min-wait = 1m\n"
@@ -1218,6 +1222,7 @@ static void objective_shapes_waits(void **state) {
   for (int k = 0; k < 2; k++) {
     kr_config_t *cfg = config(k ? "[wait \"all\"]\ninitial-wait = 1d\nmin-wait = 1m\n"
                                   "max-wait = 28d\n[adaptive]\nobjective = harmonic\n"
+                                  "informed-priors = false\n" /* as one_wait */
                                 : one_wait);
     kr_sim_opts_t o;
     kr_sim_opts_default(&o);

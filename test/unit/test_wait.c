@@ -45,7 +45,7 @@ static void defaults_and_check(void **state) {
   assert_int_equal(p.max_ms, 28 * D);
   assert_true(p.changed_factor == 1.5 && p.unchanged_factor == 1.5);
   assert_int_equal(p.use_overdue, 0);
-  assert_int_equal(p.policy, KR_WAIT_MULTIPLICATIVE);
+  assert_int_equal(p.policy, KR_WAIT_POISSON); /* the default since the thesis' */
   assert_int_equal(kr_wait_params_check(&p), 0);
 
   kr_wait_params_t bad = p;
@@ -192,7 +192,7 @@ static void from_config(void **state) {
                              "initial-wait = 1h\nmin-wait = 5m\nmax-wait = 7d\n"
                              "default-wait = 1d\nchanged-factor = 2\n"
                              "unchanged-factor = 1.25\nuse-overdue-time = yes\n"
-                             "policy = poisson\n"
+                             "policy = multiplicative\n"
                              "[wait \"rest\"]\n";
   kr_config_t *cfg = kr_config_new();
   assert_int_equal(kr_config_load_string(cfg, NULL, text, sizeof text - 1), 0);
@@ -206,9 +206,10 @@ static void from_config(void **state) {
   assert_int_equal(p.default_ms, 1 * D);
   assert_true(p.changed_factor == 2.0 && p.unchanged_factor == 1.25);
   assert_int_equal(p.use_overdue, 1);
-  assert_int_equal(p.policy, KR_WAIT_POISSON);
+  assert_int_equal(p.policy, KR_WAIT_MULTIPLICATIVE); /* set: not the default */
   assert_int_equal(kr_wait_params_check(&p), 0);
-  /* a section with no keys has the thesis' catch-all values */
+  /* a section with no keys has the thesis' catch-all values, and the
+   * default policy (poisson) */
   kr_wait_params_t d, def;
   kr_wait_params_from_config(&d, kr_config_wait(g, 1));
   kr_wait_params_default(&def);
