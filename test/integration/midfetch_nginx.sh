@@ -4,7 +4,10 @@
 # requests are off (nginx would answer 304 before any mid-fetch check),
 # trust probation and sampling are off (validators used from the first
 # revisit). Each crawl pair: run 1 visits every file once; the files are
-# changed on disk; run 2 revisits them (their 2 s wait comes due in it).
+# changed on disk; run 2 revisits them (their 2 s wait comes due in it:
+# the thesis' policy from initial-wait; under the default, poisson with
+# informed priors, whose first waits read the files' 2001 Last-Modified,
+# run 2 revisited none of them within its 30 s).
 # Each run ends at its count of documents, max-time only caps it.
 # Files, and what run 2 sees:
 #   same.html   untouched                 ETag same,    Last-Modified same
@@ -69,10 +72,12 @@ midfetch-scheme = $scheme
 etag-compare = $mode
 trust-probation = 0
 trust-sample = 0
+informed-priors = false
 [wait "text"]
 content-type = ^text/
 initial-wait = 2s
 min-wait = 1s
+policy = multiplicative
 EOF
   # Each run ends at its count of documents (max-document-download is
   # exact): run 1 the 404 robots.txt and the three files, run 2 the
