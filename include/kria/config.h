@@ -385,8 +385,8 @@ enum kr_cfg_type {
  * may be overridden per host as wait.NAME.key. The defaults are those of
  * the thesis' catch-all evaluator (Figure 12), except the policy: poisson
  * captured more versions than the thesis' multiplicative on every world
- * kria simulate measured (bench/RESULTS.md), which stays policy =
- * multiplicative. */
+ * kria simulate measured (bench/RESULTS.md); the thesis' policy stays one
+ * key away, policy = multiplicative. */
 #define KR_CFG_WAIT_KEYS(X)                                                            \
   X(CONTENT_TYPE, "wait", "content-type", REGEX, KR_CFG_HOST, "", "", NONE,            \
     "Content types handled (PCRE2 on the Content-Type value); empty = all.")           \
