@@ -162,10 +162,12 @@ kts_start "$T/routes.ini" --log "$T/kts3.log" || bail "kts did not start"
 echo "$KTS_URL/p/0" >"$T/seeds3.txt"
 crawl_conf "$T/revisit.conf" "$T/state3" "$T/seeds3.txt" \
   "[scope]" "max-link-hops = 1" "[limits]" "max-time = 3500ms"
-# the text evaluator decides now (wait.text.*); probation off so the
+# the text evaluator decides now (wait.text.*: the thesis' policy with an
+# unchanged-factor of 1, a revisit every second); probation off so the
 # validators are trusted from the first revisit
 kcrawl "$T/revisit.conf" -o crawl.revisit=true -o wait.text.initial-wait=1s \
-  -o wait.text.min-wait=1s -o wait.text.unchanged-factor=1 -o adaptive.trust-probation=0
+  -o wait.text.min-wait=1s -o wait.text.unchanged-factor=1 -o wait.text.policy=multiplicative \
+  -o adaptive.informed-priors=false -o adaptive.trust-probation=0
 is "$RC" 0 "revisit crawl exits 0 at max-time"
 like "$ERR" "limit max-time reached" "says which limit stopped it"
 grep -q "GET /p/0 " "$T/kts3.log" || diag "kria: $ERR" "kts: $(head -5 "$T/kts3.log")"
