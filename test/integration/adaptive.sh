@@ -25,11 +25,9 @@
 # changes are still captured; the capture ratio over pages that change is
 # at least 0.8; the body bytes of unchanged visits of pages with honest
 # validators are mostly saved (the figure is printed). The thesis' policy
-# is set with -o (wait.NAME.policy = multiplicative, and
-# adaptive.informed-priors = false for its first waits); without those keys
-# the crawl is kria's default, the poisson policy with informed priors:
-# crawl.log names poisson and its estimator (the posterior of an informed
-# prior among them) for text and images, fast pages still end below
+# is set with -o (wait.NAME.policy = multiplicative); without that key
+# the crawl is kria's default, the poisson policy:
+# crawl.log names poisson and its estimator for text and images, fast pages still end below
 # slow ones and vol below volctl in visits.
 . "$(dirname "$0")/lib.sh"
 

@@ -1,11 +1,10 @@
 #!/usr/bin/env bash
 # The default wait policy changed from the thesis' multiplicative to
-# poisson (with adaptive.informed-priors on): a state directory crawled
+# poisson: a state directory crawled
 # under the old default carries on under the new one. kria crawls one kts
 # host (pages changing on every request, pages that never change with
 # honest validators, images) with evaluators that set no policy key:
-#   1  with -o wait.NAME.policy=multiplicative and
-#      adaptive.informed-priors=false, what those evaluators were before
+#   1  with -o wait.NAME.policy=multiplicative, what those evaluators were before
 #      the change: every wait crawl.log gives is multiplicative; the crawl
 #      stops at limits.max-time (exit 0);
 #   2  the same configuration without the -o (the new defaults), on the

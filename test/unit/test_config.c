@@ -743,15 +743,15 @@ static void default_wait_evaluators_are_figure_12(void **state) {
 
 /* The defaults follow the measurements (bench/RESULTS.md, "## adaptive"):
  * poisson for every evaluator, built-in or configured without a policy
- * key, and informed priors on; the thesis' policy and the evaluator's
- * initial-wait for every URI are one key away, per evaluator, per host or
- * with -o. */
-static void defaults_are_poisson_with_informed_priors(void **state) {
+ * key; informed priors off (they lost the real crawl); the thesis' policy
+ * and informed priors are one key away, per evaluator, per host or with
+ * -o. */
+static void defaults_are_poisson(void **state) {
   (void)state;
   kr_config_t *cfg = load_ok("");
   const kr_config_view_t *g = kr_config_global(cfg);
-  assert_int_equal(kr_config_bool(g, KR_CFG_ADAPTIVE_INFORMED_PRIORS), 1);
-  assert_string_equal(kr_config_key_default(KR_CFG_ADAPTIVE_INFORMED_PRIORS), "true");
+  assert_int_equal(kr_config_bool(g, KR_CFG_ADAPTIVE_INFORMED_PRIORS), 0);
+  assert_string_equal(kr_config_key_default(KR_CFG_ADAPTIVE_INFORMED_PRIORS), "false");
   assert_string_equal(kr_config_wait_key_default(KR_CFG_WAIT_POLICY), "poisson");
   for (size_t i = 0; i < kr_config_wait_count(g); i++)
     assert_int_equal(kr_config_wait(g, i)->policy, KR_CFG_POLICY_POISSON);
@@ -760,23 +760,23 @@ static void defaults_are_poisson_with_informed_priors(void **state) {
   /* a configured evaluator without the key; the thesis' policy set in one
    * evaluator, for one host, and with -o */
   cfg = kr_config_new();
-  static const char text[] = "[adaptive]\ninformed-priors = false\n"
+  static const char text[] = "[adaptive]\ninformed-priors = true\n"
                              "[wait \"html\"]\ncontent-type = ^text/html\n"
                              "[wait \"thesis\"]\npolicy = multiplicative\n"
                              "[wait \"rest\"]\n"
                              "[host \"old.example\"]\nwait.html.policy = multiplicative\n"
-                             "adaptive.informed-priors = true\n";
+                             "adaptive.informed-priors = false\n";
   assert_int_equal(kr_config_load_string(cfg, "t.conf", text, sizeof text - 1), 0);
   assert_int_equal(kr_config_set(cfg, "wait.rest.policy=multiplicative"), 0);
   assert_int_equal(kr_config_finish(cfg), 0);
   g = kr_config_global(cfg);
-  assert_int_equal(kr_config_bool(g, KR_CFG_ADAPTIVE_INFORMED_PRIORS), 0);
+  assert_int_equal(kr_config_bool(g, KR_CFG_ADAPTIVE_INFORMED_PRIORS), 1);
   assert_int_equal(kr_config_wait(g, 0)->policy, KR_CFG_POLICY_POISSON);
   assert_int_equal(kr_config_wait(g, 1)->policy, KR_CFG_POLICY_MULTIPLICATIVE);
   assert_int_equal(kr_config_wait(g, 2)->policy, KR_CFG_POLICY_MULTIPLICATIVE);
   const kr_config_view_t *h = kr_config_view(cfg, "www.old.example", 15);
   assert_int_equal(kr_config_wait(h, 0)->policy, KR_CFG_POLICY_MULTIPLICATIVE);
-  assert_int_equal(kr_config_bool(h, KR_CFG_ADAPTIVE_INFORMED_PRIORS), 1);
+  assert_int_equal(kr_config_bool(h, KR_CFG_ADAPTIVE_INFORMED_PRIORS), 0);
   kr_config_free(cfg);
 }
 
@@ -1222,7 +1222,7 @@ int main(void) {
       cmocka_unit_test(overrides_resolve_up_the_domain_chain),
       cmocka_unit_test(long_host_names_are_not_cut),
       cmocka_unit_test(default_wait_evaluators_are_figure_12),
-      cmocka_unit_test(defaults_are_poisson_with_informed_priors),
+      cmocka_unit_test(defaults_are_poisson),
       cmocka_unit_test(wait_sections_keep_file_order),
       cmocka_unit_test(command_line_overrides),
       cmocka_unit_test(hostile_lines),
