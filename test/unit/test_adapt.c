@@ -1079,6 +1079,19 @@ static void wait_informed_prior(void **state) {
   }
 }
 
+/* A page's third visit with informed priors on, its stored history the
+ * hl bytes in x->hist. */
+static void revisit_informed(fx_t *x, const char *path, size_t hl) {
+  visit(x, H_POISSON, path);
+  x->hc.informed_priors = 1;
+  stored(x, 2, "page", NULL, 0, DAY, DAY);
+  x->u.history = x->hist;
+  x->u.history_len = hl;
+  header(x, "Content-Type", "text/html");
+  fetch_body(x, "page");
+  decide(x);
+}
+
 /* Informed priors with poisson: once the host's pages of a template were
  * seen and its Last-Modified ages are in use, a page of that template
  * with few observations of its own is judged by the posterior under its
@@ -1115,14 +1128,7 @@ static void wait_informed_posterior(void **state) {
   assert_false(has_annot(x, "wait:text/poisson/posterior")); /* the key off */
   /* a pool of history samples only: no posterior (prior.h: such a fit is
    * censored by the intervals visited), the pseudo-observation prior */
-  visit(x, H_POISSON, "/a/4243.html");
-  x->hc.informed_priors = 1;
-  stored(x, 2, "page", NULL, 0, DAY, DAY);
-  x->u.history = x->hist;
-  x->u.history_len = hl;
-  header(x, "Content-Type", "text/html");
-  fetch_body(x, "page");
-  decide(x);
+  revisit_informed(x, "/a/4243.html", hl);
   assert_false(has_annot(x, "wait:text/poisson/posterior"));
   /* first visits whose Last-Modified ages spread as changes spread them:
    * the host's ages are in use, and the posterior judges the page */
@@ -1141,14 +1147,7 @@ static void wait_informed_posterior(void **state) {
     fetch_body(x, "page");
     decide(x);
   }
-  visit(x, H_POISSON, "/a/4244.html");
-  x->hc.informed_priors = 1;
-  stored(x, 2, "page", NULL, 0, DAY, DAY);
-  x->u.history = x->hist;
-  x->u.history_len = hl;
-  header(x, "Content-Type", "text/html");
-  fetch_body(x, "page");
-  decide(x);
+  revisit_informed(x, "/a/4244.html", hl);
   assert_true(has_annot(x, "wait:text/poisson/posterior"));
 }
 
