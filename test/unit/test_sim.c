@@ -287,8 +287,8 @@ static void deterministic(void **state) {
 }
 
 /* One evaluator with clear clamps for the adaptation tests, its
- * initial-wait the first wait of every URI (informed priors, on by
- * default, have tests of their own below). */
+ * initial-wait the first wait of every URI, whatever the default of
+ * informed priors (they have tests of their own below). */
 static const char *one_wait =
     "[adaptive]\n"
     "informed-priors = false\n"
