@@ -18,6 +18,13 @@
 #include "sim_int.h"
 #include "sim_run.h"
 
+/* The host's allocator solved for its politeness budget less what the
+ * visits pulled by signals take (signal.h "budget"), as proc_wait.c. */
+static void solve_plan(run_t *r, shost_t *sh) {
+  double budget = kr_plan_budget((int)sh->valence, (int64_t)sh->cycle_ms, sh->utilisation);
+  kr_plan_host_maybe_solve(&sh->alloc, kr_sig_host_budget(&sh->sig, budget), r->o->solve_every);
+}
+
 /* The next wait of a visit, by the run's policy. The visit history (the
  * URI's row, kr_vhist) gets this visit appended into hist/hist_len, which
  * the outcome hands back to the frontier to persist. */
@@ -78,10 +85,7 @@ int64_t kr__sim_next_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t *c, 
     return planned;
   }
   if (r->policy == KR_SIM_ORACLE) {
-    /* what the pulled visits leave (signal.h "budget") */
-    double budget = kr_sig_host_budget(
-        &sh->sig, kr_plan_budget((int)sh->valence, (int64_t)sh->cycle_ms, sh->utilisation));
-    kr_plan_host_maybe_solve(&sh->alloc, budget, r->o->solve_every);
+    solve_plan(r, sh);
     double lambda = s->lambda > 0 ? s->lambda : 1e-12;
     if (s->sig) { /* with signals: the true rate of the changes they miss */
       double k = s->stretch > 1 ? s->stretch : 1;
@@ -92,9 +96,7 @@ int64_t kr__sim_next_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t *c, 
     double x = kr_plan_host_x_for(&sh->alloc, lambda);
     return kr_wait_clamp(&p, (int64_t)KR_MIN(x / lambda * 1000.0, 9e18));
   }
-  double budget = kr_sig_host_budget(
-      &sh->sig, kr_plan_budget((int)sh->valence, (int64_t)sh->cycle_ms, sh->utilisation));
-  kr_plan_host_maybe_solve(&sh->alloc, budget, r->o->solve_every);
+  solve_plan(r, sh);
   kr_wait_info_t info;
   int64_t wait = kr_wait_poisson_prior_host(&p, &ep, &h, st, prior, &sh->alloc, &info);
   /* trusted signals: the regular visits only look for what they miss
