@@ -47,7 +47,15 @@
  *            its visit number as kr_vtrust_is_sample: reproducible,
  *            independent of the content) keeps the regular wait, so the
  *            changes the signals miss are still found and counted (FN),
- *            and a host whose recall falls loses its stretch.
+ *            and a host whose recall falls loses its stretch. The
+ *            sample is 1 %: a listed page's regular visit finds a change
+ *            about one time in ten (a pull comes first for nine changes
+ *            in ten, and a pull also finds the ones missed before it),
+ *            so each sampled wait that comes due is a fetch the unlisted
+ *            pages would use better; and when a host's signals stop, its
+ *            pulls stop with them, nothing resets the stretched waits,
+ *            and those visits count the FNs (bench/RESULTS.md "Change
+ *            signals, third step").
  * Verification needs no extra fetch: pulled visits check precision, the
  * regular and sampled ones recall.
  *
@@ -113,7 +121,7 @@ typedef struct kr_sig_params {
   double precision_min;    /* pull when precision_lb >= this (0.6) */
   double recall_min;       /* stretch when recall_lb >= this (0.6) */
   double max_stretch;      /* the regular wait x at most this (8) */
-  double sample_rate;      /* visits that keep the regular wait (0.05) */
+  double sample_rate;      /* visits that keep the regular wait (0.01) */
   uint32_t probation;      /* verifications before the bounds decide (10) */
 } kr_sig_params_t;
 

@@ -22,7 +22,7 @@ void kr_sig_params_default(kr_sig_params_t *p) {
   p->precision_min = 0.6;
   p->recall_min = 0.6;
   p->max_stretch = 8;
-  p->sample_rate = 0.05;
+  p->sample_rate = 0.01;
   p->probation = 10;
 }
 

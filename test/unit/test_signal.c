@@ -149,7 +149,11 @@ static void stretch(void **state) {
     sampled += s == 1;
     assert_true(kr_sig_stretch(&r, &p, 42, v) == s); /* a pure function */
   }
-  assert_true(sampled > 4000 * 0.05 - 60 && sampled < 4000 * 0.05 + 60);
+  /* 1 % of the visits: a sampled wait that comes due mostly finds
+   * nothing on a trusted host (bench/RESULTS.md "Change signals, third
+   * step"); 5 % would be ~200 here */
+  assert_true(p.sample_rate == 0.01);
+  assert_true(sampled > 4000 * 0.01 - 25 && sampled < 4000 * 0.01 + 25);
   kr_sig_rel_t m = {.tp = 300, .fp = 1, .fn = 100, .verified = 400};
   double lb = kr_sig_recall_lb(&m, &p), s = 0;
   for (uint32_t v = 0; v < 100 && s <= 1; v++) s = kr_sig_stretch(&m, &p, 43, v);
