@@ -215,6 +215,17 @@ uint64_t kr_demo_version(const kr_demo_layout_t *l, uint64_t seed, kr_demo_class
   }
 }
 
+uint64_t kr_demo_age0_ms(const kr_demo_layout_t *l, uint64_t seed, kr_demo_class_t k,
+                         unsigned page) {
+  l = lay(l);
+  if ((unsigned)k >= KR_DEMO_NCLASS || !l->period_ms[k]) return UINT64_MAX;
+  if (!l->poisson) return phase_ms(l, seed, k, page);
+  /* a Poisson process seen at a fixed time: the time since its last change
+   * is exponential with the mean (memoryless), drawn from a stream apart
+   * from the changes' own */
+  return gap_ms(seed ^ 0xbb67ae8584caa73bull, k, page, 0, l->period_ms[k]) - 1;
+}
+
 uint64_t kr_demo_born_ms(const kr_demo_layout_t *l, uint64_t seed, kr_demo_class_t k,
                          unsigned page, uint64_t v) {
   l = lay(l);
@@ -435,6 +446,11 @@ int kr_demo_render(const kr_demo_params_t *p, const kr_demo_req_t *rq, kr_demo_r
   int64_t lm = 0;
   int honours = 0;
   int64_t old = p->start_epoch_s - 86400; /* "yesterday" for what never changed */
+  /* The first version of a changing page is as old as the page's changes
+   * make it: it appeared before the start, as on a live site (where a
+   * page that changes every few seconds never shows a day-old date). */
+  uint64_t age0 = kr_demo_age0_ms(l, p->seed, (kr_demo_class_t)k, page);
+  int64_t first = age0 == UINT64_MAX ? old : p->start_epoch_s - (int64_t)((age0 + 999) / 1000);
   switch (k) {
   case KR_DEMO_HOME:
   case KR_DEMO_NEWS:
@@ -447,7 +463,7 @@ int kr_demo_render(const kr_demo_params_t *p, const kr_demo_req_t *rq, kr_demo_r
       lm = p->start_epoch_s +
            (int64_t)(kr_demo_born_ms(l, p->seed, (kr_demo_class_t)k, page, version) / 1000);
     else
-      lm = old;
+      lm = first;
     honours = k != KR_DEMO_IMAGE;
     break;
   }

@@ -107,6 +107,13 @@ int kr_demo_classify(const kr_demo_layout_t *l, const char *path, size_t n, unsi
  * the start). l NULL: the default. */
 uint64_t kr_demo_version(const kr_demo_layout_t *l, uint64_t seed, kr_demo_class_t k,
                          unsigned page, uint64_t elapsed_ms);
+/* How long before the start that page's version 0 appeared (ms): the
+ * phase of a periodic page, an exponential draw with the class's mean for
+ * a Poisson one; UINT64_MAX for a page that never changes (the site dates
+ * those a day before the start). Its Last-Modified is the start less
+ * this, rounded up to a second. */
+uint64_t kr_demo_age0_ms(const kr_demo_layout_t *l, uint64_t seed, kr_demo_class_t k,
+                         unsigned page);
 /* When version v (>= 1) of that page appeared, ms after the start; 0 for
  * v = 0 and UINT64_MAX for a page that never changes. */
 uint64_t kr_demo_born_ms(const kr_demo_layout_t *l, uint64_t seed, kr_demo_class_t k,

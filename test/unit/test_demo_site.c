@@ -34,6 +34,7 @@
 #include "demo_site.h"
 #include "kria/digest.h"
 #include "kria/error.h"
+#include "kria/validators.h"
 
 /* ---- the pure part ------------------------------------------------------------ */
 
@@ -536,6 +537,59 @@ static void poisson_versions(void **state) {
               kr_demo_born_ms(&l, 4, KR_DEMO_SECTION, 0, 1));
 }
 
+/* The epoch seconds of a rendered Last-Modified. */
+static int64_t lm_of(const answer_t *a) {
+  int64_t t = 0;
+  assert_int_equal(kr_validators_date_parse(a->r.last_modified, strlen(a->r.last_modified), &t), 0);
+  return t;
+}
+
+/* A changing page's first version is as old as its changes make it, not
+ * a day (a live page changing every few seconds never shows a day-old
+ * date); what never changes and the liar keep a day-old one. */
+static void first_version_dates(void **state) {
+  (void)state;
+  answer_t a;
+  /* periodic (the default site): version 0 appeared one phase before the start */
+  for (unsigned p = 0; p < 4; p++) {
+    char path[32];
+    snprintf(path, sizeof path, "/news/%u", p);
+    render(&a, NULL, path, 0, NULL, NULL, 1);
+    uint64_t age = kr_demo_age0_ms(NULL, P.seed, KR_DEMO_NEWS, p);
+    assert_true(age < 3000);
+    if (kr_demo_version(NULL, P.seed, KR_DEMO_NEWS, p, 0) == 0)
+      assert_int_equal(lm_of(&a), P.start_epoch_s - (int64_t)((age + 999) / 1000));
+    done(&a);
+  }
+  render(&a, NULL, "/archive/1", 0, NULL, NULL, 2);
+  assert_int_equal(lm_of(&a), P.start_epoch_s - 86400);
+  done(&a);
+  render(&a, "localhost:4242", "/liar/1", 0, NULL, NULL, 3);
+  assert_int_equal(lm_of(&a), P.start_epoch_s - 86400);
+  done(&a);
+  assert_int_equal(kr_demo_age0_ms(NULL, P.seed, KR_DEMO_IMAGE, 0), UINT64_MAX);
+  /* Poisson (the grown site): an exponential age with the class's mean,
+   * over many pages about that mean */
+  kr_demo_layout_t l;
+  assert_int_equal(kr_demo_layout_grown(&l, 1000), 0);
+  double sum = 0;
+  for (unsigned p = 0; p < l.pages[KR_DEMO_ARTICLE]; p++)
+    sum += (double)kr_demo_age0_ms(&l, P.seed, KR_DEMO_ARTICLE, p);
+  double mean = sum / l.pages[KR_DEMO_ARTICLE];
+  assert_true(mean > 0.8 * 120000 && mean < 1.2 * 120000);
+  kr_demo_params_t q = P;
+  q.layout = &l;
+  kr_demo_req_t rq = {.path = kr_slice_cstr("/article/3"), .elapsed_ms = 0,
+                      .now_ms = (int64_t)P.start_epoch_s * 1000, .request_no = 4};
+  kr_buf_init(&a.body, 65536);
+  assert_int_equal(kr_demo_render(&q, &rq, &a.r, &a.body), 0);
+  assert_int_equal(lm_of(&a), P.start_epoch_s - (int64_t)((kr_demo_age0_ms(&l, P.seed,
+                                                                             KR_DEMO_ARTICLE, 3) +
+                                                            999) / 1000));
+  assert_true(lm_of(&a) > P.start_epoch_s - 3600);
+  done(&a);
+}
+
 /* GET path (Host host, If-None-Match inm or none) through the server;
  * the status, and the body's "sha1:" label into label (200s). */
 static int get_digest(fx_t *fx, const char *host, const char *path, const char *inm,
@@ -703,6 +757,7 @@ int main(void) {
       cmocka_unit_test(liar),              cmocka_unit_test(robots_and_missing),
       cmocka_unit_test(server_pipelined),  cmocka_unit_test(server_refusals),
       cmocka_unit_test(grown_layout),      cmocka_unit_test(poisson_versions),
+      cmocka_unit_test(first_version_dates),
       cmocka_unit_test(truth_account),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
