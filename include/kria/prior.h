@@ -89,6 +89,17 @@
  *          weight_max 0.5, since a log-normal fitted to the group can be
  *          far from a page in the group's tail (16 measured worse on the
  *          Weibull world of `kria simulate`, bench/RESULTS.md).
+ * A URI whose visits carry no age (it sends no Last-Modified) in a
+ * template whose URIs gave no age either is estimated as on a host
+ * without usable ages: its groups speak through their history samples
+ * alone (no posterior, no first-wait bound). Such a template's pages
+ * are another population than the ones dated (generated pages; they
+ * change about twice as often, thesis ch. 5): pooled from a site's
+ * archive and images, whose dates are old, ages would give its dynamic
+ * pages a day's wait before any of them was seen twice (the real-crawl
+ * bench: the sections of `kria demo --pages 300`, a change every 30 s,
+ * got the 240 s max-wait at their first visit). An undated URI in a
+ * template of dated ones (a page that dropped its header) keeps the ages.
  * A pool that has learned nothing
  * gives the evaluator's prior and weight unchanged.
  *

@@ -380,14 +380,28 @@ typedef struct chain {
   int ages;                    /* lm_state of the host */
 } chain_t;
 
+/* Does h say the URI sends no Last-Modified (visits, none with an age)?
+ * Such a URI's groups speak through history samples alone (prior.h
+ * "Estimate"). */
+static int without_lm(const kr_vhist_t *h) {
+  if (!h || !h->n) return 0;
+  unsigned n = h->n > KR_VHIST_MAX ? KR_VHIST_MAX : h->n;
+  for (unsigned i = 0; i < n; i++)
+    if (h->v[i].age_s >= 0) return 0;
+  return 1;
+}
+
+/* no_lm: the URI sends no Last-Modified (without_lm). When its template
+ * has no ages either, its pages are not the population the host's ages
+ * describe, and the chain rests on history samples (prior.h "Estimate"). */
 static void chain_solve(const kr_prior_pool_t *p, const kr_prior_params_t *pp, uint64_t type,
-                        uint64_t tmpl, double root, double root_tau2, chain_t *c) {
+                        uint64_t tmpl, double root, double root_tau2, int no_lm, chain_t *c) {
   const kr_prior_group_t *tg = group_find(p->types, p->ntypes, type);
   const kr_prior_group_t *pg = group_find(p->tmpls, p->ntmpls, tmpl);
   c->s[0] = &p->host;
   c->s[1] = tg ? &tg->s : NULL;
   c->s[2] = pg ? &pg->s : NULL;
-  c->ages = lm_state(&p->host, pp);
+  c->ages = no_lm && !(pg && pg->s.a_n > 0) ? 0 : lm_state(&p->host, pp);
   /* the root's mean rate exp(m + tau2/2) is the evaluator's lambda0 */
   c->tau2[0] = root_tau2;
   c->m[0] = log(root) - root_tau2 / 2;
@@ -430,7 +444,7 @@ void kr_prior_estimate(const kr_prior_pool_t *p, const kr_prior_params_t *pp,
   out->tau2 = 0;
   if (!p) return;
   chain_t c;
-  chain_solve(p, pp, type, tmpl, root_rate, root_tau2_of(default_weight), &c);
+  chain_solve(p, pp, type, tmpl, root_rate, root_tau2_of(default_weight), without_lm(h), &c);
   double m = c.m[3], v = c.tau2[3];
   for (int i = 0; i < 3; i++) {
     out->evidence += c.ev[i + 1];

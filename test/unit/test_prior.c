@@ -232,6 +232,58 @@ static void ages(void **state) {
   kr_prior_params_default(&pp);
 }
 
+/* Pages without Last-Modified in a template of their own: not judged by
+ * the ages of the host's dated pages (an archive dated long ago says
+ * nothing of generated pages), but by history samples; an undated page in
+ * a template of dated ones keeps the ages. */
+static void undated_template(void **state) {
+  (void)state;
+  kr_prior_params_t pp;
+  kr_prior_params_default(&pp);
+  kr_est_params_t ep;
+  kr_est_params_default(&ep);
+  kr_prior_pool_t p;
+  kr_prior_pool_init(&p);
+  uint64_t ty = kr_prior_type_key("text/html", 9), arch = kr_prior_key("/archive/{n}", 12),
+           sect = kr_prior_key("/section/{n}", 12);
+  /* 40 archive pages, first visits only, versions about ten days old */
+  for (int i = 0; i < 40; i++) {
+    kr_vhist_t h;
+    hist(&h, exp_age((i * 7) % 40, 40, 10 * DAY), 0, 0, 0, 1);
+    feed(&p, &pp, &ep, ty, arch, &h);
+  }
+  kr_prior_est_t dated, e;
+  kr_prior_estimate(&p, &pp, &ep, ty, arch, NULL, ROOT, 1.0, &dated);
+  assert_true(dated.rate < ROOT / 1000);
+  /* a section page's first visit, no Last-Modified: the evaluator's prior */
+  kr_vhist_t h;
+  hist(&h, -1, 0, 0, 0, 0);
+  kr_prior_estimate(&p, &pp, &ep, ty, sect, &h, ROOT, 1.0, &e);
+  assert_true(e.rate == ROOT);
+  assert_true(e.tau2 == 0);
+  /* still so once its template has members without ages */
+  for (int i = 0; i < 5; i++) feed(&p, &pp, &ep, ty, sect, &h);
+  kr_prior_estimate(&p, &pp, &ep, ty, sect, &h, ROOT, 1.0, &e);
+  assert_true(e.rate == ROOT);
+  /* their history samples, once there (each changed at every visit a
+   * minute apart), are what the template learns from */
+  for (int i = 0; i < 10; i++) {
+    kr_vhist_t g;
+    hist(&g, -1, 4, 60, 1, 0);
+    feed(&p, &pp, &ep, ty, sect, &g);
+  }
+  kr_prior_estimate(&p, &pp, &ep, ty, sect, &h, ROOT, 1.0, &e);
+  assert_int_equal(e.level, 3);
+  assert_true(e.rate > 1.0 / 600);
+  /* an undated page in the archive's template: the archive's ages */
+  kr_prior_estimate(&p, &pp, &ep, ty, arch, &h, ROOT, 1.0, &e);
+  assert_true(fabs(log(e.rate / dated.rate)) < 1e-9);
+  /* no history (NULL): as before, the ages of the chain */
+  kr_prior_estimate(&p, &pp, &ep, ty, kr_prior_key("/other/{n}", 10), NULL, ROOT, 1.0, &e);
+  assert_true(e.rate < ROOT / 1000);
+  kr_prior_pool_free(&p);
+}
+
 static void caps_and_hostile(void **state) {
   (void)state;
   kr_prior_params_t pp;
@@ -353,6 +405,7 @@ int main(void) {
       cmocka_unit_test(templates),
       cmocka_unit_test(slow_group_slow_prior),
       cmocka_unit_test(ages),
+      cmocka_unit_test(undated_template),
       cmocka_unit_test(caps_and_hostile),
       cmocka_unit_test(format),
   };
