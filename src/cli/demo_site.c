@@ -218,7 +218,11 @@ uint64_t kr_demo_version(const kr_demo_layout_t *l, uint64_t seed, kr_demo_class
 uint64_t kr_demo_age0_ms(const kr_demo_layout_t *l, uint64_t seed, kr_demo_class_t k,
                          unsigned page) {
   l = lay(l);
-  if ((unsigned)k >= KR_DEMO_NCLASS || !l->period_ms[k]) return UINT64_MAX;
+  if ((unsigned)k >= KR_DEMO_NCLASS) return 0;
+  if (!l->period_ms[k]) { /* a day to a year, log-uniform: an archive's dates */
+    double u = (double)(hash4(seed, (uint64_t)k, page, 0xa9e) >> 11) * 0x1p-53;
+    return (uint64_t)(86400000.0 * exp(u * log(365.0)));
+  }
   if (!l->poisson) return phase_ms(l, seed, k, page);
   /* a Poisson process seen at a fixed time: the time since its last change
    * is exponential with the mean (memoryless), drawn from a stream apart
@@ -445,12 +449,13 @@ int kr_demo_render(const kr_demo_params_t *p, const kr_demo_req_t *rq, kr_demo_r
   /* Validators: honest ones follow the version; the liar's never move. */
   int64_t lm = 0;
   int honours = 0;
-  int64_t old = p->start_epoch_s - 86400; /* "yesterday" for what never changed */
-  /* The first version of a changing page is as old as the page's changes
-   * make it: it appeared before the start, as on a live site (where a
-   * page that changes every few seconds never shows a day-old date). */
+  int64_t old = p->start_epoch_s - 86400; /* the liar's: "yesterday", for ever */
+  /* The first version of a page is as old as the page's changes make it:
+   * it appeared before the start, as on a live site (where a page that
+   * changes every few seconds never shows a day-old date, and the pages
+   * that never change were made on many days, not all on one). */
   uint64_t age0 = kr_demo_age0_ms(l, p->seed, (kr_demo_class_t)k, page);
-  int64_t first = age0 == UINT64_MAX ? old : p->start_epoch_s - (int64_t)((age0 + 999) / 1000);
+  int64_t first = p->start_epoch_s - (int64_t)((age0 + 999) / 1000);
   switch (k) {
   case KR_DEMO_HOME:
   case KR_DEMO_NEWS:

@@ -109,9 +109,9 @@ uint64_t kr_demo_version(const kr_demo_layout_t *l, uint64_t seed, kr_demo_class
                          unsigned page, uint64_t elapsed_ms);
 /* How long before the start that page's version 0 appeared (ms): the
  * phase of a periodic page, an exponential draw with the class's mean for
- * a Poisson one; UINT64_MAX for a page that never changes (the site dates
- * those a day before the start). Its Last-Modified is the start less
- * this, rounded up to a second. */
+ * a Poisson one, a day to a year (log-uniform, per page) for a page that
+ * never changes. Its Last-Modified is the start less this, rounded up to
+ * a second (the liar's is a day before the start, whatever its version). */
 uint64_t kr_demo_age0_ms(const kr_demo_layout_t *l, uint64_t seed, kr_demo_class_t k,
                          unsigned page);
 /* When version v (>= 1) of that page appeared, ms after the start; 0 for

@@ -561,13 +561,30 @@ static void first_version_dates(void **state) {
       assert_int_equal(lm_of(&a), P.start_epoch_s - (int64_t)((age + 999) / 1000));
     done(&a);
   }
-  render(&a, NULL, "/archive/1", 0, NULL, NULL, 2);
-  assert_int_equal(lm_of(&a), P.start_epoch_s - 86400);
-  done(&a);
+  /* what never changes: a day to a year back, not one date for all */
+  int64_t first = 0;
+  int differ = 0;
+  for (unsigned p = 0; p < 4; p++) {
+    char path[32];
+    snprintf(path, sizeof path, "/archive/%u", p);
+    render(&a, NULL, path, 0, NULL, NULL, 2);
+    int64_t t = lm_of(&a);
+    assert_true(t <= P.start_epoch_s - 86400 && t >= P.start_epoch_s - 366 * 86400);
+    assert_int_equal(t, P.start_epoch_s - (int64_t)((kr_demo_age0_ms(NULL, P.seed,
+                                                                       KR_DEMO_ARCHIVE, p) +
+                                                      999) / 1000));
+    differ |= p && t != first;
+    first = t;
+    done(&a);
+  }
+  assert_true(differ);
+  /* the liar: one date, a day back, for every page and version */
   render(&a, "localhost:4242", "/liar/1", 0, NULL, NULL, 3);
   assert_int_equal(lm_of(&a), P.start_epoch_s - 86400);
   done(&a);
-  assert_int_equal(kr_demo_age0_ms(NULL, P.seed, KR_DEMO_IMAGE, 0), UINT64_MAX);
+  render(&a, "localhost:4242", "/liar/2", 60000, NULL, NULL, 3);
+  assert_int_equal(lm_of(&a), P.start_epoch_s - 86400);
+  done(&a);
   /* Poisson (the grown site): an exponential age with the class's mean,
    * over many pages about that mean */
   kr_demo_layout_t l;
