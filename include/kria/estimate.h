@@ -504,7 +504,16 @@ void kr_plan_host_init(kr_plan_host_t *h, double x_min);
  * never a URI's own clamps). */
 int kr_plan_host_class(kr_plan_host_t *h, int64_t min_ms, int64_t max_ms);
 /* A URI of class cls moved from old_lambda to new_lambda (old <= 0: new
- * URI; new <= 0: URI gone). Counts never go below 0. */
+ * URI; new <= 0: URI gone). Counts never go below 0. An old_lambda whose
+ * bucket holds no URI takes one out of the nearest bucket that does: the
+ * crawler does not keep the rate it put in, it estimates it again from
+ * the URI's stored history, and with informed priors the prior has moved
+ * since, so the estimate can land in another bucket. Left there, every
+ * such miss was a URI counted twice; the real-crawl bench's host held
+ * 235 where about 180 had been observed, most of the extra ones fast
+ * (early estimates near initial-wait), its demand at x_min 10.4 fetches/s
+ * against 5.7 realised, so the budget looked spent and 40 % of it sat
+ * idle (bench/RESULTS.md "The real crawl with informed priors"). */
 void kr_plan_host_update(kr_plan_host_t *h, int cls, double old_lambda, double new_lambda);
 /* Bucket of a lambda, and the lambda a bucket stands for. */
 unsigned kr_plan_bucket(double lambda);

@@ -935,13 +935,23 @@ int kr_plan_host_class(kr_plan_host_t *h, int64_t min_ms, int64_t max_ms) {
   return KR_PLAN_CLASSES - 1;
 }
 
+/* The bucket of the class's counts nearest b that holds a URI (b when
+ * it does; the faster of two at one distance); KR_PLAN_BUCKETS when none. */
+static unsigned nearest_held(const uint32_t *count, unsigned b) {
+  for (unsigned d = 0; d < KR_PLAN_BUCKETS; d++) {
+    if (b + d < KR_PLAN_BUCKETS && count[b + d]) return b + d;
+    if (d && d <= b && count[b - d]) return b - d;
+  }
+  return KR_PLAN_BUCKETS;
+}
+
 void kr_plan_host_update(kr_plan_host_t *h, int cls, double old_lambda, double new_lambda) {
   if (cls < 0 || (unsigned)cls >= h->ncls) return;
   int changed = 0;
   if (old_lambda > 0) {
-    uint32_t *c = &h->cls[cls].count[kr_plan_bucket(old_lambda)];
-    if (*c > 0) {
-      (*c)--;
+    unsigned b = nearest_held(h->cls[cls].count, kr_plan_bucket(old_lambda));
+    if (b < KR_PLAN_BUCKETS) {
+      h->cls[cls].count[b]--;
       h->cls[cls].total--;
       changed = 1;
     }

@@ -1207,7 +1207,7 @@ static void host_sketch(void **state) {
   assert_true(kr_plan_host_x(&h) >= kr_plan_bucket_lambda(KR_PLAN_BUCKETS - 1) * max_ms / 1000 * 0.99 ||
               kr_plan_host_x(&h) * 1000.0 / kr_plan_bucket_lambda(0) >= (double)max_ms);
 
-  /* counts never go negative; removals of unknown buckets are ignored */
+  /* counts never go negative; removals from an empty class are ignored */
   kr_plan_host_t e;
   kr_plan_host_init(&e, 0); /* invalid floor: ln 2 */
   assert_true(e.x_min == log(2.0));
@@ -1230,6 +1230,39 @@ static void host_sketch(void **state) {
 }
 
 /* Feed `n` fetches to h, one every `gap_ms` from *t. */
+/* A URI taken out at a rate whose bucket is empty (estimated again with a
+ * prior that has moved): the nearest held bucket loses it, so the sketch
+ * holds as many URIs as were put in, not one more per miss. */
+static void sketch_misses(void **state) {
+  (void)state;
+  kr_plan_host_t h;
+  kr_plan_host_init(&h, log(2.0));
+  int cls = kr_plan_host_class(&h, 1000, 1000000);
+  unsigned b = kr_plan_bucket(1e-3);
+  for (int i = 0; i < 10; i++) kr_plan_host_update(&h, cls, 0, 1e-3);
+  for (int i = 0; i < 5; i++) kr_plan_host_update(&h, cls, 0, 1e-1);
+  /* 10 URIs move from 1e-3 to 1e-2, but their old rate is found 20 %
+   * off (another bucket, empty): still 15 URIs, none left at 1e-3 */
+  for (int i = 0; i < 10; i++) kr_plan_host_update(&h, cls, 1.2e-3 * 1.5, 1e-2);
+  assert_true(kr_plan_bucket(1.2e-3 * 1.5) != b);
+  assert_int_equal(h.cls[cls].total, 15);
+  assert_int_equal(h.cls[cls].count[b], 0);
+  assert_int_equal(h.cls[cls].count[kr_plan_bucket(1e-2)], 10);
+  assert_int_equal(h.cls[cls].count[kr_plan_bucket(1e-1)], 5);
+  /* at one distance from two held buckets: the faster one */
+  kr_plan_host_t g;
+  kr_plan_host_init(&g, log(2.0));
+  cls = kr_plan_host_class(&g, 1000, 1000000);
+  kr_plan_host_update(&g, cls, 0, kr_plan_bucket_lambda(b - 1));
+  kr_plan_host_update(&g, cls, 0, kr_plan_bucket_lambda(b + 1));
+  kr_plan_host_update(&g, cls, kr_plan_bucket_lambda(b), 0);
+  assert_int_equal(g.cls[cls].count[b + 1], 0);
+  assert_int_equal(g.cls[cls].count[b - 1], 1);
+  /* an exact old rate takes its own bucket */
+  kr_plan_host_update(&g, cls, kr_plan_bucket_lambda(b - 1), 0);
+  assert_int_equal(g.cls[cls].total, 0);
+}
+
 static void fetches(kr_plan_host_t *h, int64_t *t, int n, int64_t gap_ms) {
   for (int i = 0; i < n; i++) {
     kr_plan_host_fetched(h, *t);
@@ -1553,6 +1586,7 @@ int main(void) {
       cmocka_unit_test(prior_fades),        cmocka_unit_test(h_function),
       cmocka_unit_test(versions_optimum),   cmocka_unit_test(freshness_shape),
       cmocka_unit_test(solve_edges),        cmocka_unit_test(host_sketch),
+      cmocka_unit_test(sketch_misses),
       cmocka_unit_test(host_feedback),      cmocka_unit_test(capacity_plan),
       cmocka_unit_test(harmonic_functions), cmocka_unit_test(harmonic_optimum),
       cmocka_unit_test(host_objective),
