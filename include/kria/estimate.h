@@ -149,8 +149,9 @@
  * is thus proportional to lambda (and clamped). When the budget does not
  * bind, mu stays at its floor h(x_min): a fetch must have a marginal
  * value of at least h(ln 2) = 0.153 versions (without a floor every URI
- * would sit at min-wait); a URI seen changing aims a little below it
- * while the budget is spare (kr_plan_host_slack_factor).
+ * would sit at min-wait); a URI seen changing aims below it while the
+ * budget is spare, as far as the spare goes and at most to half of it
+ * (kr_plan_host_slack_factor).
  * Objective KR_PLAN_FRESHNESS maximises sum_i F_i instead (Cho &
  * Garcia-Molina, "Synchronizing a database to improve freshness", 2000):
  * dF/df = h(lambda/f)/lambda = mu gives x_i = h^-1(mu lambda_i), which
@@ -480,6 +481,9 @@ typedef struct kr_plan_host {
   int64_t win_t0;     /* first fetch of the window, ms */
   uint32_t win_n;     /* fetches in the window so far */
   int resolve;        /* gain moved: solve again */
+  double x_fill;      /* slack (versions): the x at which every URI of the
+                         sketch would spend the budget; 0 unknown (not
+                         persisted: found again at the next solve) */
 } kr_plan_host_t;
 
 /* Realised-rate feedback. A plan of B fetches/s is not B fetches/s
@@ -532,13 +536,19 @@ void kr_plan_host_fetched(kr_plan_host_t *h, int64_t now_ms);
 static inline double kr_plan_host_x(const kr_plan_host_t *h) { return h->x; }
 /* While the budget does not bind (every URI at x_min fits it), the spare
  * fetches go to the URIs seen changing: the factor on x for a URI whose
- * history holds `changes` changes, KR_PLAN_SLACK_SPEND when the host is
- * slack and changes > 0, else 1 (versions objective). A page never seen
- * changing keeps the floor, so a static site is not revisited any
- * faster; a changing one gets at most 1 / KR_PLAN_SLACK_SPEND the
- * fetches (`kria simulate`, cycles world, whose weekly low phase leaves
- * the host slack: bench/RESULTS.md "The first three days"). */
+ * history holds `changes` changes when the host is slack and changes > 0,
+ * else 1 (versions objective). The factor is KR_PLAN_SLACK_SPEND, or
+ * lower where that leaves the budget idle: x_fill / x_min (the x at
+ * which the host's sketch spends its budget), down to KR_PLAN_SLACK_MIN.
+ * A page never seen changing keeps the floor, so a static site is not
+ * revisited any faster; a changing one gets at most 1 / KR_PLAN_SLACK_MIN
+ * the fetches, and only fetches its host leaves idle beyond the first
+ * 1 / KR_PLAN_SLACK_SPEND (`kria simulate`, cycles world, whose weekly
+ * low phase leaves the host slack: bench/RESULTS.md "The first three
+ * days"; the real-crawl bench, where a third of the budget sat idle:
+ * "The real crawl with informed priors"). */
 #define KR_PLAN_SLACK_SPEND 0.85
+#define KR_PLAN_SLACK_MIN 0.5
 double kr_plan_host_slack_factor(const kr_plan_host_t *h, unsigned changes);
 /* The objective the host solves for (an unknown one acts as versions);
  * a different one than before is solved for at the next maybe_solve. */

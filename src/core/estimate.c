@@ -1031,6 +1031,12 @@ int kr_plan_host_solve(kr_plan_host_t *h, double budget) {
   double x;
   h->state = solve_versions(items, n, budget, h->x_min, &x);
   h->x = x >= h->x_min && isfinite(x) ? x : h->x_min;
+  h->x_fill = 0;
+  if (h->state == KR_PLAN_SLACK && n) { /* what would spend the budget, no floor */
+    double xf;
+    solve_versions(items, n, budget, 0.0, &xf);
+    if (xf > 0 && isfinite(xf)) h->x_fill = xf;
+  }
   return h->state;
 }
 
@@ -1049,7 +1055,9 @@ double kr_plan_host_x_for(const kr_plan_host_t *h, double lambda) {
 
 double kr_plan_host_slack_factor(const kr_plan_host_t *h, unsigned changes) {
   if (h->objective != KR_PLAN_VERSIONS || h->state != KR_PLAN_SLACK || !changes) return 1.0;
-  return KR_PLAN_SLACK_SPEND;
+  double f = h->x_fill > 0 && h->x_min > 0 ? h->x_fill / h->x_min : KR_PLAN_SLACK_SPEND;
+  if (!(f < KR_PLAN_SLACK_SPEND)) return KR_PLAN_SLACK_SPEND; /* NaN too */
+  return f > KR_PLAN_SLACK_MIN ? f : KR_PLAN_SLACK_MIN;
 }
 
 int kr_plan_host_maybe_solve(kr_plan_host_t *h, double budget, uint32_t every) {

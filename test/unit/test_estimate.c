@@ -1190,9 +1190,11 @@ static void host_sketch(void **state) {
   assert_int_equal(h.state, KR_PLAN_SLACK);
   assert_true(kr_plan_host_x(&h) == log(2.0));
   /* the spare budget goes to the pages seen changing, never to one that
-   * has not (a static site keeps the floor), and only while slack */
-  assert_true(kr_plan_host_slack_factor(&h, 1) == KR_PLAN_SLACK_SPEND);
-  assert_true(KR_PLAN_SLACK_SPEND < 1 && KR_PLAN_SLACK_SPEND > 0.5);
+   * has not (a static site keeps the floor), and only while slack; this
+   * much of it idle: as much as the bound allows */
+  assert_true(kr_plan_host_slack_factor(&h, 1) == KR_PLAN_SLACK_MIN);
+  assert_true(KR_PLAN_SLACK_SPEND < 1 && KR_PLAN_SLACK_SPEND > KR_PLAN_SLACK_MIN);
+  assert_true(KR_PLAN_SLACK_MIN >= 0.5);
   assert_true(kr_plan_host_slack_factor(&h, 0) == 1.0);
   kr_plan_host_set_objective(&h, KR_PLAN_FRESHNESS); /* its own x (x_for) */
   assert_true(kr_plan_host_slack_factor(&h, 1) == 1.0);
@@ -1261,6 +1263,39 @@ static void sketch_misses(void **state) {
   /* an exact old rate takes its own bucket */
   kr_plan_host_update(&g, cls, kr_plan_bucket_lambda(b - 1), 0);
   assert_int_equal(g.cls[cls].total, 0);
+}
+
+/* While slack, the pages seen changing spend what the floor leaves idle:
+ * x_fill / x_min, between KR_PLAN_SLACK_MIN and KR_PLAN_SLACK_SPEND. */
+static void slack_spend(void **state) {
+  (void)state;
+  kr_plan_host_t h;
+  kr_plan_host_init(&h, log(2.0));
+  int cls = kr_plan_host_class(&h, 1000, 1000000);
+  for (int i = 0; i < 100; i++) kr_plan_host_update(&h, cls, 0, 1e-3);
+  double l = kr_plan_bucket_lambda(kr_plan_bucket(1e-3));
+  double demand = 100 * l / log(2.0); /* every URI at the floor */
+  /* never solved: the fixed share */
+  assert_true(kr_plan_host_slack_factor(&h, 1) == KR_PLAN_SLACK_SPEND);
+  /* a little spare: the fixed share (1 / 0.85 more fetches would bind) */
+  kr_plan_host_solve(&h, demand * 1.05);
+  assert_int_equal(h.state, KR_PLAN_SLACK);
+  assert_true(kr_plan_host_slack_factor(&h, 1) == KR_PLAN_SLACK_SPEND);
+  /* 30 % of it idle at 0.85: down to what spends it */
+  kr_plan_host_solve(&h, demand / 0.6);
+  assert_int_equal(h.state, KR_PLAN_SLACK);
+  assert_true(fabs(kr_plan_host_slack_factor(&h, 1) - 0.6) < 1e-6);
+  assert_true(kr_plan_host_slack_factor(&h, 0) == 1.0); /* never seen changing */
+  /* most of it idle: the bound */
+  kr_plan_host_solve(&h, demand * 10);
+  assert_true(kr_plan_host_slack_factor(&h, 1) == KR_PLAN_SLACK_MIN);
+  /* binding: none */
+  kr_plan_host_solve(&h, demand * 0.9);
+  assert_int_equal(h.state, KR_PLAN_BINDS);
+  assert_true(kr_plan_host_slack_factor(&h, 1) == 1.0);
+  /* every URI at its min-wait fits: the bound */
+  kr_plan_host_solve(&h, 1e9);
+  assert_true(kr_plan_host_slack_factor(&h, 1) == KR_PLAN_SLACK_MIN);
 }
 
 static void fetches(kr_plan_host_t *h, int64_t *t, int n, int64_t gap_ms) {
@@ -1586,7 +1621,7 @@ int main(void) {
       cmocka_unit_test(prior_fades),        cmocka_unit_test(h_function),
       cmocka_unit_test(versions_optimum),   cmocka_unit_test(freshness_shape),
       cmocka_unit_test(solve_edges),        cmocka_unit_test(host_sketch),
-      cmocka_unit_test(sketch_misses),
+      cmocka_unit_test(slack_spend),       cmocka_unit_test(sketch_misses),
       cmocka_unit_test(host_feedback),      cmocka_unit_test(capacity_plan),
       cmocka_unit_test(harmonic_functions), cmocka_unit_test(harmonic_optimum),
       cmocka_unit_test(host_objective),

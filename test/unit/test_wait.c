@@ -365,7 +365,7 @@ static void poisson_host_objective(void **state) {
   kr_plan_host_set_objective(&host, KR_PLAN_VERSIONS);
   kr_plan_host_solve(&host, 1e9);
   kr_wait_poisson_host(&p, &ep, &h, KR_CONTENT_CHANGED, NULL, &host, &b);
-  assert_true(b.x == ep.x_min * KR_PLAN_SLACK_SPEND);
+  assert_true(b.x == ep.x_min * KR_PLAN_SLACK_MIN); /* the budget is huge */
   kr_vhist_t still;
   kr_vhist_init(&still);
   add(&still, 0, KR_CONTENT_CHANGED);
