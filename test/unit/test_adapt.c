@@ -1096,8 +1096,9 @@ static void revisit_informed(fx_t *x, const char *path, size_t hl) {
  * seen and its Last-Modified ages are in use, a page of that template
  * with few observations of its own is judged by the posterior under its
  * group's log-normal (estimate.h, KR_EST_POSTERIOR), as `kria simulate`
- * does; without the key, or with history samples alone, by the
- * pseudo-observation prior (ML). */
+ * does; without the key, with history samples alone, or in a template
+ * whose pages send no Last-Modified, by the pseudo-observation prior
+ * (ML). */
 static void wait_informed_posterior(void **state) {
   fx_t *x = *state;
   size_t hl = 0;
@@ -1147,8 +1148,13 @@ static void wait_informed_posterior(void **state) {
     fetch_body(x, "page");
     decide(x);
   }
-  revisit_informed(x, "/a/4244.html", hl);
+  /* an undated page of a dated template: the posterior judges it */
+  revisit_informed(x, "/a/new4244.html", hl);
   assert_true(has_annot(x, "wait:text/poisson/posterior"));
+  /* one of the undated template: its history samples, not the dated
+   * pages' ages (prior.h "Estimate") */
+  revisit_informed(x, "/a/4245.html", hl);
+  assert_false(has_annot(x, "wait:text/poisson/posterior"));
 }
 
 /* ---- revisit: pulled forward ------------------------------------------------------------ */
