@@ -364,6 +364,21 @@ int kr_est_lm(const kr_est_params_t *p, const kr_est_obs_t *o, size_t n,
  * KR_EINVAL for invalid arguments. */
 int kr_est_posterior(const kr_est_params_t *p, const kr_est_obs_t *o, size_t n,
                      double prior_rate, double tau2, double *lambda);
+/* The posterior mean of lambda under a discrete prior: g rates rate[j]
+ * >= 0 (changes/s; 0 is a page that never changes) with log-weights
+ * logw[j] (unnormalised; -inf: none), given n observations and, when
+ * ages is 1, their Last-Modified ages taken as exact: a changed interval
+ * with an age a in [0, t] has the likelihood lambda e^(-lambda a) (its
+ * last change a before the visit), without an age 1 - e^(-lambda t); an
+ * unchanged one e^(-lambda t). first_age >= 0 is the age of the version
+ * at the URI's first visit (with ages): the time back to its birth,
+ * lambda e^(-lambda a) too; < 0 unknown. The exact Bayes estimate when
+ * the prior is the population's rates (the simulator's `bayes`
+ * reference). O(g n). 0 with *lambda, or KR_EINVAL for invalid
+ * arguments or when no rate of the prior explains the observations. */
+int kr_est_posterior_discrete(const kr_est_obs_t *o, size_t n, int ages, double first_age,
+                              const double *rate, const double *logw, size_t g,
+                              double *lambda);
 /* The change-of-rate test above: the log-likelihood ratio of the best
  * split of o into two rates against one rate (at least 8 observations on
  * each side, 3 days after); *split the observations before it (0 and 0

@@ -59,6 +59,8 @@ static const char usage_text[] =
     "  --window-days D       the early period reported apart (3)\n"
     "  --policy LIST         fixed,multiplicative,poisson (all three); oracle:\n"
     "                        poisson's allocator fed the true rates (diagnostic);\n"
+    "                        bayes: fed the posterior means under the world's\n"
+    "                        true distribution of rates (diagnostic);\n"
     "                        published schedulers: lambdacrawl, binarylambdacrawl\n"
     "                        (Kolobov et al. 2019, Azar et al. 2018: one bandwidth\n"
     "                        for all hosts), lambdacrawl-polite (a budget per host\n"

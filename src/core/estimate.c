@@ -421,6 +421,46 @@ int kr_est_posterior(const kr_est_params_t *p, const kr_est_obs_t *o, size_t n,
   return 0;
 }
 
+int kr_est_posterior_discrete(const kr_est_obs_t *o, size_t n, int ages, double first_age,
+                              const double *rate, const double *logw, size_t g,
+                              double *lambda) {
+  if ((n && !o) || !rate || !logw || g == 0 || !lambda) return KR_EINVAL;
+  /* the likelihood is lambda^k e^(-lambda T) prod_c (1 - e^(-lambda t_c)):
+   * k the changes located by an age, T the time known free of change, c
+   * the changed intervals without a usable age */
+  double k = 0, total = 0;
+  for (size_t i = 0; i < n; i++) {
+    double t = o[i].t;
+    if (!(t > 0) || !isfinite(t)) return KR_EINVAL;
+    if (!o[i].changed) total += t;
+    else if (ages && o[i].age >= 0) k += 1, total += o[i].age < t ? o[i].age : t;
+  }
+  if (ages && first_age >= 0 && isfinite(first_age)) k += 1, total += first_age;
+  /* one pass, the sums rescaled whenever a larger log-posterior comes */
+  double best = -INFINITY, num = 0, den = 0;
+  for (size_t j = 0; j < g; j++) {
+    double l = rate[j];
+    if (!(l >= 0) || !isfinite(l)) return KR_EINVAL;
+    double v = logw[j];
+    if (!(v > -INFINITY)) continue;
+    if (k > 0) v += l > 0 ? k * log(l) : -INFINITY;
+    v -= l * total;
+    for (size_t i = 0; i < n && v > -INFINITY; i++)
+      if (o[i].changed && !(ages && o[i].age >= 0)) v += log(-expm1(-l * o[i].t));
+    if (!(v > -INFINITY) || isnan(v)) continue;
+    if (v > best) {
+      double f = exp(best - v);
+      num *= f, den *= f, best = v;
+    }
+    double wgt = exp(v - best);
+    num += wgt * l;
+    den += wgt;
+  }
+  if (!(den > 0)) return KR_EINVAL;
+  *lambda = num / den;
+  return 0;
+}
+
 /* ---- change of rate ------------------------------------------------------------ */
 
 #define SHIFT_GRID 16      /* rates tried per segment (log-spaced, refined) */

@@ -361,7 +361,8 @@ static int add_all(run_t *r) {
       s->ptype = kr_prior_type_key(ct, strlen(ct));
       s->ptmpl = kr_prior_key(t, tn);
     }
-    if (s->wait && (r->policy == KR_SIM_POISSON || r->policy == KR_SIM_ORACLE)) {
+    if (s->wait && (r->policy == KR_SIM_POISSON || r->policy == KR_SIM_ORACLE ||
+                    r->policy == KR_SIM_BAYES)) {
       kr_wait_params_t p;
       kr_wait_params_from_config(&p, s->wait);
       s->cls = (int8_t)kr_plan_host_class(&sh->alloc, p.min_ms, p.max_ms);
@@ -577,6 +578,11 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
     goto out;
   }
   kr_frontier_set_on_ready(r->f, kr__sim_on_ready, r);
+  if (policy == KR_SIM_BAYES) {
+    r->bayes_rate = kr_xmalloc(BAYES_CELLS * sizeof *r->bayes_rate);
+    r->bayes_logw = kr_xmalloc(BAYES_CELLS * sizeof *r->bayes_logw);
+    r->bayes_g = kr__sim_world_prior(w, o->duration_ms, r->bayes_rate, r->bayes_logw, BAYES_CELLS);
+  }
   rc = add_all(r);
   if (!rc) rc = kr__sim_signals_start(r);
   if (!rc) rc = kr__sim_baseline_init(r);
@@ -654,6 +660,8 @@ out:
   }
   kr_timers_close(&r->timers, NULL);
   kr__sim_baseline_free(r);
+  free(r->bayes_rate);
+  free(r->bayes_logw);
   if (!o->keep_state && dir[0]) remove_state(dir);
   free(dir);
   for (size_t i = 0; i < r->nfetch_objs; i++) free(r->all_fetches[i]);
@@ -728,7 +736,7 @@ int64_t kr_sim_fixed_interval(const kr_sim_result_t *ref, uint64_t uris, int64_t
 
 static const char *const policy_names[KR_SIM_POLICIES] = {
     "fixed", "multiplicative", "poisson", "oracle", "lambdacrawl", "binarylambdacrawl",
-    "lambdacrawl-polite", "nutch", "stormcrawler"};
+    "lambdacrawl-polite", "nutch", "stormcrawler", "bayes"};
 
 const char *kr_sim_policy_name(kr_sim_policy_t p) {
   return (unsigned)p < KR_SIM_POLICIES ? policy_names[p] : "?";

@@ -154,6 +154,19 @@
  *                 clamps, but fed every URI's true change rate from the
  *                 start (wait = clamp(x / lambda)): what poisson would reach
  *                 with perfect estimates
+ * bayes           a diagnostic too: the same allocator fed, for each URI,
+ *                 the posterior mean of its rate given the history poisson
+ *                 keeps (its last 64 visits, the change of rate poisson
+ *                 finds left out as poisson leaves it out) under the
+ *                 world's true distribution of rates
+ *                 (kr__sim_world_prior: a synthetic world's mix; a
+ *                 shifting or cyclic world's mix too, scaled by the
+ *                 cycles' mean), with the Last-Modified ages, the first
+ *                 visit's included, taken as exact where the host's
+ *                 validators are correct (kr_est_posterior_discrete):
+ *                 the best a learner without signals can estimate. The
+ *                 gap oracle -> bayes is what no learner closes, bayes ->
+ *                 poisson what kria's estimates could still learn
  * lambdacrawl     Kolobov et al. (NeurIPS 2019): harmonic staleness
  *                 m ln(1 + D/r), rates r = (sqrt(D^2 + 4 m D/L) - D)/2
  *                 with one multiplier L for the whole run's bandwidth (the
@@ -305,8 +318,9 @@ typedef enum kr_sim_policy {
   KR_SIM_LAMBDACRAWL_POLITE = 6, /* per-host bandwidths too (Kolobov et al. SIGIR 2019) */
   KR_SIM_NUTCH = 7,              /* Nutch's AdaptiveFetchSchedule, defaults */
   KR_SIM_STORMCRAWLER = 8,       /* StormCrawler's AdaptiveScheduler, defaults */
+  KR_SIM_BAYES = 9,    /* diagnostic: poisson's allocator fed the Bayes estimates */
 } kr_sim_policy_t;
-#define KR_SIM_POLICIES 9
+#define KR_SIM_POLICIES 10
 
 typedef enum kr_sim_validators {
   KR_SIM_VAL_CORRECT = 0,

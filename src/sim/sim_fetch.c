@@ -800,7 +800,7 @@ static void finish_visit(run_t *r, visit_t *v) {
       s->lambda = l;
     }
   }
-  int64_t wait = kr__sim_next_wait(r, s, sh, c, v->st, now, age_s, v->lm != 0, hist, &hist_len);
+  int64_t wait = kr__sim_next_wait(r, v->u, s, sh, c, v->st, now, age_s, v->lm != 0, hist, &hist_len);
   s->last_wait = wait;
   s->visits++;
 

@@ -25,10 +25,44 @@ static void solve_plan(run_t *r, shost_t *sh) {
   kr_plan_host_maybe_solve(&sh->alloc, kr_sig_host_budget(&sh->sig, budget), r->o->solve_every);
 }
 
+/* The bayes reference's rate of u (sim.h): the posterior mean under the
+ * world's prior given h, the observations before a change of rate left
+ * out as kr_est_rate leaves them out (er: the counts; kr_est_rate's
+ * answer when the posterior has none). The ages count where the host's
+ * validators are correct; the first visit's only while it is in h and
+ * before any split, and below the year the simulator caps a version's
+ * age at (sim_world.c: kr__sim_poisson_start). */
+static double bayes_rate(const run_t *r, const wuri_t *u, const kr_vhist_t *h,
+                         kr_est_result_t *er) {
+  kr_est_obs_t o[KR_VHIST_MAX];
+  size_t n = kr_vhist_observations(h, o, KR_VHIST_MAX), split = 0;
+  if (r->ep.shift_llr > 0 && kr_est_shift(o, n, &split) <= r->ep.shift_llr) split = 0;
+  int ages = u->validators == KR_SIM_VAL_CORRECT;
+  double first = -1;
+  if (ages && split == 0 && h->n > 0 && h->v[0].interval_s == 0 && h->v[0].age_s >= 0 &&
+      h->v[0].age_s < KR__SIM_YEAR_MS / 1000)
+    first = (double)h->v[0].age_s;
+  er->observations = (unsigned)(n - split);
+  er->dropped = (unsigned)split;
+  er->method = KR_EST_POSTERIOR;
+  double lambda, mean;
+  if (kr_est_posterior_discrete(o + split, n - split, ages, first, r->bayes_rate, r->bayes_logw,
+                                r->bayes_g, &lambda) == 0)
+    return KR_MAX(lambda, 1e-12); /* 0: certainly a page that never changes */
+  /* no rate of the world explains them (a trace's page faster than the
+   * rest): kria's own estimate from the world's mean rate */
+  if (kr_est_posterior_discrete(NULL, 0, 0, -1, r->bayes_rate, r->bayes_logw, r->bayes_g,
+                                &mean) || !(mean > 0))
+    mean = 1e-5;
+  kr_est_rate(&r->ep, h, mean, er);
+  return er->lambda;
+}
+
 /* The next wait of a visit, by the run's policy. The visit history (the
  * URI's row, kr_vhist) gets this visit appended into hist/hist_len, which
  * the outcome hands back to the frontier to persist. */
-int64_t kr__sim_next_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t *c, kr_content_t st,
+int64_t kr__sim_next_wait(run_t *r, const wuri_t *u, suri_t *s, shost_t *sh, const kr_curi_t *c,
+                          kr_content_t st,
                           int64_t now, int64_t age_s, int has_lm, uint8_t *hist,
                           size_t *hist_len) {
   kr_vhist_visit_t v;
@@ -92,6 +126,17 @@ int64_t kr__sim_next_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t *c, 
       double want = KR_MAX(kr__sim_signal_true_rate(r, s), 1e-12) / k;
       if (s->cls >= 0 && want != s->lambda) kr_plan_host_update(&sh->alloc, s->cls, s->lambda, want);
       lambda = s->lambda = want;
+    }
+    double x = kr_plan_host_x_for(&sh->alloc, lambda);
+    return kr_wait_clamp(&p, (int64_t)KR_MIN(x / lambda * 1000.0, 9e18));
+  }
+  if (r->policy == KR_SIM_BAYES) {
+    solve_plan(r, sh);
+    kr_est_result_t er;
+    double lambda = bayes_rate(r, u, &h, &er);
+    if (s->cls >= 0 && (er.observations > 0 || r->o->sketch_prior)) {
+      kr_plan_host_update(&sh->alloc, s->cls, s->lambda, lambda);
+      s->lambda = lambda;
     }
     double x = kr_plan_host_x_for(&sh->alloc, lambda);
     return kr_wait_clamp(&p, (int64_t)KR_MIN(x / lambda * 1000.0, 9e18));

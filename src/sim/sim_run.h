@@ -29,6 +29,7 @@
                                     /* kr_timers_advance stops at 1,000,000 */
 #define ETAG_LEN 18                 /* "%016llx" quoted */
 #define ROW_CACHE_MAX (1u << 21)    /* rows kept in memory (~1 GB at most) */
+#define BAYES_CELLS 512             /* the bayes reference's prior: cells at most */
 
 
 /* Per run and URI: the ground truth as it unfolds, and the scoring. */
@@ -159,6 +160,9 @@ typedef struct run {
   size_t nsig;
   kr_sig_params_t sigp;
   struct kr__sim_bl *bl;     /* the published schedulers' state (sim_baseline.c) */
+  double *bayes_rate;        /* bayes: the world's prior (kr__sim_world_prior) */
+  double *bayes_logw;
+  size_t bayes_g;
   int err;
   char *errbuf;
   size_t errlen;
@@ -214,9 +218,10 @@ void kr__sim_signals_end(run_t *r);
 /* The true change rate of a page with signals (the oracle's). */
 double kr__sim_signal_true_rate(const run_t *r, const suri_t *s);
 
-/* sim_policy.c: the next wait of a visit by the run's policy; the visit
- * history gets this visit appended into hist/hist_len. */
-int64_t kr__sim_next_wait(run_t *r, suri_t *s, shost_t *sh, const kr_curi_t *c, kr_content_t st,
+/* sim_policy.c: the next wait of a visit of u by the run's policy; the
+ * visit history gets this visit appended into hist/hist_len. */
+int64_t kr__sim_next_wait(run_t *r, const wuri_t *u, suri_t *s, shost_t *sh, const kr_curi_t *c,
+                          kr_content_t st,
                           int64_t now, int64_t age_s, int has_lm, uint8_t *hist,
                           size_t *hist_len);
 

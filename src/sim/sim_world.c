@@ -193,6 +193,108 @@ size_t kr_sim_world_changes(const kr_sim_world_t *w, size_t i, int64_t duration_
   return n;
 }
 
+/* ---- the population's rates (the bayes reference's prior) ------------------- */
+
+#define PRIOR_STEP 0.05 /* cells over ln rate: finer than any posterior of
+                         * 64 visits is wide */
+
+/* P(ln rate <= u) of one mix component that changes. */
+static double mix_cdf(const kr_sim_mix_item_t *it, double u) {
+  if (it->wb_shape > 0) /* rate 1/P, P Weibull: P(P >= e^-u) */
+    return exp(-pow(exp(-u) / it->wb_scale_s, it->wb_shape));
+  double a = -log(it->hi_s), b = -log(it->lo_s);
+  if (!(b - a > 1e-12)) return u >= a ? 1.0 : 0.0;
+  return u <= a ? 0.0 : u >= b ? 1.0 : (u - a) / (b - a);
+}
+
+/* The range of ln rate where a component has all but 1e-12 of its mass,
+ * within the clamps of the periods. */
+static void mix_range(const kr_sim_mix_item_t *it, double *lo, double *hi) {
+  double umin = -log((double)MAX_PERIOD_MS / 1000.0), umax = -log((double)MIN_PERIOD_MS / 1000.0);
+  if (it->wb_shape > 0) {
+    double ls = log(it->wb_scale_s), q = -log(1e-12); /* (e^-u / s)^k = q or 1/q */
+    *lo = KR_MAX(umin, -ls - log(q) / it->wb_shape);
+    *hi = KR_MIN(umax, -ls + q / it->wb_shape);
+  } else {
+    *lo = -log(it->hi_s);
+    *hi = -log(it->lo_s);
+  }
+}
+
+size_t kr__sim_world_prior(const kr_sim_world_t *w, int64_t duration_ms, double *rate,
+                           double *logw, size_t max) {
+  double never = 0, lo = INFINITY, hi = -INFINITY;
+  size_t ncells = max - 1; /* one kept for never */
+  double *mass = kr_xcalloc(ncells, sizeof *mass);
+  double scale = w->mix.n ? cycle_mean(w, duration_ms) : 1.0;
+  if (w->mix.n) {
+    double wsum = 0;
+    for (unsigned c = 0; c < w->mix.n; c++) wsum += w->mix.item[c].weight;
+    for (unsigned c = 0; c < w->mix.n; c++) {
+      const kr_sim_mix_item_t *it = &w->mix.item[c];
+      if (it->never) {
+        never += it->weight / wsum;
+        continue;
+      }
+      double a, b;
+      mix_range(it, &a, &b);
+      lo = KR_MIN(lo, a), hi = KR_MAX(hi, b);
+    }
+  } else {
+    for (size_t i = 0; i < w->n; i++) {
+      double r = kr__sim_true_rate(w, &w->u[i], duration_ms, 0);
+      if (r > 0) lo = KR_MIN(lo, log(r)), hi = KR_MAX(hi, log(r));
+    }
+  }
+  size_t g = 0;
+  if (hi >= lo) {
+    double step = PRIOR_STEP;
+    if ((hi - lo) / step + 1 > (double)ncells) step = (hi - lo) / (double)(ncells - 1);
+    g = (size_t)floor((hi - lo) / step) + 1;
+    if (g > ncells) g = ncells;
+    for (size_t j = 0; j < g; j++) rate[j] = lo + step * (double)j; /* ln, for now */
+    if (w->mix.n) {
+      double wsum = 0;
+      for (unsigned c = 0; c < w->mix.n; c++) wsum += w->mix.item[c].weight;
+      for (unsigned c = 0; c < w->mix.n; c++) {
+        const kr_sim_mix_item_t *it = &w->mix.item[c];
+        if (it->never) continue;
+        /* cell j holds (u_j - step/2, u_j + step/2]; the end cells all below or above */
+        double prev = 0;
+        for (size_t j = 0; j < g; j++) {
+          double f = j + 1 == g ? 1.0 : mix_cdf(it, rate[j] + step / 2);
+          mass[j] += (f - prev) * it->weight / wsum;
+          prev = f;
+        }
+      }
+    } else {
+      for (size_t i = 0; i < w->n; i++) {
+        double r = kr__sim_true_rate(w, &w->u[i], duration_ms, 0);
+        if (!(r > 0)) {
+          never += 1;
+          continue;
+        }
+        size_t j = (size_t)floor((log(r) - lo) / step + 0.5);
+        mass[j < g ? j : g - 1] += 1;
+      }
+    }
+  } else if (!w->mix.n) {
+    never = 1; /* nothing changes */
+  }
+  size_t k = 0;
+  for (size_t j = 0; j < g; j++) {
+    if (!(mass[j] > 0)) continue;
+    rate[k] = exp(rate[j]) * scale;
+    logw[k++] = log(mass[j]);
+  }
+  if (never > 0 || k == 0) {
+    rate[k] = 0;
+    logw[k++] = never > 0 ? log(never) : 0.0;
+  }
+  free(mass);
+  return k;
+}
+
 /* Intern a content type; -1 when there are too many. */
 static int type_intern(kr_sim_world_t *w, const char *s, size_t n) {
   for (size_t i = 0; i < w->ntypes; i++)
@@ -635,6 +737,7 @@ int kr_sim_world_synthetic(const kr_sim_synth_t *s, kr_sim_world_t **out, char *
   for (unsigned i = 0; i < mix.n; i++) wsum += mix.item[i].weight;
 
   kr_sim_world_t *w = world_new(s->seed);
+  w->mix = mix;
   const char *ct = s->content_type && *s->content_type ? s->content_type : "text/html";
   int t = type_intern(w, ct, strlen(ct));
   (void)t;
