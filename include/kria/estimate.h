@@ -375,7 +375,8 @@ int kr_est_posterior(const kr_est_params_t *p, const kr_est_obs_t *o, size_t n,
  * lambda e^(-lambda a) too; < 0 unknown. The exact Bayes estimate when
  * the prior is the population's rates (the simulator's `bayes`
  * reference). O(g n). 0 with *lambda, or KR_EINVAL for invalid
- * arguments or when no rate of the prior explains the observations. */
+ * arguments, more than KR_VHIST_MAX changed intervals without an age,
+ * or when no rate of the prior explains the observations. */
 int kr_est_posterior_discrete(const kr_est_obs_t *o, size_t n, int ages, double first_age,
                               const double *rate, const double *logw, size_t g,
                               double *lambda);

@@ -428,12 +428,15 @@ int kr_est_posterior_discrete(const kr_est_obs_t *o, size_t n, int ages, double 
   /* the likelihood is lambda^k e^(-lambda T) prod_c (1 - e^(-lambda t_c)):
    * k the changes located by an age, T the time known free of change, c
    * the changed intervals without a usable age */
-  double k = 0, total = 0;
+  double k = 0, total = 0, tc[KR_VHIST_MAX];
+  size_t nc = 0;
   for (size_t i = 0; i < n; i++) {
     double t = o[i].t;
     if (!(t > 0) || !isfinite(t)) return KR_EINVAL;
     if (!o[i].changed) total += t;
     else if (ages && o[i].age >= 0) k += 1, total += o[i].age < t ? o[i].age : t;
+    else if (nc < KR_VHIST_MAX) tc[nc++] = t;
+    else return KR_EINVAL; /* more than a history holds */
   }
   if (ages && first_age >= 0 && isfinite(first_age)) k += 1, total += first_age;
   /* one pass, the sums rescaled whenever a larger log-posterior comes */
@@ -445,8 +448,7 @@ int kr_est_posterior_discrete(const kr_est_obs_t *o, size_t n, int ages, double 
     if (!(v > -INFINITY)) continue;
     if (k > 0) v += l > 0 ? k * log(l) : -INFINITY;
     v -= l * total;
-    for (size_t i = 0; i < n && v > -INFINITY; i++)
-      if (o[i].changed && !(ages && o[i].age >= 0)) v += log(-expm1(-l * o[i].t));
+    for (size_t i = 0; i < nc && v > -INFINITY; i++) v += log(-expm1(-l * tc[i]));
     if (!(v > -INFINITY) || isnan(v)) continue;
     if (v > best) {
       double f = exp(best - v);

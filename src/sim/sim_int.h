@@ -107,7 +107,7 @@ double kr__sim_true_rate(const kr_sim_world_t *w, const wuri_t *u, int64_t durat
 /* The distribution of the true rates (kr__sim_true_rate at the start)
  * of the world's URIs, as a discrete prior for the bayes reference
  * (sim.h): at most max rates (changes/s, 0 for never) and their
- * log-weights, on a grid over ln rate 0.05 wide (wider when max cells
+ * log-weights, on a grid over ln rate 0.1 wide (wider when max cells
  * do not cover the range). A synthetic world's from its mix (each cell
  * the mix's mass within it; a Weibull's clamped periods in the end
  * cells), scaled by the cycles' mean over duration_ms; a trace's from

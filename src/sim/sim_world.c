@@ -195,8 +195,9 @@ size_t kr_sim_world_changes(const kr_sim_world_t *w, size_t i, int64_t duration_
 
 /* ---- the population's rates (the bayes reference's prior) ------------------- */
 
-#define PRIOR_STEP 0.05 /* cells over ln rate: finer than any posterior of
-                         * 64 visits is wide */
+#define PRIOR_STEP 0.1 /* cells over ln rate: a posterior of 64 visits is
+                        * >= 0.12 wide, and sums over cells this fine
+                        * integrate such a bell to within 1e-9 */
 
 /* P(ln rate <= u) of one mix component that changes. */
 static double mix_cdf(const kr_sim_mix_item_t *it, double u) {
