@@ -581,7 +581,7 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
   if (policy == KR_SIM_BAYES) {
     r->bayes_rate = kr_xmalloc(BAYES_CELLS * sizeof *r->bayes_rate);
     r->bayes_logw = kr_xmalloc(BAYES_CELLS * sizeof *r->bayes_logw);
-    r->bayes_g = kr__sim_world_prior(w, o->duration_ms, r->bayes_rate, r->bayes_logw, BAYES_CELLS);
+    r->bayes_g = kr_sim_world_prior(w, o->duration_ms, r->bayes_rate, r->bayes_logw, BAYES_CELLS);
   }
   rc = add_all(r);
   if (!rc) rc = kr__sim_signals_start(r);

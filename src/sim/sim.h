@@ -159,7 +159,7 @@
  *                 keeps (its last 64 visits, the change of rate poisson
  *                 finds left out as poisson leaves it out) under the
  *                 world's true distribution of rates
- *                 (kr__sim_world_prior: a synthetic world's mix; a
+ *                 (kr_sim_world_prior: a synthetic world's mix; a
  *                 shifting or cyclic world's mix too, scaled by the
  *                 cycles' mean), with the Last-Modified ages, the first
  *                 visit's included, taken as exact where the host's
@@ -523,6 +523,17 @@ typedef struct kr_sim_sigstats {
   uint64_t hosts_pulling; /* at the end, hosts whose signals pull */
   uint64_t hosts_stretching; /* ... and stretch */
 } kr_sim_sigstats_t;
+
+/* The distribution of the true rates (kr_sim_world_true_rate at the start)
+ * of the world's URIs, as a discrete prior for the bayes reference
+ * ("Policies"): at most max rates (changes/s, 0 for never) and their
+ * log-weights, on a grid over ln rate 0.1 wide (wider when max cells
+ * do not cover the range). A synthetic world's from its mix (each cell
+ * the mix's mass within it; a Weibull's clamped periods in the end
+ * cells), scaled by the cycles' mean over duration_ms; a trace's from
+ * its URIs' rates. max >= 2. Returns the number written (>= 1). */
+size_t kr_sim_world_prior(const kr_sim_world_t *w, int64_t duration_ms, double *rate,
+                          double *logw, size_t max);
 
 /* The true rate of URI i (changes/s; see "Synthetic worlds"): in force
  * at offset at_ms, times the mean cycle factor over [0, duration_ms). */

@@ -104,17 +104,6 @@ uint64_t kr__sim_stream(const kr_sim_world_t *w, const wuri_t *u);
  * factor over the run; a list of change times counts as its mean rate. */
 double kr__sim_true_rate(const kr_sim_world_t *w, const wuri_t *u, int64_t duration_ms, int64_t at);
 
-/* The distribution of the true rates (kr__sim_true_rate at the start)
- * of the world's URIs, as a discrete prior for the bayes reference
- * (sim.h): at most max rates (changes/s, 0 for never) and their
- * log-weights, on a grid over ln rate 0.1 wide (wider when max cells
- * do not cover the range). A synthetic world's from its mix (each cell
- * the mix's mass within it; a Weibull's clamped periods in the end
- * cells), scaled by the cycles' mean over duration_ms; a trace's from
- * its URIs' rates. max >= 2. Returns the number written (>= 1). */
-size_t kr__sim_world_prior(const kr_sim_world_t *w, int64_t duration_ms, double *rate,
-                           double *logw, size_t max);
-
 /* The URI with fingerprint fp, or -1. */
 int64_t kr__sim_world_find(const kr_sim_world_t *w, uint64_t fp);
 /* Its URL (NUL-terminated, owned by the world). */

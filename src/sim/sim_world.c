@@ -222,8 +222,8 @@ static void mix_range(const kr_sim_mix_item_t *it, double *lo, double *hi) {
   }
 }
 
-size_t kr__sim_world_prior(const kr_sim_world_t *w, int64_t duration_ms, double *rate,
-                           double *logw, size_t max) {
+size_t kr_sim_world_prior(const kr_sim_world_t *w, int64_t duration_ms, double *rate,
+                          double *logw, size_t max) {
   double never = 0, lo = INFINITY, hi = -INFINITY;
   size_t ncells = max - 1; /* one kept for never */
   double *mass = kr_xcalloc(ncells, sizeof *mass);

@@ -569,6 +569,63 @@ static double posterior_reference(const kr_est_obs_t *o, size_t n, double prior,
  * visits a rate far below the uninformed prior's (one pseudo-change per
  * mean interval at the evaluator's fast lambda0: waits that only
  * double). */
+/* The posterior mean under a discrete prior against its closed form: a
+ * prior of three rates (one a page that never changes) and a hand-made
+ * history, without ages and with them. */
+static void posterior_discrete(void **state) {
+  (void)state;
+  const double a = 1e-4, b = 1e-3;
+  const double rate[3] = {a, b, 0};
+  const double logw[3] = {log(0.5), log(0.3), log(0.2)};
+  double lam;
+  /* no observation: the prior's mean */
+  assert_int_equal(kr_est_posterior_discrete(NULL, 0, 0, -1, rate, logw, 3, &lam), 0);
+  assert_true(fabs(lam - (0.5 * a + 0.3 * b)) < 1e-15);
+  /* unchanged over 1000 s, then changed within 2000 s (no age): the
+   * likelihood e^(-1000 l) (1 - e^(-2000 l)), nothing for never */
+  kr_est_obs_t o[2] = {{1000, 0, -1}, {2000, 1, -1}};
+  double la = exp(-1000 * a) * (1 - exp(-2000 * a)), lb = exp(-1000 * b) * (1 - exp(-2000 * b));
+  double want = (0.5 * la * a + 0.3 * lb * b) / (0.5 * la + 0.3 * lb);
+  assert_int_equal(kr_est_posterior_discrete(o, 2, 0, -1, rate, logw, 3, &lam), 0);
+  assert_true(fabs(lam / want - 1) < 1e-12);
+  /* the same history unchanged twice: never is the likeliest */
+  kr_est_obs_t u[2] = {{1000, 0, -1}, {2000, 0, -1}};
+  want = (0.5 * exp(-3000 * a) * a + 0.3 * exp(-3000 * b) * b) /
+         (0.5 * exp(-3000 * a) + 0.3 * exp(-3000 * b) + 0.2);
+  assert_int_equal(kr_est_posterior_discrete(u, 2, 0, -1, rate, logw, 3, &lam), 0);
+  assert_true(fabs(lam / want - 1) < 1e-12);
+  /* with ages: the change 500 s before the visit and the version seen at
+   * the first visit 3000 s old: l^2 e^(-l (1000 + 500 + 3000)); without
+   * ages believed the age changes nothing */
+  o[1].age = 500;
+  la = a * a * exp(-4500 * a), lb = b * b * exp(-4500 * b);
+  want = (0.5 * la * a + 0.3 * lb * b) / (0.5 * la + 0.3 * lb);
+  assert_int_equal(kr_est_posterior_discrete(o, 2, 1, 3000, rate, logw, 3, &lam), 0);
+  assert_true(fabs(lam / want - 1) < 1e-12);
+  double plain;
+  assert_int_equal(kr_est_posterior_discrete(o, 2, 0, 3000, rate, logw, 3, &plain), 0);
+  la = exp(-1000 * a) * (1 - exp(-2000 * a)), lb = exp(-1000 * b) * (1 - exp(-2000 * b));
+  assert_true(fabs(plain / ((0.5 * la * a + 0.3 * lb * b) / (0.5 * la + 0.3 * lb)) - 1) < 1e-12);
+  /* an age longer than its interval counts as the interval */
+  o[1].age = 9000;
+  la = a * exp(-3000 * a), lb = b * exp(-3000 * b);
+  want = (0.5 * la * a + 0.3 * lb * b) / (0.5 * la + 0.3 * lb);
+  assert_int_equal(kr_est_posterior_discrete(o, 2, 1, -1, rate, logw, 3, &lam), 0);
+  assert_true(fabs(lam / want - 1) < 1e-12);
+  /* huge exposures do not underflow the sums: the slower rate wins */
+  kr_est_obs_t far[1] = {{1e7, 0, -1}};
+  assert_int_equal(kr_est_posterior_discrete(far, 1, 0, -1, rate, logw, 2, &lam), 0);
+  assert_true(fabs(lam - a) < 1e-12 * a);
+  /* nothing in the prior explains a change; bad arguments */
+  const double only0[1] = {0}, w0[1] = {0};
+  assert_int_equal(kr_est_posterior_discrete(o, 2, 0, -1, only0, w0, 1, &lam), KR_EINVAL);
+  assert_int_equal(kr_est_posterior_discrete(o, 2, 0, -1, rate, logw, 0, &lam), KR_EINVAL);
+  kr_est_obs_t bad[1] = {{0, 1, -1}};
+  assert_int_equal(kr_est_posterior_discrete(bad, 1, 0, -1, rate, logw, 3, &lam), KR_EINVAL);
+  const double neg[1] = {-1};
+  assert_int_equal(kr_est_posterior_discrete(NULL, 0, 0, -1, neg, w0, 1, &lam), KR_EINVAL);
+}
+
 static void posterior_estimator(void **state) {
   (void)state;
   kr_est_params_t ep;
@@ -1615,7 +1672,7 @@ int main(void) {
       cmocka_unit_test(ml_matches_bias_reduced), cmocka_unit_test(ml_irregular),
       cmocka_unit_test(ml_edges),           cmocka_unit_test(lm_estimator),
       cmocka_unit_test(lm_small_n),         cmocka_unit_test(rate_and_prior),
-      cmocka_unit_test(posterior_estimator),
+      cmocka_unit_test(posterior_estimator), cmocka_unit_test(posterior_discrete),
       cmocka_unit_test(shift_detected),     cmocka_unit_test(shift_stationary),
       cmocka_unit_test(shift_cyclic),
       cmocka_unit_test(prior_fades),        cmocka_unit_test(h_function),

@@ -686,6 +686,68 @@ static kr_sim_world_t *synth(const kr_sim_synth_t *s) {
   return w;
 }
 
+/* The mean and total weight of a world's prior (kr_sim_world_prior). */
+static double prior_mean(const kr_sim_world_t *w, int64_t dur, size_t *g, double *total,
+                         double *zero) {
+  double rate[512], logw[512], num = 0, den = 0;
+  *g = kr_sim_world_prior(w, dur, rate, logw, 512);
+  *zero = 0;
+  for (size_t j = 0; j < *g; j++) {
+    num += rate[j] * exp(logw[j]);
+    den += exp(logw[j]);
+    if (rate[j] == 0) *zero += exp(logw[j]);
+  }
+  *total = den;
+  return num / den;
+}
+
+/* The bayes reference's prior is the world's mix: its mean rate against
+ * the closed forms, and a run of the reference repeats exactly. */
+static void bayes_reference(void **state) {
+  (void)state;
+  kr_sim_synth_t s;
+  kr_sim_synth_default(&s);
+  s.urls = 200;
+  s.hosts = 2;
+  char err[256];
+  size_t g;
+  double total, zero;
+  /* log-uniform periods 1h..30d: E[1/P] = (1/1h - 1/30d) / ln 720 */
+  assert_int_equal(kr_sim_mix_parse("1h..30d", &s.mix, err, sizeof err), 0);
+  kr_sim_world_t *w = synth(&s);
+  double want = (1.0 / 3600 - 1.0 / (30 * 86400.0)) / log(720.0);
+  assert_true(fabs(prior_mean(w, 30 * D, &g, &total, &zero) / want - 1) < 0.01);
+  assert_true(fabs(total - 1) < 1e-9 && zero == 0 && g > 60 && g < 70);
+  kr_sim_world_free(w);
+  /* Weibull periods of shape 2, scale 1d: E[1/P] = Gamma(1/2) / 1d */
+  assert_int_equal(kr_sim_mix_parse("weibull:2:1d", &s.mix, err, sizeof err), 0);
+  w = synth(&s);
+  want = sqrt(M_PI) / 86400.0;
+  assert_true(fabs(prior_mean(w, 30 * D, &g, &total, &zero) / want - 1) < 0.01);
+  assert_true(fabs(total - 1) < 1e-9 && zero == 0);
+  kr_sim_world_free(w);
+  /* one period and never: two atoms */
+  assert_int_equal(kr_sim_mix_parse("1:never,3:2h", &s.mix, err, sizeof err), 0);
+  w = synth(&s);
+  assert_true(fabs(prior_mean(w, 30 * D, &g, &total, &zero) - 0.75 / 7200) < 1e-12);
+  assert_int_equal(g, 2);
+  assert_true(fabs(zero - 0.25) < 1e-12);
+  /* deterministic, and it learns: most of its versions captured */
+  kr_sim_opts_t o;
+  kr_sim_opts_default(&o);
+  o.duration_ms = 4 * D;
+  o.window_ms = D;
+  kr_sim_result_t a, b;
+  run(w, &o, KR_SIM_BAYES, &a, NULL);
+  run(w, &o, KR_SIM_BAYES, &b, NULL);
+  assert_memory_equal(&a.all, &b.all, sizeof a.all);
+  assert_memory_equal(&a.early, &b.early, sizeof a.early);
+  assert_int_equal(a.uris_visited, 200);
+  assert_true(a.all.captured > a.all.versions / 2);
+  assert_string_equal(kr_sim_policy_name(KR_SIM_BAYES), "bayes");
+  kr_sim_world_free(w);
+}
+
 static int cmp_dbl(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -2071,6 +2133,7 @@ int main(void) {
       cmocka_unit_test(mix_parse),
       cmocka_unit_test(synthetic),
       cmocka_unit_test(deterministic),
+      cmocka_unit_test(bayes_reference),
       cmocka_unit_test(never_changes_max_wait),
       cmocka_unit_test(nutch_stormcrawler_schedules),
       cmocka_unit_test(lambdacrawl_politeness),
