@@ -289,6 +289,8 @@ static int add_all(run_t *r) {
   const kr_sim_world_t *w = r->w;
   uint64_t now = kr_clock_now_ms(&r->clock);
   uint64_t dseed = kr__sim_mix64(r->o->seed ^ UINT64_C(0x6b726961));
+  if (r->policy == KR_SIM_BAYES)
+    r->bayes_g = kr_sim_world_prior(w, r->end - r->t0, r->bayes_rate, r->bayes_logw, BAYES_CELLS);
   for (size_t i = 0; i < w->n; i++) {
     if (!in_shard(r, i)) continue;
     suri_t *s = suri(r, i);
@@ -578,11 +580,6 @@ int kr_sim_run_ex(const kr_sim_world_t *w, const kr_sim_opts_t *o, kr_sim_policy
     goto out;
   }
   kr_frontier_set_on_ready(r->f, kr__sim_on_ready, r);
-  if (policy == KR_SIM_BAYES) {
-    r->bayes_rate = kr_xmalloc(BAYES_CELLS * sizeof *r->bayes_rate);
-    r->bayes_logw = kr_xmalloc(BAYES_CELLS * sizeof *r->bayes_logw);
-    r->bayes_g = kr_sim_world_prior(w, o->duration_ms, r->bayes_rate, r->bayes_logw, BAYES_CELLS);
-  }
   rc = add_all(r);
   if (!rc) rc = kr__sim_signals_start(r);
   if (!rc) rc = kr__sim_baseline_init(r);
@@ -660,8 +657,6 @@ out:
   }
   kr_timers_close(&r->timers, NULL);
   kr__sim_baseline_free(r);
-  free(r->bayes_rate);
-  free(r->bayes_logw);
   if (!o->keep_state && dir[0]) remove_state(dir);
   free(dir);
   for (size_t i = 0; i < r->nfetch_objs; i++) free(r->all_fetches[i]);

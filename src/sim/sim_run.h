@@ -160,8 +160,8 @@ typedef struct run {
   size_t nsig;
   kr_sig_params_t sigp;
   struct kr__sim_bl *bl;     /* the published schedulers' state (sim_baseline.c) */
-  double *bayes_rate;        /* bayes: the world's prior (kr_sim_world_prior) */
-  double *bayes_logw;
+  double bayes_rate[BAYES_CELLS]; /* bayes: the world's prior (kr_sim_world_prior) */
+  double bayes_logw[BAYES_CELLS];
   size_t bayes_g;
   int err;
   char *errbuf;
