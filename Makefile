@@ -211,6 +211,12 @@ bench-sha1: $(B)/bench/sha1_bench
 $(B)/bench/sha1_bench: $(B)/bench/sha1/sha1_bench.o $(B)/libkria.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $< $(B)/libkria.a $(LIBS)
 
+# bench/estimate: CPU time of one change-rate estimate at 64 observations.
+.PHONY: bench-estimate
+bench-estimate: $(B)/bench/estimate_bench
+$(B)/bench/estimate_bench: $(B)/bench/estimate/estimate_bench.o $(B)/libkria-core.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $< $(B)/libkria-core.a -lm
+
 # ---- install ----------------------------------------------------------------
 # make install [PREFIX=/usr/local] [DESTDIR=] puts
 #   $(BINDIR)/kria                          the binary (built first, in $(B))
