@@ -105,8 +105,10 @@
  *               few days forgets its old rate within days anyway. The
  *               stored history is kept whole: the split is found again at
  *               every estimate (a false one goes as evidence comes), and
- *               the crawler and the simulator find the same one. ~5 us a
- *               decision at 64 visits (the ML alone ~1 us). `kria
+ *               the crawler and the simulator find the same one. The
+ *               search takes ~4 us at 64 observations (bench/estimate:
+ *               most grid points by a short series, not libm; ~8 us
+ *               with libm at every point), the ML after it ~3 us. `kria
  *               simulate` (bench/RESULTS.md "A change of rate", 10 seeds):
  *               the shifting world 0.943 -> 0.952 of the oracle over 30
  *               days, the stationary ones within +-0.0001; without the

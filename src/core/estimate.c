@@ -469,6 +469,74 @@ int kr_est_posterior_discrete(const kr_est_obs_t *o, size_t n, int ages, double 
 #define SHIFT_MIN_OBS 8    /* observations on each side of a split */
 #define SHIFT_MIN_SPAN_S (3 * 86400.0) /* time after it */
 
+/* A changed interval's log-likelihood ln(1 - e^(-x)), x = lam t, at the
+ * grid's rates lam[0..g_n) into row[] (row[g] = prev[g] + it), with few
+ * libm calls: the grid spans 160 x total / tmin, so most of a point's
+ * x are far from 1, where the function is a short series. Up to 1: ln x
+ * - x/2 + sum B_2k x^2k / (2k (2k)!) (B the Bernoulli numbers), ln x =
+ * ln lam + ln t without a call, to x^6 up to 2^-6, x^10 up to 1/4 and
+ * x^20 up to 1 (each next term under 1e-17). From 4: ln(1 - e) with e =
+ * e^(-x) <= 0.0183 as -(e + e^2/2 + ... + e^9/9) (the next term under
+ * 1e-18), one exp. Between: ln(1 - e^(-x)), e^(-x) >= 0.0183 so the
+ * subtraction loses nothing. From 36 on, the plain ln(-expm1(-x)),
+ * exactly 0 from 37.43 (40 here): a segment whose every change is far
+ * above the grid ties at 0 on its top points, and the parabola through
+ * a tie must see the same tie. x rises with g, so each form is one run
+ * of g (no branch per point). Within 2e-16 of ln(-expm1(-x)) at every
+ * point; test_estimate's shift_same_answers holds the search to the
+ * plain one. */
+static void changed_row(const double *lam, const double *lnlam, int g_n, double t,
+                        const double *prev, double *row) {
+  double lnt = log(t);
+  int g = 0;
+  for (; g < g_n && lam[g] * t <= 0x1p-6; g++) {
+    double x = lam[g] * t, y = x * x;
+    double p = 5.5114638447971785e-06;
+    p = p * y - 3.4722222222222224e-04;
+    p = p * y + 4.1666666666666664e-02;
+    row[g] = prev[g] + ((lnlam[g] + lnt) - 0.5 * x + p * y);
+  }
+  for (; g < g_n && lam[g] * t <= 0.25; g++) {
+    double x = lam[g] * t, y = x * x;
+    double p = 2.08767569878681e-09;
+    p = p * y - 1.033399470899471e-07;
+    p = p * y + 5.5114638447971785e-06;
+    p = p * y - 3.4722222222222224e-04;
+    p = p * y + 4.1666666666666664e-02;
+    row[g] = prev[g] + ((lnlam[g] + lnt) - 0.5 * x + p * y);
+  }
+  for (; g < g_n && lam[g] * t <= 1.0; g++) {
+    double x = lam[g] * t, y = x * x;
+    double p = -1.087434349279031e-17;
+    p = p * y + 4.770034475709914e-16;
+    p = p * y - 2.1185501852016142e-14;
+    p = p * y + 9.55895466477477e-13;
+    p = p * y - 4.403491782239578e-11;
+    p = p * y + 2.08767569878681e-09;
+    p = p * y - 1.033399470899471e-07;
+    p = p * y + 5.5114638447971785e-06;
+    p = p * y - 3.4722222222222224e-04;
+    p = p * y + 4.1666666666666664e-02;
+    row[g] = prev[g] + ((lnlam[g] + lnt) - 0.5 * x + p * y);
+  }
+  for (; g < g_n && lam[g] * t < 4.0; g++) row[g] = prev[g] + log(1.0 - exp(-lam[g] * t));
+  for (; g < g_n && lam[g] * t < 36.0; g++) {
+    double e = exp(-lam[g] * t);
+    double p = 1.0 / 9;
+    p = p * e + 1.0 / 8;
+    p = p * e + 1.0 / 7;
+    p = p * e + 1.0 / 6;
+    p = p * e + 1.0 / 5;
+    p = p * e + 1.0 / 4;
+    p = p * e + 1.0 / 3;
+    p = p * e + 1.0 / 2;
+    p = p * e + 1.0;
+    row[g] = prev[g] - e * p;
+  }
+  for (; g < g_n && lam[g] * t < 40.0; g++) row[g] = prev[g] + log(-expm1(-lam[g] * t));
+  for (; g < g_n; g++) row[g] = prev[g];
+}
+
 /* The largest value of a log-likelihood sampled on an even grid: the
  * best point, refined by the parabola through it and its neighbours
  * (the log-likelihood is smooth and concave in ln lambda). */
@@ -499,16 +567,22 @@ double kr_est_shift(const kr_est_obs_t *o, size_t n, size_t *split) {
    * shortest interval expects 8: a segment all unchanged or all changed
    * reaches its supremum at the grid's edge within 0.05 nats */
   double ulo = log(0.05 / total), uhi = log(8.0 / tmin);
-  double step = (uhi - ulo) / (SHIFT_GRID - 1), lam[SHIFT_GRID];
-  for (int g = 0; g < SHIFT_GRID; g++) lam[g] = exp(ulo + step * g);
+  double step = (uhi - ulo) / (SHIFT_GRID - 1), lam[SHIFT_GRID], lnlam[SHIFT_GRID];
+  for (int g = 0; g < SHIFT_GRID; g++) {
+    lnlam[g] = ulo + step * g;
+    lam[g] = exp(lnlam[g]);
+  }
   /* cum[i][g]: log-likelihood of the first i observations at lam[g] */
   double cum[KR_VHIST_MAX + 1][SHIFT_GRID];
   for (int g = 0; g < SHIFT_GRID; g++) cum[0][g] = 0;
-  for (size_t i = 0; i < n; i++)
-    for (int g = 0; g < SHIFT_GRID; g++) {
-      double x = lam[g] * o[i].t;
-      cum[i + 1][g] = cum[i][g] + (o[i].changed ? log(-expm1(-x)) : -x);
+  for (size_t i = 0; i < n; i++) {
+    double t = o[i].t;
+    if (!o[i].changed) {
+      for (int g = 0; g < SHIFT_GRID; g++) cum[i + 1][g] = cum[i][g] - lam[g] * t;
+      continue;
     }
+    changed_row(lam, lnlam, SHIFT_GRID, t, cum[i], cum[i + 1]);
+  }
   double whole = grid_max(cum[n], SHIFT_GRID), best = 0, after_t = 0;
   for (size_t k = n - 1; k >= SHIFT_MIN_OBS; k--) {
     after_t += o[k].t; /* the time of observations k..n-1 */

@@ -848,6 +848,110 @@ static void shift_cyclic(void **state) {
   assert_true(fired <= 2);
 }
 
+/* The split search as it was first written, kept as the reference: every
+ * observation's log-likelihood at each of the 16 grid rates by libm
+ * (changed ln(-expm1(-lam t)), unchanged -lam t), each side's best by
+ * the parabola through the grid's best point. */
+static double ref_grid_max(const double *v, int g) {
+  int j = 0;
+  for (int i = 1; i < g; i++)
+    if (v[i] > v[j]) j = i;
+  if (j == 0 || j == g - 1) return v[j];
+  double a = v[j - 1], b = v[j], c = v[j + 1], d = a - 2 * b + c;
+  if (!(d < 0)) return b;
+  return b - (a - c) * (a - c) / (8 * d);
+}
+
+static double ref_shift(const kr_est_obs_t *o, size_t n, size_t *split) {
+  enum { G = 16, MIN_OBS = 8 };
+  const double span = 3 * 86400.0;
+  *split = 0;
+  if (n > KR_VHIST_MAX) n = KR_VHIST_MAX;
+  if (!o || n < 2 * MIN_OBS) return 0.0;
+  double total = 0, tmin = INFINITY;
+  for (size_t i = 0; i < n; i++) {
+    if (!(o[i].t > 0) || !isfinite(o[i].t)) return 0.0;
+    total += o[i].t;
+    if (o[i].t < tmin) tmin = o[i].t;
+  }
+  double first = 0;
+  for (size_t i = 0; i < MIN_OBS; i++) first += o[i].t;
+  if (total - first < span) return 0.0;
+  double ulo = log(0.05 / total), uhi = log(8.0 / tmin);
+  double step = (uhi - ulo) / (G - 1), lam[G];
+  for (int g = 0; g < G; g++) lam[g] = exp(ulo + step * g);
+  static double cum[KR_VHIST_MAX + 1][G];
+  for (int g = 0; g < G; g++) cum[0][g] = 0;
+  for (size_t i = 0; i < n; i++)
+    for (int g = 0; g < G; g++) {
+      double x = lam[g] * o[i].t;
+      cum[i + 1][g] = cum[i][g] + (o[i].changed ? log(-expm1(-x)) : -x);
+    }
+  double whole = ref_grid_max(cum[n], G), best = 0, after_t = 0;
+  for (size_t k = n - 1; k >= MIN_OBS; k--) {
+    after_t += o[k].t;
+    if (n - k < MIN_OBS || after_t < span) continue;
+    double after[G];
+    for (int g = 0; g < G; g++) after[g] = cum[n][g] - cum[k][g];
+    double llr = ref_grid_max(cum[k], G) + ref_grid_max(after, G) - whole;
+    if (llr > best) best = llr, *split = k;
+  }
+  return best;
+}
+
+/* kr_est_shift computes the likelihood without a libm call at most of
+ * its points (estimate.c changed_row): the same split and ratio as the
+ * plain search on thousands of histories of every shape it meets. Seconds
+ * whole or not; regular or wildly irregular intervals (a few very short
+ * ones put most of the grid far above the long ones' rates, where the
+ * changes' terms are 0 exactly); rates held, shifted either way, or
+ * changing at every visit for a stretch. */
+static void shift_same_answers(void **state) {
+  (void)state;
+  const double day = 86400;
+  int cases = 0, fired = 0, splits = 0, noise = 0;
+  double worst = 0;
+  for (int k = 0; k < 4000; k++) {
+    seed(90000 + (uint64_t)k);
+    double lam = exp(log(1 / (60 * day)) + unif() * log(60 * 96.0)); /* 2 months .. 15 min */
+    double per_visit = exp(log(0.05) + unif() * log(200.0));          /* 0.05 .. 10 */
+    double mean = per_visit / lam, jitter = k % 4 == 0 ? 0.0 : k % 4 == 1 ? 0.5 : 0.95;
+    int whole_s = k % 2, shift_at = k % 3 ? (int)(8 + unif() * 48) : -1;
+    double lam2 = exp(log(lam) + (unif() - 0.5) * 8); /* up to e^4 either way */
+    kr_est_obs_t o[KR_VHIST_MAX];
+    double now = 0, next = expo(lam);
+    for (int i = 0; i < KR_VHIST_MAX; i++) {
+      if (i == shift_at) lam = lam2, next = now + expo(lam);
+      double dt = mean * (1 - jitter + 2 * jitter * unif());
+      if (k % 7 == 3 && unif() < 0.1) dt *= 1e-3; /* a few very short ones */
+      if (whole_s) dt = ceil(dt);
+      int changed = 0;
+      while (next <= now + dt) changed = 1, next += expo(lam);
+      if (k % 11 == 5 && i >= 20 && i < 40) changed = 1; /* a stretch all changed */
+      now += dt;
+      o[i] = (kr_est_obs_t){dt, changed, -1};
+    }
+    size_t n = 16 + (size_t)(unif() * (KR_VHIST_MAX - 16 + 1)); /* 16 .. 64 */
+    if (n > KR_VHIST_MAX) n = KR_VHIST_MAX;
+    size_t s_ref, s_new;
+    double l_ref = ref_shift(o, n, &s_ref), l_new = kr_est_shift(o, n, &s_new);
+    /* a ratio of rounding noise (a history all unchanged or all changed:
+     * every split explains it as well) names no split */
+    if (l_ref > 1e-9) assert_int_equal(s_new, s_ref);
+    else noise += l_ref > 0;
+    double d = fabs(l_new - l_ref);
+    if (d > worst) worst = d;
+    assert_true(d <= 1e-9);
+    cases += l_ref > 0;
+    fired += l_ref > 12;
+    splits += s_ref > 0;
+  }
+  print_message("# split search against the plain one: %d of 4000 searched, %d split, %d above 12 "
+                "nats, %d only by rounding noise; largest difference %.1e\n",
+                cases, splits, fired, noise, worst);
+  assert_true(cases > 2000 && fired > 100); /* the histories exercise it */
+}
+
 static void rate_and_prior(void **state) {
   (void)state;
   kr_est_params_t ep;
@@ -1674,7 +1778,7 @@ int main(void) {
       cmocka_unit_test(lm_small_n),         cmocka_unit_test(rate_and_prior),
       cmocka_unit_test(posterior_estimator), cmocka_unit_test(posterior_discrete),
       cmocka_unit_test(shift_detected),     cmocka_unit_test(shift_stationary),
-      cmocka_unit_test(shift_cyclic),
+      cmocka_unit_test(shift_cyclic),       cmocka_unit_test(shift_same_answers),
       cmocka_unit_test(prior_fades),        cmocka_unit_test(h_function),
       cmocka_unit_test(versions_optimum),   cmocka_unit_test(freshness_shape),
       cmocka_unit_test(solve_edges),        cmocka_unit_test(host_sketch),
