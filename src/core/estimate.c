@@ -595,6 +595,37 @@ double kr_est_shift(const kr_est_obs_t *o, size_t n, size_t *split) {
   return best;
 }
 
+#define SHIFT_LM_BEFORE 2 /* observations before a split, with the ages */
+#define SHIFT_LM_AFTER 1  /* and after it (3 days after it still) */
+
+/* sup over lam of x ln lam - lam T: x ln(x / T) - x; 0 without a change */
+static double lm_sup(double x, double T) { return x > 0 ? x * log(x / T) - x : 0.0; }
+
+double kr_est_shift_lm(const kr_est_params_t *p, const kr_est_obs_t *o, size_t n, size_t *split) {
+  *split = 0;
+  if (n > KR_VHIST_MAX) n = KR_VHIST_MAX;
+  double x, total, all;
+  if (!p || !o || n < SHIFT_LM_BEFORE + SHIFT_LM_AFTER || lm_sums(p, o, n, &x, &total, &all))
+    return -1.0;
+  /* the sufficient statistics of the first i observations: changes and
+   * the time known free of change (the ages, as lm_sums counts it) */
+  double X[KR_VHIST_MAX + 1], T[KR_VHIST_MAX + 1];
+  X[0] = T[0] = 0;
+  for (size_t i = 0; i < n; i++) {
+    double t = o[i].t, a = o[i].age;
+    X[i + 1] = X[i] + (o[i].changed ? 1.0 : 0.0);
+    T[i + 1] = T[i] + (o[i].changed && a < t ? a : t);
+  }
+  double whole = lm_sup(X[n], T[n]), best = 0, after_t = 0;
+  for (size_t k = n - 1; k >= SHIFT_LM_BEFORE; k--) {
+    after_t += o[k].t;
+    if (n - k < SHIFT_LM_AFTER || after_t < SHIFT_MIN_SPAN_S) continue;
+    double llr = lm_sup(X[k], T[k]) + lm_sup(X[n] - X[k], T[n] - T[k]) - whole;
+    if (llr > best) best = llr, *split = k;
+  }
+  return best;
+}
+
 static int is_regular(const kr_est_obs_t *o, size_t n, double tol) {
   double sum = 0;
   for (size_t i = 0; i < n; i++) sum += o[i].t;
@@ -621,7 +652,9 @@ void kr_est_rate(const kr_est_params_t *p, const kr_vhist_t *h, double prior_rat
   /* a change of rate: judge the URI by what came after it (estimate.h) */
   if (p->prior_tau2 > 0 && p->shift_llr > 0) {
     size_t split;
-    if (kr_est_shift(o, n, &split) > p->shift_llr) {
+    double llr = p->use_last_modified ? kr_est_shift_lm(p, o, n, &split) : -1.0;
+    if (llr < 0) llr = kr_est_shift(o, n, &split); /* no usable ages */
+    if (llr > p->shift_llr) {
       ob = o + split;
       n -= split;
       out->dropped = (unsigned)split;

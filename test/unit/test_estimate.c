@@ -848,6 +848,174 @@ static void shift_cyclic(void **state) {
   assert_true(fired <= 2);
 }
 
+/* A history with the ages honest validators give: n1 visits t1 apart
+ * (jittered +-50 %) of a page changing at lam1, then n2 visits t2 apart
+ * at lam2. */
+static void shift_history_aged(kr_vhist_t *h, double lam1, int n1, double t1, double lam2, int n2,
+                               double t2) {
+  page_t pg;
+  page_init(&pg, lam1);
+  kr_vhist_init(h);
+  kr_vhist_visit_t v0 = {0, KR_CONTENT_CHANGED, -1};
+  kr_vhist_append(h, &v0);
+  for (int i = 0; i < n1 + n2; i++) {
+    if (i == n1) {
+      pg.lambda = lam2;
+      pg.next_change = pg.now + expo(lam2);
+    }
+    double dt = ceil((i < n1 ? t1 : t2) * (0.5 + unif())), age;
+    int c = page_visit(&pg, dt, &age);
+    kr_vhist_visit_t v = {(int64_t)dt, c ? KR_CONTENT_CHANGED : KR_CONTENT_UNCHANGED,
+                          (int64_t)floor(age)};
+    kr_vhist_append(h, &v);
+  }
+}
+
+static size_t shift_split_lm(const kr_vhist_t *h, double *llr) {
+  kr_est_params_t ep;
+  kr_est_params_default(&ep);
+  kr_est_obs_t o[KR_VHIST_MAX];
+  size_t n = kr_vhist_observations(h, o, KR_VHIST_MAX), split;
+  *llr = kr_est_shift_lm(&ep, o, n, &split);
+  return split;
+}
+
+/* With honest Last-Modified ages a change of rate shows after one or two
+ * visits: a slow page that became hourly is seen with versions an hour
+ * old where its visits are a week apart, one that went quiet keeps the
+ * same version for days. The intervals' test needs 8 observations on
+ * each side; a slow page has few before the change, and after it its
+ * visits come a week apart. */
+static void shift_lm_detected(void **state) {
+  (void)state;
+  kr_est_params_t ep;
+  kr_est_params_default(&ep);
+  const double day = 86400, hour = 3600;
+  int faster = 0, quieter = 0;
+  for (int k = 0; k < 20; k++) {
+    seed(300 + (uint64_t)k);
+    kr_vhist_t h;
+    double llr;
+    /* weekly visits of a page changing every 10 days, then hourly: 4 visits after */
+    shift_history_aged(&h, 1 / (10 * day), 4, 7 * day, 1 / hour, 4, 7 * day);
+    size_t split = shift_split_lm(&h, &llr);
+    if (llr > ep.shift_llr && split == 4) faster++;
+    if (k == 0) { /* the intervals alone cannot tell */
+      kr_est_obs_t o[KR_VHIST_MAX];
+      size_t n = kr_vhist_observations(&h, o, KR_VHIST_MAX), s2;
+      assert_true(kr_est_shift(o, n, &s2) == 0 && s2 == 0);
+    }
+    /* 6-hourly visits of a page changing 4 times a day, then every 2
+     * months: 14 daily visits after (the split goes back to its last
+     * change before) */
+    shift_history_aged(&h, 4 / day, 16, 6 * hour, 1 / (60 * day), 14, day);
+    split = shift_split_lm(&h, &llr);
+    if (llr > ep.shift_llr && split >= 12 && split <= 16) quieter++;
+  }
+  print_message("# change of rate with ages: %d of 20 faster, %d of 20 quieter pages split\n", faster,
+                quieter);
+  assert_true(faster >= 18);
+  assert_true(quieter >= 16);
+
+  /* through kr_est_rate, with an informed prior: the estimate rests on
+   * the visits after the change */
+  seed(301);
+  kr_vhist_t h;
+  shift_history_aged(&h, 1 / (10 * day), 4, 7 * day, 1 / hour, 4, 7 * day);
+  double llr;
+  size_t split = shift_split_lm(&h, &llr);
+  assert_int_equal(split, 4);
+  assert_true(llr > ep.shift_llr);
+  kr_est_result_t r;
+  kr_est_rate(&ep, &h, 1 / day, &r); /* no informed prior: no test */
+  assert_int_equal(r.dropped, 0);
+  double mixed = r.lambda;
+  ep.prior_tau2 = 2.0;
+  kr_est_rate(&ep, &h, 1 / day, &r);
+  assert_int_equal(r.dropped, 4);
+  assert_int_equal(r.observations, 4);
+  assert_true(r.lambda > 1 / (4 * hour) && r.lambda > 20 * mixed);
+  /* without usable ages: -1, and kr_est_rate falls back on the intervals */
+  ep.use_last_modified = 0;
+  kr_est_rate(&ep, &h, 1 / day, &r);
+  assert_int_equal(r.dropped, 0);
+  kr_est_obs_t o[KR_VHIST_MAX];
+  size_t n = kr_vhist_observations(&h, o, KR_VHIST_MAX);
+  for (size_t i = 0; i < n; i++) o[i].age = -1;
+  kr_est_params_default(&ep);
+  assert_true(kr_est_shift_lm(&ep, o, n, &split) < 0 && split == 0);
+  assert_true(kr_est_shift_lm(&ep, NULL, 0, &split) < 0 && split == 0);
+  assert_true(kr_est_shift_lm(NULL, o, n, &split) < 0 && split == 0);
+}
+
+/* Stationary pages with honest ages, slow and fast, with few visits or 64:
+ * the ages' test almost never fires. */
+static void shift_lm_stationary(void **state) {
+  (void)state;
+  kr_est_params_t ep;
+  kr_est_params_default(&ep);
+  const double day = 86400;
+  int fired = 0, tested = 0;
+  double top = 0;
+  for (int k = 0; k < 1000; k++) {
+    seed(2000 + (uint64_t)k);
+    kr_vhist_t h;
+    double rate = exp(-3.0 + 6.0 * unif()) / day, per_visit = exp(-2.0 + 3.0 * unif()), llr;
+    int n = 3 + (int)(unif() * 62);
+    shift_history_aged(&h, rate, n, per_visit / rate, rate, 0, 1);
+    shift_split_lm(&h, &llr);
+    tested += llr >= 0;
+    fired += llr > ep.shift_llr;
+    if (llr > top) top = llr;
+  }
+  print_message("# change of rate with ages, stationary pages: %d of %d split (largest ratio %.1f)\n",
+                fired, tested, top);
+  assert_true(tested > 500 && top > 0);
+  assert_true(fired <= 2);
+}
+
+/* The cycles world's swings (x 1 +- 0.8 daily, x 1 +- 0.5 weekly) seen
+ * through honest ages, visits about every 6 hours: no change of rate. */
+static void shift_lm_cyclic(void **state) {
+  (void)state;
+  kr_est_params_t ep;
+  kr_est_params_default(&ep);
+  const double day = 86400, week = 7 * day;
+  int fired = 0, tested = 0;
+  double top = 0;
+  for (int k = 0; k < 200; k++) {
+    seed(7000 + (uint64_t)k);
+    double base = 4 / day, max = base * 1.8 * 1.5, now = unif() * week, last = now,
+           last_change = now - expo(base);
+    kr_vhist_t h;
+    kr_vhist_init(&h);
+    kr_vhist_visit_t v0 = {0, KR_CONTENT_CHANGED, -1};
+    kr_vhist_append(&h, &v0);
+    for (int i = 0; i < 64; i++) {
+      double next = now + day / 4 * (0.5 + unif());
+      int changed = 0;
+      for (double c = now + expo(max); c <= next; c += expo(max)) {
+        double d = cos(2 * M_PI * (c / day - 14.0 / 24)), w = cos(2 * M_PI * (c / week - 3.0 / 7));
+        if (unif() * max < base * (1 + 0.8 * d) * (1 + 0.5 * w)) changed = 1, last_change = c;
+      }
+      kr_vhist_visit_t v = {(int64_t)ceil(next - last),
+                            changed ? KR_CONTENT_CHANGED : KR_CONTENT_UNCHANGED,
+                            (int64_t)floor(next - last_change)};
+      kr_vhist_append(&h, &v);
+      last = now = next;
+    }
+    double llr;
+    shift_split_lm(&h, &llr);
+    tested += llr >= 0;
+    fired += llr > ep.shift_llr;
+    if (llr > top) top = llr;
+  }
+  print_message("# change of rate with ages, cyclic pages: %d of %d split (largest ratio %.1f)\n", fired,
+                tested, top);
+  assert_true(tested > 150 && top > 0);
+  assert_true(fired <= 2);
+}
+
 /* The split search as it was first written, kept as the reference: every
  * observation's log-likelihood at each of the 16 grid rates by libm
  * (changed ln(-expm1(-lam t)), unchanged -lam t), each side's best by
@@ -1779,6 +1947,8 @@ int main(void) {
       cmocka_unit_test(posterior_estimator), cmocka_unit_test(posterior_discrete),
       cmocka_unit_test(shift_detected),     cmocka_unit_test(shift_stationary),
       cmocka_unit_test(shift_cyclic),       cmocka_unit_test(shift_same_answers),
+      cmocka_unit_test(shift_lm_detected),  cmocka_unit_test(shift_lm_stationary),
+      cmocka_unit_test(shift_lm_cyclic),
       cmocka_unit_test(prior_fades),        cmocka_unit_test(h_function),
       cmocka_unit_test(versions_optimum),   cmocka_unit_test(freshness_shape),
       cmocka_unit_test(solve_edges),        cmocka_unit_test(host_sketch),
