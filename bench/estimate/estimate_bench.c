@@ -8,6 +8,10 @@
  *   rate         kr_est_rate without an informed prior (no split search)
  *   rate+shift   kr_est_rate with an informed prior (prior_tau2 > 0): the
  *                split search first, then the estimator
+ *   rate+ages    the same with the ages honest validators give (the
+ *                Last-Modified test of kr_est_shift_lm instead of the
+ *                intervals' search, then the posterior or last-modified
+ *                estimator)
  *
  * over a fixed set of histories (fixed seed): pages whose rates are
  * log-uniform over a month to an hour, visited at 0.2 to 3 expected
@@ -50,12 +54,15 @@ static double unif(void) { /* splitmix64, (0,1) */
 }
 static double expo(double rate) { return -log(unif()) / rate; }
 
-/* A page changing at rate lam (lam2 from visit 40 on), 65 visits. */
-static void make_history(kr_vhist_t *h, double lam, double lam2, double per_visit) {
+/* A page changing at rate lam (lam2 from visit 40 on), 65 visits; *a
+ * the same with the versions' ages. */
+static void make_history(kr_vhist_t *h, kr_vhist_t *a, double lam, double lam2, double per_visit) {
   kr_vhist_init(h);
+  kr_vhist_init(a);
   kr_vhist_visit_t v0 = {0, KR_CONTENT_CHANGED, -1};
   kr_vhist_append(h, &v0);
-  double now = 0, next = expo(lam), mean = per_visit / lam;
+  kr_vhist_append(a, &v0);
+  double now = 0, next = expo(lam), mean = per_visit / lam, last = -expo(lam);
   for (int i = 0; i < KR_VHIST_MAX; i++) {
     if (i == 40 && lam2 != lam) {
       lam = lam2;
@@ -63,17 +70,19 @@ static void make_history(kr_vhist_t *h, double lam, double lam2, double per_visi
     }
     double dt = ceil(mean * (0.5 + unif()));
     int changed = 0;
-    while (next <= now + dt) changed = 1, next += expo(lam);
+    while (next <= now + dt) changed = 1, last = next, next += expo(lam);
     now += dt;
     kr_vhist_visit_t v = {(int64_t)dt, changed ? KR_CONTENT_CHANGED : KR_CONTENT_UNCHANGED, -1};
     kr_vhist_append(h, &v);
+    v.age_s = (int64_t)floor(now - last);
+    kr_vhist_append(a, &v);
   }
 }
 
-enum { SHIFT, RATE, RATE_SHIFT, NKIND };
-static const char *kind_name[NKIND] = {"shift", "rate", "rate+shift"};
+enum { SHIFT, RATE, RATE_SHIFT, RATE_AGES, NKIND };
+static const char *kind_name[NKIND] = {"shift", "rate", "rate+shift", "rate+ages"};
 
-static kr_vhist_t hist[NHIST];
+static kr_vhist_t hist[NHIST], aged[NHIST];
 static kr_est_obs_t obs[NHIST][KR_VHIST_MAX];
 static size_t nobs[NHIST];
 static volatile double sink;
@@ -91,8 +100,12 @@ static void pass(int k, const kr_est_params_t *plain, const kr_est_params_t *inf
       kr_est_rate(plain, &hist[i], 1e-5, &r);
       s += r.lambda;
       break;
-    default:
+    case RATE_SHIFT:
       kr_est_rate(informed, &hist[i], 1e-5, &r);
+      s += r.lambda + r.dropped;
+      break;
+    default:
+      kr_est_rate(informed, &aged[i], 1e-5, &r);
       s += r.lambda + r.dropped;
     }
   }
@@ -118,7 +131,7 @@ int main(int argc, char **argv) {
     double lam = exp(log(1 / (30 * day)) + unif() * log(30 * 24.0)); /* a month .. an hour */
     double per_visit = exp(log(0.2) + unif() * log(15.0));             /* 0.2 .. 3 */
     double lam2 = i % 3 == 0 ? exp(log(1 / (30 * day)) + unif() * log(30 * 24.0)) : lam;
-    make_history(&hist[i], lam, lam2, per_visit);
+    make_history(&hist[i], &aged[i], lam, lam2, per_visit);
     nobs[i] = kr_vhist_observations(&hist[i], obs[i], KR_VHIST_MAX);
     double total = 0, first = 0;
     for (size_t j = 0; j < nobs[i]; j++) total += obs[i][j].t, first += j < 8 ? obs[i][j].t : 0;
@@ -149,7 +162,7 @@ int main(int argc, char **argv) {
     printf("%-12s %10.0f %10.0f %10.0f\n", kind_name[k], ns[k][rounds / 2], ns[k][0],
            ns[k][rounds - 1]);
   }
-  printf("\nchecksum: shift %.9g, rate %.9g, rate+shift %.9g\n", sum[SHIFT], sum[RATE],
-         sum[RATE_SHIFT]);
+  printf("\nchecksum: shift %.9g, rate %.9g, rate+shift %.9g, rate+ages %.9g\n", sum[SHIFT],
+         sum[RATE], sum[RATE_SHIFT], sum[RATE_AGES]);
   return 0;
 }
