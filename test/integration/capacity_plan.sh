@@ -66,16 +66,25 @@ plan_shown() {
   [[ $PLAN =~ ^[0-9]+%\ \([0-9]+%\)$ ]]
 }
 
+# plan_far_above: the plan at about the whole capacity, the thesis' waits
+# far above it. Both are measured from the realised fetches and move as
+# pages are found and waits settle: read until the crawl gets there (the
+# first plan shown was 195-220 % wanted on a quiet machine, 149 % once at
+# load 10 and 119 % at load 8, from fewer pages known).
+plan_far_above() {
+  plan_shown || return 1
+  planned=${PLAN%%%*}
+  wanted=${PLAN#*(}; wanted=${wanted%\%)}
+  [ "$planned" -ge 80 ] && [ "$planned" -le 110 ] && [ "$wanted" -ge 125 ]
+}
+
 run on true
 wait_until 30 test -s "$T/on/status.addr" || bail "no status.addr: $(tail -3 "$T/on.err")"
 check "plan: the live host list shows planned and wanted use of the capacity" wait_until 60 plan_shown
-diag "plan (wanted): $PLAN"
-planned=${PLAN%%%*}
-wanted=${PLAN#*(}; wanted=${wanted%\%)}
-# wanted: 195-220 % on a quiet machine, 149 % once at load 10 (the thesis'
-# waits and the capacity are both measured from the realised fetches)
-check "plan: planned about the whole capacity ($planned%), the thesis' waits far more ($wanted%)" \
-  test "$planned" -ge 80 -a "$planned" -le 110 -a "$wanted" -ge 125
+diag "plan (wanted), first shown: $PLAN"
+far=0; wait_until 60 plan_far_above && far=1
+diag "plan (wanted), last read: $PLAN"
+is "$far" 1 "plan: planned about the whole capacity ($planned%), the thesis' waits far more ($wanted%)"
 finish
 is "$RC" 0 "plan: the crawl ends at its limit"
 raised=$(grep -c 'wait:text/multiplicative/capacity' "$CL")
