@@ -133,7 +133,9 @@ int64_t kr__sim_next_wait(run_t *r, const wuri_t *u, suri_t *s, shost_t *sh, con
   if (r->policy == KR_SIM_BAYES) {
     solve_plan(r, sh);
     kr_est_result_t er;
-    double lambda = bayes_rate(r, u, &h, &er);
+    /* trusted signals: as poisson's, the regular visits only look for
+     * what they miss (sim_signal.c) */
+    double lambda = bayes_rate(r, u, &h, &er) / (s->stretch > 1 ? s->stretch : 1);
     if (s->cls >= 0 && (er.observations > 0 || r->o->sketch_prior)) {
       kr_plan_host_update(&sh->alloc, s->cls, s->lambda, lambda);
       s->lambda = lambda;

@@ -328,7 +328,8 @@ void kr__sim_signal_visit(run_t *r, size_t i, suri_t *s, shost_t *sh, const kr_c
     }
   }
   g->last_visit = ti;
-  if (r->policy != KR_SIM_POISSON && r->policy != KR_SIM_ORACLE) return;
+  if (r->policy != KR_SIM_POISSON && r->policy != KR_SIM_ORACLE && r->policy != KR_SIM_BAYES)
+    return;
   s->stretch = (float)kr_sig_stretch(rel, &r->sigp, c->fp, c->visits);
   if (s->stretch > 1) S->stretched++;
 }

@@ -1493,6 +1493,23 @@ static void signal_opts(kr_sim_opts_t *o) {
   o->delay_ms = 20 * S;
 }
 
+/* The bayes reference reads trusted signals as poisson does: its regular
+ * visits of a listed page look only for the changes the signals miss
+ * (stretched), so it bounds poisson's learning with signals too. */
+static void bayes_reads_signals(void **state) {
+  (void)state;
+  kr_sim_world_t *w = signal_world();
+  kr_sim_opts_t o;
+  signal_opts(&o);
+  o.signals = (kr_sim_signals_t){.share = 0.3, .recall = 0.9, .precision = 0.8,
+                                 .delay_ms = 5 * 60 * S};
+  kr_sim_result_t b;
+  run(w, &o, KR_SIM_BAYES, &b, NULL);
+  assert_int_equal(b.sig.hosts_stretching, 2);
+  assert_true(b.sig.stretched > 0 && b.sig.pulled > 0);
+  kr_sim_world_free(w);
+}
+
 /* Honest signals on 30 % of the pages raise poisson's capture; signals
  * that are always "now" or never move cost (almost) nothing, and are
  * not trusted at the end. */
@@ -2134,6 +2151,7 @@ int main(void) {
       cmocka_unit_test(synthetic),
       cmocka_unit_test(deterministic),
       cmocka_unit_test(bayes_reference),
+      cmocka_unit_test(bayes_reads_signals),
       cmocka_unit_test(never_changes_max_wait),
       cmocka_unit_test(nutch_stormcrawler_schedules),
       cmocka_unit_test(lambdacrawl_politeness),
