@@ -375,7 +375,7 @@ enum kr_cfg_type {
     NONE, "multiplicative: waits shorter than the host's capacity allows are raised to one floor, so its revisits fit its politeness instead of leaving it overdue for ever; false = the thesis' waits as they are.") \
   X(ADAPTIVE_LEARNED_STATE_INTERVAL, "adaptive", "learned-state-interval", DURATION, 0, "60s",  \
     "1s..1d", NONE, "How often at most each host's learned state (poisson's allocator, the capacity plan, the validator-trust run, the informed priors' pool, the change signals' reliability) is written to the state database; a kill -9 loses at most this much of it, a clean stop nothing.") \
-  X(ADAPTIVE_INFORMED_PRIORS, "adaptive", "informed-priors", BOOL, KR_CFG_HOST, "false", "", \
+  X(ADAPTIVE_INFORMED_PRIORS, "adaptive", "informed-priors", BOOL, KR_CFG_HOST, "true", "", \
     NONE, "A new URI's prior change rate is learned from its host's URIs of the same path template and content type (poisson: the prior; multiplicative: the initial wait); false = the evaluator's initial-wait for every URI.") \
   X(ADAPTIVE_OBJECTIVE, "adaptive", "objective", ENUM, KR_CFG_HOST, "versions",          \
     "versions|freshness|harmonic", NONE,                                                \
