@@ -403,6 +403,11 @@ double kr_est_shift(const kr_est_obs_t *o, size_t n, size_t *split);
  * the split, 1 after it and 3 days after it. The ratio with *split, or
  * -1 (and *split 0) when the ages are not usable. */
 double kr_est_shift_lm(const kr_est_params_t *p, const kr_est_obs_t *o, size_t n, size_t *split);
+/* The observations a change of rate leaves out of o, as kr_est_rate
+ * judges it: the ages' test where p uses them and they are usable, else
+ * the intervals' test; 0 when neither ratio passes p->shift_llr (or it is
+ * 0). The simulator's bayes reference leaves out the same. */
+size_t kr_est_split(const kr_est_params_t *p, const kr_est_obs_t *o, size_t n);
 /* The prior lambda0 (changes/s) of a URI whose evaluator has
  * initial_wait_ms, with hints (NULL: none). Always > 0. */
 double kr_est_prior(const kr_est_params_t *p, int64_t initial_wait_ms,

@@ -635,6 +635,14 @@ static int is_regular(const kr_est_obs_t *o, size_t n, double tol) {
   return 1;
 }
 
+size_t kr_est_split(const kr_est_params_t *p, const kr_est_obs_t *o, size_t n) {
+  if (!p || !(p->shift_llr > 0)) return 0;
+  size_t split;
+  double llr = p->use_last_modified ? kr_est_shift_lm(p, o, n, &split) : -1.0;
+  if (llr < 0) llr = kr_est_shift(o, n, &split); /* no usable ages */
+  return llr > p->shift_llr ? split : 0;
+}
+
 void kr_est_rate(const kr_est_params_t *p, const kr_vhist_t *h, double prior_rate,
                  kr_est_result_t *out) {
   kr_est_params_t def;
@@ -650,15 +658,11 @@ void kr_est_rate(const kr_est_params_t *p, const kr_vhist_t *h, double prior_rat
   const kr_est_obs_t *ob = o;
   out->dropped = 0;
   /* a change of rate: judge the URI by what came after it (estimate.h) */
-  if (p->prior_tau2 > 0 && p->shift_llr > 0) {
-    size_t split;
-    double llr = p->use_last_modified ? kr_est_shift_lm(p, o, n, &split) : -1.0;
-    if (llr < 0) llr = kr_est_shift(o, n, &split); /* no usable ages */
-    if (llr > p->shift_llr) {
-      ob = o + split;
-      n -= split;
-      out->dropped = (unsigned)split;
-    }
+  if (p->prior_tau2 > 0) {
+    size_t split = kr_est_split(p, o, n);
+    ob = o + split;
+    n -= split;
+    out->dropped = (unsigned)split;
   }
   unsigned x = 0;
   for (size_t i = 0; i < n; i++) x += (unsigned)ob[i].changed;

@@ -35,8 +35,7 @@ static void solve_plan(run_t *r, shost_t *sh) {
 static double bayes_rate(const run_t *r, const wuri_t *u, const kr_vhist_t *h,
                          kr_est_result_t *er) {
   kr_est_obs_t o[KR_VHIST_MAX];
-  size_t n = kr_vhist_observations(h, o, KR_VHIST_MAX), split = 0;
-  if (r->ep.shift_llr > 0 && kr_est_shift(o, n, &split) <= r->ep.shift_llr) split = 0;
+  size_t n = kr_vhist_observations(h, o, KR_VHIST_MAX), split = kr_est_split(&r->ep, o, n);
   int ages = u->validators == KR_SIM_VAL_CORRECT;
   double first = -1;
   if (ages && split == 0 && h->n > 0 && h->v[0].interval_s == 0 && h->v[0].age_s >= 0 &&
